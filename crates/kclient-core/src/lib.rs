@@ -1,0 +1,3 @@
+//! kclient-core: apimachinery for kclient (in progress).
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
