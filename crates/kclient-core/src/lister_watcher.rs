@@ -1,0 +1,89 @@
+//! [`ListerWatcher`]: the seam between clients and the informer cache.
+//!
+//! The cache (reflector, informers) needs exactly two things from a client: list a resource,
+//! and watch it from a resourceVersion. Typed and dynamic clients implement this trait; the
+//! cache depends only on it, never on HTTP. Tests implement it in memory.
+//!
+//! ```
+//! use futures::stream::{self, StreamExt};
+//! use kclient_core::options::ListOptions;
+//! use kclient_core::{ApiError, DynamicObject, ListerWatcher, ObjectList, WatchEvent, WatchStream};
+//!
+//! /// A ListerWatcher over a fixed list whose watch ends at once.
+//! struct Fixed(Vec<DynamicObject>);
+//!
+//! impl ListerWatcher<DynamicObject> for Fixed {
+//!     type Error = ApiError;
+//!
+//!     async fn list(&self, _: &ListOptions) -> Result<ObjectList<DynamicObject>, ApiError> {
+//!         Ok(ObjectList::new(self.0.clone(), "1"))
+//!     }
+//!
+//!     async fn watch(&self, _: &ListOptions) -> Result<WatchStream<DynamicObject, ApiError>, ApiError> {
+//!         Ok(stream::empty().boxed())
+//!     }
+//! }
+//!
+//! # futures::executor::block_on(async {
+//! let lw = Fixed(vec![DynamicObject::default()]);
+//! let list = lw.list(&ListOptions::default()).await.unwrap();
+//! assert_eq!(list.resource_version(), Some("1"));
+//! assert!(lw.watch(&ListOptions::default()).await.unwrap().next().await.is_none());
+//! # });
+//! ```
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+
+use crate::api_error::ApiStatus;
+use crate::object_list::ObjectList;
+use crate::options::ListOptions;
+use crate::watch_event::WatchEvent;
+
+/// A watch: a stream of events that ends when the server closes the watch. An `Err` item is a
+/// failure of the stream itself (a broken connection, an undecodable frame); the server's own
+/// errors arrive as [`WatchEvent::Error`].
+pub type WatchStream<K, E> = BoxStream<'static, Result<WatchEvent<K>, E>>;
+
+/// Lists and watches one resource (client-go's `cache.ListerWatcher`).
+///
+/// A `ListerWatcher` is bound to one resource, and usually to one namespace and selector: the
+/// options passed in carry only what the reflector controls (resourceVersion, paging, timeouts,
+/// bookmarks); implementations add their own selectors.
+pub trait ListerWatcher<K>: Send + Sync {
+    /// The error of a failed list or watch. [`ApiStatus`] lets the reflector tell a `410 Gone`
+    /// from a refused connection from anything else.
+    type Error: std::error::Error + ApiStatus + Send + Sync + 'static;
+
+    /// Lists the resource. The list's resourceVersion is where a following watch starts.
+    fn list(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<ObjectList<K>, Self::Error>> + Send;
+
+    /// Starts a watch at `options.resource_version`.
+    fn watch(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<WatchStream<K, Self::Error>, Self::Error>> + Send;
+}
+
+impl<K, L: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<L> {
+    type Error = L::Error;
+
+    fn list(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<ObjectList<K>, Self::Error>> + Send {
+        (**self).list(options)
+    }
+
+    fn watch(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<WatchStream<K, Self::Error>, Self::Error>> + Send {
+        (**self).watch(options)
+    }
+}
