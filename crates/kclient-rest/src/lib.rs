@@ -1,0 +1,3 @@
+//! kclient-rest (being written: issue 4).
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
