@@ -1,0 +1,208 @@
+//! A [`MetricsProvider`] that exports the workqueue metrics through `prometheus-client`
+//! (feature `prometheus`).
+//!
+//! The names and the `name` label are those of Kubernetes' component-base, so existing
+//! dashboards and alerts work unchanged:
+//!
+//! | metric | type |
+//! |---|---|
+//! | `workqueue_depth{name}` | gauge |
+//! | `workqueue_adds_total{name}` | counter |
+//! | `workqueue_queue_duration_seconds{name}` | histogram, buckets 1e-8 s × 10^0..9 |
+//! | `workqueue_work_duration_seconds{name}` | histogram, same buckets |
+//! | `workqueue_unfinished_work_seconds{name}` | gauge |
+//! | `workqueue_longest_running_processor_seconds{name}` | gauge |
+//! | `workqueue_retries_total{name}` | counter |
+//!
+//! ```
+//! use std::sync::Arc;
+//! use prometheus_client::registry::Registry;
+//! use kclient_workqueue::prometheus::PrometheusMetricsProvider;
+//! use kclient_workqueue::{Queue, QueueConfig};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let mut registry = Registry::default();
+//! let provider = Arc::new(PrometheusMetricsProvider::new(&mut registry));
+//! let queue = Queue::with_config(QueueConfig::new().name("pods").metrics_provider(provider));
+//! queue.add("default/web-0".to_string());
+//!
+//! let mut text = String::new();
+//! prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+//! assert!(text.contains(r#"workqueue_depth{name="pods"} 1"#));
+//! # }
+//! ```
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::metrics::{
+    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric,
+};
+
+/// The label set of every workqueue metric: the queue's name.
+type QueueLabel = [(&'static str, String); 1];
+
+/// A constructor for the duration histograms.
+type HistogramConstructor = fn() -> Histogram;
+
+fn label(name: &str) -> QueueLabel {
+    [("name", name.to_owned())]
+}
+
+fn duration_histogram() -> Histogram {
+    // component-base: prometheus.ExponentialBuckets(10e-9, 10, 10).
+    Histogram::new(exponential_buckets(10e-9, 10.0, 10))
+}
+
+/// Makes the workqueue metrics as labelled series of families registered in a
+/// `prometheus-client` [`Registry`]. One provider serves any number of queues; give each
+/// queue a distinct name.
+#[derive(Debug, Clone)]
+pub struct PrometheusMetricsProvider {
+    depth: Family<QueueLabel, Gauge>,
+    adds: Family<QueueLabel, Counter>,
+    latency: Family<QueueLabel, Histogram, HistogramConstructor>,
+    work_duration: Family<QueueLabel, Histogram, HistogramConstructor>,
+    unfinished_work_seconds: Family<QueueLabel, Gauge<f64, AtomicU64>>,
+    longest_running_processor_seconds: Family<QueueLabel, Gauge<f64, AtomicU64>>,
+    retries: Family<QueueLabel, Counter>,
+}
+
+impl PrometheusMetricsProvider {
+    /// Creates the seven metric families and registers them in `registry`.
+    pub fn new(registry: &mut Registry) -> Self {
+        let provider = Self {
+            depth: Family::default(),
+            adds: Family::default(),
+            latency: Family::new_with_constructor(duration_histogram),
+            work_duration: Family::new_with_constructor(duration_histogram),
+            unfinished_work_seconds: Family::default(),
+            longest_running_processor_seconds: Family::default(),
+            retries: Family::default(),
+        };
+        registry.register(
+            "workqueue_depth",
+            "Number of items waiting in the workqueue",
+            provider.depth.clone(),
+        );
+        registry.register(
+            "workqueue_adds",
+            "Number of additions to the workqueue",
+            provider.adds.clone(),
+        );
+        registry.register(
+            "workqueue_queue_duration_seconds",
+            "Seconds an item waits in the workqueue before a worker takes it",
+            provider.latency.clone(),
+        );
+        registry.register(
+            "workqueue_work_duration_seconds",
+            "Seconds a worker spends on an item taken from the workqueue",
+            provider.work_duration.clone(),
+        );
+        registry.register(
+            "workqueue_unfinished_work_seconds",
+            "Summed seconds of the work in progress not yet observed by work_duration; \
+             large values point at stuck workers",
+            provider.unfinished_work_seconds.clone(),
+        );
+        registry.register(
+            "workqueue_longest_running_processor_seconds",
+            "Seconds the longest running worker has spent on its current item",
+            provider.longest_running_processor_seconds.clone(),
+        );
+        registry.register(
+            "workqueue_retries",
+            "Number of delayed additions (retries) to the workqueue",
+            provider.retries.clone(),
+        );
+        provider
+    }
+}
+
+struct DepthGauge(Gauge);
+
+impl GaugeMetric for DepthGauge {
+    fn inc(&self) {
+        self.0.inc();
+    }
+    fn dec(&self) {
+        self.0.dec();
+    }
+}
+
+struct SecondsGauge(Gauge<f64, AtomicU64>);
+
+impl SettableGaugeMetric for SecondsGauge {
+    fn set(&self, value: f64) {
+        self.0.set(value);
+    }
+}
+
+struct TotalCounter(Counter);
+
+impl CounterMetric for TotalCounter {
+    fn inc(&self) {
+        self.0.inc();
+    }
+}
+
+struct SecondsHistogram(Histogram);
+
+impl HistogramMetric for SecondsHistogram {
+    fn observe(&self, value: f64) {
+        self.0.observe(value);
+    }
+}
+
+impl MetricsProvider for PrometheusMetricsProvider {
+    fn new_depth_metric(&self, name: &str) -> Box<dyn GaugeMetric> {
+        Box::new(DepthGauge(self.depth.get_or_create(&label(name)).clone()))
+    }
+
+    fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric> {
+        Box::new(TotalCounter(self.adds.get_or_create(&label(name)).clone()))
+    }
+
+    fn new_latency_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
+        Box::new(SecondsHistogram(
+            self.latency.get_or_create(&label(name)).clone(),
+        ))
+    }
+
+    fn new_work_duration_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
+        Box::new(SecondsHistogram(
+            self.work_duration.get_or_create(&label(name)).clone(),
+        ))
+    }
+
+    fn new_unfinished_work_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric> {
+        Box::new(SecondsGauge(
+            self.unfinished_work_seconds
+                .get_or_create(&label(name))
+                .clone(),
+        ))
+    }
+
+    fn new_longest_running_processor_seconds_metric(
+        &self,
+        name: &str,
+    ) -> Box<dyn SettableGaugeMetric> {
+        Box::new(SecondsGauge(
+            self.longest_running_processor_seconds
+                .get_or_create(&label(name))
+                .clone(),
+        ))
+    }
+
+    fn new_retries_metric(&self, name: &str) -> Box<dyn CounterMetric> {
+        Box::new(TotalCounter(
+            self.retries.get_or_create(&label(name)).clone(),
+        ))
+    }
+}
