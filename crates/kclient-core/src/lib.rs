@@ -1,4 +1,46 @@
-//! kclient-core: apimachinery for kclient (in progress).
+//! kclient-core: the apimachinery layer of kclient, the vocabulary every other kclient crate
+//! shares, with no I/O.
+//!
+//! * Identifiers: [`GroupVersion`], [`GroupVersionKind`], [`GroupVersionResource`],
+//!   [`GroupResource`], and [`ApiResource`], which describes any resource, built-in or custom.
+//! * Objects: the [`Resource`] trait (implemented for every k8s-openapi type with
+//!   `ObjectMeta` and for [`DynamicObject`]), [`ResourceExt`], [`ObjectList`].
+//! * Requests: [`options`] (list, get, create, update, patch, delete) and [`patch`], each in
+//!   the exact wire format of the API server, with the server's validation rules.
+//! * Watches: [`WatchEvent`] and [`JsonFrameDecoder`], which frames a watch stream
+//!   incrementally with bounded memory.
+//! * Errors: [`Status`], [`ApiError`] and the [`ApiStatus`] predicates (`is_not_found()`,
+//!   `is_conflict()`, `is_gone()` ...).
+//! * Selection: [`labels`] and [`fields`] selectors, parsed, matched and rendered as
+//!   apimachinery does.
+//! * Keys: [`meta_namespace_key`], [`split_meta_namespace_key`], [`ObjectKey`] and the
+//!   deletion tombstone [`DeletedFinalStateUnknown`].
+//! * The [`ListerWatcher`] trait: the seam between clients and the informer cache.
+//!
+//! ```
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kclient_core::options::ListOptions;
+//! use kclient_core::{labels, meta_namespace_key, Resource, WatchEvent};
+//!
+//! // Describe a resource and address it.
+//! let pods = Pod::api_resource(&());
+//! assert_eq!(pods.collection_path(Some("prod")), "/api/v1/namespaces/prod/pods");
+//!
+//! // Build list options the way the API server expects them.
+//! let selector: labels::Selector = "app=web,tier!=db".parse().unwrap();
+//! let opts = ListOptions::default().label_selector(&selector).unwrap().limit(500);
+//! assert_eq!(
+//!     opts.query_pairs(),
+//!     [("labelSelector", "app=web,tier!=db".to_string()), ("limit", "500".to_string())]
+//! );
+//!
+//! // Decode a watch frame and key its object.
+//! let frame = br#"{"type":"ADDED","object":{"metadata":{"name":"web-0","namespace":"prod","labels":{"app":"web"}}}}"#;
+//! let event = WatchEvent::<Pod>::from_json(frame).unwrap();
+//! let pod = event.object().unwrap();
+//! assert_eq!(meta_namespace_key(pod), "prod/web-0");
+//! assert!(selector.matches(&pod.metadata.labels));
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -1006,3 +1006,56 @@ fn json_patch_pointer_validation() {
     // Document patches have no pointers to check.
     assert_eq!(Patch::Merge(json!({"a~": 1})).validate(), Ok(()));
 }
+
+mod selector_conversions {
+    use kclient_core::options::{ListOptions, OptionsError};
+    use kclient_core::{fields, labels};
+
+    #[test]
+    fn parsed_selectors_are_sent_in_canonical_form() {
+        let l: labels::Selector = "tier in (fe,be),app=web".parse().unwrap();
+        let f = fields::Selector::new().equals("metadata.name", "web-0");
+        let opts = ListOptions::default()
+            .label_selector(&l)
+            .unwrap()
+            .field_selector(&f)
+            .unwrap();
+        assert_eq!(
+            opts.label_selector.as_deref(),
+            Some("app=web,tier in (be,fe)")
+        );
+        assert_eq!(opts.field_selector.as_deref(), Some("metadata.name=web-0"));
+    }
+
+    #[test]
+    fn everything_sends_no_selector() {
+        let opts = ListOptions::default()
+            .label_selector(&labels::Selector::everything())
+            .unwrap()
+            .field_selector(&fields::Selector::everything())
+            .unwrap();
+        assert!(opts.query_pairs().is_empty());
+    }
+
+    #[test]
+    fn nothing_is_refused_not_widened() {
+        let err = ListOptions::default()
+            .label_selector(&labels::Selector::nothing())
+            .unwrap_err();
+        assert_eq!(
+            err,
+            OptionsError::UnrepresentableSelector {
+                option: "labelSelector"
+            }
+        );
+        let err = ListOptions::default()
+            .field_selector(&fields::Selector::nothing())
+            .unwrap_err();
+        assert_eq!(
+            err,
+            OptionsError::UnrepresentableSelector {
+                option: "fieldSelector"
+            }
+        );
+    }
+}

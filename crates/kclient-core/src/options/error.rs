@@ -129,4 +129,12 @@ pub enum OptionsError {
         /// What is wrong with it.
         reason: &'static str,
     },
+
+    /// A selector that matches nothing was given where only a string can be sent: its string
+    /// form is empty, which the server reads as "everything".
+    #[error("{option}: a selector that matches nothing cannot be sent to the server (its string form selects everything)")]
+    UnrepresentableSelector {
+        /// `"labelSelector"` or `"fieldSelector"`.
+        option: &'static str,
+    },
 }

@@ -112,6 +112,41 @@ impl ListOptions {
         self
     }
 
+    /// Sets `labelSelector` from a parsed [`labels::Selector`](crate::labels::Selector), in its
+    /// canonical form.
+    ///
+    /// A selector that matches nothing ([`Selector::nothing`](crate::labels::Selector::nothing))
+    /// has no string form a server understands (its string is `""`, which selects everything),
+    /// so it is refused rather than silently widened.
+    pub fn label_selector(
+        mut self,
+        selector: &crate::labels::Selector,
+    ) -> Result<Self, OptionsError> {
+        if selector.matches_nothing() {
+            return Err(OptionsError::UnrepresentableSelector {
+                option: "labelSelector",
+            });
+        }
+        self.label_selector = Some(selector.to_string()).filter(|s| !s.is_empty());
+        Ok(self)
+    }
+
+    /// Sets `fieldSelector` from a parsed [`fields::Selector`](crate::fields::Selector), in its
+    /// canonical form. A selector that matches nothing is refused, as for
+    /// [`label_selector`](Self::label_selector).
+    pub fn field_selector(
+        mut self,
+        selector: &crate::fields::Selector,
+    ) -> Result<Self, OptionsError> {
+        if selector.matches_nothing() {
+            return Err(OptionsError::UnrepresentableSelector {
+                option: "fieldSelector",
+            });
+        }
+        self.field_selector = Some(selector.to_string()).filter(|s| !s.is_empty());
+        Ok(self)
+    }
+
     /// Sets `resourceVersion`.
     pub fn resource_version(mut self, resource_version: impl Into<String>) -> Self {
         self.resource_version = Some(resource_version.into());
