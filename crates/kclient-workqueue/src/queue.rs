@@ -149,6 +149,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
                     shutting_down: false,
                     drain: false,
                     waiting: DelayHeap::default(),
+                    waiting_getters: 0,
                     metrics,
                     retries: None,
                 }),
@@ -181,7 +182,8 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
                 return;
             }
             let promoted = state.promote_due_now();
-            promoted + usize::from(state.add(item, None))
+            let added = usize::from(state.add(item, None));
+            state.wakes_for(promoted + added)
         };
         self.shared.wake(pushed);
     }
@@ -195,7 +197,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
         let (len, pushed) = {
             let mut state = self.shared.state.lock();
             let pushed = state.promote_due_now();
-            (state.queue.len(), pushed)
+            (state.queue.len(), state.wakes_for(pushed))
         };
         self.shared.wake(pushed);
         len
@@ -217,17 +219,21 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
     /// from the queue only in the same step that returns it), and a wake-up it had received
     /// passes on to another waiting worker.
     pub async fn get(&self) -> Option<T> {
-        match self.shared.try_get() {
+        match self.shared.try_get(None) {
             Attempt::Item(item) => return Some(item),
             Attempt::ShutDown => return None,
             Attempt::Wait(_) => {}
         }
+        let mut registration = GetterRegistration {
+            shared: &self.shared,
+            registered: false,
+        };
         loop {
-            // Register as a waiter before looking, so that an add between the look and the
+            // Enable the wake-up before looking, so that an add between the look and the
             // wait still wakes this worker.
             let mut notified = pin!(self.shared.item_ready.notified());
             notified.as_mut().enable();
-            match self.shared.try_get() {
+            match self.shared.try_get(Some(&mut registration.registered)) {
                 Attempt::Item(item) => return Some(item),
                 Attempt::ShutDown => return None,
                 Attempt::Wait(None) => notified.await,
@@ -254,7 +260,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
             let mut state = self.shared.state.lock();
             let promoted = state.promote_due_now();
             let outcome = state.done(item);
-            let pushed = promoted + usize::from(outcome == DoneOutcome::Requeued);
+            let pushed = state.wakes_for(promoted + usize::from(outcome == DoneOutcome::Requeued));
             let drained = state.drain && state.processing == 0;
             (outcome, pushed, drained)
         };
@@ -324,6 +330,21 @@ enum Attempt<T> {
     Wait(Option<Instant>),
 }
 
+/// Keeps a waiting `get` counted in `waiting_getters`, and uncounts it if the `get` future
+/// is dropped while waiting.
+struct GetterRegistration<'a, T> {
+    shared: &'a Shared<T>,
+    registered: bool,
+}
+
+impl<T> Drop for GetterRegistration<'_, T> {
+    fn drop(&mut self) {
+        if self.registered {
+            self.shared.state.lock().waiting_getters -= 1;
+        }
+    }
+}
+
 /// What `done` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DoneOutcome {
@@ -361,13 +382,16 @@ pub(crate) struct Shared<T> {
 }
 
 impl<T: Clone + Eq + Hash> Shared<T> {
-    fn wake(&self, pushed: usize) {
-        for _ in 0..pushed {
+    /// Wakes `count` waiting workers (a count from `State::wakes_for`).
+    fn wake(&self, count: usize) {
+        for _ in 0..count {
             self.item_ready.notify_one();
         }
     }
 
-    fn try_get(&self) -> Attempt<T> {
+    /// One look at the queue by a worker. `registration` is the worker's flag of being
+    /// counted in `waiting_getters`; `None` for a first look that never waits.
+    fn try_get(&self, registration: Option<&mut bool>) -> Attempt<T> {
         let (attempt, pushed) = {
             let mut state = self.state.lock();
             let now = if state.waiting.is_empty() {
@@ -387,7 +411,16 @@ impl<T: Clone + Eq + Hash> Shared<T> {
                 };
                 Attempt::Wait(deadline)
             };
-            (attempt, pushed)
+            if let Some(registered) = registration {
+                let waits = matches!(attempt, Attempt::Wait(_));
+                if waits && !*registered {
+                    state.waiting_getters += 1;
+                } else if !waits && *registered {
+                    state.waiting_getters -= 1;
+                }
+                *registered = waits;
+            }
+            (attempt, state.wakes_for(pushed))
         };
         // The caller took one of the pushed items (or an older one, whose wake-up is then
         // spare): waking one worker per pushed item never under-wakes.
@@ -402,7 +435,7 @@ impl<T: Clone + Eq + Hash> Shared<T> {
             state.shutting_down = true;
             state.drain = drain;
             state.waiting.clear();
-            pushed
+            state.wakes_for(pushed)
         };
         self.wake(pushed);
         self.item_ready.notify_waiters();
@@ -411,7 +444,7 @@ impl<T: Clone + Eq + Hash> Shared<T> {
 
     /// The `add_after` of the delaying layer; see `DelayingQueue::add_after`.
     pub(crate) fn add_after(&self, item: T, delay: Duration) {
-        let (pushed, head_moved) = {
+        let (pushed, head_moved, anyone_waiting) = {
             let mut state = self.state.lock();
             if state.shutting_down {
                 return;
@@ -419,7 +452,7 @@ impl<T: Clone + Eq + Hash> Shared<T> {
             if let Some(retries) = &state.retries {
                 retries.inc();
             }
-            if delay.is_zero() {
+            let (pushed, head_moved) = if delay.is_zero() {
                 let promoted = state.promote_due_now();
                 (promoted + usize::from(state.add(item, None)), false)
             } else {
@@ -433,10 +466,15 @@ impl<T: Clone + Eq + Hash> Shared<T> {
                     // Not representable even thirty years out: the item would never be due.
                     None => (pushed, false),
                 }
-            }
+            };
+            (
+                state.wakes_for(pushed),
+                head_moved,
+                state.waiting_getters > 0,
+            )
         };
         self.wake(pushed);
-        if head_moved {
+        if head_moved && anyone_waiting {
             // Sleeping workers re-arm their timers for the new first ready time.
             self.item_ready.notify_waiters();
         }
@@ -470,7 +508,7 @@ impl<T: Clone + Eq + Hash> Shared<T> {
             if let Some(metrics) = &state.metrics {
                 metrics.update_unfinished_work(now);
             }
-            pushed
+            state.wakes_for(pushed)
         };
         self.wake(pushed);
         true
@@ -526,8 +564,26 @@ struct State<T> {
     drain: bool,
     /// Delayed items that are not due yet.
     waiting: DelayHeap<T>,
+    /// How many `get` calls are between finding the queue empty and their next look. While
+    /// it is zero nobody can be parked, so queuing an item skips the wake-up (an atomic
+    /// read-modify-write on a cache line every producer and worker touches).
+    waiting_getters: usize,
     metrics: Option<QueueMetrics<T>>,
     retries: Option<Box<dyn CounterMetric>>,
+}
+
+impl<T> State<T> {
+    /// How many wake-ups `pushed` newly queued items call for: one each, or none when no
+    /// worker waits. A worker registers in `waiting_getters` under the lock in the same step
+    /// in which it finds the queue empty, after enabling its wake-up, so an item queued
+    /// while the count is zero is seen by that worker's look.
+    fn wakes_for(&self, pushed: usize) -> usize {
+        if self.waiting_getters > 0 {
+            pushed
+        } else {
+            0
+        }
+    }
 }
 
 impl<T: Clone + Eq + Hash> State<T> {
@@ -615,5 +671,129 @@ impl<T: Clone + Eq + Hash> State<T> {
         } else {
             self.promote_due(Instant::now())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+    use std::task::{Context, Poll};
+
+    use super::*;
+
+    fn waiting_getters<T>(q: &Queue<T>) -> usize {
+        q.shared.state.lock().waiting_getters
+    }
+
+    /// Checks the dirty/processing invariants on the internal state.
+    fn assert_invariants<T: Clone + Eq + Hash + fmt::Debug>(q: &Queue<T>) {
+        let state = q.shared.state.lock();
+        let queued = state.marks.values().filter(|m| **m == Mark::Queued).count();
+        let processing = state.marks.len() - queued;
+        assert_eq!(queued, state.queue.len(), "queue and Queued marks agree");
+        assert_eq!(processing, state.processing);
+        for item in &state.queue {
+            assert_eq!(state.marks.get(item), Some(&Mark::Queued), "{item:?}");
+        }
+    }
+
+    fn poll_once<F: std::future::Future>(fut: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        fut.poll(&mut cx)
+    }
+
+    #[test]
+    fn marks_follow_the_lifecycle() {
+        let q: Queue<&str> = Queue::new();
+        q.add("a");
+        q.add("b");
+        assert_invariants(&q);
+        let mut get = pin!(q.get());
+        assert_eq!(poll_once(get.as_mut()), Poll::Ready(Some("a")));
+        assert_eq!(
+            q.shared.state.lock().marks.get("a"),
+            Some(&Mark::Processing)
+        );
+        q.add("a");
+        assert_eq!(
+            q.shared.state.lock().marks.get("a"),
+            Some(&Mark::ProcessingDirty)
+        );
+        assert_invariants(&q);
+        q.done(&"a");
+        assert_eq!(q.shared.state.lock().marks.get("a"), Some(&Mark::Queued));
+        assert_invariants(&q);
+        let mut get = pin!(q.get());
+        assert_eq!(poll_once(get.as_mut()), Poll::Ready(Some("b")));
+        q.done(&"b");
+        assert!(!q.shared.state.lock().marks.contains_key("b"), "released");
+        assert_invariants(&q);
+    }
+
+    #[test]
+    fn a_dropped_waiting_get_is_uncounted() {
+        let q: Queue<u8> = Queue::new();
+        {
+            let mut get = pin!(q.get());
+            assert!(poll_once(get.as_mut()).is_pending());
+            assert_eq!(waiting_getters(&q), 1);
+        }
+        assert_eq!(waiting_getters(&q), 0);
+    }
+
+    #[test]
+    fn a_served_get_is_uncounted() {
+        let q: Queue<u8> = Queue::new();
+        let mut get = pin!(q.get());
+        assert!(poll_once(get.as_mut()).is_pending());
+        assert_eq!(waiting_getters(&q), 1);
+        q.add(1);
+        assert_eq!(poll_once(get.as_mut()), Poll::Ready(Some(1)));
+        assert_eq!(waiting_getters(&q), 0);
+        let mut get = pin!(q.get());
+        assert!(poll_once(get.as_mut()).is_pending());
+        q.shut_down();
+        assert_eq!(poll_once(get.as_mut()), Poll::Ready(None));
+        assert_eq!(waiting_getters(&q), 0);
+    }
+
+    #[test]
+    fn the_fast_path_never_registers() {
+        let q: Queue<u8> = Queue::new();
+        q.add(1);
+        let mut get = pin!(q.get());
+        assert_eq!(poll_once(get.as_mut()), Poll::Ready(Some(1)));
+        assert_eq!(waiting_getters(&q), 0);
+    }
+
+    /// A random mix of operations keeps the internal state consistent.
+    #[test]
+    fn invariants_hold_under_random_operations() {
+        let q: Queue<u8> = Queue::new();
+        let mut held: Vec<u8> = Vec::new();
+        let mut rng = 0x1234_5678_9ABC_DEF1u64;
+        for _ in 0..20_000 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            match rng % 3 {
+                0 => q.add((rng >> 8) as u8 % 32),
+                1 => {
+                    let mut get = pin!(q.get());
+                    if let Poll::Ready(Some(item)) = poll_once(get.as_mut()) {
+                        assert!(!held.contains(&item), "{item} handed out twice");
+                        held.push(item);
+                    }
+                }
+                _ => {
+                    if !held.is_empty() {
+                        let item = held.swap_remove((rng >> 8) as usize % held.len());
+                        q.done(&item);
+                    }
+                }
+            }
+            assert_invariants(&q);
+        }
+        assert_eq!(waiting_getters(&q), 0);
     }
 }
