@@ -140,10 +140,9 @@ impl<T: Clone + Eq + Hash> DelayHeap<T> {
         if first.ready_at > now {
             return None;
         }
-        let last = self.heap.len() - 1;
-        self.swap(0, last);
-        self.heap.pop();
+        let last = self.heap.pop()?;
         if !self.heap.is_empty() {
+            self.heap[0] = last;
             self.sift_down(0);
         }
         let entry = self.entries[first.entry].take()?;
@@ -163,32 +162,33 @@ impl<T: Clone + Eq + Hash> DelayHeap<T> {
         seq
     }
 
-    fn swap(&mut self, a: usize, b: usize) {
-        if a == b {
-            return;
-        }
-        self.heap.swap(a, b);
-        let (ea, eb) = (self.heap[a].entry, self.heap[b].entry);
-        if let Some(entry) = self.entries[ea].as_mut() {
-            entry.heap_pos = a;
-        }
-        if let Some(entry) = self.entries[eb].as_mut() {
-            entry.heap_pos = b;
+    /// Puts `slot` at heap position `pos` and tells its entry.
+    fn place(&mut self, pos: usize, slot: Slot) {
+        self.heap[pos] = slot;
+        if let Some(entry) = self.entries[slot.entry].as_mut() {
+            entry.heap_pos = pos;
         }
     }
 
+    /// Moves the slot at `pos` towards the root until its parent is not after it. Parents
+    /// slide down into the hole, so each level costs one move, not a swap.
     fn sift_up(&mut self, mut pos: usize) {
+        let slot = self.heap[pos];
         while pos > 0 {
             let parent = (pos - 1) / 2;
-            if !self.heap[pos].before(&self.heap[parent]) {
+            if !slot.before(&self.heap[parent]) {
                 break;
             }
-            self.swap(pos, parent);
+            let moved = self.heap[parent];
+            self.place(pos, moved);
             pos = parent;
         }
+        self.place(pos, slot);
     }
 
+    /// Moves the slot at `pos` towards the leaves until no child is before it.
     fn sift_down(&mut self, mut pos: usize) {
+        let slot = self.heap[pos];
         let len = self.heap.len();
         loop {
             let left = 2 * pos + 1;
@@ -201,12 +201,14 @@ impl<T: Clone + Eq + Hash> DelayHeap<T> {
             } else {
                 left
             };
-            if !self.heap[child].before(&self.heap[pos]) {
+            if !self.heap[child].before(&slot) {
                 break;
             }
-            self.swap(pos, child);
+            let moved = self.heap[child];
+            self.place(pos, moved);
             pos = child;
         }
+        self.place(pos, slot);
     }
 
     /// Checks the heap order and the index against each other (tests only).
