@@ -95,7 +95,10 @@ impl<T> DelayingQueueConfig<T> {
 ///   ready time (re-checking at least every 10 s, client-go's heartbeat).
 /// * After shut down, `add_after` is ignored and waiting items are dropped.
 ///
-/// All timing uses `tokio::time`, so tests can drive it with tokio's paused clock.
+/// All timing uses `tokio::time`, so tests can drive it with tokio's paused clock. A `get`
+/// that sleeps until a delayed item is due uses a tokio timer, so workers must run on a
+/// runtime with the time driver enabled (as `#[tokio::main]` and `#[tokio::test]` do);
+/// producers may call `add_after` from any thread.
 ///
 /// A cheap handle, like [`Queue`]: clone it freely.
 pub struct DelayingQueue<T> {

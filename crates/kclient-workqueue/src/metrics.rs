@@ -336,18 +336,33 @@ mod tests {
     }
 
     #[test]
-    fn default_provider_methods_are_noops() {
+    fn default_provider_methods_hand_out_zero_sized_noops() {
         struct Nothing;
         impl MetricsProvider for Nothing {}
         let p = Nothing;
-        p.new_depth_metric("q").inc();
-        p.new_depth_metric("q").dec();
-        p.new_adds_metric("q").inc();
-        p.new_latency_metric("q").observe(1.0);
-        p.new_work_duration_metric("q").observe(1.0);
-        p.new_unfinished_work_seconds_metric("q").set(1.0);
-        p.new_longest_running_processor_seconds_metric("q").set(1.0);
-        p.new_retries_metric("q").inc();
+        let depth = p.new_depth_metric("q");
+        let adds = p.new_adds_metric("q");
+        let latency = p.new_latency_metric("q");
+        let work = p.new_work_duration_metric("q");
+        let unfinished = p.new_unfinished_work_seconds_metric("q");
+        let longest = p.new_longest_running_processor_seconds_metric("q");
+        let retries = p.new_retries_metric("q");
+        // Every default is the zero-sized NoopMetric: nothing is stored or counted.
+        assert_eq!(std::mem::size_of_val(&*depth), 0);
+        assert_eq!(std::mem::size_of_val(&*adds), 0);
+        assert_eq!(std::mem::size_of_val(&*latency), 0);
+        assert_eq!(std::mem::size_of_val(&*work), 0);
+        assert_eq!(std::mem::size_of_val(&*unfinished), 0);
+        assert_eq!(std::mem::size_of_val(&*longest), 0);
+        assert_eq!(std::mem::size_of_val(&*retries), 0);
+        depth.inc();
+        depth.dec();
+        adds.inc();
+        latency.observe(1.0);
+        work.observe(1.0);
+        unfinished.set(1.0);
+        longest.set(1.0);
+        retries.inc();
     }
 
     #[test]
