@@ -1,0 +1,150 @@
+//! When to try a request again (client-go's `rest/with_retry.go`).
+//!
+//! - A response with status 429 or any 5xx **and** an integer `Retry-After` header is retried
+//!   after that many seconds; without the header it is final.
+//! - A connection that broke under the request (reset, closed before the response, probable
+//!   EOF) is retried after 1 second, as if the server had said `Retry-After: 1` — for `GET`s
+//!   only, except watches, which also retry on network timeouts.
+//! - At most [`DEFAULT_MAX_RETRIES`] retries (so 11 attempts) unless the request says otherwise.
+
+use std::time::Duration;
+
+use http::{HeaderMap, StatusCode};
+
+/// client-go's default ceiling on retries (`maxRetries: 10`).
+pub const DEFAULT_MAX_RETRIES: u32 = 10;
+
+/// The delay used for a retryable connection error (client-go synthesises `Retry-After: 1`).
+pub const CONNECTION_ERROR_RETRY_DELAY: Duration = Duration::from_secs(1);
+
+/// The `Retry-After` header as whole seconds (client-go's `retryAfterSeconds`: an integer, or
+/// nothing; HTTP dates are not honoured).
+pub fn retry_after_seconds(headers: &HeaderMap) -> Option<i64> {
+    headers
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Counts attempts and decides on retries.
+#[derive(Debug)]
+pub(crate) struct RetryState {
+    max_retries: u32,
+    attempts: u32,
+}
+
+impl RetryState {
+    pub(crate) fn new(max_retries: u32) -> Self {
+        Self {
+            max_retries,
+            attempts: 0,
+        }
+    }
+
+    /// The number of retries decided so far.
+    pub(crate) fn retries(&self) -> u32 {
+        self.attempts.min(self.max_retries)
+    }
+
+    fn next(&mut self) -> bool {
+        self.attempts += 1;
+        self.attempts <= self.max_retries
+    }
+
+    /// After a response: the delay before the next attempt, or `None` when it is final.
+    pub(crate) fn after_response(
+        &mut self,
+        status: StatusCode,
+        headers: &HeaderMap,
+    ) -> Option<Duration> {
+        if !self.next() {
+            return None;
+        }
+        if !(status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()) {
+            return None;
+        }
+        let seconds = retry_after_seconds(headers)?;
+        Some(Duration::from_secs(u64::try_from(seconds).unwrap_or(0)))
+    }
+
+    /// After a transport error: the delay before the next attempt when the error is retryable.
+    pub(crate) fn after_error(&mut self, retryable: bool) -> Option<Duration> {
+        if !self.next() || !retryable {
+            return None;
+        }
+        Some(CONNECTION_ERROR_RETRY_DELAY)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_retry_after(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(http::header::RETRY_AFTER, v.parse().unwrap());
+        h
+    }
+
+    #[test]
+    fn defaults_match_client_go() {
+        assert_eq!(DEFAULT_MAX_RETRIES, 10);
+        assert_eq!(CONNECTION_ERROR_RETRY_DELAY, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn retries_429_and_5xx_only_with_retry_after() {
+        let mut r = RetryState::new(10);
+        assert_eq!(
+            r.after_response(StatusCode::TOO_MANY_REQUESTS, &with_retry_after("3")),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            r.after_response(StatusCode::SERVICE_UNAVAILABLE, &with_retry_after(" 0 ")),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            r.after_response(StatusCode::INTERNAL_SERVER_ERROR, &HeaderMap::new()),
+            None,
+            "no Retry-After, no retry"
+        );
+        assert_eq!(
+            r.after_response(StatusCode::CONFLICT, &with_retry_after("1")),
+            None,
+            "4xx other than 429 are final"
+        );
+        assert_eq!(
+            r.after_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                &with_retry_after("Wed, 21 Oct 2015 07:28:00 GMT")
+            ),
+            None,
+            "dates are not honoured, as in client-go"
+        );
+        assert_eq!(
+            r.after_response(StatusCode::TOO_MANY_REQUESTS, &with_retry_after("-4")),
+            Some(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn stops_after_max_retries() {
+        let mut r = RetryState::new(2);
+        let h = with_retry_after("1");
+        assert!(r
+            .after_response(StatusCode::TOO_MANY_REQUESTS, &h)
+            .is_some());
+        assert!(r.after_error(true).is_some());
+        assert!(r
+            .after_response(StatusCode::TOO_MANY_REQUESTS, &h)
+            .is_none());
+        assert_eq!(r.retries(), 2);
+        let mut none = RetryState::new(0);
+        assert!(none.after_error(true).is_none());
+        let mut r = RetryState::new(5);
+        assert!(r.after_error(false).is_none());
+    }
+}

@@ -1,0 +1,286 @@
+//! The transport: one attempt of one request, from headers to the response head.
+//!
+//! It adds the credentials (bearer token, token file, basic auth or exec plugin), the
+//! `User-Agent` and the impersonation headers in client-go's round-tripper order, each skipped
+//! when the request already has its header; sends through the shared connection pool; refreshes
+//! credentials and retries once on `401`; and maps failures to typed errors.
+
+pub(crate) mod connector;
+pub(crate) mod pool;
+pub mod tls;
+pub(crate) mod url;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, USER_AGENT};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use parking_lot::Mutex;
+
+use crate::auth::exec::ExecClusterInfo;
+use crate::auth::impersonation::{self, IMPERSONATE_USER};
+use crate::auth::{Authenticator, Credentials};
+use crate::config::Config;
+use crate::error::{chain_has_io_kind, Error};
+use pool::{HttpClient, NetOptions};
+use tls::{TlsError, TlsMaterial};
+use url::BaseUrl;
+
+/// One request as the retry loop sees it: everything needed to send it again.
+#[derive(Debug, Clone)]
+pub(crate) struct OutgoingRequest {
+    pub(crate) method: Method,
+    pub(crate) uri: Uri,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+}
+
+/// The connection pool and the headers every request gets.
+pub(crate) struct Transport {
+    base: BaseUrl,
+    tls: TlsMaterial,
+    net: NetOptions,
+    http: Arc<HttpClient>,
+    /// A pool for the client certificate an exec plugin returned, rebuilt when it changes
+    /// (client-go closes all connections then).
+    exec_cert_pool: Mutex<Option<(Vec<u8>, Arc<HttpClient>)>>,
+    auth: Authenticator,
+    user_agent: HeaderValue,
+    impersonation: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl Transport {
+    pub(crate) fn new(config: &Config) -> Result<Self, Error> {
+        config.validate()?;
+        let base = BaseUrl::parse(config)?;
+        let tls = TlsMaterial::load(&config.tls)?;
+        let net = NetOptions::new(config.proxy.clone(), config.disable_http2);
+        let http = pool::shared_client(&tls, &net)?;
+        let cluster = config.exec.as_ref().map(|exec| {
+            ExecClusterInfo::new(
+                base.to_url_string(),
+                &tls,
+                &config.proxy,
+                exec.cluster_config.clone(),
+            )
+        });
+        let auth = Authenticator::from_config(config, cluster)?;
+        let agent = config
+            .user_agent
+            .clone()
+            .filter(|a| !a.is_empty())
+            .unwrap_or_else(crate::config::default_user_agent);
+        let user_agent = HeaderValue::from_str(&agent).map_err(|_| {
+            crate::config::ConfigError::Invalid(format!("invalid user agent {agent:?}"))
+        })?;
+        let impersonation = impersonation::headers(&config.impersonate)?;
+        if auth.may_provide_client_cert() && tls.cert_pem.is_some() {
+            tracing::debug!("a client certificate is configured; the exec plugin's is ignored");
+        }
+        Ok(Self {
+            base,
+            tls,
+            net,
+            http,
+            exec_cert_pool: Mutex::new(None),
+            auth,
+            user_agent,
+            impersonation,
+        })
+    }
+
+    /// The server.
+    pub(crate) fn base(&self) -> &BaseUrl {
+        &self.base
+    }
+
+    /// Sends one attempt; on `401` with credentials that can be refreshed, refreshes them and
+    /// sends once more.
+    pub(crate) async fn send(
+        &self,
+        req: &OutgoingRequest,
+    ) -> Result<http::Response<Incoming>, Error> {
+        let creds = if req.headers.contains_key(AUTHORIZATION) {
+            None
+        } else {
+            Some(self.auth.credentials().await?)
+        };
+        let response = self.send_with(req, creds.as_ref()).await?;
+        if response.status() == http::StatusCode::UNAUTHORIZED {
+            if let Some(used) = &creds {
+                if self.auth.refresh_after_unauthorized(used).await {
+                    tracing::debug!(url = %req.uri, "401: retrying once with refreshed credentials");
+                    drop(response);
+                    let fresh = self.auth.credentials().await?;
+                    return self.send_with(req, Some(&fresh)).await;
+                }
+            }
+        }
+        Ok(response)
+    }
+
+    async fn send_with(
+        &self,
+        req: &OutgoingRequest,
+        creds: Option<&Credentials>,
+    ) -> Result<http::Response<Incoming>, Error> {
+        let mut builder = http::Request::builder()
+            .method(req.method.clone())
+            .uri(req.uri.clone());
+        let mut headers = req.headers.clone();
+        if let Some(value) = creds.and_then(|c| c.authorization.clone()) {
+            headers.entry(AUTHORIZATION).or_insert(value);
+        }
+        headers
+            .entry(USER_AGENT)
+            .or_insert_with(|| self.user_agent.clone());
+        if !headers.contains_key(IMPERSONATE_USER) {
+            for (name, value) in &self.impersonation {
+                headers.append(name.clone(), value.clone());
+            }
+        }
+        if let Some(h) = builder.headers_mut() {
+            *h = headers;
+        }
+        let request = builder
+            .body(Full::new(req.body.clone()))
+            .map_err(|e| Error::InvalidRequest(e.to_string()))?;
+        let client = match creds.and_then(|c| c.client_cert.as_ref()) {
+            Some((cert, key)) if self.tls.cert_pem.is_none() => self.exec_pool(cert, key)?,
+            _ => self.http.clone(),
+        };
+        client
+            .request(request)
+            .await
+            .map_err(|e| classify(&req.uri, e))
+    }
+
+    /// The pool presenting an exec plugin's client certificate.
+    fn exec_pool(&self, cert: &[u8], key: &[u8]) -> Result<Arc<HttpClient>, Error> {
+        let mut slot = self.exec_cert_pool.lock();
+        if let Some((current, client)) = slot.as_ref() {
+            if current.as_slice() == cert {
+                return Ok(client.clone());
+            }
+        }
+        let tls = TlsMaterial {
+            cert_pem: Some(cert.to_vec()),
+            key_pem: Some(key.to_vec()),
+            ..self.tls.clone()
+        };
+        let client = Arc::new(pool::build_client(&tls, &self.net)?);
+        *slot = Some((cert.to_vec(), client.clone()));
+        Ok(client)
+    }
+}
+
+/// Maps a hyper client error to a typed error.
+pub(crate) fn classify(uri: &Uri, err: hyper_util::client::legacy::Error) -> Error {
+    let url = uri.to_string();
+    if let Some(source) = tls::find_rustls_error(&err) {
+        return TlsError::Handshake { url, source }.into();
+    }
+    if err.is_connect() {
+        let refused = chain_has_io_kind(&err, &[std::io::ErrorKind::ConnectionRefused]);
+        return Error::Connect {
+            url,
+            refused,
+            source: Box::new(err),
+        };
+    }
+    Error::Transport {
+        url,
+        source: Box::new(err),
+    }
+}
+
+/// client-go's `IsConnectionReset || IsProbableEOF || IsHTTP2ConnectionLost`: the connection
+/// broke under the request. `GET`s are retried on it as if the server had said
+/// `Retry-After: 1`.
+pub(crate) fn is_connection_reset_or_eof(err: &Error) -> bool {
+    let source: &(dyn std::error::Error + 'static) = match err {
+        Error::Transport { source, .. } => source.as_ref(),
+        Error::Connect {
+            source,
+            refused: false,
+            ..
+        } => source.as_ref(),
+        _ => return false,
+    };
+    use std::io::ErrorKind::*;
+    if chain_has_io_kind(
+        source,
+        &[
+            ConnectionReset,
+            ConnectionAborted,
+            BrokenPipe,
+            UnexpectedEof,
+        ],
+    ) {
+        return true;
+    }
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(source);
+    while let Some(e) = current {
+        if let Some(h) = e.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() || h.is_canceled() || h.is_closed() {
+                return true;
+            }
+        }
+        current = e.source();
+    }
+    false
+}
+
+/// client-go's `IsTimeout` for network errors: a connect or read that timed out.
+pub(crate) fn is_network_timeout(err: &Error) -> bool {
+    let source: &(dyn std::error::Error + 'static) = match err {
+        Error::Transport { source, .. } | Error::Connect { source, .. } => source.as_ref(),
+        _ => return false,
+    };
+    if chain_has_io_kind(source, &[std::io::ErrorKind::TimedOut]) {
+        return true;
+    }
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(source);
+    while let Some(e) = current {
+        if e.is::<connector::ConnectTimedOut>() {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transport_error_classes() {
+        let reset = Error::Transport {
+            url: "u".into(),
+            source: Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
+        };
+        assert!(is_connection_reset_or_eof(&reset));
+        let refused = Error::Connect {
+            url: "u".into(),
+            refused: true,
+            source: Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)),
+        };
+        assert!(
+            !is_connection_reset_or_eof(&refused),
+            "refused is not retried"
+        );
+        let timeout = Error::Connect {
+            url: "u".into(),
+            refused: false,
+            source: Box::new(connector::ConnectTimedOut(std::time::Duration::from_secs(
+                40,
+            ))),
+        };
+        assert!(is_network_timeout(&timeout));
+        assert!(!is_network_timeout(&reset));
+        assert!(!is_connection_reset_or_eof(&Error::Auth("x".into())));
+    }
+}

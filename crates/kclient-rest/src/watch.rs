@@ -1,0 +1,182 @@
+//! Decoding a watch response: bytes in, [`WatchEvent`]s out.
+//!
+//! Frames are found incrementally with kclient-core's [`JsonFrameDecoder`]: each chunk is
+//! scanned once and only the incomplete frame is buffered, up to a size limit, so a stream is
+//! never buffered whole. The stream ends cleanly when the server closes it between frames; a
+//! malformed, truncated or oversized frame, or a broken connection, yields one typed error and
+//! then the stream ends (as client-go's `StreamWatcher` stops after a decoding error).
+
+use bytes::Bytes;
+use futures::stream::{self, BoxStream, StreamExt};
+use kclient_core::{JsonFrameDecoder, WatchEvent, WatchStream};
+use serde::de::DeserializeOwned;
+
+use crate::error::Error;
+
+/// The default limit on one watch frame (kclient-core's 64 MiB, far above the API server's own
+/// object size limits).
+pub const DEFAULT_MAX_WATCH_FRAME_LEN: usize = JsonFrameDecoder::DEFAULT_MAX_FRAME_LEN;
+
+struct State<S> {
+    body: S,
+    decoder: JsonFrameDecoder,
+    done: bool,
+}
+
+/// Turns a byte stream into a watch stream.
+pub(crate) fn decode_watch<K>(
+    body: BoxStream<'static, Result<Bytes, Error>>,
+    max_frame_len: usize,
+) -> WatchStream<K, Error>
+where
+    K: DeserializeOwned + Send + 'static,
+{
+    let state = State {
+        body,
+        decoder: JsonFrameDecoder::with_max_frame_len(max_frame_len),
+        done: false,
+    };
+    stream::unfold(state, |mut state| async move {
+        if state.done {
+            return None;
+        }
+        loop {
+            if let Some(frame) = state.decoder.next_frame() {
+                return match frame {
+                    Ok(frame) => match WatchEvent::<K>::from_json(&frame) {
+                        Ok(event) => Some((Ok(event), state)),
+                        Err(e) => {
+                            state.done = true;
+                            Some((Err(Error::Watch(e)), state))
+                        }
+                    },
+                    Err(e) => {
+                        state.done = true;
+                        Some((Err(Error::Watch(e)), state))
+                    }
+                };
+            }
+            match state.body.next().await {
+                Some(Ok(chunk)) => state.decoder.push(&chunk),
+                Some(Err(e)) => {
+                    state.done = true;
+                    return Some((Err(e), state));
+                }
+                None => {
+                    state.done = true;
+                    return match state.decoder.finish() {
+                        Ok(()) => None,
+                        Err(e) => Some((Err(Error::Watch(e)), state)),
+                    };
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kclient_core::{DynamicObject, WatchDecodeError};
+
+    fn chunks(parts: Vec<&'static [u8]>) -> BoxStream<'static, Result<Bytes, Error>> {
+        stream::iter(parts.into_iter().map(|p| Ok(Bytes::from_static(p)))).boxed()
+    }
+
+    fn collect(
+        parts: Vec<&'static [u8]>,
+        limit: usize,
+    ) -> Vec<Result<WatchEvent<DynamicObject>, Error>> {
+        futures::executor::block_on(decode_watch::<DynamicObject>(chunks(parts), limit).collect())
+    }
+
+    const ADDED: &[u8] =
+        br#"{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}}"#;
+
+    #[test]
+    fn frames_split_across_chunks() {
+        let events = collect(
+            vec![
+                &ADDED[..10],
+                &ADDED[10..],
+                b"\n",
+                &ADDED[..3],
+                &ADDED[3..],
+                b"\n",
+            ],
+            1024,
+        );
+        assert_eq!(events.len(), 2);
+        assert!(events.iter().all(Result::is_ok));
+    }
+
+    #[test]
+    fn truncated_stream_ends_with_an_error() {
+        let events = collect(vec![ADDED, b"\n{\"type\":\"MODIFIED\",\"obj"], 1024);
+        assert_eq!(events.len(), 2);
+        assert!(events[0].is_ok());
+        assert!(matches!(
+            events[1],
+            Err(Error::Watch(WatchDecodeError::Truncated { .. }))
+        ));
+    }
+
+    #[test]
+    fn malformed_frame_ends_the_stream() {
+        let events = collect(
+            vec![
+                br#"{"type":"ADDED","object":{"metadata":{"name":7}}}"#,
+                ADDED,
+            ],
+            1024,
+        );
+        assert_eq!(events.len(), 1, "nothing after the error");
+        assert!(matches!(
+            events[0],
+            Err(Error::Watch(WatchDecodeError::Json { .. }))
+        ));
+        let events = collect(vec![b"<html>oops</html>"], 1024);
+        assert!(matches!(
+            events[..],
+            [Err(Error::Watch(WatchDecodeError::UnexpectedByte { .. }))]
+        ));
+    }
+
+    #[test]
+    fn oversized_frames_are_rejected() {
+        let events = collect(vec![ADDED], 16);
+        assert!(matches!(
+            events[..],
+            [Err(Error::Watch(WatchDecodeError::FrameTooLarge {
+                limit: 16
+            }))]
+        ));
+    }
+
+    #[test]
+    fn clean_close_and_empty_streams() {
+        assert!(collect(vec![], 16).is_empty());
+        assert!(collect(vec![b"\n \r\n"], 16).is_empty());
+        assert_eq!(collect(vec![ADDED, b"\n"], 1024).len(), 1);
+    }
+
+    #[test]
+    fn body_errors_end_the_stream() {
+        let body = stream::iter(vec![
+            Ok(Bytes::from_static(ADDED)),
+            Err(Error::Auth("connection dropped".into())),
+            Ok(Bytes::from_static(ADDED)),
+        ])
+        .boxed();
+        let events: Vec<_> =
+            futures::executor::block_on(decode_watch::<DynamicObject>(body, 1024).collect());
+        assert_eq!(events.len(), 2);
+        assert!(matches!(events[1], Err(Error::Auth(_))));
+    }
+
+    #[test]
+    fn default_limit_is_core_s() {
+        assert_eq!(DEFAULT_MAX_WATCH_FRAME_LEN, 64 * 1024 * 1024);
+    }
+}
