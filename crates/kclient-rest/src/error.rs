@@ -199,21 +199,32 @@ pub(crate) fn snippet(bytes: &[u8], max: usize) -> String {
     s
 }
 
+/// The errors of a chain, outermost first. Custom I/O errors are descended into through
+/// `get_ref` (their `source()` skips the wrapped error itself).
+pub(crate) fn chain<'a>(
+    err: &'a (dyn StdError + 'static),
+) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
+    fn next<'a>(e: &'a (dyn StdError + 'static)) -> Option<&'a (dyn StdError + 'static)> {
+        match e.downcast_ref::<std::io::Error>() {
+            Some(io) => match io.get_ref() {
+                Some(inner) => Some(inner as &(dyn StdError + 'static)),
+                None => io.source(),
+            },
+            None => e.source(),
+        }
+    }
+    std::iter::successors(Some(err), |e| next(*e))
+}
+
 /// Whether an error chain contains an I/O error of one of `kinds`.
 pub(crate) fn chain_has_io_kind(
     err: &(dyn StdError + 'static),
     kinds: &[std::io::ErrorKind],
 ) -> bool {
-    let mut current: Option<&(dyn StdError + 'static)> = Some(err);
-    while let Some(e) = current {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if kinds.contains(&io.kind()) {
-                return true;
-            }
-        }
-        current = e.source();
-    }
-    false
+    chain(err).any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| kinds.contains(&io.kind()))
+    })
 }
 
 impl ApiStatus for Error {

@@ -221,16 +221,10 @@ pub(crate) fn is_connection_reset_or_eof(err: &Error) -> bool {
     ) {
         return true;
     }
-    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(source);
-    while let Some(e) = current {
-        if let Some(h) = e.downcast_ref::<hyper::Error>() {
-            if h.is_incomplete_message() || h.is_canceled() || h.is_closed() {
-                return true;
-            }
-        }
-        current = e.source();
-    }
-    false
+    crate::error::chain(source).any(|e| {
+        e.downcast_ref::<hyper::Error>()
+            .is_some_and(|h| h.is_incomplete_message() || h.is_canceled() || h.is_closed())
+    })
 }
 
 /// client-go's `IsTimeout` for network errors: a connect or read that timed out.
@@ -242,14 +236,7 @@ pub(crate) fn is_network_timeout(err: &Error) -> bool {
     if chain_has_io_kind(source, &[std::io::ErrorKind::TimedOut]) {
         return true;
     }
-    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(source);
-    while let Some(e) = current {
-        if e.is::<connector::ConnectTimedOut>() {
-            return true;
-        }
-        current = e.source();
-    }
-    false
+    crate::error::chain(source).any(|e| e.is::<connector::ConnectTimedOut>())
 }
 
 #[cfg(test)]

@@ -219,19 +219,7 @@ pub(crate) fn parse_client_identity(
 /// Finds a rustls error in an error chain (a failed handshake surfaces as an I/O error
 /// wrapping one).
 pub(crate) fn find_rustls_error(err: &(dyn std::error::Error + 'static)) -> Option<rustls::Error> {
-    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    while let Some(e) = current {
-        if let Some(r) = e.downcast_ref::<rustls::Error>() {
-            return Some(r.clone());
-        }
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if let Some(r) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-                return Some(r.clone());
-            }
-        }
-        current = e.source();
-    }
-    None
+    crate::error::chain(err).find_map(|e| e.downcast_ref::<rustls::Error>().cloned())
 }
 
 /// Accepts any server certificate (`insecure-skip-tls-verify`), still checking that the

@@ -1,0 +1,254 @@
+//! TLS against an HTTPS test server with a CA made in the test: trust, server names, client
+//! certificates, HTTP/2 negotiation and the typed failures.
+
+mod support;
+
+use http::Version;
+use kclient_rest::{Error, RestClient, TlsError};
+use serde_json::json;
+use support::{config, json, Pki, TestServer};
+
+async fn server(pki: &Pki) -> TestServer {
+    TestServer::https(pki.server_config(), |r| async move {
+        if r.uri.path() == "/whoami" {
+            match r.client_cert {
+                Some(_) => json(200, json!({"authenticated": true})),
+                None => support::status(401, "Unauthorized", "Unauthorized"),
+            }
+        } else {
+            json(200, json!({"major": "1", "minor": "35"}))
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn trusted_ca_works_and_negotiates_http2() {
+    let pki = Pki::new();
+    let server = server(&pki).await;
+    let mut c = config(&server.url());
+    c.tls.ca_data = Some(pki.ca_pem.clone().into_bytes());
+    let client = RestClient::new(c).unwrap();
+    let v: serde_json::Value = client.get().abs_path("/version").json().await.unwrap();
+    assert_eq!(v["minor"], "35");
+    assert_eq!(
+        server.requests()[0].version,
+        Version::HTTP_2,
+        "ALPN picks h2"
+    );
+}
+
+#[tokio::test]
+async fn http2_can_be_disabled() {
+    let pki = Pki::new();
+    let server = server(&pki).await;
+    let mut c = config(&server.url());
+    c.tls.ca_data = Some(pki.ca_pem.clone().into_bytes());
+    c.disable_http2 = true;
+    RestClient::new(c)
+        .unwrap()
+        .get()
+        .abs_path("/version")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(server.requests()[0].version, Version::HTTP_11);
+}
+
+#[tokio::test]
+async fn ca_from_a_file() {
+    let pki = Pki::new();
+    let server = server(&pki).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.crt");
+    std::fs::write(&ca, &pki.ca_pem).unwrap();
+    let mut c = config(&server.url());
+    c.tls.ca_file = Some(ca);
+    RestClient::new(c)
+        .unwrap()
+        .get()
+        .abs_path("/version")
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn unknown_ca_fails_the_handshake() {
+    let pki = Pki::new();
+    let server = server(&pki).await;
+    let mut c = config(&server.url());
+    c.tls.ca_data = Some(Pki::other_ca_pem().into_bytes());
+    let err = RestClient::new(c)
+        .unwrap()
+        .get()
+        .abs_path("/version")
+        .send()
+        .await
+        .unwrap_err();
+    match &err {
+        Error::Tls(TlsError::Handshake { source, .. }) => {
+            assert!(
+                matches!(source, rustls::Error::InvalidCertificate(_)),
+                "{source:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!kclient_core::ApiStatus::is_connection_refused(&err));
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn the_system_roots_do_not_trust_a_private_ca() {
+    let pki = Pki::new();
+    let server = server(&pki).await;
+    let err = RestClient::new(config(&server.url()))
+        .unwrap()
+        .get()
+        .abs_path("/version")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Tls(TlsError::Handshake { .. })),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn wrong_server_name_fails_and_the_right_one_works() {
+    let pki = Pki::new();
+    let server = server(&pki).await;
+    let mut c = config(&server.url());
+    c.tls.ca_data = Some(pki.ca_pem.clone().into_bytes());
+    c.tls.server_name = Some("wrong.example.com".into());
+    let err = RestClient::new(c.clone())
+        .unwrap()
+        .get()
+        .abs_path("/version")
+        .send()
+        .await
+        .unwrap_err();
+    match &err {
+        Error::Tls(TlsError::Handshake { source, .. }) => assert!(
+            matches!(
+                source,
+                rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName)
+                    | rustls::Error::InvalidCertificate(
+                        rustls::CertificateError::NotValidForNameContext { .. }
+                    )
+            ),
+            "{source:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // The certificate names kubernetes.default.svc, not 127.0.0.1's other names: override.
+    c.tls.server_name = Some("kubernetes.default.svc".into());
+    RestClient::new(c)
+        .unwrap()
+        .get()
+        .abs_path("/version")
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn hostnames_are_verified() {
+    let pki = Pki::new();
+    let server = server(&pki).await;
+    let mut c = config(&server.localhost_url());
+    c.tls.ca_data = Some(pki.ca_pem.clone().into_bytes());
+    RestClient::new(c)
+        .unwrap()
+        .get()
+        .abs_path("/version")
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn insecure_skips_verification() {
+    let pki = Pki::new();
+    let server = server(&pki).await;
+    let mut c = config(&server.url());
+    c.tls.insecure = true;
+    c.tls.server_name = Some("anything.example".into());
+    RestClient::new(c)
+        .unwrap()
+        .get()
+        .abs_path("/version")
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn client_certificates_authenticate() {
+    let pki = Pki::new();
+    let server = server(&pki).await;
+    let mut c = config(&server.url());
+    c.tls.ca_data = Some(pki.ca_pem.clone().into_bytes());
+    let anonymous = RestClient::new(c.clone()).unwrap();
+    let err = anonymous
+        .get()
+        .abs_path("/whoami")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(kclient_core::ApiStatus::is_unauthorized(&err), "{err:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("client.crt"), &pki.client_cert_pem).unwrap();
+    std::fs::write(dir.path().join("client.key"), &pki.client_key_pem).unwrap();
+    c.tls.cert_file = Some(dir.path().join("client.crt"));
+    c.tls.key_file = Some(dir.path().join("client.key"));
+    let authenticated = RestClient::new(c).unwrap();
+    authenticated
+        .get()
+        .abs_path("/whoami")
+        .send()
+        .await
+        .unwrap();
+    let seen = server.requests();
+    assert_eq!(
+        seen.last().unwrap().client_cert.as_deref(),
+        Some(&pki.client_cert_der[..])
+    );
+}
+
+#[tokio::test]
+async fn bad_tls_material_fails_at_construction() {
+    let mut c = config("https://127.0.0.1:1");
+    c.tls.ca_data = Some(b"this is not PEM".to_vec());
+    assert!(matches!(
+        RestClient::new(c).unwrap_err(),
+        Error::Tls(TlsError::NoCertificates { .. })
+    ));
+    let pki = Pki::new();
+    let mut c = config("https://127.0.0.1:1");
+    c.tls.cert_data = Some(pki.client_cert_pem.clone().into_bytes());
+    c.tls.key_data = Some(b"no key here".to_vec());
+    assert!(matches!(
+        RestClient::new(c).unwrap_err(),
+        Error::Tls(TlsError::NoPrivateKey { .. })
+    ));
+    let mut c = config("https://127.0.0.1:1");
+    c.tls.cert_data = Some(pki.client_cert_pem.clone().into_bytes());
+    c.tls.key_data = Some(Pki::new().client_key_pem.into_bytes());
+    assert!(
+        matches!(
+            RestClient::new(c).unwrap_err(),
+            Error::Tls(TlsError::Invalid { .. })
+        ),
+        "a key that does not match the certificate"
+    );
+    let mut c = config("https://127.0.0.1:1");
+    c.tls.ca_file = Some("/nonexistent/ca.crt".into());
+    assert!(matches!(
+        RestClient::new(c).unwrap_err(),
+        Error::Tls(TlsError::ReadFile { .. })
+    ));
+}
