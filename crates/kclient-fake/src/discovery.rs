@@ -1,0 +1,301 @@
+//! Discovery: `/version`, `/api`, `/apis`, `/apis/{group}`, `/api/v1` and
+//! `/apis/{group}/{version}` in the legacy shapes (`APIVersions`, `APIGroupList`, `APIGroup`,
+//! `APIResourceList`), and aggregated discovery (`apidiscovery.k8s.io/v2`
+//! `APIGroupDiscoveryList`) on `/api` and `/apis` when the `Accept` header asks for it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use crate::catalogue::{version_rank, Catalogue, ResourceInfo};
+
+/// The content type (and `Accept` entry) of aggregated discovery v2.
+pub const AGGREGATED_V2: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// The version the fake server reports.
+pub const KUBERNETES_VERSION: (&str, &str) = ("1", "35");
+
+/// Whether an `Accept` header asks for aggregated discovery v2.
+pub fn wants_aggregated(accept: &str) -> bool {
+    accept.split(',').any(|entry| {
+        let params: Vec<&str> = entry.split(';').map(str::trim).collect();
+        params
+            .first()
+            .is_some_and(|m| *m == "application/json" || *m == "*/*")
+            && params.contains(&"g=apidiscovery.k8s.io")
+            && params.contains(&"v=v2")
+            && params.contains(&"as=APIGroupDiscoveryList")
+    })
+}
+
+/// `/version`.
+pub fn version() -> Value {
+    let (major, minor) = KUBERNETES_VERSION;
+    json!({
+        "major": major,
+        "minor": minor,
+        "emulationMajor": major,
+        "emulationMinor": minor,
+        "minCompatibilityMajor": major,
+        "minCompatibilityMinor": "34",
+        "gitVersion": format!("v{major}.{minor}.0-kclient-fake"),
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2025-12-17T00:00:00Z",
+        "goVersion": "go1.25.5",
+        "compiler": "gc",
+        "platform": "linux/amd64"
+    })
+}
+
+/// `/api` (legacy shape).
+pub fn legacy_api_versions(server_address: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]
+    })
+}
+
+/// The named groups with their versions, in preference order.
+fn groups(catalogue: &Catalogue) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for gv in catalogue.group_versions() {
+        if gv.group.is_empty() {
+            continue;
+        }
+        match out.iter_mut().find(|(g, _)| *g == gv.group) {
+            Some((_, versions)) => versions.push(gv.version),
+            None => out.push((gv.group, vec![gv.version])),
+        }
+    }
+    for (_, versions) in &mut out {
+        versions.sort_by_key(|v| version_rank(v));
+    }
+    out
+}
+
+fn group_json(group: &str, versions: &[String]) -> Value {
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
+    json!({
+        "name": group,
+        "versions": vs,
+        "preferredVersion": vs.first().cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// `/apis` (legacy shape).
+pub fn api_group_list(catalogue: &Catalogue) -> Value {
+    let groups: Vec<Value> = groups(catalogue)
+        .iter()
+        .map(|(g, vs)| group_json(g, vs))
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `/apis/{group}`, if served.
+pub fn api_group(catalogue: &Catalogue, group: &str) -> Option<Value> {
+    let (g, vs) = groups(catalogue).into_iter().find(|(g, _)| g == group)?;
+    let mut v = group_json(&g, &vs);
+    v["kind"] = json!("APIGroup");
+    v["apiVersion"] = json!("v1");
+    Some(v)
+}
+
+fn storage_version_hash(info: &ResourceInfo) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in format!(
+        "{}/{}/{}",
+        info.api.group,
+        info.storage_version,
+        info.kind()
+    )
+    .bytes()
+    {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    base64::engine::general_purpose::STANDARD.encode(h.to_be_bytes())
+}
+
+const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
+
+fn scale_kind() -> Value {
+    json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+}
+
+/// `/api/v1` or `/apis/{group}/{version}` (legacy `APIResourceList`), if served.
+pub fn resource_list(catalogue: &Catalogue, group: &str, version: &str) -> Option<Value> {
+    let resources: Vec<Arc<ResourceInfo>> = catalogue
+        .all()
+        .into_iter()
+        .filter(|i| i.api.group == group && i.api.version == version)
+        .collect();
+    if resources.is_empty() {
+        return None;
+    }
+    let mut list = Vec::new();
+    for info in &resources {
+        let mut r = json!({
+            "name": info.api.plural,
+            "singularName": info.singular,
+            "namespaced": info.namespaced(),
+            "kind": info.kind(),
+            "verbs": info.api.verbs,
+        });
+        if !info.short_names.is_empty() {
+            r["shortNames"] = json!(info.short_names);
+        }
+        if !info.categories.is_empty() {
+            r["categories"] = json!(info.categories);
+        }
+        r["storageVersionHash"] = json!(storage_version_hash(info));
+        list.push(r);
+        for sub in &info.api.subresources {
+            let mut s = json!({
+                "name": format!("{}/{sub}", info.api.plural),
+                "singularName": "",
+                "namespaced": info.namespaced(),
+                "kind": info.kind(),
+                "verbs": SUBRESOURCE_VERBS,
+            });
+            if sub == "scale" {
+                s["group"] = json!("autoscaling");
+                s["version"] = json!("v1");
+                s["kind"] = json!("Scale");
+            }
+            list.push(s);
+        }
+    }
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    let mut out = json!({"kind": "APIResourceList", "groupVersion": gv, "resources": list});
+    if !group.is_empty() {
+        out["apiVersion"] = json!("v1");
+    }
+    Some(out)
+}
+
+fn resource_discovery(info: &ResourceInfo) -> Value {
+    let mut r = json!({
+        "resource": info.api.plural,
+        "responseKind": {"group": info.api.group, "version": info.api.version, "kind": info.kind()},
+        "scope": if info.namespaced() { "Namespaced" } else { "Cluster" },
+        "singularResource": info.singular,
+        "verbs": info.api.verbs,
+    });
+    if !info.short_names.is_empty() {
+        r["shortNames"] = json!(info.short_names);
+    }
+    if !info.categories.is_empty() {
+        r["categories"] = json!(info.categories);
+    }
+    let subs: Vec<Value> = info
+        .api
+        .subresources
+        .iter()
+        .map(|sub| {
+            let kind = if sub == "scale" {
+                scale_kind()
+            } else {
+                json!({"group": info.api.group, "version": info.api.version, "kind": info.kind()})
+            };
+            json!({"subresource": sub, "responseKind": kind, "verbs": SUBRESOURCE_VERBS})
+        })
+        .collect();
+    if !subs.is_empty() {
+        r["subresources"] = json!(subs);
+    }
+    r
+}
+
+fn group_discovery(catalogue: &Catalogue, group: &str, versions: &[String]) -> Value {
+    let all = catalogue.all();
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|v| {
+            let resources: Vec<Value> = all
+                .iter()
+                .filter(|i| i.api.group == group && &i.api.version == v)
+                .map(|i| resource_discovery(i))
+                .collect();
+            json!({"version": v, "resources": resources, "freshness": "Current"})
+        })
+        .collect();
+    let metadata = if group.is_empty() {
+        json!({"creationTimestamp": null})
+    } else {
+        json!({"name": group, "creationTimestamp": null})
+    };
+    json!({"metadata": metadata, "versions": versions})
+}
+
+/// Aggregated discovery for `/api` (`legacy = true`) or `/apis`.
+pub fn aggregated(catalogue: &Catalogue, legacy: bool) -> Value {
+    let items: Vec<Value> = if legacy {
+        vec![group_discovery(catalogue, "", &["v1".to_string()])]
+    } else {
+        let mut by_group: BTreeMap<usize, Value> = BTreeMap::new();
+        for (i, (g, vs)) in groups(catalogue).iter().enumerate() {
+            by_group.insert(i, group_discovery(catalogue, g, vs));
+        }
+        by_group.into_values().collect()
+    };
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_negotiation() {
+        assert!(wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+        ));
+        assert!(!wants_aggregated("application/json"));
+        assert!(!wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+        ));
+    }
+
+    #[test]
+    fn shapes() {
+        let c = Catalogue::builtin();
+        let core = resource_list(&c, "", "v1").unwrap();
+        assert!(core.get("apiVersion").is_none());
+        let pods = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "pods")
+            .unwrap();
+        assert_eq!(pods["shortNames"], json!(["po"]));
+        let apps = resource_list(&c, "apps", "v1").unwrap();
+        assert_eq!(apps["apiVersion"], "v1");
+        assert!(apps["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "deployments/scale" && r["kind"] == "Scale"));
+        let groups = api_group_list(&c);
+        assert_eq!(groups["groups"][0]["name"], "apps");
+        let agg = aggregated(&c, false);
+        assert_eq!(agg["items"][0]["metadata"]["name"], "apps");
+        assert!(resource_list(&c, "nope", "v1").is_none());
+    }
+}

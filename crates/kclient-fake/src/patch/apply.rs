@@ -1,0 +1,831 @@
+//! Server-side apply (`application/apply-patch+yaml`) and the `managedFields` every write
+//! records.
+//!
+//! What it does, as kube-apiserver does it:
+//! - `fieldManager` is required; the applied configuration must name the object's
+//!   `apiVersion`, `kind` and `name`; applying a missing object creates it.
+//! - Each manager's fields are recorded in `metadata.managedFields` (`FieldsV1`, operation
+//!   `Apply` or `Update`, with `apiVersion`, `time` and `subresource`).
+//! - A field another manager owns with a different value is a conflict: `409 Conflict`,
+//!   `Apply failed with 1 conflict: conflict with "other" using v1: .spec.replicas`, one
+//!   `FieldManagerConflict` cause per field; `force=true` takes the fields over instead.
+//! - Fields the applier owned before and no longer applies are removed, unless another
+//!   manager still owns them.
+//! - Updates (create, PUT, non-apply PATCH) give their manager the fields they changed and
+//!   take those fields from other managers.
+//!
+//! Limits (there is no OpenAPI schema here): lists merge by key only for the built-in list
+//! keys of [`strategic`](super::strategic) (containers by name, ports, env, volumes, …) and
+//! `metadata.finalizers` as a set; every other list is atomic, in custom resources too
+//! (a CRD's `x-kubernetes-list-type` is not read). Maps are always granular. Values are not
+//! validated or defaulted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use kclient_core::{ApiError, GroupResource, Status, StatusCause, StatusDetails, StatusReason};
+use serde_json::{json, Map, Value};
+
+use super::strategic::{list_strategy, ListStrategy};
+use crate::catalogue::ResourceInfo;
+use crate::errors::{invalid, FieldError};
+use crate::handler::ApiRequest;
+use crate::meta::{self, meta_str};
+use crate::query::Query;
+use crate::registry::{Part, WriteOptions};
+use crate::server::Shared;
+
+/// One step of a field path: `f:name`, `k:{"name":"c"}`, `v:"value"` or `i:0`.
+pub type Element = String;
+/// A field path.
+pub type FieldPath = Vec<Element>;
+/// A set of field paths.
+pub type FieldSet = BTreeSet<FieldPath>;
+
+const IGNORED_META: &[&str] = &[
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+];
+
+/// The fields set in `obj` that managers can own (`part` chooses status or the rest).
+pub fn field_set(info: &ResourceInfo, obj: &Value, part: Part) -> FieldSet {
+    let mut set = FieldSet::new();
+    let Some(map) = obj.as_object() else {
+        return set;
+    };
+    for (k, v) in map {
+        match k.as_str() {
+            "apiVersion" | "kind" => continue,
+            "status" if part == Part::Main && info.status_subresource => continue,
+            "status" => {}
+            _ if part == Part::Status => continue,
+            _ => {}
+        }
+        let mut path = vec![format!("f:{k}")];
+        if k == "metadata" {
+            if let Some(m) = v.as_object() {
+                for (mk, mv) in m {
+                    if IGNORED_META.contains(&mk.as_str()) {
+                        continue;
+                    }
+                    path.push(format!("f:{mk}"));
+                    walk(
+                        mv,
+                        &mut path,
+                        &mut vec!["metadata".into(), mk.clone()],
+                        &mut set,
+                    );
+                    path.pop();
+                }
+            }
+            continue;
+        }
+        walk(v, &mut path, &mut vec![k.clone()], &mut set);
+    }
+    set
+}
+
+fn key_element(item: &Value, key: &str) -> Option<Element> {
+    let kv = item.get(key)?;
+    Some(format!("k:{}", json!({ key: kv })))
+}
+
+fn walk(v: &Value, path: &mut FieldPath, names: &mut Vec<String>, set: &mut FieldSet) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, child) in m {
+                path.push(format!("f:{k}"));
+                names.push(k.clone());
+                walk(child, path, names, set);
+                names.pop();
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            let field = names.last().cloned().unwrap_or_default();
+            let parent = &names[..names.len().saturating_sub(1)];
+            match list_strategy(parent, &field) {
+                ListStrategy::MergeKey(key) => {
+                    for item in items {
+                        let Some(el) = key_element(item, key) else {
+                            set.insert(path.clone());
+                            return;
+                        };
+                        path.push(el);
+                        set.insert(path.clone());
+                        if let Some(m) = item.as_object() {
+                            for (k, child) in m {
+                                path.push(format!("f:{k}"));
+                                names.push(k.clone());
+                                walk(child, path, names, set);
+                                names.pop();
+                                path.pop();
+                            }
+                        }
+                        path.pop();
+                    }
+                    if items.is_empty() {
+                        set.insert(path.clone());
+                    }
+                }
+                ListStrategy::Set => {
+                    for item in items {
+                        path.push(format!("v:{item}"));
+                        set.insert(path.clone());
+                        path.pop();
+                    }
+                    if items.is_empty() {
+                        set.insert(path.clone());
+                    }
+                }
+                ListStrategy::Replace => {
+                    set.insert(path.clone());
+                }
+            }
+        }
+        _ => {
+            set.insert(path.clone());
+        }
+    }
+}
+
+/// The value at `path` in `obj`.
+pub fn value_at<'a>(obj: &'a Value, path: &[Element]) -> Option<&'a Value> {
+    let mut cur = obj;
+    for el in path {
+        cur = if let Some(f) = el.strip_prefix("f:") {
+            cur.get(f)?
+        } else if let Some(k) = el.strip_prefix("k:") {
+            let key: Map<String, Value> = serde_json::from_str(k).ok()?;
+            cur.as_array()?
+                .iter()
+                .find(|item| key.iter().all(|(kk, kv)| item.get(kk) == Some(kv)))?
+        } else if let Some(v) = el.strip_prefix("v:") {
+            let val: Value = serde_json::from_str(v).ok()?;
+            cur.as_array()?.iter().find(|item| **item == val)?
+        } else if let Some(i) = el.strip_prefix("i:") {
+            cur.get(i.parse::<usize>().ok()?)?
+        } else {
+            return None;
+        };
+    }
+    Some(cur)
+}
+
+/// Removes the value at `path` from `obj`.
+fn remove_at(obj: &mut Value, path: &[Element]) {
+    let Some((last, parent_path)) = path.split_last() else {
+        return;
+    };
+    let mut cur = obj;
+    for el in parent_path {
+        let next = if let Some(f) = el.strip_prefix("f:") {
+            cur.get_mut(f)
+        } else if let Some(k) = el.strip_prefix("k:") {
+            let Ok(key) = serde_json::from_str::<Map<String, Value>>(k) else {
+                return;
+            };
+            cur.as_array_mut().and_then(|a| {
+                a.iter_mut()
+                    .find(|item| key.iter().all(|(kk, kv)| item.get(kk) == Some(kv)))
+            })
+        } else {
+            None
+        };
+        match next {
+            Some(n) => cur = n,
+            None => return,
+        }
+    }
+    if let Some(f) = last.strip_prefix("f:") {
+        if let Some(m) = cur.as_object_mut() {
+            m.remove(f);
+        }
+    } else if let Some(k) = last.strip_prefix("k:") {
+        if let (Ok(key), Some(a)) = (
+            serde_json::from_str::<Map<String, Value>>(k),
+            cur.as_array_mut(),
+        ) {
+            a.retain(|item| !key.iter().all(|(kk, kv)| item.get(kk) == Some(kv)));
+        }
+    } else if let Some(v) = last.strip_prefix("v:") {
+        if let (Ok(val), Some(a)) = (serde_json::from_str::<Value>(v), cur.as_array_mut()) {
+            a.retain(|item| *item != val);
+        }
+    }
+}
+
+/// The path as conflict messages print it: `.spec.containers[name="c"].image`.
+pub fn path_string(path: &[Element]) -> String {
+    let mut out = String::new();
+    for el in path {
+        if let Some(f) = el.strip_prefix("f:") {
+            out.push('.');
+            out.push_str(f);
+        } else if let Some(k) = el.strip_prefix("k:") {
+            let key: Map<String, Value> = serde_json::from_str(k).unwrap_or_default();
+            let parts: Vec<String> = key.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            out.push_str(&format!("[{}]", parts.join(",")));
+        } else if let Some(v) = el.strip_prefix("v:") {
+            out.push_str(&format!("[={v}]"));
+        } else if let Some(i) = el.strip_prefix("i:") {
+            out.push_str(&format!("[{i}]"));
+        }
+    }
+    out
+}
+
+/// A field set as `fieldsV1`.
+pub fn to_fields_v1(set: &FieldSet) -> Value {
+    let mut root = Map::new();
+    for path in set {
+        let mut cur = &mut root;
+        for el in path {
+            let entry = cur.entry(el.clone()).or_insert_with(|| json!({}));
+            cur = entry.as_object_mut().expect("fieldsV1 nodes are objects");
+        }
+        if set
+            .iter()
+            .any(|p| p.len() > path.len() && p.starts_with(path))
+        {
+            cur.insert(".".into(), json!({}));
+        }
+    }
+    Value::Object(root)
+}
+
+/// `fieldsV1` as a field set.
+pub fn from_fields_v1(v: &Value) -> FieldSet {
+    fn go(node: &Map<String, Value>, path: &mut FieldPath, set: &mut FieldSet) {
+        if (node.contains_key(".") || node.is_empty()) && !path.is_empty() {
+            set.insert(path.clone());
+        }
+        for (k, child) in node {
+            if k == "." {
+                continue;
+            }
+            path.push(k.clone());
+            match child.as_object() {
+                Some(c) => go(c, path, set),
+                None => {
+                    set.insert(path.clone());
+                }
+            }
+            path.pop();
+        }
+    }
+    let mut set = FieldSet::new();
+    if let Some(m) = v.as_object() {
+        go(m, &mut Vec::new(), &mut set);
+    }
+    set
+}
+
+/// One `managedFields` entry.
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    manager: String,
+    operation: String,
+    api_version: String,
+    time: String,
+    subresource: String,
+    fields: FieldSet,
+}
+
+fn read_entries(obj: &Value) -> Vec<Entry> {
+    obj.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|e| Entry {
+                    manager: e
+                        .get("manager")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .into(),
+                    operation: e
+                        .get("operation")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .into(),
+                    api_version: e
+                        .get("apiVersion")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .into(),
+                    time: e.get("time").and_then(Value::as_str).unwrap_or("").into(),
+                    subresource: e
+                        .get("subresource")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .into(),
+                    fields: e.get("fieldsV1").map(from_fields_v1).unwrap_or_default(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn write_entries(obj: &mut Value, entries: Vec<Entry>) {
+    let list: Vec<Value> = entries
+        .into_iter()
+        .filter(|e| !e.fields.is_empty())
+        .map(|e| {
+            let mut v = json!({
+                "manager": e.manager,
+                "operation": e.operation,
+                "apiVersion": e.api_version,
+                "time": e.time,
+                "fieldsType": "FieldsV1",
+                "fieldsV1": to_fields_v1(&e.fields),
+            });
+            if !e.subresource.is_empty() {
+                v["subresource"] = json!(e.subresource);
+            }
+            v
+        })
+        .collect();
+    let meta = meta::metadata_mut(obj);
+    if list.is_empty() {
+        meta.remove("managedFields");
+    } else {
+        meta.insert("managedFields".into(), json!(list));
+    }
+}
+
+fn subresource_name(part: Part) -> &'static str {
+    match part {
+        Part::Main => "",
+        Part::Status => "status",
+    }
+}
+
+/// Records an update by `manager` (`old`: the previous state, `None` on create) in `new`'s
+/// `managedFields`.
+pub fn record_update(
+    info: &ResourceInfo,
+    manager: &str,
+    part: Part,
+    old: Option<&Value>,
+    new: &mut Value,
+) {
+    let new_set = field_set(info, new, part);
+    let changed: FieldSet = new_set
+        .iter()
+        .filter(|p| old.is_none_or(|o| value_at(o, p) != value_at(new, p)))
+        .cloned()
+        .collect();
+    let mut entries = read_entries(new);
+    let all_now: FieldSet = {
+        let mut s = field_set(info, new, Part::Main);
+        s.extend(field_set(info, new, Part::Status));
+        s
+    };
+    let sub = subresource_name(part);
+    for e in &mut entries {
+        e.fields
+            .retain(|p| all_now.contains(p) && !changed.contains(p));
+    }
+    match entries
+        .iter_mut()
+        .find(|e| e.manager == manager && e.operation == "Update" && e.subresource == sub)
+    {
+        Some(e) => {
+            e.fields.extend(changed);
+            e.time = meta::now_rfc3339();
+            e.api_version = info.api_version().to_string();
+        }
+        None => {
+            if !changed.is_empty() {
+                entries.push(Entry {
+                    manager: manager.to_string(),
+                    operation: "Update".into(),
+                    api_version: info.api_version().to_string(),
+                    time: meta::now_rfc3339(),
+                    subresource: sub.into(),
+                    fields: changed,
+                });
+            }
+        }
+    }
+    write_entries(new, entries);
+}
+
+/// Merges an applied configuration into the live object: maps recursively, keyed lists by
+/// key, sets as unions, everything else replaced.
+fn merge_applied(live: &Value, applied: &Value, names: &mut Vec<String>) -> Value {
+    match (live, applied) {
+        (Value::Object(l), Value::Object(a)) => {
+            let mut out = l.clone();
+            for (k, av) in a {
+                names.push(k.clone());
+                let merged = match l.get(k) {
+                    Some(lv) => merge_applied(lv, av, names),
+                    None => av.clone(),
+                };
+                names.pop();
+                out.insert(k.clone(), merged);
+            }
+            Value::Object(out)
+        }
+        (Value::Array(l), Value::Array(a)) => {
+            let field = names.last().cloned().unwrap_or_default();
+            let parent = names[..names.len().saturating_sub(1)].to_vec();
+            match list_strategy(&parent, &field) {
+                ListStrategy::MergeKey(key) => {
+                    let mut out = l.clone();
+                    for item in a {
+                        match item
+                            .get(key)
+                            .and_then(|kv| out.iter().position(|o| o.get(key) == Some(kv)))
+                        {
+                            Some(i) => out[i] = merge_applied(&out[i], item, names),
+                            None => out.push(item.clone()),
+                        }
+                    }
+                    Value::Array(out)
+                }
+                ListStrategy::Set => {
+                    let mut out = l.clone();
+                    for item in a {
+                        if !out.contains(item) {
+                            out.push(item.clone());
+                        }
+                    }
+                    Value::Array(out)
+                }
+                ListStrategy::Replace => applied.clone(),
+            }
+        }
+        (_, a) => a.clone(),
+    }
+}
+
+fn conflict_error(conflicts: &[(String, String, FieldPath)]) -> ApiError {
+    let describe = |manager: &str, op_desc: &str| format!("{manager:?}{op_desc}");
+    let causes: Vec<StatusCause> = conflicts
+        .iter()
+        .map(|(m, d, p)| StatusCause {
+            cause_type: "FieldManagerConflict".into(),
+            message: format!("conflict with {}", describe(m, d)),
+            field: path_string(p),
+        })
+        .collect();
+    let message = if let [(m, d, p)] = conflicts {
+        format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            describe(m, d),
+            path_string(p)
+        )
+    } else {
+        let mut by_manager: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (m, d, p) in conflicts {
+            by_manager
+                .entry(describe(m, d))
+                .or_default()
+                .push(path_string(p));
+        }
+        let mut lines = Vec::new();
+        for (m, paths) in by_manager {
+            lines.push(format!("conflicts with {m}:"));
+            for p in paths {
+                lines.push(format!("- {p}"));
+            }
+        }
+        format!(
+            "Apply failed with {} conflicts: {}",
+            conflicts.len(),
+            lines.join("\n")
+        )
+    };
+    Status::failure(StatusReason::Conflict, 409, message)
+        .with_details(StatusDetails {
+            causes,
+            ..StatusDetails::default()
+        })
+        .into()
+}
+
+/// Applies `applied` as `manager` to `live` (`None`: the object does not exist yet).
+pub fn apply_to(
+    info: &ResourceInfo,
+    live: Option<&Value>,
+    applied: &Value,
+    manager: &str,
+    force: bool,
+    part: Part,
+) -> Result<Value, ApiError> {
+    let applied_set = field_set(info, applied, part);
+    let sub = subresource_name(part);
+    let empty = json!({});
+    let base = live.unwrap_or(&empty);
+    let mut entries = read_entries(base);
+    // Conflicts with other managers.
+    let mut conflicts = Vec::new();
+    for e in &entries {
+        if e.manager == manager && e.operation == "Apply" {
+            continue;
+        }
+        for p in applied_set.intersection(&e.fields) {
+            if value_at(base, p) != value_at(applied, p) {
+                let desc = if e.operation == "Update" {
+                    if e.time.is_empty() {
+                        format!(" using {}", e.api_version)
+                    } else {
+                        format!(" using {} at {}", e.api_version, e.time)
+                    }
+                } else {
+                    String::new()
+                };
+                let desc = if e.subresource.is_empty() {
+                    desc
+                } else {
+                    format!(" with subresource {:?}{desc}", e.subresource)
+                };
+                conflicts.push((e.manager.clone(), desc, p.clone()));
+            }
+        }
+    }
+    if !conflicts.is_empty() && !force {
+        return Err(conflict_error(&conflicts));
+    }
+    // Merge.
+    let mut stripped = applied.clone();
+    if let Some(m) = stripped.get_mut("metadata").and_then(Value::as_object_mut) {
+        for f in IGNORED_META {
+            if *f != "name" && *f != "namespace" {
+                m.remove(*f);
+            }
+        }
+    }
+    let mut new = merge_applied(base, &stripped, &mut Vec::new());
+    // Fields this manager applied before and no longer applies go, unless someone else
+    // owns them.
+    let previous: FieldSet = entries
+        .iter()
+        .find(|e| e.manager == manager && e.operation == "Apply" && e.subresource == sub)
+        .map(|e| e.fields.clone())
+        .unwrap_or_default();
+    let others: FieldSet = entries
+        .iter()
+        .filter(|e| !(e.manager == manager && e.operation == "Apply" && e.subresource == sub))
+        .flat_map(|e| e.fields.iter().cloned())
+        .collect();
+    let mut gone: Vec<&FieldPath> = previous
+        .iter()
+        .filter(|p| !applied_set.contains(*p) && !others.contains(*p))
+        .filter(|p| !applied_set.iter().any(|a| a.starts_with(p)))
+        .collect();
+    gone.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for p in gone {
+        remove_at(&mut new, p);
+    }
+    // Ownership.
+    if force {
+        for e in &mut entries {
+            if !(e.manager == manager && e.operation == "Apply") {
+                e.fields
+                    .retain(|p| !conflicts.iter().any(|(_, _, c)| c == p));
+            }
+        }
+    }
+    entries.retain(|e| !(e.manager == manager && e.operation == "Apply" && e.subresource == sub));
+    entries.push(Entry {
+        manager: manager.to_string(),
+        operation: "Apply".into(),
+        api_version: info.api_version().to_string(),
+        time: meta::now_rfc3339(),
+        subresource: sub.into(),
+        fields: applied_set,
+    });
+    write_entries(&mut new, entries);
+    Ok(new)
+}
+
+/// Serves an apply patch.
+#[allow(clippy::too_many_arguments)]
+pub fn handle(
+    shared: &Arc<Shared>,
+    req: &ApiRequest,
+    info: &Arc<ResourceInfo>,
+    namespace: &str,
+    name: &str,
+    part: Part,
+    q: &Query,
+    _opts: &WriteOptions,
+) -> Result<(Value, bool), ApiError> {
+    let manager = q.str("fieldManager").to_string();
+    if manager.is_empty() {
+        return Err(invalid(
+            &GroupResource::new("meta.k8s.io", "PatchOptions"),
+            "",
+            vec![FieldError::required(
+                "fieldManager",
+                "is required for apply patch",
+            )],
+        ));
+    }
+    let force = q.bool("force")?.unwrap_or(false);
+    let applied: Value = serde_yaml_ng::from_slice(&req.body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !applied.is_object() {
+        return Err(ApiError::bad_request(
+            "error decoding YAML: the applied configuration must be an object",
+        ));
+    }
+    for field in ["apiVersion", "kind"] {
+        if applied
+            .get(field)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
+        {
+            return Err(ApiError::bad_request(format!(
+                "invalid object type: {field} is required for an apply patch"
+            )));
+        }
+    }
+    let applied_name = meta_str(&applied, "name");
+    if applied_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({applied_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let opts = WriteOptions {
+        dry_run: q.get("dryRun") == Some("All"),
+        field_manager: String::new(),
+        seed: false,
+    };
+    for _ in 0..3 {
+        let exists = shared.registry.get(info, namespace, name).is_ok();
+        if !exists {
+            if part == Part::Status {
+                return Err(ApiError::not_found(&info.group_resource(), name));
+            }
+            let new = apply_to(info, None, &applied, &manager, force, part)?;
+            match shared.registry.create(info, namespace, new, &opts) {
+                Ok(v) => return Ok((v, true)),
+                Err(e) if e.status.reason == StatusReason::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        let result =
+            shared
+                .registry
+                .update_with(info, namespace, name, part, &opts, |cur| match cur {
+                    Some(cur) => apply_to(info, Some(cur), &applied, &manager, force, part),
+                    None => Err(ApiError::not_found(&info.group_resource(), name)),
+                });
+        match result {
+            Err(e) if e.code() == 404 => continue,
+            other => return other,
+        }
+    }
+    Err(ApiError::conflict(
+        &info.group_resource(),
+        name,
+        "the object changed while it was being applied; please retry",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::Catalogue;
+
+    fn deploys() -> Arc<ResourceInfo> {
+        Catalogue::builtin()
+            .get("apps", "v1", "deployments")
+            .unwrap()
+    }
+
+    #[test]
+    fn field_sets_round_trip_through_fields_v1() {
+        let obj = json!({"metadata": {"name": "d", "labels": {"a": "1"}, "finalizers": ["x"]},
+                         "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+        let set = field_set(&deploys(), &obj, Part::Main);
+        let v1 = to_fields_v1(&set);
+        assert_eq!(v1["f:metadata"]["f:labels"]["f:a"], json!({}));
+        assert_eq!(v1["f:metadata"]["f:finalizers"]["v:\"x\""], json!({}));
+        let c = &v1["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"c\"}"];
+        assert_eq!(c["."], json!({}));
+        assert_eq!(c["f:image"], json!({}));
+        assert_eq!(from_fields_v1(&v1), set);
+    }
+
+    #[test]
+    fn conflicts_and_force() {
+        let info = deploys();
+        let live = apply_to(
+            &info,
+            None,
+            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"}, "spec": {"replicas": 1}}),
+            "a",
+            false,
+            Part::Main,
+        )
+        .unwrap();
+        let err = apply_to(
+            &info,
+            Some(&live),
+            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"}, "spec": {"replicas": 3}}),
+            "b",
+            false,
+            Part::Main,
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), 409);
+        assert_eq!(
+            err.message(),
+            "Apply failed with 1 conflict: conflict with \"a\": .spec.replicas"
+        );
+        let forced = apply_to(
+            &info,
+            Some(&live),
+            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"}, "spec": {"replicas": 3}}),
+            "b",
+            true,
+            Part::Main,
+        )
+        .unwrap();
+        assert_eq!(forced["spec"]["replicas"], 3);
+        let entries = read_entries(&forced);
+        assert_eq!(entries.len(), 1, "a lost its only field: {entries:?}");
+        assert_eq!(entries[0].manager, "b");
+        // Same value: shared ownership, no conflict.
+        let shared = apply_to(
+            &info,
+            Some(&forced),
+            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"}, "spec": {"replicas": 3}}),
+            "c",
+            false,
+            Part::Main,
+        )
+        .unwrap();
+        assert_eq!(read_entries(&shared).len(), 2);
+    }
+
+    #[test]
+    fn dropped_fields_are_removed() {
+        let info = deploys();
+        let live = apply_to(
+            &info,
+            None,
+            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "labels": {"a": "1", "b": "2"}}}),
+            "m",
+            false,
+            Part::Main,
+        )
+        .unwrap();
+        let next = apply_to(
+            &info,
+            Some(&live),
+            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "labels": {"a": "1"}}}),
+            "m",
+            false,
+            Part::Main,
+        )
+        .unwrap();
+        assert_eq!(next["metadata"]["labels"], json!({"a": "1"}));
+    }
+
+    #[test]
+    fn updates_take_changed_fields() {
+        let info = deploys();
+        let mut live = apply_to(
+            &info,
+            None,
+            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"}, "spec": {"replicas": 1}}),
+            "a",
+            false,
+            Part::Main,
+        )
+        .unwrap();
+        let old = live.clone();
+        live["spec"]["replicas"] = json!(5);
+        record_update(&info, "kubectl-edit", Part::Main, Some(&old), &mut live);
+        let entries = read_entries(&live);
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].manager, "kubectl-edit");
+        assert_eq!(entries[0].operation, "Update");
+        assert_eq!(
+            path_string(&["f:spec".into(), "k:{\"name\":\"c\"}".into()]),
+            ".spec[name=\"c\"]"
+        );
+    }
+}

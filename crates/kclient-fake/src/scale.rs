@@ -1,0 +1,144 @@
+//! The `scale` subresource (`autoscaling/v1` `Scale`) of workloads and of custom resources
+//! that declare it: reads `spec.replicas` / `status.replicas` (or the CRD's paths), and writes
+//! the desired replicas back into the object (which bumps its generation).
+
+use std::sync::Arc;
+
+use kclient_core::ApiError;
+use serde_json::{json, Value};
+
+use crate::catalogue::ResourceInfo;
+use crate::errors;
+use crate::handler::ApiRequest;
+use crate::meta::{self, meta_str};
+use crate::registry::{Part, WriteOptions};
+use crate::server::Shared;
+
+fn selector_string(obj: &Value) -> Option<String> {
+    let labels = obj.pointer("/spec/selector/matchLabels")?.as_object()?;
+    let mut parts: Vec<String> = labels
+        .iter()
+        .filter_map(|(k, v)| v.as_str().map(|v| format!("{k}={v}")))
+        .collect();
+    parts.sort();
+    Some(parts.join(","))
+}
+
+/// The `Scale` view of `obj`.
+pub fn to_scale(info: &ResourceInfo, obj: &Value) -> Value {
+    let Some(spec) = &info.scale else {
+        return Value::Null;
+    };
+    let replicas = meta::get_path(obj, &spec.spec_replicas_path)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let status_replicas = meta::get_path(obj, &spec.status_replicas_path)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let mut status = json!({"replicas": status_replicas});
+    let selector = match &spec.label_selector_path {
+        Some(p) => meta::get_path(obj, p)
+            .and_then(Value::as_str)
+            .map(String::from),
+        None => selector_string(obj),
+    };
+    if let Some(sel) = selector {
+        status["selector"] = json!(sel);
+    }
+    let mut metadata = json!({
+        "name": meta_str(obj, "name"),
+        "uid": meta_str(obj, "uid"),
+        "resourceVersion": meta_str(obj, "resourceVersion"),
+        "creationTimestamp": meta_str(obj, "creationTimestamp"),
+    });
+    if info.namespaced() {
+        metadata["namespace"] = json!(meta_str(obj, "namespace"));
+    }
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": metadata,
+        "spec": {"replicas": replicas},
+        "status": status,
+    })
+}
+
+fn write_replicas(
+    shared: &Arc<Shared>,
+    info: &Arc<ResourceInfo>,
+    namespace: &str,
+    name: &str,
+    opts: &WriteOptions,
+    compute: impl FnOnce(&Value) -> Result<Value, ApiError>,
+) -> Result<Value, ApiError> {
+    let spec = info.scale.clone().ok_or_else(errors::resource_not_found)?;
+    let gr = info.group_resource();
+    let (obj, _) = shared
+        .registry
+        .update_with(info, namespace, name, Part::Main, opts, |cur| {
+            let Some(cur) = cur else {
+                return Err(ApiError::not_found(&gr, name));
+            };
+            let scale = compute(&to_scale(info, cur))?;
+            let rv = scale
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if !rv.is_empty() && rv != meta_str(cur, "resourceVersion") {
+                return Err(errors::stale_resource_version(&gr, name));
+            }
+            let scale_name = meta_str(&scale, "name");
+            if !scale_name.is_empty() && scale_name != name {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({scale_name}) does not match the name on the URL ({name})"
+                )));
+            }
+            let replicas = scale
+                .pointer("/spec/replicas")
+                .cloned()
+                .unwrap_or(json!(0));
+            if replicas.as_i64().is_none_or(|r| r < 0) {
+                return Err(errors::invalid(
+                    &kclient_core::GroupResource::new("autoscaling", "Scale"),
+                    name,
+                    vec![errors::FieldError::invalid(
+                        "spec.replicas",
+                        &replicas,
+                        "must be greater than or equal to 0",
+                    )],
+                ));
+            }
+            let mut new = cur.clone();
+            meta::set_path(&mut new, &spec.spec_replicas_path, replicas);
+            meta::metadata_mut(&mut new).remove("resourceVersion");
+            Ok(new)
+        })?;
+    Ok(obj)
+}
+
+/// `PUT .../scale`.
+pub fn update(
+    shared: &Arc<Shared>,
+    info: &Arc<ResourceInfo>,
+    namespace: &str,
+    name: &str,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    write_replicas(shared, info, namespace, name, opts, |_| Ok(body))
+}
+
+/// `PATCH .../scale`: the patch applies to the `Scale` view.
+pub fn patch(
+    shared: &Arc<Shared>,
+    req: &ApiRequest,
+    info: &Arc<ResourceInfo>,
+    namespace: &str,
+    name: &str,
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    let patch_type = crate::patch::patch_type(req)?;
+    write_replicas(shared, info, namespace, name, opts, |scale| {
+        crate::patch::apply_simple(patch_type, scale, &req.body, "Scale")
+    })
+}

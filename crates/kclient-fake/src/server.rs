@@ -1,0 +1,555 @@
+//! [`FakeApiServer`]: the listener, the connections (HTTP/1.1 and HTTP/2, plain or TLS),
+//! authentication, and the handles tests use: URL, kubeconfig, direct store access, faults,
+//! shutdown.
+
+use std::convert::Infallible;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{header, Request, Response};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use kclient_core::{ApiError, ApiResource, DynamicObject, GroupResource, GroupVersionKind};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::catalogue::ResourceInfo;
+use crate::faults::{FaultState, Faults};
+use crate::handler;
+use crate::kubeconfig::{self, Credentials};
+use crate::registry::{Registry, WriteOptions};
+use crate::response::{self, Body};
+use crate::store::object_key;
+use crate::tls::{Authority, CertifiedKey};
+use crate::Error;
+
+/// Tunables of a server.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How many events the history keeps (watches and continue tokens older than that get
+    /// `410 Expired`).
+    pub history_window: usize,
+    /// How often a watch with `allowWatchBookmarks` gets a bookmark.
+    pub bookmark_interval: Duration,
+    /// How long a watch without `timeoutSeconds` lasts.
+    pub watch_timeout: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            history_window: 10_000,
+            bookmark_interval: Duration::from_secs(60),
+            watch_timeout: Duration::from_secs(1800),
+        }
+    }
+}
+
+/// Who may call the server.
+#[derive(Debug, Clone, Default)]
+struct Auth {
+    tokens: Vec<String>,
+    client_certs: bool,
+}
+
+impl Auth {
+    fn required(&self) -> bool {
+        !self.tokens.is_empty() || self.client_certs
+    }
+}
+
+/// State shared by the server handle and every connection.
+#[derive(Debug)]
+pub struct Shared {
+    pub(crate) registry: Registry,
+    pub(crate) faults: FaultState,
+    pub(crate) settings: Settings,
+    addr: SocketAddr,
+    auth: Auth,
+}
+
+impl Shared {
+    /// `host:port` of the listener.
+    pub fn address(&self) -> String {
+        self.addr.to_string()
+    }
+}
+
+/// Builds a [`FakeApiServer`].
+#[derive(Debug, Clone)]
+pub struct FakeApiServerBuilder {
+    ip: IpAddr,
+    port: u16,
+    settings: Settings,
+    https: bool,
+    auth: Auth,
+    objects: Vec<Value>,
+}
+
+impl Default for FakeApiServerBuilder {
+    fn default() -> Self {
+        Self {
+            ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+            settings: Settings::default(),
+            https: false,
+            auth: Auth::default(),
+            objects: Vec::new(),
+        }
+    }
+}
+
+impl FakeApiServerBuilder {
+    /// Listens on this port of 127.0.0.1 (0, the default, picks a free one).
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// Listens on this loopback address instead of 127.0.0.1 (for example `::1`).
+    pub fn ip(mut self, ip: IpAddr) -> Self {
+        self.ip = ip;
+        self
+    }
+
+    /// Keeps this many events of history (default 10,000).
+    pub fn history_window(mut self, events: usize) -> Self {
+        self.settings.history_window = events;
+        self
+    }
+
+    /// Sends watch bookmarks this often (default 60 s, tokio's clock).
+    pub fn bookmark_interval(mut self, interval: Duration) -> Self {
+        self.settings.bookmark_interval = interval;
+        self
+    }
+
+    /// Ends watches without `timeoutSeconds` after this long (default 30 minutes).
+    pub fn watch_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.watch_timeout = timeout;
+        self
+    }
+
+    /// Serves HTTPS with a generated certificate authority.
+    pub fn https(mut self) -> Self {
+        self.https = true;
+        self
+    }
+
+    /// Requires authentication and accepts this bearer token (may be called several times).
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.auth.tokens.push(token.into());
+        self
+    }
+
+    /// Requires authentication and accepts client certificates signed by the server's CA
+    /// (implies [`https`](Self::https)).
+    pub fn client_cert_auth(mut self) -> Self {
+        self.auth.client_certs = true;
+        self.https = true;
+        self
+    }
+
+    /// Preloads an object (any kind the catalogue knows; namespaces it needs are created).
+    pub fn object(mut self, object: Value) -> Self {
+        self.objects.push(object);
+        self
+    }
+
+    /// Preloads objects.
+    pub fn objects(mut self, objects: impl IntoIterator<Item = Value>) -> Self {
+        self.objects.extend(objects);
+        self
+    }
+
+    /// Starts serving.
+    pub async fn start(self) -> Result<FakeApiServer, Error> {
+        let listener = TcpListener::bind(SocketAddr::new(self.ip, self.port)).await?;
+        let addr = listener.local_addr()?;
+        let authority = if self.https {
+            Some(Authority::generate()?)
+        } else {
+            None
+        };
+        let tls = match &authority {
+            Some(a) => Some(tokio_rustls::TlsAcceptor::from(a.server_config()?)),
+            None => None,
+        };
+        let shared = Arc::new(Shared {
+            registry: Registry::new(self.settings.history_window),
+            faults: FaultState::default(),
+            settings: self.settings,
+            addr,
+            auth: self.auth,
+        });
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            let info = shared
+                .registry
+                .catalogue
+                .get("", "v1", "namespaces")
+                .ok_or_else(|| Error::Tls("no namespaces resource".into()))?;
+            shared.registry.create(
+                &info,
+                "",
+                serde_json::json!({"metadata": {"name": ns}}),
+                &WriteOptions::default(),
+            )?;
+        }
+        let (shutdown, mut stop) = tokio::sync::watch::channel(false);
+        let accept_shared = shared.clone();
+        let task = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { continue };
+                        let _ = stream.set_nodelay(true);
+                        let shared = accept_shared.clone();
+                        let tls = tls.clone();
+                        connections.spawn(async move {
+                            match tls {
+                                Some(acceptor) => {
+                                    let Ok(stream) = acceptor.accept(stream).await else { return };
+                                    let cert = stream.get_ref().1.peer_certificates().is_some_and(|c| !c.is_empty());
+                                    serve_connection(stream, shared, cert).await;
+                                }
+                                None => serve_connection(stream, shared, false).await,
+                            }
+                        });
+                    }
+                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                    _ = stop.changed() => break,
+                }
+            }
+            connections.abort_all();
+        });
+        let server = FakeApiServer {
+            shared,
+            addr,
+            authority,
+            shutdown,
+            task: Some(task),
+        };
+        for obj in self.objects {
+            server.seed(obj)?;
+        }
+        Ok(server)
+    }
+}
+
+async fn serve_connection<IO>(io: IO, shared: Arc<Shared>, client_cert: bool)
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let shared = shared.clone();
+        async move { Ok::<_, Infallible>(dispatch(shared, req, client_cert).await) }
+    });
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let _ = builder.serve_connection(TokioIo::new(io), service).await;
+}
+
+fn authenticated(shared: &Shared, req: &Request<Incoming>, client_cert: bool) -> bool {
+    if !shared.auth.required() || (shared.auth.client_certs && client_cert) {
+        return true;
+    }
+    let path = req.uri().path();
+    if matches!(path, "/healthz" | "/livez" | "/readyz") {
+        return true;
+    }
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| shared.auth.tokens.iter().any(|ok| ok == t.trim()))
+}
+
+async fn dispatch(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+    client_cert: bool,
+) -> Response<Body> {
+    if !authenticated(&shared, &req, client_cert) {
+        return response::error(&crate::errors::unauthorized());
+    }
+    match handler::read_request(req).await {
+        Ok(req) => handler::handle(shared, req).await,
+        Err(e) => response::error(&e),
+    }
+}
+
+/// An in-memory Kubernetes API server listening on loopback. See the crate documentation.
+///
+/// Dropping it stops it (like [`shutdown`](Self::shutdown), without waiting).
+#[derive(Debug)]
+pub struct FakeApiServer {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    authority: Option<Authority>,
+    shutdown: tokio::sync::watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl FakeApiServer {
+    /// A builder with the defaults: 127.0.0.1, a free port, plain HTTP, no authentication.
+    pub fn builder() -> FakeApiServerBuilder {
+        FakeApiServerBuilder::default()
+    }
+
+    /// Starts a server with the defaults.
+    pub async fn start() -> Result<Self, Error> {
+        Self::builder().start().await
+    }
+
+    /// The address it listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL, `http://127.0.0.1:PORT` (or `https://`).
+    pub fn url(&self) -> String {
+        let scheme = if self.authority.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        match self.addr.ip() {
+            IpAddr::V6(ip) => format!("{scheme}://[{ip}]:{}", self.addr.port()),
+            IpAddr::V4(ip) => format!("{scheme}://{ip}:{}", self.addr.port()),
+        }
+    }
+
+    /// The CA certificate (PEM) when serving HTTPS.
+    pub fn ca_certificate_pem(&self) -> Option<&str> {
+        self.authority.as_ref().map(|a| a.ca_pem.as_str())
+    }
+
+    /// Issues a client certificate for user `common_name` in `groups` (HTTPS only).
+    pub fn issue_client_certificate(
+        &self,
+        common_name: &str,
+        groups: &[&str],
+    ) -> Result<CertifiedKey, Error> {
+        match &self.authority {
+            Some(a) => a.client_certificate(common_name, groups),
+            None => Err(Error::Tls("the server does not serve HTTPS".into())),
+        }
+    }
+
+    /// The credentials a kubeconfig for this server carries: its first token, or else a
+    /// fresh client certificate when client-certificate authentication is on.
+    fn credentials(&self) -> Result<Credentials, Error> {
+        if let Some(t) = self.shared.auth.tokens.first() {
+            return Ok(Credentials::Token(t.clone()));
+        }
+        if self.shared.auth.client_certs {
+            let c = self.issue_client_certificate("kclient-fake-admin", &["system:masters"])?;
+            return Ok(Credentials::ClientCertificate {
+                cert_pem: c.cert_pem,
+                key_pem: c.key_pem,
+            });
+        }
+        Ok(Credentials::None)
+    }
+
+    /// A kubeconfig (YAML) that kubectl and kclient-rest can use to reach this server.
+    pub fn kubeconfig_yaml(&self) -> Result<String, Error> {
+        Ok(kubeconfig::render(
+            &self.url(),
+            self.ca_certificate_pem(),
+            &self.credentials()?,
+            "default",
+        ))
+    }
+
+    /// Writes [`kubeconfig_yaml`](Self::kubeconfig_yaml) to `path`.
+    pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> Result<(), Error> {
+        std::fs::write(path, self.kubeconfig_yaml()?)?;
+        Ok(())
+    }
+
+    /// Fault injection on this server.
+    pub fn faults(&self) -> Faults {
+        Faults {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// The current resourceVersion of the store.
+    pub fn resource_version(&self) -> u64 {
+        self.shared.registry.store.read().current_rv()
+    }
+
+    /// Serves a new resource (a built-in the catalogue lacks, or a custom resource without a
+    /// CRD object).
+    pub fn register(&self, info: ResourceInfo) {
+        self.shared.registry.catalogue.register(info);
+    }
+
+    /// Every resource served, in discovery order.
+    pub fn resources(&self) -> Vec<ResourceInfo> {
+        self.shared
+            .registry
+            .catalogue
+            .all()
+            .iter()
+            .map(|i| (**i).clone())
+            .collect()
+    }
+
+    fn info_for(&self, api_version: &str, kind: &str) -> Result<Arc<ResourceInfo>, ApiError> {
+        let gvk = GroupVersionKind::from_api_version_kind(api_version, kind)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        self.shared.registry.catalogue.by_kind(&gvk).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "no resource of kind {kind:?} in {api_version:?} is served"
+            ))
+        })
+    }
+
+    /// Stores an object directly (no HTTP, no injected faults): any kind the catalogue knows,
+    /// identified by its `apiVersion` and `kind`. Namespaced objects without a namespace go
+    /// to `default`; a missing namespace is created. The server sets `uid`,
+    /// `creationTimestamp` and `resourceVersion` as on create, but keeps `status` as given.
+    /// Returns the stored object.
+    pub fn seed(&self, object: Value) -> Result<Value, ApiError> {
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+        let info = self.info_for(api_version, kind)?;
+        let mut ns = crate::meta::meta_str(&object, "namespace").to_string();
+        if info.namespaced() && ns.is_empty() {
+            ns = "default".to_string();
+        }
+        if info.namespaced() {
+            let namespaces = self
+                .shared
+                .registry
+                .catalogue
+                .get("", "v1", "namespaces")
+                .ok_or_else(|| ApiError::internal_error("no namespaces resource"))?;
+            if self.shared.registry.get(&namespaces, "", &ns).is_err() {
+                self.shared.registry.create(
+                    &namespaces,
+                    "",
+                    serde_json::json!({"metadata": {"name": ns}}),
+                    &WriteOptions::default(),
+                )?;
+            }
+        }
+        let opts = WriteOptions {
+            seed: true,
+            ..WriteOptions::default()
+        };
+        let out = self.shared.registry.create(&info, &ns, object, &opts);
+        self.shared.registry.settle();
+        out
+    }
+
+    /// Stores a typed object (see [`seed`](Self::seed)).
+    pub fn seed_typed<K>(&self, object: &K) -> Result<K, ApiError>
+    where
+        K: k8s_openapi::Resource + Serialize + DeserializeOwned,
+    {
+        let mut v =
+            serde_json::to_value(object).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        if let Some(m) = v.as_object_mut() {
+            m.insert("apiVersion".into(), Value::String(K::API_VERSION.into()));
+            m.insert("kind".into(), Value::String(K::KIND.into()));
+        }
+        let stored = self.seed(v)?;
+        serde_json::from_value(stored).map_err(|e| ApiError::internal_error(&e.to_string()))
+    }
+
+    /// The object `name` of `resource` (`namespace` `""` for cluster-scoped), read directly
+    /// from the store.
+    pub fn get_value(
+        &self,
+        resource: &GroupResource,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
+        let state = self.shared.registry.store.read();
+        state
+            .get(resource, &object_key(namespace, name))
+            .map(|o| o.value.clone())
+    }
+
+    /// A typed object read directly from the store.
+    pub fn get<K>(&self, namespace: &str, name: &str) -> Option<K>
+    where
+        K: k8s_openapi::Resource + DeserializeOwned,
+    {
+        let v = self.get_value(
+            &GroupResource::new(K::GROUP, K::URL_PATH_SEGMENT),
+            namespace,
+            name,
+        )?;
+        serde_json::from_value(v).ok()
+    }
+
+    /// A dynamic object read directly from the store.
+    pub fn get_dynamic(
+        &self,
+        resource: &ApiResource,
+        namespace: &str,
+        name: &str,
+    ) -> Option<DynamicObject> {
+        let v = self.get_value(
+            &GroupResource::new(resource.group.clone(), resource.plural.clone()),
+            namespace,
+            name,
+        )?;
+        serde_json::from_value(v).ok()
+    }
+
+    /// Every object of `resource` (in `namespace`, if given), in key order, read directly
+    /// from the store.
+    pub fn list_values(&self, resource: &GroupResource, namespace: Option<&str>) -> Vec<Value> {
+        let state = self.shared.registry.store.read();
+        state
+            .range(resource, namespace, None)
+            .map(|(_, o)| o.value.clone())
+            .collect()
+    }
+
+    /// Every typed object of `K` (in `namespace`, if given), read directly from the store.
+    pub fn list<K>(&self, namespace: Option<&str>) -> Vec<K>
+    where
+        K: k8s_openapi::Resource + DeserializeOwned,
+    {
+        self.list_values(
+            &GroupResource::new(K::GROUP, K::URL_PATH_SEGMENT),
+            namespace,
+        )
+        .into_iter()
+        .filter_map(|v| serde_json::from_value(v).ok())
+        .collect()
+    }
+
+    /// Stops accepting connections, closes the open ones (watches end) and waits for the
+    /// server task.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for FakeApiServer {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}

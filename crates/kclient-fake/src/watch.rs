@@ -1,0 +1,322 @@
+//! Watches: a stream of newline-delimited JSON events, as kube-apiserver's watch cache sends
+//! them.
+//!
+//! - Starting point: `resourceVersion` `""`/`"0"` send the current objects as `ADDED` first;
+//!   `N` resumes after `N` if the history still has it, otherwise the stream carries one
+//!   `ERROR` event, `410 Expired` `too old resource version: N (M)`, and ends.
+//! - `sendInitialEvents=true` (streaming list) sends the current objects as `ADDED`, then,
+//!   with `allowWatchBookmarks`, a `BOOKMARK` annotated `k8s.io/initial-events-end: "true"`.
+//! - Selectors are applied to both states of a change: an object that stops matching arrives
+//!   as `DELETED` (its previous state at the event's resourceVersion), one that starts
+//!   matching as `ADDED`.
+//! - `allowWatchBookmarks` adds a `BOOKMARK` every bookmark period (tokio's clock).
+//! - `timeoutSeconds` (or the server's default) ends the stream cleanly.
+//!
+//! Every watcher reads the shared event history when the store's resourceVersion moves (a
+//! `tokio::sync::watch` wakes them): one write is fanned out without copying the object or
+//! scanning the store.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::stream;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use kclient_core::{ApiError, INITIAL_EVENTS_END_ANNOTATION};
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::catalogue::ResourceInfo;
+use crate::errors::status_json;
+use crate::registry::needs_version_rewrite;
+use crate::response::Body;
+use crate::selectors::Predicate;
+use crate::server::Shared;
+use crate::store::{EventType, StoreEvent, StoredObject};
+
+/// Where a watch starts.
+#[derive(Debug, Clone)]
+pub enum Start {
+    /// Send the current objects as `ADDED` first (then an initial-events-end bookmark if
+    /// `end_bookmark`), and continue from the snapshot.
+    Initial {
+        /// Send the `k8s.io/initial-events-end` bookmark after the initial objects.
+        end_bookmark: bool,
+    },
+    /// Continue after this resourceVersion.
+    After(u64),
+    /// Continue from the current resourceVersion.
+    Now,
+}
+
+/// A watch to serve.
+#[derive(Debug, Clone)]
+pub struct WatchSpec {
+    /// The resource.
+    pub info: Arc<ResourceInfo>,
+    /// The namespace, if the watch is namespaced.
+    pub namespace: Option<String>,
+    /// The selectors.
+    pub predicate: Predicate,
+    /// The starting point.
+    pub start: Start,
+    /// Whether periodic bookmarks are sent.
+    pub bookmarks: bool,
+    /// When the stream ends.
+    pub timeout: Duration,
+}
+
+/// One JSON watch frame, newline-terminated.
+fn frame(event_type: &str, object: &[u8]) -> Bytes {
+    let mut out = BytesMut::with_capacity(object.len() + 32);
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(event_type.as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    out.extend_from_slice(object);
+    out.extend_from_slice(b"}\n");
+    out.freeze()
+}
+
+fn object_frame(info: &ResourceInfo, event_type: &str, obj: &StoredObject) -> Bytes {
+    if needs_version_rewrite(info, &obj.value) {
+        let v = crate::registry::for_version(info, &obj.value);
+        frame(event_type, &serde_json::to_vec(&v).unwrap_or_default())
+    } else {
+        frame(event_type, &obj.json)
+    }
+}
+
+/// The `ERROR` frame for `err`.
+pub fn error_frame(err: &ApiError) -> Bytes {
+    frame(
+        "ERROR",
+        &serde_json::to_vec(&status_json(&err.status)).unwrap_or_default(),
+    )
+}
+
+fn bookmark_frame(info: &ResourceInfo, rv: u64, initial_end: bool) -> Bytes {
+    let mut metadata = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+    if initial_end {
+        metadata["annotations"] = json!({INITIAL_EVENTS_END_ANNOTATION: "true"});
+    }
+    let object =
+        json!({"kind": info.kind(), "apiVersion": info.api_version(), "metadata": metadata});
+    frame("BOOKMARK", &serde_json::to_vec(&object).unwrap_or_default())
+}
+
+struct WatchState {
+    shared: Arc<Shared>,
+    spec: WatchSpec,
+    queue: VecDeque<Bytes>,
+    next_rv: u64,
+    rx: tokio::sync::watch::Receiver<u64>,
+    drop_rx: tokio::sync::watch::Receiver<u64>,
+    stall_rx: tokio::sync::watch::Receiver<bool>,
+    bookmark_at: Option<Instant>,
+    deadline: Instant,
+    done: bool,
+}
+
+impl WatchState {
+    fn in_scope(&self, e: &StoreEvent) -> bool {
+        e.resource == self.spec.info.group_resource()
+            && self
+                .spec
+                .namespace
+                .as_deref()
+                .is_none_or(|ns| e.namespace == ns)
+    }
+
+    fn push_event(&mut self, e: &StoreEvent) {
+        if !self.in_scope(e) {
+            return;
+        }
+        let info = self.spec.info.clone();
+        let p = &self.spec.predicate;
+        match e.event_type {
+            EventType::Added => {
+                if p.matches(&e.object.value) {
+                    self.queue
+                        .push_back(object_frame(&info, "ADDED", &e.object));
+                }
+            }
+            EventType::Deleted => {
+                if p.matches(&e.object.value) {
+                    self.queue
+                        .push_back(object_frame(&info, "DELETED", &e.object));
+                }
+            }
+            EventType::Modified => {
+                let now = p.matches(&e.object.value);
+                let before = e.prev.as_ref().is_some_and(|prev| p.matches(&prev.value));
+                match (before, now) {
+                    (true, true) => self
+                        .queue
+                        .push_back(object_frame(&info, "MODIFIED", &e.object)),
+                    (false, true) => self
+                        .queue
+                        .push_back(object_frame(&info, "ADDED", &e.object)),
+                    (true, false) => {
+                        if let Some(prev) = &e.prev {
+                            let mut last = prev.value.clone();
+                            crate::store::set_resource_version(&mut last, e.rv);
+                            let last = crate::registry::for_version(&info, &last);
+                            let bytes = serde_json::to_vec(&last).unwrap_or_default();
+                            self.queue.push_back(frame("DELETED", &bytes));
+                        }
+                    }
+                    (false, false) => {}
+                }
+            }
+        }
+    }
+
+    /// Moves the queue forward from the history.
+    fn catch_up(&mut self) {
+        let (events, current) = {
+            let state = self.shared.registry.store.read();
+            (state.events_after(self.next_rv), state.current_rv())
+        };
+        match events {
+            Ok(events) => {
+                for e in &events {
+                    self.push_event(e);
+                }
+                self.next_rv = self.next_rv.max(current);
+            }
+            Err(c) => {
+                let err = ApiError::resource_expired(format!(
+                    "too old resource version: {} ({})",
+                    self.next_rv, c.compacted
+                ));
+                self.queue.push_back(error_frame(&err));
+                self.done = true;
+            }
+        }
+    }
+
+    async fn next_frame(&mut self) -> Option<Bytes> {
+        loop {
+            if *self.stall_rx.borrow() && !self.done {
+                tokio::select! {
+                    r = self.stall_rx.changed() => { if r.is_err() { return None; } }
+                    _ = self.drop_rx.changed() => { return None; }
+                    _ = tokio::time::sleep_until(self.deadline) => { return None; }
+                }
+                continue;
+            }
+            if let Some(f) = self.queue.pop_front() {
+                return Some(f);
+            }
+            if self.done {
+                return None;
+            }
+            self.catch_up();
+            if !self.queue.is_empty() || self.done {
+                continue;
+            }
+            let bookmark_at = self.bookmark_at;
+            tokio::select! {
+                r = self.rx.changed() => { if r.is_err() { self.done = true; } }
+                _ = self.drop_rx.changed() => { return None; }
+                _ = tokio::time::sleep_until(self.deadline) => { return None; }
+                _ = async {
+                    match bookmark_at {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    self.catch_up();
+                    if !self.done {
+                        self.queue.push_back(bookmark_frame(&self.spec.info, self.next_rv, false));
+                    }
+                    let period = self.shared.settings.bookmark_interval;
+                    self.bookmark_at = Some(Instant::now() + period);
+                }
+            }
+        }
+    }
+}
+
+/// The response body streaming `spec`'s events. Validation and the initial snapshot happen
+/// here, synchronously, so the first frames are consistent with the history that follows.
+pub fn stream(shared: Arc<Shared>, spec: WatchSpec) -> Body {
+    let mut queue = VecDeque::new();
+    let mut done = false;
+    let next_rv;
+    {
+        let state = shared.registry.store.read();
+        let current = state.current_rv();
+        match &spec.start {
+            Start::Initial { end_bookmark } => {
+                let gr = spec.info.group_resource();
+                for (_, obj) in state.range(&gr, spec.namespace.as_deref(), None) {
+                    if spec.predicate.matches(&obj.value) {
+                        queue.push_back(object_frame(&spec.info, "ADDED", obj));
+                    }
+                }
+                if *end_bookmark {
+                    queue.push_back(bookmark_frame(&spec.info, current, true));
+                }
+                next_rv = current;
+            }
+            Start::Now => next_rv = current,
+            Start::After(rv) => {
+                if *rv < state.compacted_rv() {
+                    let err = ApiError::resource_expired(format!(
+                        "too old resource version: {rv} ({})",
+                        state.compacted_rv()
+                    ));
+                    queue.push_back(error_frame(&err));
+                    done = true;
+                }
+                next_rv = *rv;
+            }
+        }
+    }
+    let now = Instant::now();
+    let bookmark_at = spec
+        .bookmarks
+        .then(|| now + shared.settings.bookmark_interval);
+    let mut drop_rx = shared.faults.drop_watches.subscribe();
+    drop_rx.mark_unchanged();
+    let state = WatchState {
+        rx: shared.registry.store.subscribe(),
+        drop_rx,
+        stall_rx: shared.faults.stall_watches.subscribe(),
+        deadline: now + spec.timeout,
+        shared,
+        spec,
+        queue,
+        next_rv,
+        bookmark_at,
+        done,
+    };
+    let s = stream::unfold(state, |mut st| async move {
+        let f = st.next_frame().await?;
+        Some((Ok::<_, Infallible>(Frame::data(f)), st))
+    });
+    StreamBody::new(s).boxed_unsync()
+}
+
+/// Parses a watch's starting point from its options.
+pub fn start_of(
+    resource_version: &str,
+    send_initial_events: Option<bool>,
+    bookmarks: bool,
+) -> Result<Start, ApiError> {
+    let rv = crate::query::parse_rv(resource_version)?;
+    Ok(match (send_initial_events, rv) {
+        (Some(true), _) => Start::Initial {
+            end_bookmark: bookmarks,
+        },
+        (Some(false), None | Some(0)) => Start::Now,
+        (None, None | Some(0)) => Start::Initial {
+            end_bookmark: false,
+        },
+        (_, Some(n)) => Start::After(n),
+    })
+}
