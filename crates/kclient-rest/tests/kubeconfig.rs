@@ -1,0 +1,566 @@
+//! kubeconfig loading, merging, path resolution, overrides and validation, with fixture files
+//! written to temporary directories.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use kclient_rest::kubeconfig::{
+    ExecInteractiveMode, Kubeconfig, KubeconfigError, KubeconfigOptions, LoadingRules,
+};
+use kclient_rest::{Config, Error, Proxy, RestClient};
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+const BASIC: &str = r#"
+apiVersion: v1
+kind: Config
+current-context: dev
+clusters:
+- name: dev-cluster
+  cluster:
+    server: https://10.0.0.1:6443
+    certificate-authority-data: Q0EgUEVN
+    tls-server-name: api.dev.example
+- name: prod-cluster
+  cluster:
+    server: https://prod.example:443
+users:
+- name: dev-user
+  user:
+    token: dev-token
+- name: prod-user
+  user:
+    username: admin
+    password: hunter2
+contexts:
+- name: dev
+  context: {cluster: dev-cluster, user: dev-user, namespace: team-a}
+- name: prod
+  context: {cluster: prod-cluster, user: prod-user}
+"#;
+
+#[test]
+fn the_current_context_becomes_a_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "config", BASIC);
+    let c = Config::from_kubeconfig_file(&path).unwrap();
+    assert_eq!(c.host, "https://10.0.0.1:6443");
+    assert_eq!(c.bearer_token.as_deref(), Some("dev-token"));
+    assert_eq!(c.tls.ca_data.as_deref(), Some(&b"CA PEM"[..]));
+    assert_eq!(c.tls.server_name.as_deref(), Some("api.dev.example"));
+    assert!(!c.tls.insecure);
+    assert_eq!(c.namespace(), "team-a");
+    assert_eq!(
+        (c.qps, c.burst),
+        (Some(5.0), 10),
+        "client defaults are kept"
+    );
+}
+
+#[test]
+fn overrides_pick_context_cluster_user_namespace_and_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "config", BASIC);
+    let opts = |f: &dyn Fn(&mut KubeconfigOptions)| {
+        let mut o = KubeconfigOptions {
+            path: Some(path.clone()),
+            ..KubeconfigOptions::default()
+        };
+        f(&mut o);
+        o
+    };
+    let prod = Config::from_kubeconfig(&opts(&|o| o.context = Some("prod".into()))).unwrap();
+    assert_eq!(prod.host, "https://prod.example:443");
+    let basic = prod.basic_auth.as_ref().unwrap();
+    assert_eq!(
+        (basic.username.as_str(), basic.password.as_str()),
+        ("admin", "hunter2")
+    );
+    assert_eq!(prod.namespace(), "default");
+
+    let mixed = Config::from_kubeconfig(&opts(&|o| {
+        o.cluster = Some("prod-cluster".into());
+        o.namespace = Some("other".into());
+    }))
+    .unwrap();
+    assert_eq!(mixed.host, "https://prod.example:443");
+    assert_eq!(
+        mixed.bearer_token.as_deref(),
+        Some("dev-token"),
+        "the context's user"
+    );
+    assert_eq!(mixed.namespace(), "other");
+
+    let user = Config::from_kubeconfig(&opts(&|o| o.user = Some("prod-user".into()))).unwrap();
+    assert!(user.basic_auth.is_some() && user.bearer_token.is_none());
+
+    let server =
+        Config::from_kubeconfig(&opts(&|o| o.server = Some("https://1.2.3.4".into()))).unwrap();
+    assert_eq!(server.host, "https://1.2.3.4");
+    assert_eq!(
+        server.tls.server_name, None,
+        "a server override drops tls-server-name"
+    );
+    assert!(server.tls.ca_data.is_some(), "but keeps the CA");
+
+    for (o, expected) in [
+        (opts(&|o| o.context = Some("nope".into())), "context"),
+        (opts(&|o| o.cluster = Some("nope".into())), "cluster"),
+        (opts(&|o| o.user = Some("nope".into())), "user"),
+    ] {
+        let err = Config::from_kubeconfig(&o).unwrap_err();
+        let matched = matches!(
+            (&err, expected),
+            (
+                Error::Kubeconfig(KubeconfigError::ContextNotFound(_)),
+                "context"
+            ) | (
+                Error::Kubeconfig(KubeconfigError::ClusterNotFound(_)),
+                "cluster"
+            ) | (Error::Kubeconfig(KubeconfigError::UserNotFound(_)), "user")
+        );
+        assert!(matched, "{expected}: {err:?}");
+    }
+}
+
+#[test]
+fn relative_paths_resolve_against_the_file_that_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "nested/kube/config",
+        r#"
+current-context: c
+clusters:
+- name: c
+  cluster: {server: "https://h:6443", certificate-authority: ca.crt}
+users:
+- name: u
+  user:
+    client-certificate: certs/client.crt
+    client-key: /absolute/client.key
+    tokenFile: ../token
+    exec: {command: ./bin/plugin, apiVersion: client.authentication.k8s.io/v1beta1}
+- name: path-plugin
+  user:
+    exec: {command: kubectl-oidc_login, apiVersion: client.authentication.k8s.io/v1beta1}
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+"#,
+    );
+    let kc = Kubeconfig::read_from(&path).unwrap();
+    let base = dir.path().join("nested/kube");
+    let cluster = kc.cluster("c").unwrap();
+    assert_eq!(
+        cluster.certificate_authority.as_deref(),
+        Some(base.join("ca.crt").to_str().unwrap())
+    );
+    let user = kc.auth_info("u").unwrap();
+    assert_eq!(
+        user.client_certificate.as_deref(),
+        Some(base.join("certs/client.crt").to_str().unwrap())
+    );
+    assert_eq!(user.client_key.as_deref(), Some("/absolute/client.key"));
+    assert_eq!(
+        user.token_file.as_deref(),
+        Some(base.join("../token").to_str().unwrap())
+    );
+    assert_eq!(
+        user.exec.as_ref().unwrap().command,
+        base.join("./bin/plugin").to_str().unwrap()
+    );
+    assert_eq!(
+        kc.auth_info("path-plugin")
+            .unwrap()
+            .exec
+            .as_ref()
+            .unwrap()
+            .command,
+        "kubectl-oidc_login",
+        "commands looked up in PATH are left alone"
+    );
+}
+
+#[test]
+fn kubeconfig_lists_merge_with_the_first_file_winning() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = write(
+        dir.path(),
+        "a/config",
+        r#"
+current-context: ctx-a
+preferences: {}
+clusters:
+- name: shared
+  cluster: {server: "https://first:6443"}
+users:
+- name: shared-user
+  user: {token: first-token}
+contexts:
+- name: ctx-a
+  context: {cluster: shared, user: shared-user}
+"#,
+    );
+    let second = write(
+        dir.path(),
+        "b/config",
+        r#"
+current-context: ctx-b
+preferences: {colors: true}
+clusters:
+- name: shared
+  cluster: {server: "https://second:6443", insecure-skip-tls-verify: true}
+- name: only-second
+  cluster: {server: "https://only-second:6443", certificate-authority: ca.pem}
+users:
+- name: shared-user
+  user: {token: second-token, username: ignored}
+contexts:
+- name: ctx-b
+  context: {cluster: only-second, user: shared-user}
+"#,
+    );
+    let missing = dir.path().join("missing/config");
+    let rules = LoadingRules {
+        explicit_path: None,
+        precedence: vec![missing.clone(), first.clone(), second.clone()],
+    };
+    let kc = rules.load().unwrap();
+    assert_eq!(
+        kc.current_context.as_deref(),
+        Some("ctx-a"),
+        "first current-context wins"
+    );
+    let shared = kc.cluster("shared").unwrap();
+    assert_eq!(shared.server.as_deref(), Some("https://first:6443"));
+    assert_eq!(
+        shared.insecure_skip_tls_verify, None,
+        "entries are kept whole: nothing is taken from the second file's entry"
+    );
+    assert_eq!(kc.auth_info("shared-user").unwrap().username, None);
+    assert_eq!(
+        kc.cluster("only-second")
+            .unwrap()
+            .certificate_authority
+            .as_deref(),
+        Some(dir.path().join("b/ca.pem").to_str().unwrap()),
+        "paths resolve against the file that named them"
+    );
+    assert!(kc.context("ctx-b").is_some());
+    assert_eq!(
+        kc.preferences.as_ref().unwrap().colors,
+        Some(true),
+        "unset scalars are filled"
+    );
+
+    let reversed = LoadingRules {
+        explicit_path: None,
+        precedence: vec![second, first],
+    }
+    .load()
+    .unwrap();
+    assert_eq!(reversed.current_context.as_deref(), Some("ctx-b"));
+    assert_eq!(
+        reversed.cluster("shared").unwrap().server.as_deref(),
+        Some("https://second:6443")
+    );
+}
+
+#[test]
+fn kubeconfig_env_lists_are_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a", "current-context: from-a\n");
+    let b = write(dir.path(), "b", "current-context: from-b\n");
+    let list = std::env::join_paths([&a, &b, &a]).unwrap();
+    let rules = LoadingRules::from_path_list(&list);
+    assert_eq!(rules.precedence, vec![a, b]);
+    assert_eq!(
+        rules.load().unwrap().current_context.as_deref(),
+        Some("from-a")
+    );
+}
+
+#[test]
+fn missing_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope");
+    let err = Config::from_kubeconfig_file(&missing).unwrap_err();
+    assert!(
+        matches!(err, Error::Kubeconfig(KubeconfigError::ExplicitFileMissing(ref p)) if *p == missing),
+        "{err:?}"
+    );
+    let rules = LoadingRules {
+        explicit_path: None,
+        precedence: vec![missing.clone()],
+    };
+    assert!(!rules.any_file_exists());
+    let kc = rules.load().unwrap();
+    assert_eq!(kc, Kubeconfig::default());
+    let err = KubeconfigOptions::default().build(&kc).unwrap_err();
+    assert!(
+        matches!(err, Error::Kubeconfig(KubeconfigError::Empty { .. })),
+        "{err:?}"
+    );
+    assert!(err
+        .to_string()
+        .contains("no configuration has been provided"));
+}
+
+#[test]
+fn bad_yaml_names_the_file_and_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "unclosed",
+            "clusters:\n- name: c\n  cluster: {server: \"https://x\"\n",
+        ),
+        ("tabs", "clusters:\n\t- name: c\n"),
+        ("wrong-shape", "clusters: this should be a list\n"),
+        ("wrong-type", "users:\n- name: u\n  user: {as-groups: 7}\n"),
+        (
+            "two-documents",
+            "current-context: a\n---\ncurrent-context: b\n",
+        ),
+    ];
+    for (name, text) in cases {
+        let path = write(dir.path(), name, text);
+        let err = Config::from_kubeconfig_file(&path).unwrap_err();
+        match &err {
+            Error::Kubeconfig(KubeconfigError::Parse { path: Some(p), .. }) => assert_eq!(p, &path),
+            other => panic!("{name}: {other:?}"),
+        }
+        assert!(err.to_string().contains(name), "{name}: {err}");
+        assert!(std::error::Error::source(&err).is_some());
+    }
+    // In a list of files, one bad file fails the load, naming it.
+    let good = write(dir.path(), "good", BASIC);
+    let bad = dir.path().join("unclosed");
+    let err = LoadingRules {
+        explicit_path: None,
+        precedence: vec![good, bad.clone()],
+    }
+    .load()
+    .unwrap_err();
+    assert!(matches!(err, KubeconfigError::Parse { path: Some(ref p), .. } if *p == bad));
+}
+
+#[test]
+fn unreadable_files_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    // A directory where a file is expected cannot be read.
+    let path = dir.path().join("is-a-dir");
+    std::fs::create_dir(&path).unwrap();
+    let err = Config::from_kubeconfig_file(&path).unwrap_err();
+    assert!(
+        matches!(err, Error::Kubeconfig(KubeconfigError::Read { .. })),
+        "{err:?}"
+    );
+}
+
+fn build(text: &str) -> Result<Config, Error> {
+    KubeconfigOptions::default().build(&Kubeconfig::from_yaml(text).unwrap())
+}
+
+#[test]
+fn validation_lists_every_problem() {
+    let err = build(
+        r#"
+current-context: c
+clusters:
+- name: c
+  cluster: {certificate-authority: /nonexistent/ca.crt}
+users:
+- name: u
+  user:
+    token: t
+    username: u
+    client-certificate-data: Y2VydA==
+    as-groups: [g]
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+"#,
+    )
+    .unwrap_err();
+    let Error::Kubeconfig(KubeconfigError::Invalid(problems)) = &err else {
+        panic!("{err:?}")
+    };
+    let all = problems.join("\n");
+    for expected in [
+        "no server found for cluster",
+        "more than one authentication method",
+        "client-key-data or client-key must be specified",
+        "without impersonating a user",
+        "unable to read certificate-authority",
+    ] {
+        assert!(all.contains(expected), "missing {expected:?} in {all}");
+    }
+}
+
+#[test]
+fn a_missing_current_context_is_invalid() {
+    let err =
+        build("current-context: gone\nclusters:\n- name: c\n  cluster: {server: https://x}\n")
+            .unwrap_err();
+    assert!(err.to_string().contains("context was not found"), "{err}");
+}
+
+#[test]
+fn exec_plugins_need_an_interactive_mode_in_v1() {
+    let text = |version: &str, mode: &str| {
+        format!(
+            "current-context: c\nclusters:\n- name: c\n  cluster:\n    server: https://x\n    extensions:\n    - name: client.authentication.k8s.io/exec\n      extension: {{audience: sts}}\nusers:\n- name: u\n  user:\n    exec:\n      command: plugin\n      apiVersion: {version}\n      {mode}\n      installHint: \"install \\e[31mit\"\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\n"
+        )
+    };
+    let err = build(&text("client.authentication.k8s.io/v1", "")).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("interactiveMode must be specified"),
+        "{err}"
+    );
+    let c = build(&text(
+        "client.authentication.k8s.io/v1",
+        "interactiveMode: Never",
+    ))
+    .unwrap();
+    let exec = c.exec.unwrap();
+    assert_eq!(exec.interactive_mode, Some(ExecInteractiveMode::Never));
+    assert_eq!(exec.cluster_config.unwrap()["audience"], "sts");
+    assert_eq!(
+        exec.install_hint.as_deref(),
+        Some("install U+001B[31mit"),
+        "escape codes are defused"
+    );
+    let c = build(&text("client.authentication.k8s.io/v1beta1", "")).unwrap();
+    assert_eq!(
+        c.exec.unwrap().interactive_mode,
+        Some(ExecInteractiveMode::IfAvailable),
+        "v1beta1 defaults to IfAvailable"
+    );
+}
+
+#[test]
+fn credentials_apply_only_to_https_servers() {
+    let c = build("current-context: c\nclusters:\n- name: c\n  cluster: {server: \"http://127.0.0.1:8080\", certificate-authority-data: Q0E=}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n").unwrap();
+    assert_eq!(c.host, "http://127.0.0.1:8080");
+    assert_eq!(c.bearer_token, None);
+    assert_eq!(c.tls.ca_data, None);
+}
+
+#[test]
+fn data_fields_must_be_base64() {
+    let err = build("current-context: c\nclusters:\n- name: c\n  cluster: {server: \"https://x\", certificate-authority-data: \"not base64!\"}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Kubeconfig(KubeconfigError::InvalidBase64 {
+                field: "certificate-authority-data",
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn token_files_are_read_when_loading() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "token", "file-token\n");
+    let path = write(
+        dir.path(),
+        "config",
+        "current-context: c\nclusters:\n- name: c\n  cluster: {server: \"https://x\"}\nusers:\n- name: u\n  user: {tokenFile: token}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n",
+    );
+    let c = Config::from_kubeconfig_file(&path).unwrap();
+    assert_eq!(c.bearer_token.as_deref(), Some("file-token\n"));
+    assert_eq!(c.bearer_token_file, Some(dir.path().join("token")));
+    std::fs::remove_file(dir.path().join("token")).unwrap();
+    let err = Config::from_kubeconfig_file(&path).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Kubeconfig(KubeconfigError::ReferencedFile {
+                what: "tokenFile",
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn proxy_and_impersonation_settings() {
+    let c = build("current-context: c\nclusters:\n- name: c\n  cluster: {server: \"https://x\", proxy-url: \"socks5://proxy:1080\"}\nusers:\n- name: u\n  user: {token: t, as: jane, as-uid: \"7\", as-groups: [a, b], as-user-extra: {scopes: [view]}}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n").unwrap();
+    assert_eq!(c.proxy, Proxy::Url("socks5://proxy:1080".into()));
+    assert_eq!(c.impersonate.user.as_deref(), Some("jane"));
+    assert_eq!(c.impersonate.uid.as_deref(), Some("7"));
+    assert_eq!(c.impersonate.groups, ["a", "b"]);
+    assert_eq!(c.impersonate.extra["scopes"], ["view"]);
+    let err = build("current-context: c\nclusters:\n- name: c\n  cluster: {server: \"https://x\", proxy-url: \"ftp://proxy\"}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n").unwrap_err();
+    assert!(err.to_string().contains("proxy-url"), "{err}");
+}
+
+#[test]
+fn unknown_fields_survive_a_file_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "config",
+        "apiVersion: v1\nkind: Config\nnew-top-level: {x: 1}\nclusters:\n- name: c\n  cluster: {server: \"https://x\", new-cluster-field: [1, 2]}\ncontexts:\n- name: c\n  context: {cluster: c, user: u, new-context-field: yes}\n",
+    );
+    let kc = Kubeconfig::read_from(&path).unwrap();
+    let yaml = kc.to_yaml().unwrap();
+    for key in ["new-top-level", "new-cluster-field", "new-context-field"] {
+        assert!(yaml.contains(key), "{key} lost: {yaml}");
+    }
+}
+
+#[tokio::test]
+async fn a_kubeconfig_reaches_a_tls_server() {
+    let pki = support::Pki::new();
+    let server = support::TestServer::https(pki.server_config(), |r| async move {
+        assert_eq!(r.header("authorization"), Some("Bearer kc-token"));
+        support::json(200, serde_json::json!({"gitVersion": "v1.35.0"}))
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "pki/ca.crt", &pki.ca_pem);
+    let path = write(
+        dir.path(),
+        "config",
+        &format!(
+            "current-context: c\nclusters:\n- name: c\n  cluster: {{server: \"{}\", certificate-authority: pki/ca.crt}}\nusers:\n- name: u\n  user:\n    token: kc-token\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\n",
+            server.url(),
+            b64(&pki.client_cert_pem),
+            b64(&pki.client_key_pem),
+        ),
+    );
+    let mut config = Config::from_kubeconfig_file(&path).unwrap();
+    config.proxy = Proxy::Direct;
+    let v: serde_json::Value = RestClient::new(config)
+        .unwrap()
+        .get()
+        .abs_path("/version")
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["gitVersion"], "v1.35.0");
+    assert_eq!(
+        server.requests()[0].client_cert.as_deref(),
+        Some(&pki.client_cert_der[..])
+    );
+}
