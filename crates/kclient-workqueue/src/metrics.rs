@@ -19,6 +19,11 @@
 //! `defaultUnfinishedWorkUpdatePeriod`) while the queue runs. The retries counter exists only
 //! for delaying and rate-limiting queues.
 //!
+//! A delayed item counts as added at its ready time (so its queue latency is measured from
+//! then, as with client-go's waiting loop). It enters the adds and depth metrics when the
+//! queue next moves due items: at the next operation on the queue, when a waiting worker
+//! wakes for it, or at the latest at the next 500 ms refresh.
+//!
 //! Every hook is called while the queue's lock is held, as in client-go, so implementations
 //! must be quick and must not call back into the queue. Atomic counters are the intended
 //! shape. The optional `prometheus` feature provides a ready-made provider over
