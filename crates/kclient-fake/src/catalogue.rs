@@ -150,6 +150,16 @@ impl ResourceInfo {
         self
     }
 
+    /// The same resource, served as custom resources are: generation tracked, deletes
+    /// answered with the object, only `metadata.name`/`metadata.namespace` selectable by
+    /// default, no strategic merge patch.
+    pub fn custom_resource(mut self) -> Self {
+        self.custom = true;
+        self.tracks_generation = true;
+        self.returns_deleted_object = true;
+        self
+    }
+
     /// The same resource with these verbs.
     pub fn verbs(mut self, verbs: &[&str]) -> Self {
         self.api.verbs = verbs.iter().map(|s| s.to_string()).collect();

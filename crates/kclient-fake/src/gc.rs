@@ -126,7 +126,8 @@ impl Registry {
         if !finalizers.iter().any(|f| f == ORPHAN) {
             return;
         }
-        for (dep_resource, dep_key) in self.store.read().dependents_of(uid) {
+        let dependents = self.store.read().dependents_of(uid);
+        for (dep_resource, dep_key) in dependents {
             if let Some(info) = self.info_for(&dep_resource) {
                 let (ns, name) = Self::split_key(&dep_key);
                 self.remove_owner_reference(&info, ns, name, uid);

@@ -180,6 +180,21 @@ pub fn value_at<'a>(obj: &'a Value, path: &[Element]) -> Option<&'a Value> {
     Some(cur)
 }
 
+/// Whether `a` and `b` differ at `path`: for a list item (`k:`/`v:`) whether it exists in
+/// one and not the other (its fields are paths of their own), for a field its value.
+fn differs(a: Option<&Value>, b: &Value, path: &[Element]) -> bool {
+    let item = path
+        .last()
+        .is_some_and(|e| e.starts_with("k:") || e.starts_with("v:"));
+    let left = a.and_then(|a| value_at(a, path));
+    let right = value_at(b, path);
+    if item {
+        left.is_some() != right.is_some()
+    } else {
+        left != right
+    }
+}
+
 /// Removes the value at `path` from `obj`.
 fn remove_at(obj: &mut Value, path: &[Element]) {
     let Some((last, parent_path)) = path.split_last() else {
@@ -380,7 +395,7 @@ pub fn record_update(
     let new_set = field_set(info, new, part);
     let changed: FieldSet = new_set
         .iter()
-        .filter(|p| old.is_none_or(|o| value_at(o, p) != value_at(new, p)))
+        .filter(|p| differs(old, new, p))
         .cloned()
         .collect();
     let mut entries = read_entries(new);
@@ -535,7 +550,7 @@ pub fn apply_to(
             continue;
         }
         for p in applied_set.intersection(&e.fields) {
-            if value_at(base, p) != value_at(applied, p) {
+            if differs(Some(base), applied, p) {
                 let desc = if e.operation == "Update" {
                     if e.time.is_empty() {
                         format!(" using {}", e.api_version)

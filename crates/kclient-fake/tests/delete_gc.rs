@@ -1,0 +1,321 @@
+//! Deletes: responses, preconditions, finalizers, propagation policies, deletecollection,
+//! namespace deletion.
+
+mod common;
+
+use common::*;
+use http::StatusCode;
+use kclient_core::GroupResource;
+use serde_json::{json, Value};
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+const PODS: &str = "/api/v1/namespaces/default/pods";
+
+fn owned_by(mut obj: Value, owner: &Value) -> Value {
+    obj["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": owner["apiVersion"], "kind": owner["kind"],
+        "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+        "blockOwnerDeletion": true
+    }]);
+    obj
+}
+
+#[tokio::test]
+async fn delete_responses() {
+    let (_server, c) = server().await;
+    let cm = c.post(CMS, &configmap("a", json!({}))).await.body;
+    let r = c.delete(&format!("{CMS}/a")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+               "details": {"name": "a", "kind": "configmaps", "uid": cm["metadata"]["uid"]}})
+    );
+    let r = c.delete(&format!("{CMS}/a")).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.body["message"], "configmaps \"a\" not found");
+
+    c.post(PODS, &pod("p")).await;
+    let r = c.delete(&format!("{PODS}/p")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["kind"], "Pod", "pods answer with the deleted object");
+    assert_eq!(
+        c.get(&format!("{PODS}/p")).await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn preconditions() {
+    let (_server, c) = server().await;
+    let cm = c.post(CMS, &configmap("a", json!({}))).await.body;
+    let r = c
+        .delete_with(
+            &format!("{CMS}/a"),
+            &json!({"preconditions": {"uid": "wrong"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert_eq!(
+        r.body["message"],
+        format!(
+            "Operation cannot be fulfilled on configmaps \"a\": StorageError: invalid object, Code: 4, Key: /registry/configmaps/default/a, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: wrong, UID in object meta: {}",
+            cm["metadata"]["uid"].as_str().unwrap()
+        )
+    );
+    let r = c
+        .delete_with(
+            &format!("{CMS}/a"),
+            &json!({"preconditions": {"resourceVersion": "1"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert!(r.body["message"].as_str().unwrap().ends_with(&format!(
+        "Precondition failed: ResourceVersion in precondition: 1, ResourceVersion in object meta: {}",
+        rv(&cm)
+    )));
+    let r = c
+        .delete_with(
+            &format!("{CMS}/a"),
+            &json!({"preconditions": {"uid": cm["metadata"]["uid"], "resourceVersion": cm["metadata"]["resourceVersion"]}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let r = c
+        .delete_with(&format!("{CMS}/x"), &json!("not options"))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn finalizers_hold_deletion() {
+    let (_server, c) = server().await;
+    let mut cm = configmap("held", json!({}));
+    cm["metadata"]["finalizers"] = json!(["example.com/a", "example.com/b"]);
+    c.post(CMS, &cm).await;
+    let start = rv(&c.get(CMS).await.body);
+    let mut w = c
+        .watch(&format!("{CMS}?watch=true&resourceVersion={start}"))
+        .await;
+    let r = c.delete(&format!("{CMS}/held")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(r.body["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert_eq!(
+        w.next_summary().await.unwrap(),
+        ("MODIFIED".into(), "held".into())
+    );
+
+    // No new finalizers once deleting.
+    let mut more = r.body.clone();
+    more["metadata"]["finalizers"] = json!(["example.com/a", "example.com/b", "example.com/c"]);
+    let r2 = c.put(&format!("{CMS}/held"), &more).await;
+    assert_eq!(r2.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        r2.body["message"],
+        "ConfigMap \"held\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted"
+    );
+
+    let r = c
+        .patch(
+            &format!("{CMS}/held"),
+            JSON_PATCH,
+            r#"[{"op":"remove","path":"/metadata/finalizers/0"}]"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["metadata"]["finalizers"], json!(["example.com/b"]));
+    assert_eq!(
+        w.next_summary().await.unwrap(),
+        ("MODIFIED".into(), "held".into())
+    );
+    let r = c
+        .patch(
+            &format!("{CMS}/held"),
+            MERGE,
+            r#"{"metadata":{"finalizers":null}}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        c.get(&format!("{CMS}/held")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        w.next_summary().await.unwrap(),
+        ("MODIFIED".into(), "held".into())
+    );
+    assert_eq!(
+        w.next_summary().await.unwrap(),
+        ("DELETED".into(), "held".into())
+    );
+}
+
+#[tokio::test]
+async fn background_propagation() {
+    let (server, c) = server().await;
+    let owner = c.post(CMS, &configmap("owner", json!({}))).await.body;
+    let other = c.post(CMS, &configmap("other-owner", json!({}))).await.body;
+    c.post(CMS, &owned_by(configmap("child", json!({})), &owner))
+        .await;
+    let mut shared = owned_by(configmap("shared", json!({})), &owner);
+    shared["metadata"]["ownerReferences"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "other-owner", "uid": other["metadata"]["uid"]}));
+    c.post(CMS, &shared).await;
+    let grandchild_owner = c.get(&format!("{CMS}/child")).await.body;
+    c.post(PODS, &owned_by(pod("grandchild"), &grandchild_owner))
+        .await;
+
+    let r = c.delete(&format!("{CMS}/owner")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let cms = GroupResource::new("", "configmaps");
+    assert!(
+        server.get_value(&cms, "default", "child").is_none(),
+        "dependent collected"
+    );
+    assert!(server
+        .get_value(&GroupResource::new("", "pods"), "default", "grandchild")
+        .is_none());
+    let shared = server
+        .get_value(&cms, "default", "shared")
+        .expect("kept: it has another owner");
+    assert_eq!(
+        shared["metadata"]["ownerReferences"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        shared["metadata"]["ownerReferences"][0]["name"],
+        "other-owner"
+    );
+}
+
+#[tokio::test]
+async fn foreground_propagation() {
+    let (server, c) = server().await;
+    let owner = c.post(CMS, &configmap("owner", json!({}))).await.body;
+    let mut child = owned_by(configmap("child", json!({})), &owner);
+    child["metadata"]["finalizers"] = json!(["example.com/slow"]);
+    c.post(CMS, &child).await;
+    let r = c
+        .delete_with(
+            &format!("{CMS}/owner"),
+            &json!({"propagationPolicy": "Foreground"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    assert_eq!(
+        r.body["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+    let cms = GroupResource::new("", "configmaps");
+    let child = server.get_value(&cms, "default", "child").unwrap();
+    assert!(
+        child["metadata"]["deletionTimestamp"].is_string(),
+        "the child is being deleted"
+    );
+    assert!(
+        server.get_value(&cms, "default", "owner").is_some(),
+        "the owner waits"
+    );
+    c.patch(
+        &format!("{CMS}/child"),
+        MERGE,
+        r#"{"metadata":{"finalizers":null}}"#,
+    )
+    .await;
+    assert!(server.get_value(&cms, "default", "child").is_none());
+    assert!(
+        server.get_value(&cms, "default", "owner").is_none(),
+        "then the owner goes"
+    );
+}
+
+#[tokio::test]
+async fn orphan_propagation() {
+    let (server, c) = server().await;
+    let owner = c.post(CMS, &configmap("owner", json!({}))).await.body;
+    c.post(CMS, &owned_by(configmap("child", json!({})), &owner))
+        .await;
+    let r = c
+        .delete(&format!("{CMS}/owner?propagationPolicy=Orphan"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let cms = GroupResource::new("", "configmaps");
+    assert!(server.get_value(&cms, "default", "owner").is_none());
+    let child = server.get_value(&cms, "default", "child").unwrap();
+    assert!(
+        child["metadata"].get("ownerReferences").is_none(),
+        "{child}"
+    );
+    let r = c
+        .delete(&format!("{CMS}/child?propagationPolicy=Sideways"))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn delete_collection() {
+    let (server, c) = server().await;
+    c.post(CMS, &labelled(configmap("a", json!({})), json!({"x": "1"})))
+        .await;
+    c.post(CMS, &labelled(configmap("b", json!({})), json!({"x": "1"})))
+        .await;
+    c.post(CMS, &configmap("c", json!({}))).await;
+    let r = c.delete(&format!("{CMS}?labelSelector=x%3D1")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["kind"], "ConfigMapList");
+    assert_eq!(names(&r.body), ["a", "b"]);
+    let left: Vec<Value> =
+        server.list_values(&GroupResource::new("", "configmaps"), Some("default"));
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["metadata"]["name"], "c");
+}
+
+#[tokio::test]
+async fn namespace_deletion_removes_its_content() {
+    let (server, c) = server().await;
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "team"}}))
+        .await;
+    let ns = c.get("/api/v1/namespaces/team").await.body;
+    assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+    assert_eq!(ns["status"]["phase"], "Active");
+    c.post("/api/v1/namespaces/team/pods", &pod("a")).await;
+    c.post(
+        "/api/v1/namespaces/team/configmaps",
+        &configmap("b", json!({})),
+    )
+    .await;
+    let start = rv(&c.get("/api/v1/namespaces").await.body);
+    let mut w = c
+        .watch(&format!(
+            "/api/v1/namespaces?watch=true&resourceVersion={start}"
+        ))
+        .await;
+    let r = c.delete("/api/v1/namespaces/team").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["status"]["phase"], "Terminating");
+    assert_eq!(
+        w.next_summary().await.unwrap(),
+        ("MODIFIED".into(), "team".into())
+    );
+    assert_eq!(
+        w.next_summary().await.unwrap(),
+        ("MODIFIED".into(), "team".into())
+    );
+    assert_eq!(
+        w.next_summary().await.unwrap(),
+        ("DELETED".into(), "team".into())
+    );
+    assert!(server
+        .list_values(&GroupResource::new("", "pods"), Some("team"))
+        .is_empty());
+    assert_eq!(
+        c.get("/api/v1/namespaces/team").await.status,
+        StatusCode::NOT_FOUND
+    );
+}

@@ -1,0 +1,165 @@
+//! Discovery endpoints, legacy and aggregated.
+
+mod common;
+
+use common::*;
+use http::StatusCode;
+use serde_json::{json, Value};
+
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+#[tokio::test]
+async fn version_and_legacy_discovery() {
+    let (server, c) = server().await;
+    let v = c.get("/version").await.body;
+    assert_eq!(v["major"], "1");
+    assert_eq!(v["minor"], "35");
+    assert!(v["gitVersion"].as_str().unwrap().starts_with("v1.35."));
+
+    let api = c.get("/api").await;
+    assert_eq!(api.headers["content-type"], "application/json");
+    assert_eq!(
+        api.body,
+        json!({"kind": "APIVersions", "versions": ["v1"],
+               "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
+                                               "serverAddress": server.address().to_string()}]})
+    );
+
+    let core = c.get("/api/v1").await.body;
+    assert_eq!(core["kind"], "APIResourceList");
+    assert_eq!(core["groupVersion"], "v1");
+    let resources = core["resources"].as_array().unwrap();
+    let pods = resources.iter().find(|r| r["name"] == "pods").unwrap();
+    assert_eq!(pods["singularName"], "pod");
+    assert_eq!(pods["namespaced"], true);
+    assert_eq!(pods["kind"], "Pod");
+    assert_eq!(pods["shortNames"], json!(["po"]));
+    assert_eq!(pods["categories"], json!(["all"]));
+    assert_eq!(
+        pods["verbs"],
+        json!([
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch"
+        ])
+    );
+    assert!(pods["storageVersionHash"].is_string());
+    let status = resources
+        .iter()
+        .find(|r| r["name"] == "pods/status")
+        .unwrap();
+    assert_eq!(status["verbs"], json!(["get", "patch", "update"]));
+    let ns = resources
+        .iter()
+        .find(|r| r["name"] == "namespaces")
+        .unwrap();
+    assert_eq!(ns["namespaced"], false);
+
+    let groups = c.get("/apis").await.body;
+    assert_eq!(groups["kind"], "APIGroupList");
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    for g in [
+        "apps",
+        "batch",
+        "coordination.k8s.io",
+        "events.k8s.io",
+        "apiextensions.k8s.io",
+    ] {
+        assert!(names.contains(&g), "{g} in {names:?}");
+    }
+    let apps = c.get("/apis/apps").await.body;
+    assert_eq!(apps["kind"], "APIGroup");
+    assert_eq!(
+        apps["preferredVersion"],
+        json!({"groupVersion": "apps/v1", "version": "v1"})
+    );
+    let apps_v1 = c.get("/apis/apps/v1").await.body;
+    assert_eq!(apps_v1["apiVersion"], "v1");
+    let scale = apps_v1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "deployments/scale")
+        .unwrap();
+    assert_eq!(scale["group"], "autoscaling");
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(
+        c.get("/apis/nope.example.com").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(c.get("/apis/apps/v9").await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn aggregated_discovery() {
+    let (server, _) = server().await;
+    let c = Client::new(&server).with_header(
+        "accept",
+        &format!("{AGGREGATED},application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"),
+    );
+    let r = c.get("/apis").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.headers["content-type"], AGGREGATED);
+    assert_eq!(r.body["kind"], "APIGroupDiscoveryList");
+    assert_eq!(r.body["apiVersion"], "apidiscovery.k8s.io/v2");
+    let apps = r.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == "apps")
+        .unwrap();
+    let v1 = &apps["versions"][0];
+    assert_eq!(v1["version"], "v1");
+    assert_eq!(v1["freshness"], "Current");
+    let deploy = v1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "deployments")
+        .unwrap();
+    assert_eq!(deploy["scope"], "Namespaced");
+    assert_eq!(deploy["singularResource"], "deployment");
+    assert_eq!(
+        deploy["responseKind"],
+        json!({"group": "apps", "version": "v1", "kind": "Deployment"})
+    );
+    assert_eq!(deploy["shortNames"], json!(["deploy"]));
+    let subs: Vec<&Value> = deploy["subresources"].as_array().unwrap().iter().collect();
+    assert_eq!(subs[0]["subresource"], "scale");
+    assert_eq!(subs[0]["responseKind"]["kind"], "Scale");
+    assert_eq!(subs[1]["subresource"], "status");
+
+    let core = c.get("/api").await;
+    assert_eq!(core.headers["content-type"], AGGREGATED);
+    assert_eq!(core.body["items"].as_array().unwrap().len(), 1);
+    assert!(core.body["items"][0]["metadata"].get("name").is_none());
+    assert!(core.body["items"][0]["versions"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["resource"] == "pods" && r["scope"] == "Namespaced"));
+
+    // Without the aggregated media type in Accept, the legacy shape.
+    let plain = Client::new(&server).with_header("accept", "application/json");
+    assert_eq!(plain.get("/apis").await.body["kind"], "APIGroupList");
+}
+
+#[tokio::test]
+async fn health_endpoints() {
+    let (_server, c) = server().await;
+    for p in ["/healthz", "/livez", "/readyz"] {
+        let r = c.get(p).await;
+        assert_eq!(r.status, StatusCode::OK);
+        assert_eq!(r.body, json!("ok"));
+    }
+}

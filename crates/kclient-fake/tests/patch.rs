@@ -1,0 +1,281 @@
+//! PATCH over HTTP: JSON patch, merge patch, strategic merge patch, server-side apply.
+
+mod common;
+
+use common::*;
+use http::StatusCode;
+use serde_json::json;
+
+const PODS: &str = "/api/v1/namespaces/default/pods";
+const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";
+
+fn deployment(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                    "template": {"metadata": {"labels": {"app": name}},
+                                 "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}})
+}
+
+#[tokio::test]
+async fn merge_and_json_patches() {
+    let (_server, c) = server().await;
+    c.post(
+        "/api/v1/namespaces/default/configmaps",
+        &configmap("cfg", json!({"a": "1", "b": "2"})),
+    )
+    .await;
+    let r = c
+        .patch(
+            "/api/v1/namespaces/default/configmaps/cfg",
+            MERGE,
+            r#"{"data":{"a":null,"c":"3"}}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["data"], json!({"b": "2", "c": "3"}));
+    let r = c
+        .patch(
+            "/api/v1/namespaces/default/configmaps/cfg",
+            JSON_PATCH,
+            r#"[{"op":"replace","path":"/data/b","value":"x"},{"op":"add","path":"/metadata/labels","value":{"l":"v"}}]"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["data"]["b"], "x");
+    assert_eq!(r.body["metadata"]["labels"]["l"], "v");
+
+    let r = c
+        .patch(
+            "/api/v1/namespaces/default/configmaps/cfg",
+            JSON_PATCH,
+            r#"[{"op":"test","path":"/data/b","value":"nope"}]"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        r.body["message"],
+        "the server rejected our request due to an error in our request"
+    );
+    let r = c
+        .patch("/api/v1/namespaces/default/configmaps/cfg", JSON_PATCH, "{")
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = c
+        .patch("/api/v1/namespaces/default/configmaps/missing", MERGE, "{}")
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let r = c
+        .patch(
+            "/api/v1/namespaces/default/configmaps/cfg",
+            "text/plain",
+            "{}",
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    // A stale resourceVersion in a patch is a conflict.
+    let r = c
+        .patch(
+            "/api/v1/namespaces/default/configmaps/cfg",
+            MERGE,
+            r#"{"metadata":{"resourceVersion":"1"}}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+}
+
+#[tokio::test]
+async fn strategic_merge_patch_on_pods() {
+    let (_server, c) = server().await;
+    let mut p = pod("web");
+    p["spec"]["containers"] = json!([
+        {"name": "main", "image": "nginx:1", "env": [{"name": "A", "value": "1"}], "ports": [{"containerPort": 80}]},
+        {"name": "side", "image": "busybox"}
+    ]);
+    c.post(PODS, &p).await;
+    let patch = json!({"spec": {"containers": [
+        {"name": "main", "image": "nginx:2", "env": [{"name": "B", "value": "2"}], "ports": [{"containerPort": 443}]},
+        {"name": "side", "$patch": "delete"}
+    ]}});
+    let r = c
+        .patch(&format!("{PODS}/web"), STRATEGIC, &patch.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let containers = &r.body["spec"]["containers"];
+    assert_eq!(containers.as_array().unwrap().len(), 1);
+    assert_eq!(containers[0]["image"], "nginx:2");
+    assert_eq!(
+        containers[0]["env"],
+        json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}])
+    );
+    assert_eq!(
+        containers[0]["ports"],
+        json!([{"containerPort": 80}, {"containerPort": 443}])
+    );
+    assert_eq!(r.body["metadata"]["generation"], 2);
+
+    // Status patches go through the status subresource only.
+    let r = c
+        .patch(
+            &format!("{PODS}/web"),
+            MERGE,
+            r#"{"status":{"phase":"Running"}}"#,
+        )
+        .await;
+    assert_eq!(r.body["status"]["phase"], "Pending");
+    let r = c
+        .patch(
+            &format!("{PODS}/web/status"),
+            MERGE,
+            r#"{"status":{"phase":"Running"}}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["status"]["phase"], "Running");
+}
+
+#[tokio::test]
+async fn server_side_apply() {
+    let (_server, c) = server().await;
+    let manifest = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  labels: {team: a}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: d}}\n  template:\n    metadata: {labels: {app: d}}\n    spec:\n      containers:\n      - {name: c, image: 'i:1'}\n";
+    let r = c.patch(&format!("{DEPLOYS}/d"), APPLY, manifest).await;
+    assert_eq!(
+        r.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "fieldManager is required"
+    );
+    assert_eq!(
+        r.body["message"],
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+    );
+    let r = c
+        .patch(&format!("{DEPLOYS}/d?fieldManager=alice"), APPLY, manifest)
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let mf = &r.body["metadata"]["managedFields"][0];
+    assert_eq!(mf["manager"], "alice");
+    assert_eq!(mf["operation"], "Apply");
+    assert_eq!(mf["fieldsType"], "FieldsV1");
+    assert_eq!(mf["fieldsV1"]["f:spec"]["f:replicas"], json!({}));
+
+    // Another manager changing a field alice owns: a conflict.
+    let other = manifest.replace("replicas: 2", "replicas: 5");
+    let r = c
+        .patch(&format!("{DEPLOYS}/d?fieldManager=bob"), APPLY, &other)
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert_eq!(
+        r.body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "Apply failed with 1 conflict: conflict with \"alice\": .spec.replicas",
+               "reason": "Conflict",
+               "details": {"causes": [{"reason": "FieldManagerConflict",
+                                       "message": "conflict with \"alice\"",
+                                       "field": ".spec.replicas"}]},
+               "code": 409})
+    );
+    let r = c
+        .patch(
+            &format!("{DEPLOYS}/d?fieldManager=bob&force=true"),
+            APPLY,
+            &other,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["spec"]["replicas"], 5);
+
+    // An update by a PUT takes the fields it changes; applying over it conflicts.
+    let mut d = r.body.clone();
+    d["spec"]["template"]["spec"]["containers"][0]["image"] = json!("i:2");
+    let r = c
+        .put(&format!("{DEPLOYS}/d?fieldManager=kubectl-edit"), &d)
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let r = c
+        .patch(&format!("{DEPLOYS}/d?fieldManager=alice"), APPLY, manifest)
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    let message = r.body["message"].as_str().unwrap();
+    assert!(message.starts_with("Apply failed with 2 conflicts: conflicts with \"bob\":\n- .spec.replicas\nconflicts with \"kubectl-edit\" using apps/v1 at "), "{message}");
+    assert!(
+        message.ends_with(":\n- .spec.template.spec.containers[name=\"c\"].image"),
+        "{message}"
+    );
+
+    // Dropping a field you alone own removes it; a field another manager shares stays.
+    let cm = |labels: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  labels: {{{labels}}}\n")
+    };
+    let cms = "/api/v1/namespaces/default/configmaps/cm";
+    c.patch(
+        &format!("{cms}?fieldManager=alice"),
+        APPLY,
+        &cm("a: '1', b: '2'"),
+    )
+    .await;
+    c.patch(&format!("{cms}?fieldManager=bob"), APPLY, &cm("b: '2'"))
+        .await;
+    let r = c
+        .patch(&format!("{cms}?fieldManager=alice"), APPLY, &cm(""))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        r.body["metadata"]["labels"],
+        json!({"b": "2"}),
+        "{}",
+        r.body
+    );
+
+    let r = c
+        .patch(
+            &format!("{DEPLOYS}/other?fieldManager=alice"),
+            APPLY,
+            manifest,
+        )
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::BAD_REQUEST,
+        "the name must match the URL"
+    );
+    let r = c
+        .patch(&format!("{DEPLOYS}/d?fieldManager=alice"), APPLY, "a: [")
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn apply_to_a_custom_resource_rejects_strategic_merge() {
+    let (server, c) = server().await;
+    server.register(
+        kclient_fake::ResourceInfo::new(
+            kclient_core::GroupVersionKind::new("example.com", "v1", "Widget"),
+            "widgets",
+            true,
+        )
+        .custom_resource(),
+    );
+    let w = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}});
+    assert_eq!(
+        c.post("/apis/example.com/v1/namespaces/default/widgets", &w)
+            .await
+            .status,
+        StatusCode::CREATED
+    );
+    let r = c
+        .patch(
+            "/apis/example.com/v1/namespaces/default/widgets/w",
+            STRATEGIC,
+            r#"{"spec":{"size":2}}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let r = c
+        .patch(
+            "/apis/example.com/v1/namespaces/default/widgets/w",
+            MERGE,
+            r#"{"spec":{"size":2}}"#,
+        )
+        .await;
+    assert_eq!(r.body["spec"]["size"], 2);
+    assert_eq!(r.body["metadata"]["generation"], 2);
+}
