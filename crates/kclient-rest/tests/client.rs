@@ -517,3 +517,22 @@ async fn clones_share_state() {
     assert_eq!(client.default_namespace(), "default");
     assert!(format!("{client:?}").contains("127.0.0.1:1"));
 }
+
+fn assert_send<T: Send>(_: &T) {}
+fn assert_send_sync_static<T: Send + Sync + 'static>() {}
+
+#[test]
+fn clients_errors_futures_and_streams_are_send() {
+    assert_send_sync_static::<RestClient>();
+    assert_send_sync_static::<Error>();
+    assert_send_sync_static::<kclient_rest::Request>();
+    let client = RestClient::new(config("http://127.0.0.1:1")).unwrap();
+    let send = client.get().send();
+    assert_send(&send);
+    let json = client.get().json::<ConfigMap>();
+    assert_send(&json);
+    let stream = client.get().stream();
+    assert_send(&stream);
+    let watch = client.get().watch::<kclient_core::DynamicObject>();
+    assert_send(&watch);
+}

@@ -11,7 +11,6 @@ use parking_lot::Mutex;
 use serde_json::json;
 use support::{json, paused_runtime, TestServer};
 use tokio::time::Instant;
-use tracing_subscriber::layer::SubscriberExt as _;
 
 #[derive(Default)]
 struct Waits(Mutex<Vec<Duration>>);
@@ -105,62 +104,4 @@ fn rate_limiting_can_be_turned_off() {
             assert!(waits.0.lock().is_empty(), "no limiter, no wait recorded");
         }
     });
-}
-
-/// Records the messages of tracing events.
-#[derive(Clone, Default)]
-struct Events(Arc<Mutex<Vec<String>>>);
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Events {
-    fn on_event(
-        &self,
-        event: &tracing::Event<'_>,
-        _ctx: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        struct Message(String);
-        impl tracing::field::Visit for Message {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "message" {
-                    self.0 = format!("{value:?}");
-                }
-            }
-        }
-        let mut m = Message(String::new());
-        event.record(&mut m);
-        self.0.lock().push(m.0);
-    }
-}
-
-#[test]
-fn long_waits_produce_a_tracing_event() {
-    let events = Events::default();
-    let subscriber = tracing_subscriber::registry().with(events.clone());
-    let _guard = tracing::subscriber::set_default(subscriber);
-    paused_runtime().block_on(async {
-        let server = TestServer::http(|_| async { json(200, json!({})) }).await;
-        let waits = Arc::new(Waits::default());
-        let mut c = limited(&server.url(), &waits);
-        c.qps = Some(10.0);
-        c.burst = 1;
-        let client = RestClient::new(c).unwrap();
-        client.get().abs_path("/x").send().await.unwrap();
-        assert!(!events
-            .0
-            .lock()
-            .iter()
-            .any(|m| m.contains("Waited before sending request")));
-        client.get().abs_path("/x").send().await.unwrap();
-    });
-    let waited: Vec<_> = events
-        .0
-        .lock()
-        .iter()
-        .filter(|m| m.contains("Waited before sending request"))
-        .cloned()
-        .collect();
-    assert_eq!(
-        waited.len(),
-        1,
-        "the second request waited 100 ms: {waited:?}"
-    );
 }
