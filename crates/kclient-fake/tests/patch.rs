@@ -279,3 +279,24 @@ async fn apply_to_a_custom_resource_rejects_strategic_merge() {
     assert_eq!(r.body["spec"]["size"], 2);
     assert_eq!(r.body["metadata"]["generation"], 2);
 }
+
+#[tokio::test]
+async fn strategic_merge_patch_on_deployments() {
+    let (_server, c) = server().await;
+    c.post(DEPLOYS, &deployment("d")).await;
+    let patch = json!({"spec": {"template": {"spec": {"containers": [
+        {"name": "sidecar", "image": "envoy"}
+    ]}}}});
+    let r = c
+        .patch(&format!("{DEPLOYS}/d"), STRATEGIC, &patch.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let names: Vec<&str> = r.body["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["c", "sidecar"]);
+    assert_eq!(r.body["metadata"]["generation"], 2);
+}
