@@ -94,6 +94,16 @@ pub async fn handle(shared: Arc<Shared>, req: ApiRequest) -> Response<Body> {
     match route(&req.path) {
         Route::Version => response::json(StatusCode::OK, &discovery::version()),
         Route::Health => response::text(StatusCode::OK, "ok"),
+        Route::OpenApiRoot => response::json(
+            StatusCode::OK,
+            &crate::openapi::root(&shared.registry.catalogue),
+        ),
+        Route::OpenApiGroupVersion(path) => {
+            match crate::openapi::group_version(&shared.registry.catalogue, &path) {
+                Some(doc) => response::json(StatusCode::OK, &doc),
+                None => response::text(StatusCode::NOT_FOUND, "404 page not found\n"),
+            }
+        }
         Route::LegacyApis => {
             let accept = header_str(&req.headers, header::ACCEPT);
             if discovery::wants_aggregated(accept) {

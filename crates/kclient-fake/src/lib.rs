@@ -43,6 +43,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod catalogue;
+pub mod cli;
 mod crd;
 mod defaults;
 mod discovery;
@@ -53,6 +54,7 @@ mod handler;
 mod kubeconfig;
 pub mod manifests;
 mod meta;
+mod openapi;
 mod patch;
 mod query;
 mod registry;

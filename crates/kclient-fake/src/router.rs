@@ -23,6 +23,10 @@ pub enum Route {
     },
     /// `/healthz`, `/livez`, `/readyz`.
     Health,
+    /// `/openapi/v3`.
+    OpenApiRoot,
+    /// `/openapi/v3/{api/v1|apis/G/V}` (the part after `/openapi/v3/`).
+    OpenApiGroupVersion(String),
     /// A resource, collection or subresource.
     Resource(ResourcePath),
     /// Nothing the server serves.
@@ -55,6 +59,8 @@ pub fn route(path: &str) -> Route {
     match parts.as_slice() {
         ["version"] => Route::Version,
         ["healthz" | "livez" | "readyz", ..] => Route::Health,
+        ["openapi", "v3"] => Route::OpenApiRoot,
+        ["openapi", "v3", rest @ ..] => Route::OpenApiGroupVersion(rest.join("/")),
         ["api"] => Route::LegacyApis,
         ["apis"] => Route::Apis,
         ["apis", group] if !group.is_empty() => Route::ApiGroup(group.to_string()),
