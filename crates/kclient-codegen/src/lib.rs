@@ -1,0 +1,3 @@
+//! kclient-codegen (work in progress).
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]

@@ -1,0 +1,380 @@
+//! [`ResourceClient`]: the one typed client for every resource (client-go's `gentype`).
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use kclient_core::{
+    ApiResource, CreateOptions, DeleteOptions, GetOptions, ListOptions, ObjectList, Patch,
+    PatchOptions, Resource, ResourceExt, UpdateOptions, WatchStream,
+};
+use kclient_rest::{Request, RestClient};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::apply::ApplyOptions;
+use crate::delete::DeleteResponse;
+use crate::error::Error;
+
+/// The HTTP method of a request (the REST client has one constructor per method).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Method {
+    Get,
+    Post,
+    Put,
+    Delete,
+}
+
+/// A typed client for one resource, in one namespace, across all namespaces, or cluster-wide:
+/// get, list (paged or not), watch, create, update, patch, server-side apply, delete and
+/// delete-collection, plus the `status` and `scale` subresources where the resource has them
+/// ([`HasStatus`](crate::HasStatus), [`HasScale`](crate::HasScale)).
+///
+/// This is client-go's `gentype.ClientWithListAndApply[T]`, the generic core behind every
+/// `PodInterface`, `DeploymentInterface` ...: the generated [`Clientset`](crate::Clientset)
+/// only picks the type and scope (`clientset.core_v1().pods("ns")` is a
+/// `ResourceClient<Pod>`), and all behaviour lives here, once. (kube-rs users know it as
+/// `Api<K>`.) It works for any [`Resource`]: k8s-openapi's types, types generated from a
+/// CustomResourceDefinition, and [`DynamicObject`](kclient_core::DynamicObject) through the
+/// `*_with` constructors.
+///
+/// Cloning is cheap; clones share the transport and the rate limiter of the
+/// [`RestClient`] they were made from.
+///
+/// ```no_run
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kclient_core::{ListOptions, PatchOptions, Patch};
+/// use kclient_typed::ResourceClient;
+///
+/// # async fn run(rest: kclient_rest::RestClient) -> Result<(), kclient_typed::Error> {
+/// let configmaps = ResourceClient::<ConfigMap>::namespaced(rest, "default");
+/// let cm = configmaps.get("settings").await?;
+/// let everything = configmaps.list_all(&ListOptions::default().labels("app=web")).await?;
+/// let patch = Patch::Merge(serde_json::json!({ "data": { "mode": "fast" } }));
+/// configmaps.patch("settings", &patch, &PatchOptions::default()).await?;
+/// # let _ = (cm, everything); Ok(()) }
+/// ```
+pub struct ResourceClient<K: Resource> {
+    client: RestClient,
+    resource: Arc<ApiResource>,
+    namespace: Option<String>,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<K: Resource> Clone for ResourceClient<K> {
+    fn clone(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            resource: self.resource.clone(),
+            namespace: self.namespace.clone(),
+            _kind: PhantomData,
+        }
+    }
+}
+
+impl<K: Resource> fmt::Debug for ResourceClient<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceClient")
+            .field("resource", &self.resource.gvr().to_string())
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Resource<DynamicType = ()>> ResourceClient<K> {
+    /// A client for the objects of `K` in `namespace` (client-go's `Pods(namespace)`).
+    ///
+    /// The empty namespace means all namespaces, as `metav1.NamespaceAll` does in client-go.
+    /// For a cluster-scoped resource the namespace is ignored.
+    pub fn namespaced(client: RestClient, namespace: impl Into<String>) -> Self {
+        Self::namespaced_with(client, namespace, &())
+    }
+
+    /// A client for the objects of a namespaced `K` across all namespaces: lists, watches
+    /// and delete-collection see every namespace; calls on one object need a namespace and
+    /// fail with [`Error::NamespaceRequired`].
+    pub fn all_namespaces(client: RestClient) -> Self {
+        Self::all_namespaces_with(client, &())
+    }
+
+    /// A client for a cluster-scoped `K` (nodes, namespaces, cluster roles ...).
+    pub fn cluster_scoped(client: RestClient) -> Self {
+        Self::cluster_scoped_with(client, &())
+    }
+}
+
+impl<K: Resource> ResourceClient<K> {
+    /// [`namespaced`](Self::namespaced) for a type whose resource is known at run time
+    /// (`DynamicObject` with its [`ApiResource`]).
+    pub fn namespaced_with(
+        client: RestClient,
+        namespace: impl Into<String>,
+        dynamic_type: &K::DynamicType,
+    ) -> Self {
+        let namespace = namespace.into();
+        Self::build(
+            client,
+            K::api_resource(dynamic_type),
+            Some(namespace).filter(|ns| !ns.is_empty()),
+        )
+    }
+
+    /// [`all_namespaces`](Self::all_namespaces) for a type whose resource is known at run
+    /// time.
+    pub fn all_namespaces_with(client: RestClient, dynamic_type: &K::DynamicType) -> Self {
+        Self::build(client, K::api_resource(dynamic_type), None)
+    }
+
+    /// [`cluster_scoped`](Self::cluster_scoped) for a type whose resource is known at run
+    /// time.
+    pub fn cluster_scoped_with(client: RestClient, dynamic_type: &K::DynamicType) -> Self {
+        Self::build(client, K::api_resource(dynamic_type), None)
+    }
+
+    fn build(client: RestClient, resource: ApiResource, namespace: Option<String>) -> Self {
+        let namespace = namespace.filter(|_| resource.namespaced);
+        Self {
+            client,
+            resource: Arc::new(resource),
+            namespace,
+            _kind: PhantomData,
+        }
+    }
+
+    /// The same client, bound to another namespace (the empty namespace means all).
+    pub fn within(&self, namespace: impl Into<String>) -> Self {
+        let namespace = namespace.into();
+        Self {
+            namespace: Some(namespace).filter(|ns| !ns.is_empty() && self.resource.namespaced),
+            ..self.clone()
+        }
+    }
+
+    /// The resource this client addresses.
+    pub fn api_resource(&self) -> &ApiResource {
+        &self.resource
+    }
+
+    /// The namespace this client is bound to; `None` for all namespaces or a cluster-scoped
+    /// resource.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// The REST client underneath (its transport and rate limiter are shared).
+    pub fn rest_client(&self) -> &RestClient {
+        &self.client
+    }
+
+    /// A request addressed to the collection (`.../namespaces/{ns}/{plural}`).
+    pub(crate) fn collection_request(&self, method: Method) -> Request {
+        let request = match method {
+            Method::Get => self.client.get(),
+            Method::Post => self.client.post(),
+            Method::Put => self.client.put(),
+            Method::Delete => self.client.delete(),
+        };
+        request
+            .namespace_opt(self.namespace.as_deref())
+            .api_resource(&self.resource)
+    }
+
+    /// Checks that a call on one object (or a create) has the namespace it needs.
+    pub(crate) fn check_scope(&self, verb: &'static str) -> Result<(), Error> {
+        if self.resource.namespaced && self.namespace.is_none() {
+            return Err(Error::NamespaceRequired {
+                verb,
+                resource: self.resource.plural.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A request addressed to one object (`.../{plural}/{name}`).
+    pub(crate) fn object_request(
+        &self,
+        verb: &'static str,
+        method: Method,
+        name: &str,
+    ) -> Result<Request, Error> {
+        self.check_scope(verb)?;
+        Ok(self.collection_request(method).name(name))
+    }
+
+    /// A `PATCH` request addressed to one object.
+    pub(crate) fn patch_request<P: Serialize>(
+        &self,
+        verb: &'static str,
+        name: &str,
+        patch: &Patch<P>,
+        options: &PatchOptions,
+    ) -> Result<Request, Error> {
+        options.validate_for(patch)?;
+        self.check_scope(verb)?;
+        Ok(self
+            .client
+            .patch(patch)
+            .namespace_opt(self.namespace.as_deref())
+            .api_resource(&self.resource)
+            .name(name)
+            .params(options.query_pairs()))
+    }
+}
+
+/// The name of an object about to be updated.
+pub(crate) fn name_of<K: Resource>(object: &K, verb: &'static str) -> Result<String, Error> {
+    object
+        .name()
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .ok_or(Error::MissingName { verb })
+}
+
+impl<K> ResourceClient<K>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + Send + Sync + 'static,
+{
+    /// Reads one object (client-go's `Get(ctx, name, metav1.GetOptions{})`).
+    pub async fn get(&self, name: &str) -> Result<K, Error> {
+        self.get_with(name, &GetOptions::default()).await
+    }
+
+    /// Reads one object with options (`resourceVersion`).
+    pub async fn get_with(&self, name: &str, options: &GetOptions) -> Result<K, Error> {
+        Ok(self
+            .object_request("get", Method::Get, name)?
+            .params(options.query_pairs())
+            .json()
+            .await?)
+    }
+
+    /// Reads one object, or `None` if it does not exist (a `404 NotFound`).
+    pub async fn get_opt(&self, name: &str) -> Result<Option<K>, Error> {
+        use kclient_core::ApiStatus as _;
+        match self.get(name).await {
+            Ok(object) => Ok(Some(object)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Lists objects: one request, one page if `options.limit` is set. See
+    /// [`list_all`](Self::list_all) and [`list_pages`](Self::list_pages) for paged lists.
+    pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<K>, Error> {
+        options.validate(false)?;
+        Ok(self
+            .collection_request(Method::Get)
+            .params(options.query_pairs())
+            .json()
+            .await?)
+    }
+
+    /// Watches objects from `options.resource_version`: a stream of
+    /// [`WatchEvent`](kclient_core::WatchEvent)s that ends when the server closes the watch.
+    /// The server's errors (`410 Gone` for a resourceVersion too old) arrive as
+    /// `WatchEvent::Error`; a broken stream as an `Err` item.
+    pub async fn watch(&self, options: &ListOptions) -> Result<WatchStream<K, Error>, Error> {
+        use futures::TryStreamExt as _;
+        options.validate(true)?;
+        let stream = self
+            .collection_request(Method::Get)
+            .params(options.watch_query_pairs())
+            .watch::<K>()
+            .await?;
+        Ok(Box::pin(stream.map_err(Error::from)))
+    }
+
+    /// Creates an object and returns it as stored.
+    pub async fn create(&self, object: &K, options: &CreateOptions) -> Result<K, Error> {
+        options.validate()?;
+        self.check_scope("create")?;
+        Ok(self
+            .collection_request(Method::Post)
+            .params(options.query_pairs())
+            .json_body(object)
+            .json()
+            .await?)
+    }
+
+    /// Replaces an object (a `PUT`); the name comes from `object.metadata.name`, and the
+    /// object's `resourceVersion`, when set, makes it a compare-and-swap (`409 Conflict` if
+    /// the object changed meanwhile).
+    pub async fn update(&self, object: &K, options: &UpdateOptions) -> Result<K, Error> {
+        options.validate()?;
+        let name = name_of(object, "update")?;
+        Ok(self
+            .object_request("update", Method::Put, &name)?
+            .params(options.query_pairs())
+            .json_body(object)
+            .json()
+            .await?)
+    }
+
+    /// Patches an object with any [`Patch`] kind (JSON patch, merge, strategic merge or
+    /// apply) and returns the result.
+    pub async fn patch<P: Serialize>(
+        &self,
+        name: &str,
+        patch: &Patch<P>,
+        options: &PatchOptions,
+    ) -> Result<K, Error> {
+        Ok(self
+            .patch_request("patch", name, patch, options)?
+            .json()
+            .await?)
+    }
+
+    /// Server-side apply (client-go's `Apply`): sends `configuration`, the fields this field
+    /// manager wants to own (a `K` with only those fields set, or any serializable value with
+    /// `apiVersion`, `kind` and `metadata.name`), and returns the merged object.
+    pub async fn apply<P: Serialize>(
+        &self,
+        name: &str,
+        configuration: &P,
+        options: &ApplyOptions,
+    ) -> Result<K, Error> {
+        self.patch(
+            name,
+            &Patch::Apply(configuration),
+            &options.to_patch_options(),
+        )
+        .await
+    }
+
+    /// Deletes an object. The server answers with the object (when finalizers or graceful
+    /// deletion keep it around, and for resources that always return it) or with a `Status`
+    /// (when it is gone at once): see [`DeleteResponse`].
+    pub async fn delete(
+        &self,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<DeleteResponse<K>, Error> {
+        options.validate()?;
+        let body = options.to_body().map_err(Error::Serialize)?;
+        let response = self
+            .object_request("delete", Method::Delete, name)?
+            .body(body)
+            .send()
+            .await?;
+        DeleteResponse::decode(response.body())
+    }
+
+    /// Deletes every object the list options select (in the client's namespace, or across
+    /// all namespaces). The server answers with the list of deleted objects or a `Status`.
+    pub async fn delete_collection(
+        &self,
+        delete_options: &DeleteOptions,
+        list_options: &ListOptions,
+    ) -> Result<DeleteResponse<ObjectList<K>>, Error> {
+        delete_options.validate()?;
+        list_options.validate(false)?;
+        let body = delete_options.to_body().map_err(Error::Serialize)?;
+        let response = self
+            .collection_request(Method::Delete)
+            .params(list_options.query_pairs())
+            .body(body)
+            .send()
+            .await?;
+        DeleteResponse::decode(response.body())
+    }
+}

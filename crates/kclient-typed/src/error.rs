@@ -1,0 +1,93 @@
+//! [`Error`]: what a typed client call can fail with.
+
+use kclient_core::{ApiStatus, OptionsError, Status};
+
+/// The error of every typed client call.
+///
+/// The server's refusals (`404 NotFound`, `409 Conflict`, `410 Expired` ...) and transport
+/// failures come from the REST layer as [`Error::Rest`]; [`ApiStatus`] is implemented, so
+/// `err.is_not_found()`, `err.is_conflict()` and the other predicates work directly on it.
+/// Requests that the server would refuse are caught before they are sent: options it would
+/// reject ([`Error::Options`]) and calls that need a namespace or a name they do not have.
+///
+/// ```
+/// use kclient_core::{ApiError, ApiStatus, GroupResource};
+/// use kclient_typed::Error;
+///
+/// let err = Error::from(kclient_rest::Error::from(ApiError::not_found(
+///     &GroupResource::new("", "pods"),
+///     "web",
+/// )));
+/// assert!(err.is_not_found());
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The request failed in the REST layer: the server answered with a failure `Status`, the
+    /// connection or TLS failed, the response could not be decoded, the request timed out.
+    #[error(transparent)]
+    Rest(#[from] kclient_rest::Error),
+
+    /// The options would be rejected by the server (checked before sending).
+    #[error("invalid options: {0}")]
+    Options(#[from] OptionsError),
+
+    /// The call addresses one object of a namespaced resource, but the client is not bound to
+    /// a namespace (it was made for all namespaces).
+    #[error("{verb} of a {resource} object needs a namespace: this client addresses all namespaces; make one with a namespace")]
+    NamespaceRequired {
+        /// The verb (`create`, `get`, `update` ...).
+        verb: &'static str,
+        /// The resource's plural name.
+        resource: String,
+    },
+
+    /// The object passed to `update` or `update_status` has no `metadata.name`.
+    #[error("{verb} needs the object's metadata.name, which is not set")]
+    MissingName {
+        /// The verb.
+        verb: &'static str,
+    },
+
+    /// A body could not be serialized.
+    #[error("cannot serialize the request body: {0}")]
+    Serialize(#[source] serde_json::Error),
+}
+
+impl ApiStatus for Error {
+    fn api_status(&self) -> Option<&Status> {
+        match self {
+            Error::Rest(e) => e.api_status(),
+            _ => None,
+        }
+    }
+
+    fn is_connection_refused(&self) -> bool {
+        match self {
+            Error::Rest(e) => e.is_connection_refused(),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kclient_core::{ApiError, GroupResource};
+
+    #[test]
+    fn predicates_see_through_to_the_server_status() {
+        let conflict =
+            ApiError::conflict(&GroupResource::new("apps", "deployments"), "web", "stale");
+        let err = Error::from(kclient_rest::Error::from(conflict));
+        assert!(err.is_conflict());
+        assert!(!err.is_not_found());
+        let local = Error::MissingName { verb: "update" };
+        assert!(local.api_status().is_none());
+        assert!(!local.is_connection_refused());
+        assert_eq!(
+            local.to_string(),
+            "update needs the object's metadata.name, which is not set"
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! kclient-typed: typed Kubernetes clients, generic at the core and generated at the surface.
+//!
+//! * [`ResourceClient<K>`] is the one typed client, for any [`Resource`](kclient_core::Resource)
+//!   `K` (client-go's `gentype.ClientWithListAndApply[T]`, kube-rs's `Api<K>`): get, list,
+//!   paged lists ([`list_all`](ResourceClient::list_all), [`list_pages`](ResourceClient::list_pages),
+//!   [`ListPager`]), watch, create, update, patch (every kind), server-side apply, delete
+//!   ([`DeleteResponse`]) and delete-collection, with the `status` and `scale` subresources on
+//!   the types that have them ([`HasStatus`], [`HasScale`]). It implements
+//!   [`ListerWatcher`](kclient_core::ListerWatcher), so informers run on it.
+//! * [`Clientset`] hands out those clients the way client-go's does:
+//!   `clientset.core_v1().pods("ns")`, `clientset.apps_v1().deployments("ns")`, one accessor
+//!   per group-version and one method per resource, for every resource of the chosen
+//!   Kubernetes version. That surface is generated (`cargo xtask codegen`, from the resource
+//!   table in `kclient-codegen`) and is only type-level glue over `ResourceClient`.
+//! * Hand-written extensions where client-go has them: pod logs ([`LogOptions`], streams of
+//!   bytes or lines), eviction and binding.
+//!
+//! The Kubernetes version is k8s-openapi's: enable exactly one of the features `v1_35`,
+//! `v1_36`, `v1_37` (here or on k8s-openapi) in the final binary; libraries enable none.
+//!
+//! ```no_run
+//! use k8s_openapi::api::apps::v1::Deployment;
+//! use kclient_core::{DeleteOptions, ListOptions};
+//! use kclient_typed::{ApplyOptions, Clientset};
+//! use serde_json::json;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let clientset = Clientset::new(kclient_rest::Config::infer()?)?;
+//! let deployments = clientset.apps_v1().deployments("default");
+//!
+//! // Server-side apply, then scale through the scale subresource.
+//! let web = json!({
+//!     "apiVersion": "apps/v1", "kind": "Deployment",
+//!     "metadata": { "name": "web" },
+//!     "spec": {
+//!         "selector": { "matchLabels": { "app": "web" } },
+//!         "template": {
+//!             "metadata": { "labels": { "app": "web" } },
+//!             "spec": { "containers": [{ "name": "web", "image": "nginx" }] }
+//!         }
+//!     }
+//! });
+//! let applied: Deployment = deployments.apply("web", &web, &ApplyOptions::new("example").force()).await?;
+//! deployments.scale_to("web", 3).await?;
+//!
+//! // Every deployment in the namespace, 500 per page.
+//! for d in deployments.list_all(&ListOptions::default()).await? {
+//!     println!("{:?}", d.metadata.name);
+//! }
+//! deployments.delete("web", &DeleteOptions::background()).await?;
+//! # let _ = applied; Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+#[cfg(kclient_k8s_unsupported)]
+compile_error!(
+    "kclient-typed supports Kubernetes 1.35, 1.36 and 1.37: enable one of its features v1_35, \
+     v1_36 or v1_37 (or the same feature of k8s-openapi)"
+);
+
+mod apply;
+mod client;
+mod clientset;
+mod delete;
+mod error;
+mod expansion;
+pub mod generated;
+mod list_watch;
+mod pager;
+mod subresource;
+
+pub use apply::ApplyOptions;
+pub use client::ResourceClient;
+pub use clientset::Clientset;
+pub use delete::DeleteResponse;
+pub use error::Error;
+pub use expansion::{LogLines, LogOptions, LogStream, LogStreamKind};
+pub use generated::*;
+pub use list_watch::{FilteredListWatch, TweakListOptions};
+pub use pager::{ListPager, DEFAULT_PAGE_SIZE};
+pub use subresource::{HasScale, HasStatus};
+
+/// The Kubernetes version this build targets (`"1.35"`, `"1.36"` or `"1.37"`): k8s-openapi's.
+pub const KUBERNETES_VERSION: &str = if cfg!(kclient_k8s = "1.35") {
+    "1.35"
+} else if cfg!(kclient_k8s = "1.36") {
+    "1.36"
+} else {
+    "1.37"
+};

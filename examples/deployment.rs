@@ -1,0 +1,2 @@
+//! Creates, updates, scales and deletes a Deployment (work in progress).
+fn main() {}
