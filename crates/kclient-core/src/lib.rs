@@ -57,6 +57,7 @@ pub mod options;
 pub mod patch;
 pub mod resource;
 mod selector_error;
+pub mod snippet;
 pub mod status;
 pub mod type_meta;
 pub mod watch_event;
@@ -81,6 +82,7 @@ pub use options::{
 pub use patch::{JsonPatch, Patch, PatchOperation, PatchType};
 pub use resource::{Resource, ResourceExt, ScopeNamespaced};
 pub use selector_error::SelectorError;
+pub use snippet::snippet;
 pub use status::{Status, StatusCause, StatusDetails, StatusReason};
 pub use type_meta::TypeMeta;
 pub use watch_event::{Bookmark, WatchDecodeError, WatchEvent, INITIAL_EVENTS_END_ANNOTATION};

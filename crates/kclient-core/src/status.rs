@@ -94,6 +94,22 @@ impl Status {
     /// `status` of a successful operation.
     pub const SUCCESS: &'static str = "Success";
 
+    /// Decodes an error response body as the API server's failure `Status`: a JSON object
+    /// with `kind: Status` (or no kind) and `status: Failure`. Anything else — another kind,
+    /// a success status, HTML from a proxy, garbage — gives `None`, so the caller can report
+    /// the raw body instead.
+    pub fn from_failure_body(body: &[u8]) -> Option<Self> {
+        #[derive(Deserialize)]
+        struct Kind {
+            #[serde(default)]
+            kind: Option<String>,
+        }
+        let kind: Kind = serde_json::from_slice(body).ok()?;
+        let status: Self = serde_json::from_slice(body).ok()?;
+        let is_status = matches!(kind.kind.as_deref(), None | Some("" | "Status"));
+        (is_status && status.status == Self::FAILURE).then_some(status)
+    }
+
     /// Whether `status` says `Success`.
     pub fn is_success(&self) -> bool {
         self.status == Self::SUCCESS
@@ -304,6 +320,27 @@ mod tests {
             s.to_string(),
             "pods \"web\" not found (reason NotFound, code 404)"
         );
+    }
+
+    #[test]
+    fn failure_bodies() {
+        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"m","reason":"NotFound","code":404}"#;
+        assert_eq!(
+            Status::from_failure_body(body).unwrap().reason,
+            StatusReason::NotFound
+        );
+        let no_kind = br#"{"status":"Failure","message":"m"}"#;
+        assert_eq!(Status::from_failure_body(no_kind).unwrap().message, "m");
+        for not_a_failure in [
+            &br#"{"kind":"Status","status":"Success"}"#[..],
+            br#"{"kind":"Pod","status":"Failure"}"#,
+            br#"{"kind":"Status"}"#,
+            b"<html>502 Bad Gateway</html>",
+            b"",
+            b"[1]",
+        ] {
+            assert!(Status::from_failure_body(not_a_failure).is_none());
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::resource::Resource;
+use crate::snippet::snippet;
 use crate::status::Status;
 
 /// The annotation on the bookmark that ends the initial events of a streaming list
@@ -107,15 +108,6 @@ pub enum WatchDecodeError {
 /// The longest prefix of a frame that errors quote.
 const SNIPPET_LEN: usize = 120;
 
-pub(crate) fn snippet(bytes: &[u8]) -> String {
-    let end = bytes.len().min(SNIPPET_LEN);
-    let mut s = String::from_utf8_lossy(&bytes[..end]).into_owned();
-    if bytes.len() > end {
-        s.push('…');
-    }
-    s
-}
-
 #[derive(Deserialize)]
 struct RawEvent<'a> {
     #[serde(rename = "type", borrow)]
@@ -148,7 +140,7 @@ impl<K> WatchEvent<K> {
         let json_err = |what, source| WatchDecodeError::Json {
             what,
             source,
-            snippet: snippet(frame),
+            snippet: snippet(frame, SNIPPET_LEN),
         };
         let raw: RawEvent<'_> =
             serde_json::from_slice(frame).map_err(|e| json_err("envelope", e))?;

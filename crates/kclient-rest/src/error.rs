@@ -8,7 +8,7 @@
 use std::error::Error as StdError;
 use std::time::Duration;
 
-use kclient_core::{ApiError, ApiStatus, Status, WatchDecodeError};
+use kclient_core::{snippet, ApiError, ApiStatus, Status, WatchDecodeError};
 
 use crate::auth::exec::ExecError;
 use crate::config::ConfigError;
@@ -190,15 +190,6 @@ pub(crate) const UNSTRUCTURED_SNIPPET_LEN: usize = 2048;
 pub(crate) const DECODE_SNIPPET_LEN: usize = 256;
 
 /// The first `max` bytes of `bytes`, lossily decoded, with `…` when cut.
-pub(crate) fn snippet(bytes: &[u8], max: usize) -> String {
-    let end = bytes.len().min(max);
-    let mut s = String::from_utf8_lossy(&bytes[..end]).into_owned();
-    if bytes.len() > end {
-        s.push('…');
-    }
-    s
-}
-
 /// The errors of a chain, outermost first. Custom I/O errors are descended into through
 /// `get_ref` (their `source()` skips the wrapped error itself).
 pub(crate) fn chain<'a>(

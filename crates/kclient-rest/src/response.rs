@@ -3,10 +3,10 @@
 
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
-use kclient_core::{ApiError, Status};
+use kclient_core::{snippet, ApiError, Status};
 use serde::de::DeserializeOwned;
 
-use crate::error::{snippet, Error, DECODE_SNIPPET_LEN};
+use crate::error::{Error, DECODE_SNIPPET_LEN};
 use crate::warnings::Warning;
 
 /// A successful (2xx) response with its whole body (client-go's `rest.Result`).
@@ -74,30 +74,13 @@ pub(crate) fn decode_json<K: DeserializeOwned>(body: &[u8]) -> Result<K, Error> 
 /// The error for a non-2xx response: the `Status` it carries (client-go's `Result.Error`), or an
 /// unstructured error with the code and the start of the body.
 pub(crate) fn error_from_response(status: StatusCode, body: &[u8]) -> Error {
-    if let Some(mut s) = decode_failure_status(body) {
+    if let Some(mut s) = Status::from_failure_body(body) {
         if s.code == 0 {
             s.code = status.as_u16();
         }
         return Error::Api(Box::new(ApiError::from(s)));
     }
     Error::unstructured(status.as_u16(), body)
-}
-
-/// A body that is a `metav1.Status` with `status: Failure`.
-fn decode_failure_status(body: &[u8]) -> Option<Status> {
-    #[derive(serde::Deserialize)]
-    struct Kind {
-        #[serde(default)]
-        kind: Option<String>,
-    }
-    let kind: Kind = serde_json::from_slice(body).ok()?;
-    let status: Status = serde_json::from_slice(body).ok()?;
-    let is_status = match kind.kind.as_deref() {
-        Some("Status") => true,
-        None | Some("") => status.status == Status::FAILURE,
-        Some(_) => false,
-    };
-    (is_status && status.status == Status::FAILURE).then_some(status)
 }
 
 #[cfg(test)]

@@ -15,9 +15,9 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::error::snippet;
 use crate::kubeconfig::{ExecConfig, ExecInteractiveMode};
 use crate::metrics::RequestMetrics;
+use kclient_core::snippet;
 
 /// The environment variable that carries the `ExecCredential` request to the plugin.
 pub const EXEC_INFO_ENV: &str = "KUBERNETES_EXEC_INFO";
