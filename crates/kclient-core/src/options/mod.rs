@@ -43,7 +43,6 @@
 //! # Ok::<(), OptionsError>(())
 //! ```
 
-mod create;
 mod delete;
 mod error;
 mod field_manager;
@@ -51,16 +50,15 @@ mod get;
 mod list;
 mod patch;
 mod query;
-mod update;
+mod write;
 
-pub use create::CreateOptions;
 pub use delete::{DeleteOptions, DeletionPropagation, Preconditions};
 pub use error::OptionsError;
 pub use field_manager::{FieldValidation, FIELD_MANAGER_MAX_LEN};
 pub use get::GetOptions;
 pub use list::{ListOptions, ResourceVersionMatch};
 pub use patch::PatchOptions;
-pub use update::UpdateOptions;
+pub use write::{CreateOptions, UpdateOptions, WriteOptions};
 
 /// Query parameters as `(name, value)` pairs, before URL encoding.
 type QueryPairs = Vec<(&'static str, String)>;

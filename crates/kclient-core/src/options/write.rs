@@ -1,16 +1,18 @@
-//! `UpdateOptions`: the query options of an update (replace) call.
+//! `WriteOptions`: the query options of create and update calls (`CreateOptions` and
+//! `UpdateOptions`, which apimachinery defines with the same three fields).
 
 use super::field_manager::validate_field_manager;
 use super::query::{push_dry_run, push_str};
 use super::{FieldValidation, OptionsError};
 
-/// Options of an update (replace, `PUT`) call, including status and scale updates (client-go's
-/// `metav1.UpdateOptions`), sent as query parameters.
+/// Options of a create or update call, sent as query parameters. client-go has two types with
+/// these same fields, `metav1.CreateOptions` and `metav1.UpdateOptions`; here both names are
+/// aliases of this one type.
 ///
 /// ```
-/// use kclient_core::options::{UpdateOptions, FieldValidation};
+/// use kclient_core::options::{CreateOptions, FieldValidation};
 ///
-/// let opts = UpdateOptions::default()
+/// let opts = CreateOptions::default()
 ///     .dry_run()
 ///     .field_manager("my-controller")
 ///     .field_validation(FieldValidation::Strict);
@@ -25,7 +27,7 @@ use super::{FieldValidation, OptionsError};
 /// );
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UpdateOptions {
+pub struct WriteOptions {
     /// `dryRun=All`: run every stage of the request (admission, validation, defaulting) but do
     /// not persist the result. `All` is the only dry-run mode the API defines.
     pub dry_run: bool,
@@ -37,7 +39,7 @@ pub struct UpdateOptions {
     pub field_validation: Option<FieldValidation>,
 }
 
-impl UpdateOptions {
+impl WriteOptions {
     /// Sets `dryRun=All`.
     pub fn dry_run(mut self) -> Self {
         self.dry_run = true;
@@ -77,19 +79,26 @@ impl UpdateOptions {
     }
 }
 
+/// Options of a create call (client-go's `metav1.CreateOptions`).
+pub type CreateOptions = WriteOptions;
+
+/// Options of an update (replace, `PUT`) call, including status and scale updates (client-go's
+/// `metav1.UpdateOptions`).
+pub type UpdateOptions = WriteOptions;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn default_sends_nothing() {
-        assert!(UpdateOptions::default().query_pairs().is_empty());
-        assert_eq!(UpdateOptions::default().validate(), Ok(()));
+        assert!(CreateOptions::default().query_pairs().is_empty());
+        assert_eq!(CreateOptions::default().validate(), Ok(()));
     }
 
     #[test]
     fn rejects_bad_field_manager() {
-        let opts = UpdateOptions::default().field_manager("a\u{0}");
+        let opts = CreateOptions::default().field_manager("a\u{0}");
         assert!(matches!(
             opts.validate(),
             Err(OptionsError::FieldManagerNotPrintable { position: 1, .. })
