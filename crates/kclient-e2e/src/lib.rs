@@ -1,0 +1,30 @@
+//! kclient's end-to-end suite.
+//!
+//! Scenarios (in [`scenarios`]) run against a [`Target`]: a real kube-apiserver started by
+//! `cargo xtask e2e up` (found through `KCLIENT_E2E_KUBECONFIG`) or, once it lands,
+//! kclient-fake. Each scenario returns a [`Transcript`] of what it observed (status codes,
+//! reasons, event sequences; never uids or timestamps), so that the same scenario run against
+//! two targets can be compared: a difference is a bug in the fake unless the real server says
+//! otherwise.
+//!
+//! Without `KCLIENT_E2E_KUBECONFIG` the tests print why and skip, so `cargo test --workspace`
+//! stays fast and hermetic; `cargo xtask e2e test` (and `cargo xtask test`) run them for real.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use kclient_e2e::{scenarios, Target};
+//! if let Some(target) = Target::real_from_env()? {
+//!     let transcript = scenarios::config_map_crud(&target).await?;
+//!     println!("{transcript}");
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod http;
+pub mod scenarios;
+pub mod target;
+pub mod transcript;
+
+pub use target::{Target, TargetKind};
+pub use transcript::Transcript;

@@ -1,0 +1,594 @@
+//! The scenarios. Each takes a [`Target`], works in a namespace of its own, asserts what must
+//! hold on any conforming server, and returns a [`Transcript`] for differential comparison.
+//!
+//! [`DIFFERENTIAL`] lists the scenarios whose transcripts must agree between targets; the
+//! others check the real server's set-up itself (its version, its controllers).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, ensure, Context, Result};
+use http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::http::{HttpClient, WatchEvent};
+use crate::target::{Target, TargetKind};
+use crate::transcript::Transcript;
+
+/// How long a watch may stay silent when an event is due.
+const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The label every object of a scenario carries (its value: the scenario's name), so that
+/// lists and watches see only the scenario's own objects (kube-controller-manager adds a
+/// `kube-root-ca.crt` ConfigMap to every namespace).
+const SCENARIO_LABEL: &str = "e2e.kclient.dev/scenario";
+/// The annotation on the bookmark that ends a streaming list's initial events.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+/// A scenario function.
+pub type Scenario =
+    for<'a> fn(&'a Target) -> Pin<Box<dyn Future<Output = Result<Transcript>> + Send + 'a>>;
+
+/// The scenarios whose transcripts must agree between the real server and the fake.
+pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
+    ("config_map_crud", |t| Box::pin(config_map_crud(t))),
+    ("list_selectors_and_paging", |t| {
+        Box::pin(list_selectors_and_paging(t))
+    }),
+    ("watch_from_resource_version", |t| {
+        Box::pin(watch_from_resource_version(t))
+    }),
+    ("watch_too_old_resource_version", |t| {
+        Box::pin(watch_too_old_resource_version(t))
+    }),
+    ("streaming_list", |t| Box::pin(streaming_list(t))),
+];
+
+/// A namespace for one scenario run, with a unique name.
+#[derive(Debug)]
+pub struct Namespace {
+    /// Its name.
+    pub name: String,
+    client: HttpClient,
+}
+
+impl Namespace {
+    /// Creates `kclient-e2e-<prefix>-<unique>`.
+    pub async fn create(client: &HttpClient, prefix: &str) -> Result<Namespace> {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let name = format!(
+            "kclient-e2e-{}-{:06x}",
+            prefix.replace('_', "-"),
+            (nanos ^ u128::from(std::process::id())) & 0xff_ffff
+        );
+        client
+            .post(
+                "/api/v1/namespaces",
+                &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+            )
+            .await?
+            .expect(StatusCode::CREATED)
+            .with_context(|| format!("creating namespace {name}"))?;
+        Ok(Namespace {
+            name,
+            client: client.clone(),
+        })
+    }
+
+    /// The collection path of a core/v1 resource in this namespace.
+    pub fn core(&self, resource: &str) -> String {
+        format!("/api/v1/namespaces/{}/{resource}", self.name)
+    }
+
+    /// Deletes the namespace (the server finalizes it in the background).
+    pub async fn delete(self) -> Result<()> {
+        let response = self
+            .client
+            .delete(&format!("/api/v1/namespaces/{}", self.name))
+            .await?;
+        ensure!(
+            response.status.is_success() || response.status == StatusCode::NOT_FOUND,
+            "deleting namespace {}: HTTP {}: {}",
+            self.name,
+            response.status,
+            response.body
+        );
+        Ok(())
+    }
+}
+
+fn config_map(name: &str, scenario: &str, data: Value) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {SCENARIO_LABEL: scenario}},
+        "data": data,
+    })
+}
+
+fn resource_version(object: &Value) -> Result<String> {
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .map(str::to_string)
+        .with_context(|| format!("no metadata.resourceVersion in {object}"))
+}
+
+/// `code reason` of a response, for transcripts.
+fn outcome(response: &crate::http::Response) -> Value {
+    json!({"code": response.status.as_u16(), "reason": response.reason()})
+}
+
+/// `/version` reports the version the server was built as (real server only).
+pub async fn server_version(target: &Target) -> Result<Transcript> {
+    let client = target.client()?;
+    let version = client.get("/version").await?.expect(StatusCode::OK)?.body;
+    let git_version = version["gitVersion"]
+        .as_str()
+        .with_context(|| format!("/version has no gitVersion: {version}"))?;
+    ensure!(
+        !git_version.contains("0.0.0"),
+        "/version reports {git_version:?}: the build did not stamp the version"
+    );
+    if let Some(expected) = &target.expected_version {
+        ensure!(
+            git_version == expected,
+            "/version reports {git_version}, expected {expected}"
+        );
+    }
+    let minor = version["minor"].as_str().unwrap_or_default();
+    ensure!(
+        version["major"] == "1" && git_version.starts_with(&format!("v1.{minor}.")),
+        "/version major/minor do not match gitVersion: {version}"
+    );
+    let mut transcript = Transcript::new();
+    transcript.record("gitVersion", git_version);
+    Ok(transcript)
+}
+
+/// Create, get, conflicting create, update with a stale resourceVersion, delete, get.
+pub async fn config_map_crud(target: &Target) -> Result<Transcript> {
+    let client = target.client()?;
+    let ns = Namespace::create(&client, "crud").await?;
+    let mut t = Transcript::new();
+    let path = ns.core("configmaps");
+    let item = format!("{path}/one");
+    let body = config_map("one", "crud", json!({"k": "v1"}));
+
+    let created = client.post(&path, &body).await?;
+    t.record("create", outcome(&created));
+    let created = created.expect(StatusCode::CREATED)?;
+    let first_rv = resource_version(&created.body)?;
+
+    let got = client.get(&item).await?;
+    t.record("get", outcome(&got));
+    let got = got.expect(StatusCode::OK)?;
+    ensure!(got.body["data"]["k"] == "v1", "get returned {}", got.body);
+    t.record("get data", got.body["data"].clone());
+
+    let again = client.post(&path, &body).await?;
+    t.record("create again", outcome(&again));
+    ensure!(
+        again.status == StatusCode::CONFLICT && again.reason() == Some("AlreadyExists"),
+        "a second create: {} {}",
+        again.status,
+        again.body
+    );
+
+    let mut update = got.body.clone();
+    update["data"]["k"] = json!("v2");
+    let updated = client.put(&item, &update).await?;
+    t.record("update", outcome(&updated));
+    let updated = updated.expect(StatusCode::OK)?;
+    ensure!(resource_version(&updated.body)? != first_rv);
+
+    // The same body again carries the now stale resourceVersion.
+    let stale = client.put(&item, &update).await?;
+    t.record("update with a stale resourceVersion", outcome(&stale));
+    ensure!(
+        stale.status == StatusCode::CONFLICT && stale.reason() == Some("Conflict"),
+        "a stale update: {} {}",
+        stale.status,
+        stale.body
+    );
+
+    let deleted = client.delete(&item).await?;
+    t.record("delete", outcome(&deleted));
+    deleted.expect(StatusCode::OK)?;
+
+    let gone = client.get(&item).await?;
+    t.record("get after delete", outcome(&gone));
+    ensure!(
+        gone.status == StatusCode::NOT_FOUND && gone.reason() == Some("NotFound"),
+        "get after delete: {} {}",
+        gone.status,
+        gone.body
+    );
+    ns.delete().await?;
+    Ok(t)
+}
+
+/// Lists with label selectors, and paging with `limit` and `continue`.
+pub async fn list_selectors_and_paging(target: &Target) -> Result<Transcript> {
+    let client = target.client()?;
+    let ns = Namespace::create(&client, "list").await?;
+    let mut t = Transcript::new();
+    let path = ns.core("configmaps");
+    for (name, colour) in [
+        ("a", "red"),
+        ("b", "blue"),
+        ("c", "red"),
+        ("d", "red"),
+        ("e", "blue"),
+    ] {
+        let mut body = config_map(name, "list", json!({}));
+        body["metadata"]["labels"]["colour"] = json!(colour);
+        client
+            .post(&path, &body)
+            .await?
+            .expect(StatusCode::CREATED)?;
+    }
+    let names = |list: &Value| -> Vec<String> {
+        list["items"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let scoped = format!("{SCENARIO_LABEL}%3Dlist");
+
+    let red = client
+        .get(&format!("{path}?labelSelector={scoped},colour%3Dred"))
+        .await?
+        .expect(StatusCode::OK)?;
+    t.record("list colour=red", json!(names(&red.body)));
+    ensure!(
+        names(&red.body) == ["a", "c", "d"],
+        "colour=red: {:?}",
+        names(&red.body)
+    );
+
+    let not_red = client
+        .get(&format!("{path}?labelSelector={scoped},colour!%3Dred"))
+        .await?
+        .expect(StatusCode::OK)?;
+    t.record("list colour!=red", json!(names(&not_red.body)));
+    ensure!(names(&not_red.body) == ["b", "e"]);
+
+    let set = client
+        .get(&format!(
+            "{path}?labelSelector={scoped},colour%20in%20(blue)"
+        ))
+        .await?
+        .expect(StatusCode::OK)?;
+    t.record("list colour in (blue)", json!(names(&set.body)));
+    ensure!(names(&set.body) == ["b", "e"]);
+
+    // Pages of two: a, b | c, d | e.
+    let mut pages = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut url = format!("{path}?labelSelector={scoped}&limit=2");
+        if let Some(token) = &token {
+            url.push_str(&format!("&continue={token}"));
+        }
+        let page = client.get(&url).await?.expect(StatusCode::OK)?;
+        pages.push(names(&page.body));
+        let remaining = page.body["metadata"]["remainingItemCount"].as_i64();
+        token = page.body["metadata"]["continue"]
+            .as_str()
+            .filter(|c| !c.is_empty())
+            .map(str::to_string);
+        t.record(
+            format!("page {}", pages.len()),
+            json!({"names": pages.last(), "remainingItemCount": remaining, "more": token.is_some()}),
+        );
+        if token.is_none() {
+            break;
+        }
+        ensure!(pages.len() < 10, "paging does not end");
+    }
+    ensure!(
+        pages == [vec!["a", "b"], vec!["c", "d"], vec!["e"]],
+        "pages: {pages:?}"
+    );
+    ns.delete().await?;
+    Ok(t)
+}
+
+/// A watch from a resourceVersion sees exactly the later changes, in order; one of them is
+/// made by an independent client (kubectl) when there is one.
+pub async fn watch_from_resource_version(target: &Target) -> Result<Transcript> {
+    let client = target.client()?;
+    let ns = Namespace::create(&client, "watch").await?;
+    let mut t = Transcript::new();
+    let path = ns.core("configmaps");
+    let first = client
+        .post(&path, &config_map("first", "watch", json!({"n": "0"})))
+        .await?
+        .expect(StatusCode::CREATED)?;
+    let from = resource_version(&first.body)?;
+
+    let mut watch = match client
+        .watch(&format!(
+            "{path}?watch=1&resourceVersion={from}&labelSelector={SCENARIO_LABEL}%3Dwatch"
+        ))
+        .await?
+    {
+        Ok(stream) => stream,
+        Err(response) => bail!(
+            "the watch was refused: {} {}",
+            response.status,
+            response.body
+        ),
+    };
+
+    let mut changed = first.body.clone();
+    changed["data"]["n"] = json!("1");
+    client
+        .put(&format!("{path}/first"), &changed)
+        .await?
+        .expect(StatusCode::OK)?;
+    let second = config_map("second", "watch", json!({"n": "2"}));
+    let by_kubectl = match target
+        .kubectl(&[
+            "create",
+            "configmap",
+            "second",
+            "-n",
+            &ns.name,
+            "--from-literal=n=2",
+        ])
+        .await
+    {
+        Some(result) => {
+            result?;
+            // kubectl's object lacks the scenario label: add it, so the watch sees it.
+            client
+                .patch(
+                    &format!("{path}/second"),
+                    "application/merge-patch+json",
+                    &json!({"metadata": {"labels": {SCENARIO_LABEL: "watch"}}}),
+                )
+                .await?
+                .expect(StatusCode::OK)?;
+            true
+        }
+        None => {
+            client
+                .post(&path, &second)
+                .await?
+                .expect(StatusCode::CREATED)?;
+            false
+        }
+    };
+    client
+        .delete(&format!("{path}/first"))
+        .await?
+        .expect(StatusCode::OK)?;
+
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let event = watch
+            .next(EVENT_TIMEOUT)
+            .await?
+            .context("the watch closed early")?;
+        if event.event_type == "BOOKMARK" {
+            continue;
+        }
+        seen.push(format!("{} {}", event.event_type, event.name()));
+    }
+    // Through kubectl, "second" enters the label selector by a patch: the watch sees it as
+    // ADDED either way.
+    t.record("events", json!(seen));
+    ensure!(
+        seen == ["MODIFIED first", "ADDED second", "DELETED first"],
+        "events after resourceVersion {from} (second created by {}): {seen:?}",
+        if by_kubectl { "kubectl" } else { "us" }
+    );
+    ns.delete().await?;
+    Ok(t)
+}
+
+/// A watch from a resourceVersion older than the server keeps answers 410 Gone (`Expired`),
+/// as an HTTP status or as an `ERROR` event.
+pub async fn watch_too_old_resource_version(target: &Target) -> Result<Transcript> {
+    let client = target.client()?;
+    let ns = Namespace::create(&client, "gone").await?;
+    let mut t = Transcript::new();
+    let path = ns.core("configmaps");
+    // Some history first, so that resourceVersion 1 is far behind.
+    for name in ["x", "y"] {
+        client
+            .post(&path, &config_map(name, "gone", json!({})))
+            .await?
+            .expect(StatusCode::CREATED)?;
+    }
+    let status = match client
+        .watch(&format!("{path}?watch=1&resourceVersion=1"))
+        .await?
+    {
+        Err(response) => {
+            t.record("delivered as", "HTTP status");
+            response.body
+        }
+        Ok(mut stream) => {
+            let event: WatchEvent = stream
+                .next(EVENT_TIMEOUT)
+                .await?
+                .context("the watch closed without an event")?;
+            ensure!(
+                event.event_type == "ERROR",
+                "expected an ERROR event, got {} {}",
+                event.event_type,
+                event.object
+            );
+            t.record("delivered as", "ERROR event");
+            event.object
+        }
+    };
+    let observed = json!({"code": status["code"], "reason": status["reason"]});
+    t.record("status", observed.clone());
+    ensure!(
+        observed == json!({"code": 410, "reason": "Expired"}),
+        "a watch from resourceVersion 1: {status}"
+    );
+    ns.delete().await?;
+    Ok(t)
+}
+
+/// A streaming list (`sendInitialEvents=true`): the existing objects as `ADDED`, then a
+/// bookmark annotated `k8s.io/initial-events-end`, then later changes.
+pub async fn streaming_list(target: &Target) -> Result<Transcript> {
+    let client = target.client()?;
+    let ns = Namespace::create(&client, "stream").await?;
+    let mut t = Transcript::new();
+    let path = ns.core("configmaps");
+    for name in ["s1", "s2", "s3"] {
+        client
+            .post(&path, &config_map(name, "stream", json!({})))
+            .await?
+            .expect(StatusCode::CREATED)?;
+    }
+    let url = format!(
+        "{path}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan\
+         &allowWatchBookmarks=true&labelSelector={SCENARIO_LABEL}%3Dstream"
+    );
+    let mut watch = match client.watch(&url).await? {
+        Ok(stream) => stream,
+        Err(response) => bail!(
+            "the streaming list was refused (is etcd >= 3.6?): {} {}",
+            response.status,
+            response.body
+        ),
+    };
+    let mut initial = Vec::new();
+    loop {
+        let event = watch
+            .next(EVENT_TIMEOUT)
+            .await?
+            .context("the stream closed before the initial-events-end bookmark")?;
+        match event.event_type.as_str() {
+            "ADDED" => initial.push(event.name().to_string()),
+            "BOOKMARK" => {
+                let end = &event.object["metadata"]["annotations"][INITIAL_EVENTS_END];
+                if end == "true" {
+                    ensure!(
+                        event.object["metadata"]["resourceVersion"].is_string(),
+                        "the bookmark has no resourceVersion: {}",
+                        event.object
+                    );
+                    break;
+                }
+            }
+            other => bail!(
+                "unexpected {other} event during the initial events: {}",
+                event.object
+            ),
+        }
+    }
+    initial.sort();
+    t.record("initial events", json!(initial));
+    t.record("then", "BOOKMARK k8s.io/initial-events-end=true");
+    ensure!(initial == ["s1", "s2", "s3"], "initial events: {initial:?}");
+
+    client
+        .post(&path, &config_map("s4", "stream", json!({})))
+        .await?
+        .expect(StatusCode::CREATED)?;
+    let next = loop {
+        let event = watch
+            .next(EVENT_TIMEOUT)
+            .await?
+            .context("the stream closed")?;
+        if event.event_type != "BOOKMARK" {
+            break event;
+        }
+    };
+    t.record("after", format!("{} {}", next.event_type, next.name()));
+    ensure!(next.event_type == "ADDED" && next.name() == "s4");
+    ns.delete().await?;
+    Ok(t)
+}
+
+/// kube-controller-manager runs: a Deployment gets a ReplicaSet, and a deleted namespace is
+/// finalized (real server only).
+pub async fn controllers_run(target: &Target) -> Result<Transcript> {
+    ensure!(
+        target.kind == TargetKind::Real,
+        "controllers_run needs kube-controller-manager"
+    );
+    let client = target.client()?;
+    let ns = Namespace::create(&client, "controllers").await?;
+    let mut t = Transcript::new();
+    let deployment = json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "registry.invalid/web:1"}]}
+            }
+        }
+    });
+    client
+        .post(
+            &format!("/apis/apps/v1/namespaces/{}/deployments", ns.name),
+            &deployment,
+        )
+        .await?
+        .expect(StatusCode::CREATED)?;
+    let replica_sets = format!("/apis/apps/v1/namespaces/{}/replicasets", ns.name);
+    let (client_ref, replica_sets) = (&client, &replica_sets);
+    let owner = poll(Duration::from_secs(60), move || async move {
+        let list = client_ref.get(replica_sets).await?.expect(StatusCode::OK)?;
+        Ok(
+            list.body["items"][0]["metadata"]["ownerReferences"][0]["name"]
+                .as_str()
+                .map(str::to_string),
+        )
+    })
+    .await
+    .context("no ReplicaSet for the Deployment: is kube-controller-manager running?")?;
+    t.record("replicaset owner", owner.clone());
+    ensure!(owner == "web");
+
+    let namespace = format!("/api/v1/namespaces/{}", ns.name);
+    ns.delete().await?;
+    let namespace = &namespace;
+    poll(Duration::from_secs(60), move || async move {
+        let response = client_ref.get(namespace).await?;
+        Ok((response.status == StatusCode::NOT_FOUND).then_some(()))
+    })
+    .await
+    .context("the deleted namespace was not finalized")?;
+    t.record("namespace finalized", true);
+    Ok(t)
+}
+
+/// Polls `probe` every 250ms until it yields a value, for at most `limit`.
+async fn poll<T, F, Fut>(limit: Duration, mut probe: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<T>>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = probe().await? {
+            return Ok(value);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!("not within {limit:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
