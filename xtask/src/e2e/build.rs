@@ -89,7 +89,15 @@ pub(crate) fn require_go(minimum: Option<&str>) -> Result<String> {
         .args(["env", "GOVERSION"])
         .env("GOTOOLCHAIN", "local")
         .output()
-        .with_context(|| format!("could not run {} env GOVERSION", go.display()))?;
+        .with_context(|| {
+            format!(
+                "could not run the Go toolchain at {} (from $GO, PATH or /usr/local/go): the \
+                 e2e cluster is built from the Kubernetes Go module and needs Go; install it \
+                 (see docs/e2e.md), or set KCLIENT_SKIP_E2E=1 to leave the e2e suite out of \
+                 `cargo xtask test`",
+                go.display()
+            )
+        })?;
     if !output.status.success() {
         bail!(
             "`{} env GOVERSION` failed: {}",

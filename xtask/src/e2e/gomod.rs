@@ -190,13 +190,15 @@ fn render_go_mod(kubernetes_version: &str, kubernetes_go_mod: &str) -> Result<St
     Ok(out)
 }
 
-/// `cargo xtask e2e gomod [--kubernetes vX.Y.Z]`: regenerates e2e/go.mod and e2e/go.sum.
+/// `cargo xtask e2e gomod [--kubernetes vX.Y.Z | --check]`: regenerates e2e/go.mod and
+/// e2e/go.sum, or checks that go.mod is what the generator makes.
 pub(crate) fn generate(args: &[String]) -> Result<()> {
     let module_dir = go_module_dir();
     let version = match args {
         [] => read_pins(&module_dir)?.kubernetes,
+        [flag] if flag == "--check" => return check(),
         [flag, version] if flag == "--kubernetes" => version.clone(),
-        _ => bail!("usage: cargo xtask e2e gomod [--kubernetes vX.Y.Z]"),
+        _ => bail!("usage: cargo xtask e2e gomod [--kubernetes vX.Y.Z | --check]"),
     };
     require_go(None)?;
 
@@ -227,6 +229,59 @@ pub(crate) fn generate(args: &[String]) -> Result<()> {
         pins.kubernetes,
         pins.etcd,
         pins.go
+    );
+    Ok(())
+}
+
+/// Checks that e2e/go.mod has exactly the go directive, etcd version and replace lines that
+/// the generator derives from Kubernetes' go.mod (so none was typed or changed by hand).
+pub(crate) fn check() -> Result<()> {
+    let module_dir = go_module_dir();
+    let path = module_dir.join("go.mod");
+    let current =
+        fs::read_to_string(&path).with_context(|| format!("could not read {}", path.display()))?;
+    let pins = read_pins(&module_dir)?;
+    let download = super::build::download_kubernetes(&pins.kubernetes)?;
+    let upstream = fs::read_to_string(&download.go_mod)
+        .with_context(|| format!("could not read {}", download.go_mod.display()))?;
+    let expected = parse_go_mod(&render_go_mod(&pins.kubernetes, &upstream)?);
+    let actual = parse_go_mod(&current);
+    let sorted = |mut v: Vec<(String, String)>| {
+        v.sort();
+        v
+    };
+    let etcd = |m: &GoMod| {
+        m.requires
+            .iter()
+            .find(|(p, _)| p == ETCD_SERVER_MODULE)
+            .map(|(_, v)| v.clone())
+    };
+    let mut drift = Vec::new();
+    if expected.go != actual.go {
+        drift.push(format!("go {:?} instead of {:?}", actual.go, expected.go));
+    }
+    if etcd(&expected) != etcd(&actual) {
+        drift.push(format!(
+            "{ETCD_SERVER_MODULE} {:?} instead of {:?}",
+            etcd(&actual),
+            etcd(&expected)
+        ));
+    }
+    if sorted(expected.replaces) != sorted(actual.replaces) {
+        drift.push("the replace directives differ".to_string());
+    }
+    if !drift.is_empty() {
+        bail!(
+            "{} is not what `cargo xtask e2e gomod` generates from Kubernetes {}'s go.mod ({}): \
+             run `cargo xtask e2e gomod` and commit e2e/go.mod and e2e/go.sum",
+            path.display(),
+            pins.kubernetes,
+            drift.join("; ")
+        );
+    }
+    eprintln!(
+        "e2e: e2e/go.mod matches Kubernetes {}'s go.mod (etcd {})",
+        pins.kubernetes, pins.etcd
     );
     Ok(())
 }

@@ -70,12 +70,12 @@ fn print_help() {
                     kube-controller-manager on 127.0.0.1 and write an admin kubeconfig;\n           \
                     reuses a cluster that is already up and healthy\n  \
            down     stop everything `up` started and delete the cluster's state\n  \
-           test     up (if needed), run the e2e suite (crate kclient-e2e) against it, then\n           \
+           test     gomod --check, up (if needed), the e2e suite (crate kclient-e2e), then\n           \
                     down (unless it was already up) [extra args go to `cargo test`]\n  \
            status   say whether a cluster is up, and where its kubeconfig is\n  \
            build    only build (or find cached) the binaries\n  \
            gomod    regenerate e2e/go.mod and e2e/go.sum from Kubernetes' own go.mod\n           \
-                    [--kubernetes vX.Y.Z]\n  \
+                    [--kubernetes vX.Y.Z]; --check: fail if go.mod differs from that\n  \
            kubectl  run the built kubectl against the running cluster [args...]\n"
     );
 }
@@ -89,6 +89,7 @@ fn no_arguments(command: &str, rest: &[String]) -> Result<()> {
 
 /// `cargo xtask e2e test [cargo test args]`: up (if needed), the suite, down (if we started it).
 pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
+    gomod::check()?;
     let cluster = cluster::up()?;
     let mut tests = cargo();
     tests.args(["test", "-p", "kclient-e2e"]);
