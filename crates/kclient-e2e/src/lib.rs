@@ -1,6 +1,7 @@
 //! kclient's end-to-end suite.
 //!
-//! Scenarios (in [`scenarios`]) run against a [`Target`]: a real kube-apiserver started by
+//! Scenarios (in [`scenarios`]) send every request through kclient-rest's `RestClient` (see
+//! [`client`]) and run against a [`Target`]: a real kube-apiserver started by
 //! `cargo xtask e2e up` (found through `KCLIENT_E2E_KUBECONFIG`) or, once it lands,
 //! kclient-fake. Each scenario returns a [`Transcript`] of what it observed (status codes,
 //! reasons, event sequences; never uids or timestamps), so that the same scenario run against
@@ -21,7 +22,7 @@
 //! # }
 //! ```
 
-pub mod http;
+pub mod client;
 pub mod scenarios;
 pub mod target;
 pub mod transcript;

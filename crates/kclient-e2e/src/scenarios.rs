@@ -12,7 +12,7 @@ use anyhow::{bail, ensure, Context, Result};
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::http::{HttpClient, WatchEvent};
+use crate::client::{ApiClient, WatchEvent};
 use crate::target::{Target, TargetKind};
 use crate::transcript::Transcript;
 
@@ -49,12 +49,12 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
 pub struct Namespace {
     /// Its name.
     pub name: String,
-    client: HttpClient,
+    client: ApiClient,
 }
 
 impl Namespace {
     /// Creates `kclient-e2e-<prefix>-<unique>`.
-    pub async fn create(client: &HttpClient, prefix: &str) -> Result<Namespace> {
+    pub async fn create(client: &ApiClient, prefix: &str) -> Result<Namespace> {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -117,7 +117,7 @@ fn resource_version(object: &Value) -> Result<String> {
 }
 
 /// `code reason` of a response, for transcripts.
-fn outcome(response: &crate::http::Response) -> Value {
+fn outcome(response: &crate::client::Response) -> Value {
     json!({"code": response.status.as_u16(), "reason": response.reason()})
 }
 

@@ -5,11 +5,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine as _;
-use serde::Deserialize;
+use kclient_rest::{Config, RestClient};
 
-use crate::http::HttpClient;
+use crate::client::ApiClient;
 
 /// The admin kubeconfig of the real server (set by `cargo xtask e2e test`).
 pub const KUBECONFIG_ENV: &str = "KCLIENT_E2E_KUBECONFIG";
@@ -37,7 +35,7 @@ impl fmt::Display for TargetKind {
 }
 
 /// A server to run scenarios against, with admin credentials.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Target {
     /// Real or fake.
     pub kind: TargetKind,
@@ -49,16 +47,18 @@ pub struct Target {
     pub kubectl: Option<PathBuf>,
     /// The version the server must report at `/version`, if known.
     pub expected_version: Option<String>,
-    pub(crate) credentials: Credentials,
+    /// How kclient-rest reaches it (from the kubeconfig), with client-side rate limiting off.
+    pub config: Config,
 }
 
-/// How a target is reached: TLS roots and the client identity.
-#[derive(Debug, Clone)]
-pub(crate) struct Credentials {
-    pub(crate) ca_pem: Option<Vec<u8>>,
-    pub(crate) client_cert_pem: Option<Vec<u8>>,
-    pub(crate) client_key_pem: Option<Vec<u8>>,
-    pub(crate) token: Option<String>,
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Target")
+            .field("kind", &self.kind)
+            .field("server", &self.server)
+            .field("kubeconfig", &self.kubeconfig)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Target {
@@ -94,89 +94,26 @@ impl Target {
         Ok(targets)
     }
 
-    /// A target from a kubeconfig file (its current context).
+    /// A target from a kubeconfig file (its current context), loaded by kclient-rest.
     pub fn from_kubeconfig(kind: TargetKind, path: &Path) -> Result<Target> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("could not read kubeconfig {}", path.display()))?;
-        let config: Kubeconfig = serde_yaml_ng::from_str(&text)
-            .with_context(|| format!("{} is not a kubeconfig", path.display()))?;
-        let context_name = config
-            .current_context
-            .as_deref()
-            .with_context(|| format!("{} has no current-context", path.display()))?;
-        let context = &config
-            .contexts
-            .iter()
-            .find(|c| c.name == context_name)
-            .with_context(|| format!("no context {context_name:?} in {}", path.display()))?
-            .context;
-        let cluster = &config
-            .clusters
-            .iter()
-            .find(|c| c.name == context.cluster)
-            .with_context(|| format!("no cluster {:?} in {}", context.cluster, path.display()))?
-            .cluster;
-        let user = config
-            .users
-            .iter()
-            .find(|u| u.name == context.user)
-            .map(|u| u.user.clone())
-            .unwrap_or_default();
-        let decode = |field: &str, value: &Option<String>| -> Result<Option<Vec<u8>>> {
-            value
-                .as_deref()
-                .map(|v| STANDARD.decode(v.trim()))
-                .transpose()
-                .with_context(|| format!("{field} in {} is not base64", path.display()))
-        };
-        let read = |value: &Option<String>| -> Result<Option<Vec<u8>>> {
-            value
-                .as_deref()
-                .map(|file| {
-                    let file = path.parent().unwrap_or(Path::new(".")).join(file);
-                    std::fs::read(&file)
-                        .with_context(|| format!("could not read {}", file.display()))
-                })
-                .transpose()
-        };
-        let either = |data: Option<Vec<u8>>, file: Option<Vec<u8>>| data.or(file);
-        let credentials = Credentials {
-            ca_pem: either(
-                decode(
-                    "certificate-authority-data",
-                    &cluster.certificate_authority_data,
-                )?,
-                read(&cluster.certificate_authority)?,
-            ),
-            client_cert_pem: either(
-                decode("client-certificate-data", &user.client_certificate_data)?,
-                read(&user.client_certificate)?,
-            ),
-            client_key_pem: either(
-                decode("client-key-data", &user.client_key_data)?,
-                read(&user.client_key)?,
-            ),
-            token: user.token.clone(),
-        };
-        if credentials.client_cert_pem.is_some() != credentials.client_key_pem.is_some() {
-            bail!(
-                "{}: a client certificate needs both the certificate and the key",
-                path.display()
-            );
-        }
+        let mut config = Config::from_kubeconfig_file(path)
+            .with_context(|| format!("could not load kubeconfig {}", path.display()))?;
+        // The suite's requests are few and must not wait for client-side throttling.
+        config.qps = None;
         Ok(Target {
             kind,
-            server: cluster.server.trim_end_matches('/').to_string(),
+            server: config.host.trim_end_matches('/').to_string(),
             kubeconfig: path.to_path_buf(),
             kubectl: None,
             expected_version: None,
-            credentials,
+            config,
         })
     }
 
-    /// An HTTP client for this target.
-    pub fn client(&self) -> Result<HttpClient> {
-        HttpClient::new(&self.server, &self.credentials)
+    /// A client for this target (kclient-rest's `RestClient` underneath).
+    pub fn client(&self) -> Result<ApiClient> {
+        let rest = RestClient::new(self.config.clone()).context("could not build a RestClient")?;
+        Ok(ApiClient::new(rest))
     }
 
     /// Runs the independent client (kubectl) with this target's kubeconfig; `None` when there
@@ -201,63 +138,4 @@ impl Target {
         };
         Some(run.await)
     }
-}
-
-#[derive(Deserialize)]
-struct Kubeconfig {
-    #[serde(rename = "current-context")]
-    current_context: Option<String>,
-    #[serde(default)]
-    clusters: Vec<Named<ClusterEntry>>,
-    #[serde(default)]
-    users: Vec<NamedUser>,
-    #[serde(default)]
-    contexts: Vec<NamedContext>,
-}
-
-#[derive(Deserialize)]
-struct Named<T> {
-    name: String,
-    cluster: T,
-}
-
-#[derive(Deserialize)]
-struct ClusterEntry {
-    server: String,
-    #[serde(rename = "certificate-authority-data")]
-    certificate_authority_data: Option<String>,
-    #[serde(rename = "certificate-authority")]
-    certificate_authority: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct NamedUser {
-    name: String,
-    #[serde(default)]
-    user: UserEntry,
-}
-
-#[derive(Deserialize, Default, Clone)]
-struct UserEntry {
-    #[serde(rename = "client-certificate-data")]
-    client_certificate_data: Option<String>,
-    #[serde(rename = "client-certificate")]
-    client_certificate: Option<String>,
-    #[serde(rename = "client-key-data")]
-    client_key_data: Option<String>,
-    #[serde(rename = "client-key")]
-    client_key: Option<String>,
-    token: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct NamedContext {
-    name: String,
-    context: ContextEntry,
-}
-
-#[derive(Deserialize)]
-struct ContextEntry {
-    cluster: String,
-    user: String,
 }

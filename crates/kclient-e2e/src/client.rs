@@ -1,0 +1,253 @@
+//! The scenarios' view of an API server: JSON in, JSON out, over kclient-rest's
+//! [`RestClient`]. Every request of the suite goes through kclient-rest (its transport, auth,
+//! retries and watch decoding), so the suite tests it too; what a scenario sees is reduced to
+//! what is observable on the wire (status code, `Status` reason, event types and objects).
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use futures::StreamExt;
+use http::{Method, StatusCode};
+use kclient_core::{Status, WatchEvent as CoreWatchEvent};
+use kclient_rest::{Error, RestClient};
+use serde_json::{json, Value};
+
+/// How long one ordinary request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A JSON response: status and body (`Value::Null` when the body is empty or not JSON). A
+/// failure's body is the server's `Status`.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The body, parsed.
+    pub body: Value,
+}
+
+impl Response {
+    /// The `reason` of a `Status` body (`NotFound`, `Conflict`, ...), if it is one.
+    pub fn reason(&self) -> Option<&str> {
+        (self.body["kind"] == "Status")
+            .then(|| self.body["reason"].as_str())
+            .flatten()
+    }
+
+    /// Fails unless the status is `expected`, showing the body.
+    pub fn expect(self, expected: StatusCode) -> Result<Response> {
+        if self.status != expected {
+            bail!(
+                "expected HTTP {expected}, got {}: {}",
+                self.status,
+                self.body
+            );
+        }
+        Ok(self)
+    }
+
+    fn from_status(status: &Status) -> Result<Response> {
+        let mut body = serde_json::to_value(status)?;
+        body["kind"] = json!("Status");
+        body["apiVersion"] = json!("v1");
+        Ok(Response {
+            status: StatusCode::from_u16(status.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            body,
+        })
+    }
+}
+
+/// A client for one server with one identity, over kclient-rest.
+#[derive(Debug, Clone)]
+pub struct ApiClient {
+    rest: RestClient,
+}
+
+/// Splits `path?query` into the path and the decoded query pairs (the scenarios write URLs as
+/// they appear on the wire; kclient-rest encodes the parameters itself).
+fn split_path(path_and_query: &str) -> (&str, Vec<(String, String)>) {
+    match path_and_query.split_once('?') {
+        Some((path, query)) => (
+            path,
+            form_urlencoded::parse(query.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        ),
+        None => (path_and_query, Vec::new()),
+    }
+}
+
+impl ApiClient {
+    pub(crate) fn new(rest: RestClient) -> ApiClient {
+        ApiClient { rest }
+    }
+
+    /// The underlying kclient-rest client.
+    pub fn rest(&self) -> &RestClient {
+        &self.rest
+    }
+
+    fn build(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: Option<(&str, &Value)>,
+    ) -> Result<kclient_rest::request::Request> {
+        let (path, params) = split_path(path_and_query);
+        let mut request = self.rest.request(method).abs_path(path).params(params);
+        if let Some((content_type, value)) = body {
+            request = request
+                .header("Content-Type", content_type)
+                .body(serde_json::to_vec(value)?);
+        }
+        Ok(request)
+    }
+
+    /// Sends a request and reads the whole JSON response; a failure `Status` from the server
+    /// is a [`Response`] too, other failures are errors.
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<(&str, &Value)>,
+    ) -> Result<Response> {
+        let request = self
+            .build(method.clone(), path, body)?
+            .timeout(REQUEST_TIMEOUT);
+        match request.send().await {
+            Ok(response) => Ok(Response {
+                status: response.status(),
+                body: serde_json::from_slice(response.body()).unwrap_or(Value::Null),
+            }),
+            Err(Error::Api(api)) => Response::from_status(&api.status),
+            Err(Error::HttpStatus { code, snippet, .. }) => Ok(Response {
+                status: StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                body: Value::String(snippet),
+            }),
+            Err(other) => Err(anyhow::Error::new(other).context(format!("{method} {path}"))),
+        }
+    }
+
+    /// `GET path`.
+    pub async fn get(&self, path: &str) -> Result<Response> {
+        self.request(Method::GET, path, None).await
+    }
+
+    /// `POST path` with a JSON body.
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Response> {
+        self.request(Method::POST, path, Some(("application/json", body)))
+            .await
+    }
+
+    /// `PUT path` with a JSON body.
+    pub async fn put(&self, path: &str, body: &Value) -> Result<Response> {
+        self.request(Method::PUT, path, Some(("application/json", body)))
+            .await
+    }
+
+    /// `PATCH path` with a body of the given patch content type.
+    pub async fn patch(&self, path: &str, content_type: &str, body: &Value) -> Result<Response> {
+        self.request(Method::PATCH, path, Some((content_type, body)))
+            .await
+    }
+
+    /// `DELETE path`.
+    pub async fn delete(&self, path: &str) -> Result<Response> {
+        self.request(Method::DELETE, path, None).await
+    }
+
+    /// Opens a watch (`path` must carry `watch=1`). A failure `Status` before the stream
+    /// starts is returned as the error response instead of a stream.
+    pub async fn watch(&self, path: &str) -> Result<std::result::Result<WatchStream, Response>> {
+        let request = self
+            .build(Method::GET, path, None)?
+            .timeout(REQUEST_TIMEOUT);
+        match request.watch::<Value>().await {
+            Ok(events) => Ok(Ok(WatchStream { events })),
+            Err(Error::Api(api)) => Ok(Err(Response::from_status(&api.status)?)),
+            Err(other) => Err(anyhow::Error::new(other).context(format!("GET {path}"))),
+        }
+    }
+}
+
+/// One watch event: `type` and `object`, as on the wire.
+#[derive(Debug, Clone)]
+pub struct WatchEvent {
+    /// `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR`.
+    pub event_type: String,
+    /// The object (a `Status` for `ERROR`; for `BOOKMARK`, only the resourceVersion and
+    /// annotations, which is all a bookmark carries).
+    pub object: Value,
+}
+
+impl WatchEvent {
+    /// `metadata.name` of the object.
+    pub fn name(&self) -> &str {
+        self.object["metadata"]["name"].as_str().unwrap_or_default()
+    }
+
+    fn from_core(event: CoreWatchEvent<Value>) -> Result<WatchEvent> {
+        let (event_type, object) = match event {
+            CoreWatchEvent::Added(o) => ("ADDED", o),
+            CoreWatchEvent::Modified(o) => ("MODIFIED", o),
+            CoreWatchEvent::Deleted(o) => ("DELETED", o),
+            CoreWatchEvent::Bookmark(b) => (
+                "BOOKMARK",
+                json!({"metadata": {
+                    "resourceVersion": b.resource_version,
+                    "annotations": b.annotations,
+                }}),
+            ),
+            CoreWatchEvent::Error(status) => ("ERROR", Response::from_status(&status)?.body),
+        };
+        Ok(WatchEvent {
+            event_type: event_type.to_string(),
+            object,
+        })
+    }
+}
+
+/// An open watch, decoded by kclient-rest.
+pub struct WatchStream {
+    events: kclient_core::WatchStream<Value, Error>,
+}
+
+impl std::fmt::Debug for WatchStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchStream").finish_non_exhaustive()
+    }
+}
+
+impl WatchStream {
+    /// The next event, `None` when the server closed the stream; fails after `limit` with no
+    /// event.
+    pub async fn next(&mut self, limit: Duration) -> Result<Option<WatchEvent>> {
+        let next = tokio::time::timeout(limit, self.events.next())
+            .await
+            .with_context(|| format!("no watch event within {limit:?}"))?;
+        match next {
+            None => Ok(None),
+            Some(event) => Ok(Some(WatchEvent::from_core(
+                event.context("the watch stream failed")?,
+            )?)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_and_decodes_the_query() {
+        let (path, params) = split_path("/api/v1/configmaps?labelSelector=a%3Db,c!%3Dd&limit=2");
+        assert_eq!(path, "/api/v1/configmaps");
+        assert_eq!(
+            params,
+            vec![
+                ("labelSelector".to_string(), "a=b,c!=d".to_string()),
+                ("limit".to_string(), "2".to_string())
+            ]
+        );
+        assert_eq!(split_path("/version"), ("/version", Vec::new()));
+    }
+}
