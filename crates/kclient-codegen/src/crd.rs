@@ -514,12 +514,12 @@ fn version_module(crd: &Crd, v: &CrdVersion, o: &CrdOptions) -> String {
         defaults.iter().map(|d| format!("    {d}")).collect::<Vec<_>>().join("\n")
     );
     if let Some((spec, optional)) = spec_type {
-        let value = if optional { "Some(spec)" } else { "spec" };
+        let value = if optional { "spec: Some(spec)" } else { "spec" };
         let _ = writeln!(
             out,
             "\n    impl {kind} {{\n        /// A `{kind}` named `name` with `spec`.\n        pub fn new(name: &str, spec: {spec}) -> Self {{\n            \
              Self {{\n                metadata: {k8s}::apimachinery::pkg::apis::meta::v1::ObjectMeta {{\n                    name: Some(name.to_owned()),\n                    \
-             ..Default::default()\n                }},\n                spec: {value},\n                ..Self::default()\n            }}\n        }}\n    }}"
+             ..Default::default()\n                }},\n                {value},\n                ..Self::default()\n            }}\n        }}\n    }}"
         );
     }
     let scope = if crd.namespaced {
