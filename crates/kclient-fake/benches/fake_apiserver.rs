@@ -101,7 +101,14 @@ async fn main() {
 
     // A selective list (label selector matching 1%).
     let t = Instant::now();
-    let sel: Value = serde_json::from_slice(&get(&client, &format!("{base}/api/v1/pods?labelSelector=app%3Dapp-7")).await).unwrap();
+    let sel: Value = serde_json::from_slice(
+        &get(
+            &client,
+            &format!("{base}/api/v1/pods?labelSelector=app%3Dapp-7"),
+        )
+        .await,
+    )
+    .unwrap();
     assert_eq!(sel["items"].as_array().unwrap().len(), PODS / 100);
     let selective = t.elapsed();
 
@@ -150,11 +157,24 @@ async fn main() {
 
     println!("| figure | value |");
     println!("|---|---|");
-    println!("| seed {PODS} Pods (no HTTP) | {:.2} s ({:.0} objects/s) |", seed.as_secs_f64(), PODS as f64 / seed.as_secs_f64());
+    println!(
+        "| seed {PODS} Pods (no HTTP) | {:.2} s ({:.0} objects/s) |",
+        seed.as_secs_f64(),
+        PODS as f64 / seed.as_secs_f64()
+    );
     println!("| list {PODS} Pods, whole (median of 5, body received) | {:.0} ms, {:.1} MB ({:.0} MB/s) |", median(whole.clone()).as_secs_f64() * 1e3, bytes as f64 / 1e6, bytes as f64 / 1e6 / median(whole).as_secs_f64());
-    println!("| list {PODS} Pods, whole, with client JSON parse | {:.0} ms |", with_parse.as_secs_f64() * 1e3);
-    println!("| list {PODS} Pods, paged by 500 (median of 3, with parse) | {:.0} ms |", median(paged).as_secs_f64() * 1e3);
-    println!("| list with a label selector matching 1% of {PODS} | {:.0} ms |", selective.as_secs_f64() * 1e3);
+    println!(
+        "| list {PODS} Pods, whole, with client JSON parse | {:.0} ms |",
+        with_parse.as_secs_f64() * 1e3
+    );
+    println!(
+        "| list {PODS} Pods, paged by 500 (median of 3, with parse) | {:.0} ms |",
+        median(paged).as_secs_f64() * 1e3
+    );
+    println!(
+        "| list with a label selector matching 1% of {PODS} | {:.0} ms |",
+        selective.as_secs_f64() * 1e3
+    );
     println!("| watch fan-out: {EVENTS} events to {WATCHERS} watchers (received and parsed) | {:.0} ms ({:.0} deliveries/s) |", fanout.as_secs_f64() * 1e3, deliveries / fanout.as_secs_f64());
     server.shutdown().await;
 }

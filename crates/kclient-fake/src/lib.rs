@@ -24,8 +24,8 @@
 //!     "metadata": {"name": "settings", "namespace": "demo"},
 //!     "data": {"mode": "fast"}
 //! }))?;
-//! // ...point any client at it (kubectl included)...
-//! println!("{}", server.url());
+//! // ...point a client at it (kclient-rest directly, anything else through a kubeconfig)...
+//! let client = kclient_rest::RestClient::new(server.config()?)?;
 //! server.write_kubeconfig("/tmp/kubeconfig")?;
 //! // ...and read back what the code under test did.
 //! let cm = server.get_value(&kclient_core::GroupResource::new("", "configmaps"), "demo", "settings");

@@ -358,6 +358,26 @@ impl FakeApiServer {
         Ok(Credentials::None)
     }
 
+    /// A kclient-rest configuration for this server: its URL, its CA (HTTPS), its first
+    /// token or a fresh client certificate (when authentication is on), namespace
+    /// `default`, and no client-side rate limit (a test server needs no protection from
+    /// its tests).
+    pub fn config(&self) -> Result<kclient_rest::Config, Error> {
+        let mut config = kclient_rest::Config::new(self.url());
+        config.tls.ca_data = self.ca_certificate_pem().map(|p| p.as_bytes().to_vec());
+        match self.credentials()? {
+            Credentials::None => {}
+            Credentials::Token(t) => config.bearer_token = Some(t),
+            Credentials::ClientCertificate { cert_pem, key_pem } => {
+                config.tls.cert_data = Some(cert_pem.into_bytes());
+                config.tls.key_data = Some(key_pem.into_bytes());
+            }
+        }
+        config.namespace = Some("default".into());
+        config.qps = None;
+        Ok(config)
+    }
+
     /// A kubeconfig (YAML) that kubectl and kclient-rest can use to reach this server.
     pub fn kubeconfig_yaml(&self) -> Result<String, Error> {
         Ok(kubeconfig::render(
