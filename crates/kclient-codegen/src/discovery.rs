@@ -4,7 +4,7 @@
 //! [`table_from_discovery`] folds the legacy discovery documents (`/api/v1`,
 //! `/apis/<group>/<version>`: `APIResourceList`s) into a table; subresources
 //! (`pods/status`, `deployments/scale`) become entries of their resource. With the
-//! `discovery` feature, [`fetch_discovery`] reads those documents from a server.
+//! `discovery` feature, `fetch_discovery` reads those documents from a server.
 
 use std::collections::BTreeMap;
 
