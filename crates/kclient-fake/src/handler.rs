@@ -510,10 +510,11 @@ fn watch_collection(
             }
         }
     }
+    // As the API server: a positive timeoutSeconds bounds the watch, anything else gets the
+    // server's default.
     let timeout = match params.timeout_seconds {
         Some(s) if s > 0 => Duration::from_secs(s as u64),
-        Some(_) => Duration::ZERO,
-        None => shared.settings.watch_timeout,
+        _ => shared.settings.watch_timeout,
     };
     let spec = watch::WatchSpec {
         info: info.clone(),

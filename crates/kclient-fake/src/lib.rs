@@ -34,8 +34,39 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The guide `docs/testing-with-kclient-fake.md` shows how to test a controller with it; each
-//! module documents the rules it implements and its limits.
+//! The guide `docs/testing-with-kclient-fake.md` shows how to test a controller with it.
+//!
+//! # Fidelity and limits
+//!
+//! kube-apiserver's observable behaviour is the specification: status codes, `Status` bodies
+//! and messages, resourceVersion semantics, watch events. Where the fake server knowingly
+//! differs:
+//!
+//! - **Server-side apply** has no OpenAPI schema: lists merge by key only for the built-in
+//!   list keys of strategic merge patch (containers/initContainers/ephemeralContainers and
+//!   env, volumes, imagePullSecrets by `name`, container ports by `containerPort`, service
+//!   ports by `port`, volumeMounts by `mountPath`, ownerReferences by `uid`, conditions by
+//!   `type`, finalizers as a set); every other list, and every list of a custom resource, is
+//!   atomic. Conflicts, `force`, ownership transfer, shared ownership of equal values and
+//!   removal of fields a manager stops applying follow the real rules.
+//! - **Strategic merge patch** uses the same key table; `$setElementOrder` is accepted and
+//!   ignored.
+//! - **Garbage collection and namespace deletion** run synchronously inside the write that
+//!   triggers them; every dependent blocks a foreground deletion (`blockOwnerDeletion` is not
+//!   consulted separately).
+//! - **Pods** are deleted at once (no kubelet finishes a graceful deletion); pod spec
+//!   immutability and most per-type validation and defaulting are not implemented (a few
+//!   visible defaults are: `replicas: 1`, secret `type: Opaque`, service `type: ClusterIP`,
+//!   pods start `Pending`, namespaces get the `kubernetes` finalizer).
+//! - **Custom resources** are not validated against their schema, pruned, defaulted or
+//!   converted between versions.
+//! - **Lists** always include `kind`/`apiVersion` in items (kube-apiserver omits them for
+//!   built-in types); **tables** have the default `Name`/`Created At` columns; there is no
+//!   protobuf or CBOR, and `/openapi/v3` has paths but no schemas.
+//! - **Watches** send bookmarks every bookmark interval (60 s by default) rather than on the
+//!   watch cache's schedule, and last 30 minutes unless `timeoutSeconds` says otherwise.
+//! - There is no RBAC, no admission other than namespace lifecycle, and authentication is a
+//!   bearer token or a client certificate signed by the server's CA.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 // `ApiError` (kclient-core) is a whole `Status`; errors are the cold path of a test server,
