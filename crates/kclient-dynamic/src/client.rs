@@ -1,0 +1,673 @@
+//! [`DynamicClient`] and [`DynamicResource`]: every verb on any resource, over
+//! [`DynamicObject`] (client-go's `dynamic.DynamicClient` and its `ResourceInterface`).
+
+use futures::TryStreamExt as _;
+use kclient_core::{
+    ApiResource, CreateOptions, DeleteOptions, DynamicObject, GetOptions, GroupVersionResource,
+    ListOptions, ObjectList, Patch, PatchOptions, TypeMeta, UpdateOptions, WatchEvent, WatchStream,
+};
+use kclient_rest::{Request, RestClient};
+use serde::Serialize;
+
+use crate::delete::DeleteResponse;
+use crate::error::Error;
+
+/// A client for any resource of one API server, over [`DynamicObject`]s (client-go's
+/// `dynamic.NewForConfig`). Cheap to clone: clones share the REST client's connection pool and
+/// rate limiter.
+///
+/// ```no_run
+/// use kclient_core::{GroupVersionResource, ListOptions};
+/// use kclient_dynamic::DynamicClient;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = DynamicClient::new(kclient_rest::RestClient::new(kclient_rest::Config::infer()?)?);
+/// let crontabs = GroupVersionResource::new("stable.example.com", "v1", "crontabs");
+/// let list = client.resource(&crontabs).namespace("default").list(&ListOptions::default()).await?;
+/// for ct in &list {
+///     println!("{} {}", ct.metadata.name.as_deref().unwrap_or(""), ct.data["spec"]["cronSpec"]);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct DynamicClient {
+    rest: RestClient,
+}
+
+impl DynamicClient {
+    /// A dynamic client over `rest` (client-go's `dynamic.New`).
+    pub fn new(rest: RestClient) -> Self {
+        Self { rest }
+    }
+
+    /// The REST client underneath.
+    pub fn rest_client(&self) -> &RestClient {
+        &self.rest
+    }
+
+    /// A client for one resource, across all namespaces until
+    /// [`namespace`](DynamicResource::namespace) narrows it (client-go's `Resource(gvr)`).
+    ///
+    /// Given a [`GroupVersionResource`], the scope is unknown: with a namespace, requests
+    /// address it; without, they address the cluster-wide path, as in client-go. Given an
+    /// [`ApiResource`] (from a `RestMapper`, or `Resource::api_resource`), the scope is known:
+    /// a namespace is ignored for cluster-scoped resources, and calls on one object of a
+    /// namespaced resource without a namespace fail early with [`Error::NamespaceRequired`].
+    /// Its kind also fills in `apiVersion` and `kind` where the server leaves them out.
+    pub fn resource(&self, resource: impl Into<ResourceRef>) -> DynamicResource {
+        let (resource, scope_known) = match resource.into() {
+            ResourceRef::Gvr(gvr) => (
+                ApiResource {
+                    api_version: gvr.group_version().api_version(),
+                    group: gvr.group,
+                    version: gvr.version,
+                    plural: gvr.resource,
+                    namespaced: true,
+                    ..ApiResource::default()
+                },
+                false,
+            ),
+            ResourceRef::Api(api) => (api, true),
+        };
+        DynamicResource {
+            rest: self.rest.clone(),
+            resource,
+            scope_known,
+            namespace: None,
+        }
+    }
+}
+
+/// What [`DynamicClient::resource`] addresses: a group-version-resource (scope unknown) or an
+/// [`ApiResource`] (scope and kind known).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceRef {
+    /// A group-version-resource.
+    Gvr(GroupVersionResource),
+    /// A fully described resource.
+    Api(ApiResource),
+}
+
+impl From<GroupVersionResource> for ResourceRef {
+    fn from(gvr: GroupVersionResource) -> Self {
+        ResourceRef::Gvr(gvr)
+    }
+}
+
+impl From<&GroupVersionResource> for ResourceRef {
+    fn from(gvr: &GroupVersionResource) -> Self {
+        ResourceRef::Gvr(gvr.clone())
+    }
+}
+
+impl From<ApiResource> for ResourceRef {
+    fn from(api: ApiResource) -> Self {
+        ResourceRef::Api(api)
+    }
+}
+
+impl From<&ApiResource> for ResourceRef {
+    fn from(api: &ApiResource) -> Self {
+        ResourceRef::Api(api.clone())
+    }
+}
+
+/// One resource, in one namespace or all (client-go's `NamespaceableResourceInterface` and
+/// `ResourceInterface`). Made by [`DynamicClient::resource`]; cheap to clone.
+///
+/// Objects go in and out as [`DynamicObject`]s, losslessly: fields kclient does not know are
+/// kept and sent back as they came.
+#[derive(Clone, Debug)]
+pub struct DynamicResource {
+    rest: RestClient,
+    resource: ApiResource,
+    scope_known: bool,
+    namespace: Option<String>,
+}
+
+/// The HTTP method of a request.
+#[derive(Clone, Copy)]
+enum Verb {
+    Get,
+    Post,
+    Put,
+    Delete,
+}
+
+impl DynamicResource {
+    /// The same resource in `namespace` (client-go's `Namespace(ns)`); `""` means all
+    /// namespaces.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        let namespace = namespace.into();
+        self.namespace = Some(namespace).filter(|ns| !ns.is_empty());
+        self
+    }
+
+    /// The same resource across all namespaces.
+    pub fn all_namespaces(mut self) -> Self {
+        self.namespace = None;
+        self
+    }
+
+    /// The namespace requests address, if any (`None` for cluster-scoped resources and for
+    /// all namespaces).
+    pub fn namespace_name(&self) -> Option<&str> {
+        if self.scope_known && !self.resource.namespaced {
+            return None;
+        }
+        self.namespace.as_deref()
+    }
+
+    /// The resource addressed. For a resource given as a [`GroupVersionResource`], `kind` is
+    /// empty and `namespaced` says nothing.
+    pub fn api_resource(&self) -> &ApiResource {
+        &self.resource
+    }
+
+    /// The REST client underneath.
+    pub fn rest_client(&self) -> &RestClient {
+        &self.rest
+    }
+
+    fn check_scope(&self, verb: &'static str) -> Result<(), Error> {
+        if self.scope_known && self.resource.namespaced && self.namespace.is_none() {
+            return Err(Error::NamespaceRequired {
+                verb,
+                resource: self.resource.gvr().group_resource(),
+            });
+        }
+        Ok(())
+    }
+
+    fn base(&self, request: Request) -> Request {
+        request
+            .group_version(&self.resource.group_version())
+            .namespace_opt(self.namespace_name())
+            .resource(&self.resource.plural)
+    }
+
+    fn collection(&self, verb: Verb) -> Request {
+        let request = match verb {
+            Verb::Get => self.rest.get(),
+            Verb::Post => self.rest.post(),
+            Verb::Put => self.rest.put(),
+            Verb::Delete => self.rest.delete(),
+        };
+        self.base(request)
+    }
+
+    /// A request on one object (and maybe a subresource), checking the name and scope.
+    fn object(
+        &self,
+        verb_name: &'static str,
+        verb: Verb,
+        name: &str,
+        subresource: Option<&str>,
+    ) -> Result<Request, Error> {
+        if name.is_empty() {
+            return Err(Error::MissingName { verb: verb_name });
+        }
+        self.check_scope(verb_name)?;
+        let request = self.collection(verb).name(name);
+        Ok(match subresource {
+            Some(sub) => request.subresource(sub),
+            None => request,
+        })
+    }
+
+    /// Fills in `apiVersion` and `kind` of an object that lacks both, from the resource.
+    fn fill_type(&self, mut object: DynamicObject) -> DynamicObject {
+        if object.types.is_none() && !self.resource.kind.is_empty() {
+            object.types = Some(TypeMeta::new(
+                self.resource.api_version.clone(),
+                self.resource.kind.clone(),
+            ));
+        }
+        object
+    }
+
+    /// Reads one object (client-go's `Get`).
+    pub async fn get(&self, name: &str, options: &GetOptions) -> Result<DynamicObject, Error> {
+        let object = self
+            .object("get", Verb::Get, name, None)?
+            .params(options.query_pairs())
+            .json()
+            .await?;
+        Ok(self.fill_type(object))
+    }
+
+    /// Reads a subresource of one object (`status`, `scale` ...). The answer may be of another
+    /// kind (`autoscaling/v1 Scale`), which a `DynamicObject` holds as well.
+    pub async fn get_subresource(
+        &self,
+        name: &str,
+        subresource: &str,
+        options: &GetOptions,
+    ) -> Result<DynamicObject, Error> {
+        Ok(self
+            .object("get", Verb::Get, name, Some(subresource))?
+            .params(options.query_pairs())
+            .json()
+            .await?)
+    }
+
+    /// Lists objects: one request, so one page if `options.limit` is set (client-go's `List`).
+    ///
+    /// Items without `apiVersion` and `kind` (the API server leaves them out of list items)
+    /// get the list's, with the `List` suffix dropped from the kind, as client-go's
+    /// `UnstructuredList` does.
+    ///
+    /// For every page of a large list, use kclient-typed's `ListPager`, which works over any
+    /// [`ListerWatcher`](kclient_core::ListerWatcher) and so over a `DynamicResource`.
+    pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<DynamicObject>, Error> {
+        options.validate(false)?;
+        let mut list: ObjectList<DynamicObject> = self
+            .collection(Verb::Get)
+            .params(options.query_pairs())
+            .json()
+            .await?;
+        fill_item_types(&mut list, &self.resource);
+        Ok(list)
+    }
+
+    /// Watches objects from `options.resource_version` (client-go's `Watch`): a stream of
+    /// events that ends when the server closes the watch. The server's errors (`410 Gone`
+    /// for a resourceVersion too old) arrive as `WatchEvent::Error`; a broken stream as an
+    /// `Err` item.
+    pub async fn watch(
+        &self,
+        options: &ListOptions,
+    ) -> Result<WatchStream<DynamicObject, Error>, Error> {
+        options.validate(true)?;
+        let stream = self
+            .collection(Verb::Get)
+            .params(options.watch_query_pairs())
+            .watch::<DynamicObject>()
+            .await?;
+        let this = self.clone();
+        Ok(Box::pin(stream.map_err(Error::from).map_ok(
+            move |event: WatchEvent<DynamicObject>| event.map(|o| this.fill_type(o)),
+        )))
+    }
+
+    /// Creates an object and returns it as stored (client-go's `Create`).
+    pub async fn create(
+        &self,
+        object: &DynamicObject,
+        options: &CreateOptions,
+    ) -> Result<DynamicObject, Error> {
+        options.validate()?;
+        self.check_scope("create")?;
+        Ok(self
+            .collection(Verb::Post)
+            .params(options.query_pairs())
+            .json_body(object)
+            .json()
+            .await?)
+    }
+
+    /// Creates a subresource of an existing object (`pods/eviction`,
+    /// `serviceaccounts/token` ...); the name comes from `object.metadata.name`, as in
+    /// client-go.
+    pub async fn create_subresource(
+        &self,
+        subresource: &str,
+        object: &DynamicObject,
+        options: &CreateOptions,
+    ) -> Result<DynamicObject, Error> {
+        options.validate()?;
+        let name = name_of(object, "create")?;
+        Ok(self
+            .object("create", Verb::Post, &name, Some(subresource))?
+            .params(options.query_pairs())
+            .json_body(object)
+            .json()
+            .await?)
+    }
+
+    /// Replaces an object (a `PUT`; client-go's `Update`). The name comes from
+    /// `object.metadata.name`; a `resourceVersion` makes it a compare-and-swap (`409 Conflict`
+    /// if the object changed meanwhile).
+    pub async fn update(
+        &self,
+        object: &DynamicObject,
+        options: &UpdateOptions,
+    ) -> Result<DynamicObject, Error> {
+        self.put(object, options, None).await
+    }
+
+    /// Replaces an object's status (the `status` subresource; client-go's `UpdateStatus`).
+    pub async fn update_status(
+        &self,
+        object: &DynamicObject,
+        options: &UpdateOptions,
+    ) -> Result<DynamicObject, Error> {
+        self.put(object, options, Some("status")).await
+    }
+
+    /// Replaces a subresource (`scale` ...) of the object named by `object.metadata.name`.
+    pub async fn update_subresource(
+        &self,
+        subresource: &str,
+        object: &DynamicObject,
+        options: &UpdateOptions,
+    ) -> Result<DynamicObject, Error> {
+        self.put(object, options, Some(subresource)).await
+    }
+
+    async fn put(
+        &self,
+        object: &DynamicObject,
+        options: &UpdateOptions,
+        subresource: Option<&str>,
+    ) -> Result<DynamicObject, Error> {
+        options.validate()?;
+        let name = name_of(object, "update")?;
+        Ok(self
+            .object("update", Verb::Put, &name, subresource)?
+            .params(options.query_pairs())
+            .json_body(object)
+            .json()
+            .await?)
+    }
+
+    /// Patches an object with any [`Patch`] kind — JSON patch, merge patch, strategic merge
+    /// patch (built-in types only; the server refuses it for custom resources) or apply — and
+    /// returns the result (client-go's `Patch`).
+    pub async fn patch<P: Serialize>(
+        &self,
+        name: &str,
+        patch: &Patch<P>,
+        options: &PatchOptions,
+    ) -> Result<DynamicObject, Error> {
+        self.send_patch(name, patch, options, None).await
+    }
+
+    /// Patches an object's status.
+    pub async fn patch_status<P: Serialize>(
+        &self,
+        name: &str,
+        patch: &Patch<P>,
+        options: &PatchOptions,
+    ) -> Result<DynamicObject, Error> {
+        self.send_patch(name, patch, options, Some("status")).await
+    }
+
+    /// Patches a subresource (`scale` ...).
+    pub async fn patch_subresource<P: Serialize>(
+        &self,
+        name: &str,
+        subresource: &str,
+        patch: &Patch<P>,
+        options: &PatchOptions,
+    ) -> Result<DynamicObject, Error> {
+        self.send_patch(name, patch, options, Some(subresource))
+            .await
+    }
+
+    async fn send_patch<P: Serialize>(
+        &self,
+        name: &str,
+        patch: &Patch<P>,
+        options: &PatchOptions,
+        subresource: Option<&str>,
+    ) -> Result<DynamicObject, Error> {
+        options.validate_for(patch)?;
+        patch.validate()?;
+        if name.is_empty() {
+            return Err(Error::MissingName { verb: "patch" });
+        }
+        self.check_scope("patch")?;
+        let mut request = self.base(self.rest.patch(patch)).name(name);
+        if let Some(sub) = subresource {
+            request = request.subresource(sub);
+        }
+        Ok(request.params(options.query_pairs()).json().await?)
+    }
+
+    /// Server-side apply (client-go's `Apply`): sends `configuration`, the fields this field
+    /// manager wants to own (with `apiVersion`, `kind` and `metadata.name`), and returns the
+    /// merged object. `options` needs a field manager ([`PatchOptions::apply`]); set `force` to
+    /// take over fields other managers own. A configuration carrying
+    /// `metadata.managedFields` is refused ([`Error::ManagedFieldsSet`]), as in client-go.
+    pub async fn apply(
+        &self,
+        name: &str,
+        configuration: &DynamicObject,
+        options: &PatchOptions,
+    ) -> Result<DynamicObject, Error> {
+        self.send_apply(name, configuration, options, None).await
+    }
+
+    /// Server-side apply of an object's status (client-go's `ApplyStatus`).
+    pub async fn apply_status(
+        &self,
+        name: &str,
+        configuration: &DynamicObject,
+        options: &PatchOptions,
+    ) -> Result<DynamicObject, Error> {
+        self.send_apply(name, configuration, options, Some("status"))
+            .await
+    }
+
+    async fn send_apply(
+        &self,
+        name: &str,
+        configuration: &DynamicObject,
+        options: &PatchOptions,
+        subresource: Option<&str>,
+    ) -> Result<DynamicObject, Error> {
+        if configuration
+            .metadata
+            .managed_fields
+            .as_ref()
+            .is_some_and(|m| !m.is_empty())
+        {
+            return Err(Error::ManagedFieldsSet);
+        }
+        self.send_patch(name, &Patch::Apply(configuration), options, subresource)
+            .await
+    }
+
+    /// Deletes an object (client-go's `Delete`). The server answers with the object (when
+    /// finalizers or graceful deletion keep it around, and for resources that always return
+    /// it) or with a `Status`: see [`DeleteResponse`].
+    pub async fn delete(
+        &self,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<DeleteResponse<DynamicObject>, Error> {
+        options.validate()?;
+        let body = options.to_body().map_err(Error::Serialize)?;
+        let response = self
+            .object("delete", Verb::Delete, name, None)?
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+            .await?;
+        DeleteResponse::decode(response.body())
+    }
+
+    /// Deletes every object the list options select, in the namespace or across all
+    /// (client-go's `DeleteCollection`). The server answers with the list of deleted objects
+    /// or a `Status`.
+    pub async fn delete_collection(
+        &self,
+        delete_options: &DeleteOptions,
+        list_options: &ListOptions,
+    ) -> Result<DeleteResponse<ObjectList<DynamicObject>>, Error> {
+        delete_options.validate()?;
+        list_options.validate(false)?;
+        let body = delete_options.to_body().map_err(Error::Serialize)?;
+        let response = self
+            .collection(Verb::Delete)
+            .params(list_options.query_pairs())
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+            .await?;
+        let mut response = DeleteResponse::decode(response.body())?;
+        if let DeleteResponse::Object(list) = &mut response {
+            fill_item_types(list, &self.resource);
+        }
+        Ok(response)
+    }
+}
+
+/// The name of an object about to be written.
+fn name_of(object: &DynamicObject, verb: &'static str) -> Result<String, Error> {
+    object
+        .metadata
+        .name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .ok_or(Error::MissingName { verb })
+}
+
+/// Gives list items without `apiVersion` and `kind` the list's (its kind without the `List`
+/// suffix), or else the resource's (client-go's `UnstructuredList` decoding).
+pub(crate) fn fill_item_types(list: &mut ObjectList<DynamicObject>, resource: &ApiResource) {
+    let (api_version, kind) = match &list.types {
+        Some(t) if !t.api_version.is_empty() && !t.kind.is_empty() => (
+            t.api_version.clone(),
+            t.kind.strip_suffix("List").unwrap_or(&t.kind).to_owned(),
+        ),
+        _ => (resource.api_version.clone(), resource.kind.clone()),
+    };
+    if api_version.is_empty() || kind.is_empty() {
+        return;
+    }
+    for item in &mut list.items {
+        let untyped = item.types.is_none()
+            && item.data.get("apiVersion").is_none()
+            && item.data.get("kind").is_none();
+        if untyped {
+            item.types = Some(TypeMeta::new(api_version.clone(), kind.clone()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kclient_core::GroupVersionKind;
+    use kclient_rest::Config;
+    use serde_json::json;
+
+    use super::*;
+
+    fn client() -> DynamicClient {
+        DynamicClient::new(RestClient::new(Config::new("https://h")).unwrap())
+    }
+
+    fn crontabs() -> ApiResource {
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::new("stable.example.com", "v1", "CronTab"),
+            "crontabs",
+            true,
+        )
+    }
+
+    #[test]
+    fn list_items_get_the_list_type() {
+        let mut list: ObjectList<DynamicObject> = serde_json::from_value(json!({
+            "apiVersion": "stable.example.com/v1", "kind": "CronTabList",
+            "metadata": {"resourceVersion": "5"},
+            "items": [
+                {"metadata": {"name": "a"}},
+                {"apiVersion": "stable.example.com/v2", "kind": "CronTab", "metadata": {"name": "b"}}
+            ]
+        }))
+        .unwrap();
+        fill_item_types(&mut list, &ApiResource::default());
+        assert_eq!(
+            list.items[0].types,
+            Some(TypeMeta::new("stable.example.com/v1", "CronTab"))
+        );
+        assert_eq!(
+            list.items[1].types.as_ref().unwrap().api_version,
+            "stable.example.com/v2",
+            "items that carry their type keep it"
+        );
+    }
+
+    #[test]
+    fn list_items_fall_back_to_the_resource_type() {
+        let mut list: ObjectList<DynamicObject> =
+            serde_json::from_value(json!({"items": [{"metadata": {"name": "a"}}]})).unwrap();
+        fill_item_types(&mut list, &ApiResource::default());
+        assert_eq!(list.items[0].types, None, "nothing to fill from");
+        fill_item_types(&mut list, &crontabs());
+        assert_eq!(
+            list.items[0].types,
+            Some(TypeMeta::new("stable.example.com/v1", "CronTab"))
+        );
+    }
+
+    #[test]
+    fn scope_decides_the_namespace_in_paths() {
+        let c = client();
+        let by_gvr = c.resource(GroupVersionResource::new("apps", "v1", "deployments"));
+        assert_eq!(
+            by_gvr.collection(Verb::Get).path(),
+            "/apis/apps/v1/deployments"
+        );
+        let by_gvr = by_gvr.namespace("prod");
+        assert_eq!(
+            by_gvr.collection(Verb::Get).path(),
+            "/apis/apps/v1/namespaces/prod/deployments"
+        );
+        assert_eq!(by_gvr.api_resource().api_version, "apps/v1");
+
+        let nodes = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::new("", "v1", "Node"),
+            "nodes",
+            false,
+        );
+        let nodes = c.resource(&nodes).namespace("ignored");
+        assert_eq!(nodes.namespace_name(), None);
+        assert_eq!(
+            nodes
+                .object("get", Verb::Get, "n1", Some("status"))
+                .unwrap()
+                .path(),
+            "/api/v1/nodes/n1/status"
+        );
+
+        let cts = c.resource(crontabs());
+        assert!(matches!(
+            cts.object("get", Verb::Get, "x", None),
+            Err(Error::NamespaceRequired { verb: "get", .. })
+        ));
+        assert!(matches!(
+            cts.clone()
+                .namespace("a")
+                .object("get", Verb::Get, "", None),
+            Err(Error::MissingName { verb: "get" })
+        ));
+        assert_eq!(
+            cts.clone().namespace("").namespace_name(),
+            None,
+            "an empty namespace is all namespaces"
+        );
+        assert_eq!(
+            cts.namespace("a")
+                .all_namespaces()
+                .collection(Verb::Get)
+                .path(),
+            "/apis/stable.example.com/v1/crontabs"
+        );
+    }
+
+    #[test]
+    fn watch_objects_get_the_resource_type() {
+        let cts = client().resource(crontabs());
+        let filled = cts.fill_type(DynamicObject::default());
+        assert_eq!(
+            filled.types,
+            Some(TypeMeta::new("stable.example.com/v1", "CronTab"))
+        );
+        let by_gvr = client().resource(crontabs().gvr());
+        assert_eq!(by_gvr.fill_type(DynamicObject::default()).types, None);
+    }
+}

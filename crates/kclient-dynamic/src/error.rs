@@ -1,0 +1,104 @@
+//! [`Error`]: what a dynamic client call can fail with.
+
+use kclient_core::{ApiStatus, GroupResource, OptionsError, Status};
+
+/// The error of every dynamic client call.
+///
+/// The server's refusals (`404 NotFound`, `409 Conflict`, `410 Expired` ...) and transport
+/// failures come from the REST layer as [`Error::Rest`]; [`ApiStatus`] is implemented, so
+/// `err.is_not_found()`, `err.is_conflict()` and the other predicates work on it directly.
+/// Requests the server would refuse are caught before they are sent: invalid options, and
+/// calls without the namespace or name they need.
+///
+/// ```
+/// use kclient_core::{ApiError, ApiStatus, GroupResource};
+/// use kclient_dynamic::Error;
+///
+/// let err = Error::from(kclient_rest::Error::from(ApiError::not_found(
+///     &GroupResource::new("stable.example.com", "crontabs"),
+///     "nightly",
+/// )));
+/// assert!(err.is_not_found());
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The request failed in the REST layer: the server answered with a failure `Status`, the
+    /// connection or TLS failed, the response could not be decoded, the request timed out.
+    #[error(transparent)]
+    Rest(#[from] kclient_rest::Error),
+
+    /// The options would be rejected by the server (checked before sending).
+    #[error("invalid options: {0}")]
+    Options(#[from] OptionsError),
+
+    /// The call addresses one object of a resource known to be namespaced (or creates one),
+    /// but no namespace was given.
+    #[error("{verb} of a {resource} object needs a namespace: use .namespace(ns)")]
+    NamespaceRequired {
+        /// The verb (`create`, `get`, `update` ...).
+        verb: &'static str,
+        /// The resource.
+        resource: GroupResource,
+    },
+
+    /// The call needs an object name, and none was given (an empty name, or an object
+    /// without `metadata.name`).
+    #[error("{verb} needs the object's name, which is empty")]
+    MissingName {
+        /// The verb.
+        verb: &'static str,
+    },
+
+    /// An apply configuration must not carry `metadata.managedFields` (as in client-go: the
+    /// server would take them as the fields to own).
+    #[error("cannot apply an object with managed fields already set; remove metadata.managedFields (or extract the apply configuration of your field manager) first")]
+    ManagedFieldsSet,
+
+    /// A body could not be serialized.
+    #[error("cannot serialize the request body: {0}")]
+    Serialize(#[source] serde_json::Error),
+}
+
+impl ApiStatus for Error {
+    fn api_status(&self) -> Option<&Status> {
+        match self {
+            Error::Rest(e) => e.api_status(),
+            _ => None,
+        }
+    }
+
+    fn is_connection_refused(&self) -> bool {
+        match self {
+            Error::Rest(e) => e.is_connection_refused(),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kclient_core::ApiError;
+
+    #[test]
+    fn predicates_see_through_to_the_server_status() {
+        let gr = GroupResource::new("example.com", "widgets");
+        let err = Error::from(kclient_rest::Error::from(ApiError::conflict(
+            &gr, "w", "stale",
+        )));
+        assert!(err.is_conflict());
+        assert!(!err.is_not_found());
+        let local = Error::MissingName { verb: "update" };
+        assert!(local.api_status().is_none());
+        assert!(!local.is_connection_refused());
+        assert_eq!(
+            Error::NamespaceRequired {
+                verb: "get",
+                resource: gr
+            }
+            .to_string(),
+            "get of a widgets.example.com object needs a namespace: use .namespace(ns)"
+        );
+    }
+}

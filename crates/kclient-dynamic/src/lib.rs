@@ -1,0 +1,57 @@
+//! kclient-dynamic: every verb on any resource, including custom resources unknown at compile
+//! time, over [`DynamicObject`](kclient_core::DynamicObject) — client-go's `dynamic` package.
+//!
+//! [`DynamicClient::resource`] takes a [`GroupVersionResource`](kclient_core::GroupVersionResource)
+//! or an [`ApiResource`](kclient_core::ApiResource) (from kclient-discovery's `RestMapper`) and
+//! gives a [`DynamicResource`], narrowed to a namespace with
+//! [`namespace`](DynamicResource::namespace), with `get`, `list`, `watch`, `create`, `update`,
+//! `update_status`, `patch` (JSON, merge, strategic merge, apply), `apply`, `apply_status`,
+//! `delete` and `delete_collection`. Objects round-trip losslessly: fields kclient has never
+//! heard of are kept and sent back as they came. List items get `apiVersion` and `kind` from
+//! the list, as client-go's `UnstructuredList` does.
+//!
+//! A `DynamicResource` (or a [`FilteredListWatch`] over one, with selectors) implements
+//! [`ListerWatcher`](kclient_core::ListerWatcher), so informers and pagers work for any
+//! resource.
+//!
+//! ```no_run
+//! use kclient_core::{DynamicObject, GroupVersionResource, ListOptions, Patch, PatchOptions};
+//! use kclient_dynamic::DynamicClient;
+//! use serde_json::json;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let rest = kclient_rest::RestClient::new(kclient_rest::Config::infer()?)?;
+//! let client = DynamicClient::new(rest);
+//! let crontabs = client
+//!     .resource(&GroupVersionResource::new("stable.example.com", "v1", "crontabs"))
+//!     .namespace("default");
+//!
+//! // Server-side apply a custom resource...
+//! let desired: DynamicObject = serde_json::from_value(json!({
+//!     "apiVersion": "stable.example.com/v1", "kind": "CronTab",
+//!     "metadata": {"name": "nightly"},
+//!     "spec": {"cronSpec": "0 3 * * *", "image": "backup:1.2"}
+//! }))?;
+//! let applied = crontabs.apply("nightly", &desired, &PatchOptions::apply("my-tool")).await?;
+//! println!("resourceVersion {:?}", applied.metadata.resource_version);
+//!
+//! // ...patch it, and list them all.
+//! let patch = Patch::Merge(json!({"spec": {"image": "backup:1.3"}}));
+//! crontabs.patch("nightly", &patch, &PatchOptions::default()).await?;
+//! for ct in crontabs.list(&ListOptions::default()).await? {
+//!     println!("{} {}", ct.metadata.name.unwrap_or_default(), ct.data["spec"]["image"]);
+//! }
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod client;
+mod delete;
+mod error;
+mod list_watch;
+
+pub use client::{DynamicClient, DynamicResource, ResourceRef};
+pub use delete::DeleteResponse;
+pub use error::Error;
+pub use list_watch::{FilteredListWatch, TweakListOptions};
