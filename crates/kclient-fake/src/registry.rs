@@ -434,7 +434,10 @@ impl Registry {
                 if new == old {
                     return Ok((old, false, true));
                 }
-                if meta::is_terminating(&new) && meta::finalizers(&new).is_empty() {
+                if meta::is_terminating(&new)
+                    && meta::finalizers(&new).is_empty()
+                    && !namespace_finalizers_left(&gr, &new)
+                {
                     // The last finalizer went: the object goes.
                     if opts.dry_run {
                         return Ok((new, false, true));
@@ -654,11 +657,7 @@ impl Registry {
                 }
                 _ => {}
             }
-            let spec_finalizers = is_namespace
-                && cur
-                    .pointer("/spec/finalizers")
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| !a.is_empty());
+            let spec_finalizers = namespace_finalizers_left(&gr, cur);
             if finalizers.is_empty() && !spec_finalizers {
                 if dry_run {
                     return Ok(Deleted { object: cur.clone(), removed: true });
@@ -873,6 +872,15 @@ impl Registry {
             remaining,
         })
     }
+}
+
+/// Whether `obj` is a namespace whose `spec.finalizers` still hold it.
+fn namespace_finalizers_left(resource: &GroupResource, obj: &Value) -> bool {
+    *resource == namespaces()
+        && obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
 }
 
 fn copy_managed_fields(from: &Value, to: &mut Value) {

@@ -319,3 +319,87 @@ async fn namespace_deletion_removes_its_content() {
         StatusCode::NOT_FOUND
     );
 }
+
+#[tokio::test]
+async fn namespace_metadata_finalizers_and_the_finalize_subresource() {
+    let (server, c) = server().await;
+    c.post(
+        "/api/v1/namespaces",
+        &json!({"metadata": {"name": "held", "finalizers": ["example.com/x"]}}),
+    )
+    .await;
+    c.post(
+        "/api/v1/namespaces/held/configmaps",
+        &configmap("cm", json!({})),
+    )
+    .await;
+    let r = c.delete("/api/v1/namespaces/held").await;
+    assert_eq!(r.body["status"]["phase"], "Terminating");
+    let namespaces = GroupResource::new("", "namespaces");
+    // The content is gone and the spec finalizer removed, but the metadata finalizer holds it.
+    let ns = server
+        .get_value(&namespaces, "", "held")
+        .expect("held by its finalizer");
+    assert!(ns["spec"].get("finalizers").is_none(), "{ns}");
+    assert!(server
+        .list_values(&GroupResource::new("", "configmaps"), Some("held"))
+        .is_empty());
+    let r = c
+        .patch(
+            "/api/v1/namespaces/held",
+            MERGE,
+            r#"{"metadata":{"finalizers":null}}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(server.get_value(&namespaces, "", "held").is_none());
+
+    // The finalize subresource sets spec.finalizers.
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "f"}}))
+        .await;
+    let r = c
+        .put(
+            "/api/v1/namespaces/f/finalize",
+            &json!({"metadata": {"name": "f"}, "spec": {"finalizers": ["a", "b"]}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["spec"]["finalizers"], json!(["a", "b"]));
+}
+
+#[tokio::test]
+async fn a_namespace_waits_for_its_content_even_without_metadata_finalizers() {
+    let (server, c) = server().await;
+    c.post(
+        "/api/v1/namespaces",
+        &json!({"metadata": {"name": "n", "finalizers": ["example.com/x"]}}),
+    )
+    .await;
+    let mut cm = configmap("stuck", json!({}));
+    cm["metadata"]["finalizers"] = json!(["example.com/y"]);
+    c.post("/api/v1/namespaces/n/configmaps", &cm).await;
+    c.delete("/api/v1/namespaces/n").await;
+    let r = c
+        .patch(
+            "/api/v1/namespaces/n",
+            MERGE,
+            r#"{"metadata":{"finalizers":null}}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let namespaces = GroupResource::new("", "namespaces");
+    let ns = server
+        .get_value(&namespaces, "", "n")
+        .expect("still held by spec.finalizers");
+    assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+    c.patch(
+        "/api/v1/namespaces/n/configmaps/stuck",
+        MERGE,
+        r#"{"metadata":{"finalizers":null}}"#,
+    )
+    .await;
+    assert!(
+        server.get_value(&namespaces, "", "n").is_none(),
+        "gone once empty"
+    );
+}
