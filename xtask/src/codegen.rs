@@ -6,7 +6,8 @@
 //! * `codegen table [--versions 1.35,1.36,1.37]` — the tables, from k8s-openapi's source (its
 //!   types, plus the verbs and subresources kclient-codegen knows).
 //! * `codegen refresh --kubeconfig <file>` — the table of the server's version, from its
-//!   discovery (Rust types and skip reasons are kept from the existing table).
+//!   discovery (Rust types and skip reasons are kept from the existing table, and so are the
+//!   resources the server does not serve, such as alpha APIs it does not enable).
 //! * `codegen crd <crd.yaml>… --out <dir> [--check]` — Rust types and typed clients for
 //!   CustomResourceDefinitions.
 
@@ -230,9 +231,11 @@ fn refresh(args: &[String]) -> Result<()> {
         }
     };
     table.adopt_rust_types(&known);
+    let kept = table.keep_missing_from(&known);
     table.save(&path)?;
     eprintln!(
-        "codegen: {} from {git_version} ({} resources, {} skipped); now run `cargo xtask codegen`",
+        "codegen: {} from {git_version} ({} resources, {} skipped, {kept} not served by this \
+         server kept from the previous table); now run `cargo xtask codegen`",
         path.display(),
         table.supported().count(),
         table.skipped().count()

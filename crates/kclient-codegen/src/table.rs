@@ -182,6 +182,29 @@ impl ResourceTable {
     }
 }
 
+impl ResourceTable {
+    /// Adds the entries of `other` this table lacks (for a table read from discovery: APIs
+    /// the server does not enable, such as alpha groups, keep their previous entries), and
+    /// returns how many were added.
+    pub fn keep_missing_from(&mut self, other: &ResourceTable) -> usize {
+        let missing: Vec<ResourceEntry> = other
+            .resources
+            .iter()
+            .filter(|o| {
+                !self
+                    .resources
+                    .iter()
+                    .any(|r| r.group == o.group && r.version == o.version && r.kind == o.kind)
+            })
+            .cloned()
+            .collect();
+        let added = missing.len();
+        self.resources.extend(missing);
+        self.normalize();
+        added
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +240,28 @@ mod tests {
         table.normalize();
         assert_eq!(back, table);
         assert_eq!(back.resources[0].verbs, ["get", "list"]);
+    }
+
+    #[test]
+    fn discovery_keeps_what_the_server_does_not_serve() {
+        let mut served = ResourceTable {
+            kubernetes_version: "1.35".into(),
+            source: "discovery".into(),
+            resources: vec![ResourceEntry {
+                rust_type: None,
+                ..entry("", "Pod")
+            }],
+        };
+        let known = ResourceTable {
+            kubernetes_version: "1.35".into(),
+            source: "k8s-openapi".into(),
+            resources: vec![entry("", "Pod"), entry("alpha.k8s.io", "Thing")],
+        };
+        served.adopt_rust_types(&known);
+        assert_eq!(served.resources[0].rust_type.as_deref(), Some("x::Pod"));
+        assert_eq!(served.keep_missing_from(&known), 1);
+        assert_eq!(served.resources.len(), 2);
+        assert_eq!(served.keep_missing_from(&known), 0);
     }
 
     #[test]
