@@ -371,6 +371,11 @@ mod tests {
     }
 
     #[test]
+    fn retries_match_client_go() {
+        assert_eq!(DEFAULT_RETRIES, 2);
+    }
+
+    #[test]
     fn complete_and_failure() {
         let mut r = ServerResources::default();
         assert!(r.is_complete() && r.failure().is_none());

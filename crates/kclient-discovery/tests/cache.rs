@@ -87,6 +87,25 @@ async fn the_memory_cache_fetches_once_until_invalidated() {
 }
 
 #[tokio::test]
+async fn concurrent_first_calls_share_one_fetch() {
+    let server = fake().await;
+    let proxy = Proxy::start(&server.url()).await;
+    let cache = Arc::new(MemCacheClient::new(DiscoveryClient::new(rest(
+        &proxy.url(),
+    ))));
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let cache = cache.clone();
+            tokio::spawn(async move { cache.server_groups_and_resources().await })
+        })
+        .collect();
+    for t in tasks {
+        assert!(t.await.unwrap().unwrap().is_complete());
+    }
+    assert_eq!(proxy.paths(), ["/api", "/apis"]);
+}
+
+#[tokio::test]
 async fn the_memory_cache_retries_transient_failures_and_keeps_the_others() {
     let server = fake().await;
     let proxy = Proxy::start(&server.url()).await;

@@ -167,6 +167,30 @@ async fn min_refresh_interval_bounds_refreshes_on_misses() {
 }
 
 #[tokio::test]
+async fn the_deferred_mapper_can_be_shared_across_tasks() {
+    let server = fake().await;
+    let mapper = std::sync::Arc::new(DeferredRestMapper::new(MemCacheClient::new(
+        DiscoveryClient::new(rest(&server.url())),
+    )));
+    let task = {
+        let mapper = mapper.clone();
+        tokio::spawn(async move { mapper.find("deploy").await })
+    };
+    assert_eq!(task.await.unwrap().unwrap().resource.group, "apps");
+    assert_eq!(
+        mapper
+            .mapper()
+            .await
+            .unwrap()
+            .find("po")
+            .unwrap()
+            .resource
+            .resource,
+        "pods"
+    );
+}
+
+#[tokio::test]
 async fn concurrent_misses_share_one_refresh() {
     let server = fake().await;
     let proxy = Proxy::start(&server.url()).await;
