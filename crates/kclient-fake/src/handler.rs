@@ -262,7 +262,7 @@ async fn resource(
                 } else {
                     format!("{},metadata.name={name}", params.field_selector)
                 };
-                return watch_collection(shared, &info, path.namespace.as_deref(), params);
+                return watch_collection(shared, &info, path.namespace.as_deref(), params).await;
             }
             require(&info, "get")?;
             if let Some(rv) = crate::query::parse_rv(q.str("resourceVersion"))? {
@@ -274,7 +274,7 @@ async fn resource(
         (&Method::GET, None) => {
             let params = ListParams::from_query(&q, path.watch_prefix)?;
             if params.watch {
-                return watch_collection(shared, &info, path.namespace.as_deref(), params);
+                return watch_collection(shared, &info, path.namespace.as_deref(), params).await;
             }
             require(&info, "list")?;
             list(shared, req, &info, path.namespace.as_deref(), params).await
@@ -489,7 +489,7 @@ async fn list(
     Ok(response::json_bytes(StatusCode::OK, body))
 }
 
-fn watch_collection(
+async fn watch_collection(
     shared: &Arc<Shared>,
     info: &Arc<ResourceInfo>,
     namespace: Option<&str>,
@@ -503,11 +503,10 @@ fn watch_collection(
         params.allow_watch_bookmarks,
     )?;
     if let watch::Start::Initial { .. } = start {
+        // A streaming list at NotOlderThan N waits (three seconds at most) for N, as the
+        // watch cache does.
         if let Some(rv) = crate::query::parse_rv(&params.resource_version)?.filter(|r| *r > 0) {
-            let current = shared.registry.store.read().current_rv();
-            if rv > current {
-                return Err(errors::too_large_resource_version(rv, current));
-            }
+            shared.registry.wait_for_rv(rv).await?;
         }
     }
     // As the API server: a positive timeoutSeconds bounds the watch, anything else gets the

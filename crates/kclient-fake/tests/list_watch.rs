@@ -601,3 +601,29 @@ async fn dropping_watches() {
         ("ADDED".into(), "after".into())
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn streaming_lists_wait_for_their_resource_version() {
+    let (server, c) = server().await;
+    let future = server.resource_version() + 1;
+    let path = format!(
+        "{PODS}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&resourceVersion={future}"
+    );
+    let r = c.get(&path).await;
+    assert_eq!(r.status, StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(
+        r.body["details"]["causes"][0]["reason"],
+        "ResourceVersionTooLarge"
+    );
+    // Reached while waiting: the watch starts.
+    let c2 = c.clone();
+    let waiting = tokio::spawn(async move { c2.watch(&path).await });
+    tokio::task::yield_now().await;
+    c.post(PODS, &pod("now")).await;
+    let mut w = waiting.await.unwrap();
+    assert_eq!(
+        w.next_summary().await.unwrap(),
+        ("ADDED".into(), "now".into())
+    );
+    assert_eq!(w.next().await.unwrap()["type"], "BOOKMARK");
+}
