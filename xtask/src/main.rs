@@ -4,12 +4,15 @@
 //!   workspace (unit, integration and doc tests), cargo-deny's licence, ban and source checks,
 //!   and then the end-to-end suite against a real kube-apiserver (`e2e test`). It exits
 //!   non-zero on the first failure.
+//! * `codegen [--check] | table | refresh | crd` — the generated typed Clientset and CRD
+//!   clients (see `codegen.rs`); `--check` fails when the checked-in code drifts.
 //! * `e2e up | down | test | status | build | gomod | kubectl` — a real kube-apiserver,
 //!   kube-controller-manager and etcd on 127.0.0.1, built from the Kubernetes Go module (see
 //!   `docs/e2e.md`).
 //! * `demo` — the main job: a demo of the informer stack (available once the examples issue
 //!   lands; until then it says so and exits non-zero).
 
+mod codegen;
 mod demo;
 mod e2e;
 mod test;
@@ -25,6 +28,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test::run(&args[1..]),
+        Some("codegen") => codegen::run(&args[1..]),
         Some("e2e") => e2e::run(&args[1..]),
         Some("demo") => demo::run(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
@@ -51,6 +55,8 @@ fn print_help() {
          commands:\n  \
            test    fmt check, clippy -D warnings, all tests and doc tests, cargo-deny,\n          \
                    then the e2e suite against a real kube-apiserver\n  \
+           codegen the typed Clientset [--check] | table | refresh --kubeconfig <file> |\n          \
+                   crd <crd.yaml>... --out <dir> (`cargo xtask codegen help`)\n  \
            e2e     a real kube-apiserver + etcd on 127.0.0.1: up | down | test | status |\n          \
                    build | gomod | kubectl (`cargo xtask e2e help`)\n  \
            demo    run the main demo (against the embedded fake API server, or a cluster\n          \

@@ -26,6 +26,9 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     fmt.args(["fmt", "--all", "--check"]);
     step("cargo fmt --check", fmt)?;
 
+    eprintln!("==> cargo xtask codegen --check");
+    crate::codegen::run(&["--check".to_owned()])?;
+
     let mut clippy = cargo();
     clippy.args([
         "clippy",
