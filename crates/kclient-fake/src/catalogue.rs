@@ -46,6 +46,34 @@ impl ScaleSpec {
     }
 }
 
+/// A subresource other than `status` and `scale` (the pod subresources `log`, `eviction`
+/// and `binding`), as discovery describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtraSubresource {
+    /// The name (`log`).
+    pub name: String,
+    /// The group of the kind it takes or returns (`""`, `policy`).
+    pub group: String,
+    /// Its version.
+    pub version: String,
+    /// The kind (`Pod`, `Eviction`, `Binding`).
+    pub kind: String,
+    /// The verbs (`get`, `create`).
+    pub verbs: Vec<String>,
+}
+
+impl ExtraSubresource {
+    fn new(name: &str, group: &str, version: &str, kind: &str, verbs: &[&str]) -> Self {
+        Self {
+            name: name.into(),
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+}
+
 /// Everything the server knows about one resource in one group version.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResourceInfo {
@@ -74,8 +102,10 @@ pub struct ResourceInfo {
     pub selectable_fields: Vec<String>,
     /// Whether the resource comes from a CustomResourceDefinition.
     pub custom: bool,
-    /// Whether this version is the storage version (the apiVersion objects are stored with).
+    /// The version objects are stored in (the apiVersion they carry).
     pub storage_version: String,
+    /// Subresources besides `status` and `scale`.
+    pub extra_subresources: Vec<ExtraSubresource>,
 }
 
 impl ResourceInfo {
@@ -97,6 +127,7 @@ impl ResourceInfo {
             selectable_fields: Vec::new(),
             custom: false,
             storage_version,
+            extra_subresources: Vec::new(),
         }
     }
 
@@ -157,6 +188,12 @@ impl ResourceInfo {
         self.custom = true;
         self.tracks_generation = true;
         self.returns_deleted_object = true;
+        self
+    }
+
+    /// The same resource with these extra subresources.
+    pub fn with_extra_subresources(mut self, extra: Vec<ExtraSubresource>) -> Self {
+        self.extra_subresources = extra;
         self
     }
 
@@ -388,6 +425,11 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .with_status()
             .tracking_generation()
             .returning_deleted_object()
+            .with_extra_subresources(vec![
+                ExtraSubresource::new("binding", "", "v1", "Binding", &["create"]),
+                ExtraSubresource::new("eviction", "policy", "v1", "Eviction", &["create"]),
+                ExtraSubresource::new("log", "", "v1", "Pod", &["get"]),
+            ])
             .selectable(&[
                 "spec.nodeName",
                 "spec.restartPolicy",

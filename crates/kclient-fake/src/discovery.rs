@@ -157,6 +157,20 @@ pub fn resource_list(catalogue: &Catalogue, group: &str, version: &str) -> Optio
         }
         r["storageVersionHash"] = json!(storage_version_hash(info));
         list.push(r);
+        for extra in &info.extra_subresources {
+            let mut s = json!({
+                "name": format!("{}/{}", info.api.plural, extra.name),
+                "singularName": "",
+                "namespaced": info.namespaced(),
+                "kind": extra.kind,
+                "verbs": extra.verbs,
+            });
+            if extra.group != info.api.group || extra.version != info.api.version {
+                s["group"] = json!(extra.group);
+                s["version"] = json!(extra.version);
+            }
+            list.push(s);
+        }
         for sub in &info.api.subresources {
             let mut s = json!({
                 "name": format!("{}/{sub}", info.api.plural),
@@ -199,18 +213,20 @@ fn resource_discovery(info: &ResourceInfo) -> Value {
     if !info.categories.is_empty() {
         r["categories"] = json!(info.categories);
     }
-    let subs: Vec<Value> = info
-        .api
-        .subresources
-        .iter()
-        .map(|sub| {
+    let extra = info.extra_subresources.iter().map(|e| {
+        json!({"subresource": e.name,
+               "responseKind": {"group": e.group, "version": e.version, "kind": e.kind},
+               "verbs": e.verbs})
+    });
+    let subs: Vec<Value> = extra
+        .chain(info.api.subresources.iter().map(|sub| {
             let kind = if sub == "scale" {
                 scale_kind()
             } else {
                 json!({"group": info.api.group, "version": info.api.version, "kind": info.kind()})
             };
             json!({"subresource": sub, "responseKind": kind, "verbs": SUBRESOURCE_VERBS})
-        })
+        }))
         .collect();
     if !subs.is_empty() {
         r["subresources"] = json!(subs);

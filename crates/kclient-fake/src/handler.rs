@@ -594,6 +594,9 @@ async fn subresource(
     sub: &str,
     q: &Query,
 ) -> Result<Response<Body>, ApiError> {
+    if info.extra_subresources.iter().any(|e| e.name == sub) && info.kind() == "Pod" {
+        return crate::pods::handle(shared, req, info, namespace, name, sub, q).await;
+    }
     let served = match sub {
         "status" => info.status_subresource,
         "scale" => info.scale.is_some(),

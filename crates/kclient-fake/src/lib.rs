@@ -87,6 +87,7 @@ pub mod manifests;
 mod meta;
 mod openapi;
 mod patch;
+mod pods;
 mod query;
 mod registry;
 mod response;
@@ -99,7 +100,7 @@ mod table;
 mod tls;
 mod watch;
 
-pub use catalogue::{ResourceInfo, ScaleSpec};
+pub use catalogue::{ExtraSubresource, ResourceInfo, ScaleSpec};
 pub use faults::{Failure, Faults};
 pub use kubeconfig::Credentials;
 pub use manifests::{load_manifests, parse_manifests};

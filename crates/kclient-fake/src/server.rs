@@ -70,6 +70,7 @@ pub struct Shared {
     pub(crate) registry: Registry,
     pub(crate) faults: FaultState,
     pub(crate) settings: Settings,
+    pub(crate) pod_logs: crate::pods::PodLogs,
     addr: SocketAddr,
     auth: Auth,
 }
@@ -185,6 +186,7 @@ impl FakeApiServerBuilder {
             registry: Registry::new(self.settings.history_window),
             faults: FaultState::default(),
             settings: self.settings,
+            pod_logs: Default::default(),
             addr,
             auth: self.auth,
         });
@@ -399,6 +401,12 @@ impl FakeApiServer {
         Faults {
             shared: self.shared.clone(),
         }
+    }
+
+    /// Sets what `GET pods/{pod}/log?container={container}` answers (the fake server runs
+    /// no containers, so tests script their logs).
+    pub fn set_pod_log(&self, namespace: &str, pod: &str, container: &str, text: &str) {
+        self.shared.pod_logs.set(namespace, pod, container, text);
     }
 
     /// The current resourceVersion of the store.
