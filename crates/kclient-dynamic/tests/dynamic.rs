@@ -836,7 +836,6 @@ async fn server_errors_are_typed() {
 }
 
 #[tokio::test]
-#[ignore = "needs kclient-fake support for the pods/eviction subresource"]
 async fn create_subresource_evicts_a_pod() {
     let (_server, client) = setup().await;
     let pods = client
@@ -859,9 +858,21 @@ async fn create_subresource_evicts_a_pod() {
     pods.create_subresource("eviction", &eviction, &CreateOptions::default())
         .await
         .unwrap();
-    assert!(pods
-        .get("victim", &GetOptions::default())
+    match pods.get("victim", &GetOptions::default()).await {
+        Err(e) if e.is_not_found() => {}
+        Ok(pod) => assert!(pod.is_being_deleted(), "evicted: {pod:?}"),
+        Err(e) => panic!("{e}"),
+    }
+    let err = pods
+        .create_subresource(
+            "eviction",
+            &DynamicObject::default(),
+            &CreateOptions::default(),
+        )
         .await
-        .unwrap()
-        .is_being_deleted());
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::MissingName { verb: "create" }),
+        "{err}"
+    );
 }
