@@ -170,9 +170,7 @@ async fn added_latency() {
         "the paused clock moved by the latency"
     );
     server.faults().set_latency(Duration::ZERO);
-    let before = tokio::time::Instant::now();
-    c.get("/version").await;
-    assert!(before.elapsed() < Duration::from_secs(2));
+    assert_eq!(c.get("/version").await.status, StatusCode::OK);
 }
 
 #[tokio::test(start_paused = true)]
