@@ -15,6 +15,7 @@
 
 use std::time::Duration;
 
+use crate::field_error::FieldError;
 use crate::gvk::GroupResource;
 use crate::status::{Status, StatusCause, StatusDetails, StatusReason};
 
@@ -88,23 +89,32 @@ impl ApiError {
         Self::about(StatusReason::Conflict, 409, message, resource, name)
     }
 
-    /// `{resource} "{name}" is invalid: {causes}` (422), one cause per field.
-    pub fn invalid(resource: &GroupResource, name: &str, causes: Vec<StatusCause>) -> Self {
-        let summary = causes
-            .iter()
-            .map(|c| {
-                if c.field.is_empty() {
-                    c.message.clone()
-                } else {
-                    format!("{}: {}", c.field, c.message)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        let message = format!("{resource} {name:?} is invalid: {summary}");
+    /// `{resource} "{name}" is invalid: {errors}` (422), as apimachinery's `NewInvalid`: one
+    /// error is written bare, several in brackets, and each becomes a cause.
+    pub fn invalid(resource: &GroupResource, name: &str, errors: Vec<FieldError>) -> Self {
+        let summary = match errors.as_slice() {
+            [] => String::new(),
+            [one] => format!(": {}", one.full()),
+            many => {
+                let all = many
+                    .iter()
+                    .map(FieldError::full)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                format!(": [{all}]")
+            }
+        };
+        let message = format!("{resource} {name:?} is invalid{summary}");
         let mut err = Self::about(StatusReason::Invalid, 422, message, resource, name);
         if let Some(details) = err.status.details.as_mut() {
-            details.causes = causes;
+            details.causes = errors
+                .into_iter()
+                .map(|e| StatusCause {
+                    cause_type: e.cause_type.to_owned(),
+                    message: e.body,
+                    field: e.field,
+                })
+                .collect();
         }
         err
     }
@@ -127,7 +137,10 @@ impl ApiError {
 
     /// A 405 for a verb the resource does not support.
     pub fn method_not_supported(resource: &GroupResource, verb: &str) -> Self {
-        let message = format!("{verb} is not supported on resources of kind {resource:?}");
+        let message = format!(
+            "{verb} is not supported on resources of kind {:?}",
+            resource.to_string()
+        );
         Self::about(StatusReason::MethodNotAllowed, 405, message, resource, "")
     }
 
@@ -152,9 +165,10 @@ impl ApiError {
             .into()
     }
 
-    /// A 504 `Timeout`, optionally suggesting when to retry.
-    pub fn timeout(message: impl Into<String>, retry_after_seconds: i32) -> Self {
-        Status::failure(StatusReason::Timeout, 504, message)
+    /// A 504 `Timeout` (`Timeout: {message}`, as apimachinery's `NewTimeoutError` words it),
+    /// optionally suggesting when to retry.
+    pub fn timeout(message: impl std::fmt::Display, retry_after_seconds: i32) -> Self {
+        Status::failure(StatusReason::Timeout, 504, format!("Timeout: {message}"))
             .with_details(StatusDetails {
                 retry_after_seconds,
                 ..StatusDetails::default()
@@ -172,8 +186,9 @@ impl ApiError {
         .into()
     }
 
-    /// A 504 for a list or watch at a resourceVersion the server has not reached yet, with
-    /// the `ResourceVersionTooLarge` cause (`Too large resource version`).
+    /// A 504 for a list or watch at a resourceVersion the server has not reached yet
+    /// (`Timeout: Too large resource version: {requested}, current: {current}`), with the
+    /// `ResourceVersionTooLarge` cause, as kube-apiserver sends it.
     pub fn too_large_resource_version(
         requested: u64,
         current: u64,
@@ -186,7 +201,7 @@ impl ApiError {
         if let Some(details) = err.status.details.as_mut() {
             details.causes.push(StatusCause {
                 cause_type: RESOURCE_VERSION_TOO_LARGE.to_owned(),
-                message: format!("Too large resource version: {requested}, current: {current}"),
+                message: "Too large resource version".to_owned(),
                 field: String::new(),
             });
         }
@@ -389,17 +404,37 @@ mod tests {
         let invalid = ApiError::invalid(
             &pods(),
             "web",
-            vec![StatusCause {
-                cause_type: "FieldValueRequired".into(),
-                message: "Required value".into(),
-                field: "spec.containers".into(),
-            }],
+            vec![FieldError::required("spec.containers", "")],
         );
         assert_eq!(
             invalid.message(),
             r#"pods "web" is invalid: spec.containers: Required value"#
         );
-        assert_eq!(invalid.details().unwrap().causes.len(), 1);
+        let cause = &invalid.details().unwrap().causes[0];
+        assert_eq!(
+            (
+                cause.cause_type.as_str(),
+                cause.field.as_str(),
+                cause.message.as_str()
+            ),
+            ("FieldValueRequired", "spec.containers", "Required value")
+        );
+        let two = ApiError::invalid(
+            &pods(),
+            "web",
+            vec![
+                FieldError::required("a", ""),
+                FieldError::forbidden("b", "no"),
+            ],
+        );
+        assert_eq!(
+            two.message(),
+            r#"pods "web" is invalid: [a: Required value, b: Forbidden: no]"#
+        );
+        assert_eq!(
+            ApiError::invalid(&pods(), "web", vec![]).message(),
+            r#"pods "web" is invalid"#
+        );
         assert_eq!(
             ApiError::internal_error("boom").message(),
             "Internal error occurred: boom"
@@ -426,7 +461,12 @@ mod tests {
         assert!(ApiError::bad_request("x").is_bad_request());
         assert!(ApiError::timeout("x", 0).is_timeout());
         assert!(ApiError::internal_error("x").is_internal_error());
-        assert!(ApiError::method_not_supported(&pods(), "patch").is_method_not_supported());
+        let unsupported = ApiError::method_not_supported(&pods(), "patch");
+        assert!(unsupported.is_method_not_supported());
+        assert_eq!(
+            unsupported.message(),
+            r#"patch is not supported on resources of kind "pods""#
+        );
         let server_timeout = Status::failure(StatusReason::ServerTimeout, 500, "x");
         assert!(server_timeout.is_server_timeout());
         assert!(
@@ -459,6 +499,15 @@ mod tests {
     #[test]
     fn too_large_resource_version() {
         let err = ApiError::too_large_resource_version(100, 50, 1);
+        assert_eq!(
+            err.message(),
+            "Timeout: Too large resource version: 100, current: 50"
+        );
+        assert_eq!(
+            err.details().unwrap().causes[0].message,
+            "Too large resource version"
+        );
+        assert_eq!(err.retry_after(), Some(Duration::from_secs(1)));
         assert!(err.is_timeout());
         assert!(err.is_too_large_resource_version());
         let by_message = Status::failure(

@@ -47,6 +47,7 @@
 pub mod api_error;
 pub mod api_resource;
 pub mod dynamic_object;
+pub mod field_error;
 pub mod fields;
 pub mod gvk;
 pub mod labels;
@@ -66,6 +67,7 @@ pub mod watch_frame;
 pub use api_error::{ApiError, ApiStatus, RESOURCE_VERSION_TOO_LARGE};
 pub use api_resource::ApiResource;
 pub use dynamic_object::DynamicObject;
+pub use field_error::FieldError;
 pub use gvk::{
     GroupResource, GroupVersion, GroupVersionKind, GroupVersionParseError, GroupVersionResource,
 };

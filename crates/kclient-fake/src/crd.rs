@@ -7,11 +7,10 @@
 //! versions (an object is stored once and served in every version with the requested
 //! `apiVersion`).
 
-use kclient_core::{ApiError, GroupResource, GroupVersionKind};
+use kclient_core::{ApiError, FieldError, GroupResource, GroupVersionKind};
 use serde_json::{json, Value};
 
 use crate::catalogue::{ResourceInfo, ScaleSpec};
-use crate::errors::{invalid, FieldError};
 use crate::meta::{self, meta_str};
 use crate::registry::Registry;
 
@@ -88,7 +87,7 @@ pub fn validate(info: &ResourceInfo, crd: &Value) -> Result<(), ApiError> {
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(invalid(&info.qualified_kind(), name, errs))
+        Err(ApiError::invalid(&info.qualified_kind(), name, errs))
     }
 }
 

@@ -9,7 +9,9 @@ use bytes::Bytes;
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use kclient_core::{ApiError, DeleteOptions, DeletionPropagation, Status, StatusDetails};
+use kclient_core::{
+    ApiError, DeleteOptions, DeletionPropagation, FieldError, Status, StatusDetails,
+};
 use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
@@ -213,10 +215,10 @@ fn write_options(q: &Query, headers: &HeaderMap) -> Result<WriteOptions, ApiErro
         None | Some("") => false,
         Some("All") => true,
         Some(other) => {
-            return Err(errors::invalid(
+            return Err(ApiError::invalid(
                 &kclient_core::GroupResource::new("meta.k8s.io", "CreateOptions"),
                 "",
-                vec![errors::FieldError::not_supported("dryRun", other, &["All"])],
+                vec![FieldError::not_supported("dryRun", other, &["All"])],
             ))
         }
     };
@@ -282,7 +284,7 @@ async fn resource(
         (&Method::POST, None) => {
             require(&info, "create")?;
             if info.namespaced() && path.namespace.is_none() {
-                return Err(errors::method_not_supported(&gr, "create"));
+                return Err(ApiError::method_not_supported(&gr, "create"));
             }
             let body = parse_body(req, &info)?;
             let opts = write_options(&q, &req.headers)?;
@@ -364,7 +366,7 @@ async fn resource(
                 Method::PATCH => "patch",
                 _ => "method",
             };
-            Err(errors::method_not_supported(&gr, verb))
+            Err(ApiError::method_not_supported(&gr, verb))
         }
     }
 }
@@ -373,7 +375,7 @@ fn require(info: &ResourceInfo, verb: &str) -> Result<(), ApiError> {
     if info.supports(verb) {
         Ok(())
     } else {
-        Err(errors::method_not_supported(&info.group_resource(), verb))
+        Err(ApiError::method_not_supported(&info.group_resource(), verb))
     }
 }
 
@@ -390,10 +392,10 @@ fn delete_options(req: &ApiRequest, q: &Query) -> Result<DeleteOptions, ApiError
             "Background" => DeletionPropagation::Background,
             "Foreground" => DeletionPropagation::Foreground,
             other => {
-                return Err(errors::invalid(
+                return Err(ApiError::invalid(
                     &kclient_core::GroupResource::new("meta.k8s.io", "DeleteOptions"),
                     "",
-                    vec![errors::FieldError::not_supported(
+                    vec![FieldError::not_supported(
                         "propagationPolicy",
                         other,
                         &["Foreground", "Background", "Orphan", "nil"],
@@ -658,7 +660,7 @@ async fn subresource(
             let obj = shared.registry.finalize_namespace(info, name, keep)?;
             Ok(response::json(StatusCode::OK, &obj))
         }
-        (_, _) => Err(errors::method_not_supported(
+        (_, _) => Err(ApiError::method_not_supported(
             &info.group_resource(),
             req.method.as_str(),
         )),

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, Response, StatusCode};
-use kclient_core::{ApiError, GroupResource, Status};
+use kclient_core::{ApiError, FieldError, GroupResource, Status};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
-use crate::errors::{self, status_json};
+use crate::errors::status_json;
 use crate::handler::{parse_body, ApiRequest};
 use crate::meta::{self, meta_str};
 use crate::query::Query;
@@ -144,10 +144,10 @@ pub async fn handle(
                 .unwrap_or("")
                 .to_string();
             if node.is_empty() {
-                return Err(errors::invalid(
+                return Err(ApiError::invalid(
                     &GroupResource::new("", "Binding"),
                     name,
-                    vec![errors::FieldError::required("target.name", "")],
+                    vec![FieldError::required("target.name", "")],
                 ));
             }
             let binding = GroupResource::new("", "pods/binding");
@@ -179,7 +179,7 @@ pub async fn handle(
             )?;
             Ok(created_status())
         }
-        _ => Err(errors::method_not_supported(
+        _ => Err(ApiError::method_not_supported(
             &GroupResource::new("", format!("pods/{sub}")),
             req.method.as_str(),
         )),

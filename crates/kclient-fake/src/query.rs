@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use kclient_core::{ApiError, GroupResource};
 
-use crate::errors::{invalid, FieldError};
+use kclient_core::FieldError;
 
 /// Decoded query parameters (the first value of each name wins).
 #[derive(Debug, Clone, Default)]
@@ -129,7 +129,7 @@ pub struct ListParams {
 }
 
 fn list_options_invalid(errors: Vec<FieldError>) -> ApiError {
-    invalid(
+    ApiError::invalid(
         &GroupResource::new("meta.k8s.io", "ListOptions"),
         "",
         errors,

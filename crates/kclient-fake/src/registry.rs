@@ -21,11 +21,12 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use crate::catalogue::{Catalogue, ResourceInfo};
-use crate::errors::{self, invalid, FieldError};
+use crate::errors;
 use crate::meta::{self, meta_str};
 use crate::query::{parse_rv, ListParams, RvMatch};
 use crate::selectors::Predicate;
 use crate::store::{object_key, Compacted, Store, StoreState, StoredObject};
+use kclient_core::FieldError;
 
 /// Options common to writes.
 #[derive(Debug, Clone, Default)]
@@ -340,7 +341,7 @@ impl Registry {
                 .unwrap_or("")
                 .to_string();
             if generate.is_empty() {
-                return Err(invalid(
+                return Err(ApiError::invalid(
                     &info.qualified_kind(),
                     "",
                     vec![FieldError::required(
@@ -567,7 +568,7 @@ impl Registry {
                     })
                     .unwrap_or_default();
                 if new_f.iter().any(|f| !old_f.contains(f)) {
-                    return Err(invalid(
+                    return Err(ApiError::invalid(
                         &info.qualified_kind(),
                         &name,
                         vec![FieldError::forbidden(
@@ -724,7 +725,7 @@ impl Registry {
             .is_err()
         {
             let current = self.store.read().current_rv();
-            return Err(errors::too_large_resource_version(rv, current));
+            return Err(ApiError::too_large_resource_version(rv, current, 1));
         }
         Ok(())
     }
@@ -768,7 +769,7 @@ impl Registry {
             };
             match requested {
                 Some(rv) if rv > current => {
-                    return Err(errors::too_large_resource_version(rv, current).into());
+                    return Err(ApiError::too_large_resource_version(rv, current, 1).into());
                 }
                 Some(rv) if exact && rv > 0 => {
                     if rv < state.compacted_rv() {
@@ -912,7 +913,7 @@ fn validate_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError> {
         }
     });
     match problem {
-        Some(why) => Err(invalid(
+        Some(why) => Err(ApiError::invalid(
             &info.qualified_kind(),
             name,
             vec![FieldError::invalid("metadata.name", &json!(name), &why)],

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use kclient_core::ApiError;
+use kclient_core::{ApiError, FieldError};
 use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
@@ -98,10 +98,10 @@ fn write_replicas(
                 .cloned()
                 .unwrap_or(json!(0));
             if replicas.as_i64().is_none_or(|r| r < 0) {
-                return Err(errors::invalid(
+                return Err(ApiError::invalid(
                     &kclient_core::GroupResource::new("autoscaling", "Scale"),
                     name,
-                    vec![errors::FieldError::invalid(
+                    vec![FieldError::invalid(
                         "spec.replicas",
                         &replicas,
                         "must be greater than or equal to 0",

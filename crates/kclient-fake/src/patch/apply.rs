@@ -23,12 +23,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use kclient_core::{ApiError, GroupResource, Status, StatusCause, StatusDetails, StatusReason};
+use kclient_core::{
+    ApiError, FieldError, GroupResource, Status, StatusCause, StatusDetails, StatusReason,
+};
 use serde_json::{json, Map, Value};
 
 use super::strategic::{list_strategy, ListStrategy};
 use crate::catalogue::ResourceInfo;
-use crate::errors::{invalid, FieldError};
 use crate::handler::ApiRequest;
 use crate::meta::{self, meta_str};
 use crate::query::Query;
@@ -639,7 +640,7 @@ pub fn handle(
 ) -> Result<(Value, bool), ApiError> {
     let manager = q.str("fieldManager").to_string();
     if manager.is_empty() {
-        return Err(invalid(
+        return Err(ApiError::invalid(
             &GroupResource::new("meta.k8s.io", "PatchOptions"),
             "",
             vec![FieldError::required(
