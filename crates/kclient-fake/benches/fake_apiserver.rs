@@ -12,9 +12,32 @@ use hyper_util::rt::TokioExecutor;
 use kclient_fake::FakeApiServer;
 use serde_json::{json, Value};
 
-const PODS: usize = 100_000;
-const WATCHERS: usize = 100;
-const EVENTS: usize = 1_000;
+/// The sizes of one run: the full figures under `cargo bench` (which passes `--bench`), and
+/// a small smoke run under `cargo test --all-targets`, which only checks that the program
+/// still works.
+struct Sizes {
+    pods: usize,
+    watchers: usize,
+    events: usize,
+}
+
+impl Sizes {
+    fn from_args() -> Self {
+        if std::env::args().any(|a| a == "--bench") {
+            Self {
+                pods: 100_000,
+                watchers: 100,
+                events: 1_000,
+            }
+        } else {
+            Self {
+                pods: 1_000,
+                watchers: 10,
+                events: 100,
+            }
+        }
+    }
+}
 
 fn pod(i: usize) -> Value {
     json!({
@@ -47,6 +70,11 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    let Sizes {
+        pods,
+        watchers,
+        events,
+    } = Sizes::from_args();
     let server = FakeApiServer::builder()
         .history_window(200_000)
         .start()
@@ -56,7 +84,7 @@ async fn main() {
     let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
 
     let t = Instant::now();
-    for i in 0..PODS {
+    for i in 0..pods {
         server.seed(pod(i)).unwrap();
     }
     let seed = t.elapsed();
@@ -73,7 +101,7 @@ async fn main() {
     let t = Instant::now();
     let body = get(&client, &format!("{base}/api/v1/pods")).await;
     let v: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(v["items"].as_array().unwrap().len(), PODS);
+    assert_eq!(v["items"].as_array().unwrap().len(), pods);
     let with_parse = t.elapsed();
 
     // Paged, 500 at a time (client-go's pager default).
@@ -95,7 +123,7 @@ async fn main() {
                 None => break,
             }
         }
-        assert_eq!(n, PODS);
+        assert_eq!(n, pods);
         paged.push(t.elapsed());
     }
 
@@ -109,14 +137,14 @@ async fn main() {
         .await,
     )
     .unwrap();
-    assert_eq!(sel["items"].as_array().unwrap().len(), PODS / 100);
+    assert_eq!(sel["items"].as_array().unwrap().len(), pods / 100);
     let selective = t.elapsed();
 
     // Fan-out: 100 watchers, 1000 events each.
     let rv = server.resource_version();
     let mut handles = Vec::new();
-    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(WATCHERS);
-    for _ in 0..WATCHERS {
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(watchers);
+    for _ in 0..watchers {
         let client = client.clone();
         let url = format!("{base}/api/v1/namespaces/fanout/pods?watch=true&resourceVersion={rv}");
         let ready = ready_tx.clone();
@@ -127,7 +155,7 @@ async fn main() {
             let mut body = res.into_body();
             let mut buf = BytesMut::new();
             let mut seen = 0;
-            while seen < EVENTS {
+            while seen < events {
                 let frame = body.frame().await.unwrap().unwrap();
                 if let Ok(data) = frame.into_data() {
                     buf.extend_from_slice(&data);
@@ -140,11 +168,11 @@ async fn main() {
             }
         }));
     }
-    for _ in 0..WATCHERS {
+    for _ in 0..watchers {
         ready_rx.recv().await.unwrap();
     }
     let t = Instant::now();
-    for i in 0..EVENTS {
+    for i in 0..events {
         let mut p = pod(i);
         p["metadata"]["namespace"] = json!("fanout");
         server.seed(p).unwrap();
@@ -153,28 +181,28 @@ async fn main() {
         h.await.unwrap();
     }
     let fanout = t.elapsed();
-    let deliveries = (WATCHERS * EVENTS) as f64;
+    let deliveries = (watchers * events) as f64;
 
     println!("| figure | value |");
     println!("|---|---|");
     println!(
-        "| seed {PODS} Pods (no HTTP) | {:.2} s ({:.0} objects/s) |",
+        "| seed {pods} Pods (no HTTP) | {:.2} s ({:.0} objects/s) |",
         seed.as_secs_f64(),
-        PODS as f64 / seed.as_secs_f64()
+        pods as f64 / seed.as_secs_f64()
     );
-    println!("| list {PODS} Pods, whole (median of 5, body received) | {:.0} ms, {:.1} MB ({:.0} MB/s) |", median(whole.clone()).as_secs_f64() * 1e3, bytes as f64 / 1e6, bytes as f64 / 1e6 / median(whole).as_secs_f64());
+    println!("| list {pods} Pods, whole (median of 5, body received) | {:.0} ms, {:.1} MB ({:.0} MB/s) |", median(whole.clone()).as_secs_f64() * 1e3, bytes as f64 / 1e6, bytes as f64 / 1e6 / median(whole).as_secs_f64());
     println!(
-        "| list {PODS} Pods, whole, with client JSON parse | {:.0} ms |",
+        "| list {pods} Pods, whole, with client JSON parse | {:.0} ms |",
         with_parse.as_secs_f64() * 1e3
     );
     println!(
-        "| list {PODS} Pods, paged by 500 (median of 3, with parse) | {:.0} ms |",
+        "| list {pods} Pods, paged by 500 (median of 3, with parse) | {:.0} ms |",
         median(paged).as_secs_f64() * 1e3
     );
     println!(
-        "| list with a label selector matching 1% of {PODS} | {:.0} ms |",
+        "| list with a label selector matching 1% of {pods} | {:.0} ms |",
         selective.as_secs_f64() * 1e3
     );
-    println!("| watch fan-out: {EVENTS} events to {WATCHERS} watchers (received and parsed) | {:.0} ms ({:.0} deliveries/s) |", fanout.as_secs_f64() * 1e3, deliveries / fanout.as_secs_f64());
+    println!("| watch fan-out: {events} events to {watchers} watchers (received and parsed) | {:.0} ms ({:.0} deliveries/s) |", fanout.as_secs_f64() * 1e3, deliveries / fanout.as_secs_f64());
     server.shutdown().await;
 }
