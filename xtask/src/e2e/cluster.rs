@@ -87,10 +87,39 @@ pub(crate) fn running() -> Result<Option<State>> {
     Ok(load_state(&run)?.filter(|state| state.processes.iter().all(Started::is_alive)))
 }
 
+/// Holds an exclusive lock on the run directory (a file beside it, as the directory itself is
+/// recreated) while `up` or `down` changes it, so two of them on one machine do not race. The
+/// lock is released when the returned file is dropped, or when the process dies.
+fn lock_run_dir(run: &Path) -> Result<fs::File> {
+    let mut name = run.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    let path = run.with_file_name(name);
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)
+            .with_context(|| format!("could not create {}", parent.display()))?;
+    }
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("could not open {}", path.display()))?;
+    if file.try_lock().is_err() {
+        eprintln!(
+            "e2e: another `cargo xtask e2e` holds {}: waiting for it",
+            path.display()
+        );
+        file.lock()
+            .with_context(|| format!("could not lock {}", path.display()))?;
+    }
+    Ok(file)
+}
+
 /// `cargo xtask e2e up`.
 pub(crate) fn up() -> Result<Cluster> {
     let bins = build::ensure_built()?;
     let run = run_dir()?;
+    let _lock = lock_run_dir(&run)?;
 
     if let Some(state) = load_state(&run)? {
         let alive = state.processes.iter().all(Started::is_alive);
@@ -502,6 +531,7 @@ fn stop_all(state: &State) -> Result<()> {
 /// `cargo xtask e2e down`.
 pub(crate) fn down() -> Result<()> {
     let run = run_dir()?;
+    let _lock = lock_run_dir(&run)?;
     let Some(state) = load_state(&run)? else {
         eprintln!(
             "e2e: no cluster is recorded in {}: nothing to stop",
