@@ -7,7 +7,15 @@
 //! | module | crate | feature |
 //! |---|---|---|
 //! | [`core`] | `kclient-core`: GVK, `Resource`, `DynamicObject`, options, watch events, errors, selectors, keys | always |
-//! | [`workqueue`] | `kclient-workqueue`: client-go's workqueue | `workqueue` (default) |
+//! | `rest` | `kclient-rest`: `Config`, `RestClient` | `rest` (default) |
+//! | `discovery` | `kclient-discovery`: `DiscoveryClient`, caches, `RestMapper` | `discovery` (default) |
+//! | `dynamic` | `kclient-dynamic`: `DynamicClient` | `dynamic` (default) |
+//! | `typed` | `kclient-typed`: `ResourceClient<K>`, `Clientset` | `typed` (default) |
+//! | `workqueue` | `kclient-workqueue`: client-go's workqueue | `workqueue` (default) |
+//! | `fake` | `kclient-fake`: an in-memory API server for tests | `fake` |
+//!
+//! Built-in types come from k8s-openapi, which needs exactly one Kubernetes version: enable
+//! one of the features `v1_35`, `v1_36`, `v1_37` (or the same feature on k8s-openapi).
 //!
 //! ```
 //! use kclient::prelude::*;
@@ -22,9 +30,30 @@
 
 pub use kclient_core as core;
 
+/// Config, transport and the REST client (the `kclient-rest` crate).
+#[cfg(feature = "rest")]
+pub use kclient_rest as rest;
+
+/// Discovery, its caches and the RestMapper (the `kclient-discovery` crate).
+#[cfg(feature = "discovery")]
+pub use kclient_discovery as discovery;
+
+/// The dynamic client (the `kclient-dynamic` crate).
+#[cfg(feature = "dynamic")]
+pub use kclient_dynamic as dynamic;
+
+/// Typed clients and the generated Clientset (the `kclient-typed` crate).
+#[cfg(feature = "typed")]
+pub use kclient_typed as typed;
+
 /// client-go's workqueue (the `kclient-workqueue` crate).
 #[cfg(feature = "workqueue")]
 pub use kclient_workqueue as workqueue;
+
+/// An in-memory Kubernetes API server over real HTTP, for tests and demos (the
+/// `kclient-fake` crate).
+#[cfg(feature = "fake")]
+pub use kclient_fake as fake;
 
 /// The names most programs use, in one import.
 pub mod prelude {
@@ -33,4 +62,12 @@ pub mod prelude {
         GroupVersionResource, ListerWatcher, ObjectKey, ObjectList, Resource, ResourceExt,
         WatchEvent,
     };
+    #[cfg(feature = "rest")]
+    pub use kclient_rest::{Config, RestClient};
+    #[cfg(feature = "typed")]
+    pub use kclient_typed::{Clientset, ResourceClient};
+    #[cfg(feature = "dynamic")]
+    pub use kclient_dynamic::DynamicClient;
+    #[cfg(feature = "workqueue")]
+    pub use kclient_workqueue::{Queue, RateLimitingQueue};
 }
