@@ -15,7 +15,8 @@
 //!   apimachinery does.
 //! * Keys: [`meta_namespace_key`], [`split_meta_namespace_key`], [`ObjectKey`] and the
 //!   deletion tombstone [`DeletedFinalStateUnknown`].
-//! * The [`ListerWatcher`] trait: the seam between clients and the informer cache.
+//! * The [`ListerWatcher`] trait: the seam between clients and the informer cache, and the
+//!   [`ListPager`] that pages any `ListerWatcher`'s lists.
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::Pod;
@@ -55,6 +56,7 @@ pub mod lister_watcher;
 pub mod object_key;
 pub mod object_list;
 pub mod options;
+pub mod pager;
 pub mod patch;
 pub mod resource;
 mod selector_error;
@@ -81,6 +83,7 @@ pub use options::{
     CreateOptions, DeleteOptions, DeletionPropagation, FieldValidation, GetOptions, ListOptions,
     OptionsError, PatchOptions, Preconditions, ResourceVersionMatch, UpdateOptions,
 };
+pub use pager::{ListPager, DEFAULT_PAGE_SIZE};
 pub use patch::{JsonPatch, Patch, PatchOperation, PatchType};
 pub use resource::{Resource, ResourceExt, ScopeNamespaced};
 pub use selector_error::SelectorError;

@@ -77,8 +77,8 @@ pub use delete::DeleteResponse;
 pub use error::Error;
 pub use expansion::{LogLines, LogOptions, LogStream, LogStreamKind};
 pub use generated::*;
+pub use kclient_core::{ListPager, DEFAULT_PAGE_SIZE};
 pub use list_watch::{FilteredListWatch, TweakListOptions};
-pub use pager::{ListPager, DEFAULT_PAGE_SIZE};
 pub use subresource::{HasScale, HasStatus};
 
 /// The Kubernetes version this build targets (`"1.35"`, `"1.36"` or `"1.37"`): k8s-openapi's.
