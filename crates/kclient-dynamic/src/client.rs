@@ -257,8 +257,9 @@ impl DynamicResource {
     /// get the list's, with the `List` suffix dropped from the kind, as client-go's
     /// `UnstructuredList` does.
     ///
-    /// For every page of a large list, use kclient-typed's `ListPager`, which works over any
-    /// [`ListerWatcher`](kclient_core::ListerWatcher) and so over a `DynamicResource`.
+    /// For every page of a large list, use [`list_all`](Self::list_all) or
+    /// [`list_pages`](Self::list_pages) (kclient-core's [`ListPager`](kclient_core::ListPager),
+    /// which works over any [`ListerWatcher`](kclient_core::ListerWatcher)).
     pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<DynamicObject>, Error> {
         options.validate(false)?;
         let mut list: ObjectList<DynamicObject> = self

@@ -12,7 +12,9 @@
 //!
 //! A `DynamicResource` (or a [`FilteredListWatch`] over one, with selectors) implements
 //! [`ListerWatcher`](kclient_core::ListerWatcher), so informers and pagers work for any
-//! resource.
+//! resource; [`list_all`](DynamicResource::list_all) and
+//! [`list_pages`](DynamicResource::list_pages) page its lists with kclient-core's
+//! [`ListPager`](kclient_core::ListPager).
 //!
 //! ```no_run
 //! use kclient_core::{DynamicObject, GroupVersionResource, ListOptions, Patch, PatchOptions};
@@ -50,6 +52,7 @@ mod client;
 mod delete;
 mod error;
 mod list_watch;
+mod pager;
 
 pub use client::{DynamicClient, DynamicResource, ResourceRef};
 pub use delete::DeleteResponse;

@@ -2,6 +2,8 @@
 //! built-ins, lossless round trips of unknown fields, list type filling, watch, the
 //! ListerWatcher implementations, the shared pager, scope checks and typed errors.
 
+mod common;
+
 use std::collections::BTreeSet;
 
 use futures::StreamExt;
@@ -15,13 +17,7 @@ use kclient_fake::FakeApiServer;
 use kclient_rest::{Config, RestClient};
 use serde_json::{json, Value};
 
-async fn setup() -> (FakeApiServer, DynamicClient) {
-    let server = FakeApiServer::builder().start().await.unwrap();
-    let mut config = Config::new(server.url());
-    config.qps = None;
-    let client = DynamicClient::new(RestClient::new(config).unwrap());
-    (server, client)
-}
+use common::setup;
 
 fn crontabs_gvr() -> GroupVersionResource {
     GroupVersionResource::new("stable.example.com", "v1", "crontabs")
