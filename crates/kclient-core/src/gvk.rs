@@ -1,6 +1,6 @@
 //! Group, version, kind and resource identifiers: `GroupVersion`, `GroupVersionKind`,
-//! `GroupVersionResource` and `GroupResource`, the names every request and every cached object
-//! is addressed by.
+//! `GroupVersionResource`, `GroupResource` and `GroupKind`, the names every request and every
+//! cached object is addressed by.
 //!
 //! The core group is the empty string: `"v1"` parses to group `""`, version `"v1"`, and
 //! `apps/v1` to group `"apps"`, version `"v1"`, exactly as apimachinery's
@@ -265,6 +265,56 @@ impl fmt::Display for GroupResource {
     }
 }
 
+/// A kind in a group, independent of version: `Deployment.apps`, or `Pod` in the core group
+/// (apimachinery's `schema.GroupKind`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+pub struct GroupKind {
+    /// The API group; empty for the core group.
+    pub group: String,
+    /// The kind (`Deployment`).
+    pub kind: String,
+}
+
+impl GroupKind {
+    /// A group-kind from its parts.
+    pub fn new(group: impl Into<String>, kind: impl Into<String>) -> Self {
+        Self {
+            group: group.into(),
+            kind: kind.into(),
+        }
+    }
+
+    /// The group-kind of a group-version-kind.
+    pub fn of(gvk: &GroupVersionKind) -> Self {
+        Self::new(gvk.group.clone(), gvk.kind.clone())
+    }
+
+    /// Parses `Kind.group` (`Deployment.apps`, `Pod`): the first dot separates the kind from
+    /// the group, as apimachinery's `ParseGroupKind` does.
+    pub fn parse(s: &str) -> Self {
+        match s.split_once('.') {
+            Some((kind, group)) => Self::new(group, kind),
+            None => Self::new("", s),
+        }
+    }
+
+    /// This kind in `version`.
+    pub fn with_version(&self, version: impl Into<String>) -> GroupVersionKind {
+        GroupVersionKind::new(self.group.clone(), version, self.kind.clone())
+    }
+}
+
+/// Formats like apimachinery: `Deployment.apps`, or `Pod` for the core group.
+impl fmt::Display for GroupKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.group.is_empty() {
+            f.write_str(&self.kind)
+        } else {
+            write!(f, "{}.{}", self.kind, self.group)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,6 +377,28 @@ mod tests {
             GroupResource::new("apps", "deployments")
         );
         assert_eq!(GroupResource::parse("pods"), GroupResource::new("", "pods"));
+    }
+
+    #[test]
+    fn group_kinds_like_apimachinery() {
+        assert_eq!(
+            GroupKind::new("apps", "Deployment").to_string(),
+            "Deployment.apps"
+        );
+        assert_eq!(GroupKind::parse("Pod"), GroupKind::new("", "Pod"));
+        assert_eq!(GroupKind::new("", "Pod").to_string(), "Pod");
+        assert_eq!(
+            GroupKind::parse("Deployment.apps"),
+            GroupKind::new("apps", "Deployment")
+        );
+        assert_eq!(
+            GroupKind::parse("CronTab.stable.example.com"),
+            GroupKind::new("stable.example.com", "CronTab"),
+            "the first dot separates the kind from the group"
+        );
+        let gvk = GroupVersionKind::new("apps", "v1", "Deployment");
+        assert_eq!(GroupKind::of(&gvk), GroupKind::new("apps", "Deployment"));
+        assert_eq!(GroupKind::of(&gvk).with_version("v1"), gvk);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! shares, with no I/O.
 //!
 //! * Identifiers: [`GroupVersion`], [`GroupVersionKind`], [`GroupVersionResource`],
-//!   [`GroupResource`], and [`ApiResource`], which describes any resource, built-in or custom.
+//!   [`GroupResource`], [`GroupKind`], and [`ApiResource`], which describes any resource,
+//!   built-in or custom.
 //! * Objects: the [`Resource`] trait (implemented for every k8s-openapi type with
 //!   `ObjectMeta` and for [`DynamicObject`]), [`ResourceExt`], [`ObjectList`].
 //! * Requests: [`options`] (list, get, create, update, patch, delete) and [`patch`], each in
@@ -71,7 +72,8 @@ pub use api_resource::ApiResource;
 pub use dynamic_object::DynamicObject;
 pub use field_error::FieldError;
 pub use gvk::{
-    GroupResource, GroupVersion, GroupVersionKind, GroupVersionParseError, GroupVersionResource,
+    GroupKind, GroupResource, GroupVersion, GroupVersionKind, GroupVersionParseError,
+    GroupVersionResource,
 };
 pub use lister_watcher::{ListerWatcher, WatchStream};
 pub use object_key::{

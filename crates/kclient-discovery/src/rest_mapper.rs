@@ -23,63 +23,13 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
+pub use kclient_core::GroupKind;
 use kclient_core::{
     ApiResource, GroupResource, GroupVersion, GroupVersionKind, GroupVersionResource,
 };
-use serde::{Deserialize, Serialize};
 
 use crate::discovery::{Discovery, ServerResources};
 use crate::error::Error;
-
-/// A kind in a group, independent of version: `Deployment.apps`, or `Pod` in the core group
-/// (apimachinery's `schema.GroupKind`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
-pub struct GroupKind {
-    /// The API group; empty for the core group.
-    pub group: String,
-    /// The kind (`Deployment`).
-    pub kind: String,
-}
-
-impl GroupKind {
-    /// A group-kind from its parts.
-    pub fn new(group: impl Into<String>, kind: impl Into<String>) -> Self {
-        Self {
-            group: group.into(),
-            kind: kind.into(),
-        }
-    }
-
-    /// The group-kind of a group-version-kind.
-    pub fn of(gvk: &GroupVersionKind) -> Self {
-        Self::new(gvk.group.clone(), gvk.kind.clone())
-    }
-
-    /// Parses `Kind.group` (`Deployment.apps`, `Pod`): the first dot separates the kind from
-    /// the group, as apimachinery's `ParseGroupKind` does.
-    pub fn parse(s: &str) -> Self {
-        match s.split_once('.') {
-            Some((kind, group)) => Self::new(group, kind),
-            None => Self::new("", s),
-        }
-    }
-
-    /// This kind in `version`.
-    pub fn with_version(&self, version: impl Into<String>) -> GroupVersionKind {
-        GroupVersionKind::new(self.group.clone(), version, self.kind.clone())
-    }
-}
-
-/// Formats like apimachinery: `Deployment.apps`, or `Pod` for the core group.
-impl fmt::Display for GroupKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.group.is_empty() {
-            f.write_str(&self.kind)
-        } else {
-            write!(f, "{}.{}", self.kind, self.group)
-        }
-    }
-}
 
 /// Parses a resource argument as kubectl does (apimachinery's `ParseResourceArg`): with two
 /// dots or more, `resource.version.group` is a fully specified resource (returned first); in
@@ -1291,12 +1241,6 @@ mod tests {
             parse_kind_arg("CronTab.v1.stable.example.com").0,
             Some(GroupVersionKind::new("stable.example.com", "v1", "CronTab"))
         );
-        assert_eq!(
-            GroupKind::new("apps", "Deployment").to_string(),
-            "Deployment.apps"
-        );
-        assert_eq!(GroupKind::parse("Pod"), GroupKind::new("", "Pod"));
-        assert_eq!(GroupKind::new("", "Pod").to_string(), "Pod");
     }
 
     #[test]
