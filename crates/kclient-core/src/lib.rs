@@ -12,6 +12,7 @@
 //!   incrementally with bounded memory.
 //! * Errors: [`Status`], [`ApiError`] and the [`ApiStatus`] predicates (`is_not_found()`,
 //!   `is_conflict()`, `is_gone()` ...).
+//! * Responses: [`DeleteResponse`], the object or the `Status` a delete answers with.
 //! * Selection: [`labels`] and [`fields`] selectors, parsed, matched and rendered as
 //!   apimachinery does.
 //! * Keys: [`meta_namespace_key`], [`split_meta_namespace_key`], [`ObjectKey`] and the
@@ -48,6 +49,7 @@
 
 pub mod api_error;
 pub mod api_resource;
+pub mod delete_response;
 pub mod dynamic_object;
 pub mod field_error;
 pub mod fields;
@@ -69,6 +71,7 @@ pub mod watch_frame;
 
 pub use api_error::{ApiError, ApiStatus, RESOURCE_VERSION_TOO_LARGE};
 pub use api_resource::ApiResource;
+pub use delete_response::DeleteResponse;
 pub use dynamic_object::DynamicObject;
 pub use field_error::FieldError;
 pub use gvk::{

@@ -3,13 +3,14 @@
 
 use futures::TryStreamExt as _;
 use kclient_core::{
-    ApiResource, CreateOptions, DeleteOptions, DynamicObject, GetOptions, GroupVersionResource,
-    ListOptions, ObjectList, Patch, PatchOptions, TypeMeta, UpdateOptions, WatchEvent, WatchStream,
+    ApiResource, CreateOptions, DeleteOptions, DeleteResponse, DynamicObject, GetOptions,
+    GroupVersionResource, ListOptions, ObjectList, Patch, PatchOptions, TypeMeta, UpdateOptions,
+    WatchEvent, WatchStream,
 };
 use kclient_rest::{Request, RestClient};
 use serde::Serialize;
 
-use crate::delete::DeleteResponse;
+use crate::delete::decode_delete_response;
 use crate::error::Error;
 
 /// A client for any resource of one API server, over [`DynamicObject`]s (client-go's
@@ -486,7 +487,7 @@ impl DynamicResource {
             .body(body)
             .send()
             .await?;
-        DeleteResponse::decode(response.body())
+        decode_delete_response(response.body())
     }
 
     /// Deletes every object the list options select, in the namespace or across all
@@ -507,7 +508,7 @@ impl DynamicResource {
             .body(body)
             .send()
             .await?;
-        let mut response = DeleteResponse::decode(response.body())?;
+        let mut response = decode_delete_response(response.body())?;
         if let DeleteResponse::Object(list) = &mut response {
             fill_item_types(list, &self.resource);
         }

@@ -55,6 +55,6 @@ mod list_watch;
 mod pager;
 
 pub use client::{DynamicClient, DynamicResource, ResourceRef};
-pub use delete::DeleteResponse;
 pub use error::Error;
+pub use kclient_core::DeleteResponse;
 pub use list_watch::{FilteredListWatch, TweakListOptions};

@@ -5,15 +5,15 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use kclient_core::{
-    ApiResource, CreateOptions, DeleteOptions, GetOptions, ListOptions, ObjectList, Patch,
-    PatchOptions, Resource, ResourceExt, UpdateOptions, WatchStream,
+    ApiResource, CreateOptions, DeleteOptions, DeleteResponse, GetOptions, ListOptions, ObjectList,
+    Patch, PatchOptions, Resource, ResourceExt, UpdateOptions, WatchStream,
 };
 use kclient_rest::{Request, RestClient};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::apply::ApplyOptions;
-use crate::delete::DeleteResponse;
+use crate::delete::decode_delete_response;
 use crate::error::Error;
 
 /// The HTTP method of a request (the REST client has one constructor per method).
@@ -356,7 +356,7 @@ where
             .body(body)
             .send()
             .await?;
-        DeleteResponse::decode(response.body())
+        decode_delete_response(response.body())
     }
 
     /// Deletes every object the list options select (in the client's namespace, or across
@@ -375,6 +375,6 @@ where
             .body(body)
             .send()
             .await?;
-        DeleteResponse::decode(response.body())
+        decode_delete_response(response.body())
     }
 }

@@ -73,11 +73,10 @@ mod subresource;
 pub use apply::ApplyOptions;
 pub use client::ResourceClient;
 pub use clientset::Clientset;
-pub use delete::DeleteResponse;
 pub use error::Error;
 pub use expansion::{LogLines, LogOptions, LogStream, LogStreamKind};
 pub use generated::*;
-pub use kclient_core::{ListPager, DEFAULT_PAGE_SIZE};
+pub use kclient_core::{DeleteResponse, ListPager, DEFAULT_PAGE_SIZE};
 pub use list_watch::{FilteredListWatch, TweakListOptions};
 pub use subresource::{HasScale, HasStatus};
 
