@@ -78,7 +78,7 @@ pub use gvk::{
     GroupKind, GroupResource, GroupVersion, GroupVersionKind, GroupVersionParseError,
     GroupVersionResource,
 };
-pub use lister_watcher::{ListerWatcher, WatchStream};
+pub use lister_watcher::{ListerWatcher, TweakListOptions, WatchStream};
 pub use object_key::{
     deletion_handling_meta_namespace_key, meta_namespace_key, split_meta_namespace_key,
     DeletedFinalStateUnknown, DeletedObject, KeyError, ObjectKey,

@@ -47,6 +47,11 @@ use crate::watch_event::WatchEvent;
 /// errors arrive as [`WatchEvent::Error`].
 pub type WatchStream<K, E> = BoxStream<'static, Result<WatchEvent<K>, E>>;
 
+/// The function a filtered lister applies to the options of every list and watch it makes,
+/// typically to add label or field selectors (client-go's `TweakListOptionsFunc`): the
+/// typed and dynamic clients' `FilteredListWatch` hold one.
+pub type TweakListOptions = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
+
 /// Lists and watches one resource (client-go's `cache.ListerWatcher`).
 ///
 /// A `ListerWatcher` is bound to one resource, and usually to one namespace and selector: the

@@ -56,5 +56,5 @@ mod pager;
 
 pub use client::{DynamicClient, DynamicResource, ResourceRef};
 pub use error::Error;
-pub use kclient_core::DeleteResponse;
-pub use list_watch::{FilteredListWatch, TweakListOptions};
+pub use kclient_core::{DeleteResponse, TweakListOptions};
+pub use list_watch::FilteredListWatch;

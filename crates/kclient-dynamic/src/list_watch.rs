@@ -5,7 +5,9 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use kclient_core::{DynamicObject, ListOptions, ListerWatcher, ObjectList, WatchStream};
+use kclient_core::{
+    DynamicObject, ListOptions, ListerWatcher, ObjectList, TweakListOptions, WatchStream,
+};
 
 use crate::client::DynamicResource;
 use crate::error::Error;
@@ -30,9 +32,6 @@ impl ListerWatcher<DynamicObject> for DynamicResource {
         DynamicResource::watch(self, options)
     }
 }
-
-/// The function a [`FilteredListWatch`] applies to the options of every list and watch.
-pub type TweakListOptions = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 
 /// A [`ListerWatcher`] over a dynamic resource that adjusts every list and watch it makes,
 /// typically to add label or field selectors (client-go's

@@ -76,8 +76,8 @@ pub use clientset::Clientset;
 pub use error::Error;
 pub use expansion::{LogLines, LogOptions, LogStream, LogStreamKind};
 pub use generated::*;
-pub use kclient_core::{DeleteResponse, ListPager, DEFAULT_PAGE_SIZE};
-pub use list_watch::{FilteredListWatch, TweakListOptions};
+pub use kclient_core::{DeleteResponse, ListPager, TweakListOptions, DEFAULT_PAGE_SIZE};
+pub use list_watch::FilteredListWatch;
 pub use subresource::{HasScale, HasStatus};
 
 /// The Kubernetes version this build targets (`"1.35"`, `"1.36"` or `"1.37"`): k8s-openapi's.

@@ -4,7 +4,9 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use kclient_core::{ListOptions, ListerWatcher, ObjectList, Resource, WatchStream};
+use kclient_core::{
+    ListOptions, ListerWatcher, ObjectList, Resource, TweakListOptions, WatchStream,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -34,9 +36,6 @@ where
         ResourceClient::watch(self, options)
     }
 }
-
-/// The function a [`FilteredListWatch`] applies to the options of every list and watch.
-pub type TweakListOptions = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 
 /// A [`ListerWatcher`] that adjusts every list and watch it makes, typically to add label or
 /// field selectors (client-go's `NewFilteredListWatchFromClient` with its
