@@ -62,12 +62,12 @@ pub mod prelude {
         GroupVersionResource, ListerWatcher, ObjectKey, ObjectList, Resource, ResourceExt,
         WatchEvent,
     };
+    #[cfg(feature = "dynamic")]
+    pub use kclient_dynamic::DynamicClient;
     #[cfg(feature = "rest")]
     pub use kclient_rest::{Config, RestClient};
     #[cfg(feature = "typed")]
     pub use kclient_typed::{Clientset, ResourceClient};
-    #[cfg(feature = "dynamic")]
-    pub use kclient_dynamic::DynamicClient;
     #[cfg(feature = "workqueue")]
     pub use kclient_workqueue::{Queue, RateLimitingQueue};
 }
