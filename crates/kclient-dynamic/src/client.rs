@@ -7,7 +7,7 @@ use kclient_core::{
     GroupVersionResource, ListOptions, ObjectList, Patch, PatchOptions, TypeMeta, UpdateOptions,
     WatchEvent, WatchStream,
 };
-use kclient_rest::{Request, RestClient};
+use kclient_rest::{Method, Request, RestClient};
 use serde::Serialize;
 
 use crate::delete::decode_delete_response;
@@ -126,15 +126,6 @@ pub struct DynamicResource {
     namespace: Option<String>,
 }
 
-/// The HTTP method of a request.
-#[derive(Clone, Copy)]
-enum Verb {
-    Get,
-    Post,
-    Put,
-    Delete,
-}
-
 impl DynamicResource {
     /// The same resource in `namespace` (client-go's `Namespace(ns)`); `""` means all
     /// namespaces.
@@ -187,21 +178,15 @@ impl DynamicResource {
             .resource(&self.resource.plural)
     }
 
-    fn collection(&self, verb: Verb) -> Request {
-        let request = match verb {
-            Verb::Get => self.rest.get(),
-            Verb::Post => self.rest.post(),
-            Verb::Put => self.rest.put(),
-            Verb::Delete => self.rest.delete(),
-        };
-        self.base(request)
+    fn collection(&self, method: Method) -> Request {
+        self.base(self.rest.request(method))
     }
 
     /// A request on one object (and maybe a subresource), checking the name and scope.
     fn object(
         &self,
         verb_name: &'static str,
-        verb: Verb,
+        method: Method,
         name: &str,
         subresource: Option<&str>,
     ) -> Result<Request, Error> {
@@ -209,7 +194,7 @@ impl DynamicResource {
             return Err(Error::MissingName { verb: verb_name });
         }
         self.check_scope(verb_name)?;
-        let request = self.collection(verb).name(name);
+        let request = self.collection(method).name(name);
         Ok(match subresource {
             Some(sub) => request.subresource(sub),
             None => request,
@@ -230,7 +215,7 @@ impl DynamicResource {
     /// Reads one object (client-go's `Get`).
     pub async fn get(&self, name: &str, options: &GetOptions) -> Result<DynamicObject, Error> {
         let object = self
-            .object("get", Verb::Get, name, None)?
+            .object("get", Method::GET, name, None)?
             .params(options.query_pairs())
             .json()
             .await?;
@@ -246,7 +231,7 @@ impl DynamicResource {
         options: &GetOptions,
     ) -> Result<DynamicObject, Error> {
         Ok(self
-            .object("get", Verb::Get, name, Some(subresource))?
+            .object("get", Method::GET, name, Some(subresource))?
             .params(options.query_pairs())
             .json()
             .await?)
@@ -264,7 +249,7 @@ impl DynamicResource {
     pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<DynamicObject>, Error> {
         options.validate(false)?;
         let mut list: ObjectList<DynamicObject> = self
-            .collection(Verb::Get)
+            .collection(Method::GET)
             .params(options.query_pairs())
             .json()
             .await?;
@@ -282,7 +267,7 @@ impl DynamicResource {
     ) -> Result<WatchStream<DynamicObject, Error>, Error> {
         options.validate(true)?;
         let stream = self
-            .collection(Verb::Get)
+            .collection(Method::GET)
             .params(options.watch_query_pairs())
             .watch::<DynamicObject>()
             .await?;
@@ -301,7 +286,7 @@ impl DynamicResource {
         options.validate()?;
         self.check_scope("create")?;
         Ok(self
-            .collection(Verb::Post)
+            .collection(Method::POST)
             .params(options.query_pairs())
             .json_body(object)
             .json()
@@ -320,7 +305,7 @@ impl DynamicResource {
         options.validate()?;
         let name = name_of(object, "create")?;
         Ok(self
-            .object("create", Verb::Post, &name, Some(subresource))?
+            .object("create", Method::POST, &name, Some(subresource))?
             .params(options.query_pairs())
             .json_body(object)
             .json()
@@ -366,7 +351,7 @@ impl DynamicResource {
         options.validate()?;
         let name = name_of(object, "update")?;
         Ok(self
-            .object("update", Verb::Put, &name, subresource)?
+            .object("update", Method::PUT, &name, subresource)?
             .params(options.query_pairs())
             .json_body(object)
             .json()
@@ -482,7 +467,7 @@ impl DynamicResource {
         options.validate()?;
         let body = options.to_body().map_err(Error::Serialize)?;
         let response = self
-            .object("delete", Verb::Delete, name, None)?
+            .object("delete", Method::DELETE, name, None)?
             .header("Content-Type", "application/json")
             .body(body)
             .send()
@@ -502,7 +487,7 @@ impl DynamicResource {
         list_options.validate(false)?;
         let body = delete_options.to_body().map_err(Error::Serialize)?;
         let response = self
-            .collection(Verb::Delete)
+            .collection(Method::DELETE)
             .params(list_options.query_pairs())
             .header("Content-Type", "application/json")
             .body(body)
@@ -611,12 +596,12 @@ mod tests {
         let c = client();
         let by_gvr = c.resource(GroupVersionResource::new("apps", "v1", "deployments"));
         assert_eq!(
-            by_gvr.collection(Verb::Get).path(),
+            by_gvr.collection(Method::GET).path(),
             "/apis/apps/v1/deployments"
         );
         let by_gvr = by_gvr.namespace("prod");
         assert_eq!(
-            by_gvr.collection(Verb::Get).path(),
+            by_gvr.collection(Method::GET).path(),
             "/apis/apps/v1/namespaces/prod/deployments"
         );
         assert_eq!(by_gvr.api_resource().api_version, "apps/v1");
@@ -630,7 +615,7 @@ mod tests {
         assert_eq!(nodes.namespace_name(), None);
         assert_eq!(
             nodes
-                .object("get", Verb::Get, "n1", Some("status"))
+                .object("get", Method::GET, "n1", Some("status"))
                 .unwrap()
                 .path(),
             "/api/v1/nodes/n1/status"
@@ -638,13 +623,13 @@ mod tests {
 
         let cts = c.resource(crontabs());
         assert!(matches!(
-            cts.object("get", Verb::Get, "x", None),
+            cts.object("get", Method::GET, "x", None),
             Err(Error::NamespaceRequired { verb: "get", .. })
         ));
         assert!(matches!(
             cts.clone()
                 .namespace("a")
-                .object("get", Verb::Get, "", None),
+                .object("get", Method::GET, "", None),
             Err(Error::MissingName { verb: "get" })
         ));
         assert_eq!(
@@ -655,7 +640,7 @@ mod tests {
         assert_eq!(
             cts.namespace("a")
                 .all_namespaces()
-                .collection(Verb::Get)
+                .collection(Method::GET)
                 .path(),
             "/apis/stable.example.com/v1/crontabs"
         );

@@ -83,6 +83,9 @@ pub use config::{
     DEFAULT_BURST, DEFAULT_EXEC_TIMEOUT, DEFAULT_NAMESPACE, DEFAULT_QPS,
 };
 pub use error::{BoxError, Error};
+/// The HTTP method of a [`RestClient::request`] (the `http` crate's, so callers need not depend
+/// on it).
+pub use http::Method;
 pub use kubeconfig::{Kubeconfig, KubeconfigError, KubeconfigOptions, LoadingRules};
 pub use metrics::RequestMetrics;
 pub use rate_limit::RateLimiter;

@@ -8,22 +8,13 @@ use kclient_core::{
     ApiResource, CreateOptions, DeleteOptions, DeleteResponse, GetOptions, ListOptions, ObjectList,
     Patch, PatchOptions, Resource, ResourceExt, UpdateOptions, WatchStream,
 };
-use kclient_rest::{Request, RestClient};
+use kclient_rest::{Method, Request, RestClient};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::apply::ApplyOptions;
 use crate::delete::decode_delete_response;
 use crate::error::Error;
-
-/// The HTTP method of a request (the REST client has one constructor per method).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Method {
-    Get,
-    Post,
-    Put,
-    Delete,
-}
 
 /// A typed client for one resource, in one namespace, across all namespaces, or cluster-wide:
 /// get, list (paged or not), watch, create, update, patch, server-side apply, delete and
@@ -168,13 +159,8 @@ impl<K: Resource> ResourceClient<K> {
 
     /// A request addressed to the collection (`.../namespaces/{ns}/{plural}`).
     pub(crate) fn collection_request(&self, method: Method) -> Request {
-        let request = match method {
-            Method::Get => self.client.get(),
-            Method::Post => self.client.post(),
-            Method::Put => self.client.put(),
-            Method::Delete => self.client.delete(),
-        };
-        request
+        self.client
+            .request(method)
             .namespace_opt(self.namespace.as_deref())
             .api_resource(&self.resource)
     }
@@ -242,7 +228,7 @@ where
     /// Reads one object with options (`resourceVersion`).
     pub async fn get_with(&self, name: &str, options: &GetOptions) -> Result<K, Error> {
         Ok(self
-            .object_request("get", Method::Get, name)?
+            .object_request("get", Method::GET, name)?
             .params(options.query_pairs())
             .json()
             .await?)
@@ -263,7 +249,7 @@ where
     pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<K>, Error> {
         options.validate(false)?;
         Ok(self
-            .collection_request(Method::Get)
+            .collection_request(Method::GET)
             .params(options.query_pairs())
             .json()
             .await?)
@@ -277,7 +263,7 @@ where
         use futures::TryStreamExt as _;
         options.validate(true)?;
         let stream = self
-            .collection_request(Method::Get)
+            .collection_request(Method::GET)
             .params(options.watch_query_pairs())
             .watch::<K>()
             .await?;
@@ -289,7 +275,7 @@ where
         options.validate()?;
         self.check_scope("create")?;
         Ok(self
-            .collection_request(Method::Post)
+            .collection_request(Method::POST)
             .params(options.query_pairs())
             .json_body(object)
             .json()
@@ -303,7 +289,7 @@ where
         options.validate()?;
         let name = name_of(object, "update")?;
         Ok(self
-            .object_request("update", Method::Put, &name)?
+            .object_request("update", Method::PUT, &name)?
             .params(options.query_pairs())
             .json_body(object)
             .json()
@@ -352,7 +338,7 @@ where
         options.validate()?;
         let body = options.to_body().map_err(Error::Serialize)?;
         let response = self
-            .object_request("delete", Method::Delete, name)?
+            .object_request("delete", Method::DELETE, name)?
             .body(body)
             .send()
             .await?;
@@ -370,7 +356,7 @@ where
         list_options.validate(false)?;
         let body = delete_options.to_body().map_err(Error::Serialize)?;
         let response = self
-            .collection_request(Method::Delete)
+            .collection_request(Method::DELETE)
             .params(list_options.query_pairs())
             .body(body)
             .send()

@@ -12,7 +12,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::apply::ApplyOptions;
-use crate::client::{name_of, Method, ResourceClient};
+use kclient_rest::Method;
+
+use crate::client::{name_of, ResourceClient};
 use crate::error::Error;
 
 /// A resource with the `status` subresource: its status is written through
@@ -33,7 +35,7 @@ where
         options.validate()?;
         let name = name_of(object, "update_status")?;
         Ok(self
-            .object_request("update_status", Method::Put, &name)?
+            .object_request("update_status", Method::PUT, &name)?
             .subresource("status")
             .params(options.query_pairs())
             .json_body(object)
@@ -78,7 +80,7 @@ where
     /// Reads the object's scale (client-go's `GetScale`).
     pub async fn get_scale(&self, name: &str) -> Result<Scale, Error> {
         Ok(self
-            .object_request("get_scale", Method::Get, name)?
+            .object_request("get_scale", Method::GET, name)?
             .subresource("scale")
             .json()
             .await?)
@@ -94,7 +96,7 @@ where
     ) -> Result<Scale, Error> {
         options.validate()?;
         Ok(self
-            .object_request("update_scale", Method::Put, name)?
+            .object_request("update_scale", Method::PUT, name)?
             .subresource("scale")
             .params(options.query_pairs())
             .json_body(scale)

@@ -3,8 +3,9 @@
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kclient_core::CreateOptions;
+use kclient_rest::Method;
 
-use crate::client::{Method, ResourceClient};
+use crate::client::ResourceClient;
 use crate::error::Error;
 
 impl ResourceClient<Pod> {
@@ -35,7 +36,7 @@ impl ResourceClient<Pod> {
             .as_deref()
             .filter(|n| !n.is_empty())
             .ok_or(Error::MissingName { verb: "bind" })?;
-        self.object_request("bind", Method::Post, name)?
+        self.object_request("bind", Method::POST, name)?
             .subresource("binding")
             .params(options.query_pairs())
             .json_body(binding)

@@ -3,8 +3,9 @@
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::Eviction;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
+use kclient_rest::Method;
 
-use crate::client::{Method, ResourceClient};
+use crate::client::ResourceClient;
 use crate::error::Error;
 
 impl ResourceClient<Pod> {
@@ -35,7 +36,7 @@ impl ResourceClient<Pod> {
             .as_deref()
             .filter(|n| !n.is_empty())
             .ok_or(Error::MissingName { verb: "evict" })?;
-        self.object_request("evict", Method::Post, name)?
+        self.object_request("evict", Method::POST, name)?
             .subresource("eviction")
             .json_body(eviction)
             .send()

@@ -3,8 +3,9 @@
 use bytes::{Bytes, BytesMut};
 use futures::stream::{self, BoxStream, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
+use kclient_rest::Method;
 
-use crate::client::{Method, ResourceClient};
+use crate::client::ResourceClient;
 use crate::error::Error;
 
 /// A stream of log bytes, as the kubelet sends them.
@@ -177,7 +178,7 @@ impl ResourceClient<Pod> {
         options: &LogOptions,
     ) -> Result<kclient_rest::Request, Error> {
         Ok(self
-            .object_request("logs", Method::Get, name)?
+            .object_request("logs", Method::GET, name)?
             .subresource("log")
             .params(options.query_pairs()))
     }
