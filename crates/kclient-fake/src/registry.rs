@@ -6,7 +6,9 @@
 //! terminating (the `NamespaceLifecycle` admission), and answers `409 AlreadyExists`. Update
 //! compares resourceVersions (`409 Conflict` when stale, unconditional when absent), keeps
 //! what clients cannot change (uid, creationTimestamp, deletionTimestamp), ignores `status`
-//! on the main resource and everything but `status` on the status subresource, bumps
+//! on the main resource; the status subresource takes `status` and, for built-in resources,
+//! metadata (as kube-apiserver's status strategies: not a Deployment's labels nor a Pod's
+//! ownerReferences; a custom resource's status write changes nothing but `status`), bumps
 //! `generation` on spec changes only, and does not write at all when nothing changed. Delete
 //! honours preconditions, finalizers and propagation policies (see [`crate::gc`]).
 //!
@@ -44,7 +46,7 @@ pub struct WriteOptions {
 pub enum Part {
     /// The main resource: everything but `status` (when the status subresource exists).
     Main,
-    /// The `status` subresource: only `status`.
+    /// The `status` subresource: `status`, and the metadata of built-in resources.
     Status,
 }
 
@@ -439,11 +441,13 @@ impl Registry {
                     && meta::finalizers(&new).is_empty()
                     && !namespace_finalizers_left(&gr, &new)
                 {
-                    // The last finalizer went: the object goes.
+                    // The last finalizer went: the object goes, without storing the update
+                    // first (kube-apiserver's deleteWithoutFinalizers): watchers see one
+                    // DELETED event carrying the stored state, finalizers included; the
+                    // writer gets its update back.
                     if opts.dry_run {
                         return Ok((new, false, true));
                     }
-                    state.put(&gr, namespace, &key, new);
                     let last = state
                         .remove(&gr, namespace, &key)
                         .map(|o| o.value.clone())
@@ -453,7 +457,11 @@ impl Registry {
                         owners: owner_uids(&last),
                         namespace: namespace.to_string(),
                     });
-                    return Ok((last, false, true));
+                    let mut answer = new;
+                    if let Some(rv) = last.pointer("/metadata/resourceVersion").cloned() {
+                        meta::metadata_mut(&mut answer).insert("resourceVersion".into(), rv);
+                    }
+                    return Ok((answer, false, true));
                 }
                 let started_terminating = false;
                 if opts.dry_run {
@@ -507,8 +515,32 @@ impl Registry {
             ));
         }
         if part == Part::Status {
-            // Only status changes; metadata is reset the way ResetObjectMetaForStatus does.
+            // Only status changes, and, for built-in resources, the metadata a client may
+            // change (kube-apiserver's status strategies reset the spec only; a custom
+            // resource's resets everything but status and managedFields).
             let mut out = old.clone();
+            if !info.custom {
+                if let Some(meta) = new.get("metadata").cloned() {
+                    if let Some(o) = out.as_object_mut() {
+                        o.insert("metadata".into(), meta);
+                    }
+                }
+                keep_protected_metadata(info, old, &mut out, &name)?;
+                let meta = meta::metadata_mut(&mut out);
+                // Per-resource exceptions of the status strategies.
+                let kept: &[&str] = match (info.api.group.as_str(), info.api.plural.as_str()) {
+                    ("apps", "deployments") => &["labels"],
+                    ("", "pods") => &["ownerReferences"],
+                    _ => &[],
+                };
+                let old_meta = old.get("metadata");
+                for field in kept {
+                    match old_meta.and_then(|m| m.get(*field)) {
+                        Some(v) => meta.insert((*field).into(), v.clone()),
+                        None => meta.remove(*field),
+                    };
+                }
+            }
             if let (Some(o), Some(n)) = (out.as_object_mut(), new.as_object_mut()) {
                 match n.remove("status") {
                     Some(s) => o.insert("status".into(), s),
@@ -528,57 +560,7 @@ impl Registry {
             return Ok(out);
         }
         // The main resource: keep what clients cannot change.
-        {
-            let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
-            let meta = meta::metadata_mut(&mut new);
-            for field in [
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "namespace",
-                "name",
-                "resourceVersion",
-            ] {
-                match old_meta.get(field) {
-                    Some(v) => meta.insert(field.into(), v.clone()),
-                    None => meta.remove(field),
-                };
-            }
-            meta.remove("selfLink");
-            if !meta.contains_key("managedFields") {
-                if let Some(mf) = old_meta.get("managedFields") {
-                    meta.insert("managedFields".into(), mf.clone());
-                }
-            }
-            match old_meta.get("generation") {
-                Some(g) => meta.insert("generation".into(), g.clone()),
-                None => meta.remove("generation"),
-            };
-            if meta::is_terminating(old) {
-                // Finalizers may only be removed once deletion started.
-                let old_f = meta::finalizers(old);
-                let new_f: Vec<String> = meta
-                    .get("finalizers")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|v| v.as_str().map(String::from))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                if new_f.iter().any(|f| !old_f.contains(f)) {
-                    return Err(ApiError::invalid(
-                        &info.qualified_kind(),
-                        &name,
-                        vec![FieldError::forbidden(
-                            "metadata.finalizers",
-                            "no new finalizers can be added if the object is being deleted",
-                        )],
-                    ));
-                }
-            }
-        }
+        keep_protected_metadata(info, old, &mut new, &name)?;
         if info.status_subresource {
             if let Some(o) = new.as_object_mut() {
                 match old.get("status") {
@@ -960,4 +942,65 @@ pub fn for_version(info: &ResourceInfo, value: &Value) -> Value {
 /// Whether a stored object must be re-serialised to be served in `info`'s version.
 pub fn needs_version_rewrite(info: &ResourceInfo, value: &Value) -> bool {
     value.get("apiVersion").and_then(Value::as_str) != Some(info.api_version())
+}
+
+/// Keeps in `new` the metadata clients cannot change on update (identity, timestamps,
+/// resourceVersion, generation; managedFields when `new` has none), and refuses new
+/// finalizers on an object being deleted.
+fn keep_protected_metadata(
+    info: &ResourceInfo,
+    old: &Value,
+    new: &mut Value,
+    name: &str,
+) -> Result<(), ApiError> {
+    let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let meta = meta::metadata_mut(new);
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "namespace",
+        "name",
+        "resourceVersion",
+    ] {
+        match old_meta.get(field) {
+            Some(v) => meta.insert(field.into(), v.clone()),
+            None => meta.remove(field),
+        };
+    }
+    meta.remove("selfLink");
+    if !meta.contains_key("managedFields") {
+        if let Some(mf) = old_meta.get("managedFields") {
+            meta.insert("managedFields".into(), mf.clone());
+        }
+    }
+    match old_meta.get("generation") {
+        Some(g) => meta.insert("generation".into(), g.clone()),
+        None => meta.remove("generation"),
+    };
+    if meta::is_terminating(old) {
+        // Finalizers may only be removed once deletion started.
+        let old_f = meta::finalizers(old);
+        let new_f: Vec<String> = meta
+            .get("finalizers")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if new_f.iter().any(|f| !old_f.contains(f)) {
+            return Err(ApiError::invalid(
+                &info.qualified_kind(),
+                name,
+                vec![FieldError::forbidden(
+                    "metadata.finalizers",
+                    "no new finalizers can be added if the object is being deleted",
+                )],
+            ));
+        }
+    }
+    Ok(())
 }

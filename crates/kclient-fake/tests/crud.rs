@@ -431,6 +431,46 @@ async fn generation_tracks_spec_changes_only() {
 }
 
 #[tokio::test]
+async fn status_writes_and_metadata() {
+    // kube-apiserver v1.37's status strategies (probed with kubectl --subresource=status): a
+    // built-in resource's status write takes metadata changes, except a Deployment's labels and
+    // a Pod's ownerReferences; a custom resource's takes none (see the crd tests).
+    let (_server, c) = server().await;
+    let owner = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "o",
+                        "uid": "0b5c0c6a-0000-0000-0000-000000000000"}]);
+    let change = json!({"metadata": {"labels": {"z": "1"}, "annotations": {"a": "1"},
+                                     "ownerReferences": owner},
+                        "status": {}});
+    let pods = "/api/v1/namespaces/default/pods";
+    c.post(pods, &pod("p")).await;
+    let r = c
+        .patch(&format!("{pods}/p/status"), MERGE, &change.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["metadata"]["labels"]["z"], "1");
+    assert_eq!(r.body["metadata"]["annotations"]["a"], "1");
+    assert!(r.body["metadata"].get("ownerReferences").is_none());
+
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}},
+        "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
+    c.post(deployments, &d).await;
+    let r = c
+        .patch(
+            &format!("{deployments}/d/status"),
+            MERGE,
+            &change.to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(r.body["metadata"].get("labels").is_none(), "{}", r.body);
+    assert_eq!(r.body["metadata"]["annotations"]["a"], "1");
+    assert_eq!(r.body["metadata"]["ownerReferences"], owner);
+    assert_eq!(r.body["metadata"]["generation"], 1);
+}
+
+#[tokio::test]
 async fn scale_subresource() {
     let (_server, c) = server().await;
     let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
