@@ -244,6 +244,58 @@ async fn server_side_apply() {
 }
 
 #[tokio::test]
+async fn owning_an_empty_map_survives_another_managers_entries() {
+    // Checked against kube-apiserver v1.37 by the e2e suite's server_side_apply scenario.
+    let (_server, c) = server().await;
+    let cms = "/api/v1/namespaces/default/configmaps/cm";
+    let r = c
+        .patch(
+            &format!("{cms}?fieldManager=alice"),
+            APPLY,
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {}\n",
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let mut cm = r.body.clone();
+    cm["data"] = json!({"u": "3"});
+    let r = c.put(&format!("{cms}?fieldManager=carol"), &cm).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let fields = |manager: &str| {
+        r.body["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["manager"] == manager)
+            .map(|e| e["fieldsV1"].clone())
+    };
+    assert_eq!(fields("alice"), Some(json!({"f:data": {}})));
+    assert_eq!(fields("carol"), Some(json!({"f:data": {"f:u": {}}})));
+}
+
+#[tokio::test]
+async fn force_is_only_for_apply() {
+    let (_server, c) = server().await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    c.post(cms, &configmap("cm", json!({}))).await;
+    for force in ["true", "false"] {
+        let r = c
+            .patch(&format!("{cms}/cm?force={force}"), MERGE, "{}")
+            .await;
+        assert_eq!(
+            r.body,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                   "message": "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch",
+                   "reason": "Invalid",
+                   "details": {"group": "meta.k8s.io", "kind": "PatchOptions",
+                               "causes": [{"reason": "FieldValueForbidden",
+                                           "message": "Forbidden: may not be specified for non-apply patch",
+                                           "field": "force"}]},
+                   "code": 422})
+        );
+    }
+}
+
+#[tokio::test]
 async fn apply_to_a_custom_resource_rejects_strategic_merge() {
     let (server, c) = server().await;
     server.register(

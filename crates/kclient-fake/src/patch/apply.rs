@@ -400,15 +400,13 @@ pub fn record_update(
         .cloned()
         .collect();
     let mut entries = read_entries(new);
-    let all_now: FieldSet = {
-        let mut s = field_set(info, new, Part::Main);
-        s.extend(field_set(info, new, Part::Status));
-        s
-    };
     let sub = subresource_name(part);
+    // Managers keep the fields that still exist (a map that gained entries still exists:
+    // owning `.data` as an empty map survives another manager adding `.data.u`) and that
+    // this update did not change.
     for e in &mut entries {
         e.fields
-            .retain(|p| all_now.contains(p) && !changed.contains(p));
+            .retain(|p| value_at(new, p).is_some() && !changed.contains(p));
     }
     match entries
         .iter_mut()

@@ -15,7 +15,7 @@ pub mod strategic;
 use std::sync::Arc;
 
 use http::header;
-use kclient_core::{ApiError, PatchType, Status, StatusReason};
+use kclient_core::{ApiError, FieldError, GroupResource, PatchType, Status, StatusReason};
 use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
@@ -86,8 +86,14 @@ pub fn handle(
         return apply::handle(shared, req, info, namespace, name, part, q, opts);
     }
     if q.get("force").is_some() {
-        return Err(ApiError::bad_request(
-            "force is only valid for server-side apply",
+        // Even `force=false`, as kube-apiserver's PatchOptions validation.
+        return Err(ApiError::invalid(
+            &GroupResource::new("meta.k8s.io", "PatchOptions"),
+            "",
+            vec![FieldError::forbidden(
+                "force",
+                "may not be specified for non-apply patch",
+            )],
         ));
     }
     let gr = info.group_resource();
