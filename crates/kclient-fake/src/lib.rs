@@ -62,9 +62,15 @@
 //!   converted between versions.
 //! - **Lists** always include `kind`/`apiVersion` in items (kube-apiserver omits them for
 //!   built-in types); **tables** have the default `Name`/`Created At` columns; there is no
-//!   protobuf or CBOR, and `/openapi/v3` has paths but no schemas.
-//! - **Watches** send bookmarks every bookmark interval (60 s by default) rather than on the
-//!   watch cache's schedule, and last 30 minutes unless `timeoutSeconds` says otherwise.
+//!   protobuf or CBOR (a protobuf request body gets `415`, so kubectl's typed generators
+//!   such as `kubectl create configmap` fail; `kubectl create -f`/`apply` work), and
+//!   `/openapi/v3` has paths but no schemas.
+//! - **Watches** send bookmarks every bookmark interval (60 s by default) and two seconds
+//!   before their timeout, as the watch cache does, but exactly once (the watch cache's
+//!   one-second timer may send that last one twice); they last 30 minutes unless
+//!   `timeoutSeconds` says otherwise. The history starts with the state the server started
+//!   with (as the watch cache starts from a list), so a watch from resourceVersion 1 gets
+//!   `410 Expired`.
 //! - There is no RBAC, no admission other than namespace lifecycle, and authentication is a
 //!   bearer token or a client certificate signed by the server's CA.
 #![forbid(unsafe_code)]

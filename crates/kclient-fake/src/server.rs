@@ -25,7 +25,7 @@ use crate::handler;
 use crate::kubeconfig::{self, Credentials};
 use crate::registry::{Registry, WriteOptions};
 use crate::response::{self, Body};
-use crate::store::object_key;
+use crate::store::{object_key, StoreState};
 use crate::tls::{Authority, CertifiedKey};
 use crate::Error;
 
@@ -241,6 +241,14 @@ impl FakeApiServerBuilder {
         for obj in self.objects {
             server.seed(obj)?;
         }
+        // The watch history starts with the state the server starts with, as kube-apiserver's
+        // watch cache starts from a list: a watch from an older resourceVersion (such as 1)
+        // gets `410 Expired`.
+        server
+            .shared
+            .registry
+            .store
+            .mutate(StoreState::start_history_here);
         Ok(server)
     }
 }

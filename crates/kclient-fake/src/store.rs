@@ -296,6 +296,13 @@ impl StoreState {
         }
     }
 
+    /// Drops the history so far without a new revision: the history starts at the current
+    /// resourceVersion, and anything older gets `410 Expired`.
+    pub fn start_history_here(&mut self) {
+        self.history.clear();
+        self.compacted = self.rv;
+    }
+
     /// Drops the whole history and moves the resourceVersion on by one (an empty revision),
     /// so that every watch or continue token from before gets `410 Expired`.
     pub fn compact(&mut self) {

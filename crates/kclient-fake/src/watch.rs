@@ -9,7 +9,8 @@
 //! - Selectors are applied to both states of a change: an object that stops matching arrives
 //!   as `DELETED` (its previous state at the event's resourceVersion), one that starts
 //!   matching as `ADDED`.
-//! - `allowWatchBookmarks` adds a `BOOKMARK` every bookmark period (tokio's clock).
+//! - `allowWatchBookmarks` adds a `BOOKMARK` every bookmark period (tokio's clock), and one
+//!   two seconds before the watch's timeout ends it.
 //! - `timeoutSeconds` (or the server's default) ends the stream cleanly.
 //!
 //! Every watcher reads the shared event history when the store's resourceVersion moves (a
@@ -233,8 +234,11 @@ impl WatchState {
                     if !self.done {
                         self.queue.push_back(bookmark_frame(&self.spec.info, self.next_rv, false));
                     }
-                    let period = self.shared.settings.bookmark_interval;
-                    self.bookmark_at = Some(Instant::now() + period);
+                    self.bookmark_at = next_bookmark(
+                        Instant::now(),
+                        self.shared.settings.bookmark_interval,
+                        self.deadline,
+                    );
                 }
             }
         }
@@ -278,16 +282,18 @@ pub fn stream(shared: Arc<Shared>, spec: WatchSpec) -> Body {
         }
     }
     let now = Instant::now();
+    let deadline = now + spec.timeout;
     let bookmark_at = spec
         .bookmarks
-        .then(|| now + shared.settings.bookmark_interval);
+        .then(|| next_bookmark(now, shared.settings.bookmark_interval, deadline))
+        .flatten();
     let mut drop_rx = shared.faults.drop_watches.subscribe();
     drop_rx.mark_unchanged();
     let state = WatchState {
         rx: shared.registry.store.subscribe(),
         drop_rx,
         stall_rx: shared.faults.stall_watches.subscribe(),
-        deadline: now + spec.timeout,
+        deadline,
         shared,
         spec,
         queue,
@@ -300,6 +306,18 @@ pub fn stream(shared: Arc<Shared>, spec: WatchSpec) -> Body {
         Some((Ok::<_, Infallible>(Frame::data(f)), st))
     });
     StreamBody::new(s).boxed_unsync()
+}
+
+/// How long before its deadline a watch gets its last bookmark.
+const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
+
+/// When the next bookmark is due, as kube-apiserver's cache watchers compute it: one bookmark
+/// `period` from `now`, or two seconds before the watch's deadline if that comes first (so a
+/// client learns the latest resourceVersion before the server ends the watch); none once that
+/// moment has passed.
+fn next_bookmark(now: Instant, period: Duration, deadline: Instant) -> Option<Instant> {
+    let at = (now + period).min(deadline.checked_sub(PRE_TIMEOUT_BOOKMARK)?);
+    (at > now).then_some(at)
 }
 
 /// Parses a watch's starting point from its options.

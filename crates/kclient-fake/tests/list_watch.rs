@@ -382,6 +382,37 @@ async fn watch_too_old_resource_version() {
 }
 
 #[tokio::test]
+async fn history_starts_with_the_server() {
+    // As kube-apiserver's watch cache starts from a list, the history starts with the state
+    // the server started with: resourceVersion 1 is too old, the start is not.
+    let server = FakeApiServer::builder()
+        .object(pod("preloaded"))
+        .start()
+        .await
+        .unwrap();
+    let c = Client::new(&server);
+    let start = server.resource_version();
+    let mut w = c
+        .watch(&format!("{PODS}?watch=true&resourceVersion=1"))
+        .await;
+    let e = w.next().await.unwrap();
+    assert_eq!(e["type"], "ERROR");
+    assert_eq!(
+        e["object"]["message"],
+        format!("too old resource version: 1 ({start})")
+    );
+    assert_eq!(e["object"]["code"], 410);
+    let mut w = c
+        .watch(&format!("{PODS}?watch=true&resourceVersion={start}"))
+        .await;
+    c.post(PODS, &pod("later")).await;
+    assert_eq!(
+        w.next_summary().await.unwrap(),
+        ("ADDED".into(), "later".into())
+    );
+}
+
+#[tokio::test]
 async fn compaction_ends_open_watches_with_410() {
     let (server, c) = server().await;
     let a = c.post(PODS, &pod("a")).await.body;
@@ -495,6 +526,31 @@ async fn periodic_bookmarks() {
         ))
         .await;
     assert!(quiet.next().await.is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bookmark_comes_two_seconds_before_the_timeout() {
+    let (server, c) = server().await;
+    let start = tokio::time::Instant::now();
+    let mut w = c
+        .watch(&format!(
+            "{PODS}?watch=true&allowWatchBookmarks=true&timeoutSeconds=10&resourceVersion={}",
+            server.resource_version()
+        ))
+        .await;
+    let e = w.next().await.unwrap();
+    assert_eq!(e["type"], "BOOKMARK");
+    assert_eq!(start.elapsed(), std::time::Duration::from_secs(8));
+    assert!(w.next().await.is_none(), "then the timeout ends it");
+    assert_eq!(start.elapsed(), std::time::Duration::from_secs(10));
+    // Too short a timeout for a bookmark two seconds before it: none.
+    let mut short = c
+        .watch(&format!(
+            "{PODS}?watch=true&allowWatchBookmarks=true&timeoutSeconds=2&resourceVersion={}",
+            server.resource_version()
+        ))
+        .await;
+    assert!(short.next().await.is_none());
 }
 
 #[tokio::test(start_paused = true)]

@@ -199,9 +199,7 @@ async fn stalled_watches_stay_open() {
 #[tokio::test]
 async fn shutdown_closes_watches_and_the_listener() {
     let (server, c) = server().await;
-    let mut w = c
-        .watch("/api/v1/namespaces/default/pods?watch=true&resourceVersion=1")
-        .await;
+    let mut w = c.watch("/api/v1/namespaces/default/pods?watch=true").await;
     let addr = server.address();
     server.shutdown().await;
     assert!(w.next().await.is_none());
