@@ -9,54 +9,49 @@
 //! KUBECONFIG=~/.kube/config cargo run -p kclient-typed --example deployment
 //! ```
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
-use k8s_openapi::api::core::v1::{Container, ContainerPort, PodSpec, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kclient_core::{ApiStatus, CreateOptions, DeleteOptions, ListOptions, UpdateOptions};
 use kclient_fake::FakeApiServer;
 use kclient_rest::Config;
 use kclient_typed::{Clientset, DeleteResponse, ResourceClient};
+use serde_json::json;
 
 const NAME: &str = "demo-deployment";
 
 fn demo_deployment() -> Deployment {
-    let labels = BTreeMap::from([("app".to_owned(), "demo".to_owned())]);
-    Deployment {
-        metadata: ObjectMeta {
-            name: Some(NAME.to_owned()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(DeploymentSpec {
-            replicas: Some(2),
-            selector: LabelSelector {
-                match_labels: Some(labels.clone()),
-                ..LabelSelector::default()
-            },
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..ObjectMeta::default()
-                }),
-                spec: Some(PodSpec {
-                    containers: vec![Container {
-                        name: "web".into(),
-                        image: Some("nginx:1.12".into()),
-                        ports: Some(vec![ContainerPort {
-                            name: Some("http".into()),
-                            container_port: 80,
-                            ..ContainerPort::default()
-                        }]),
-                        ..Container::default()
-                    }],
-                    ..PodSpec::default()
-                }),
-            },
-            ..DeploymentSpec::default()
-        }),
-        ..Deployment::default()
-    }
+    // Built from JSON, which reads the same for every Kubernetes version: k8s-openapi models
+    // `Deployment.spec` as `Option<DeploymentSpec>` up to 1.36 and as `DeploymentSpec` from
+    // 1.37 on (see `spec` below).
+    serde_json::from_value(json!({
+        "metadata": { "name": NAME },
+        "spec": {
+            "replicas": 2,
+            "selector": { "matchLabels": { "app": "demo" } },
+            "template": {
+                "metadata": { "labels": { "app": "demo" } },
+                "spec": {
+                    "containers": [{
+                        "name": "web",
+                        "image": "nginx:1.12",
+                        "ports": [{ "name": "http", "containerPort": 80 }]
+                    }]
+                }
+            }
+        }
+    }))
+    .expect("a valid Deployment")
+}
+
+/// The Deployment's spec for every Kubernetes version: `Option::from` turns a reference to
+/// either model (`Option<DeploymentSpec>` up to 1.36, `DeploymentSpec` from 1.37 on) into an
+/// `Option<&DeploymentSpec>`. A program written for one version just uses `d.spec`.
+fn spec(d: &Deployment) -> Option<&DeploymentSpec> {
+    Option::from(&d.spec)
+}
+
+/// [`spec`], mutable.
+fn spec_mut(d: &mut Deployment) -> Option<&mut DeploymentSpec> {
+    Option::from(&mut d.spec)
 }
 
 /// Changes the image with a read-modify-write, retrying when another writer got there first
@@ -67,7 +62,7 @@ async fn update_image(
 ) -> Result<Deployment, kclient_typed::Error> {
     loop {
         let mut current = deployments.get(NAME).await?;
-        let spec = current.spec.get_or_insert_with(Default::default);
+        let spec = spec_mut(&mut current).expect("the API server returns the spec");
         let pod = spec.template.spec.get_or_insert_with(Default::default);
         pod.containers[0].image = Some(image.to_owned());
         match deployments
@@ -111,9 +106,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("Updating the image to nginx:1.13...");
     let updated = update_image(&deployments, "nginx:1.13").await?;
-    let image = updated
-        .spec
-        .as_ref()
+    let image = spec(&updated)
         .and_then(|s| s.template.spec.as_ref())
         .and_then(|p| p.containers[0].image.clone());
     println!("Updated deployment: image is now {image:?}");
@@ -127,7 +120,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("Listing deployments in {namespace}:");
     for d in deployments.list_all(&ListOptions::default()).await? {
-        let replicas = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        let replicas = spec(&d).and_then(|s| s.replicas).unwrap_or(1);
         println!(
             " * {} ({replicas} replicas)",
             d.metadata.name.as_deref().unwrap_or_default()

@@ -6,8 +6,9 @@
 //! * `codegen table [--versions 1.35,1.36,1.37]` — the tables, from k8s-openapi's source (its
 //!   types, plus the verbs and subresources kclient-codegen knows).
 //! * `codegen refresh --kubeconfig <file>` — the table of the server's version, from its
-//!   discovery (Rust types and skip reasons are kept from the existing table, and so are the
-//!   resources the server does not serve, such as alpha APIs it does not enable).
+//!   discovery of the built-in APIs (the cluster's CRDs and aggregated APIs are left out; Rust
+//!   types and skip reasons are kept from the existing table, and so are the resources the
+//!   server does not serve, such as alpha APIs it does not enable).
 //! * `codegen crd <crd.yaml>… --out <dir> [--check]` — Rust types and typed clients for
 //!   CustomResourceDefinitions.
 
@@ -213,13 +214,20 @@ fn refresh(args: &[String]) -> Result<()> {
     }
     let config = kclient_rest::Config::from_kubeconfig(&options)
         .with_context(|| format!("loading {}", kubeconfig.display()))?;
-    let (git_version, lists) = fetch_discovery_blocking(config).context("reading discovery")?;
-    let version = minor_version(&git_version)
+    let discovered = fetch_discovery_blocking(config).context("reading discovery")?;
+    let git_version = &discovered.git_version;
+    let version = minor_version(git_version)
         .with_context(|| format!("cannot read the server version {git_version:?}"))?;
+    if !discovered.left_out.is_empty() {
+        eprintln!(
+            "codegen: left out, not built in (CRDs, aggregated APIs): {}",
+            discovered.left_out.join(", ")
+        );
+    }
     let mut table = table_from_discovery(
         &version,
         &format!("discovery of kube-apiserver {git_version}"),
-        &lists,
+        &discovered.lists,
     )?;
     let path = table_path(&version);
     let known = match ResourceTable::load(&path) {
@@ -232,6 +240,12 @@ fn refresh(args: &[String]) -> Result<()> {
     };
     table.adopt_rust_types(&known);
     let kept = table.keep_missing_from(&known);
+    if kept > 0 {
+        table.source = format!(
+            "discovery of kube-apiserver {git_version}, with the {kept} entries it does not serve \
+             (APIs it does not enable, non-resource kinds) kept from the previous table"
+        );
+    }
     table.save(&path)?;
     eprintln!(
         "codegen: {} from {git_version} ({} resources, {} skipped, {kept} not served by this \

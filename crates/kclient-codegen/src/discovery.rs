@@ -4,9 +4,11 @@
 //! [`table_from_discovery`] folds the legacy discovery documents (`/api/v1`,
 //! `/apis/<group>/<version>`: `APIResourceList`s) into a table; subresources
 //! (`pods/status`, `deployments/scale`) become entries of their resource. With the
-//! `discovery` feature, `fetch_discovery` reads those documents from a server.
+//! `discovery` feature, `fetch_discovery` reads those documents from a server, leaving out
+//! the group-versions that are not built in ([`non_builtin_group_versions`]): a table lists
+//! Kubernetes' own resources, not the CRDs or aggregated APIs of the cluster it was read from.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
@@ -101,6 +103,43 @@ pub fn table_from_discovery(
     Ok(table)
 }
 
+/// The group-versions (`group/version`) a server serves that kube-apiserver does not build in:
+/// those of CustomResourceDefinitions and those of APIServices backed by another server
+/// (aggregated APIs such as `metrics.k8s.io`). `crds` is the server's
+/// `CustomResourceDefinitionList`, `api_services` its `APIServiceList`.
+pub fn non_builtin_group_versions(
+    crds: &serde_json::Value,
+    api_services: &serde_json::Value,
+) -> BTreeSet<String> {
+    let items = |list: &serde_json::Value| -> Vec<serde_json::Value> {
+        list["items"].as_array().cloned().unwrap_or_default()
+    };
+    let mut out = BTreeSet::new();
+    for crd in items(crds) {
+        let group = crd["spec"]["group"].as_str().unwrap_or_default();
+        for version in crd["spec"]["versions"].as_array().into_iter().flatten() {
+            if let Some(name) = version["name"].as_str() {
+                out.insert(format!("{group}/{name}"));
+            }
+        }
+    }
+    for service in items(api_services) {
+        let spec = &service["spec"];
+        if spec["service"].is_object() {
+            let (group, version) = (
+                spec["group"].as_str().unwrap_or_default(),
+                spec["version"].as_str().unwrap_or_default(),
+            );
+            out.insert(if group.is_empty() {
+                version.to_owned()
+            } else {
+                format!("{group}/{version}")
+            });
+        }
+    }
+    out
+}
+
 /// `major.minor` from a `/version` document's `gitVersion` (`v1.35.2` → `1.35`).
 pub fn minor_version(git_version: &str) -> Option<String> {
     let mut parts = git_version.trim_start_matches('v').split('.');
@@ -113,12 +152,27 @@ pub fn minor_version(git_version: &str) -> Option<String> {
     (!major.is_empty() && !minor.is_empty()).then(|| format!("{major}.{minor}"))
 }
 
+/// What [`fetch_discovery`] read from a server.
+#[cfg(feature = "discovery")]
+#[derive(Debug, Clone)]
+pub struct ServerDiscovery {
+    /// The server's `gitVersion` (`v1.37.1`).
+    pub git_version: String,
+    /// The discovery documents of its built-in group-versions.
+    pub lists: Vec<ApiResourceList>,
+    /// The group-versions it serves that were left out, not being built in (CRDs, aggregated
+    /// APIs; see [`non_builtin_group_versions`]).
+    pub left_out: Vec<String>,
+}
+
 /// The discovery documents and version of the server `config` points at: `/version`, `/api`
-/// with each of its versions, `/apis` with each group's versions.
+/// with each of its versions, `/apis` with each group's versions except those of
+/// CustomResourceDefinitions and aggregated APIs (read from the server's CRDs and
+/// APIServices, so the credentials must allow listing both).
 #[cfg(feature = "discovery")]
 pub async fn fetch_discovery(
     config: kclient_rest::Config,
-) -> Result<(String, Vec<ApiResourceList>), kclient_rest::Error> {
+) -> Result<ServerDiscovery, kclient_rest::Error> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Version {
@@ -148,19 +202,36 @@ pub async fn fetch_discovery(
     let core: ApiVersions = client.get().abs_path("/api").json().await?;
     paths.extend(core.versions.iter().map(|v| format!("/api/{v}")));
     let groups: GroupList = client.get().abs_path("/apis").json().await?;
+    let crds: serde_json::Value = client
+        .get()
+        .abs_path("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+        .json()
+        .await?;
+    let api_services: serde_json::Value = client
+        .get()
+        .abs_path("/apis/apiregistration.k8s.io/v1/apiservices")
+        .json()
+        .await?;
+    let non_builtin = non_builtin_group_versions(&crds, &api_services);
+    let mut left_out = Vec::new();
     for group in groups.groups {
-        paths.extend(
-            group
-                .versions
-                .iter()
-                .map(|v| format!("/apis/{}", v.group_version)),
-        );
+        for v in group.versions {
+            if non_builtin.contains(&v.group_version) {
+                left_out.push(v.group_version);
+            } else {
+                paths.push(format!("/apis/{}", v.group_version));
+            }
+        }
     }
     let mut lists = Vec::new();
     for path in paths {
         lists.push(client.get().abs_path(path).json().await?);
     }
-    Ok((version.git_version, lists))
+    Ok(ServerDiscovery {
+        git_version: version.git_version,
+        lists,
+        left_out,
+    })
 }
 
 /// [`fetch_discovery`] on a current-thread runtime of its own, for synchronous callers such
@@ -168,7 +239,7 @@ pub async fn fetch_discovery(
 #[cfg(feature = "discovery")]
 pub fn fetch_discovery_blocking(
     config: kclient_rest::Config,
-) -> Result<(String, Vec<ApiResourceList>), kclient_rest::Error> {
+) -> Result<ServerDiscovery, kclient_rest::Error> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -205,6 +276,35 @@ mod tests {
         assert_eq!(table.resources[2].subresources, ["scale"]);
         assert_eq!(table.resources[2].group, "apps");
         assert!(table_from_discovery("1.35", "test", &[]).is_err());
+    }
+
+    #[test]
+    fn crds_and_aggregated_apis_are_not_built_in() {
+        let crds = serde_json::json!({"kind": "CustomResourceDefinitionList", "items": [
+            {"spec": {"group": "stable.example.com", "names": {"plural": "crontabs"},
+                      "versions": [{"name": "v1"}, {"name": "v2beta1"}]}}
+        ]});
+        let api_services = serde_json::json!({"kind": "APIServiceList", "items": [
+            {"spec": {"version": "v1", "service": null}},
+            {"spec": {"group": "apps", "version": "v1"}},
+            {"spec": {"group": "stable.example.com", "version": "v1", "service": null}},
+            {"spec": {"group": "metrics.k8s.io", "version": "v1beta1",
+                      "service": {"namespace": "kube-system", "name": "metrics-server"}}}
+        ]});
+        let found: Vec<String> = non_builtin_group_versions(&crds, &api_services)
+            .into_iter()
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "metrics.k8s.io/v1beta1",
+                "stable.example.com/v1",
+                "stable.example.com/v2beta1"
+            ]
+        );
+        assert!(
+            non_builtin_group_versions(&serde_json::json!({}), &serde_json::json!({})).is_empty()
+        );
     }
 
     #[test]

@@ -152,7 +152,7 @@ async fn typed_deployment_and_scale() -> Result<()> {
             name: Some(name.clone()),
             ..ObjectMeta::default()
         },
-        spec: Some(DeploymentSpec {
+        spec: DeploymentSpec {
             replicas: Some(1),
             selector: LabelSelector {
                 match_labels: Some(labels.clone()),
@@ -173,7 +173,7 @@ async fn typed_deployment_and_scale() -> Result<()> {
                 }),
             },
             ..DeploymentSpec::default()
-        }),
+        },
         ..Deployment::default()
     };
     let created = deployments
@@ -191,7 +191,7 @@ async fn typed_deployment_and_scale() -> Result<()> {
     let scale = deployments.get_scale(&name).await?;
     ensure!(scale.spec.and_then(|s| s.replicas) == Some(3));
     let got = deployments.get(&name).await?;
-    ensure!(got.spec.and_then(|s| s.replicas) == Some(3));
+    ensure!(got.spec.replicas == Some(3));
 
     deployments.delete(&name, &DeleteOptions::default()).await?;
     // apps/v1 deletes in the background by default: the Deployment goes at once, and the

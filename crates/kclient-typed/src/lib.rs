@@ -15,8 +15,19 @@
 //! * Hand-written extensions where client-go has them: pod logs ([`LogOptions`], streams of
 //!   bytes or lines), eviction and binding.
 //!
-//! The Kubernetes version is k8s-openapi's: enable exactly one of the features `v1_35`,
-//! `v1_36`, `v1_37` (here or on k8s-openapi) in the final binary; libraries enable none.
+//! The Kubernetes version is k8s-openapi's, and a build has exactly one. The default feature
+//! `v1_37` picks 1.37, the version the e2e suite's kube-apiserver runs; for 1.35 or 1.36 turn
+//! the defaults off and enable `v1_35` or `v1_36` instead (or the same feature on k8s-openapi):
+//!
+//! ```toml
+//! kclient-typed = { version = "0.1", default-features = false, features = ["v1_35"] }
+//! ```
+//!
+//! Libraries built on kclient-typed set `default-features = false` and leave the choice to the
+//! final program. The Clientset offers the resources of the chosen version
+//! ([`KUBERNETES_VERSION`]). k8s-openapi models some fields differently across versions (the
+//! workload kinds' `spec` is `Option<Spec>` up to 1.36 and `Spec` from 1.37 on), so code meant
+//! for several versions builds objects from JSON, as below.
 //!
 //! ```no_run
 //! use k8s_openapi::api::apps::v1::Deployment;

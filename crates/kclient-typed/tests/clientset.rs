@@ -10,7 +10,7 @@ use kclient_core::{CreateOptions, ListOptions, Resource, ResourceExt};
 use kclient_rest::Config;
 use kclient_typed::{Clientset, CoreV1Client, KUBERNETES_VERSION};
 
-use common::{config_map, deployment, fake, meta};
+use common::{config_map, deployment, fake, meta, pod_template};
 
 #[tokio::test]
 async fn accessors_address_their_resources() {
@@ -49,7 +49,7 @@ async fn accessors_address_their_resources() {
     let job = Job {
         metadata: meta("once", &[]),
         spec: Some(JobSpec {
-            template: deployment("once", 1).spec.unwrap().template,
+            template: pod_template("once"),
             ..JobSpec::default()
         }),
         ..Job::default()
@@ -136,8 +136,15 @@ async fn every_client_shares_one_transport_and_rate_limiter() {
         .rest_client()
         .shares_state_with(clientset.rest_client()));
     assert_eq!(
-        KUBERNETES_VERSION, "1.35",
-        "the tests build against k8s-openapi v1_35"
+        KUBERNETES_VERSION,
+        if cfg!(feature = "v1_35") {
+            "1.35"
+        } else if cfg!(feature = "v1_36") {
+            "1.36"
+        } else {
+            "1.37"
+        },
+        "the version the features pick, 1.37 by default"
     );
 }
 

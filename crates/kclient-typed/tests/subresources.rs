@@ -5,9 +5,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{
-    Deployment, DeploymentStatus, ReplicaSet, ReplicaSetSpec, StatefulSet, StatefulSetSpec,
-};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet, StatefulSet};
 use k8s_openapi::api::autoscaling::v1::{Scale, ScaleSpec};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kclient_core::{ApiStatus, CreateOptions, Patch, PatchOptions, ResourceExt, UpdateOptions};
@@ -16,35 +14,29 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::json;
 
-use common::{deployment, fake, meta};
+use common::{deployment, fake, from_json, meta, pod_template, SpecOf};
 
 fn replica_set(name: &str, replicas: i32) -> ReplicaSet {
-    let d = deployment(name, replicas).spec.unwrap();
-    ReplicaSet {
-        metadata: meta(name, &[("app", name)]),
-        spec: Some(ReplicaSetSpec {
-            replicas: Some(replicas),
-            selector: d.selector,
-            template: Some(d.template),
-            ..ReplicaSetSpec::default()
-        }),
-        ..ReplicaSet::default()
-    }
+    from_json(json!({
+        "metadata": meta(name, &[("app", name)]),
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "app": name } },
+            "template": pod_template(name),
+        }
+    }))
 }
 
 fn stateful_set(name: &str, replicas: i32) -> StatefulSet {
-    let d = deployment(name, replicas).spec.unwrap();
-    StatefulSet {
-        metadata: meta(name, &[("app", name)]),
-        spec: Some(StatefulSetSpec {
-            replicas: Some(replicas),
-            selector: d.selector,
-            template: d.template,
-            service_name: Some(name.to_owned()),
-            ..StatefulSetSpec::default()
-        }),
-        ..StatefulSet::default()
-    }
+    from_json(json!({
+        "metadata": meta(name, &[("app", name)]),
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "app": name } },
+            "template": pod_template(name),
+            "serviceName": name,
+        }
+    }))
 }
 
 /// Every scale call on one workload kind: get, update, patch and `scale_to`.
@@ -98,7 +90,7 @@ async fn deployment_scale() {
     exercise_scale(
         &clientset.namespaced::<Deployment>("default"),
         deployment("web", 1),
-        |d| d.spec.as_ref().and_then(|s| s.replicas),
+        |d| d.spec_of().and_then(|s| s.replicas),
     )
     .await;
 }
@@ -109,7 +101,7 @@ async fn replica_set_scale() {
     exercise_scale(
         &clientset.namespaced::<ReplicaSet>("default"),
         replica_set("web", 1),
-        |r| r.spec.as_ref().and_then(|s| s.replicas),
+        |r| r.spec_of().and_then(|s| s.replicas),
     )
     .await;
 }
@@ -120,7 +112,7 @@ async fn stateful_set_scale() {
     exercise_scale(
         &clientset.namespaced::<StatefulSet>("default"),
         stateful_set("db", 1),
-        |s| s.spec.as_ref().and_then(|s| s.replicas),
+        |s| s.spec_of().and_then(|s| s.replicas),
     )
     .await;
 }

@@ -14,7 +14,7 @@ use kclient_core::{
 use kclient_typed::{ApplyOptions, DeleteResponse, Error, ResourceClient};
 use serde_json::json;
 
-use common::{config_map, deployment, fake, meta};
+use common::{config_map, deployment, fake, meta, SpecOf};
 
 fn pod(name: &str) -> Pod {
     Pod {
@@ -146,7 +146,7 @@ async fn every_patch_type() {
             .replace("/spec/replicas", 2),
     );
     let d = deployments.patch("web", &json_patch, &none).await.unwrap();
-    assert_eq!(d.spec.unwrap().replicas, Some(2));
+    assert_eq!(d.spec_of().unwrap().replicas, Some(2));
     let failed = deployments
         .patch("web", &json_patch, &none)
         .await
@@ -170,14 +170,15 @@ async fn every_patch_type() {
     }));
     let d = deployments.patch("web", &strategic, &none).await.unwrap();
     let names: Vec<String> = d
-        .spec
+        .spec_of()
         .unwrap()
         .template
         .spec
+        .as_ref()
         .unwrap()
         .containers
-        .into_iter()
-        .map(|c| c.name)
+        .iter()
+        .map(|c| c.name.clone())
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
     assert!(names.contains(&"web".to_owned()) && names.contains(&"sidecar".to_owned()));

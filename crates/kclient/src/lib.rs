@@ -14,8 +14,17 @@
 //! | `workqueue` | `kclient-workqueue`: client-go's workqueue | `workqueue` (default) |
 //! | `fake` | `kclient-fake`: an in-memory API server for tests | `fake` |
 //!
-//! Built-in types come from k8s-openapi, which needs exactly one Kubernetes version: enable
-//! one of the features `v1_35`, `v1_36`, `v1_37` (or the same feature on k8s-openapi).
+//! Built-in types come from k8s-openapi, which needs exactly one Kubernetes version. The
+//! default features include `v1_37` (Kubernetes 1.37, the version the e2e suite's
+//! kube-apiserver runs). k8s-openapi refuses two versions at once, so another version means
+//! turning the defaults off and listing the layers with it:
+//!
+//! ```toml
+//! kclient = { version = "0.1", default-features = false, features = ["rest", "discovery", "dynamic", "typed", "workqueue", "v1_35"] }
+//! ```
+//!
+//! (`v1_35`, `v1_36` or `v1_37`, or the same feature on k8s-openapi). Libraries built on
+//! kclient set `default-features = false` and enable no version.
 //!
 //! ```
 //! use kclient::prelude::*;

@@ -3,12 +3,16 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, ReplicaSet, ReplicaSetSpec, StatefulSet, StatefulSetSpec,
+};
 use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kclient_fake::FakeApiServer;
 use kclient_rest::{Config, RestClient};
 use kclient_typed::Clientset;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
 
 /// A fake API server and a clientset for it (no client-side rate limit, so tests are not
 /// throttled).
@@ -51,33 +55,67 @@ pub fn config_map(name: &str, labels: &[(&str, &str)], value: &str) -> ConfigMap
     }
 }
 
-/// A Deployment of `replicas` nginx pods labelled `app=<name>`.
-pub fn deployment(name: &str, replicas: i32) -> Deployment {
-    let labels = BTreeMap::from([("app".to_owned(), name.to_owned())]);
-    Deployment {
-        metadata: meta(name, &[("app", name)]),
-        spec: Some(DeploymentSpec {
-            replicas: Some(replicas),
-            selector: LabelSelector {
-                match_labels: Some(labels.clone()),
-                ..LabelSelector::default()
-            },
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..ObjectMeta::default()
-                }),
-                spec: Some(PodSpec {
-                    containers: vec![Container {
-                        name: "web".into(),
-                        image: Some("nginx".into()),
-                        ..Container::default()
-                    }],
-                    ..PodSpec::default()
-                }),
-            },
-            ..DeploymentSpec::default()
+/// A pod template of one nginx container, labelled `app=<name>`.
+pub fn pod_template(name: &str) -> PodTemplateSpec {
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(BTreeMap::from([("app".to_owned(), name.to_owned())])),
+            ..ObjectMeta::default()
         }),
-        ..Deployment::default()
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "web".into(),
+                image: Some("nginx".into()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
     }
 }
+
+/// An object from its JSON form.
+///
+/// The workload kinds are built this way because k8s-openapi models their `spec` as
+/// `Option<Spec>` up to Kubernetes 1.36 and as `Spec` from 1.37 on: the JSON reads the same
+/// for every version kclient-typed supports.
+pub fn from_json<K: DeserializeOwned>(value: Value) -> K {
+    serde_json::from_value(value).expect("a valid object")
+}
+
+/// A Deployment of `replicas` nginx pods labelled `app=<name>`.
+pub fn deployment(name: &str, replicas: i32) -> Deployment {
+    from_json(json!({
+        "metadata": meta(name, &[("app", name)]),
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "app": name } },
+            "template": pod_template(name),
+        }
+    }))
+}
+
+/// A workload's `spec`, however k8s-openapi models it: `Option<Spec>` up to Kubernetes 1.36,
+/// `Spec` from 1.37 on (`Option::from` takes a reference to either).
+pub trait SpecOf {
+    /// The spec type.
+    type Spec;
+    /// The spec, `None` only where the model has it optional and it is unset.
+    fn spec_of(&self) -> Option<&Self::Spec>;
+}
+
+macro_rules! spec_of {
+    ($($kind:ty => $spec:ty),* $(,)?) => {$(
+        impl SpecOf for $kind {
+            type Spec = $spec;
+            fn spec_of(&self) -> Option<&$spec> {
+                Option::from(&self.spec)
+            }
+        }
+    )*};
+}
+
+spec_of!(
+    Deployment => DeploymentSpec,
+    ReplicaSet => ReplicaSetSpec,
+    StatefulSet => StatefulSetSpec,
+);
