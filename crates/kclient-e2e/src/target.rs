@@ -3,8 +3,10 @@
 use std::env;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
+use kclient_fake::FakeApiServer;
 use kclient_rest::{Config, RestClient};
 
 use crate::client::ApiClient;
@@ -15,6 +17,9 @@ pub const KUBECONFIG_ENV: &str = "KCLIENT_E2E_KUBECONFIG";
 pub const KUBECTL_ENV: &str = "KCLIENT_E2E_KUBECTL";
 /// The Kubernetes version the real server was built as (set by `cargo xtask e2e test`).
 pub const KUBERNETES_VERSION_ENV: &str = "KCLIENT_E2E_KUBERNETES_VERSION";
+/// The bearer token the fake target accepts (the real server's admin identity is a client
+/// certificate; both are what their kubeconfigs carry).
+const FAKE_TOKEN: &str = "kclient-e2e-admin";
 
 /// Which kind of server a target is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +54,14 @@ pub struct Target {
     pub expected_version: Option<String>,
     /// How kclient-rest reaches it (from the kubeconfig), with client-side rate limiting off.
     pub config: Config,
+    /// The fake server and the directory of its kubeconfig, kept alive as long as the target.
+    fake: Option<Arc<FakeRun>>,
+}
+
+/// A running kclient-fake with its kubeconfig on disk.
+struct FakeRun {
+    _server: FakeApiServer,
+    _dir: tempfile::TempDir,
 }
 
 impl fmt::Debug for Target {
@@ -69,18 +82,43 @@ impl Target {
             return Ok(None);
         };
         let mut target = Target::from_kubeconfig(TargetKind::Real, Path::new(&path))?;
-        target.kubectl = env::var_os(KUBECTL_ENV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from);
+        target.kubectl = kubectl_from_env();
         target.expected_version = env::var(KUBERNETES_VERSION_ENV)
             .ok()
             .filter(|v| !v.is_empty());
         Ok(Some(target))
     }
 
-    /// Every target available to this run: the real server when configured and, once
-    /// kclient-fake can be started from here, the fake. Prints why a target is missing.
-    pub fn available() -> Result<Vec<Target>> {
+    /// A fresh kclient-fake on 127.0.0.1 (HTTPS, bearer-token admin), with a kubeconfig for
+    /// independent clients and the real server's kubectl when there is one. The server lives
+    /// as long as the target (and its clones) and the tokio runtime that started it.
+    pub async fn fake() -> Result<Target> {
+        let server = FakeApiServer::builder()
+            .https()
+            .token(FAKE_TOKEN)
+            .start()
+            .await
+            .context("could not start kclient-fake")?;
+        let dir = tempfile::Builder::new()
+            .prefix("kclient-e2e-fake-")
+            .tempdir()
+            .context("could not create a directory for the fake's kubeconfig")?;
+        let kubeconfig = dir.path().join("kubeconfig");
+        server
+            .write_kubeconfig(&kubeconfig)
+            .context("could not write the fake's kubeconfig")?;
+        let mut target = Target::from_kubeconfig(TargetKind::Fake, &kubeconfig)?;
+        target.kubectl = kubectl_from_env();
+        target.fake = Some(Arc::new(FakeRun {
+            _server: server,
+            _dir: dir,
+        }));
+        Ok(target)
+    }
+
+    /// Every target available to this run: the real server when configured (first), and a
+    /// fresh kclient-fake (always). Prints why the real server is missing.
+    pub async fn available() -> Result<Vec<Target>> {
         let mut targets = Vec::new();
         match Target::real_from_env()? {
             Some(real) => targets.push(real),
@@ -90,7 +128,7 @@ impl Target {
                  variables)"
             ),
         }
-        // kclient-fake joins here (TargetKind::Fake) once its server can be started in-process.
+        targets.push(Target::fake().await?);
         Ok(targets)
     }
 
@@ -107,6 +145,7 @@ impl Target {
             kubectl: None,
             expected_version: None,
             config,
+            fake: None,
         })
     }
 
@@ -114,6 +153,27 @@ impl Target {
     pub fn client(&self) -> Result<ApiClient> {
         let rest = RestClient::new(self.config.clone()).context("could not build a RestClient")?;
         Ok(ApiClient::new(rest))
+    }
+
+    /// Creates `manifest` with the independent client (`kubectl create -f`); `None` when
+    /// there is no kubectl. (A manifest, not a generator such as `kubectl create configmap`:
+    /// those send protobuf, which kclient-fake does not speak.)
+    pub async fn kubectl_create(&self, manifest: &serde_json::Value) -> Option<Result<String>> {
+        self.kubectl.as_ref()?;
+        let written = (|| -> Result<tempfile::NamedTempFile> {
+            let mut file = tempfile::Builder::new()
+                .prefix("kclient-e2e-manifest-")
+                .suffix(".json")
+                .tempfile()?;
+            serde_json::to_writer(&mut file, manifest)?;
+            Ok(file)
+        })();
+        let file = match written.context("could not write a manifest for kubectl") {
+            Ok(file) => file,
+            Err(error) => return Some(Err(error)),
+        };
+        let path = file.path().to_string_lossy().into_owned();
+        self.kubectl(&["create", "-f", &path]).await
     }
 
     /// Runs the independent client (kubectl) with this target's kubeconfig; `None` when there
@@ -138,4 +198,11 @@ impl Target {
         };
         Some(run.await)
     }
+}
+
+/// The kubectl named by `KCLIENT_E2E_KUBECTL`, if any.
+fn kubectl_from_env() -> Option<PathBuf> {
+    env::var_os(KUBECTL_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
 }

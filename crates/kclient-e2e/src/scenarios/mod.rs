@@ -16,12 +16,24 @@ use crate::client::{ApiClient, WatchEvent};
 use crate::target::{Target, TargetKind};
 use crate::transcript::Transcript;
 
+mod apply;
+mod bookmarks;
+mod finalizers;
+mod patch;
+mod status;
+
+pub use apply::server_side_apply;
+pub use bookmarks::watch_bookmarks;
+pub use finalizers::finalizers;
+pub use patch::{patches, strategic_merge_patch};
+pub use status::status_subresource;
+
 /// How long a watch may stay silent when an event is due.
-const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The label every object of a scenario carries (its value: the scenario's name), so that
 /// lists and watches see only the scenario's own objects (kube-controller-manager adds a
 /// `kube-root-ca.crt` ConfigMap to every namespace).
-const SCENARIO_LABEL: &str = "e2e.kclient.dev/scenario";
+pub(crate) const SCENARIO_LABEL: &str = "e2e.kclient.dev/scenario";
 /// The annotation on the bookmark that ends a streaming list's initial events.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
@@ -42,6 +54,14 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
         Box::pin(watch_too_old_resource_version(t))
     }),
     ("streaming_list", |t| Box::pin(streaming_list(t))),
+    ("watch_bookmarks", |t| Box::pin(watch_bookmarks(t))),
+    ("patches", |t| Box::pin(patches(t))),
+    ("strategic_merge_patch", |t| {
+        Box::pin(strategic_merge_patch(t))
+    }),
+    ("server_side_apply", |t| Box::pin(server_side_apply(t))),
+    ("status_subresource", |t| Box::pin(status_subresource(t))),
+    ("finalizers", |t| Box::pin(finalizers(t))),
 ];
 
 /// A namespace for one scenario run, with a unique name.
@@ -100,7 +120,7 @@ impl Namespace {
     }
 }
 
-fn config_map(name: &str, scenario: &str, data: Value) -> Value {
+pub(crate) fn config_map(name: &str, scenario: &str, data: Value) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -109,7 +129,7 @@ fn config_map(name: &str, scenario: &str, data: Value) -> Value {
     })
 }
 
-fn resource_version(object: &Value) -> Result<String> {
+pub(crate) fn resource_version(object: &Value) -> Result<String> {
     object["metadata"]["resourceVersion"]
         .as_str()
         .map(str::to_string)
@@ -117,7 +137,7 @@ fn resource_version(object: &Value) -> Result<String> {
 }
 
 /// `code reason` of a response, for transcripts.
-fn outcome(response: &crate::client::Response) -> Value {
+pub(crate) fn outcome(response: &crate::client::Response) -> Value {
     json!({"code": response.status.as_u16(), "reason": response.reason()})
 }
 
@@ -335,29 +355,11 @@ pub async fn watch_from_resource_version(target: &Target) -> Result<Transcript> 
         .put(&format!("{path}/first"), &changed)
         .await?
         .expect(StatusCode::OK)?;
-    let second = config_map("second", "watch", json!({"n": "2"}));
-    let by_kubectl = match target
-        .kubectl(&[
-            "create",
-            "configmap",
-            "second",
-            "-n",
-            &ns.name,
-            "--from-literal=n=2",
-        ])
-        .await
-    {
+    let mut second = config_map("second", "watch", json!({"n": "2"}));
+    second["metadata"]["namespace"] = json!(ns.name);
+    let by_kubectl = match target.kubectl_create(&second).await {
         Some(result) => {
             result?;
-            // kubectl's object lacks the scenario label: add it, so the watch sees it.
-            client
-                .patch(
-                    &format!("{path}/second"),
-                    "application/merge-patch+json",
-                    &json!({"metadata": {"labels": {SCENARIO_LABEL: "watch"}}}),
-                )
-                .await?
-                .expect(StatusCode::OK)?;
             true
         }
         None => {
@@ -384,8 +386,6 @@ pub async fn watch_from_resource_version(target: &Target) -> Result<Transcript> 
         }
         seen.push(format!("{} {}", event.event_type, event.name()));
     }
-    // Through kubectl, "second" enters the label selector by a patch: the watch sees it as
-    // ADDED either way.
     t.record("events", json!(seen));
     ensure!(
         seen == ["MODIFIED first", "ADDED second", "DELETED first"],
@@ -576,7 +576,7 @@ pub async fn controllers_run(target: &Target) -> Result<Transcript> {
 }
 
 /// Polls `probe` every 250ms until it yields a value, for at most `limit`.
-async fn poll<T, F, Fut>(limit: Duration, mut probe: F) -> Result<T>
+pub(crate) async fn poll<T, F, Fut>(limit: Duration, mut probe: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Option<T>>>,
