@@ -93,6 +93,7 @@ mod registry;
 mod response;
 mod router;
 mod scale;
+mod schema;
 mod selectors;
 mod server;
 mod store;

@@ -37,6 +37,43 @@ pub struct WriteOptions {
     pub field_manager: String,
     /// Seeding by a test: keep `status` as given on create.
     pub seed: bool,
+    /// `fieldValidation`: what to do with fields a custom resource's schema does not know.
+    pub field_validation: FieldValidation,
+    /// The write is a (non-apply) patch: strict decoding errors quote the patched object.
+    pub patch: bool,
+    /// Where the write leaves its warnings, for the response's `Warning` headers.
+    pub warnings: Warnings,
+}
+
+/// The `fieldValidation` of a write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// `Ignore`: drop unknown fields silently.
+    Ignore,
+    /// `Warn` (the default): drop them and warn.
+    #[default]
+    Warn,
+    /// `Strict`: refuse the request.
+    Strict,
+}
+
+/// The warnings a request produced (shared by the clones of its [`WriteOptions`]).
+#[derive(Debug, Clone, Default)]
+pub struct Warnings(Arc<Mutex<Vec<String>>>);
+
+impl Warnings {
+    /// Adds a warning (once).
+    pub fn push(&self, warning: String) {
+        let mut all = self.0.lock();
+        if !all.contains(&warning) {
+            all.push(warning);
+        }
+    }
+
+    /// The warnings so far, in order.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock())
+    }
 }
 
 /// Which part of an object an update writes.
@@ -304,6 +341,59 @@ impl Registry {
         Ok(())
     }
 
+    /// Decodes a custom resource as the server does (prune, default; see
+    /// [`crate::schema::decode`]), with `fieldValidation`'s answer to unknown fields.
+    fn decode_custom(
+        &self,
+        info: &ResourceInfo,
+        obj: &mut Value,
+        opts: &WriteOptions,
+    ) -> Result<(), ApiError> {
+        let Some(schema) = &info.schema else {
+            return Ok(());
+        };
+        let before =
+            (opts.field_validation == FieldValidation::Strict && opts.patch).then(|| obj.clone());
+        let unknown = crate::schema::decode(schema, obj);
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let listed = || {
+            unknown
+                .iter()
+                .map(|p| format!("unknown field {p:?}"))
+                .collect::<Vec<_>>()
+        };
+        match opts.field_validation {
+            FieldValidation::Ignore => Ok(()),
+            FieldValidation::Warn => {
+                for w in listed() {
+                    opts.warnings.push(w);
+                }
+                Ok(())
+            }
+            FieldValidation::Strict => {
+                let why = format!("strict decoding error: {}", listed().join(", "));
+                match before {
+                    Some(patched) => Err(ApiError::invalid(
+                        &GroupResource::new("", ""),
+                        "",
+                        vec![FieldError::invalid(
+                            "patch",
+                            &Value::String(kclient_core::go_format::json(&patched)),
+                            &why,
+                        )],
+                    )),
+                    None => Err(ApiError::bad_request(format!(
+                        "{kind} in version {version:?} cannot be handled as a {kind}: {why}",
+                        kind = info.kind(),
+                        version = info.api.version,
+                    ))),
+                }
+            }
+        }
+    }
+
     /// Creates an object (already type-checked), returning it as stored.
     pub fn create(
         &self,
@@ -313,6 +403,7 @@ impl Registry {
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
         self.check_type(info, &mut obj)?;
+        self.decode_custom(info, &mut obj, opts)?;
         let meta = meta::metadata_mut(&mut obj);
         let body_ns = meta
             .get("namespace")
@@ -376,6 +467,13 @@ impl Registry {
         if let (Some(status), Some(map)) = (given_status, obj.as_object_mut()) {
             map.insert("status".into(), status);
         }
+        if let Some(schema) = &info.schema {
+            let errs = crate::schema::validate_create(schema, &obj);
+            if !errs.is_empty() {
+                return Err(ApiError::invalid(&info.qualified_kind(), &name, errs));
+            }
+            crate::schema::default(schema, &mut obj);
+        }
         if !opts.field_manager.is_empty() {
             crate::patch::apply::record_update(
                 info,
@@ -419,9 +517,14 @@ impl Registry {
         let result = self
             .store
             .mutate(|state| -> Result<(Value, bool, bool), ApiError> {
-                let current = state.get(&gr, &key).map(|o| for_version(info, &o.value));
+                let mut current = state.get(&gr, &key).map(|o| for_version(info, &o.value));
+                if let (Some(schema), Some(cur)) = (&info.schema, current.as_mut()) {
+                    // The server defaults what it reads from storage.
+                    crate::schema::default(schema, cur);
+                }
                 let mut new = change(current.as_ref())?;
                 self.check_type(info, &mut new)?;
+                self.decode_custom(info, &mut new, opts)?;
                 check_name(&new, name, namespace, info)?;
                 let Some(old) = current else {
                     if !info.allow_create_on_update || part != Part::Main {
@@ -431,7 +534,20 @@ impl Registry {
                     // Create through the normal path, outside this closure.
                     return Ok((new, true, false));
                 };
-                let new = self.prepare_update(info, &old, new, part, opts)?;
+                let mut new = self.prepare_update(info, &old, new, part, opts)?;
+                if let Some(schema) = &info.schema {
+                    let errs = match part {
+                        Part::Main => crate::schema::validate_update(schema, &new, &old),
+                        Part::Status => crate::schema::validate_status_update(schema, &new, &old),
+                    };
+                    if !errs.is_empty() {
+                        return Err(ApiError::invalid(&info.qualified_kind(), name, errs));
+                    }
+                    crate::schema::default(schema, &mut new);
+                }
+                if part == Part::Main {
+                    crate::crd::validate_update(info, &old, &new)?;
+                }
                 if new == old {
                     return Ok((old, false, true));
                 }
