@@ -130,12 +130,12 @@ pub async fn handle(shared: Arc<Shared>, req: ApiRequest) -> Response<Body> {
         }
         Route::ApiGroup(group) => match discovery::api_group(&shared.registry.catalogue, &group) {
             Some(v) => response::json(StatusCode::OK, &v),
-            None => response::error(&errors::resource_not_found()),
+            None => not_served(&shared, &group),
         },
         Route::ResourceList { group, version } => {
             match discovery::resource_list(&shared.registry.catalogue, &group, &version) {
                 Some(v) => response::json(StatusCode::OK, &v),
-                None => response::error(&errors::resource_not_found()),
+                None => not_served(&shared, &group),
             }
         }
         Route::Resource(path) => {
@@ -147,6 +147,24 @@ pub async fn handle(shared: Arc<Shared>, req: ApiRequest) -> Response<Body> {
             }
         }
         Route::NotFound => response::text(StatusCode::NOT_FOUND, "404 page not found\n"),
+    }
+}
+
+/// The 404 for a path that no served resource answers: inside kube-apiserver's built-in
+/// groups a JSON `NotFound`; elsewhere (a group only CRDs serve, or nothing) the plain
+/// `404 page not found` of its mux, as after a CRD is deleted.
+fn not_served(shared: &Shared, group: &str) -> Response<Body> {
+    let built_in = group.is_empty()
+        || shared
+            .registry
+            .catalogue
+            .all()
+            .iter()
+            .any(|r| !r.custom && r.api.group == group);
+    if built_in {
+        response::error(&errors::resource_not_found())
+    } else {
+        response::text(StatusCode::NOT_FOUND, "404 page not found\n")
     }
 }
 
@@ -284,7 +302,7 @@ async fn resource(
         .catalogue
         .get(&path.group, &path.version, &path.resource)
     else {
-        return Err(errors::resource_not_found());
+        return Ok(not_served(shared, &path.group));
     };
     if path.namespace.is_some() && !info.namespaced() {
         return Err(errors::resource_not_found());
