@@ -341,6 +341,38 @@ impl Registry {
         Ok(())
     }
 
+    /// The schema objects of `info`'s resource are stored with: its storage version's.
+    fn storage_schema(&self, info: &ResourceInfo) -> Option<Arc<crate::schema::Schema>> {
+        if info.api.version == info.storage_version {
+            return info.schema.clone();
+        }
+        self.catalogue
+            .get(&info.api.group, &info.storage_version, &info.api.plural)
+            .and_then(|s| s.schema.clone())
+    }
+
+    /// A custom resource written in a version other than its storage version, as it is
+    /// stored: converted (`None` strategy: pruned by the storage version's schema) and
+    /// defaulted by that schema, as the server's storage round trip does.
+    fn to_storage(&self, info: &ResourceInfo, obj: &mut Value) {
+        if !info.custom || info.api.version == info.storage_version {
+            return;
+        }
+        let Some(storage) =
+            self.catalogue
+                .get(&info.api.group, &info.storage_version, &info.api.plural)
+        else {
+            return;
+        };
+        if let Some(map) = obj.as_object_mut() {
+            map.insert("apiVersion".into(), json!(storage.api_version()));
+        }
+        if let Some(schema) = &storage.schema {
+            crate::schema::convert(schema, obj);
+            crate::schema::default(schema, obj);
+        }
+    }
+
     /// Decodes a custom resource as the server does (prune, default; see
     /// [`crate::schema::decode`]), with `fieldValidation`'s answer to unknown fields.
     fn decode_custom(
@@ -474,6 +506,7 @@ impl Registry {
             }
             crate::schema::default(schema, &mut obj);
         }
+        self.to_storage(info, &mut obj);
         if !opts.field_manager.is_empty() {
             crate::patch::apply::record_update(
                 info,
@@ -517,11 +550,16 @@ impl Registry {
         let result = self
             .store
             .mutate(|state| -> Result<(Value, bool, bool), ApiError> {
-                let mut current = state.get(&gr, &key).map(|o| for_version(info, &o.value));
-                if let (Some(schema), Some(cur)) = (&info.schema, current.as_mut()) {
-                    // The server defaults what it reads from storage.
-                    crate::schema::default(schema, cur);
-                }
+                let storage_schema = self.storage_schema(info);
+                let current = state.get(&gr, &key).map(|o| match &storage_schema {
+                    Some(schema) => {
+                        // The server defaults what it reads from storage, then converts it.
+                        let mut stored = o.value.clone();
+                        crate::schema::default(schema, &mut stored);
+                        for_version(info, &stored)
+                    }
+                    None => for_version(info, &o.value),
+                });
                 let mut new = change(current.as_ref())?;
                 self.check_type(info, &mut new)?;
                 self.decode_custom(info, &mut new, opts)?;
@@ -551,6 +589,7 @@ impl Registry {
                 if new == old {
                     return Ok((old, false, true));
                 }
+                self.to_storage(info, &mut new);
                 if meta::is_terminating(&new)
                     && meta::finalizers(&new).is_empty()
                     && !namespace_finalizers_left(&gr, &new)
@@ -1061,7 +1100,8 @@ fn check_name(
 }
 
 /// The object as served in `info`'s version (custom resources served in several versions are
-/// stored once; the apiVersion follows the request, without conversion).
+/// stored once; the apiVersion follows the request, and a custom resource is pruned by the
+/// schema of the version it is served in, as the `None` conversion strategy does).
 pub fn for_version(info: &ResourceInfo, value: &Value) -> Value {
     if value.get("apiVersion").and_then(Value::as_str) == Some(info.api_version()) {
         return value.clone();
@@ -1069,6 +1109,9 @@ pub fn for_version(info: &ResourceInfo, value: &Value) -> Value {
     let mut v = value.clone();
     if let Some(map) = v.as_object_mut() {
         map.insert("apiVersion".into(), json!(info.api_version()));
+    }
+    if let Some(schema) = &info.schema {
+        crate::schema::convert(schema, &mut v);
     }
     v
 }

@@ -13,7 +13,10 @@
 //!    the object are not reported) or [`validate_status_update`] (`status` only):
 //!    [value validation](validation), [embedded resources](embedded) and
 //!    [list types](list_type).
-//! 4. [`default`] again, as the server's storage round trip does.
+//! 4. [`default`] again, as the server's storage round trip does; an object written in a
+//!    version other than the storage version is [converted](convert) to it (pruned by the
+//!    storage version's schema) and defaulted by that schema, and reading it in another
+//!    version prunes it by that version's schema, as the `None` conversion strategy does.
 //!
 //! CRDs themselves are [checked](crd_checks) for structural schemas. Server-side apply
 //! first refuses [undeclared fields](apply) as structured-merge-diff does.
@@ -52,6 +55,15 @@ pub fn decode(schema: &Schema, obj: &mut Value) -> Vec<String> {
 /// Applies the schema's defaults.
 pub fn default(schema: &Schema, obj: &mut Value) {
     defaulting::apply(obj, schema);
+}
+
+/// What converting an object to another version does to it with the `None` strategy:
+/// besides its `apiVersion`, it is pruned by the target version's schema (without
+/// defaulting).
+pub fn convert(schema: &Schema, obj: &mut Value) {
+    prune::prune(obj, schema);
+    prune::drop_non_nullable_nulls(obj, Some(schema));
+    embedded::coerce(obj, schema);
 }
 
 /// The errors that keep CEL rules from running (`hasBlockingErr`).
