@@ -3,9 +3,15 @@
 //! subresources and the `selectableFields` it declares) and marks it `Established`; deleting
 //! it deletes its custom resources and unregisters them.
 //!
-//! Limits: there is no schema validation, pruning or defaulting, and no conversion between
-//! versions (an object is stored once and served in every version with the requested
-//! `apiVersion`).
+//! Each served version keeps its `openAPIV3Schema`, read once: custom resources are pruned,
+//! defaulted and validated with it (see [`crate::schema`]), and a CRD whose schemas are not
+//! structural is refused ([`crate::schema::crd_checks`]; on update, only for problems the
+//! stored CRD did not already have).
+//!
+//! Limits: CEL rules (`x-kubernetes-validations`) are not evaluated, and versions convert
+//! with the `None` strategy only (an object is stored once, in the storage version, and
+//! served in every version with the requested `apiVersion`, pruned by that version's
+//! schema); conversion webhooks are not called.
 
 use kclient_core::{ApiError, FieldError, GroupResource, GroupVersionKind};
 use serde_json::{json, Value};
