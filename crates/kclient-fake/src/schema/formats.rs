@@ -153,6 +153,10 @@ fn date(s: &str) -> bool {
 /// RFC 3339 with optional fractional seconds, or the same without a zone
 /// (`2006-01-02T15:04:05`), the layouts strfmt's `date-time` accepts.
 fn date_time(s: &str) -> bool {
+    // Every valid form is ASCII, and byte slicing below relies on it.
+    if !s.is_ascii() {
+        return false;
+    }
     let Some((day, time)) = s.split_once('T') else {
         return false;
     };
@@ -316,6 +320,39 @@ fn ssn(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn odd_strings_never_panic() {
+        let odd = [
+            "",
+            "é",
+            "2024-01-02Té",
+            "2024-01-02T03:04:0é",
+            "2024-01-02T03:04:05é",
+            "2024-01-02T03:04:05.é",
+            "2024-01-02T03:04:05+é:00",
+            "2024-01-02T03:04:05+0",
+            "ééééééééé-éééé-éééé-éééé-éééééééééééé",
+            "a.é",
+            "é.é.é",
+            "/",
+            "1.2.3.4/é",
+            "rgb(é,1,1)",
+            "é-é-é",
+            "#é",
+            "====",
+            "a=b=",
+            "::",
+            ".",
+            "-",
+            "a..b",
+        ];
+        for format in SUPPORTED {
+            for s in odd {
+                let _ = is_valid(format, s);
+            }
+        }
+    }
 
     #[test]
     fn supported_names() {
