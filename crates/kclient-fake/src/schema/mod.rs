@@ -128,3 +128,75 @@ pub fn validate_status_update(schema: &Schema, new: &Value, old: &Value) -> Vec<
     cel_blocked(schema, &mut errs);
     errs
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn every_entry_point_takes_any_schema_and_any_object() {
+        let schemas = [
+            json!(null),
+            json!({"type": "object"}),
+            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+            json!({"type": "array", "items": {"type": "object", "x-kubernetes-embedded-resource": true}}),
+            json!({"type": "object", "properties": {
+                "spec": {"type": "object", "default": {"a": 1}, "nullable": true,
+                         "additionalProperties": true, "required": ["x"],
+                         "properties": {"l": {"type": "array", "x-kubernetes-list-type": "map",
+                                              "x-kubernetes-list-map-keys": [], "items": {}}}},
+                "status": {"type": "string", "enum": [], "pattern": "(["}}}),
+            json!({"type": "object", "properties": {"metadata": {"type": "object",
+                "properties": {"name": {"type": "string", "maxLength": 3}}}}}),
+        ];
+        let objects = [
+            json!(null),
+            json!([]),
+            json!("x"),
+            json!({"metadata": "not an object", "spec": [1], "status": {"a": null}}),
+            json!({"metadata": {"name": "long-name", "junk": 1}, "spec": {"l": [null, 1, {"k": []}]},
+                   "status": "x"}),
+            json!({"apiVersion": 5, "kind": null, "spec": null}),
+        ];
+        for s in &schemas {
+            let schema = Schema::from_json(s);
+            let crd =
+                json!({"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": s}}]}});
+            let _ = crd_checks::validate(&crd);
+            for o in &objects {
+                let mut decoded = o.clone();
+                let _ = decode(&schema, &mut decoded);
+                let _ = validate_create(&schema, &decoded);
+                for old in &objects {
+                    let _ = validate_update(&schema, &decoded, old);
+                    let _ = validate_status_update(&schema, &decoded, old);
+                }
+                let mut converted = o.clone();
+                convert(&schema, &mut converted);
+                default(&schema, &mut converted);
+                let _ = apply::undeclared_fields(&schema, o);
+            }
+        }
+    }
+
+    #[test]
+    fn decoding_reports_what_it_dropped_in_the_servers_order() {
+        let schema = Schema::from_json(&json!({"type": "object", "properties": {"spec": {
+            "type": "object", "properties": {
+                "a": {"type": "string", "default": "x"},
+                "emb": {"type": "object", "x-kubernetes-embedded-resource": true,
+                        "x-kubernetes-preserve-unknown-fields": true}}}}}));
+        let mut obj = json!({"metadata": {"name": "n", "zz": 1}, "spec": {"b": 1, "a": null,
+            "emb": {"metadata": {"junk": 1}, "free": 1}}, "extra": true});
+        assert_eq!(
+            decode(&schema, &mut obj),
+            ["metadata.zz", "extra", "spec.b", "spec.emb.metadata.junk"]
+        );
+        assert_eq!(
+            obj,
+            json!({"metadata": {"name": "n"}, "spec": {"a": "x", "emb": {"metadata": {}, "free": 1}}})
+        );
+    }
+}
