@@ -90,19 +90,20 @@ impl ApiError {
     }
 
     /// `{resource} "{name}" is invalid: {errors}` (422), as apimachinery's `NewInvalid`: one
-    /// error is written bare, several in brackets, and each becomes a cause.
+    /// error is written bare, several in brackets (an error repeated word for word is written
+    /// once), and each becomes a cause.
     pub fn invalid(resource: &GroupResource, name: &str, errors: Vec<FieldError>) -> Self {
-        let summary = match errors.as_slice() {
-            [] => String::new(),
-            [one] => format!(": {}", one.full()),
-            many => {
-                let all = many
-                    .iter()
-                    .map(FieldError::full)
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                format!(": [{all}]")
+        let mut distinct: Vec<String> = Vec::with_capacity(errors.len());
+        for e in &errors {
+            let full = e.full();
+            if !distinct.contains(&full) {
+                distinct.push(full);
             }
+        }
+        let summary = match distinct.as_slice() {
+            [] => String::new(),
+            [one] => format!(": {one}"),
+            many => format!(": [{}]", many.join(", ")),
         };
         let message = format!("{resource} {name:?} is invalid{summary}");
         let mut err = Self::about(StatusReason::Invalid, 422, message, resource, name);
@@ -430,6 +431,29 @@ mod tests {
         assert_eq!(
             two.message(),
             r#"pods "web" is invalid: [a: Required value, b: Forbidden: no]"#
+        );
+        let repeated = ApiError::invalid(
+            &pods(),
+            "web",
+            vec![
+                FieldError::required("a", ""),
+                FieldError::required("a", ""),
+                FieldError::forbidden("b", "no"),
+            ],
+        );
+        assert_eq!(
+            repeated.message(),
+            r#"pods "web" is invalid: [a: Required value, b: Forbidden: no]"#
+        );
+        assert_eq!(repeated.details().unwrap().causes.len(), 3);
+        let twice = ApiError::invalid(
+            &pods(),
+            "web",
+            vec![FieldError::required("a", ""), FieldError::required("a", "")],
+        );
+        assert_eq!(
+            twice.message(),
+            r#"pods "web" is invalid: a: Required value"#
         );
         assert_eq!(
             ApiError::invalid(&pods(), "web", vec![]).message(),

@@ -11,7 +11,8 @@
 //! * Watches: [`WatchEvent`] and [`JsonFrameDecoder`], which frames a watch stream
 //!   incrementally with bounded memory.
 //! * Errors: [`Status`], [`ApiError`] and the [`ApiStatus`] predicates (`is_not_found()`,
-//!   `is_conflict()`, `is_gone()` ...).
+//!   `is_conflict()`, `is_gone()` ...); [`FieldError`] and [`go_format`] for validation
+//!   messages worded and formatted as the API server's.
 //! * Responses: [`DeleteResponse`], the object or the `Status` a delete answers with.
 //! * Selection: [`labels`] and [`fields`] selectors, parsed, matched and rendered as
 //!   apimachinery does.
@@ -53,6 +54,7 @@ pub mod delete_response;
 pub mod dynamic_object;
 pub mod field_error;
 pub mod fields;
+pub mod go_format;
 pub mod gvk;
 pub mod labels;
 pub mod lister_watcher;

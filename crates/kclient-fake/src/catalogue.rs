@@ -106,6 +106,9 @@ pub struct ResourceInfo {
     pub storage_version: String,
     /// Subresources besides `status` and `scale`.
     pub extra_subresources: Vec<ExtraSubresource>,
+    /// The `openAPIV3Schema` of this version of a custom resource, read once when its CRD
+    /// is written (`None` for built-in resources and those registered without a CRD).
+    pub(crate) schema: Option<Arc<crate::schema::Schema>>,
 }
 
 impl ResourceInfo {
@@ -128,6 +131,7 @@ impl ResourceInfo {
             custom: false,
             storage_version,
             extra_subresources: Vec::new(),
+            schema: None,
         }
     }
 

@@ -3,9 +3,15 @@
 //! subresources and the `selectableFields` it declares) and marks it `Established`; deleting
 //! it deletes its custom resources and unregisters them.
 //!
-//! Limits: there is no schema validation, pruning or defaulting, and no conversion between
-//! versions (an object is stored once and served in every version with the requested
-//! `apiVersion`).
+//! Each served version keeps its `openAPIV3Schema`, read once: custom resources are pruned,
+//! defaulted and validated with it (see [`crate::schema`]), and a CRD whose schemas are not
+//! structural is refused ([`crate::schema::crd_checks`]; on update, only for problems the
+//! stored CRD did not already have).
+//!
+//! Limits: CEL rules (`x-kubernetes-validations`) are not evaluated, and versions convert
+//! with the `None` strategy only (an object is stored once, in the storage version, and
+//! served in every version with the requested `apiVersion`, pruned by that version's
+//! schema); conversion webhooks are not called.
 
 use kclient_core::{ApiError, FieldError, GroupResource, GroupVersionKind};
 use serde_json::{json, Value};
@@ -33,11 +39,45 @@ fn strings(v: &Value, pointer: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Checks the fields kube-apiserver requires of a CRD before it is stored.
+/// Checks the fields kube-apiserver requires of a CRD before it is stored, and its schemas
+/// (see [`crate::schema::crd_checks`]).
 pub fn validate(info: &ResourceInfo, crd: &Value) -> Result<(), ApiError> {
     if !is_crd(info) {
         return Ok(());
     }
+    refuse(info, crd, errors(crd))
+}
+
+/// Checks an update of a CRD: as [`validate`], except that schema problems the stored CRD
+/// already has are tolerated (the server relaxes its rules for what it accepted before).
+pub fn validate_update(info: &ResourceInfo, old: &Value, crd: &Value) -> Result<(), ApiError> {
+    if !is_crd(info) {
+        return Ok(());
+    }
+    let before: Vec<String> = crate::schema::crd_checks::validate(old)
+        .iter()
+        .map(FieldError::full)
+        .collect();
+    let errs = errors(crd)
+        .into_iter()
+        .filter(|e| !before.contains(&e.full()))
+        .collect();
+    refuse(info, crd, errs)
+}
+
+fn refuse(info: &ResourceInfo, crd: &Value, errs: Vec<FieldError>) -> Result<(), ApiError> {
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            &info.qualified_kind(),
+            meta_str(crd, "name"),
+            errs,
+        ))
+    }
+}
+
+fn errors(crd: &Value) -> Vec<FieldError> {
     let name = meta_str(crd, "name");
     let group = str_at(crd, "/spec/group");
     let plural = str_at(crd, "/spec/names/plural");
@@ -84,11 +124,8 @@ pub fn validate(info: &ResourceInfo, crd: &Value) -> Result<(), ApiError> {
             }
         }
     }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::invalid(&info.qualified_kind(), name, errs))
-    }
+    errs.extend(crate::schema::crd_checks::validate(crd));
+    errs
 }
 
 /// The resources a CRD serves.
@@ -140,6 +177,10 @@ pub fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
                         .collect()
                 })
                 .unwrap_or_default();
+            info.schema = v
+                .pointer("/schema/openAPIV3Schema")
+                .filter(|s| s.is_object())
+                .map(|s| std::sync::Arc::new(crate::schema::Schema::from_json(s)));
             if v.pointer("/subresources/status").is_some() {
                 info = info.with_status();
             }

@@ -19,7 +19,7 @@ use crate::discovery;
 use crate::errors::{self, status_json};
 use crate::meta::meta_str;
 use crate::query::{ListParams, Query, RvMatch};
-use crate::registry::{ListError, Part, WriteOptions};
+use crate::registry::{FieldValidation, ListError, Part, WriteOptions};
 use crate::response::{self, Body};
 use crate::router::{route, ResourcePath, Route};
 use crate::selectors::Predicate;
@@ -130,12 +130,12 @@ pub async fn handle(shared: Arc<Shared>, req: ApiRequest) -> Response<Body> {
         }
         Route::ApiGroup(group) => match discovery::api_group(&shared.registry.catalogue, &group) {
             Some(v) => response::json(StatusCode::OK, &v),
-            None => response::error(&errors::resource_not_found()),
+            None => not_served(&shared, &group),
         },
         Route::ResourceList { group, version } => {
             match discovery::resource_list(&shared.registry.catalogue, &group, &version) {
                 Some(v) => response::json(StatusCode::OK, &v),
-                None => response::error(&errors::resource_not_found()),
+                None => not_served(&shared, &group),
             }
         }
         Route::Resource(path) => {
@@ -147,6 +147,24 @@ pub async fn handle(shared: Arc<Shared>, req: ApiRequest) -> Response<Body> {
             }
         }
         Route::NotFound => response::text(StatusCode::NOT_FOUND, "404 page not found\n"),
+    }
+}
+
+/// The 404 for a path that no served resource answers: inside kube-apiserver's built-in
+/// groups a JSON `NotFound`; elsewhere (a group only CRDs serve, or nothing) the plain
+/// `404 page not found` of its mux, as after a CRD is deleted.
+fn not_served(shared: &Shared, group: &str) -> Response<Body> {
+    let built_in = group.is_empty()
+        || shared
+            .registry
+            .catalogue
+            .all()
+            .iter()
+            .any(|r| !r.custom && r.api.group == group);
+    if built_in {
+        response::error(&errors::resource_not_found())
+    } else {
+        response::text(StatusCode::NOT_FOUND, "404 page not found\n")
     }
 }
 
@@ -210,7 +228,36 @@ fn user_agent_manager(headers: &HeaderMap) -> String {
     prefix.chars().take(128).collect()
 }
 
-fn write_options(q: &Query, headers: &HeaderMap) -> Result<WriteOptions, ApiError> {
+/// The options kind of a write verb, as the server names it in option errors.
+fn options_kind(method: &Method) -> &'static str {
+    match *method {
+        Method::PUT => "UpdateOptions",
+        Method::PATCH => "PatchOptions",
+        _ => "CreateOptions",
+    }
+}
+
+fn write_options(
+    q: &Query,
+    headers: &HeaderMap,
+    method: &Method,
+) -> Result<WriteOptions, ApiError> {
+    let field_validation = match q.get("fieldValidation") {
+        None | Some("") | Some("Warn") => FieldValidation::Warn,
+        Some("Ignore") => FieldValidation::Ignore,
+        Some("Strict") => FieldValidation::Strict,
+        Some(other) => {
+            return Err(ApiError::invalid(
+                &kclient_core::GroupResource::new("meta.k8s.io", options_kind(method)),
+                "",
+                vec![FieldError::not_supported(
+                    "fieldValidation",
+                    other,
+                    &["", "Ignore", "Strict", "Warn"],
+                )],
+            ))
+        }
+    };
     let dry_run = match q.get("dryRun") {
         None | Some("") => false,
         Some("All") => true,
@@ -229,8 +276,20 @@ fn write_options(q: &Query, headers: &HeaderMap) -> Result<WriteOptions, ApiErro
     Ok(WriteOptions {
         dry_run,
         field_manager,
-        seed: false,
+        field_validation,
+        ..WriteOptions::default()
     })
+}
+
+/// Adds a write's warnings to its response (`Warning: 299 - "text"`).
+fn with_warnings(mut res: Response<Body>, opts: &WriteOptions) -> Response<Body> {
+    for text in opts.warnings.take() {
+        let value = format!("299 - {}", kclient_core::go_format::quote(&text));
+        if let Ok(v) = header::HeaderValue::from_str(&value) {
+            res.headers_mut().append(header::WARNING, v);
+        }
+    }
+    res
 }
 
 async fn resource(
@@ -243,7 +302,7 @@ async fn resource(
         .catalogue
         .get(&path.group, &path.version, &path.resource)
     else {
-        return Err(errors::resource_not_found());
+        return Ok(not_served(shared, &path.group));
     };
     if path.namespace.is_some() && !info.namespaced() {
         return Err(errors::resource_not_found());
@@ -287,14 +346,17 @@ async fn resource(
                 return Err(ApiError::method_not_supported(&gr, "create"));
             }
             let body = parse_body(req, &info)?;
-            let opts = write_options(&q, &req.headers)?;
+            let opts = write_options(&q, &req.headers, &req.method)?;
             let obj = shared.registry.create(&info, &namespace, body, &opts)?;
-            Ok(crate::table::respond(req, &info, StatusCode::CREATED, &obj))
+            Ok(with_warnings(
+                crate::table::respond(req, &info, StatusCode::CREATED, &obj),
+                &opts,
+            ))
         }
         (&Method::PUT, Some(name)) => {
             require(&info, "update")?;
             let body = parse_body(req, &info)?;
-            let opts = write_options(&q, &req.headers)?;
+            let opts = write_options(&q, &req.headers, &req.method)?;
             let (obj, created) =
                 shared
                     .registry
@@ -304,11 +366,14 @@ async fn resource(
             } else {
                 StatusCode::OK
             };
-            Ok(crate::table::respond(req, &info, code, &obj))
+            Ok(with_warnings(
+                crate::table::respond(req, &info, code, &obj),
+                &opts,
+            ))
         }
         (&Method::PATCH, Some(name)) => {
             require(&info, "patch")?;
-            let opts = write_options(&q, &req.headers)?;
+            let opts = write_options(&q, &req.headers, &req.method)?;
             let (obj, created) =
                 crate::patch::handle(shared, req, &info, &namespace, name, Part::Main, &q, &opts)?;
             let code = if created {
@@ -316,7 +381,10 @@ async fn resource(
             } else {
                 StatusCode::OK
             };
-            Ok(crate::table::respond(req, &info, code, &obj))
+            Ok(with_warnings(
+                crate::table::respond(req, &info, code, &obj),
+                &opts,
+            ))
         }
         (&Method::DELETE, Some(name)) => {
             require(&info, "delete")?;
@@ -608,7 +676,7 @@ async fn subresource(
     if !served {
         return Err(errors::resource_not_found());
     }
-    let opts = write_options(q, &req.headers)?;
+    let opts = write_options(q, &req.headers, &req.method)?;
     match (sub, &req.method) {
         ("status", &Method::GET) => {
             let obj = shared.registry.get(info, namespace, name)?;
@@ -620,12 +688,12 @@ async fn subresource(
                 shared
                     .registry
                     .update_with(info, namespace, name, Part::Status, &opts, |_| Ok(body))?;
-            Ok(response::json(StatusCode::OK, &obj))
+            Ok(with_warnings(response::json(StatusCode::OK, &obj), &opts))
         }
         ("status", &Method::PATCH) => {
             let (obj, _) =
                 crate::patch::handle(shared, req, info, namespace, name, Part::Status, q, &opts)?;
-            Ok(response::json(StatusCode::OK, &obj))
+            Ok(with_warnings(response::json(StatusCode::OK, &obj), &opts))
         }
         ("scale", &Method::GET) => {
             let obj = shared.registry.get(info, namespace, name)?;

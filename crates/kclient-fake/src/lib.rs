@@ -8,7 +8,8 @@
 //! field selectors applied to lists *and* watches (an object leaving a selector arrives as
 //! `DELETED`), bookmarks, streaming lists (`sendInitialEvents`), pagination over consistent
 //! snapshots, strategic merge patch and server-side apply with field managers, finalizers,
-//! owner-reference garbage collection, namespace deletion, CustomResourceDefinitions,
+//! owner-reference garbage collection, namespace deletion, CustomResourceDefinitions (with
+//! schema validation, pruning and defaulting of custom resources),
 //! discovery (legacy and aggregated), HTTPS with token or client-certificate authentication,
 //! and fault injection.
 //!
@@ -58,8 +59,12 @@
 //!   immutability and most per-type validation and defaulting are not implemented (a few
 //!   visible defaults are: `replicas: 1`, secret `type: Opaque`, service `type: ClusterIP`,
 //!   pods start `Pending`, namespaces get the `kubernetes` finalizer).
-//! - **Custom resources** are not validated against their schema, pruned, defaulted or
-//!   converted between versions.
+//! - **Custom resources** are validated against, pruned by and defaulted from their CRD's
+//!   schema as apiextensions-apiserver does (the guide lists the rules), except that CEL
+//!   rules (`x-kubernetes-validations`) are not evaluated, defaults are applied on writes
+//!   only (not when reading objects a later schema would default), and server-side apply
+//!   reports type mismatches as validation errors. Versions convert with the `None`
+//!   strategy (apiVersion and pruning only); there are no conversion webhooks.
 //! - **Lists** always include `kind`/`apiVersion` in items (kube-apiserver omits them for
 //!   built-in types); **tables** have the default `Name`/`Created At` columns; there is no
 //!   protobuf or CBOR (a protobuf request body gets `415`, so kubectl's typed generators
@@ -99,6 +104,7 @@ mod registry;
 mod response;
 mod router;
 mod scale;
+mod schema;
 mod selectors;
 mod server;
 mod store;

@@ -39,6 +39,43 @@ pub struct WriteOptions {
     pub field_manager: String,
     /// Seeding by a test: keep `status` as given on create.
     pub seed: bool,
+    /// `fieldValidation`: what to do with fields a custom resource's schema does not know.
+    pub field_validation: FieldValidation,
+    /// The write is a (non-apply) patch: strict decoding errors quote the patched object.
+    pub patch: bool,
+    /// Where the write leaves its warnings, for the response's `Warning` headers.
+    pub warnings: Warnings,
+}
+
+/// The `fieldValidation` of a write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// `Ignore`: drop unknown fields silently.
+    Ignore,
+    /// `Warn` (the default): drop them and warn.
+    #[default]
+    Warn,
+    /// `Strict`: refuse the request.
+    Strict,
+}
+
+/// The warnings a request produced (shared by the clones of its [`WriteOptions`]).
+#[derive(Debug, Clone, Default)]
+pub struct Warnings(Arc<Mutex<Vec<String>>>);
+
+impl Warnings {
+    /// Adds a warning (once).
+    pub fn push(&self, warning: String) {
+        let mut all = self.0.lock();
+        if !all.contains(&warning) {
+            all.push(warning);
+        }
+    }
+
+    /// The warnings so far, in order.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock())
+    }
 }
 
 /// Which part of an object an update writes.
@@ -306,6 +343,91 @@ impl Registry {
         Ok(())
     }
 
+    /// The schema objects of `info`'s resource are stored with: its storage version's.
+    fn storage_schema(&self, info: &ResourceInfo) -> Option<Arc<crate::schema::Schema>> {
+        if info.api.version == info.storage_version {
+            return info.schema.clone();
+        }
+        self.catalogue
+            .get(&info.api.group, &info.storage_version, &info.api.plural)
+            .and_then(|s| s.schema.clone())
+    }
+
+    /// A custom resource written in a version other than its storage version, as it is
+    /// stored: converted (`None` strategy: pruned by the storage version's schema) and
+    /// defaulted by that schema, as the server's storage round trip does.
+    fn to_storage(&self, info: &ResourceInfo, obj: &mut Value) {
+        if !info.custom || info.api.version == info.storage_version {
+            return;
+        }
+        let Some(storage) =
+            self.catalogue
+                .get(&info.api.group, &info.storage_version, &info.api.plural)
+        else {
+            return;
+        };
+        if let Some(map) = obj.as_object_mut() {
+            map.insert("apiVersion".into(), json!(storage.api_version()));
+        }
+        if let Some(schema) = &storage.schema {
+            crate::schema::convert(schema, obj);
+            crate::schema::default(schema, obj);
+        }
+    }
+
+    /// Decodes a custom resource as the server does (prune, default; see
+    /// [`crate::schema::decode`]), with `fieldValidation`'s answer to unknown fields.
+    fn decode_custom(
+        &self,
+        info: &ResourceInfo,
+        obj: &mut Value,
+        opts: &WriteOptions,
+    ) -> Result<(), ApiError> {
+        let Some(schema) = &info.schema else {
+            return Ok(());
+        };
+        let before =
+            (opts.field_validation == FieldValidation::Strict && opts.patch).then(|| obj.clone());
+        let unknown = crate::schema::decode(schema, obj);
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let listed = || {
+            unknown
+                .iter()
+                .map(|p| format!("unknown field {p:?}"))
+                .collect::<Vec<_>>()
+        };
+        match opts.field_validation {
+            FieldValidation::Ignore => Ok(()),
+            FieldValidation::Warn => {
+                for w in listed() {
+                    opts.warnings.push(w);
+                }
+                Ok(())
+            }
+            FieldValidation::Strict => {
+                let why = format!("strict decoding error: {}", listed().join(", "));
+                match before {
+                    Some(patched) => Err(ApiError::invalid(
+                        &GroupResource::new("", ""),
+                        "",
+                        vec![FieldError::invalid(
+                            "patch",
+                            &Value::String(kclient_core::go_format::json(&patched)),
+                            &why,
+                        )],
+                    )),
+                    None => Err(ApiError::bad_request(format!(
+                        "{kind} in version {version:?} cannot be handled as a {kind}: {why}",
+                        kind = info.kind(),
+                        version = info.api.version,
+                    ))),
+                }
+            }
+        }
+    }
+
     /// Creates an object (already type-checked), returning it as stored.
     pub fn create(
         &self,
@@ -315,6 +437,7 @@ impl Registry {
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
         self.check_type(info, &mut obj)?;
+        self.decode_custom(info, &mut obj, opts)?;
         let meta = meta::metadata_mut(&mut obj);
         let body_ns = meta
             .get("namespace")
@@ -378,6 +501,14 @@ impl Registry {
         if let (Some(status), Some(map)) = (given_status, obj.as_object_mut()) {
             map.insert("status".into(), status);
         }
+        if let Some(schema) = &info.schema {
+            let errs = crate::schema::validate_create(schema, &obj);
+            if !errs.is_empty() {
+                return Err(ApiError::invalid(&info.qualified_kind(), &name, errs));
+            }
+            crate::schema::default(schema, &mut obj);
+        }
+        self.to_storage(info, &mut obj);
         if !opts.field_manager.is_empty() {
             crate::patch::apply::record_update(
                 info,
@@ -421,9 +552,19 @@ impl Registry {
         let result = self
             .store
             .mutate(|state| -> Result<(Value, bool, bool), ApiError> {
-                let current = state.get(&gr, &key).map(|o| for_version(info, &o.value));
+                let storage_schema = self.storage_schema(info);
+                let current = state.get(&gr, &key).map(|o| match &storage_schema {
+                    Some(schema) => {
+                        // The server defaults what it reads from storage, then converts it.
+                        let mut stored = o.value.clone();
+                        crate::schema::default(schema, &mut stored);
+                        for_version(info, &stored)
+                    }
+                    None => for_version(info, &o.value),
+                });
                 let mut new = change(current.as_ref())?;
                 self.check_type(info, &mut new)?;
+                self.decode_custom(info, &mut new, opts)?;
                 check_name(&new, name, namespace, info)?;
                 let Some(old) = current else {
                     if !info.allow_create_on_update || part != Part::Main {
@@ -433,10 +574,24 @@ impl Registry {
                     // Create through the normal path, outside this closure.
                     return Ok((new, true, false));
                 };
-                let new = self.prepare_update(info, &old, new, part, opts)?;
+                let mut new = self.prepare_update(info, &old, new, part, opts)?;
+                if let Some(schema) = &info.schema {
+                    let errs = match part {
+                        Part::Main => crate::schema::validate_update(schema, &new, &old),
+                        Part::Status => crate::schema::validate_status_update(schema, &new, &old),
+                    };
+                    if !errs.is_empty() {
+                        return Err(ApiError::invalid(&info.qualified_kind(), name, errs));
+                    }
+                    crate::schema::default(schema, &mut new);
+                }
+                if part == Part::Main {
+                    crate::crd::validate_update(info, &old, &new)?;
+                }
                 if new == old {
                     return Ok((old, false, true));
                 }
+                self.to_storage(info, &mut new);
                 if meta::is_terminating(&new)
                     && meta::finalizers(&new).is_empty()
                     && !namespace_finalizers_left(&gr, &new)
@@ -927,7 +1082,8 @@ fn check_name(
 }
 
 /// The object as served in `info`'s version (custom resources served in several versions are
-/// stored once; the apiVersion follows the request, without conversion).
+/// stored once; the apiVersion follows the request, and a custom resource is pruned by the
+/// schema of the version it is served in, as the `None` conversion strategy does).
 pub fn for_version(info: &ResourceInfo, value: &Value) -> Value {
     if value.get("apiVersion").and_then(Value::as_str) == Some(info.api_version()) {
         return value.clone();
@@ -935,6 +1091,9 @@ pub fn for_version(info: &ResourceInfo, value: &Value) -> Value {
     let mut v = value.clone();
     if let Some(map) = v.as_object_mut() {
         map.insert("apiVersion".into(), json!(info.api_version()));
+    }
+    if let Some(schema) = &info.schema {
+        crate::schema::convert(schema, &mut v);
     }
     v
 }

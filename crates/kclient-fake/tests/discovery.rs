@@ -93,11 +93,25 @@ async fn version_and_legacy_discovery() {
         .unwrap();
     assert_eq!(scale["group"], "autoscaling");
     assert_eq!(scale["kind"], "Scale");
+    let unknown_group = c.get("/apis/nope.example.com").await;
+    assert_eq!(unknown_group.status, StatusCode::NOT_FOUND);
+    assert_eq!(unknown_group.body, json!("404 page not found\n"));
     assert_eq!(
-        c.get("/apis/nope.example.com").await.status,
-        StatusCode::NOT_FOUND
+        c.get("/apis/nope.example.com/v1/namespaces/default/things")
+            .await
+            .body,
+        json!("404 page not found\n")
     );
-    assert_eq!(c.get("/apis/apps/v9").await.status, StatusCode::NOT_FOUND);
+    // Inside a built-in group, a NotFound Status.
+    let unknown_version = c.get("/apis/apps/v9").await;
+    assert_eq!(unknown_version.status, StatusCode::NOT_FOUND);
+    assert_eq!(unknown_version.body["reason"], "NotFound");
+    assert_eq!(
+        c.get("/apis/apps/v1/namespaces/default/nothings")
+            .await
+            .body["reason"],
+        "NotFound"
+    );
 }
 
 #[tokio::test]

@@ -634,7 +634,7 @@ pub fn handle(
     name: &str,
     part: Part,
     q: &Query,
-    _opts: &WriteOptions,
+    request_opts: &WriteOptions,
 ) -> Result<(Value, bool), ApiError> {
     let manager = q.str("fieldManager").to_string();
     if manager.is_empty() {
@@ -673,10 +673,28 @@ pub fn handle(
             "the name of the object ({applied_name}) does not match the name on the URL ({name})"
         )));
     }
+    if let Some(schema) = &info.schema {
+        if let Some(why) = crate::schema::apply::undeclared_fields(schema, &applied) {
+            let field = |f: &str| applied.get(f).and_then(Value::as_str).unwrap_or("");
+            let gvk = format!("{}, Kind={}", field("apiVersion"), field("kind"));
+            return Err(Status::failure(
+                StatusReason::Unknown,
+                500,
+                format!(
+                    "failed to create typed patch object ({}/{}; {gvk}): {why}",
+                    meta_str(&applied, "namespace"),
+                    applied_name,
+                ),
+            )
+            .into());
+        }
+    }
     let opts = WriteOptions {
         dry_run: q.get("dryRun") == Some("All"),
         field_manager: String::new(),
         seed: false,
+        patch: false,
+        ..request_opts.clone()
     };
     for _ in 0..3 {
         let exists = shared.registry.get(info, namespace, name).is_ok();

@@ -97,9 +97,13 @@ pub fn handle(
         ));
     }
     let gr = info.group_resource();
+    let opts = WriteOptions {
+        patch: true,
+        ..opts.clone()
+    };
     shared
         .registry
-        .update_with(info, namespace, name, part, opts, |cur| {
+        .update_with(info, namespace, name, part, &opts, |cur| {
             let Some(cur) = cur else {
                 return Err(ApiError::not_found(&gr, name));
             };
