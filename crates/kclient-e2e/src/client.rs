@@ -169,6 +169,20 @@ impl ApiClient {
     }
 }
 
+impl ApiClient {
+    /// Opens a watch that must be accepted: a refusal is an error showing the `Status`.
+    pub async fn watch_accepted(&self, path: &str) -> Result<WatchStream> {
+        match self.watch(path).await? {
+            Ok(stream) => Ok(stream),
+            Err(response) => bail!(
+                "the watch {path} was refused: {} {}",
+                response.status,
+                response.body
+            ),
+        }
+    }
+}
+
 /// One watch event: `type` and `object`, as on the wire.
 #[derive(Debug, Clone)]
 pub struct WatchEvent {

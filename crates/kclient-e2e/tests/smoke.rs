@@ -132,3 +132,9 @@ async fn status_subresource() -> Result<()> {
 async fn finalizers() -> Result<()> {
     run_everywhere("finalizers", differential("finalizers"), true).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crd_create_then_use() -> Result<()> {
+    let name = "crd_create_then_use";
+    run_everywhere(name, differential(name), true).await
+}

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use http::StatusCode;
 use serde_json::{json, Value};
 
@@ -26,14 +26,7 @@ async fn watch_until_closed(
     after_rv: u64,
     create: impl std::future::Future<Output = Result<u64>>,
 ) -> Result<Vec<Value>> {
-    let mut watch = match client.watch(url).await? {
-        Ok(stream) => stream,
-        Err(response) => bail!(
-            "the watch was refused: {} {}",
-            response.status,
-            response.body
-        ),
-    };
+    let mut watch = client.watch_accepted(url).await?;
     let created_rv = create.await?;
     let mut seen = Vec::new();
     let limit = Duration::from_secs(TIMEOUT_SECONDS) + CLOSE_SLACK;

@@ -2,7 +2,7 @@
 //! terminating, no new finalizer may be added, and removing the last one deletes it; the watch
 //! sees each step.
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use http::StatusCode;
 use serde_json::{json, Value};
 
@@ -34,19 +34,11 @@ pub async fn finalizers(target: &Target) -> Result<Transcript> {
         .await?
         .expect(StatusCode::CREATED)?;
     let from = resource_version(&created.body)?;
-    let mut watch = match client
-        .watch(&format!(
+    let mut watch = client
+        .watch_accepted(&format!(
             "{path}?watch=1&resourceVersion={from}&labelSelector={SCENARIO_LABEL}%3Dfinalizers"
         ))
-        .await?
-    {
-        Ok(stream) => stream,
-        Err(response) => bail!(
-            "the watch was refused: {} {}",
-            response.status,
-            response.body
-        ),
-    };
+        .await?;
 
     let deleted = client.delete(&item).await?;
     t.record("delete", outcome(&deleted));

@@ -18,12 +18,14 @@ use crate::transcript::Transcript;
 
 mod apply;
 mod bookmarks;
+mod crd;
 mod finalizers;
 mod patch;
 mod status;
 
 pub use apply::server_side_apply;
 pub use bookmarks::watch_bookmarks;
+pub use crd::crd_create_then_use;
 pub use finalizers::finalizers;
 pub use patch::{patches, strategic_merge_patch};
 pub use status::status_subresource;
@@ -62,6 +64,7 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
     ("server_side_apply", |t| Box::pin(server_side_apply(t))),
     ("status_subresource", |t| Box::pin(status_subresource(t))),
     ("finalizers", |t| Box::pin(finalizers(t))),
+    ("crd_create_then_use", |t| Box::pin(crd_create_then_use(t))),
 ];
 
 /// A namespace for one scenario run, with a unique name.
@@ -335,19 +338,11 @@ pub async fn watch_from_resource_version(target: &Target) -> Result<Transcript> 
         .expect(StatusCode::CREATED)?;
     let from = resource_version(&first.body)?;
 
-    let mut watch = match client
-        .watch(&format!(
+    let mut watch = client
+        .watch_accepted(&format!(
             "{path}?watch=1&resourceVersion={from}&labelSelector={SCENARIO_LABEL}%3Dwatch"
         ))
-        .await?
-    {
-        Ok(stream) => stream,
-        Err(response) => bail!(
-            "the watch was refused: {} {}",
-            response.status,
-            response.body
-        ),
-    };
+        .await?;
 
     let mut changed = first.body.clone();
     changed["data"]["n"] = json!("1");
