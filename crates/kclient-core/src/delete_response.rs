@@ -11,8 +11,8 @@ use crate::status::Status;
 /// collection answers the same way, with the list of deleted objects. client-go hides the
 /// difference (its `Delete` returns only an error); kube-rs returns `Either<K, Status>`.
 ///
-/// The typed and the dynamic clients both return it (and re-export it), each decoding the
-/// response body into it.
+/// The typed and the dynamic clients both return it (and re-export it); kclient-rest's
+/// `Response::delete_response` decodes it, by one rule for both.
 ///
 /// ```
 /// use kclient_core::{DeleteResponse, DynamicObject, Status};

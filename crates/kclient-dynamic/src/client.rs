@@ -10,7 +10,6 @@ use kclient_core::{
 use kclient_rest::{Method, Request, RestClient};
 use serde::Serialize;
 
-use crate::delete::decode_delete_response;
 use crate::error::Error;
 
 /// A client for any resource of one API server, over [`DynamicObject`]s (client-go's
@@ -472,7 +471,7 @@ impl DynamicResource {
             .body(body)
             .send()
             .await?;
-        decode_delete_response(response.body())
+        Ok(response.delete_response()?)
     }
 
     /// Deletes every object the list options select, in the namespace or across all
@@ -493,7 +492,7 @@ impl DynamicResource {
             .body(body)
             .send()
             .await?;
-        let mut response = decode_delete_response(response.body())?;
+        let mut response = response.delete_response()?;
         if let DeleteResponse::Object(list) = &mut response {
             fill_item_types(list, &self.resource);
         }

@@ -49,7 +49,6 @@
 #![deny(missing_docs)]
 
 mod client;
-mod delete;
 mod error;
 mod list_watch;
 mod pager;

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
-use kclient_core::{snippet, ApiError, Status};
+use kclient_core::{snippet, ApiError, DeleteResponse, Status};
 use serde::de::DeserializeOwned;
 
 use crate::error::{Error, DECODE_SNIPPET_LEN};
@@ -59,6 +59,42 @@ impl Response {
     /// Decodes the body as JSON.
     pub fn json<K: DeserializeOwned>(&self) -> Result<K, Error> {
         decode_json(&self.body)
+    }
+
+    /// Decodes the body of a successful delete (or delete-collection): a `Status` when it is
+    /// one — kind `Status` in the core or `meta.k8s.io` `v1`, or with no apiVersion — and the
+    /// object (or list) `T` otherwise, so that a custom resource whose kind happens to be
+    /// `Status` stays an object.
+    ///
+    /// ```
+    /// # fn demo(response: kclient_rest::Response) -> Result<(), kclient_rest::Error> {
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// match response.delete_response::<Pod>()? {
+    ///     kclient_core::DeleteResponse::Object(pod) => println!("terminating: {:?}", pod.metadata.name),
+    ///     kclient_core::DeleteResponse::Status(status) => println!("gone: {}", status.status),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn delete_response<T: DeserializeOwned>(&self) -> Result<DeleteResponse<T>, Error> {
+        #[derive(serde::Deserialize)]
+        struct TypeMeta {
+            #[serde(default)]
+            kind: Option<String>,
+            #[serde(default, rename = "apiVersion")]
+            api_version: Option<String>,
+        }
+        let meta: TypeMeta = decode_json(&self.body)?;
+        let is_status = meta.kind.as_deref() == Some("Status")
+            && matches!(
+                meta.api_version.as_deref(),
+                None | Some("" | "v1" | "meta.k8s.io/v1")
+            );
+        if is_status {
+            decode_json(&self.body).map(DeleteResponse::Status)
+        } else {
+            decode_json(&self.body).map(DeleteResponse::Object)
+        }
     }
 }
 
@@ -123,6 +159,44 @@ mod tests {
                 matches!(err, Error::HttpStatus { code: 502, .. }),
                 "{err:?}"
             );
+        }
+    }
+
+    fn ok(body: &[u8]) -> Response {
+        Response {
+            status: StatusCode::OK,
+            headers: HeaderMap::new(),
+            body: Bytes::copy_from_slice(body),
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn delete_responses_are_statuses_or_objects() {
+        for status in [
+            &br#"{"kind":"Status","apiVersion":"v1","status":"Success","details":{"name":"a"}}"#[..],
+            br#"{"kind":"Status","apiVersion":"meta.k8s.io/v1","status":"Success"}"#,
+            br#"{"kind":"Status","status":"Success"}"#,
+        ] {
+            let decoded = ok(status).delete_response::<serde_json::Value>().unwrap();
+            assert!(
+                decoded.status().is_some_and(Status::is_success),
+                "{decoded:?}"
+            );
+        }
+        for object in [
+            &br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a"}}"#[..],
+            // A custom resource whose kind is Status is an object.
+            br#"{"kind":"Status","apiVersion":"example.com/v1","metadata":{"name":"s"}}"#,
+        ] {
+            let decoded = ok(object).delete_response::<serde_json::Value>().unwrap();
+            assert!(decoded.object().unwrap()["metadata"]["name"].is_string());
+        }
+        for bad in [&b"not json"[..], br#"{"kind":"Status","code":"x"}"#] {
+            assert!(matches!(
+                ok(bad).delete_response::<serde_json::Value>(),
+                Err(Error::Decode { .. })
+            ));
         }
     }
 

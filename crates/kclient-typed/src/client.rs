@@ -13,7 +13,6 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::apply::ApplyOptions;
-use crate::delete::decode_delete_response;
 use crate::error::Error;
 
 /// A typed client for one resource, in one namespace, across all namespaces, or cluster-wide:
@@ -342,7 +341,7 @@ where
             .body(body)
             .send()
             .await?;
-        decode_delete_response(response.body())
+        Ok(response.delete_response()?)
     }
 
     /// Deletes every object the list options select (in the client's namespace, or across
@@ -361,6 +360,6 @@ where
             .body(body)
             .send()
             .await?;
-        decode_delete_response(response.body())
+        Ok(response.delete_response()?)
     }
 }

@@ -73,7 +73,6 @@ compile_error!(
 mod apply;
 mod client;
 mod clientset;
-mod delete;
 mod error;
 mod expansion;
 pub mod generated;
