@@ -407,7 +407,7 @@ fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
     GroupVersionKind::new(group, version, kind)
 }
 
-/// The built-in resources, as kube-apiserver 1.35 describes them in discovery.
+/// The built-in resources, as kube-apiserver 1.37 describes them in discovery.
 pub fn builtin_resources() -> Vec<ResourceInfo> {
     let workload_scale = ScaleSpec::workload;
     vec![

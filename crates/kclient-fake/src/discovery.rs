@@ -15,8 +15,11 @@ use crate::catalogue::{version_rank, Catalogue, ResourceInfo};
 pub const AGGREGATED_V2: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
-/// The version the fake server reports.
-pub const KUBERNETES_VERSION: (&str, &str) = ("1", "35");
+/// The version the fake server reports (the release its catalogue describes, the one the
+/// workspace builds k8s-openapi for and the e2e suite's kube-apiserver runs).
+pub const KUBERNETES_VERSION: (&str, &str) = ("1", "37");
+/// The oldest minor release it claims compatibility with (kube-apiserver's: the previous one).
+const MIN_COMPATIBILITY_MINOR: &str = "36";
 
 /// Whether an `Accept` header asks for aggregated discovery v2.
 pub fn wants_aggregated(accept: &str) -> bool {
@@ -40,12 +43,12 @@ pub fn version() -> Value {
         "emulationMajor": major,
         "emulationMinor": minor,
         "minCompatibilityMajor": major,
-        "minCompatibilityMinor": "34",
+        "minCompatibilityMinor": MIN_COMPATIBILITY_MINOR,
         "gitVersion": format!("v{major}.{minor}.0-kclient-fake"),
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
-        "buildDate": "2025-12-17T00:00:00Z",
-        "goVersion": "go1.25.5",
+        "buildDate": "2026-09-23T00:00:00Z",
+        "goVersion": "go1.26.8",
         "compiler": "gc",
         "platform": "linux/amd64"
     })

@@ -13,8 +13,10 @@ async fn version_and_legacy_discovery() {
     let (server, c) = server().await;
     let v = c.get("/version").await.body;
     assert_eq!(v["major"], "1");
-    assert_eq!(v["minor"], "35");
-    assert!(v["gitVersion"].as_str().unwrap().starts_with("v1.35."));
+    assert_eq!(v["minor"], "37");
+    assert_eq!(v["gitVersion"], "v1.37.0-kclient-fake");
+    assert_eq!(v["emulationMinor"], "37");
+    assert_eq!(v["minCompatibilityMinor"], "36");
 
     let api = c.get("/api").await;
     assert_eq!(api.headers["content-type"], "application/json");
