@@ -24,6 +24,18 @@ pub const STANDARD_VERBS: &[&str] = &[
     "watch",
 ];
 
+/// The verbs of a custom resource, in the order kube-apiserver lists them.
+pub const CUSTOM_RESOURCE_VERBS: &[&str] = &[
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+];
+
 /// Where the `scale` subresource reads and writes a workload's replica count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScaleSpec {
@@ -46,8 +58,8 @@ impl ScaleSpec {
     }
 }
 
-/// A subresource other than `status` and `scale` (the pod subresources `log`, `eviction`
-/// and `binding`), as discovery describes it.
+/// A subresource other than `status` and `scale` (`pods/log`, `pods/exec`,
+/// `namespaces/finalize`, `serviceaccounts/token`, ...), as discovery describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExtraSubresource {
     /// The name (`log`).
@@ -63,7 +75,8 @@ pub struct ExtraSubresource {
 }
 
 impl ExtraSubresource {
-    fn new(name: &str, group: &str, version: &str, kind: &str, verbs: &[&str]) -> Self {
+    /// A subresource taking or returning `group/version` `kind`, served for `verbs`.
+    pub fn new(name: &str, group: &str, version: &str, kind: &str, verbs: &[&str]) -> Self {
         Self {
             name: name.into(),
             group: group.into(),
@@ -355,13 +368,14 @@ impl Catalogue {
 }
 
 fn group_rank(group: &str) -> usize {
+    // kube-apiserver 1.37's order (its groups' priorities), of the groups this catalogue has.
     const ORDER: &[&str] = &[
         "",
         "apps",
         "events.k8s.io",
         "batch",
-        "coordination.k8s.io",
         "apiextensions.k8s.io",
+        "coordination.k8s.io",
     ];
     ORDER
         .iter()
@@ -407,16 +421,24 @@ fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
     GroupVersionKind::new(group, version, kind)
 }
 
-/// The built-in resources, as kube-apiserver 1.37 describes them in discovery.
+/// The verbs of a connect subresource that proxies (`pods/proxy`, `services/proxy`).
+const PROXY_VERBS: &[&str] = &["create", "delete", "get", "patch", "update"];
+
+/// The built-in resources, as kube-apiserver 1.37 describes them in discovery (checked by the
+/// e2e suite's `discovery` scenario), with the per-type rules of its strategies.
 pub fn builtin_resources() -> Vec<ResourceInfo> {
     let workload_scale = ScaleSpec::workload;
+    let core =
+        |kind: &str, sub: &str, verbs: &[&str]| ExtraSubresource::new(sub, "", "v1", kind, verbs);
     vec![
+        // core/v1
         ResourceInfo::new(gvk("", "v1", "Namespace"), "namespaces", false)
             .short_names(&["ns"])
             .verbs(&[
                 "create", "delete", "get", "list", "patch", "update", "watch",
             ])
             .with_status()
+            .with_extra_subresources(vec![core("Namespace", "finalize", &["update"])])
             .returning_deleted_object()
             .selectable(&["status.phase"]),
         ResourceInfo::new(gvk("", "v1", "Pod"), "pods", true)
@@ -426,9 +448,15 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .tracking_generation()
             .returning_deleted_object()
             .with_extra_subresources(vec![
-                ExtraSubresource::new("binding", "", "v1", "Binding", &["create"]),
+                core("PodAttachOptions", "attach", &["create", "get"]),
+                core("Binding", "binding", &["create"]),
+                core("Pod", "ephemeralcontainers", &["get", "patch", "update"]),
                 ExtraSubresource::new("eviction", "policy", "v1", "Eviction", &["create"]),
-                ExtraSubresource::new("log", "", "v1", "Pod", &["get"]),
+                core("PodExecOptions", "exec", &["create", "get"]),
+                core("Pod", "log", &["get"]),
+                core("PodPortForwardOptions", "portforward", &["create", "get"]),
+                core("PodProxyOptions", "proxy", PROXY_VERBS),
+                core("Pod", "resize", &["get", "patch", "update"]),
             ])
             .selectable(&[
                 "spec.nodeName",
@@ -445,16 +473,25 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .short_names(&["svc"])
             .categories(&["all"])
             .with_status()
+            .with_extra_subresources(vec![core("ServiceProxyOptions", "proxy", PROXY_VERBS)])
             .returning_deleted_object()
             .selectable(&["spec.clusterIP", "spec.type"]),
         ResourceInfo::new(gvk("", "v1", "ConfigMap"), "configmaps", true).short_names(&["cm"]),
         ResourceInfo::new(gvk("", "v1", "Secret"), "secrets", true).selectable(&["type"]),
         ResourceInfo::new(gvk("", "v1", "ServiceAccount"), "serviceaccounts", true)
             .short_names(&["sa"])
+            .with_extra_subresources(vec![ExtraSubresource::new(
+                "token",
+                "authentication.k8s.io",
+                "v1",
+                "TokenRequest",
+                &["create"],
+            )])
             .returning_deleted_object(),
         ResourceInfo::new(gvk("", "v1", "Node"), "nodes", false)
             .short_names(&["no"])
             .with_status()
+            .with_extra_subresources(vec![core("NodeProxyOptions", "proxy", PROXY_VERBS)])
             .returning_deleted_object()
             .selectable(&["spec.unschedulable"]),
         ResourceInfo::new(gvk("", "v1", "Event"), "events", true)
@@ -484,6 +521,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
         .short_names(&["pvc"])
         .with_status()
         .returning_deleted_object(),
+        // apps/v1
         ResourceInfo::new(gvk("apps", "v1", "Deployment"), "deployments", true)
             .short_names(&["deploy"])
             .categories(&["all"])
@@ -507,6 +545,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .categories(&["all"])
             .with_status()
             .tracking_generation(),
+        // batch/v1
         ResourceInfo::new(gvk("batch", "v1", "Job"), "jobs", true)
             .categories(&["all"])
             .with_status()
@@ -517,11 +556,14 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .categories(&["all"])
             .with_status()
             .tracking_generation(),
+        // coordination.k8s.io/v1
         ResourceInfo::new(gvk("coordination.k8s.io", "v1", "Lease"), "leases", true)
             .creatable_on_update(),
+        // events.k8s.io/v1
         ResourceInfo::new(gvk("events.k8s.io", "v1", "Event"), "events", true)
             .short_names(&["ev"])
             .creatable_on_update(),
+        // apiextensions.k8s.io/v1
         ResourceInfo::new(
             gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
             "customresourcedefinitions",

@@ -81,6 +81,7 @@
 
 pub mod catalogue;
 pub mod cli;
+mod connect;
 mod crd;
 mod defaults;
 mod discovery;

@@ -179,10 +179,7 @@ pub async fn handle(
             )?;
             Ok(created_status())
         }
-        _ => Err(ApiError::method_not_supported(
-            &GroupResource::new("", format!("pods/{sub}")),
-            req.method.as_str(),
-        )),
+        _ => Err(crate::errors::method_not_allowed()),
     }
 }
 
