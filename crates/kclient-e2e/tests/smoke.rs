@@ -132,3 +132,8 @@ async fn status_subresource() -> Result<()> {
 async fn finalizers() -> Result<()> {
     run_everywhere("finalizers", differential("finalizers"), true).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery() -> Result<()> {
+    run_everywhere("discovery", differential("discovery"), true).await
+}

@@ -18,12 +18,14 @@ use crate::transcript::Transcript;
 
 mod apply;
 mod bookmarks;
+mod discovery;
 mod finalizers;
 mod patch;
 mod status;
 
 pub use apply::server_side_apply;
 pub use bookmarks::watch_bookmarks;
+pub use discovery::{discovery, AGGREGATED_DISCOVERY};
 pub use finalizers::finalizers;
 pub use patch::{patches, strategic_merge_patch};
 pub use status::status_subresource;
@@ -62,6 +64,7 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
     ("server_side_apply", |t| Box::pin(server_side_apply(t))),
     ("status_subresource", |t| Box::pin(status_subresource(t))),
     ("finalizers", |t| Box::pin(finalizers(t))),
+    ("discovery", |t| Box::pin(discovery(t))),
 ];
 
 /// A namespace for one scenario run, with a unique name.
