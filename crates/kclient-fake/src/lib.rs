@@ -107,7 +107,7 @@ mod table;
 mod tls;
 mod watch;
 
-pub use catalogue::{ExtraSubresource, ResourceInfo, ScaleSpec};
+pub use catalogue::{ExtraSubresource, GenerationBumps, ResourceInfo, ScaleSpec};
 pub use faults::{Failure, Faults};
 pub use kubeconfig::Credentials;
 pub use manifests::{load_manifests, parse_manifests};

@@ -22,7 +22,7 @@ use kclient_core::{ApiError, DeletionPropagation, GroupResource, Preconditions};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
-use crate::catalogue::{Catalogue, ResourceInfo};
+use crate::catalogue::{Catalogue, GenerationBumps, ResourceInfo};
 use crate::errors;
 use crate::meta::{self, meta_str};
 use crate::query::{parse_rv, ListParams, RvMatch};
@@ -609,7 +609,20 @@ impl Registry {
                 };
             }
         }
-        if info.tracks_generation && meta::spec_changed(old, &new) {
+        let bumps = match info.generation_bumps {
+            GenerationBumps::Spec => meta::spec_changed(old, &new),
+            GenerationBumps::SpecOrLabels => {
+                // An absent and an empty map are equal (apimachinery's semantic equality).
+                let labels = |o: &Value| {
+                    o.pointer("/metadata/labels")
+                        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+                        .cloned()
+                };
+                meta::spec_changed(old, &new) || labels(old) != labels(&new)
+            }
+            GenerationBumps::Never => false,
+        };
+        if info.tracks_generation && bumps {
             let g = old
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)

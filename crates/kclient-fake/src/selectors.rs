@@ -137,6 +137,12 @@ pub fn field_value(info: &ResourceInfo, obj: &Value, field: &str) -> Option<Stri
                 .to_string(),
         ),
         "status.podIPs" => scalar(obj.pointer("/status/podIP")),
+        "status.replicas" => Some(
+            obj.pointer("/status/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                .to_string(),
+        ),
         "source" => scalar(obj.pointer("/source/component")),
         "type" if info.api.kind == "Secret" => scalar(obj.get("type")),
         "type" if info.api.kind == "Event" => scalar(obj.get("type")),
@@ -211,6 +217,20 @@ mod tests {
             message("batch", "v1", "jobs"),
             r#"field label "spec.foo" not supported for Job"#
         );
+        assert_eq!(
+            message("events.k8s.io", "v1", "events"),
+            "field label not supported: spec.foo"
+        );
+    }
+
+    #[test]
+    fn replication_controller_replicas_default_to_zero() {
+        let rc = Catalogue::builtin()
+            .get("", "v1", "replicationcontrollers")
+            .unwrap();
+        let p = Predicate::new(rc, "", "status.replicas=0").unwrap();
+        assert!(p.matches(&json!({"metadata": {"name": "a", "namespace": "n"}})));
+        assert!(!p.matches(&json!({"metadata": {"name": "a"}, "status": {"replicas": 2}})));
     }
 
     #[test]

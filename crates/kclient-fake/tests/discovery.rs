@@ -215,6 +215,13 @@ async fn subresources_as_kube_apiserver_lists_them() {
         legacy_subresources(&core, "serviceaccounts"),
         [r#"token authentication.k8s.io/v1.TokenRequest ["create"]"#]
     );
+    assert_eq!(
+        legacy_subresources(&core, "replicationcontrollers"),
+        [
+            r#"scale autoscaling/v1.Scale ["get","patch","update"]"#,
+            r#"status ReplicationController ["get","patch","update"]"#
+        ]
+    );
     let names: Vec<&str> = core["resources"]
         .as_array()
         .unwrap()
@@ -248,6 +255,38 @@ async fn subresources_as_kube_apiserver_lists_them() {
         eviction["responseKind"],
         json!({"group": "policy", "version": "v1", "kind": "Eviction"})
     );
+}
+
+#[tokio::test]
+async fn groups_in_kube_apiserver_order() {
+    let (_server, c) = server().await;
+    let groups = c.get("/apis").await.body;
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    // kube-apiserver v1.37.1's order, of the groups the fake serves.
+    assert_eq!(
+        names,
+        [
+            "apps",
+            "events.k8s.io",
+            "autoscaling",
+            "batch",
+            "networking.k8s.io",
+            "policy",
+            "rbac.authorization.k8s.io",
+            "storage.k8s.io",
+            "apiextensions.k8s.io",
+            "scheduling.k8s.io",
+            "coordination.k8s.io",
+            "discovery.k8s.io",
+        ]
+    );
+    let autoscaling = c.get("/apis/autoscaling").await.body;
+    assert_eq!(autoscaling["preferredVersion"]["version"], "v2");
 }
 
 #[tokio::test]
