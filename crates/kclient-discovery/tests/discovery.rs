@@ -30,8 +30,8 @@ async fn server_version() {
     let server = fake().await;
     let d = DiscoveryClient::new(rest(&server.url()));
     let v = d.server_version().await.unwrap();
-    assert_eq!((v.major.as_str(), v.minor.as_str()), ("1", "35"));
-    assert!(v.git_version.starts_with("v1.35."), "{}", v.git_version);
+    assert_eq!((v.major.as_str(), v.minor.as_str()), ("1", "37"));
+    assert!(v.git_version.starts_with("v1.37."), "{}", v.git_version);
 }
 
 #[tokio::test]

@@ -23,6 +23,8 @@ pub struct Response {
     pub status: StatusCode,
     /// The body, parsed.
     pub body: Value,
+    /// The `Content-Type` of a successful response (`None` for a failure `Status`).
+    pub content_type: Option<String>,
 }
 
 impl Response {
@@ -52,6 +54,7 @@ impl Response {
         Ok(Response {
             status: StatusCode::from_u16(status.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
             body,
+            content_type: None,
         })
     }
 }
@@ -91,9 +94,13 @@ impl ApiClient {
         method: Method,
         path_and_query: &str,
         body: Option<(&str, &Value)>,
+        accept: Option<&str>,
     ) -> Result<kclient_rest::request::Request> {
         let (path, params) = split_path(path_and_query);
         let mut request = self.rest.request(method).abs_path(path).params(params);
+        if let Some(accept) = accept {
+            request = request.header("Accept", accept);
+        }
         if let Some((content_type, value)) = body {
             request = request
                 .header("Content-Type", content_type)
@@ -110,11 +117,26 @@ impl ApiClient {
         path: &str,
         body: Option<(&str, &Value)>,
     ) -> Result<Response> {
+        self.send(method, path, body, None).await
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<(&str, &Value)>,
+        accept: Option<&str>,
+    ) -> Result<Response> {
         let request = self
-            .build(method.clone(), path, body)?
+            .build(method.clone(), path, body, accept)?
             .timeout(REQUEST_TIMEOUT);
         match request.send().await {
             Ok(response) => Ok(Response {
+                content_type: response
+                    .headers()
+                    .get(http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string),
                 status: response.status(),
                 body: serde_json::from_slice(response.body()).unwrap_or(Value::Null),
             }),
@@ -122,6 +144,7 @@ impl ApiClient {
             Err(Error::HttpStatus { code, snippet, .. }) => Ok(Response {
                 status: StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
                 body: Value::String(snippet),
+                content_type: None,
             }),
             Err(other) => Err(anyhow::Error::new(other).context(format!("{method} {path}"))),
         }
@@ -130,6 +153,12 @@ impl ApiClient {
     /// `GET path`.
     pub async fn get(&self, path: &str) -> Result<Response> {
         self.request(Method::GET, path, None).await
+    }
+
+    /// `GET path` with this `Accept` header instead of kclient-rest's default (for
+    /// aggregated discovery, say).
+    pub async fn get_accepting(&self, path: &str, accept: &str) -> Result<Response> {
+        self.send(Method::GET, path, None, Some(accept)).await
     }
 
     /// `POST path` with a JSON body.
@@ -159,7 +188,7 @@ impl ApiClient {
     /// starts is returned as the error response instead of a stream.
     pub async fn watch(&self, path: &str) -> Result<std::result::Result<WatchStream, Response>> {
         let request = self
-            .build(Method::GET, path, None)?
+            .build(Method::GET, path, None, None)?
             .timeout(REQUEST_TIMEOUT);
         match request.watch::<Value>().await {
             Ok(events) => Ok(Ok(WatchStream { events })),

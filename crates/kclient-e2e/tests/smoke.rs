@@ -138,3 +138,8 @@ async fn crd_create_then_use() -> Result<()> {
     let name = "crd_create_then_use";
     run_everywhere(name, differential(name), true).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery() -> Result<()> {
+    run_everywhere("discovery", differential("discovery"), true).await
+}

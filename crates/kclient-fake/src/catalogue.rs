@@ -24,6 +24,18 @@ pub const STANDARD_VERBS: &[&str] = &[
     "watch",
 ];
 
+/// The verbs of a custom resource, in the order kube-apiserver lists them.
+pub const CUSTOM_RESOURCE_VERBS: &[&str] = &[
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+];
+
 /// Where the `scale` subresource reads and writes a workload's replica count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScaleSpec {
@@ -46,8 +58,8 @@ impl ScaleSpec {
     }
 }
 
-/// A subresource other than `status` and `scale` (the pod subresources `log`, `eviction`
-/// and `binding`), as discovery describes it.
+/// A subresource other than `status` and `scale` (`pods/log`, `pods/exec`,
+/// `namespaces/finalize`, `serviceaccounts/token`, ...), as discovery describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExtraSubresource {
     /// The name (`log`).
@@ -63,7 +75,8 @@ pub struct ExtraSubresource {
 }
 
 impl ExtraSubresource {
-    fn new(name: &str, group: &str, version: &str, kind: &str, verbs: &[&str]) -> Self {
+    /// A subresource taking or returning `group/version` `kind`, served for `verbs`.
+    pub fn new(name: &str, group: &str, version: &str, kind: &str, verbs: &[&str]) -> Self {
         Self {
             name: name.into(),
             group: group.into(),
@@ -72,6 +85,18 @@ impl ExtraSubresource {
             verbs: verbs.iter().map(|v| v.to_string()).collect(),
         }
     }
+}
+
+/// What bumps a tracked `metadata.generation` (kube-apiserver's strategies differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GenerationBumps {
+    /// Any change outside `metadata` and `status` (most types).
+    #[default]
+    Spec,
+    /// That, or a change of the labels (EndpointSlices: their labels tie them to a Service).
+    SpecOrLabels,
+    /// Nothing: the generation stays 1 (PriorityClasses).
+    Never,
 }
 
 /// Everything the server knows about one resource in one group version.
@@ -90,9 +115,11 @@ pub struct ResourceInfo {
     pub status_subresource: bool,
     /// The `scale` subresource, if served.
     pub scale: Option<ScaleSpec>,
-    /// Whether `metadata.generation` is set on create and bumped on every change outside
-    /// `metadata` and `status`.
+    /// Whether `metadata.generation` is set (to 1) on create; when it is bumped is
+    /// [`ResourceInfo::generation_bumps`].
     pub tracks_generation: bool,
+    /// What bumps a tracked `metadata.generation`.
+    pub generation_bumps: GenerationBumps,
     /// Whether an update (PUT) of a missing object creates it (events, leases, endpoints).
     pub allow_create_on_update: bool,
     /// Whether a delete answers with the deleted object (otherwise a `Status` of success).
@@ -125,6 +152,7 @@ impl ResourceInfo {
             status_subresource: false,
             scale: None,
             tracks_generation: false,
+            generation_bumps: GenerationBumps::Spec,
             allow_create_on_update: false,
             returns_deleted_object: false,
             selectable_fields: Vec::new(),
@@ -161,9 +189,18 @@ impl ResourceInfo {
         self
     }
 
-    /// The same resource with `metadata.generation` tracking.
+    /// The same resource with `metadata.generation` tracking: 1 on create, bumped by every
+    /// change outside `metadata` and `status`.
     pub fn tracking_generation(mut self) -> Self {
         self.tracks_generation = true;
+        self.generation_bumps = GenerationBumps::Spec;
+        self
+    }
+
+    /// The same resource with `metadata.generation` tracking, bumped as `bumps` says.
+    pub fn tracking_generation_by(mut self, bumps: GenerationBumps) -> Self {
+        self.tracks_generation = true;
+        self.generation_bumps = bumps;
         self
     }
 
@@ -359,13 +396,21 @@ impl Catalogue {
 }
 
 fn group_rank(group: &str) -> usize {
+    // kube-apiserver 1.37's order (its groups' priorities), of the groups this catalogue has.
     const ORDER: &[&str] = &[
         "",
         "apps",
         "events.k8s.io",
+        "autoscaling",
         "batch",
-        "coordination.k8s.io",
+        "networking.k8s.io",
+        "policy",
+        "rbac.authorization.k8s.io",
+        "storage.k8s.io",
         "apiextensions.k8s.io",
+        "scheduling.k8s.io",
+        "coordination.k8s.io",
+        "discovery.k8s.io",
     ];
     ORDER
         .iter()
@@ -411,16 +456,24 @@ fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
     GroupVersionKind::new(group, version, kind)
 }
 
-/// The built-in resources, as kube-apiserver 1.35 describes them in discovery.
+/// The verbs of a connect subresource that proxies (`pods/proxy`, `services/proxy`).
+const PROXY_VERBS: &[&str] = &["create", "delete", "get", "patch", "update"];
+
+/// The built-in resources, as kube-apiserver 1.37 describes them in discovery (checked by the
+/// e2e suite's `discovery` scenario), with the per-type rules of its strategies.
 pub fn builtin_resources() -> Vec<ResourceInfo> {
     let workload_scale = ScaleSpec::workload;
+    let core =
+        |kind: &str, sub: &str, verbs: &[&str]| ExtraSubresource::new(sub, "", "v1", kind, verbs);
     vec![
+        // core/v1
         ResourceInfo::new(gvk("", "v1", "Namespace"), "namespaces", false)
             .short_names(&["ns"])
             .verbs(&[
                 "create", "delete", "get", "list", "patch", "update", "watch",
             ])
             .with_status()
+            .with_extra_subresources(vec![core("Namespace", "finalize", &["update"])])
             .returning_deleted_object()
             .selectable(&["status.phase"]),
         ResourceInfo::new(gvk("", "v1", "Pod"), "pods", true)
@@ -430,9 +483,15 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .tracking_generation()
             .returning_deleted_object()
             .with_extra_subresources(vec![
-                ExtraSubresource::new("binding", "", "v1", "Binding", &["create"]),
+                core("PodAttachOptions", "attach", &["create", "get"]),
+                core("Binding", "binding", &["create"]),
+                core("Pod", "ephemeralcontainers", &["get", "patch", "update"]),
                 ExtraSubresource::new("eviction", "policy", "v1", "Eviction", &["create"]),
-                ExtraSubresource::new("log", "", "v1", "Pod", &["get"]),
+                core("PodExecOptions", "exec", &["create", "get"]),
+                core("Pod", "log", &["get"]),
+                core("PodPortForwardOptions", "portforward", &["create", "get"]),
+                core("PodProxyOptions", "proxy", PROXY_VERBS),
+                core("Pod", "resize", &["get", "patch", "update"]),
             ])
             .selectable(&[
                 "spec.nodeName",
@@ -449,16 +508,25 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .short_names(&["svc"])
             .categories(&["all"])
             .with_status()
+            .with_extra_subresources(vec![core("ServiceProxyOptions", "proxy", PROXY_VERBS)])
             .returning_deleted_object()
             .selectable(&["spec.clusterIP", "spec.type"]),
         ResourceInfo::new(gvk("", "v1", "ConfigMap"), "configmaps", true).short_names(&["cm"]),
         ResourceInfo::new(gvk("", "v1", "Secret"), "secrets", true).selectable(&["type"]),
         ResourceInfo::new(gvk("", "v1", "ServiceAccount"), "serviceaccounts", true)
             .short_names(&["sa"])
+            .with_extra_subresources(vec![ExtraSubresource::new(
+                "token",
+                "authentication.k8s.io",
+                "v1",
+                "TokenRequest",
+                &["create"],
+            )])
             .returning_deleted_object(),
         ResourceInfo::new(gvk("", "v1", "Node"), "nodes", false)
             .short_names(&["no"])
             .with_status()
+            .with_extra_subresources(vec![core("NodeProxyOptions", "proxy", PROXY_VERBS)])
             .returning_deleted_object()
             .selectable(&["spec.unschedulable"]),
         ResourceInfo::new(gvk("", "v1", "Event"), "events", true)
@@ -488,6 +556,37 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
         .short_names(&["pvc"])
         .with_status()
         .returning_deleted_object(),
+        ResourceInfo::new(
+            gvk("", "v1", "PersistentVolume"),
+            "persistentvolumes",
+            false,
+        )
+        .short_names(&["pv"])
+        .with_status()
+        .returning_deleted_object(),
+        ResourceInfo::new(gvk("", "v1", "ResourceQuota"), "resourcequotas", true)
+            .short_names(&["quota"])
+            .with_status()
+            .returning_deleted_object(),
+        ResourceInfo::new(gvk("", "v1", "LimitRange"), "limitranges", true)
+            .short_names(&["limits"])
+            .creatable_on_update(),
+        ResourceInfo::new(
+            gvk("", "v1", "ReplicationController"),
+            "replicationcontrollers",
+            true,
+        )
+        .short_names(&["rc"])
+        .categories(&["all"])
+        .with_status()
+        .with_scale(workload_scale())
+        .tracking_generation()
+        .returning_deleted_object()
+        .selectable(&["status.replicas"]),
+        ResourceInfo::new(gvk("", "v1", "PodTemplate"), "podtemplates", true)
+            .tracking_generation()
+            .returning_deleted_object(),
+        // apps/v1
         ResourceInfo::new(gvk("apps", "v1", "Deployment"), "deployments", true)
             .short_names(&["deploy"])
             .categories(&["all"])
@@ -511,6 +610,12 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .categories(&["all"])
             .with_status()
             .tracking_generation(),
+        ResourceInfo::new(
+            gvk("apps", "v1", "ControllerRevision"),
+            "controllerrevisions",
+            true,
+        ),
+        // batch/v1
         ResourceInfo::new(gvk("batch", "v1", "Job"), "jobs", true)
             .categories(&["all"])
             .with_status()
@@ -521,11 +626,111 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .categories(&["all"])
             .with_status()
             .tracking_generation(),
+        // autoscaling/v2 (not v1: the fake does not convert between versions)
+        ResourceInfo::new(
+            gvk("autoscaling", "v2", "HorizontalPodAutoscaler"),
+            "horizontalpodautoscalers",
+            true,
+        )
+        .short_names(&["hpa"])
+        .categories(&["all"])
+        .with_status()
+        .tracking_generation(),
+        // coordination.k8s.io/v1
         ResourceInfo::new(gvk("coordination.k8s.io", "v1", "Lease"), "leases", true)
             .creatable_on_update(),
+        // discovery.k8s.io/v1
+        ResourceInfo::new(
+            gvk("discovery.k8s.io", "v1", "EndpointSlice"),
+            "endpointslices",
+            true,
+        )
+        .tracking_generation_by(GenerationBumps::SpecOrLabels),
+        // events.k8s.io/v1
         ResourceInfo::new(gvk("events.k8s.io", "v1", "Event"), "events", true)
             .short_names(&["ev"])
-            .creatable_on_update(),
+            .creatable_on_update()
+            .selectable(&[
+                "reason",
+                "regarding.apiVersion",
+                "regarding.fieldPath",
+                "regarding.kind",
+                "regarding.name",
+                "regarding.namespace",
+                "regarding.resourceVersion",
+                "regarding.uid",
+                "reportingController",
+                "type",
+            ]),
+        // networking.k8s.io/v1
+        ResourceInfo::new(gvk("networking.k8s.io", "v1", "Ingress"), "ingresses", true)
+            .short_names(&["ing"])
+            .with_status()
+            .tracking_generation(),
+        ResourceInfo::new(
+            gvk("networking.k8s.io", "v1", "IngressClass"),
+            "ingressclasses",
+            false,
+        )
+        .tracking_generation(),
+        ResourceInfo::new(
+            gvk("networking.k8s.io", "v1", "NetworkPolicy"),
+            "networkpolicies",
+            true,
+        )
+        .short_names(&["netpol"])
+        .tracking_generation(),
+        // policy/v1
+        ResourceInfo::new(
+            gvk("policy", "v1", "PodDisruptionBudget"),
+            "poddisruptionbudgets",
+            true,
+        )
+        .short_names(&["pdb"])
+        .with_status()
+        .tracking_generation(),
+        // rbac.authorization.k8s.io/v1
+        ResourceInfo::new(
+            gvk("rbac.authorization.k8s.io", "v1", "Role"),
+            "roles",
+            true,
+        )
+        .creatable_on_update(),
+        ResourceInfo::new(
+            gvk("rbac.authorization.k8s.io", "v1", "RoleBinding"),
+            "rolebindings",
+            true,
+        )
+        .creatable_on_update(),
+        ResourceInfo::new(
+            gvk("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+            "clusterroles",
+            false,
+        )
+        .creatable_on_update(),
+        ResourceInfo::new(
+            gvk("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+            "clusterrolebindings",
+            false,
+        )
+        .creatable_on_update(),
+        // scheduling.k8s.io/v1
+        ResourceInfo::new(
+            gvk("scheduling.k8s.io", "v1", "PriorityClass"),
+            "priorityclasses",
+            false,
+        )
+        .short_names(&["pc"])
+        .tracking_generation_by(GenerationBumps::Never),
+        // storage.k8s.io/v1
+        ResourceInfo::new(
+            gvk("storage.k8s.io", "v1", "StorageClass"),
+            "storageclasses",
+            false,
+        )
+        .short_names(&["sc"])
+        .returning_deleted_object(),
+        // apiextensions.k8s.io/v1
         ResourceInfo::new(
             gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
             "customresourcedefinitions",
@@ -572,6 +777,24 @@ mod tests {
             ("batch", "cronjobs"),
             ("coordination.k8s.io", "leases"),
             ("apiextensions.k8s.io", "customresourcedefinitions"),
+            ("", "persistentvolumes"),
+            ("", "resourcequotas"),
+            ("", "limitranges"),
+            ("", "replicationcontrollers"),
+            ("", "podtemplates"),
+            ("apps", "controllerrevisions"),
+            ("autoscaling", "horizontalpodautoscalers"),
+            ("networking.k8s.io", "ingresses"),
+            ("networking.k8s.io", "ingressclasses"),
+            ("networking.k8s.io", "networkpolicies"),
+            ("policy", "poddisruptionbudgets"),
+            ("rbac.authorization.k8s.io", "roles"),
+            ("rbac.authorization.k8s.io", "rolebindings"),
+            ("rbac.authorization.k8s.io", "clusterroles"),
+            ("rbac.authorization.k8s.io", "clusterrolebindings"),
+            ("storage.k8s.io", "storageclasses"),
+            ("discovery.k8s.io", "endpointslices"),
+            ("scheduling.k8s.io", "priorityclasses"),
         ] {
             assert!(
                 c.any_version(&GroupResource::new(g, p)).is_some(),

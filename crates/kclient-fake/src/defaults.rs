@@ -4,8 +4,14 @@
 //! - on create, `status` is reset for types with a status subresource (pods start `Pending`);
 //! - namespaces get `spec.finalizers: ["kubernetes"]` and `status.phase: Active`, and an update
 //!   cannot change `spec.finalizers` (only the `finalize` subresource can);
-//! - workloads default `spec.replicas` to 1;
-//! - secrets default `type` to `Opaque`, services `spec.type` to `ClusterIP`.
+//! - workloads (ReplicationControllers too) default `spec.replicas` to 1, and a
+//!   ReplicationController's selector to its template's labels;
+//! - secrets default `type` to `Opaque`, services `spec.type` to `ClusterIP`;
+//! - PersistentVolumes default their reclaim policy (`Retain`) and volume mode, StorageClasses
+//!   theirs (`Delete`, `Immediate`), PriorityClasses their preemption policy, NetworkPolicies
+//!   their `policyTypes`, HorizontalPodAutoscalers `minReplicas: 1` and the 80% CPU metric;
+//! - a new object's status is what kube-apiserver's strategies start it with (a PV `Pending`,
+//!   the zero counters of a PodDisruptionBudget, an Ingress's empty `loadBalancer`, ...).
 //!
 //! Full defaulting and validation of every field is out of scope.
 
@@ -50,6 +56,95 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
             if let Some(spec) = spec.as_object_mut() {
                 spec.entry("replicas").or_insert_with(|| json!(1));
             }
+        }
+        ("", "ReplicationController") => {
+            let template_labels = map
+                .get("spec")
+                .and_then(|s| s.pointer("/template/metadata/labels"))
+                .cloned();
+            let spec = map.entry("spec").or_insert_with(|| json!({}));
+            if let Some(spec) = spec.as_object_mut() {
+                spec.entry("replicas").or_insert_with(|| json!(1));
+                if let Some(labels) = &template_labels {
+                    let empty = spec
+                        .get("selector")
+                        .and_then(Value::as_object)
+                        .is_none_or(|m| m.is_empty());
+                    if empty {
+                        spec.insert("selector".into(), labels.clone());
+                    }
+                }
+            }
+            map.insert("status".into(), json!({"replicas": 0}));
+        }
+        ("", "PersistentVolume") => {
+            let spec = map.entry("spec").or_insert_with(|| json!({}));
+            if let Some(spec) = spec.as_object_mut() {
+                spec.entry("persistentVolumeReclaimPolicy")
+                    .or_insert_with(|| json!("Retain"));
+                spec.entry("volumeMode")
+                    .or_insert_with(|| json!("Filesystem"));
+            }
+            map.insert(
+                "status".into(),
+                json!({"phase": "Pending", "lastPhaseTransitionTime": crate::meta::now_rfc3339()}),
+            );
+        }
+        ("", "ResourceQuota") => {
+            map.insert("status".into(), json!({}));
+        }
+        ("autoscaling", "HorizontalPodAutoscaler") => {
+            let spec = map.entry("spec").or_insert_with(|| json!({}));
+            if let Some(spec) = spec.as_object_mut() {
+                spec.entry("minReplicas").or_insert_with(|| json!(1));
+                let no_metrics = spec
+                    .get("metrics")
+                    .and_then(Value::as_array)
+                    .is_none_or(|m| m.is_empty());
+                if no_metrics {
+                    spec.insert(
+                        "metrics".into(),
+                        json!([{"type": "Resource", "resource": {"name": "cpu",
+                            "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+                    );
+                }
+            }
+            map.insert(
+                "status".into(),
+                json!({"desiredReplicas": 0, "currentMetrics": null}),
+            );
+        }
+        ("networking.k8s.io", "Ingress") => {
+            map.insert("status".into(), json!({"loadBalancer": {}}));
+        }
+        ("networking.k8s.io", "NetworkPolicy") => {
+            let spec = map.entry("spec").or_insert_with(|| json!({}));
+            if let Some(spec) = spec.as_object_mut() {
+                if !spec.contains_key("policyTypes") {
+                    let mut types = vec![json!("Ingress")];
+                    if spec.get("egress").is_some_and(|e| !e.is_null()) {
+                        types.push(json!("Egress"));
+                    }
+                    spec.insert("policyTypes".into(), json!(types));
+                }
+            }
+        }
+        ("policy", "PodDisruptionBudget") => {
+            map.insert(
+                "status".into(),
+                json!({"disruptionsAllowed": 0, "currentHealthy": 0,
+                       "desiredHealthy": 0, "expectedPods": 0}),
+            );
+        }
+        ("scheduling.k8s.io", "PriorityClass") => {
+            map.entry("preemptionPolicy")
+                .or_insert_with(|| json!("PreemptLowerPriority"));
+        }
+        ("storage.k8s.io", "StorageClass") => {
+            map.entry("reclaimPolicy")
+                .or_insert_with(|| json!("Delete"));
+            map.entry("volumeBindingMode")
+                .or_insert_with(|| json!("Immediate"));
         }
         _ => {}
     }

@@ -9,14 +9,17 @@ use std::sync::Arc;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::catalogue::{version_rank, Catalogue, ResourceInfo};
+use crate::catalogue::{version_rank, Catalogue, ResourceInfo, CUSTOM_RESOURCE_VERBS};
 
 /// The content type (and `Accept` entry) of aggregated discovery v2.
 pub const AGGREGATED_V2: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
-/// The version the fake server reports.
-pub const KUBERNETES_VERSION: (&str, &str) = ("1", "35");
+/// The version the fake server reports (the release its catalogue describes, the one the
+/// workspace builds k8s-openapi for and the e2e suite's kube-apiserver runs).
+pub const KUBERNETES_VERSION: (&str, &str) = ("1", "37");
+/// The oldest minor release it claims compatibility with (kube-apiserver's: the previous one).
+const MIN_COMPATIBILITY_MINOR: &str = "36";
 
 /// Whether an `Accept` header asks for aggregated discovery v2.
 pub fn wants_aggregated(accept: &str) -> bool {
@@ -40,12 +43,12 @@ pub fn version() -> Value {
         "emulationMajor": major,
         "emulationMinor": minor,
         "minCompatibilityMajor": major,
-        "minCompatibilityMinor": "34",
+        "minCompatibilityMinor": MIN_COMPATIBILITY_MINOR,
         "gitVersion": format!("v{major}.{minor}.0-kclient-fake"),
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
-        "buildDate": "2025-12-17T00:00:00Z",
-        "goVersion": "go1.25.5",
+        "buildDate": "2026-09-23T00:00:00Z",
+        "goVersion": "go1.26.8",
         "compiler": "gc",
         "platform": "linux/amd64"
     })
@@ -126,8 +129,80 @@ fn storage_version_hash(info: &ResourceInfo) -> String {
 
 const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
 
-fn scale_kind() -> Value {
-    json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+/// One subresource as discovery lists it: `group` and `version` are empty where they are the
+/// resource's own (kube-apiserver leaves them out for built-in resources, in both shapes; it
+/// names them for custom resources).
+struct Subresource {
+    name: String,
+    group: String,
+    version: String,
+    kind: String,
+    verbs: Vec<String>,
+}
+
+/// The group and version of a kind served by `info`, as discovery writes them.
+fn own_group_version(info: &ResourceInfo, group: &str, version: &str) -> (String, String) {
+    if !info.custom && group == info.api.group && version == info.api.version {
+        (String::new(), String::new())
+    } else {
+        (group.to_string(), version.to_string())
+    }
+}
+
+/// The verbs of `info` in the order kube-apiserver lists them (custom resources have an order
+/// of their own).
+fn verbs(info: &ResourceInfo) -> Vec<String> {
+    let mut verbs = info.api.verbs.clone();
+    if info.custom {
+        verbs.sort_by_key(|v| {
+            CUSTOM_RESOURCE_VERBS
+                .iter()
+                .position(|c| c == v)
+                .unwrap_or(CUSTOM_RESOURCE_VERBS.len())
+        });
+    }
+    verbs
+}
+
+/// The subresources of `info`: a built-in resource's sorted by name, a custom resource's
+/// `status` then `scale`, as kube-apiserver lists them.
+fn subresources(info: &ResourceInfo) -> Vec<Subresource> {
+    let mut out = Vec::new();
+    for sub in &info.api.subresources {
+        let (group, version, kind) = if sub == "scale" {
+            ("autoscaling", "v1", "Scale")
+        } else {
+            (
+                info.api.group.as_str(),
+                info.api.version.as_str(),
+                info.kind(),
+            )
+        };
+        let (group, version) = own_group_version(info, group, version);
+        out.push(Subresource {
+            name: sub.clone(),
+            group,
+            version,
+            kind: kind.to_string(),
+            verbs: SUBRESOURCE_VERBS.iter().map(|v| v.to_string()).collect(),
+        });
+    }
+    for extra in &info.extra_subresources {
+        let (group, version) = own_group_version(info, &extra.group, &extra.version);
+        out.push(Subresource {
+            name: extra.name.clone(),
+            group,
+            version,
+            kind: extra.kind.clone(),
+            verbs: extra.verbs.clone(),
+        });
+    }
+    if info.custom {
+        out.sort_by_key(|s| (s.name != "status", s.name.clone()));
+    } else {
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    out
 }
 
 /// `/api/v1` or `/apis/{group}/{version}` (legacy `APIResourceList`), if served.
@@ -147,7 +222,7 @@ pub fn resource_list(catalogue: &Catalogue, group: &str, version: &str) -> Optio
             "singularName": info.singular,
             "namespaced": info.namespaced(),
             "kind": info.kind(),
-            "verbs": info.api.verbs,
+            "verbs": verbs(info),
         });
         if !info.short_names.is_empty() {
             r["shortNames"] = json!(info.short_names);
@@ -157,32 +232,17 @@ pub fn resource_list(catalogue: &Catalogue, group: &str, version: &str) -> Optio
         }
         r["storageVersionHash"] = json!(storage_version_hash(info));
         list.push(r);
-        for extra in &info.extra_subresources {
+        for sub in subresources(info) {
             let mut s = json!({
-                "name": format!("{}/{}", info.api.plural, extra.name),
+                "name": format!("{}/{}", info.api.plural, sub.name),
                 "singularName": "",
                 "namespaced": info.namespaced(),
-                "kind": extra.kind,
-                "verbs": extra.verbs,
+                "kind": sub.kind,
+                "verbs": sub.verbs,
             });
-            if extra.group != info.api.group || extra.version != info.api.version {
-                s["group"] = json!(extra.group);
-                s["version"] = json!(extra.version);
-            }
-            list.push(s);
-        }
-        for sub in &info.api.subresources {
-            let mut s = json!({
-                "name": format!("{}/{sub}", info.api.plural),
-                "singularName": "",
-                "namespaced": info.namespaced(),
-                "kind": info.kind(),
-                "verbs": SUBRESOURCE_VERBS,
-            });
-            if sub == "scale" {
-                s["group"] = json!("autoscaling");
-                s["version"] = json!("v1");
-                s["kind"] = json!("Scale");
+            if !sub.group.is_empty() || !sub.version.is_empty() {
+                s["group"] = json!(sub.group);
+                s["version"] = json!(sub.version);
             }
             list.push(s);
         }
@@ -200,12 +260,13 @@ pub fn resource_list(catalogue: &Catalogue, group: &str, version: &str) -> Optio
 }
 
 fn resource_discovery(info: &ResourceInfo) -> Value {
+    let (group, version) = own_group_version(info, &info.api.group, &info.api.version);
     let mut r = json!({
         "resource": info.api.plural,
-        "responseKind": {"group": info.api.group, "version": info.api.version, "kind": info.kind()},
+        "responseKind": {"group": group, "version": version, "kind": info.kind()},
         "scope": if info.namespaced() { "Namespaced" } else { "Cluster" },
         "singularResource": info.singular,
-        "verbs": info.api.verbs,
+        "verbs": verbs(info),
     });
     if !info.short_names.is_empty() {
         r["shortNames"] = json!(info.short_names);
@@ -213,20 +274,13 @@ fn resource_discovery(info: &ResourceInfo) -> Value {
     if !info.categories.is_empty() {
         r["categories"] = json!(info.categories);
     }
-    let extra = info.extra_subresources.iter().map(|e| {
-        json!({"subresource": e.name,
-               "responseKind": {"group": e.group, "version": e.version, "kind": e.kind},
-               "verbs": e.verbs})
-    });
-    let subs: Vec<Value> = extra
-        .chain(info.api.subresources.iter().map(|sub| {
-            let kind = if sub == "scale" {
-                scale_kind()
-            } else {
-                json!({"group": info.api.group, "version": info.api.version, "kind": info.kind()})
-            };
-            json!({"subresource": sub, "responseKind": kind, "verbs": SUBRESOURCE_VERBS})
-        }))
+    let subs: Vec<Value> = subresources(info)
+        .into_iter()
+        .map(|s| {
+            json!({"subresource": s.name,
+                   "responseKind": {"group": s.group, "version": s.version, "kind": s.kind},
+                   "verbs": s.verbs})
+        })
         .collect();
     if !subs.is_empty() {
         r["subresources"] = json!(subs);
@@ -248,9 +302,9 @@ fn group_discovery(catalogue: &Catalogue, group: &str, versions: &[String]) -> V
         })
         .collect();
     let metadata = if group.is_empty() {
-        json!({"creationTimestamp": null})
+        json!({})
     } else {
-        json!({"name": group, "creationTimestamp": null})
+        json!({"name": group})
     };
     json!({"metadata": metadata, "versions": versions})
 }

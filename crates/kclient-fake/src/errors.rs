@@ -18,6 +18,17 @@ pub fn resource_not_found() -> ApiError {
     .into()
 }
 
+/// The 405 for a method a (sub)resource path does not serve (`GET .../finalize`).
+pub fn method_not_allowed() -> ApiError {
+    Status::failure(
+        StatusReason::MethodNotAllowed,
+        405,
+        "the server does not allow this method on the requested resource",
+    )
+    .with_details(StatusDetails::default())
+    .into()
+}
+
 /// `Operation cannot be fulfilled on ...: the object has been modified; ...` (409).
 pub fn stale_resource_version(resource: &GroupResource, name: &str) -> ApiError {
     ApiError::conflict(

@@ -664,13 +664,53 @@ async fn subresource(
     sub: &str,
     q: &Query,
 ) -> Result<Response<Body>, ApiError> {
-    if info.extra_subresources.iter().any(|e| e.name == sub) && info.kind() == "Pod" {
-        return crate::pods::handle(shared, req, info, namespace, name, sub, q).await;
+    let builtin =
+        |group: &str, kind: &str| !info.custom && info.api.group == group && info.kind() == kind;
+    let part = match sub {
+        "status" if info.status_subresource => Some(Part::Status),
+        "ephemeralcontainers" if builtin("", "Pod") => Some(Part::EphemeralContainers),
+        "resize" if builtin("", "Pod") => Some(Part::Resize),
+        _ => None,
+    };
+    if let Some(part) = part {
+        let opts = write_options(q, &req.headers, &req.method)?;
+        return match req.method {
+            Method::GET => {
+                let obj = shared.registry.get(info, namespace, name)?;
+                Ok(response::json(StatusCode::OK, &obj))
+            }
+            Method::PUT => {
+                let body = parse_body(req, info)?;
+                let (obj, _) =
+                    shared
+                        .registry
+                        .update_with(info, namespace, name, part, &opts, |_| Ok(body))?;
+                Ok(with_warnings(response::json(StatusCode::OK, &obj), &opts))
+            }
+            Method::PATCH => {
+                let (obj, _) =
+                    crate::patch::handle(shared, req, info, namespace, name, part, q, &opts)?;
+                Ok(with_warnings(response::json(StatusCode::OK, &obj), &opts))
+            }
+            _ => Err(errors::method_not_allowed()),
+        };
+    }
+    let extra = !info.custom && info.extra_subresources.iter().any(|e| e.name == sub);
+    if extra {
+        match (info.api.group.as_str(), info.kind(), sub) {
+            ("", "Pod", "log" | "eviction" | "binding") => {
+                return crate::pods::handle(shared, req, info, namespace, name, sub, q).await;
+            }
+            ("", "ServiceAccount", "token") => {
+                return crate::connect::token(shared, req, info, namespace, name);
+            }
+            ("", "Namespace", "finalize") => {}
+            _ => return crate::connect::handle(shared, req, info, namespace, name, sub, q),
+        }
     }
     let served = match sub {
-        "status" => info.status_subresource,
         "scale" => info.scale.is_some(),
-        "finalize" => info.api.group.is_empty() && info.kind() == "Namespace",
+        "finalize" => extra,
         _ => false,
     };
     if !served {
@@ -678,23 +718,6 @@ async fn subresource(
     }
     let opts = write_options(q, &req.headers, &req.method)?;
     match (sub, &req.method) {
-        ("status", &Method::GET) => {
-            let obj = shared.registry.get(info, namespace, name)?;
-            Ok(response::json(StatusCode::OK, &obj))
-        }
-        ("status", &Method::PUT) => {
-            let body = parse_body(req, info)?;
-            let (obj, _) =
-                shared
-                    .registry
-                    .update_with(info, namespace, name, Part::Status, &opts, |_| Ok(body))?;
-            Ok(with_warnings(response::json(StatusCode::OK, &obj), &opts))
-        }
-        ("status", &Method::PATCH) => {
-            let (obj, _) =
-                crate::patch::handle(shared, req, info, namespace, name, Part::Status, q, &opts)?;
-            Ok(with_warnings(response::json(StatusCode::OK, &obj), &opts))
-        }
         ("scale", &Method::GET) => {
             let obj = shared.registry.get(info, namespace, name)?;
             Ok(response::json(
@@ -728,9 +751,6 @@ async fn subresource(
             let obj = shared.registry.finalize_namespace(info, name, keep)?;
             Ok(response::json(StatusCode::OK, &obj))
         }
-        (_, _) => Err(ApiError::method_not_supported(
-            &info.group_resource(),
-            req.method.as_str(),
-        )),
+        (_, _) => Err(errors::method_not_allowed()),
     }
 }

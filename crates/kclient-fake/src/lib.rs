@@ -13,6 +13,33 @@
 //! discovery (legacy and aggregated), HTTPS with token or client-certificate authentication,
 //! and fault injection.
 //!
+//! It presents itself as Kubernetes 1.37 (`/version`: `v1.37.0-kclient-fake`), the release the
+//! workspace builds k8s-openapi for and the e2e suite's kube-apiserver runs. Its built-in
+//! catalogue ([`catalogue::builtin_resources`]), described in discovery exactly as
+//! kube-apiserver v1.37 describes those resources (names, kinds, scope, verbs, short names,
+//! categories, subresources, group order and preferred versions; the e2e suite's `discovery`
+//! scenario compares the two):
+//!
+//! - core/v1: namespaces, pods, services, configmaps, secrets, serviceaccounts, nodes, events,
+//!   endpoints, persistentvolumeclaims, persistentvolumes, resourcequotas, limitranges,
+//!   replicationcontrollers, podtemplates;
+//! - apps/v1: deployments, replicasets, statefulsets, daemonsets, controllerrevisions;
+//! - batch/v1: jobs, cronjobs; autoscaling/v2: horizontalpodautoscalers;
+//! - networking.k8s.io/v1: ingresses, ingressclasses, networkpolicies; policy/v1:
+//!   poddisruptionbudgets; rbac.authorization.k8s.io/v1: roles, rolebindings, clusterroles,
+//!   clusterrolebindings; storage.k8s.io/v1: storageclasses; discovery.k8s.io/v1:
+//!   endpointslices; scheduling.k8s.io/v1: priorityclasses; coordination.k8s.io/v1: leases;
+//!   events.k8s.io/v1: events; apiextensions.k8s.io/v1: customresourcedefinitions.
+//!
+//! Each with kube-apiserver's per-type rules: the `status` and `scale` subresources, whether
+//! and when `metadata.generation` moves, whether an update may create, what a delete answers,
+//! the selectable fields (and the wording of an unsupported one), a few visible defaults.
+//! Subresources: `namespaces/finalize`; the pod's `log`, `binding`, `eviction` (honouring
+//! PodDisruptionBudgets), `ephemeralcontainers` and `resize`; `serviceaccounts/token`
+//! (TokenRequests); and the connect subresources (`pods/exec`, `attach`, `portforward`,
+//! `proxy`, `services/proxy`, `nodes/proxy`), which fail as a cluster with nothing running
+//! does.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use kclient_fake::FakeApiServer;
@@ -76,8 +103,20 @@
 //!   `timeoutSeconds` says otherwise. The history starts with the state the server started
 //!   with (as the watch cache starts from a list), so a watch from resourceVersion 1 gets
 //!   `410 Expired`.
-//! - There is no RBAC, no admission other than namespace lifecycle, and authentication is a
-//!   bearer token or a client certificate signed by the server's CA.
+//! - **Nothing runs**: no kubelet, container, endpoint or controller. The connect
+//!   subresources answer as kube-apiserver does when there is nothing to connect to (`400`
+//!   without a host or container, `404`/`500` for a missing node or one without addresses,
+//!   `503` otherwise); a PodDisruptionBudget's status is what a test writes (a new one has not
+//!   been observed, so evicting a running pod it selects gets `429` until the test plays the
+//!   disruption controller); `serviceaccounts/token` mints JWT-shaped, unsigned tokens that
+//!   the fake itself does not accept.
+//! - **One version per group**: autoscaling is served as v2 only (kube-apiserver serves v1
+//!   too); built-in objects are not converted between versions.
+//! - `pods/ephemeralcontainers` and `pods/resize` change only what they change on a real
+//!   server, but are not validated (a resize that would change the QoS class is taken).
+//! - There is no RBAC (the rbac.authorization.k8s.io objects are stored, never enforced), no
+//!   admission other than namespace lifecycle, and authentication is a bearer token or a
+//!   client certificate signed by the server's CA.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 // `ApiError` (kclient-core) is a whole `Status`; errors are the cold path of a test server,
@@ -86,6 +125,7 @@
 
 pub mod catalogue;
 pub mod cli;
+mod connect;
 mod crd;
 mod defaults;
 mod discovery;
@@ -112,7 +152,7 @@ mod table;
 mod tls;
 mod watch;
 
-pub use catalogue::{ExtraSubresource, ResourceInfo, ScaleSpec};
+pub use catalogue::{ExtraSubresource, GenerationBumps, ResourceInfo, ScaleSpec};
 pub use faults::{Failure, Faults};
 pub use kubeconfig::Credentials;
 pub use manifests::{load_manifests, parse_manifests};

@@ -1,14 +1,17 @@
 //! The pod subresources a client calls: `log` (logs scripted by the test with
 //! [`FakeApiServer::set_pod_log`](crate::FakeApiServer::set_pod_log); `tailLines` and
-//! `limitBytes` apply; `follow` sends what there is and ends), `eviction` (deletes the pod:
-//! there are no PodDisruptionBudgets) and `binding` (sets `spec.nodeName`, once).
+//! `limitBytes` apply; `follow` sends what there is and ends), `eviction` (deletes the pod
+//! when its PodDisruptionBudget allows, see [`check_disruption_budget`]) and `binding` (sets
+//! `spec.nodeName`, once).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, Response, StatusCode};
-use kclient_core::{ApiError, FieldError, GroupResource, Status};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kclient_core::labels::Selector;
+use kclient_core::{ApiError, FieldError, GroupResource, Status, StatusCause};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
@@ -128,6 +131,10 @@ pub async fn handle(
                     uid: Some(u.to_string()),
                     resource_version: None,
                 });
+            let pod = shared.registry.get(info, namespace, name)?;
+            if let Some(refusal) = check_disruption_budget(shared, namespace, name, &pod)? {
+                return Ok(refusal);
+            }
             shared
                 .registry
                 .delete(info, namespace, name, uid.as_ref(), None, false)?;
@@ -179,10 +186,249 @@ pub async fn handle(
             )?;
             Ok(created_status())
         }
-        _ => Err(ApiError::method_not_supported(
-            &GroupResource::new("", format!("pods/{sub}")),
-            req.method.as_str(),
-        )),
+        _ => Err(crate::errors::method_not_allowed()),
+    }
+}
+
+/// The PodDisruptionBudgets of the pod's namespace whose selector selects it (policy/v1: an
+/// empty selector selects every pod, a missing one none).
+fn budgets_of(
+    shared: &Arc<Shared>,
+    info: &ResourceInfo,
+    namespace: &str,
+    pod: &Value,
+) -> Vec<Value> {
+    let labels: BTreeMap<String, String> = pod
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let state = shared.registry.store.read();
+    state
+        .range(&info.group_resource(), Some(namespace), None)
+        .map(|(_, o)| o.value.clone())
+        .filter(|pdb| {
+            let Some(selector) = pdb.pointer("/spec/selector") else {
+                return false;
+            };
+            serde_json::from_value::<LabelSelector>(selector.clone())
+                .ok()
+                .and_then(|s| Selector::from_label_selector(Some(&s)).ok())
+                .is_some_and(|s| s.matches(&labels))
+        })
+        .collect()
+}
+
+fn pod_ready(pod: &Value) -> bool {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+}
+
+fn budget_refusal(cause: String, retry_after_seconds: i32) -> ApiError {
+    let mut err = ApiError::too_many_requests(
+        "Cannot evict pod as it would violate the pod's disruption budget.",
+        retry_after_seconds,
+    );
+    if let Some(details) = err.status.details.as_mut() {
+        details.causes.push(StatusCause {
+            cause_type: "DisruptionBudget".into(),
+            message: cause,
+            field: String::new(),
+        });
+    }
+    err
+}
+
+/// kube-apiserver's eviction rules: a pod that is pending, finished or already terminating
+/// goes regardless; otherwise its one PodDisruptionBudget (more is a `500`) must have been
+/// observed by the disruption controller (`status.observedGeneration`) and allow a disruption,
+/// which the eviction uses up (`disruptionsAllowed` down by one, the pod recorded in
+/// `disruptedPods`). There is no disruption controller: a test writes the budget's status.
+/// Returns the refusal to answer with, if any.
+fn check_disruption_budget(
+    shared: &Arc<Shared>,
+    namespace: &str,
+    name: &str,
+    pod: &Value,
+) -> Result<Option<Response<Body>>, ApiError> {
+    let phase = pod
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if matches!(phase, "Pending" | "Succeeded" | "Failed") || meta::is_terminating(pod) {
+        return Ok(None);
+    }
+    let Some(pdbs) = shared
+        .registry
+        .catalogue
+        .get("policy", "v1", "poddisruptionbudgets")
+    else {
+        return Ok(None);
+    };
+    let budgets = budgets_of(shared, &pdbs, namespace, pod);
+    let pdb = match budgets.as_slice() {
+        [] => return Ok(None),
+        [one] => one,
+        _ => {
+            let status = Status {
+                status: Status::FAILURE.into(),
+                code: 500,
+                message: "This pod has more than one PodDisruptionBudget, which the eviction \
+                          subresource does not support."
+                    .into(),
+                ..Status::default()
+            };
+            return Ok(Some(response::json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &status_json(&status),
+            )));
+        }
+    };
+    let int = |pointer: &str| pdb.pointer(pointer).and_then(Value::as_i64).unwrap_or(0);
+    let pdb_name = meta_str(pdb, "name").to_string();
+    if !pod_ready(pod) {
+        let always = pdb.pointer("/spec/unhealthyPodEvictionPolicy") == Some(&json!("AlwaysAllow"));
+        let desired = int("/status/desiredHealthy");
+        if always || (desired > 0 && int("/status/currentHealthy") >= desired) {
+            return Ok(None);
+        }
+    }
+    if int("/status/observedGeneration") < int("/metadata/generation") {
+        return Err(budget_refusal(
+            format!("The disruption budget {pdb_name} is still being processed by the server."),
+            10,
+        ));
+    }
+    let allowed = int("/status/disruptionsAllowed");
+    let forbidden = |why: &str, cause: &str| {
+        let mut err = ApiError::forbidden(
+            &GroupResource::new("policy", "poddisruptionbudget"),
+            &pdb_name,
+            why,
+        );
+        if let Some(details) = err.status.details.as_mut() {
+            details.causes.push(StatusCause {
+                cause_type: "DisruptionBudget".into(),
+                message: format!(
+                    "The disruption budget {pdb_name} does not allow evicting pods currently: {cause}"
+                ),
+                field: String::new(),
+            });
+        }
+        err
+    };
+    if allowed < 0 {
+        return Err(forbidden(
+            "pdb disruptions allowed is negative",
+            "pdb disruptions allowed is negative",
+        ));
+    }
+    let disrupted = pdb
+        .pointer("/status/disruptedPods")
+        .and_then(Value::as_object)
+        .map_or(0, |m| m.len());
+    if disrupted > MAX_DISRUPTED_PODS {
+        return Err(forbidden(
+            "DisruptedPods map too big - too many evictions not confirmed by PDB controller",
+            "too many pending evictions not confirmed by PDB controller",
+        ));
+    }
+    if allowed == 0 {
+        let condition = pdb
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|c| c.iter().find(|c| c["type"] == "DisruptionAllowed"))
+            .filter(|c| {
+                c["status"] == "False" && c["message"].as_str().is_some_and(|m| !m.is_empty())
+            });
+        let (current, desired) = (int("/status/currentHealthy"), int("/status/desiredHealthy"));
+        let text = |c: &Value, field: &str| c[field].as_str().unwrap_or("").to_string();
+        let cause = match condition {
+            Some(c) if c["reason"] == "SyncFailed" => format!(
+                "The disruption budget {pdb_name} does not allow evicting pods currently because it failed sync: {}",
+                text(c, "message")
+            ),
+            _ if current <= desired => format!(
+                "The disruption budget {pdb_name} needs {desired} healthy pods and has {current} currently"
+            ),
+            Some(c) => format!(
+                "The disruption budget {pdb_name} does not allow evicting pods currently ({}): {}",
+                text(c, "reason"),
+                text(c, "message")
+            ),
+            None => format!("The disruption budget {pdb_name} does not allow evicting pods currently"),
+        };
+        return Err(budget_refusal(cause, 0));
+    }
+    shared.registry.update_with(
+        &pdbs,
+        namespace,
+        &pdb_name,
+        Part::Status,
+        &WriteOptions::default(),
+        |cur| {
+            let mut new = cur
+                .cloned()
+                .ok_or_else(|| ApiError::not_found(&pdbs.group_resource(), &pdb_name))?;
+            let status = new
+                .as_object_mut()
+                .map(|o| o.entry("status").or_insert_with(|| json!({})));
+            if let Some(Value::Object(status)) = status {
+                status.insert("disruptionsAllowed".into(), json!(allowed - 1));
+                if allowed == 1 {
+                    insufficient_pods(status);
+                }
+                let disrupted = status.entry("disruptedPods").or_insert_with(|| json!({}));
+                if let Some(map) = disrupted.as_object_mut() {
+                    map.insert(name.to_string(), json!(meta::now_rfc3339()));
+                }
+            }
+            Ok(new)
+        },
+    )?;
+    Ok(None)
+}
+
+/// The most evictions a budget may have pending (kube-apiserver's `MaxDisruptedPodSize`).
+const MAX_DISRUPTED_PODS: usize = 2000;
+
+/// Sets a budget's `DisruptionAllowed` condition to `False`/`InsufficientPods`, as
+/// apimachinery's `SetStatusCondition` does (the transition time moves only with the status).
+fn insufficient_pods(status: &mut serde_json::Map<String, Value>) {
+    let observed = status
+        .get("observedGeneration")
+        .cloned()
+        .unwrap_or(json!(0));
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    let Some(conditions) = conditions.as_array_mut() else {
+        return;
+    };
+    let now = meta::now_rfc3339();
+    match conditions
+        .iter_mut()
+        .find(|c| c["type"] == "DisruptionAllowed")
+    {
+        Some(c) => {
+            if c["status"] != "False" {
+                c["status"] = json!("False");
+                c["lastTransitionTime"] = json!(now);
+            }
+            c["reason"] = json!("InsufficientPods");
+            c["message"] = json!("");
+            c["observedGeneration"] = observed;
+        }
+        None => conditions.push(json!({
+            "type": "DisruptionAllowed", "status": "False", "observedGeneration": observed,
+            "lastTransitionTime": now, "reason": "InsufficientPods", "message": "",
+        })),
     }
 }
 

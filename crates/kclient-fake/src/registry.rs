@@ -22,7 +22,7 @@ use kclient_core::{ApiError, DeletionPropagation, GroupResource, Preconditions};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
-use crate::catalogue::{Catalogue, ResourceInfo};
+use crate::catalogue::{Catalogue, GenerationBumps, ResourceInfo};
 use crate::errors;
 use crate::meta::{self, meta_str};
 use crate::query::{parse_rv, ListParams, RvMatch};
@@ -85,6 +85,10 @@ pub enum Part {
     Main,
     /// The `status` subresource: `status`, and the metadata of built-in resources.
     Status,
+    /// A pod's `ephemeralcontainers` subresource: `spec.ephemeralContainers` only.
+    EphemeralContainers,
+    /// A pod's `resize` subresource: its containers' `resources` and `resizePolicy` only.
+    Resize,
 }
 
 /// The result of a delete.
@@ -576,9 +580,12 @@ impl Registry {
                 };
                 let mut new = self.prepare_update(info, &old, new, part, opts)?;
                 if let Some(schema) = &info.schema {
+                    // Only custom resources have a schema; the pod-only parts never get here.
                     let errs = match part {
-                        Part::Main => crate::schema::validate_update(schema, &new, &old),
                         Part::Status => crate::schema::validate_status_update(schema, &new, &old),
+                        Part::Main | Part::EphemeralContainers | Part::Resize => {
+                            crate::schema::validate_update(schema, &new, &old)
+                        }
                     };
                     if !errs.is_empty() {
                         return Err(ApiError::invalid(&info.qualified_kind(), name, errs));
@@ -714,6 +721,42 @@ impl Registry {
             }
             return Ok(out);
         }
+        if matches!(part, Part::EphemeralContainers | Part::Resize) {
+            // kube-apiserver's pod subresource strategies: the stored pod with only what the
+            // subresource changes taken from the request.
+            let mut out = old.clone();
+            if part == Part::EphemeralContainers {
+                let given = new.pointer("/spec/ephemeralContainers").cloned();
+                if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
+                    match given {
+                        Some(v) => spec.insert("ephemeralContainers".into(), v),
+                        None => spec.remove("ephemeralContainers"),
+                    };
+                }
+            } else {
+                for list in ["containers", "initContainers"] {
+                    take_container_resources(&mut out, &new, list);
+                }
+            }
+            copy_managed_fields(&new, &mut out);
+            if info.tracks_generation && meta::spec_changed(old, &out) {
+                let g = old
+                    .pointer("/metadata/generation")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                meta::metadata_mut(&mut out).insert("generation".into(), json!(g + 1));
+            }
+            if !opts.field_manager.is_empty() && out != *old {
+                crate::patch::apply::record_update(
+                    info,
+                    &opts.field_manager,
+                    part,
+                    Some(old),
+                    &mut out,
+                );
+            }
+            return Ok(out);
+        }
         // The main resource: keep what clients cannot change.
         keep_protected_metadata(info, old, &mut new, &name)?;
         if info.status_subresource {
@@ -724,7 +767,20 @@ impl Registry {
                 };
             }
         }
-        if info.tracks_generation && meta::spec_changed(old, &new) {
+        let bumps = match info.generation_bumps {
+            GenerationBumps::Spec => meta::spec_changed(old, &new),
+            GenerationBumps::SpecOrLabels => {
+                // An absent and an empty map are equal (apimachinery's semantic equality).
+                let labels = |o: &Value| {
+                    o.pointer("/metadata/labels")
+                        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+                        .cloned()
+                };
+                meta::spec_changed(old, &new) || labels(old) != labels(&new)
+            }
+            GenerationBumps::Never => false,
+        };
+        if info.tracks_generation && bumps {
             let g = old
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)
@@ -1019,6 +1075,33 @@ fn namespace_finalizers_left(resource: &GroupResource, obj: &Value) -> bool {
             .pointer("/spec/finalizers")
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty())
+}
+
+/// Copies each container's `resources` and `resizePolicy` in `spec.{list}` of `from` to the
+/// container of the same name in `to` (what a pod's `resize` subresource changes).
+fn take_container_resources(to: &mut Value, from: &Value, list: &str) {
+    let pointer = format!("/spec/{list}");
+    let Some(given) = from.pointer(&pointer).and_then(Value::as_array) else {
+        return;
+    };
+    let Some(containers) = to.pointer_mut(&pointer).and_then(Value::as_array_mut) else {
+        return;
+    };
+    for container in containers.iter_mut() {
+        let name = container.get("name").cloned();
+        let Some(source) = given.iter().find(|c| c.get("name") == name.as_ref()) else {
+            continue;
+        };
+        let Some(target) = container.as_object_mut() else {
+            continue;
+        };
+        for field in ["resources", "resizePolicy"] {
+            match source.get(field) {
+                Some(v) => target.insert(field.into(), v.clone()),
+                None => target.remove(field),
+            };
+        }
+    }
 }
 
 fn copy_managed_fields(from: &Value, to: &mut Value) {

@@ -2,10 +2,12 @@
 //! of kube-apiserver (pods `spec.nodeName`, events `involvedObject.*`, secrets `type`, …).
 //!
 //! Parsing is [`kclient_core::labels`] and [`kclient_core::fields`]; this module decides which
-//! fields a resource supports (an unknown field is a `400 BadRequest`, as on a real server:
-//! `field label not supported: spec.foo` for built-in types, `"spec.foo" is not a known field
-//! selector: only "metadata.name", "metadata.namespace"` for custom resources) and reads them
-//! from JSON objects.
+//! fields a resource supports (an unknown field is a `400 BadRequest`, worded as kube-apiserver
+//! 1.37 words it: `field label not supported: spec.foo` for built-in types with selectable
+//! fields of their own, `field label "spec.foo" not supported for Job` for Jobs, and
+//! `"spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace"` for
+//! custom resources and for the built-in types without such fields, such as ConfigMaps) and
+//! reads them from JSON objects.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -40,10 +42,14 @@ impl Predicate {
                 continue;
             }
             if !info.selectable_fields.iter().any(|s| s == f) {
-                let msg = if info.custom {
+                // Types with field label conversions of their own word it as those do;
+                // every other type (custom or built-in) as the default conversion.
+                let msg = if info.custom || info.selectable_fields.is_empty() {
                     format!(
                         "{f:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
                     )
+                } else if info.api.group == "batch" && info.kind() == "Job" {
+                    format!("field label {f:?} not supported for Job")
                 } else {
                     format!("field label not supported: {f}")
                 };
@@ -131,6 +137,12 @@ pub fn field_value(info: &ResourceInfo, obj: &Value, field: &str) -> Option<Stri
                 .to_string(),
         ),
         "status.podIPs" => scalar(obj.pointer("/status/podIP")),
+        "status.replicas" => Some(
+            obj.pointer("/status/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                .to_string(),
+        ),
         "source" => scalar(obj.pointer("/source/component")),
         "type" if info.api.kind == "Secret" => scalar(obj.get("type")),
         "type" if info.api.kind == "Event" => scalar(obj.get("type")),
@@ -184,6 +196,41 @@ mod tests {
             Predicate::new(pods(), "a in (", "").unwrap_err().code(),
             400
         );
+        // Checked against kube-apiserver v1.37.1.
+        let c = Catalogue::builtin();
+        let message = |group: &str, version: &str, plural: &str| {
+            let info = c.get(group, version, plural).unwrap();
+            Predicate::new(info, "", "spec.foo=x")
+                .unwrap_err()
+                .message()
+                .to_string()
+        };
+        assert_eq!(
+            message("", "v1", "configmaps"),
+            r#""spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace""#
+        );
+        assert_eq!(
+            message("apps", "v1", "deployments"),
+            message("", "v1", "configmaps")
+        );
+        assert_eq!(
+            message("batch", "v1", "jobs"),
+            r#"field label "spec.foo" not supported for Job"#
+        );
+        assert_eq!(
+            message("events.k8s.io", "v1", "events"),
+            "field label not supported: spec.foo"
+        );
+    }
+
+    #[test]
+    fn replication_controller_replicas_default_to_zero() {
+        let rc = Catalogue::builtin()
+            .get("", "v1", "replicationcontrollers")
+            .unwrap();
+        let p = Predicate::new(rc, "", "status.replicas=0").unwrap();
+        assert!(p.matches(&json!({"metadata": {"name": "a", "namespace": "n"}})));
+        assert!(!p.matches(&json!({"metadata": {"name": "a"}, "status": {"replicas": 2}})));
     }
 
     #[test]

@@ -13,8 +13,10 @@ async fn version_and_legacy_discovery() {
     let (server, c) = server().await;
     let v = c.get("/version").await.body;
     assert_eq!(v["major"], "1");
-    assert_eq!(v["minor"], "35");
-    assert!(v["gitVersion"].as_str().unwrap().starts_with("v1.35."));
+    assert_eq!(v["minor"], "37");
+    assert_eq!(v["gitVersion"], "v1.37.0-kclient-fake");
+    assert_eq!(v["emulationMinor"], "37");
+    assert_eq!(v["minCompatibilityMinor"], "36");
 
     let api = c.get("/api").await;
     assert_eq!(api.headers["content-type"], "application/json");
@@ -143,9 +145,10 @@ async fn aggregated_discovery() {
         .unwrap();
     assert_eq!(deploy["scope"], "Namespaced");
     assert_eq!(deploy["singularResource"], "deployment");
+    // kube-apiserver leaves a built-in resource's own group and version out.
     assert_eq!(
         deploy["responseKind"],
-        json!({"group": "apps", "version": "v1", "kind": "Deployment"})
+        json!({"group": "", "version": "", "kind": "Deployment"})
     );
     assert_eq!(deploy["shortNames"], json!(["deploy"]));
     let subs: Vec<&Value> = deploy["subresources"].as_array().unwrap().iter().collect();
@@ -156,7 +159,8 @@ async fn aggregated_discovery() {
     let core = c.get("/api").await;
     assert_eq!(core.headers["content-type"], AGGREGATED);
     assert_eq!(core.body["items"].as_array().unwrap().len(), 1);
-    assert!(core.body["items"][0]["metadata"].get("name").is_none());
+    assert_eq!(core.body["items"][0]["metadata"], json!({}));
+    assert_eq!(apps["metadata"], json!({"name": "apps"}));
     assert!(core.body["items"][0]["versions"][0]["resources"]
         .as_array()
         .unwrap()
@@ -166,6 +170,193 @@ async fn aggregated_discovery() {
     // Without the aggregated media type in Accept, the legacy shape.
     let plain = Client::new(&server).with_header("accept", "application/json");
     assert_eq!(plain.get("/apis").await.body["kind"], "APIGroupList");
+}
+
+/// The subresources of `resource` in a legacy `APIResourceList`, as `name kind verbs`.
+fn legacy_subresources(list: &Value, resource: &str) -> Vec<String> {
+    let prefix = format!("{resource}/");
+    list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| {
+            let name = r["name"].as_str()?.strip_prefix(&prefix)?;
+            let group = r["group"]
+                .as_str()
+                .map(|g| format!("{g}/"))
+                .unwrap_or_default();
+            let version = r["version"]
+                .as_str()
+                .map(|v| format!("{v}."))
+                .unwrap_or_default();
+            Some(format!(
+                "{name} {group}{version}{} {}",
+                r["kind"].as_str()?,
+                r["verbs"]
+            ))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn subresources_as_kube_apiserver_lists_them() {
+    // kube-apiserver v1.37.1's /api/v1 (the e2e suite's discovery scenario compares all of it).
+    let (_server, c) = server().await;
+    let core = c.get("/api/v1").await.body;
+    assert_eq!(
+        legacy_subresources(&core, "pods"),
+        [
+            r#"attach PodAttachOptions ["create","get"]"#,
+            r#"binding Binding ["create"]"#,
+            r#"ephemeralcontainers Pod ["get","patch","update"]"#,
+            r#"eviction policy/v1.Eviction ["create"]"#,
+            r#"exec PodExecOptions ["create","get"]"#,
+            r#"log Pod ["get"]"#,
+            r#"portforward PodPortForwardOptions ["create","get"]"#,
+            r#"proxy PodProxyOptions ["create","delete","get","patch","update"]"#,
+            r#"resize Pod ["get","patch","update"]"#,
+            r#"status Pod ["get","patch","update"]"#,
+        ]
+    );
+    assert_eq!(
+        legacy_subresources(&core, "namespaces"),
+        [
+            r#"finalize Namespace ["update"]"#,
+            r#"status Namespace ["get","patch","update"]"#
+        ]
+    );
+    assert_eq!(
+        legacy_subresources(&core, "serviceaccounts"),
+        [r#"token authentication.k8s.io/v1.TokenRequest ["create"]"#]
+    );
+    assert_eq!(
+        legacy_subresources(&core, "replicationcontrollers"),
+        [
+            r#"scale autoscaling/v1.Scale ["get","patch","update"]"#,
+            r#"status ReplicationController ["get","patch","update"]"#
+        ]
+    );
+    let names: Vec<&str> = core["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "sorted by name, subresources included");
+
+    let c = c.with_header("accept", AGGREGATED);
+    let all = c.get("/api").await.body;
+    let pods = all["items"][0]["versions"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "pods")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        pods["responseKind"],
+        json!({"group": "", "version": "", "kind": "Pod"})
+    );
+    let eviction = pods["subresources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["subresource"] == "eviction")
+        .unwrap();
+    assert_eq!(
+        eviction["responseKind"],
+        json!({"group": "policy", "version": "v1", "kind": "Eviction"})
+    );
+}
+
+#[tokio::test]
+async fn groups_in_kube_apiserver_order() {
+    let (_server, c) = server().await;
+    let groups = c.get("/apis").await.body;
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    // kube-apiserver v1.37.1's order, of the groups the fake serves.
+    assert_eq!(
+        names,
+        [
+            "apps",
+            "events.k8s.io",
+            "autoscaling",
+            "batch",
+            "networking.k8s.io",
+            "policy",
+            "rbac.authorization.k8s.io",
+            "storage.k8s.io",
+            "apiextensions.k8s.io",
+            "scheduling.k8s.io",
+            "coordination.k8s.io",
+            "discovery.k8s.io",
+        ]
+    );
+    let autoscaling = c.get("/apis/autoscaling").await.body;
+    assert_eq!(autoscaling["preferredVersion"]["version"], "v2");
+}
+
+#[tokio::test]
+async fn custom_resources_as_kube_apiserver_lists_them() {
+    let (_server, c) = server().await;
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object"}},
+                               "subresources": {"status": {}, "scale": {
+                                   "specReplicasPath": ".spec.replicas",
+                                   "statusReplicasPath": ".status.replicas"}}}]}
+    });
+    let r = c
+        .post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    // What kube-apiserver v1.37.1 answers for such a CRD: the group and version named, its
+    // own order of verbs, status before scale.
+    let verbs = json!([
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "create",
+        "update",
+        "watch"
+    ]);
+    let v1 = c.get("/apis/example.com/v1").await.body;
+    assert_eq!(v1["resources"][0]["verbs"], verbs);
+    let agg = c.with_header("accept", AGGREGATED).get("/apis").await.body;
+    let group = agg["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == "example.com")
+        .unwrap();
+    let widgets = &group["versions"][0]["resources"][0];
+    assert_eq!(
+        widgets["responseKind"],
+        json!({"group": "example.com", "version": "v1", "kind": "Widget"})
+    );
+    assert_eq!(widgets["verbs"], verbs);
+    assert_eq!(widgets["subresources"][0]["subresource"], "status");
+    assert_eq!(
+        widgets["subresources"][0]["responseKind"],
+        json!({"group": "example.com", "version": "v1", "kind": "Widget"})
+    );
+    assert_eq!(widgets["subresources"][1]["subresource"], "scale");
 }
 
 #[tokio::test]

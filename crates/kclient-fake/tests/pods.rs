@@ -120,3 +120,127 @@ async fn pod_subresources_in_discovery() {
     assert_eq!(find("pods/binding")["kind"], "Binding");
     assert_eq!(find("pods/log")["verbs"], json!(["get"]));
 }
+
+#[tokio::test]
+async fn eviction_honours_the_disruption_budget() {
+    // kube-apiserver v1.37.1's eviction rules; the test plays the disruption controller.
+    let (_server, c) = server().await;
+    let pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+    let eviction = |name: &str| json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}});
+    for name in ["running", "pending"] {
+        c.post(PODS, &labelled(pod(name), json!({"app": "web"})))
+            .await;
+    }
+    c.patch(
+        &format!("{PODS}/running/status"),
+        MERGE,
+        r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#,
+    )
+    .await;
+    let pdb = c
+        .post(
+            pdbs,
+            &json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                    "metadata": {"name": "web"},
+                    "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}),
+        )
+        .await;
+    assert_eq!(pdb.status, StatusCode::CREATED);
+
+    // A pending pod is evicted regardless of its budget.
+    let r = c
+        .post(&format!("{PODS}/pending/eviction"), &eviction("pending"))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+
+    // The budget's status has not observed its generation yet.
+    let r = c
+        .post(&format!("{PODS}/running/eviction"), &eviction("running"))
+        .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(r.headers["retry-after"], "10");
+    assert_eq!(
+        r.body["message"],
+        "Cannot evict pod as it would violate the pod's disruption budget."
+    );
+    assert_eq!(
+        r.body["details"]["causes"][0],
+        json!({"reason": "DisruptionBudget",
+               "message": "The disruption budget web is still being processed by the server."})
+    );
+
+    let status = |allowed: i64| {
+        format!(
+            r#"{{"status":{{"observedGeneration":1,"disruptionsAllowed":{allowed},"currentHealthy":1,"desiredHealthy":1,"expectedPods":1}}}}"#
+        )
+    };
+    c.patch(&format!("{pdbs}/web/status"), MERGE, &status(0))
+        .await;
+    let r = c
+        .post(&format!("{PODS}/running/eviction"), &eviction("running"))
+        .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        r.body["details"]["causes"][0]["message"],
+        "The disruption budget web needs 1 healthy pods and has 1 currently"
+    );
+    assert!(r.body["details"].get("retryAfterSeconds").is_none());
+
+    c.patch(&format!("{pdbs}/web/status"), MERGE, &status(-1))
+        .await;
+    let r = c
+        .post(&format!("{PODS}/running/eviction"), &eviction("running"))
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        r.body["message"],
+        r#"poddisruptionbudget.policy "web" is forbidden: pdb disruptions allowed is negative"#
+    );
+    assert_eq!(
+        r.body["details"]["causes"][0]["message"],
+        "The disruption budget web does not allow evicting pods currently: pdb disruptions allowed is negative"
+    );
+
+    c.patch(&format!("{pdbs}/web/status"), MERGE, &status(1))
+        .await;
+    let r = c
+        .post(&format!("{PODS}/running/eviction"), &eviction("running"))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(
+        c.get(&format!("{PODS}/running")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let budget = c.get(&format!("{pdbs}/web")).await.body;
+    assert_eq!(budget["status"]["disruptionsAllowed"], 0);
+    assert!(budget["status"]["disruptedPods"]["running"].is_string());
+    let condition = &budget["status"]["conditions"][0];
+    assert_eq!(condition["type"], "DisruptionAllowed");
+    assert_eq!(condition["status"], "False");
+    assert_eq!(condition["reason"], "InsufficientPods");
+    assert_eq!(condition["observedGeneration"], 1);
+
+    // Two budgets for one pod: the eviction subresource gives up.
+    c.post(PODS, &labelled(pod("two"), json!({"app": "web"})))
+        .await;
+    c.patch(
+        &format!("{PODS}/two/status"),
+        MERGE,
+        r#"{"status":{"phase":"Running"}}"#,
+    )
+    .await;
+    c.post(
+        pdbs,
+        &json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "all"}, "spec": {"maxUnavailable": 1, "selector": {}}}),
+    )
+    .await;
+    let r = c
+        .post(&format!("{PODS}/two/eviction"), &eviction("two"))
+        .await;
+    assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(
+        r.body["message"],
+        "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+    );
+}

@@ -19,6 +19,7 @@ use crate::transcript::Transcript;
 mod apply;
 mod bookmarks;
 mod crd;
+mod discovery;
 mod finalizers;
 mod patch;
 mod status;
@@ -26,6 +27,7 @@ mod status;
 pub use apply::server_side_apply;
 pub use bookmarks::watch_bookmarks;
 pub use crd::crd_create_then_use;
+pub use discovery::{discovery, AGGREGATED_DISCOVERY};
 pub use finalizers::finalizers;
 pub use patch::{patches, strategic_merge_patch};
 pub use status::status_subresource;
@@ -65,6 +67,7 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
     ("status_subresource", |t| Box::pin(status_subresource(t))),
     ("finalizers", |t| Box::pin(finalizers(t))),
     ("crd_create_then_use", |t| Box::pin(crd_create_then_use(t))),
+    ("discovery", |t| Box::pin(discovery(t))),
 ];
 
 /// A namespace for one scenario run, with a unique name.

@@ -65,7 +65,7 @@ pub fn field_set(info: &ResourceInfo, obj: &Value, part: Part) -> FieldSet {
     for (k, v) in map {
         match k.as_str() {
             "apiVersion" | "kind" => continue,
-            "status" if part == Part::Main && info.status_subresource => continue,
+            "status" if part != Part::Status && info.status_subresource => continue,
             "status" => {}
             _ if part == Part::Status => continue,
             _ => {}
@@ -381,6 +381,8 @@ fn subresource_name(part: Part) -> &'static str {
     match part {
         Part::Main => "",
         Part::Status => "status",
+        Part::EphemeralContainers => "ephemeralcontainers",
+        Part::Resize => "resize",
     }
 }
 
@@ -699,7 +701,7 @@ pub fn handle(
     for _ in 0..3 {
         let exists = shared.registry.get(info, namespace, name).is_ok();
         if !exists {
-            if part == Part::Status {
+            if part != Part::Main {
                 return Err(ApiError::not_found(&info.group_resource(), name));
             }
             let new = apply_to(info, None, &applied, &manager, force, part)?;
