@@ -211,7 +211,6 @@ async fn raw_get(server: &FakeApiServer, path: &str) -> Value {
 }
 
 #[tokio::test]
-#[ignore = "needs kclient-fake to leave apiVersion and kind out of the list items of built-in types, as kube-apiserver does"]
 async fn built_in_list_items_get_their_type_from_the_list() {
     let (server, client) = setup().await;
     let cms = client

@@ -526,7 +526,17 @@ async fn list(
     if let Some(r) = page.remaining {
         metadata["remainingItemCount"] = json!(r);
     }
-    let size: usize = page.items.iter().map(|i| i.json.len() + 1).sum();
+    // Built-in types' lists leave the items' apiVersion and kind out, as kube-apiserver's
+    // typed lists do; custom resources' (unstructured) keep them.
+    let custom = info.custom;
+    fn item(i: &crate::store::StoredObject, custom: bool) -> &[u8] {
+        if custom {
+            &i.json
+        } else {
+            &i.item_json
+        }
+    }
+    let size: usize = page.items.iter().map(|i| item(i, custom).len() + 1).sum();
     let rewrite = page
         .items
         .first()
@@ -536,8 +546,14 @@ async fn list(
             .items
             .iter()
             .map(|i| {
-                serde_json::to_vec(&crate::registry::for_version(info, &i.value))
-                    .unwrap_or_default()
+                let mut value = crate::registry::for_version(info, &i.value);
+                if !info.custom {
+                    if let Some(map) = value.as_object_mut() {
+                        map.remove("apiVersion");
+                        map.remove("kind");
+                    }
+                }
+                serde_json::to_vec(&value).unwrap_or_default()
             })
             .collect();
         response::list_body(
@@ -552,7 +568,7 @@ async fn list(
             &info.list_kind(),
             info.api_version(),
             &metadata,
-            page.items.iter().map(|i| &i.json[..]),
+            page.items.iter().map(|i| item(i, custom)),
             size,
         )
     };

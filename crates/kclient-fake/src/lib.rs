@@ -92,8 +92,7 @@
 //!   only (not when reading objects a later schema would default), and server-side apply
 //!   reports type mismatches as validation errors. Versions convert with the `None`
 //!   strategy (apiVersion and pruning only); there are no conversion webhooks.
-//! - **Lists** always include `kind`/`apiVersion` in items (kube-apiserver omits them for
-//!   built-in types); **tables** have the default `Name`/`Created At` columns; there is no
+//! - **Tables** have the default `Name`/`Created At` columns; there is no
 //!   protobuf or CBOR (a protobuf request body gets `415`, so kubectl's typed generators
 //!   such as `kubectl create configmap` fail; `kubectl create -f`/`apply` work), and
 //!   `/openapi/v3` has paths but no schemas.

@@ -28,15 +28,39 @@ pub struct StoredObject {
     pub value: Value,
     /// `value` serialised as JSON.
     pub json: Bytes,
+    /// `value` serialised without `apiVersion` and `kind`: how a list of a built-in type
+    /// carries it (kube-apiserver's typed lists leave the items' type to the list's).
+    pub item_json: Bytes,
     /// The resourceVersion of this state.
     #[allow(dead_code)] // read by the store's tests; the value's metadata carries it too
     pub rv: u64,
 }
 
 impl StoredObject {
-    fn new(value: Value, rv: u64) -> Self {
-        let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_else(|_| b"{}".to_vec()));
-        Self { value, json, rv }
+    fn new(mut value: Value, rv: u64) -> Self {
+        let encode =
+            |v: &Value| Bytes::from(serde_json::to_vec(v).unwrap_or_else(|_| b"{}".to_vec()));
+        // Serialise once without the type (taken out and put back: no copy of the object),
+        // once with it.
+        let types = value
+            .as_object_mut()
+            .map(|map| (map.remove("apiVersion"), map.remove("kind")));
+        let item_json = encode(&value);
+        if let (Some(map), Some((api_version, kind))) = (value.as_object_mut(), types) {
+            if let Some(v) = api_version {
+                map.insert("apiVersion".into(), v);
+            }
+            if let Some(k) = kind {
+                map.insert("kind".into(), k);
+            }
+        }
+        let json = encode(&value);
+        Self {
+            value,
+            json,
+            item_json,
+            rv,
+        }
     }
 }
 

@@ -274,6 +274,12 @@ pub async fn list_selectors_and_paging(target: &Target) -> Result<Transcript> {
         .await?
         .expect(StatusCode::OK)?;
     t.record("list colour=red", json!(names(&red.body)));
+    // A built-in type's list leaves the items' apiVersion and kind to the list's.
+    let first = &red.body["items"][0];
+    t.record(
+        "list kind, items' apiVersion and kind",
+        json!([red.body["kind"], first.get("apiVersion"), first.get("kind")]),
+    );
     ensure!(
         names(&red.body) == ["a", "c", "d"],
         "colour=red: {:?}",
