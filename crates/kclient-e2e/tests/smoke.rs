@@ -143,3 +143,9 @@ async fn crd_create_then_use() -> Result<()> {
 async fn discovery() -> Result<()> {
     run_everywhere("discovery", differential("discovery"), true).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_collection() -> Result<()> {
+    let name = "garbage_collection";
+    run_everywhere(name, differential(name), true).await
+}

@@ -388,7 +388,7 @@ async fn resource(
         }
         (&Method::DELETE, Some(name)) => {
             require(&info, "delete")?;
-            let opts = delete_options(req, &q)?;
+            let (opts, orphan_dependents) = delete_options(req, &q)?;
             let deleted = shared.registry.delete(
                 &info,
                 &namespace,
@@ -398,12 +398,12 @@ async fn resource(
                 opts.dry_run,
             )?;
             if info.returns_deleted_object || !deleted.removed {
-                let code = if deleted.removed
-                    || opts.propagation_policy != Some(DeletionPropagation::Foreground)
-                {
-                    StatusCode::OK
-                } else {
+                // kube-apiserver answers 202 only to the deprecated `orphanDependents: false`
+                // when the object stays (a foreground deletion still answers 200).
+                let code = if !deleted.removed && orphan_dependents == Some(false) {
                     StatusCode::ACCEPTED
+                } else {
+                    StatusCode::OK
                 };
                 Ok(response::json(code, &deleted.object))
             } else {
@@ -423,7 +423,7 @@ async fn resource(
         }
         (&Method::DELETE, None) => {
             require(&info, "deletecollection")?;
-            let opts = delete_options(req, &q)?;
+            let (opts, _) = delete_options(req, &q)?;
             let params = ListParams::from_query(&q, false)?;
             delete_collection(shared, &info, path.namespace.as_deref(), params, opts)
         }
@@ -447,12 +447,22 @@ fn require(info: &ResourceInfo, verb: &str) -> Result<(), ApiError> {
     }
 }
 
-fn delete_options(req: &ApiRequest, q: &Query) -> Result<DeleteOptions, ApiError> {
-    let mut opts = if req.body.iter().all(u8::is_ascii_whitespace) {
+/// The delete options of a request (body and query), and the deprecated `orphanDependents`
+/// when given (it also sets the propagation policy when there is none).
+fn delete_options(req: &ApiRequest, q: &Query) -> Result<(DeleteOptions, Option<bool>), ApiError> {
+    let blank = req.body.iter().all(u8::is_ascii_whitespace);
+    let mut opts = if blank {
         DeleteOptions::default()
     } else {
         serde_json::from_slice::<DeleteOptions>(&req.body)
             .map_err(|e| ApiError::bad_request(e.to_string()))?
+    };
+    let in_body = if blank {
+        None
+    } else {
+        serde_json::from_slice::<Value>(&req.body)
+            .ok()
+            .and_then(|b| b.get("orphanDependents").and_then(Value::as_bool))
     };
     if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
         opts.propagation_policy = Some(match p {
@@ -478,7 +488,8 @@ fn delete_options(req: &ApiRequest, q: &Query) -> Result<DeleteOptions, ApiError
     if q.get("dryRun") == Some("All") {
         opts.dry_run = true;
     }
-    if let Some(orphan) = q.bool("orphanDependents")? {
+    let orphan_dependents = q.bool("orphanDependents")?.or(in_body);
+    if let Some(orphan) = orphan_dependents {
         if opts.propagation_policy.is_none() {
             opts.propagation_policy = Some(if orphan {
                 DeletionPropagation::Orphan
@@ -487,7 +498,7 @@ fn delete_options(req: &ApiRequest, q: &Query) -> Result<DeleteOptions, ApiError
             });
         }
     }
-    Ok(opts)
+    Ok((opts, orphan_dependents))
 }
 
 async fn list(

@@ -197,6 +197,25 @@ async fn background_propagation() {
 }
 
 #[tokio::test]
+async fn orphan_dependents_false_is_accepted_when_the_object_stays() {
+    let (_server, c) = server().await;
+    let mut held = configmap("held", json!({}));
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    c.post(CMS, &held).await;
+    c.post(CMS, &configmap("free", json!({}))).await;
+    // The object stays (a finalizer holds it): 202.
+    let r = c
+        .delete_with(&format!("{CMS}/held"), &json!({"orphanDependents": false}))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    // The object is gone at once: 200, as for the query parameter.
+    let r = c
+        .delete(&format!("{CMS}/free?orphanDependents=false"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+}
+
+#[tokio::test]
 async fn foreground_propagation() {
     let (server, c) = server().await;
     let owner = c.post(CMS, &configmap("owner", json!({}))).await.body;
@@ -209,7 +228,9 @@ async fn foreground_propagation() {
             &json!({"propagationPolicy": "Foreground"}),
         )
         .await;
-    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    // 200, not 202: kube-apiserver keeps 202 for the deprecated `orphanDependents: false`
+    // (checked against v1.37 by the e2e suite's garbage_collection scenario).
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(
         r.body["metadata"]["finalizers"],
         json!(["foregroundDeletion"])

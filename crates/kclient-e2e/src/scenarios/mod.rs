@@ -21,6 +21,7 @@ mod bookmarks;
 mod crd;
 mod discovery;
 mod finalizers;
+mod garbage_collection;
 mod patch;
 mod status;
 
@@ -29,6 +30,7 @@ pub use bookmarks::watch_bookmarks;
 pub use crd::crd_create_then_use;
 pub use discovery::{discovery, AGGREGATED_DISCOVERY};
 pub use finalizers::finalizers;
+pub use garbage_collection::garbage_collection;
 pub use patch::{patches, strategic_merge_patch};
 pub use status::status_subresource;
 
@@ -68,6 +70,7 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
     ("finalizers", |t| Box::pin(finalizers(t))),
     ("crd_create_then_use", |t| Box::pin(crd_create_then_use(t))),
     ("discovery", |t| Box::pin(discovery(t))),
+    ("garbage_collection", |t| Box::pin(garbage_collection(t))),
 ];
 
 /// A namespace for one scenario run, with a unique name.
