@@ -13,12 +13,47 @@
 //! - a new object's status is what kube-apiserver's strategies start it with (a PV `Pending`,
 //!   the zero counters of a PodDisruptionBudget, an Ingress's empty `loadBalancer`, ...).
 //!
+//! - empty metadata labels, annotations, finalizers and owner references, and a ConfigMap's or
+//!   Secret's empty `data`/`binaryData`, are dropped, as Go's `omitempty` drops them when the
+//!   server re-encodes an object ([`drop_empty`]).
+//!
 //! Full defaulting and validation of every field is out of scope.
 
 use kclient_core::ApiError;
 use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
+
+/// Drops what Go's `omitempty` drops when kube-apiserver decodes and re-encodes an object:
+/// empty `metadata.labels`, `annotations`, `finalizers` and `ownerReferences` (every type's
+/// metadata is typed, custom resources' too) and, for built-in types, a ConfigMap's or
+/// Secret's empty `data`/`binaryData`. Other empty fields of built-in types are kept as sent.
+pub fn drop_empty(info: &ResourceInfo, obj: &mut Value) {
+    fn drop_if_empty(map: &mut serde_json::Map<String, Value>, fields: &[&str]) {
+        for field in fields {
+            let empty = match map.get(*field) {
+                Some(Value::Object(m)) => m.is_empty(),
+                Some(Value::Array(a)) => a.is_empty(),
+                Some(Value::Null) => true,
+                _ => false,
+            };
+            if empty {
+                map.remove(*field);
+            }
+        }
+    }
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        drop_if_empty(
+            meta,
+            &["labels", "annotations", "finalizers", "ownerReferences"],
+        );
+    }
+    if !info.custom && info.api.group.is_empty() && matches!(info.kind(), "ConfigMap" | "Secret") {
+        if let Some(map) = obj.as_object_mut() {
+            drop_if_empty(map, &["data", "binaryData"]);
+        }
+    }
+}
 
 /// Applies create-time defaults and strategy rules.
 pub fn on_create(info: &ResourceInfo, obj: &mut Value) {

@@ -501,6 +501,7 @@ impl Registry {
         } else {
             None
         };
+        crate::defaults::drop_empty(info, &mut obj);
         crate::defaults::on_create(info, &mut obj);
         if let (Some(status), Some(map)) = (given_status, obj.as_object_mut()) {
             map.insert("status".into(), status);
@@ -659,6 +660,7 @@ impl Registry {
         part: Part,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
+        crate::defaults::drop_empty(info, &mut new);
         let gr = info.group_resource();
         let name = meta_str(old, "name").to_string();
         let new_rv = meta_str(&new, "resourceVersion").to_string();
