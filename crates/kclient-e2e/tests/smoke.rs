@@ -149,3 +149,14 @@ async fn garbage_collection() -> Result<()> {
     let name = "garbage_collection";
     run_everywhere(name, differential(name), true).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes() -> Result<()> {
+    run_everywhere("writes", differential("writes"), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_selector_transitions() -> Result<()> {
+    let name = "watch_selector_transitions";
+    run_everywhere(name, differential(name), true).await
+}

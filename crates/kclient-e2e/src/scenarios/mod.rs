@@ -24,6 +24,7 @@ mod finalizers;
 mod garbage_collection;
 mod patch;
 mod status;
+mod writes;
 
 pub use apply::server_side_apply;
 pub use bookmarks::watch_bookmarks;
@@ -33,6 +34,7 @@ pub use finalizers::finalizers;
 pub use garbage_collection::garbage_collection;
 pub use patch::{patches, strategic_merge_patch};
 pub use status::status_subresource;
+pub use writes::{watch_selector_transitions, writes};
 
 /// How long a watch may stay silent when an event is due.
 pub(crate) const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -71,6 +73,10 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
     ("crd_create_then_use", |t| Box::pin(crd_create_then_use(t))),
     ("discovery", |t| Box::pin(discovery(t))),
     ("garbage_collection", |t| Box::pin(garbage_collection(t))),
+    ("writes", |t| Box::pin(writes(t))),
+    ("watch_selector_transitions", |t| {
+        Box::pin(watch_selector_transitions(t))
+    }),
 ];
 
 /// A namespace for one scenario run, with a unique name.
