@@ -9,8 +9,8 @@
 //! * `e2e up | down | test | status | build | gomod | kubectl` — a real kube-apiserver,
 //!   kube-controller-manager and etcd on 127.0.0.1, built from the Kubernetes Go module (see
 //!   `docs/e2e.md`).
-//! * `demo` — the main job: a demo of the informer stack (available once the examples issue
-//!   lands; until then it says so and exits non-zero).
+//! * `demo` — the main job: `examples/demo.rs`, a small controller built from kclient's layers,
+//!   against kclient-fake or, with `--kubeconfig`/`KUBECONFIG`, a cluster (see `demo.rs`).
 
 mod codegen;
 mod demo;
