@@ -8,7 +8,7 @@ use anyhow::{ensure, Context, Result};
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use super::{outcome, poll, Namespace};
+use super::{item_names, outcome, poll, until_not_found, Namespace};
 use crate::target::Target;
 use crate::transcript::Transcript;
 
@@ -222,12 +222,7 @@ pub async fn crd_create_then_use(target: &Target) -> Result<Transcript> {
     ensure!(observed == json!({"status": {"ready": true}, "size": 3}));
 
     let list = client.get(&path).await?.expect(StatusCode::OK)?;
-    let mut names: Vec<&str> = list.body["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|i| i["metadata"]["name"].as_str())
-        .collect();
+    let mut names = item_names(&list.body);
     names.sort_unstable();
     t.record("list", json!(names));
     t.record("list kind", list.body["kind"].clone());
@@ -235,20 +230,13 @@ pub async fn crd_create_then_use(target: &Target) -> Result<Transcript> {
     let deleted = client.delete(&crd_path).await?;
     t.record("delete CRD", outcome(&deleted));
     deleted.expect(StatusCode::OK)?;
-    let gone = poll(SETTLE, move || async move {
-        let response = client_ref.get(path_ref).await?;
-        Ok((response.status == StatusCode::NOT_FOUND).then_some(response))
-    })
-    .await
-    .context("the deleted CRD's resource is still served")?;
+    let gone = until_not_found(&client, &path, SETTLE)
+        .await
+        .context("the deleted CRD's resource is still served")?;
     t.record("list after the CRD is deleted", outcome(&gone));
-    let (crd_ref, client_ref) = (&crd_path, &client);
-    poll(SETTLE, move || async move {
-        let response = client_ref.get(crd_ref).await?;
-        Ok((response.status == StatusCode::NOT_FOUND).then_some(()))
-    })
-    .await
-    .context("the deleted CRD was not finalized")?;
+    until_not_found(&client, &crd_path, SETTLE)
+        .await
+        .context("the deleted CRD was not finalized")?;
     t.record("CRD gone", true);
 
     ns.delete().await?;

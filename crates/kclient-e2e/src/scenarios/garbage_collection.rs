@@ -10,8 +10,7 @@ use anyhow::{Context, Result};
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use super::{config_map, outcome, poll, Namespace};
-use crate::client::ApiClient;
+use super::{config_map, outcome, poll, until_not_found, Namespace};
 use crate::target::Target;
 use crate::transcript::Transcript;
 
@@ -28,15 +27,6 @@ fn dependent_of(name: &str, owner: &Value) -> Value {
         "blockOwnerDeletion": true,
     }]);
     dependent
-}
-
-/// Polls until `path` answers 404.
-async fn until_gone(client: &ApiClient, path: &str) -> Result<()> {
-    poll(COLLECTED, move || async move {
-        Ok((client.get(path).await?.status == StatusCode::NOT_FOUND).then_some(()))
-    })
-    .await
-    .with_context(|| format!("{path} was not deleted"))
 }
 
 /// One owner and one dependent per policy.
@@ -83,7 +73,7 @@ pub async fn garbage_collection(target: &Target) -> Result<Transcript> {
             }),
         );
 
-        until_gone(&client, &owner_path).await?;
+        until_not_found(&client, &owner_path, COLLECTED).await?;
         match policy {
             "Orphan" => {
                 let (client, dependent_path) = (&client, &dependent_path);
@@ -100,7 +90,7 @@ pub async fn garbage_collection(target: &Target) -> Result<Transcript> {
                 );
             }
             _ => {
-                until_gone(&client, &dependent_path).await?;
+                until_not_found(&client, &dependent_path, COLLECTED).await?;
                 t.record(format!("{policy}: the dependent is deleted"), true);
             }
         }

@@ -265,17 +265,7 @@ pub async fn list_selectors_and_paging(target: &Target) -> Result<Transcript> {
             .await?
             .expect(StatusCode::CREATED)?;
     }
-    let names = |list: &Value| -> Vec<String> {
-        list["items"]
-            .as_array()
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let names = item_names;
     let scoped = format!("{SCENARIO_LABEL}%3Dlist");
 
     let red = client
@@ -577,15 +567,35 @@ pub async fn controllers_run(target: &Target) -> Result<Transcript> {
 
     let namespace = format!("/api/v1/namespaces/{}", ns.name);
     ns.delete().await?;
-    let namespace = &namespace;
-    poll(Duration::from_secs(60), move || async move {
-        let response = client_ref.get(namespace).await?;
-        Ok((response.status == StatusCode::NOT_FOUND).then_some(()))
-    })
-    .await
-    .context("the deleted namespace was not finalized")?;
+    until_not_found(&client, &namespace, Duration::from_secs(60))
+        .await
+        .context("the deleted namespace was not finalized")?;
     t.record("namespace finalized", true);
     Ok(t)
+}
+
+/// Polls `path` until it answers 404, for at most `limit`, and returns that answer.
+pub(crate) async fn until_not_found(
+    client: &ApiClient,
+    path: &str,
+    limit: Duration,
+) -> Result<crate::client::Response> {
+    poll(limit, move || async move {
+        let response = client.get(path).await?;
+        Ok((response.status == StatusCode::NOT_FOUND).then_some(response))
+    })
+    .await
+    .with_context(|| format!("{path} is still there"))
+}
+
+/// The `metadata.name` of each item of a list, in the server's order.
+pub(crate) fn item_names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
+        .collect()
 }
 
 /// Polls `probe` every 250ms until it yields a value, for at most `limit`.

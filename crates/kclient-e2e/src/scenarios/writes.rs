@@ -8,20 +8,16 @@ use anyhow::{ensure, Context, Result};
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use super::{config_map, outcome, poll, Namespace, SCENARIO_LABEL};
+use super::{config_map, item_names, outcome, until_not_found, Namespace, SCENARIO_LABEL};
 use crate::target::Target;
 use crate::transcript::Transcript;
 
 /// How long the real server may take to finalize a namespace.
 const FINALIZED: Duration = Duration::from_secs(60);
 
+/// The names of a list's items, sorted.
 fn names(list: &Value) -> Vec<String> {
-    let mut names: Vec<String> = list["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
-        .collect();
+    let mut names = item_names(list);
     names.sort();
     names
 }
@@ -179,12 +175,9 @@ pub async fn writes(target: &Target) -> Result<Transcript> {
         )
         .await?
         .expect(StatusCode::OK)?;
-    let (client_ref, namespace_ref) = (&client, &namespace_path);
-    poll(FINALIZED, move || async move {
-        Ok((client_ref.get(namespace_ref).await?.status == StatusCode::NOT_FOUND).then_some(()))
-    })
-    .await
-    .context("the namespace was not finalized once its content was gone")?;
+    until_not_found(&client, &namespace_path, FINALIZED)
+        .await
+        .context("the namespace was not finalized once its content was gone")?;
     t.record("namespace gone once its content is", true);
 
     ns.delete().await?;
