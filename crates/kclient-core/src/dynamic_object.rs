@@ -27,18 +27,47 @@ use crate::type_meta::TypeMeta;
 /// let back: serde_json::Value = serde_json::to_value(&obj).unwrap();
 /// assert_eq!(back, serde_json::from_str::<serde_json::Value>(json).unwrap());
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DynamicObject {
-    /// `apiVersion` and `kind`, when the serialised form carried them (items of a list often
-    /// do not).
-    #[serde(flatten, default)]
+    /// `apiVersion` and `kind`, when the serialised form carried both as strings (items of a
+    /// list often carry neither). Anything else (one without the other, a number, a `null`)
+    /// stays in [`data`](Self::data) as it came, so that it is written back unchanged.
+    #[serde(flatten)]
     pub types: Option<TypeMeta>,
     /// Standard object metadata.
-    #[serde(default)]
     pub metadata: ObjectMeta,
     /// Every other top-level field (`spec`, `status`, `data`, ...), as a JSON object.
-    #[serde(flatten, default = "empty_object")]
+    #[serde(flatten)]
     pub data: serde_json::Value,
+}
+
+/// Reads the object as a JSON map, takes `metadata`, and takes `apiVersion` and `kind` only
+/// when both are strings; everything else is kept in `data`, so nothing is silently lost.
+impl<'de> Deserialize<'de> for DynamicObject {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        use serde_json::Value;
+        let mut map = serde_json::Map::<String, Value>::deserialize(deserializer)?;
+        let metadata = match map.remove("metadata") {
+            None | Some(Value::Null) => ObjectMeta::default(),
+            Some(v) => serde_json::from_value(v)
+                .map_err(|e| D::Error::custom(format_args!("metadata: {e}")))?,
+        };
+        let types = match (map.get("apiVersion"), map.get("kind")) {
+            (Some(Value::String(api_version)), Some(Value::String(kind))) => {
+                let types = TypeMeta::new(api_version.clone(), kind.clone());
+                map.remove("apiVersion");
+                map.remove("kind");
+                Some(types)
+            }
+            _ => None,
+        };
+        Ok(Self {
+            types,
+            metadata,
+            data: Value::Object(map),
+        })
+    }
 }
 
 fn empty_object() -> serde_json::Value {
@@ -170,6 +199,33 @@ mod tests {
         assert!(serde_json::from_value::<DynamicObject>(json!([1, 2])).is_err());
         assert!(serde_json::from_value::<DynamicObject>(json!("pod")).is_err());
         assert!(serde_json::from_value::<DynamicObject>(json!({"metadata": {"name": 5}})).is_err());
+    }
+
+    /// Issue 19, item 8: type fields that are not a pair of strings are kept, not dropped.
+    #[test]
+    fn odd_type_fields_round_trip_unchanged() {
+        for json in [
+            r#"{"apiVersion":"v1","metadata":{"name":"a"}}"#,
+            r#"{"kind":"Pod","metadata":{"name":"a"}}"#,
+            r#"{"apiVersion":5,"kind":"Pod","metadata":{"name":"a"}}"#,
+            r#"{"apiVersion":"v1","kind":null,"metadata":{"name":"a"}}"#,
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"spec":{}}"#,
+            r#"{"metadata":null,"x":1}"#,
+        ] {
+            let obj: DynamicObject = serde_json::from_str(json).unwrap();
+            let back = serde_json::to_value(&obj).unwrap();
+            let mut want: serde_json::Value = serde_json::from_str(json).unwrap();
+            if want["metadata"].is_null() {
+                want["metadata"] = serde_json::json!({});
+            }
+            assert_eq!(back, want, "{json}");
+        }
+        let partial: DynamicObject =
+            serde_json::from_str(r#"{"apiVersion":"v1","metadata":{}}"#).unwrap();
+        assert_eq!(partial.types, None);
+        assert_eq!(partial.data["apiVersion"], "v1");
+        assert!(serde_json::from_str::<DynamicObject>("[1]").is_err());
+        assert!(serde_json::from_str::<DynamicObject>(r#"{"metadata":5}"#).is_err());
     }
 
     #[test]

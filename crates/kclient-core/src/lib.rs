@@ -70,6 +70,7 @@ pub mod status;
 pub mod type_meta;
 pub mod watch_event;
 pub mod watch_frame;
+pub mod yaml_nesting;
 
 pub use api_error::{ApiError, ApiStatus, RESOURCE_VERSION_TOO_LARGE};
 pub use api_resource::ApiResource;

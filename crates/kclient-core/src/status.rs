@@ -14,10 +14,18 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[serde(rename_all = "camelCase")]
 pub struct Status {
     /// `"Success"` or `"Failure"`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub status: String,
     /// A human-readable description.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub message: String,
     /// Why the operation failed, machine-readable.
     #[serde(default, skip_serializing_if = "StatusReason::is_unknown")]
@@ -25,9 +33,30 @@ pub struct Status {
     /// Extended data for the reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<StatusDetails>,
-    /// The suggested HTTP status code; 0 when not set.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// The suggested HTTP status code; 0 when not set, or when the sender's is not an HTTP
+    /// code (Go reads any `int32`; the rest of such a `Status` is kept).
+    #[serde(
+        default,
+        deserialize_with = "lenient_code",
+        skip_serializing_if = "is_zero"
+    )]
     pub code: u16,
+}
+
+/// `null` reads as the default, as Go's `encoding/json` leaves a field unset for it.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// Any integer (or `null`) reads: one that is no HTTP status code becomes 0, so that the
+/// `Status` around it is not lost.
+fn lenient_code<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u16, D::Error> {
+    let code = Option::<i64>::deserialize(deserializer)?.unwrap_or(0);
+    Ok(u16::try_from(code).ok().filter(|c| *c <= 999).unwrap_or(0))
 }
 
 fn is_zero(code: &u16) -> bool {
@@ -39,19 +68,39 @@ fn is_zero(code: &u16) -> bool {
 #[serde(rename_all = "camelCase")]
 pub struct StatusDetails {
     /// The name of the object the status is about.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub name: String,
     /// Its API group.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub group: String,
     /// Its kind (the API server puts the resource here for most errors).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub kind: String,
     /// Its uid.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub uid: String,
     /// The individual causes, for validation errors.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub causes: Vec<StatusCause>,
     /// How long the client should wait before retrying, in seconds; 0 when not set.
     #[serde(default, skip_serializing_if = "is_zero_i32")]
@@ -67,13 +116,26 @@ fn is_zero_i32(v: &i32) -> bool {
 #[serde(rename_all = "camelCase")]
 pub struct StatusCause {
     /// The kind of cause, such as `FieldValueRequired` or `ResourceVersionTooLarge`.
-    #[serde(default, rename = "reason", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        rename = "reason",
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub cause_type: String,
     /// A human-readable description.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub message: String,
     /// The field path, such as `spec.containers[0].image`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub field: String,
 }
 
@@ -429,5 +491,29 @@ mod tests {
         }
         .into();
         assert_eq!(bad_code.code, 0);
+    }
+}
+
+#[cfg(test)]
+mod leniency_tests {
+    use super::*;
+
+    /// Issue 19, item 11: what Go's decoder accepts, this one does too, keeping the error.
+    #[test]
+    fn nulls_and_odd_codes_keep_the_status() {
+        let s: Status = serde_json::from_str(
+            r#"{"status":"Failure","message":null,"reason":"Conflict","code":70000,
+                "details":{"name":null,"causes":null,"retryAfterSeconds":2}}"#,
+        )
+        .unwrap();
+        assert_eq!(s.reason, StatusReason::Conflict);
+        assert_eq!(s.code, 0);
+        assert_eq!(s.message, "");
+        assert!(s.details.as_ref().unwrap().causes.is_empty());
+        assert_eq!(s.details.unwrap().retry_after_seconds, 2);
+        let s: Status = serde_json::from_str(r#"{"code":404,"details":{"causes":null}}"#).unwrap();
+        assert_eq!(s.code, 404);
+        let s: Status = serde_json::from_str(r#"{"code":-1}"#).unwrap();
+        assert_eq!(s.code, 0);
     }
 }

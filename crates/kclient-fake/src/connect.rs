@@ -275,7 +275,7 @@ pub fn token(
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs();
-    let expires = now + expiration.unsigned_abs();
+    let expires = now.saturating_add(expiration.unsigned_abs());
     let uid = meta_str(&account, "uid").to_string();
     let claims = json!({
         "aud": audiences,

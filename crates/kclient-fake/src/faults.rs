@@ -58,6 +58,18 @@ impl Failure {
         self
     }
 
+    /// The response: the `Status` of [`to_error`](Self::to_error), and the `Retry-After`
+    /// header exactly as asked for (`0` and any status code included: a test of how a client
+    /// treats a `502` with `Retry-After` must get one).
+    pub fn response(&self) -> http::Response<crate::response::Body> {
+        let mut res = crate::response::error(&self.to_error());
+        if let Some(seconds) = self.retry_after {
+            res.headers_mut()
+                .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+        }
+        res
+    }
+
     /// The `Status` error this failure answers with, with the reason the code implies.
     pub fn to_error(&self) -> ApiError {
         let reason = match self.code {

@@ -91,7 +91,7 @@ pub async fn handle(shared: Arc<Shared>, req: ApiRequest) -> Response<Body> {
         tokio::time::sleep(latency).await;
     }
     if let Some(failure) = shared.faults.next_failure() {
-        return response::error(&failure.to_error());
+        return failure.response();
     }
     match route(&req.path) {
         Route::Version => response::json(StatusCode::OK, &discovery::version()),
@@ -194,7 +194,7 @@ pub fn parse_body(req: &ApiRequest, info: &ResourceInfo) -> Result<Value, ApiErr
     }
     let parsed: Result<Value, String> =
         if media == "application/yaml" || media == "application/apply-patch+yaml" {
-            serde_yaml_ng::from_slice::<Value>(&req.body).map_err(|e| e.to_string())
+            crate::manifests::parse_yaml_body(&req.body)
         } else {
             serde_json::from_slice::<Value>(&req.body).map_err(|e| e.to_string())
         };

@@ -33,8 +33,38 @@ fn expand(v: Value, out: &mut Vec<Value>) {
     }
 }
 
+/// Parses a request body as YAML (JSON is YAML too), refusing nesting deeper than
+/// [`MAX_YAML_NESTING`](kclient_core::yaml_nesting::MAX_YAML_NESTING) before parsing: a
+/// pathological body would otherwise keep the parser busy for seconds.
+pub(crate) fn parse_yaml_body(body: &[u8]) -> Result<Value, String> {
+    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
+    kclient_core::yaml_nesting::check_yaml_nesting(
+        text,
+        kclient_core::yaml_nesting::MAX_YAML_NESTING,
+    )
+    .map_err(|e| e.to_string())?;
+    let parse = || serde_yaml_ng::from_str::<Value>(text).map_err(|e| e.to_string());
+    // A large body is parsed with the worker handed over to blocking work, so that the
+    // server's other connections are not held up meanwhile (on a multi-threaded runtime;
+    // a single-threaded one has no other worker to hand them to).
+    let multi_threaded = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if body.len() > LARGE_YAML_BODY && multi_threaded {
+        tokio::task::block_in_place(parse)
+    } else {
+        parse()
+    }
+}
+
+/// From this size on, a YAML body is parsed as blocking work.
+const LARGE_YAML_BODY: usize = 256 * 1024;
 /// Parses the objects of one manifest text (`name` is used in errors).
 pub fn parse_manifests(name: &Path, text: &str) -> Result<Vec<Value>, Error> {
+    kclient_core::yaml_nesting::check_yaml_nesting(
+        text,
+        kclient_core::yaml_nesting::MAX_YAML_NESTING,
+    )
+    .map_err(|e| manifest_err(name, e.to_string()))?;
     let mut out = Vec::new();
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
@@ -100,6 +130,38 @@ pub fn load_manifests<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<Value>, Error> 
     };
     objects.sort_by_key(rank);
     Ok(objects)
+}
+
+#[cfg(test)]
+mod large_body_tests {
+    use super::*;
+
+    #[test]
+    fn large_yaml_bodies_parse_on_either_runtime() {
+        let small = b"metadata: {name: x}\n";
+        let mut big = String::from("metadata: {name: x}\ndata:\n");
+        for i in 0..40_000 {
+            big.push_str(&format!("  k{i}: v\n"));
+        }
+        assert!(big.len() > LARGE_YAML_BODY);
+        for multi in [false, true] {
+            let rt = if multi {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .build()
+                    .unwrap()
+            } else {
+                tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap()
+            };
+            let v = rt
+                .block_on(async { parse_yaml_body(big.as_bytes()) })
+                .unwrap();
+            assert_eq!(v["data"]["k39999"], "v");
+            assert!(rt.block_on(async { parse_yaml_body(small) }).is_ok());
+        }
+    }
 }
 
 #[cfg(test)]

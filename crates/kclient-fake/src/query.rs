@@ -274,3 +274,35 @@ mod tests {
         assert_eq!(ListParams::from_query(&q, false).unwrap_err().code(), 400);
     }
 }
+
+/// Fuzz target for the request parsing (query strings, list options, paths), as a property
+/// test: hostile input gives an answer or a typed error, never a panic.
+/// `PROPTEST_CASES=200000 cargo test -p kclient-fake --lib fuzz` runs it longer.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn query_soup() -> impl Strategy<Value = String> {
+        proptest::string::string_regex(
+            r"((watch|limit|continue|resourceVersion|resourceVersionMatch|timeoutSeconds|labelSelector|fieldSelector|sendInitialEvents|allowWatchBookmarks|%[0-9A-Fa-fZ]{0,2}|=|&|true|1|-1|99999999999999999999|NotOlderThan|Exact|[a-z!()=,])){0,40}",
+        )
+        .unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2048, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn request_parsing_never_panics(query in query_soup(), path in "(/[a-z0-9.%-]{0,12}){0,9}") {
+            let q = Query::parse(Some(&query));
+            for watch in [false, true] {
+                let _ = ListParams::from_query(&q, watch);
+            }
+            let _ = percent_decode(&query);
+            let _ = parse_rv(&query);
+            let _ = crate::router::route(&path);
+        }
+    }
+}

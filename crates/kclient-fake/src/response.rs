@@ -42,7 +42,8 @@ pub fn error(err: &ApiError) -> Response<Body> {
     let code = StatusCode::from_u16(err.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut res = json(code, &status_json(&err.status));
     if let Some(d) = err.details() {
-        if d.retry_after_seconds > 0 && matches!(err.code(), 429 | 503 | 504 | 500) {
+        // As kube-apiserver's responsewriters: any status that suggests a delay says so.
+        if d.retry_after_seconds > 0 {
             if let Ok(v) = HeaderValue::from_str(&d.retry_after_seconds.to_string()) {
                 res.headers_mut().insert(header::RETRY_AFTER, v);
             }
@@ -119,6 +120,22 @@ mod tests {
             serde_json::from_slice::<Value>(&empty).unwrap()["items"],
             serde_json::json!([])
         );
+    }
+
+    #[test]
+    fn injected_failures_carry_the_retry_after_asked_for() {
+        for (code, seconds) in [(502, 2), (503, 0), (429, 1)] {
+            let res = crate::faults::Failure::status(code)
+                .retry_after(seconds)
+                .response();
+            assert_eq!(res.status().as_u16(), code);
+            assert_eq!(
+                res.headers()[header::RETRY_AFTER],
+                seconds.to_string().as_str()
+            );
+        }
+        let res = crate::faults::Failure::status(502).response();
+        assert!(res.headers().get(header::RETRY_AFTER).is_none());
     }
 
     #[test]

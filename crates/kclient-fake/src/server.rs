@@ -37,6 +37,8 @@ pub struct Settings {
     pub history_window: usize,
     /// How often a watch with `allowWatchBookmarks` gets a bookmark.
     pub bookmark_interval: Duration,
+    /// The resourceVersion the server starts at (0: its own, 1).
+    pub start_resource_version: u64,
     /// How long a watch without `timeoutSeconds` lasts.
     pub watch_timeout: Duration,
 }
@@ -45,6 +47,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             history_window: 10_000,
+            start_resource_version: 0,
             bookmark_interval: Duration::from_secs(60),
             watch_timeout: Duration::from_secs(1800),
         }
@@ -119,7 +122,15 @@ impl FakeApiServerBuilder {
         self
     }
 
-    /// Keeps this many events of history (default 10,000).
+    /// Starts the server's resourceVersions at `rv`, as a server restarted on a later etcd
+    /// revision: objects seeded into it come after every resourceVersion a client saw from a
+    /// previous server.
+    pub fn start_resource_version(mut self, rv: u64) -> Self {
+        self.settings.start_resource_version = rv;
+        self
+    }
+
+    /// How many events of history the server keeps (default 10,000).
     pub fn history_window(mut self, events: usize) -> Self {
         self.settings.history_window = events;
         self
@@ -182,8 +193,12 @@ impl FakeApiServerBuilder {
             Some(a) => Some(tokio_rustls::TlsAcceptor::from(a.server_config()?)),
             None => None,
         };
+        let registry = Registry::new(self.settings.history_window);
+        registry
+            .store
+            .mutate(|s| s.advance_to(self.settings.start_resource_version));
         let shared = Arc::new(Shared {
-            registry: Registry::new(self.settings.history_window),
+            registry,
             faults: FaultState::default(),
             settings: self.settings,
             pod_logs: Default::default(),
@@ -217,7 +232,9 @@ impl FakeApiServerBuilder {
                         connections.spawn(async move {
                             match tls {
                                 Some(acceptor) => {
-                                    let Ok(stream) = acceptor.accept(stream).await else { return };
+                                    // A client that never finishes its handshake is dropped.
+                                    let handshake = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(stream));
+                                    let Ok(Ok(stream)) = handshake.await else { return };
                                     let cert = stream.get_ref().1.peer_certificates().is_some_and(|c| !c.is_empty());
                                     serve_connection(stream, shared, cert).await;
                                 }
@@ -257,13 +274,35 @@ async fn serve_connection<IO>(io: IO, shared: Arc<Shared>, client_cert: bool)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-        let shared = shared.clone();
-        async move { Ok::<_, Infallible>(dispatch(shared, req, client_cert).await) }
-    });
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    let _ = builder.serve_connection(TokioIo::new(io), service).await;
+    let first_request = Arc::new(tokio::sync::Notify::new());
+    let service = {
+        let first_request = Arc::clone(&first_request);
+        hyper::service::service_fn(move |req: Request<Incoming>| {
+            first_request.notify_one();
+            let shared = shared.clone();
+            async move { Ok::<_, Infallible>(dispatch(shared, req, client_cert).await) }
+        })
+    };
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(READ_HEADER_TIMEOUT);
+    let connection = builder.serve_connection(TokioIo::new(io), service);
+    let mut connection = std::pin::pin!(connection);
+    // Until a first request has arrived (protocol detection, a slow first header), the
+    // connection gets READ_HEADER_TIMEOUT; later requests' headers get it from hyper.
+    tokio::select! {
+        _ = connection.as_mut() => return,
+        _ = first_request.notified() => {}
+        _ = tokio::time::sleep(READ_HEADER_TIMEOUT) => return,
+    }
+    let _ = connection.await;
 }
+
+/// kube-apiserver's `ReadHeaderTimeout` (32 s, "just shy of" its request-timeout bound): how
+/// long a connection may take to deliver a request's headers, TLS handshake included.
+const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
 
 fn authenticated(shared: &Shared, req: &Request<Incoming>, client_cert: bool) -> bool {
     if !shared.auth.required() || (shared.auth.client_certs && client_cert) {
@@ -503,6 +542,58 @@ impl FakeApiServer {
         }
         let stored = self.seed(v)?;
         serde_json::from_value(stored).map_err(|e| ApiError::internal_error(&e.to_string()))
+    }
+
+    /// Changes an object directly (no HTTP, no injected faults), as an update of its main
+    /// resource would: `change` edits the stored JSON, then the server moves the
+    /// resourceVersion and tells watchers (`MODIFIED`). Returns the stored object; `404` if
+    /// there is none.
+    pub fn modify(
+        &self,
+        resource: &GroupResource,
+        namespace: &str,
+        name: &str,
+        change: impl FnOnce(&mut Value),
+    ) -> Result<Value, ApiError> {
+        let registry = &self.shared.registry;
+        let info = registry
+            .catalogue
+            .any_version(resource)
+            .ok_or_else(|| ApiError::not_found(resource, name))?;
+        let out = registry.update_with(
+            &info,
+            namespace,
+            name,
+            crate::registry::Part::Main,
+            &WriteOptions::default(),
+            |current| {
+                let mut obj = current
+                    .cloned()
+                    .ok_or_else(|| ApiError::not_found(resource, name))?;
+                change(&mut obj);
+                Ok(obj)
+            },
+        );
+        registry.settle();
+        out.map(|(object, _)| object)
+    }
+
+    /// Deletes an object directly (no HTTP, no injected faults), as a `DELETE` with the
+    /// default propagation would (finalizers hold it; dependents are collected).
+    pub fn remove(
+        &self,
+        resource: &GroupResource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        let registry = &self.shared.registry;
+        let info = registry
+            .catalogue
+            .any_version(resource)
+            .ok_or_else(|| ApiError::not_found(resource, name))?;
+        let out = registry.delete(&info, namespace, name, None, None, false);
+        registry.settle();
+        out.map(|_| ())
     }
 
     /// The object `name` of `resource` (`namespace` `""` for cluster-scoped), read directly

@@ -327,6 +327,16 @@ impl StoreState {
         self.compacted = self.rv;
     }
 
+    /// Moves the resourceVersion on to `rv` (if it is ahead) with no history before it, as a
+    /// server restored from a later etcd revision would start.
+    pub fn advance_to(&mut self, rv: u64) {
+        if rv > self.rv {
+            self.rv = rv;
+            self.history.clear();
+            self.compacted = rv;
+        }
+    }
+
     /// Drops the whole history and moves the resourceVersion on by one (an empty revision),
     /// so that every watch or continue token from before gets `410 Expired`.
     pub fn compact(&mut self) {

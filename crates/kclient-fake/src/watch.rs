@@ -282,7 +282,7 @@ pub fn stream(shared: Arc<Shared>, spec: WatchSpec) -> Body {
         }
     }
     let now = Instant::now();
-    let deadline = now + spec.timeout;
+    let deadline = later(now, spec.timeout);
     let bookmark_at = spec
         .bookmarks
         .then(|| next_bookmark(now, shared.settings.bookmark_interval, deadline))
@@ -316,8 +316,19 @@ const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
 /// client learns the latest resourceVersion before the server ends the watch); none once that
 /// moment has passed.
 fn next_bookmark(now: Instant, period: Duration, deadline: Instant) -> Option<Instant> {
-    let at = (now + period).min(deadline.checked_sub(PRE_TIMEOUT_BOOKMARK)?);
+    let at = later(now, period).min(deadline.checked_sub(PRE_TIMEOUT_BOOKMARK)?);
     (at > now).then_some(at)
+}
+
+/// A century: what "later" means when a duration is beyond what the clock can add (a
+/// `timeoutSeconds` of 2⁶³−1, say). Never reached by a watch.
+const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
+/// `now + d`, or [`FAR_FUTURE`] from now when `d` does not fit the clock (instead of a panic).
+fn later(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d)
+        .or_else(|| now.checked_add(FAR_FUTURE))
+        .unwrap_or(now)
 }
 
 /// Parses a watch's starting point from its options.

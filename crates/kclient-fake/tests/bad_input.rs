@@ -207,3 +207,107 @@ async fn hostile_objects_are_stored_or_refused_cleanly() {
         r.status
     );
 }
+
+/// Issue 19, item 2: a watch with `timeoutSeconds=9223372036854775807` used to panic the
+/// connection (`now + timeout` overflowed) and drop it without an answer. Now it is a watch
+/// without a practical deadline, and its events arrive.
+#[tokio::test]
+async fn a_huge_watch_timeout_is_served() {
+    let (_server, c) = server().await;
+    let mut w = c
+        .watch("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=9223372036854775807&allowWatchBookmarks=true")
+        .await;
+    c.post(
+        "/api/v1/namespaces/default/configmaps",
+        &json!({"metadata": {"name": "after"}}),
+    )
+    .await;
+    assert_eq!(
+        w.next_summary().await,
+        Some(("ADDED".to_string(), "after".to_string()))
+    );
+    // The server goes on serving.
+    assert_eq!(
+        c.get("/api/v1/namespaces/default/configmaps/after")
+            .await
+            .status,
+        StatusCode::OK
+    );
+}
+
+/// Reads until the server closes the connection (or a minute of tokio time passes):
+/// whether it was closed.
+async fn closed_by_server(stream: &mut tokio::net::TcpStream) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(60), stream.read(&mut buf)).await
+        {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Issue 19, item 10: a connection that never completes its request headers (slowloris), or
+/// never sends anything, is closed after kube-apiserver's 32 s header timeout; one that
+/// never starts TLS likewise. The server keeps serving others.
+#[tokio::test(start_paused = true)]
+async fn slow_or_silent_connections_are_closed() {
+    let (server, c) = server().await;
+    let mut silent = tokio::net::TcpStream::connect(server.address())
+        .await
+        .unwrap();
+    let mut slow = tokio::net::TcpStream::connect(server.address())
+        .await
+        .unwrap();
+    slow.write_all(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    assert!(
+        closed_by_server(&mut silent).await,
+        "a silent connection is closed"
+    );
+    assert!(
+        closed_by_server(&mut slow).await,
+        "a slowloris connection is closed"
+    );
+    assert_eq!(c.get("/api/v1/namespaces").await.status, StatusCode::OK);
+
+    let tls = kclient_fake::FakeApiServer::builder()
+        .https()
+        .start()
+        .await
+        .unwrap();
+    let mut no_hello = tokio::net::TcpStream::connect(tls.address()).await.unwrap();
+    assert!(
+        closed_by_server(&mut no_hello).await,
+        "a connection without a TLS handshake is closed"
+    );
+}
+
+/// Issue 19, item 6: a YAML body nested 100,000 deep is refused before parsing, and the
+/// server goes on serving.
+#[tokio::test]
+async fn deeply_nested_yaml_bodies_are_refused() {
+    let (_server, c) = server().await;
+    let body = format!("metadata: {{name: x}}\ndata: {}", "[".repeat(100_000)).into_bytes();
+    let r = c
+        .send(
+            Method::POST,
+            "/api/v1/namespaces/default/configmaps",
+            "application/yaml",
+            body,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("nested deeper than 128 levels"),
+        "{}",
+        r.body
+    );
+    assert_eq!(c.get("/api/v1/namespaces").await.status, StatusCode::OK);
+}

@@ -415,17 +415,25 @@ impl fmt::Debug for Config {
 /// The proxy with any password in its URL replaced.
 fn redacted_proxy(proxy: &Proxy) -> Proxy {
     match proxy {
-        Proxy::Url(url) => match url.split_once("://") {
-            Some((scheme, rest)) => match rest.rsplit_once('@') {
-                Some((userinfo, host)) => {
-                    let user = userinfo.split(':').next().unwrap_or_default();
-                    Proxy::Url(format!("{scheme}://{user}:<redacted>@{host}"))
-                }
-                None => proxy.clone(),
-            },
-            None => proxy.clone(),
-        },
+        Proxy::Url(url) => Proxy::Url(redact_url_password(url)),
         other => other.clone(),
+    }
+}
+
+/// `url` with the password of its user information (`scheme://user:password@host/...`)
+/// replaced by `<redacted>`, for `Debug` output and logs.
+pub(crate) fn redact_url_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:<redacted>@{host}{path}")
+        }
+        None => url.to_owned(),
     }
 }
 

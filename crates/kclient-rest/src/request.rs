@@ -591,7 +591,8 @@ impl Request {
         // As client-go, the first wait for the rate limiter does not count against the timeout.
         self.throttle(outgoing, template, None, None).await?;
         let timeout = self.timeout;
-        let deadline = timeout.map(|t| Instant::now() + t);
+        // A timeout too long for the clock to add is no deadline at all.
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let timed_out = |previous: Option<Error>| Error::Timeout {
             timeout: timeout.unwrap_or_default(),
             previous: previous.map(Box::new),
@@ -702,7 +703,10 @@ impl Request {
             }
             tracing::debug!(delay = ?wait, %reason, url = %outgoing.uri, "retrying request");
             if let Some(d) = deadline {
-                if Instant::now() + wait > d {
+                if Instant::now()
+                    .checked_add(wait)
+                    .is_none_or(|ready| ready > d)
+                {
                     tokio::time::sleep_until(d).await;
                     return Err(timed_out(Some(error)));
                 }

@@ -6,6 +6,9 @@
 //!   EOF) is retried after 1 second, as if the server had said `Retry-After: 1` — for `GET`s
 //!   only, except watches, which also retry on network timeouts.
 //! - At most [`DEFAULT_MAX_RETRIES`] retries (so 11 attempts) unless the request says otherwise.
+//! - A `Retry-After` longer than [`MAX_RETRY_AFTER`] is waited as [`MAX_RETRY_AFTER`], so a
+//!   hostile or broken server (`Retry-After: 9223372036854775807`) can neither overflow the
+//!   clock nor park a request for ever.
 
 use std::time::Duration;
 
@@ -13,6 +16,10 @@ use http::{HeaderMap, StatusCode};
 
 /// client-go's default ceiling on retries (`maxRetries: 10`).
 pub const DEFAULT_MAX_RETRIES: u32 = 10;
+
+/// The longest wait a `Retry-After` gets (client-go multiplies the header's seconds into a
+/// `time.Duration`, which silently wraps for huge values; here they are bounded instead).
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(10 * 60);
 
 /// The delay used for a retryable connection error (client-go synthesises `Retry-After: 1`).
 pub const CONNECTION_ERROR_RETRY_DELAY: Duration = Duration::from_secs(1);
@@ -67,7 +74,7 @@ impl RetryState {
             return None;
         }
         let seconds = retry_after_seconds(headers)?;
-        Some(Duration::from_secs(u64::try_from(seconds).unwrap_or(0)))
+        Some(Duration::from_secs(u64::try_from(seconds).unwrap_or(0)).min(MAX_RETRY_AFTER))
     }
 
     /// After a transport error: the delay before the next attempt when the error is retryable.
@@ -87,6 +94,22 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(http::header::RETRY_AFTER, v.parse().unwrap());
         h
+    }
+
+    #[test]
+    fn huge_retry_after_is_bounded() {
+        let mut r = RetryState::new(10);
+        assert_eq!(
+            r.after_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                &with_retry_after("9223372036854775807")
+            ),
+            Some(MAX_RETRY_AFTER)
+        );
+        assert_eq!(
+            r.after_response(StatusCode::SERVICE_UNAVAILABLE, &with_retry_after("-5")),
+            Some(Duration::ZERO)
+        );
     }
 
     #[test]

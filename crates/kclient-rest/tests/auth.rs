@@ -292,6 +292,28 @@ async fn a_failing_plugin_reports_its_exit_code() {
     );
 }
 
+/// Issue 19, item 4: a plugin printing truncated JSON with a token in it: the error (and so
+/// the log after a 401) says where decoding failed, never what was printed.
+#[tokio::test]
+async fn decode_errors_never_quote_the_plugin_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = plugin(
+        dir.path(),
+        r#"printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"TOKEN-SECRET'"#,
+    );
+    let err = exec_error(exec_config(&script, &[], V1)).await;
+    assert!(matches!(err, ExecError::Decode { .. }), "{err:?}");
+    for shown in [err.to_string(), format!("{err:?}")] {
+        assert!(!shown.contains("TOKEN-SECRET"), "{shown}");
+    }
+    let script = plugin(
+        dir.path(),
+        r#"printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":"TOKEN-SECRET"}'"#,
+    );
+    let err = exec_error(exec_config(&script, &[], V1)).await;
+    assert!(!err.to_string().contains("TOKEN-SECRET"), "{err}");
+}
+
 #[tokio::test]
 async fn garbage_output_is_a_decode_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -301,9 +323,10 @@ async fn garbage_output_is_a_decode_error() {
     );
     let err = exec_error(exec_config(&script, &[], V1)).await;
     match &err {
-        ExecError::Decode { snippet, .. } => assert!(snippet.contains("Please visit")),
+        ExecError::Decode { what, line: 1, .. } => assert_eq!(*what, "invalid JSON"),
         other => panic!("{other:?}"),
     }
+    assert!(!err.to_string().contains("Please visit"), "{err}");
     let script = plugin(
         dir.path(),
         r#"printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{}}'"#,

@@ -230,3 +230,46 @@ fn every_retry_waits_for_the_rate_limiter() {
         );
     });
 }
+
+/// Issue 19, item 1: a `Retry-After` of 2⁶³−1 seconds used to overflow the deadline
+/// arithmetic and panic any client with a timeout. Now the wait is bounded by
+/// `MAX_RETRY_AFTER` and the timeout still ends the request.
+#[test]
+fn huge_retry_after_with_a_timeout_times_out_without_panicking() {
+    paused_runtime().block_on(async {
+        let server = flaky(1, 429, Some("9223372036854775807")).await;
+        let mut config = config(&server.url());
+        config.timeout = Some(Duration::from_secs(30));
+        let client = RestClient::new(config).unwrap();
+        let start = Instant::now();
+        let err = client.get().abs_path("/x").send().await.unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err}");
+        assert!(start.elapsed() <= Duration::from_secs(30));
+    });
+}
+
+/// Without a timeout, a huge `Retry-After` waits `MAX_RETRY_AFTER`, not for ever.
+#[test]
+fn huge_retry_after_without_a_timeout_waits_the_bounded_time() {
+    paused_runtime().block_on(async {
+        let server = flaky(1, 503, Some("9223372036854775807")).await;
+        let client = RestClient::new(config(&server.url())).unwrap();
+        let start = Instant::now();
+        let v: serde_json::Value = client.get().abs_path("/x").json().await.unwrap();
+        assert_eq!(v["ok"], true);
+        assert_eq!(start.elapsed(), kclient_rest::retry::MAX_RETRY_AFTER);
+    });
+}
+
+/// Issue 19, item 1: `Config.timeout = Duration::MAX` used to panic every request.
+#[test]
+fn a_maximal_timeout_is_no_deadline() {
+    paused_runtime().block_on(async {
+        let server = flaky(1, 429, Some("1")).await;
+        let mut config = config(&server.url());
+        config.timeout = Some(Duration::MAX);
+        let client = RestClient::new(config).unwrap();
+        let v: serde_json::Value = client.get().abs_path("/x").json().await.unwrap();
+        assert_eq!(v["ok"], true);
+    });
+}

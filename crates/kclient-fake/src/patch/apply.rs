@@ -650,7 +650,7 @@ pub fn handle(
         ));
     }
     let force = q.bool("force")?.unwrap_or(false);
-    let applied: Value = serde_yaml_ng::from_slice(&req.body)
+    let applied: Value = crate::manifests::parse_yaml_body(&req.body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     if !applied.is_object() {
         return Err(ApiError::bad_request(

@@ -17,7 +17,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::kubeconfig::{ExecConfig, ExecInteractiveMode};
 use crate::metrics::RequestMetrics;
-use kclient_core::snippet;
 
 /// The environment variable that carries the `ExecCredential` request to the plugin.
 pub const EXEC_INFO_ENV: &str = "KUBERNETES_EXEC_INFO";
@@ -66,16 +65,21 @@ pub enum ExecError {
         /// The timeout.
         timeout: Duration,
     },
-    /// The command's output is not an `ExecCredential`.
-    #[error("exec: decoding the output of {command}: {source}; output starts with {snippet:?}")]
+    /// The command's output is not an `ExecCredential`. The error says where decoding
+    /// failed, never what the output says: a plugin's output holds credentials (a token in
+    /// truncated JSON would otherwise end up in logs).
+    #[error("exec: the output of {command} is not an ExecCredential: {what} at line {line}, column {column} ({bytes} bytes; not shown, it may hold credentials)")]
     Decode {
         /// The command.
         command: String,
-        /// The JSON error.
-        #[source]
-        source: serde_json::Error,
-        /// The start of the output.
-        snippet: String,
+        /// What kind of error: `invalid JSON`, `unexpected end of output`, `wrong shape`.
+        what: &'static str,
+        /// Where, in the output.
+        line: usize,
+        /// Where, in the output.
+        column: usize,
+        /// How long the output was.
+        bytes: usize,
     },
     /// The output is an `ExecCredential` that cannot be used.
     #[error("exec: {command}: {reason}")]
@@ -383,13 +387,25 @@ impl ExecAuthenticator {
             Err(json_err) => {
                 // client-go's universal decoder also reads YAML.
                 let text = String::from_utf8_lossy(stdout);
-                match serde_yaml_ng::from_str::<ExecCredentialOut>(&text) {
-                    Ok(p) if !p.api_version.is_empty() => p,
+                let shallow = kclient_core::yaml_nesting::check_yaml_nesting(
+                    &text,
+                    kclient_core::yaml_nesting::MAX_YAML_NESTING,
+                )
+                .is_ok();
+                let yaml = shallow.then(|| serde_yaml_ng::from_str::<ExecCredentialOut>(&text));
+                match yaml.and_then(Result::ok) {
+                    Some(p) if !p.api_version.is_empty() => p,
                     _ => {
                         return Err(ExecError::Decode {
                             command: command.to_owned(),
-                            source: json_err,
-                            snippet: snippet(stdout, 256),
+                            what: match json_err.classify() {
+                                serde_json::error::Category::Eof => "unexpected end of output",
+                                serde_json::error::Category::Data => "wrong shape",
+                                _ => "invalid JSON",
+                            },
+                            line: json_err.line(),
+                            column: json_err.column(),
+                            bytes: stdout.len(),
                         })
                     }
                 }
@@ -516,8 +532,8 @@ mod tests {
     fn rejects_bad_output() {
         let a = authenticator("client.authentication.k8s.io/v1beta1");
         let cases: &[(&[u8], &str)] = &[
-            (b"garbage", "decoding"),
-            (b"", "decoding"),
+            (b"garbage", "is not an ExecCredential"),
+            (b"", "is not an ExecCredential"),
             (br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"t"}}"#, "configured to use API version"),
             (br#"{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential"}"#, "status field"),
             (br#"{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{}}"#, "token or cert/key"),

@@ -107,7 +107,11 @@ pub struct Kubeconfig {
 #[serde(rename_all = "kebab-case")]
 pub struct Preferences {
     /// Whether kubectl colours its output.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "yaml11_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub colors: Option<bool>,
     /// Extensions, by name.
     #[serde(
@@ -142,7 +146,7 @@ pub struct NamedCluster {
 }
 
 /// How to reach a cluster: its address and how to trust it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Cluster {
     /// The API server's address (`https://host:port`, possibly with a path).
@@ -153,7 +157,11 @@ pub struct Cluster {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_server_name: Option<String>,
     /// Skip verifying the server's certificate. Insecure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "yaml11_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub insecure_skip_tls_verify: Option<bool>,
     /// A PEM file of CA certificates to trust.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -165,7 +173,11 @@ pub struct Cluster {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy_url: Option<String>,
     /// Do not ask the server for compressed responses.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "yaml11_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub disable_compression: Option<bool>,
     /// Extensions, by name (`client.authentication.k8s.io/exec` is passed to exec plugins).
     #[serde(
@@ -177,6 +189,32 @@ pub struct Cluster {
     /// Keys this version does not know.
     #[serde(flatten)]
     pub other: OtherFields,
+}
+
+/// Shows everything but a password in `proxy-url` (as client-go redacts it).
+impl fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cluster")
+            .field("server", &self.server)
+            .field("tls_server_name", &self.tls_server_name)
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
+            .field("certificate_authority", &self.certificate_authority)
+            .field(
+                "certificate_authority_data",
+                &self.certificate_authority_data.as_ref().map(|_| "<data>"),
+            )
+            .field(
+                "proxy_url",
+                &self
+                    .proxy_url
+                    .as_deref()
+                    .map(crate::config::redact_url_password),
+            )
+            .field("disable_compression", &self.disable_compression)
+            .field("extensions", &self.extensions)
+            .field("other", &self.other.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// A user with its name.
@@ -305,8 +343,10 @@ impl fmt::Debug for AuthProviderConfig {
 }
 
 /// An exec credential plugin: a command that prints an `ExecCredential` with a token or a
-/// client certificate (client-go's `clientcmdapi.ExecConfig`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// client certificate (client-go's `clientcmdapi.ExecConfig`). Its `Debug` output hides the
+/// arguments, the environment and the cluster configuration, which often hold secrets
+/// (`--client-secret=…`), as client-go's `String()` does.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecConfig {
     /// The command to run: a path (relative paths resolve against the kubeconfig's directory)
@@ -346,6 +386,26 @@ pub struct ExecConfig {
     /// Keys this version does not know.
     #[serde(flatten)]
     pub other: OtherFields,
+}
+
+/// What `Debug` prints in place of a secret, as client-go.
+const REDACTED: &str = "--- REDACTED ---";
+
+impl fmt::Debug for ExecConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hidden = |empty: bool| if empty { None } else { Some(REDACTED) };
+        f.debug_struct("ExecConfig")
+            .field("command", &self.command)
+            .field("args", &hidden(self.args.is_empty()))
+            .field("env", &hidden(self.env.is_empty()))
+            .field("api_version", &self.api_version)
+            .field("install_hint", &self.install_hint)
+            .field("provide_cluster_info", &self.provide_cluster_info)
+            .field("interactive_mode", &self.interactive_mode)
+            .field("cluster_config", &hidden(self.cluster_config.is_none()))
+            .field("other", &self.other.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// One environment variable of an exec plugin.
@@ -417,14 +477,15 @@ pub enum KubeconfigError {
         #[source]
         source: std::io::Error,
     },
-    /// A kubeconfig is not valid YAML, or does not have the kubeconfig shape.
-    #[error("cannot parse kubeconfig{}: {source}", path_suffix(.path.as_deref()))]
+    /// A kubeconfig is not valid YAML, or does not have the kubeconfig shape. The message
+    /// is the parser's with every quoted value taken out: a kubeconfig holds tokens and
+    /// passwords, and a value in the wrong place (`user: <token>`) would otherwise be quoted.
+    #[error("cannot parse kubeconfig{}: {message}", path_suffix(.path.as_deref()))]
     Parse {
         /// The file, when the kubeconfig came from one.
         path: Option<PathBuf>,
-        /// The YAML error, with line and column.
-        #[source]
-        source: serde_yaml_ng::Error,
+        /// What is wrong and where (line and column), without the values.
+        message: String,
     },
     /// A kubeconfig could not be written as YAML.
     #[error("cannot serialize kubeconfig: {0}")]
@@ -521,12 +582,31 @@ impl Kubeconfig {
 
     fn parse(text: &str, path: Option<&Path>) -> Result<Self, KubeconfigError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        kclient_core::yaml_nesting::check_yaml_nesting(
+            text,
+            kclient_core::yaml_nesting::MAX_YAML_NESTING,
+        )
+        .map_err(|e| KubeconfigError::Parse {
+            path: path.map(Path::to_path_buf),
+            message: e.to_string(),
+        })?;
         let parsed: Option<Kubeconfig> =
-            serde_yaml_ng::from_str(text).map_err(|source| KubeconfigError::Parse {
+            serde_yaml_ng::from_str(text).map_err(|e| KubeconfigError::Parse {
                 path: path.map(Path::to_path_buf),
-                source,
+                message: without_quoted_values(&e.to_string()),
             })?;
         let mut kc = parsed.unwrap_or_default();
+        // kubectl's decoder knows one kind in one version (and defaults both when absent).
+        let kind = kc.kind.as_deref().unwrap_or_default();
+        let api_version = kc.api_version.as_deref().unwrap_or_default();
+        if !matches!(kind, "" | "Config") || !matches!(api_version, "" | "v1") {
+            return Err(KubeconfigError::Parse {
+                path: path.map(Path::to_path_buf),
+                message: format!(
+                    "no kind {kind:?} is registered for version {api_version:?}: a kubeconfig is kind Config, apiVersion v1"
+                ),
+            });
+        }
         kc.dedupe_last_wins();
         Ok(kc)
     }
@@ -620,13 +700,19 @@ impl Kubeconfig {
     /// Within one file, a name listed twice keeps its last entry (client-go reads the lists into
     /// maps).
     fn dedupe_last_wins(&mut self) {
+        /// Keeps each name at its first position with its last value, in one pass (a
+        /// kubeconfig with tens of thousands of entries must not take quadratic time).
         fn dedupe<T>(items: &mut Vec<T>, name: impl Fn(&T) -> &str) {
             let mut kept: Vec<T> = Vec::with_capacity(items.len());
+            let mut position: std::collections::HashMap<String, usize> =
+                std::collections::HashMap::with_capacity(items.len());
             for item in items.drain(..) {
-                if let Some(pos) = kept.iter().position(|k| name(k) == name(&item)) {
-                    kept[pos] = item;
-                } else {
-                    kept.push(item);
+                match position.get(name(&item)) {
+                    Some(&pos) => kept[pos] = item,
+                    None => {
+                        position.insert(name(&item).to_owned(), kept.len());
+                        kept.push(item);
+                    }
                 }
             }
             *items = kept;
@@ -701,6 +787,54 @@ fn absolute_dir_of(path: &Path) -> PathBuf {
             .map(|cwd| cwd.join(dir))
             .unwrap_or_else(|_| dir.to_path_buf())
     }
+}
+
+/// A boolean as kubectl's YAML reads it (YAML 1.1): `true`/`false`, and also `yes`/`no`,
+/// `on`/`off`, `y`/`n` in their usual capitalisations, which YAML 1.2 reads as strings.
+fn yaml11_bool<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<bool>, D::Error> {
+    use serde::de::Error as _;
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Bool(bool),
+        Text(String),
+    }
+    match Option::<Raw>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(Raw::Bool(b)) => Ok(Some(b)),
+        Some(Raw::Text(t)) => match t.as_str() {
+            "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "true" | "True" | "TRUE" => {
+                Ok(Some(true))
+            }
+            "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" | "false" | "False"
+            | "FALSE" => Ok(Some(false)),
+            _ => Err(D::Error::custom("expected a boolean")),
+        },
+    }
+}
+
+/// `message` with the content of every `"…"` and `` `…` `` taken out (serde's messages quote
+/// the offending value: `invalid type: string "…", expected …`).
+fn without_quoted_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut chars = message.chars();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '"' || c == '`' {
+            let mut escaped = false;
+            for inner in chars.by_ref() {
+                if inner == c && !escaped {
+                    out.push('…');
+                    out.push(c);
+                    break;
+                }
+                escaped = inner == '\\' && !escaped;
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
