@@ -366,6 +366,18 @@ impl ApiStatus for Status {
     }
 }
 
+/// A boxed error answers as the error inside (a large error such as [`ApiError`] is often
+/// returned boxed).
+impl<T: ApiStatus + ?Sized> ApiStatus for Box<T> {
+    fn api_status(&self) -> Option<&Status> {
+        (**self).api_status()
+    }
+
+    fn is_connection_refused(&self) -> bool {
+        (**self).is_connection_refused()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -91,7 +91,7 @@ pub use options::{
     CreateOptions, DeleteOptions, DeletionPropagation, FieldValidation, GetOptions, ListOptions,
     OptionsError, PatchOptions, Preconditions, ResourceVersionMatch, UpdateOptions,
 };
-pub use pager::{ListPager, DEFAULT_PAGE_SIZE};
+pub use pager::{ListPager, PagedList, DEFAULT_PAGE_SIZE};
 pub use patch::{JsonPatch, Patch, PatchOperation, PatchType};
 pub use resource::{Resource, ResourceExt, ScopeNamespaced};
 pub use selector_error::SelectorError;

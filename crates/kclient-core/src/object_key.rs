@@ -170,6 +170,18 @@ impl<K> Clone for DeletedObject<K> {
     }
 }
 
+impl<K> From<Arc<K>> for DeletedObject<K> {
+    fn from(obj: Arc<K>) -> Self {
+        Self::Object(obj)
+    }
+}
+
+impl<K> From<DeletedFinalStateUnknown<K>> for DeletedObject<K> {
+    fn from(tombstone: DeletedFinalStateUnknown<K>) -> Self {
+        Self::Tombstone(tombstone)
+    }
+}
+
 impl<K> DeletedObject<K> {
     /// The last known state of the object: the object itself, or the tombstone's object.
     pub fn last_known(&self) -> Option<&Arc<K>> {

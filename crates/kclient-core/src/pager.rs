@@ -120,8 +120,20 @@ where
     /// pages read so far are dropped and one unpaged list at the caller's original
     /// resourceVersion is returned instead.
     pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<K>, L::Error> {
+        Ok(self.list_map(options, |item| item).await?.list)
+    }
+
+    /// Lists every object like [`list`](Self::list), passing each item through `f` as its
+    /// page arrives, so that only one page of `K` is held at a time (the reflector wraps each
+    /// object in an `Arc` this way). Also says whether the server paginated the result
+    /// (client-go's `paginatedResult`).
+    pub async fn list_map<T>(
+        &self,
+        options: &ListOptions,
+        mut f: impl FnMut(K) -> T,
+    ) -> Result<PagedList<T>, L::Error> {
         let mut page_options = self.first_page_options(options);
-        let mut result: Option<ObjectList<K>> = None;
+        let mut result: Option<ObjectList<T>> = None;
         loop {
             let page = match self.lister.list(&page_options).await {
                 Ok(page) => page,
@@ -134,24 +146,33 @@ where
                     if !expired_midway || !self.full_list_if_expired {
                         return Err(e);
                     }
-                    // The snapshot expired while we were paging: fall back to a full list at
-                    // the requested resourceVersion.
+                    // The snapshot expired while we were paging: drop what was read and fall
+                    // back to a full list at the requested resourceVersion.
+                    drop(result);
                     let mut full = options.clone();
                     full.limit = None;
                     full.continue_token = None;
-                    return self.lister.list(&full).await;
+                    let list = self.lister.list(&full).await?;
+                    return Ok(PagedList {
+                        list: map_items(list, &mut f),
+                        paginated: true,
+                    });
                 }
             };
             let next = page.continue_token().map(str::to_owned);
             match &mut result {
-                None => result = Some(page),
-                Some(list) => list.items.extend(page.items),
+                None => result = Some(map_items(page, &mut f)),
+                Some(list) => list.items.extend(page.items.into_iter().map(&mut f)),
             }
             let Some(token) = next else {
                 let mut list = result.unwrap_or_default();
-                list.metadata.continue_ = None;
+                let paginated = list
+                    .metadata
+                    .continue_
+                    .take()
+                    .is_some_and(|c| !c.is_empty());
                 list.metadata.remaining_item_count = None;
-                return Ok(list);
+                return Ok(PagedList { list, paginated });
             };
             page_options = next_page_options(page_options, token);
         }
@@ -198,6 +219,24 @@ where
             .map_ok(|page| stream::iter(page.items.into_iter().map(Ok)))
             .try_flatten()
             .boxed()
+    }
+}
+
+/// A list gathered page by page, and whether the server paginated it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PagedList<T> {
+    /// The objects, with the first page's list metadata (no continue token).
+    pub list: ObjectList<T>,
+    /// Whether the server answered in more than one page (or with a continue token).
+    pub paginated: bool,
+}
+
+/// A page with `f` applied to its items.
+fn map_items<K, T>(page: ObjectList<K>, f: &mut impl FnMut(K) -> T) -> ObjectList<T> {
+    ObjectList {
+        types: page.types,
+        metadata: page.metadata,
+        items: page.items.into_iter().map(f).collect(),
     }
 }
 

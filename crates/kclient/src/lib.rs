@@ -11,6 +11,7 @@
 //! | `discovery` | `kclient-discovery`: `DiscoveryClient`, caches, `RestMapper` | `discovery` (default) |
 //! | `dynamic` | `kclient-dynamic`: `DynamicClient` | `dynamic` (default) |
 //! | `typed` | `kclient-typed`: `ResourceClient<K>`, `Clientset` | `typed` (default) |
+//! | `cache` | `kclient-cache`: `Indexer`, `DeltaFifo`, `RealFifo`, `Lister` | `cache` (default) |
 //! | `workqueue` | `kclient-workqueue`: client-go's workqueue | `workqueue` (default) |
 //! | `fake` | `kclient-fake`: an in-memory API server for tests | `fake` |
 //!
@@ -20,7 +21,7 @@
 //! turning the defaults off and listing the layers with it:
 //!
 //! ```toml
-//! kclient = { version = "0.1", default-features = false, features = ["rest", "discovery", "dynamic", "typed", "workqueue", "v1_35"] }
+//! kclient = { version = "0.1", default-features = false, features = ["rest", "discovery", "dynamic", "typed", "cache", "workqueue", "v1_35"] }
 //! ```
 //!
 //! (`v1_35`, `v1_36` or `v1_37`, or the same feature on k8s-openapi). Libraries built on
@@ -55,6 +56,11 @@ pub use kclient_dynamic as dynamic;
 #[cfg(feature = "typed")]
 pub use kclient_typed as typed;
 
+/// client-go's informer cache: the store and indexer, DeltaFIFO, RealFIFO and listers (the
+/// `kclient-cache` crate).
+#[cfg(feature = "cache")]
+pub use kclient_cache as cache;
+
 /// client-go's workqueue (the `kclient-workqueue` crate).
 #[cfg(feature = "workqueue")]
 pub use kclient_workqueue as workqueue;
@@ -66,6 +72,8 @@ pub use kclient_fake as fake;
 
 /// The names most programs use, in one import.
 pub mod prelude {
+    #[cfg(feature = "cache")]
+    pub use kclient_cache::{Indexer, Indexers, KeyFunc, Lister};
     pub use kclient_core::{
         ApiError, ApiResource, ApiStatus, DynamicObject, GroupVersion, GroupVersionKind,
         GroupVersionResource, ListerWatcher, ObjectKey, ObjectList, Resource, ResourceExt,

@@ -1,0 +1,238 @@
+//! [`Indexer`]: a [`ThreadSafeStore`] that computes its own keys (client-go's `cache`
+//! struct behind `NewStore` and `NewIndexer`).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kclient_cache::{Indexer, Indexers, KeyFunc, NAMESPACE_INDEX};
+//!
+//! let indexer = Indexer::new(KeyFunc::deletion_handling_meta_namespace(), Indexers::<Pod>::namespace());
+//! let mut pod = Pod::default();
+//! pod.metadata.namespace = Some("prod".into());
+//! pod.metadata.name = Some("web-0".into());
+//! let pod = Arc::new(pod);
+//! indexer.add(pod.clone()).unwrap();
+//!
+//! // Reads hand out the stored Arc: the very object that was added.
+//! assert!(Arc::ptr_eq(&indexer.get_by_key("prod/web-0").unwrap(), &pod));
+//! assert_eq!(indexer.by_index(NAMESPACE_INDEX, "prod").unwrap().len(), 1);
+//! indexer.delete(pod).unwrap();
+//! assert!(indexer.is_empty());
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use kclient_core::{DeletedObject, Resource};
+
+use crate::index::{IndexError, Indexers};
+use crate::key_func::KeyFunc;
+use crate::store::{KeyListerGetter, Store, StoreError};
+use crate::thread_safe_store::ThreadSafeStore;
+
+/// A store of `Arc<K>` keyed by a [`KeyFunc`], with named indices: client-go's `Indexer`
+/// (and, built with no indices, its `Store`).
+///
+/// A cheap handle: clones share the same store, so the informer, its listers and any number
+/// of workers can hold one. Every read returns the stored `Arc`s, never a copy of an object.
+pub struct Indexer<K> {
+    key_func: KeyFunc<K>,
+    store: Arc<ThreadSafeStore<K>>,
+}
+
+impl<K> Clone for Indexer<K> {
+    fn clone(&self) -> Self {
+        Self {
+            key_func: self.key_func.clone(),
+            store: Arc::clone(&self.store),
+        }
+    }
+}
+
+impl<K> fmt::Debug for Indexer<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Indexer")
+            .field("key_func", &self.key_func)
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+/// client-go's `NewStore`: an [`Indexer`] with no indices.
+pub fn new_store<K>(key_func: KeyFunc<K>) -> Indexer<K> {
+    Indexer::new(key_func, Indexers::new())
+}
+
+impl<K> Indexer<K> {
+    /// An empty indexer (client-go's `NewIndexer`).
+    pub fn new(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
+        Self {
+            key_func,
+            store: Arc::new(ThreadSafeStore::new(indexers)),
+        }
+    }
+
+    /// An indexer over a store built beforehand, e.g. one
+    /// [`with_metrics`](ThreadSafeStore::with_metrics).
+    pub fn from_store(key_func: KeyFunc<K>, store: ThreadSafeStore<K>) -> Self {
+        Self {
+            key_func,
+            store: Arc::new(store),
+        }
+    }
+
+    /// The key function.
+    pub fn key_func(&self) -> &KeyFunc<K> {
+        &self.key_func
+    }
+
+    /// The underlying thread-safe store, addressed by key.
+    pub fn thread_safe_store(&self) -> &ThreadSafeStore<K> {
+        &self.store
+    }
+
+    /// Adds `obj` (or replaces the object with its key).
+    pub fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        let key = self.key_func.key(&obj)?;
+        Ok(self.store.add(&key, obj)?)
+    }
+
+    /// The same as [`add`](Self::add).
+    pub fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.add(obj)
+    }
+
+    /// Removes the object with the key of `obj`: an object, or a tombstone when the key
+    /// function is deletion-handling. Removing an absent key is no error.
+    pub fn delete(&self, obj: impl Into<DeletedObject<K>>) -> Result<(), StoreError> {
+        let key = self.key_func.key_of_deleted(&obj.into())?;
+        self.store.delete(&key)?;
+        Ok(())
+    }
+
+    /// Removes the object under `key` (client-go passes an `ExplicitKey` for this).
+    pub fn delete_by_key(&self, key: &str) -> Result<Option<Arc<K>>, StoreError> {
+        Ok(self.store.delete(key)?)
+    }
+
+    /// The stored object with the key of `obj`.
+    pub fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+        let key = self.key_func.key(obj)?;
+        Ok(self.store.get(&key))
+    }
+
+    /// The object under `key`: the stored `Arc`, with no allocation.
+    pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        self.store.get(key)
+    }
+
+    /// Every object, in no particular order.
+    pub fn list(&self) -> Vec<Arc<K>> {
+        self.store.list()
+    }
+
+    /// Every key, in no particular order.
+    pub fn list_keys(&self) -> Vec<String> {
+        self.store.list_keys()
+    }
+
+    /// How many objects are stored.
+    pub fn len(&self) -> usize {
+        self.store.len()
+    }
+
+    /// Whether the store is empty.
+    pub fn is_empty(&self) -> bool {
+        self.store.is_empty()
+    }
+
+    /// Replaces the whole content with `list` (client-go's `Replace`: a full rebuild, unlike
+    /// DeltaFIFO's). Atomic; see [`ThreadSafeStore::replace`]. If any key or index function
+    /// fails, nothing changes.
+    pub fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
+        let items = list
+            .into_iter()
+            .map(|obj| Ok((self.key_func.key(&obj)?, obj)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(self.store.replace(items)?)
+    }
+
+    /// A no-op: a plain store has nothing to replay (client-go's `cache.Resync`).
+    pub fn resync(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// The objects sharing an indexed value with `obj` under `index_name`.
+    pub fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>, IndexError> {
+        self.store.index(index_name, obj)
+    }
+
+    /// The keys of the objects with `indexed_value` under `index_name`, sorted.
+    pub fn index_keys(
+        &self,
+        index_name: &str,
+        indexed_value: &str,
+    ) -> Result<Vec<String>, IndexError> {
+        self.store.index_keys(index_name, indexed_value)
+    }
+
+    /// The objects with `indexed_value` under `index_name`.
+    pub fn by_index(
+        &self,
+        index_name: &str,
+        indexed_value: &str,
+    ) -> Result<Vec<Arc<K>>, IndexError> {
+        self.store.by_index(index_name, indexed_value)
+    }
+
+    /// Every value present under `index_name` (empty for an unknown index).
+    pub fn list_index_func_values(&self, index_name: &str) -> Vec<String> {
+        self.store.list_index_func_values(index_name)
+    }
+
+    /// The index functions.
+    pub fn get_indexers(&self) -> Indexers<K> {
+        self.store.get_indexers()
+    }
+
+    /// Adds indices, building them over the objects already stored.
+    pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), IndexError> {
+        self.store.add_indexers(indexers)
+    }
+}
+
+impl<K: Resource + Send + Sync> Store<K> for Indexer<K> {
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        Indexer::add(self, obj)
+    }
+
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        Indexer::update(self, obj)
+    }
+
+    fn delete(&self, obj: DeletedObject<K>) -> Result<(), StoreError> {
+        Indexer::delete(self, obj)
+    }
+
+    fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
+        Indexer::replace(self, list, resource_version)
+    }
+
+    fn resync(&self) -> Result<(), StoreError> {
+        Indexer::resync(self)
+    }
+
+    fn list_keys(&self) -> Vec<String> {
+        Indexer::list_keys(self)
+    }
+}
+
+impl<K: Send + Sync> KeyListerGetter<K> for Indexer<K> {
+    fn list_keys(&self) -> Vec<String> {
+        Indexer::list_keys(self)
+    }
+
+    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        Indexer::get_by_key(self, key)
+    }
+}

@@ -1,0 +1,130 @@
+//! kclient-cache: client-go's informer cache for Rust — the reflector, the store and
+//! indexer, the two FIFOs between the reflector and an informer, and listers.
+//!
+//! ```text
+//!  reflector --add/update/delete/replace/resync--> RealFifo (default) or DeltaFifo
+//!                                                       |  pop (no lock held)
+//!                                                       v
+//!                                   process_deltas: Indexer first, then Notifications
+//!                                                       |
+//!                               Lister <-- Indexer      '--> event handlers (kclient's informers)
+//! ```
+//!
+//! * [`Reflector`]: keeps a store equal to the server through any [`ListerWatcher`]
+//!   (streaming lists or list+watch, client-go's recovery rules, backoff and resync), and
+//!   [`ListWatch`] for custom sources.
+//! * [`ThreadSafeStore`] and [`Indexer`]: objects as `Arc<K>` by key, with named
+//!   [`Indexers`] (`by_index`, `index_keys`, `list_index_func_values`, `add_indexers`),
+//!   atomic `replace`, reads that never wait for a replace; [`KeyFunc`]s (`meta_namespace`,
+//!   `deletion_handling_meta_namespace`, or your own).
+//! * [`DeltaFifo`]: client-go's DeltaFIFO — per-key [`Deltas`], deletion dedup,
+//!   [`DeletedFinalStateUnknown`] tombstones on replace, resync from the known objects,
+//!   `has_synced`, requeue.
+//! * [`RealFifo`]: client-go's RealFIFO, the informer's default — every delta in order,
+//!   batch pops, whole-list replaces resolved by the consumer.
+//! * [`process_deltas()`]: what the informer does with popped deltas (indexer first, then
+//!   add/update/delete [`Notification`]s).
+//! * [`Lister`]: `list(selector)`, `namespaced(ns).get(name)`, `by_index`.
+//! * [`TransformFunc`] (with `strip_managed_fields`) and [`CacheMetrics`] hooks.
+//!
+//! Every object is an `Arc<K>` from the moment it enters a FIFO: the store, every index,
+//! every delta, notification and lister result share it, and no read clones an object.
+//! No queue or store lock is held while user code runs (process functions, transforms,
+//! index functions). The crate depends on `kclient-core` only: no HTTP.
+//!
+//! # Example
+//!
+//! A reflector's writes go through a FIFO into an indexer; a lister reads it.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kclient_cache::{
+//!     process_deltas, Indexer, Indexers, KeyFunc, Lister, Notification, Queue, RealFifo,
+//!     RealFifoOptions,
+//! };
+//! use kclient_core::labels::Selector;
+//!
+//! fn pod(name: &str) -> Arc<Pod> {
+//!     let mut pod = Pod::default();
+//!     pod.metadata.namespace = Some("prod".into());
+//!     pod.metadata.name = Some(name.into());
+//!     Arc::new(pod)
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let indexer = Indexer::new(KeyFunc::deletion_handling_meta_namespace(), Indexers::<Pod>::namespace());
+//! let fifo = RealFifo::new(RealFifoOptions::default());
+//!
+//! // What a reflector does: list, then watch.
+//! fifo.replace(vec![pod("a"), pod("b")], "10").unwrap();
+//! fifo.delete(pod("a")).unwrap();
+//!
+//! // What an informer does: pop, apply, notify.
+//! let mut events = Vec::new();
+//! while !fifo.is_empty() {
+//!     fifo.pop(|deltas, initial| {
+//!         process_deltas(&indexer, deltas, initial, |n| events.push(format!("{n:?}")))
+//!             .map_err(|e| kclient_cache::ProcessError::Failed(e.into()))
+//!     })
+//!     .await
+//!     .unwrap();
+//! }
+//! assert!(fifo.has_synced());
+//! assert_eq!(events.len(), 3); // add a, add b, delete a
+//!
+//! let lister = Lister::<Pod>::new(indexer);
+//! let names: Vec<_> = lister.list(&Selector::everything()).iter().map(|p| p.metadata.name.clone()).collect();
+//! assert_eq!(names, [Some("b".to_string())]);
+//! # }
+//! ```
+//!
+//! [`DeletedFinalStateUnknown`]: kclient_core::DeletedFinalStateUnknown
+//! [`ListerWatcher`]: kclient_core::ListerWatcher
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod backoff;
+pub mod delta;
+pub mod delta_fifo;
+pub mod index;
+pub mod indexer;
+pub mod key_func;
+pub mod list_watch;
+pub mod lister;
+pub mod metrics;
+pub mod process_deltas;
+pub mod queue;
+pub mod real_fifo;
+pub mod reflector;
+pub mod store;
+mod store_key;
+pub mod thread_safe_store;
+pub mod transform;
+
+pub use backoff::Backoff;
+pub use delta::{Delta, DeltaType, Deltas, ReplacedAllInfo};
+pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
+pub use index::{
+    index_func_to_key_func_adapter, meta_namespace_index_func, IndexError, IndexFunc,
+    IndexFuncError, Indexers, NAMESPACE_INDEX,
+};
+pub use indexer::{new_store, Indexer};
+pub use key_func::{KeyFunc, KeyFuncError};
+pub use list_watch::ListWatch;
+pub use lister::{list_all, list_all_by_namespace, Lister, NamespaceLister};
+pub use metrics::{CacheMetrics, ReflectorMetrics};
+pub use process_deltas::{process_deltas, Notification};
+pub use queue::{PopError, ProcessError, Queue};
+pub use real_fifo::{RealFifo, RealFifoOptions, DEFAULT_BATCH_SIZE};
+pub use reflector::{
+    default_watch_error_handler, Reflector, ReflectorError, ReflectorOptions,
+    DEFAULT_MIN_WATCH_TIMEOUT,
+};
+pub use store::{BoxError, KeyListerGetter, Store, StoreError};
+pub use thread_safe_store::ThreadSafeStore;
+pub use transform::TransformFunc;
+
+/// Re-exported from `kclient-core`: the tombstone and the deleted-object type deltas and
+/// notifications carry.
+pub use kclient_core::{DeletedFinalStateUnknown, DeletedObject};

@@ -1,0 +1,55 @@
+//! Metrics hooks for the cache: store size, FIFO depth, pops and processing latency.
+//!
+//! A store or FIFO built without metrics does no metrics work at all (not even reading the
+//! clock). Give one a [`CacheMetrics`] and it reports after each change:
+//!
+//! ```
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kclient_cache::{CacheMetrics, Indexer, Indexers, KeyFunc, ThreadSafeStore};
+//!
+//! #[derive(Default)]
+//! struct Size(AtomicUsize);
+//! impl CacheMetrics for Size {
+//!     fn store_size(&self, items: usize) { self.0.store(items, Ordering::Relaxed); }
+//! }
+//!
+//! let size = Arc::new(Size::default());
+//! let store = ThreadSafeStore::new(Indexers::namespace()).with_metrics(size.clone());
+//! let indexer = Indexer::<Pod>::from_store(KeyFunc::meta_namespace(), store);
+//! let mut pod = Pod::default();
+//! pod.metadata.name = Some("a".into());
+//! indexer.add(Arc::new(pod)).unwrap();
+//! assert_eq!(size.0.load(Ordering::Relaxed), 1);
+//! ```
+
+use std::time::Duration;
+
+/// Receives the cache's measurements. Every method has an empty default, so an
+/// implementation overrides only what it records. Calls come from the thread that made the
+/// change, after the store's or queue's lock is released; they should be quick.
+pub trait CacheMetrics: Send + Sync {
+    /// The number of objects in a store, after a change.
+    fn store_size(&self, _items: usize) {}
+    /// The number of queued entries in a FIFO (keys for DeltaFIFO, deltas for RealFIFO),
+    /// after a change.
+    fn fifo_depth(&self, _depth: usize) {}
+    /// A pop handed `deltas` deltas to its process function.
+    fn popped(&self, _deltas: usize) {}
+    /// How long a pop's process function ran.
+    fn process_latency(&self, _elapsed: Duration) {}
+}
+
+/// Receives a reflector's measurements (client-go's reflector metrics). Every method has an
+/// empty default.
+pub trait ReflectorMetrics: Send + Sync {
+    /// A list (or streaming list) completed with `items` objects in `elapsed`.
+    fn list(&self, _items: usize, _elapsed: Duration) {}
+    /// A list that was not the reflector's first.
+    fn relist(&self) {}
+    /// A watch started delivering events.
+    fn watch(&self) {}
+    /// The resourceVersion the reflector has reached.
+    fn last_resource_version(&self, _resource_version: &str) {}
+}

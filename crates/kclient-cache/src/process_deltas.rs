@@ -1,0 +1,182 @@
+//! [`process_deltas()`]: applies popped deltas to the consumer's [`Indexer`] and says what
+//! happened, as [`Notification`]s for event handlers (client-go's `processDeltas` and
+//! `processReplacedAllInfo`, the core of `HandleDeltas`).
+//!
+//! The rules are client-go's:
+//!
+//! * The indexer is updated **before** the notification is given, so a handler that looks
+//!   an object up finds it.
+//! * Add versus update is decided by **the indexer**, not by the delta's type: an `Added`
+//!   for a cached object is an update, a `Sync` for an unknown one an add.
+//! * A `Deleted` removes the object and notifies a deletion, with the tombstone if that is
+//!   what the delta carries.
+//! * A `ReplacedAll` (RealFIFO's relist) replaces the indexer's content, then notifies a
+//!   deletion (a [`DeletedFinalStateUnknown`] with the cached object) for every cached key the
+//!   list no longer has, then an add or update for each listed object, in list order.
+//! * A `SyncAll` (RealFIFO's resync) notifies an update `(obj, obj)` for every cached object.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kclient_cache::{process_deltas, Delta, Indexer, Indexers, KeyFunc, Notification};
+//!
+//! let indexer = Indexer::new(KeyFunc::deletion_handling_meta_namespace(), Indexers::<Pod>::namespace());
+//! let mut pod = Pod::default();
+//! pod.metadata.name = Some("a".into());
+//! let pod = Arc::new(pod);
+//!
+//! let mut seen = Vec::new();
+//! process_deltas(&indexer, &[Delta::Added(pod.clone()), Delta::Sync(pod.clone())], false, |n| {
+//!     seen.push(match n {
+//!         Notification::Add { .. } => "add",
+//!         Notification::Update { .. } => "update",
+//!         Notification::Delete(_) => "delete",
+//!     })
+//! })
+//! .unwrap();
+//! assert_eq!(seen, ["add", "update"]);
+//! assert_eq!(indexer.len(), 1);
+//! ```
+//!
+//! [`DeletedFinalStateUnknown`]: kclient_core::DeletedFinalStateUnknown
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+
+use foldhash::fast::RandomState;
+use kclient_core::{DeletedFinalStateUnknown, DeletedObject};
+
+use crate::delta::{Delta, ReplacedAllInfo};
+use crate::indexer::Indexer;
+use crate::store::StoreError;
+
+/// What an event handler is told (client-go's `OnAdd`, `OnUpdate`, `OnDelete` calls).
+pub enum Notification<K> {
+    /// A new object for the cache.
+    Add {
+        /// The object.
+        obj: Arc<K>,
+        /// Whether it came with the initial list (client-go's `isInInitialList`).
+        is_in_initial_list: bool,
+    },
+    /// A cached object changed (or was replayed: then `old` and `new` may be the same).
+    Update {
+        /// The object as the cache had it.
+        old: Arc<K>,
+        /// The object now.
+        new: Arc<K>,
+    },
+    /// An object left the cache: its last state, or a tombstone.
+    Delete(DeletedObject<K>),
+}
+
+impl<K> fmt::Debug for Notification<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Add {
+                is_in_initial_list, ..
+            } => write!(f, "Add {{ is_in_initial_list: {is_in_initial_list} }}"),
+            Self::Update { old, new } => {
+                write!(f, "Update {{ same: {} }}", Arc::ptr_eq(old, new))
+            }
+            Self::Delete(DeletedObject::Object(_)) => f.write_str("Delete"),
+            Self::Delete(DeletedObject::Tombstone(t)) => {
+                write!(f, "Delete(DeletedFinalStateUnknown {:?})", t.key)
+            }
+        }
+    }
+}
+
+/// Applies `deltas`, oldest first, to `indexer`, calling `notify` after each change. Stops at
+/// the first store error (a key or index function failing), leaving the deltas before it
+/// applied.
+pub fn process_deltas<K>(
+    indexer: &Indexer<K>,
+    deltas: &[Delta<K>],
+    is_in_initial_list: bool,
+    mut notify: impl FnMut(Notification<K>),
+) -> Result<(), StoreError> {
+    for delta in deltas {
+        match delta {
+            Delta::Added(obj) | Delta::Updated(obj) | Delta::Replaced(obj) | Delta::Sync(obj) => {
+                match indexer.get(obj)? {
+                    Some(old) => {
+                        indexer.update(Arc::clone(obj))?;
+                        notify(Notification::Update {
+                            old,
+                            new: Arc::clone(obj),
+                        });
+                    }
+                    None => {
+                        indexer.add(Arc::clone(obj))?;
+                        notify(Notification::Add {
+                            obj: Arc::clone(obj),
+                            is_in_initial_list,
+                        });
+                    }
+                }
+            }
+            Delta::Deleted(obj) => {
+                indexer.delete(obj.clone())?;
+                notify(Notification::Delete(obj.clone()));
+            }
+            Delta::ReplacedAll(info) => {
+                process_replaced_all(indexer, info, is_in_initial_list, &mut notify)?;
+            }
+            Delta::SyncAll => {
+                for obj in indexer.list() {
+                    notify(Notification::Update {
+                        old: Arc::clone(&obj),
+                        new: obj,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// client-go's `processReplacedAllInfo`.
+fn process_replaced_all<K>(
+    indexer: &Indexer<K>,
+    info: &ReplacedAllInfo<K>,
+    is_in_initial_list: bool,
+    notify: &mut impl FnMut(Notification<K>),
+) -> Result<(), StoreError> {
+    let key_func = indexer.key_func();
+    let mut listed = HashSet::<String, RandomState>::with_capacity_and_hasher(
+        info.objects.len(),
+        RandomState::default(),
+    );
+    let mut replacements = Vec::with_capacity(info.objects.len());
+    for obj in &info.objects {
+        let key = key_func.key(obj)?;
+        replacements.push((indexer.get_by_key(&key), Arc::clone(obj)));
+        listed.insert(key);
+    }
+    let deletions: Vec<DeletedFinalStateUnknown<K>> = indexer
+        .list_keys()
+        .into_iter()
+        .filter(|k| !listed.contains(k))
+        .map(|key| {
+            let obj = indexer.get_by_key(&key);
+            DeletedFinalStateUnknown { key, obj }
+        })
+        .collect();
+
+    indexer.replace(info.objects.clone(), &info.resource_version)?;
+    for tombstone in deletions {
+        notify(Notification::Delete(DeletedObject::Tombstone(tombstone)));
+    }
+    for (old, new) in replacements {
+        notify(match old {
+            Some(old) => Notification::Update { old, new },
+            None => Notification::Add {
+                obj: new,
+                is_in_initial_list,
+            },
+        });
+    }
+    Ok(())
+}

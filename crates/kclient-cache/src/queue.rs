@@ -1,0 +1,177 @@
+//! [`Queue`]: what the informer pops deltas from, a [`DeltaFifo`](crate::DeltaFifo) or a
+//! [`RealFifo`](crate::RealFifo) (client-go's `Queue` interface), with the errors of a pop.
+//!
+//! A pop waits until there is something to process, takes it out of the queue, and runs the
+//! process function on it **without holding the queue's lock**: producers (the reflector)
+//! and readers are never blocked by a slow consumer. (client-go runs it under the lock until
+//! 1.36's `UnlockWhileProcessingFIFO`; each FIFO's docs say how it keeps the guarantees the
+//! lock gave.) A closed queue still hands out what it holds, then fails with
+//! [`PopError::Closed`], like a closed Go channel.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::delta::{Delta, Deltas};
+use crate::metrics::CacheMetrics;
+use crate::store::{BoxError, Store};
+
+/// What a pop's process function can answer besides success.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    /// Put the deltas back into the queue and report the error (client-go's `ErrRequeue`).
+    /// DeltaFIFO puts them back only if nothing newer was queued for the key since (client-go's
+    /// `AddIfNotPresent`); RealFIFO puts them back at the head, keeping the order.
+    #[error("{0}")]
+    Requeue(BoxError),
+    /// The deltas are dropped and the error reported.
+    #[error("{0}")]
+    Failed(BoxError),
+}
+
+/// Why a pop returned without success.
+#[derive(Debug, thiserror::Error)]
+pub enum PopError {
+    /// The queue is closed and empty (client-go's `ErrFIFOClosed`).
+    #[error("DeltaFIFO: manipulating with closed queue")]
+    Closed,
+    /// The process function failed.
+    #[error("processing popped deltas failed{}: {error}", if *.requeued { " (requeued)" } else { "" })]
+    Process {
+        /// The process function's error.
+        error: BoxError,
+        /// Whether the deltas went back into the queue.
+        requeued: bool,
+    },
+}
+
+/// A queue of deltas between a reflector (which writes through [`Store`]) and the informer
+/// (which pops).
+pub trait Queue<K>: Store<K> {
+    /// Waits for deltas, takes them out of the queue and runs `process` on them, outside
+    /// the queue's lock. `process` gets the deltas, oldest first, and whether they belong to
+    /// the initial list (the queue has not synced yet). Returns the deltas processed.
+    ///
+    /// Cancel-safe: cancelled while waiting, it takes nothing out of the queue.
+    fn pop<F>(&self, process: F) -> impl Future<Output = Result<Deltas<K>, PopError>> + Send
+    where
+        F: FnOnce(&[Delta<K>], bool) -> Result<(), ProcessError> + Send;
+
+    /// Whether the first replace's content has been popped and processed, or something
+    /// was added before any replace (client-go's `HasSynced`).
+    fn has_synced(&self) -> bool;
+
+    /// Closes the queue: pops drain what is left, then fail with [`PopError::Closed`].
+    fn close(&self);
+
+    /// Whether [`close`](Self::close) was called.
+    fn is_closed(&self) -> bool;
+
+    /// How many entries wait to be popped.
+    fn len(&self) -> usize;
+
+    /// Whether nothing waits to be popped.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What both FIFOs share: their state behind one lock, the wake-up for waiting pops, the
+/// closed flag and the metrics around a pop.
+pub(crate) struct Guarded<S> {
+    pub(crate) state: Mutex<S>,
+    ready: Notify,
+    closed: AtomicBool,
+    metrics: Option<Arc<dyn CacheMetrics>>,
+}
+
+impl<S> Guarded<S> {
+    pub(crate) fn new(state: S, metrics: Option<Arc<dyn CacheMetrics>>) -> Self {
+        Self {
+            state: Mutex::new(state),
+            ready: Notify::new(),
+            closed: AtomicBool::new(false),
+            metrics,
+        }
+    }
+
+    /// After queueing: wakes every waiting pop and reports the depth.
+    pub(crate) fn queued(&self, depth: usize) {
+        self.ready.notify_waiters();
+        if let Some(m) = &self.metrics {
+            m.fifo_depth(depth);
+        }
+    }
+
+    /// Closes the queue and wakes the waiting pops.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.ready.notify_waiters();
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `take` finds something under the lock. The closed flag is read only when
+    /// `take` found nothing, so a closed queue drains first.
+    pub(crate) async fn wait_for<T>(
+        &self,
+        mut take: impl FnMut(&mut S) -> Option<T>,
+    ) -> Result<T, PopError> {
+        loop {
+            let mut notified = pin!(self.ready.notified());
+            notified.as_mut().enable();
+            {
+                let mut state = self.state.lock();
+                if let Some(taken) = take(&mut state) {
+                    return Ok(taken);
+                }
+                if self.is_closed() {
+                    return Err(PopError::Closed);
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Runs a pop's process function on `deltas` (taken out of the queue, which now holds
+    /// `depth` entries), with no lock held, reporting the depth, the pop and its latency.
+    pub(crate) fn process<K>(
+        &self,
+        deltas: &[Delta<K>],
+        depth: usize,
+        is_in_initial_list: bool,
+        process: impl FnOnce(&[Delta<K>], bool) -> Result<(), ProcessError>,
+    ) -> Result<(), ProcessError> {
+        let Some(m) = &self.metrics else {
+            return process(deltas, is_in_initial_list);
+        };
+        m.fifo_depth(depth);
+        m.popped(deltas.len());
+        let started = tokio::time::Instant::now();
+        let outcome = process(deltas, is_in_initial_list);
+        m.process_latency(started.elapsed());
+        outcome
+    }
+}
+
+/// Turns a process function's answer into a pop's result.
+pub(crate) fn pop_result<K>(
+    deltas: Deltas<K>,
+    outcome: Result<(), ProcessError>,
+    requeued: bool,
+) -> Result<Deltas<K>, PopError> {
+    match outcome {
+        Ok(()) => Ok(deltas),
+        Err(ProcessError::Requeue(error)) => Err(PopError::Process { error, requeued }),
+        Err(ProcessError::Failed(error)) => Err(PopError::Process {
+            error,
+            requeued: false,
+        }),
+    }
+}

@@ -1,0 +1,95 @@
+//! The two store traits: [`Store`], what a reflector writes into (an [`Indexer`], a
+//! [`DeltaFifo`] or a [`RealFifo`]), and [`KeyListerGetter`], what a FIFO reads the
+//! consumer's state through (client-go's `KnownObjects`).
+//!
+//! client-go's `Store` interface also has the reads (`List`, `Get`, `GetByKey`); here each
+//! type has its own reads as inherent methods with the return type that fits it (an
+//! `Arc<K>` for the indexer, a [`Deltas`](crate::Deltas) for DeltaFIFO).
+//!
+//! [`Indexer`]: crate::Indexer
+//! [`DeltaFifo`]: crate::DeltaFifo
+//! [`RealFifo`]: crate::RealFifo
+
+use std::sync::Arc;
+
+use kclient_core::DeletedObject;
+
+use crate::index::IndexError;
+use crate::key_func::KeyFuncError;
+
+/// A boxed error from user code (a transform, a pop's process function).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a store refused a write.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The key function failed for an object (client-go's `KeyError`).
+    #[error(transparent)]
+    Key(#[from] KeyFuncError),
+    /// An index function failed; the store is unchanged.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// The transform function failed for an object; nothing was queued for it.
+    #[error("couldn't transform object {object}: {source}")]
+    Transform {
+        /// The object as `namespace/name`.
+        object: String,
+        /// The transform's error.
+        source: BoxError,
+    },
+}
+
+/// What a reflector writes into: the write half of client-go's `Store` interface.
+///
+/// Every method is synchronous and quick; none waits on a consumer.
+pub trait Store<K>: Send + Sync {
+    /// An object was added.
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError>;
+    /// An object was updated.
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError>;
+    /// An object was deleted; a tombstone when the deletion was inferred.
+    fn delete(&self, obj: DeletedObject<K>) -> Result<(), StoreError>;
+    /// The whole content is `list`, as of `resource_version` (after a list).
+    fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError>;
+    /// A periodic resync: replay what the consumer knows (a no-op for a plain store).
+    fn resync(&self) -> Result<(), StoreError>;
+    /// The keys of what the store holds (for a FIFO, of what is queued).
+    fn list_keys(&self) -> Vec<String>;
+}
+
+/// A shared store is a store (the informer shares its FIFO between the reflector and its own
+/// pop loop).
+impl<K, S: Store<K> + ?Sized> Store<K> for Arc<S> {
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        (**self).add(obj)
+    }
+
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        (**self).update(obj)
+    }
+
+    fn delete(&self, obj: DeletedObject<K>) -> Result<(), StoreError> {
+        (**self).delete(obj)
+    }
+
+    fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
+        (**self).replace(list, resource_version)
+    }
+
+    fn resync(&self) -> Result<(), StoreError> {
+        (**self).resync()
+    }
+
+    fn list_keys(&self) -> Vec<String> {
+        (**self).list_keys()
+    }
+}
+
+/// What a FIFO needs of the consumer's store to detect deletions and to resync (client-go's
+/// `KeyListerGetter`; the informer passes its [`Indexer`](crate::Indexer)).
+pub trait KeyListerGetter<K>: Send + Sync {
+    /// Every key the consumer knows.
+    fn list_keys(&self) -> Vec<String>;
+    /// The consumer's object under `key`.
+    fn get_by_key(&self, key: &str) -> Option<Arc<K>>;
+}

@@ -1,0 +1,1216 @@
+//! The reflector against scripted in-memory lister-watchers on tokio's paused clock: the
+//! cases of client-go's `reflector_test.go` and `reflector_watchlist_test.go`, written anew
+//! against this API, and the reflector behaviours of seed-semantics §3 by name.
+
+mod common;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::obj;
+use futures::channel::mpsc;
+use futures::stream::{self, StreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kclient_cache::{
+    new_store, DeletedObject, Indexer, KeyFunc, ListWatch, Reflector, ReflectorError,
+    ReflectorMetrics, ReflectorOptions, Store, StoreError,
+};
+use kclient_core::options::ResourceVersionMatch;
+use kclient_core::{
+    ApiError, ApiStatus, Bookmark, ListOptions, ObjectList, Status, WatchEvent, WatchStream,
+    INITIAL_EVENTS_END_ANNOTATION,
+};
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+/// An error that can also be a refused connection (client-go's `ECONNREFUSED`).
+#[derive(Debug, thiserror::Error)]
+enum TestError {
+    #[error(transparent)]
+    Api(Box<ApiError>),
+    #[error("connection refused")]
+    ConnectionRefused,
+}
+
+impl From<ApiError> for TestError {
+    fn from(e: ApiError) -> Self {
+        Self::Api(Box::new(e))
+    }
+}
+
+impl ApiStatus for TestError {
+    fn api_status(&self) -> Option<&Status> {
+        match self {
+            Self::Api(e) => e.api_status(),
+            Self::ConnectionRefused => None,
+        }
+    }
+
+    fn is_connection_refused(&self) -> bool {
+        matches!(self, Self::ConnectionRefused)
+    }
+}
+
+type Event = Result<WatchEvent<ConfigMap>, TestError>;
+
+/// What one watch call answers.
+enum WatchAnswer {
+    /// These events, then the stream ends.
+    Events(Vec<Event>),
+    /// Events sent by the test through a channel; ends when the sender is dropped.
+    Channel(mpsc::UnboundedReceiver<Event>),
+    /// The call fails.
+    Fail(TestError),
+}
+
+/// A scripted lister-watcher: answers are taken in order; with none left, a list answers
+/// an empty list at resourceVersion "100" and a watch stays open without events. Every
+/// call's options are recorded.
+#[derive(Default)]
+struct Script {
+    lists: VecDeque<Result<ObjectList<ConfigMap>, TestError>>,
+    watches: VecDeque<WatchAnswer>,
+    list_calls: Vec<ListOptions>,
+    watch_calls: Vec<ListOptions>,
+}
+
+#[derive(Clone, Default)]
+struct Fake(Arc<Mutex<Script>>);
+
+impl Fake {
+    fn list(&self, answer: Result<ObjectList<ConfigMap>, TestError>) -> &Self {
+        self.0.lock().lists.push_back(answer);
+        self
+    }
+
+    fn watch(&self, answer: WatchAnswer) -> &Self {
+        self.0.lock().watches.push_back(answer);
+        self
+    }
+
+    /// A watch whose events the test sends.
+    fn watch_channel(&self) -> mpsc::UnboundedSender<Event> {
+        let (tx, rx) = mpsc::unbounded();
+        self.watch(WatchAnswer::Channel(rx));
+        tx
+    }
+
+    fn list_calls(&self) -> Vec<ListOptions> {
+        self.0.lock().list_calls.clone()
+    }
+
+    fn watch_calls(&self) -> Vec<ListOptions> {
+        self.0.lock().watch_calls.clone()
+    }
+
+    fn lister_watcher(&self) -> ListWatch<ConfigMap, TestError> {
+        let (l, w) = (self.clone(), self.clone());
+        ListWatch::new(
+            move |o: ListOptions| {
+                let mut s = l.0.lock();
+                s.list_calls.push(o);
+                let answer = s
+                    .lists
+                    .pop_front()
+                    .unwrap_or_else(|| Ok(ObjectList::new(vec![], "100")));
+                async move { answer }
+            },
+            move |o: ListOptions| {
+                let mut s = w.0.lock();
+                s.watch_calls.push(o);
+                let answer = s.watches.pop_front();
+                async move {
+                    let stream: WatchStream<ConfigMap, TestError> = match answer {
+                        None => stream::pending().boxed(),
+                        Some(WatchAnswer::Events(events)) => stream::iter(events).boxed(),
+                        Some(WatchAnswer::Channel(rx)) => rx.boxed(),
+                        Some(WatchAnswer::Fail(e)) => return Err(e),
+                    };
+                    Ok(stream)
+                }
+            },
+        )
+    }
+}
+
+/// A store that records every call as text.
+#[derive(Clone, Default)]
+struct Recorder {
+    calls: Arc<Mutex<Vec<String>>>,
+    fail_resync: Arc<Mutex<bool>>,
+}
+
+fn name_v(o: &ConfigMap) -> String {
+    format!(
+        "{}={}",
+        o.metadata.name.as_deref().unwrap_or(""),
+        common::val(o)
+    )
+}
+
+impl Store<ConfigMap> for Recorder {
+    fn add(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> {
+        self.calls.lock().push(format!("add {}", name_v(&obj)));
+        Ok(())
+    }
+    fn update(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> {
+        self.calls.lock().push(format!("update {}", name_v(&obj)));
+        Ok(())
+    }
+    fn delete(&self, obj: DeletedObject<ConfigMap>) -> Result<(), StoreError> {
+        let o = obj.last_known().expect("an object");
+        self.calls.lock().push(format!("delete {}", name_v(o)));
+        Ok(())
+    }
+    fn replace(&self, list: Vec<Arc<ConfigMap>>, rv: &str) -> Result<(), StoreError> {
+        let items: Vec<String> = list.iter().map(|o| name_v(o)).collect();
+        self.calls
+            .lock()
+            .push(format!("replace [{}] rv={rv}", items.join(" ")));
+        Ok(())
+    }
+    fn resync(&self) -> Result<(), StoreError> {
+        self.calls.lock().push("resync".into());
+        if *self.fail_resync.lock() {
+            return Err(StoreError::Key(kclient_cache::KeyFuncError {
+                object: "x".into(),
+                reason: "resync refused".into(),
+            }));
+        }
+        Ok(())
+    }
+    fn list_keys(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+impl Recorder {
+    fn calls(&self) -> Vec<String> {
+        self.calls.lock().clone()
+    }
+}
+
+/// An object at a resourceVersion.
+fn at(name: &str, v: i64, rv: &str) -> ConfigMap {
+    let mut o = ConfigMap::clone(&obj(name, v));
+    o.metadata.resource_version = Some(rv.into());
+    o
+}
+
+fn list_of(items: Vec<ConfigMap>, rv: &str) -> Result<ObjectList<ConfigMap>, TestError> {
+    Ok(ObjectList::new(items, rv))
+}
+
+fn bookmark(rv: &str, initial_events_end: bool) -> Event {
+    let mut annotations = std::collections::BTreeMap::new();
+    if initial_events_end {
+        annotations.insert(
+            INITIAL_EVENTS_END_ANNOTATION.to_string(),
+            "true".to_string(),
+        );
+    }
+    Ok(WatchEvent::Bookmark(Bookmark {
+        resource_version: rv.into(),
+        annotations,
+    }))
+}
+
+fn status_of(e: ApiError) -> Status {
+    e.api_status().expect("an API error has a status").clone()
+}
+
+fn gone() -> TestError {
+    TestError::from(ApiError::resource_expired(
+        "too old resource version: 1 (5)",
+    ))
+}
+
+fn too_many_requests() -> TestError {
+    TestError::from(ApiError::too_many_requests("slow down", 1))
+}
+
+fn list_watch_options() -> ReflectorOptions {
+    ReflectorOptions {
+        use_watch_list: false,
+        ..ReflectorOptions::default()
+    }
+}
+
+type TestReflector = Reflector<ConfigMap, ListWatch<ConfigMap, TestError>, Recorder>;
+
+/// Starts `reflector.run` in a task.
+fn start(reflector: &Arc<TestReflector>) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let stop = CancellationToken::new();
+    let handle = tokio::spawn({
+        let (r, s) = (Arc::clone(reflector), stop.clone());
+        async move { r.run(s).await }
+    });
+    (stop, handle)
+}
+
+/// Lets the spawned tasks run until they wait on something (the clock is paused).
+async fn settle() {
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+}
+
+fn reflector(fake: &Fake, options: ReflectorOptions) -> (Arc<TestReflector>, Recorder) {
+    let store = Recorder::default();
+    let r = Arc::new(Reflector::new(
+        fake.lister_watcher(),
+        store.clone(),
+        options,
+    ));
+    (r, store)
+}
+
+/// seed-semantics §3.17: the first list asks for "0" (the watch cache) with page size 500;
+/// the watch starts at the list's resourceVersion with bookmarks and a timeout in
+/// [5 min, 10 min).
+#[tokio::test(start_paused = true)]
+async fn first_list_reads_at_resource_version_0_then_watches_from_the_list() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![at("a", 1, "10")], "10"));
+    let (r, store) = reflector(&fake, list_watch_options());
+    let (stop, handle) = start(&r);
+    settle().await;
+
+    let lists = fake.list_calls();
+    assert_eq!(lists.len(), 1);
+    assert_eq!(lists[0].resource_version.as_deref(), Some("0"));
+    assert_eq!(lists[0].limit, Some(500));
+    let watches = fake.watch_calls();
+    assert_eq!(watches.len(), 1);
+    assert_eq!(watches[0].resource_version.as_deref(), Some("10"));
+    assert!(watches[0].allow_watch_bookmarks);
+    let timeout = watches[0].timeout_seconds.unwrap();
+    assert!((300..600).contains(&timeout), "{timeout}");
+    assert_eq!(store.calls(), ["replace [a=1] rv=10"]);
+    assert_eq!(r.last_sync_resource_version(), "10");
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// client-go's `TestWatchTimeout`: `min_watch_timeout` can only raise the timeout.
+#[tokio::test(start_paused = true)]
+async fn watch_timeout_is_random_in_5_to_10_minutes_and_min_watch_timeout_only_raises_it() {
+    for (min, range) in [
+        (Duration::from_secs(60), 300..600),
+        (Duration::from_secs(20 * 60), 1200..2400),
+    ] {
+        let fake = Fake::default();
+        let (r, _) = reflector(
+            &fake,
+            ReflectorOptions {
+                min_watch_timeout: min,
+                ..list_watch_options()
+            },
+        );
+        let (stop, handle) = start(&r);
+        settle().await;
+        let timeout = fake.watch_calls()[0].timeout_seconds.unwrap();
+        assert!(range.contains(&timeout), "{timeout} for {min:?}");
+        stop.cancel();
+        handle.await.unwrap();
+    }
+}
+
+/// seed-semantics §3.17: every event moves the resourceVersion, bookmarks included (and they
+/// change nothing in the store); events go to the store by type.
+#[tokio::test(start_paused = true)]
+async fn resource_version_advances_on_every_event_including_bookmarks() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![], "10"));
+    let tx = fake.watch_channel();
+    let (r, store) = reflector(&fake, list_watch_options());
+    let (stop, handle) = start(&r);
+    settle().await;
+    tx.unbounded_send(Ok(WatchEvent::Added(at("a", 1, "11"))))
+        .unwrap();
+    tx.unbounded_send(Ok(WatchEvent::Modified(at("a", 2, "12"))))
+        .unwrap();
+    tx.unbounded_send(bookmark("15", false)).unwrap();
+    settle().await;
+    assert_eq!(r.last_sync_resource_version(), "15");
+    tx.unbounded_send(Ok(WatchEvent::Deleted(at("a", 2, "16"))))
+        .unwrap();
+    settle().await;
+    assert_eq!(r.last_sync_resource_version(), "16");
+    assert_eq!(
+        store.calls(),
+        ["replace [] rv=10", "add a=1", "update a=2", "delete a=2"]
+    );
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// seed-semantics §3.18: a watch that ends normally is resumed from the last
+/// resourceVersion, without a relist.
+#[tokio::test(start_paused = true)]
+async fn normal_watch_close_rewatches_from_the_last_rv_without_relisting() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![], "10"));
+    let tx = fake.watch_channel();
+    let (r, store) = reflector(&fake, list_watch_options());
+    let (stop, handle) = start(&r);
+    settle().await;
+    tx.unbounded_send(Ok(WatchEvent::Added(at("a", 1, "11"))))
+        .unwrap();
+    tokio::time::advance(Duration::from_secs(2)).await;
+    drop(tx); // the server's timeout
+    settle().await;
+    assert_eq!(fake.list_calls().len(), 1, "no relist");
+    let watches = fake.watch_calls();
+    assert_eq!(watches.len(), 2);
+    assert_eq!(watches[1].resource_version.as_deref(), Some("11"));
+    assert_eq!(store.calls(), ["replace [] rv=10", "add a=1"]);
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// seed-semantics §3.17: a 410 on the watch relists at the last resourceVersion, not at "".
+#[tokio::test(start_paused = true)]
+async fn watch_gone_relists_at_the_last_resource_version() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![], "10"));
+    fake.watch(WatchAnswer::Events(vec![
+        Ok(WatchEvent::Added(at("a", 1, "11"))),
+        Ok(WatchEvent::Error(status_of(ApiError::resource_expired(
+            "too old",
+        )))),
+    ]));
+    fake.list(list_of(vec![at("a", 1, "11")], "20"));
+    let (r, store) = reflector(&fake, list_watch_options());
+    let (stop, handle) = start(&r);
+    settle().await;
+    tokio::time::advance(Duration::from_secs(2)).await; // the backoff between runs
+    settle().await;
+    let lists = fake.list_calls();
+    assert_eq!(lists.len(), 2);
+    assert_eq!(lists[1].resource_version.as_deref(), Some("11"));
+    assert_eq!(
+        lists[1].limit, None,
+        "no paging at a specific resourceVersion"
+    );
+    assert!(!r.is_last_sync_resource_version_unavailable());
+    assert_eq!(
+        store.calls(),
+        ["replace [] rv=10", "add a=1", "replace [a=1] rv=20"]
+    );
+    assert_eq!(
+        fake.watch_calls()[1].resource_version.as_deref(),
+        Some("20")
+    );
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// seed-semantics §3.17 and client-go's `TestReflectorExpiredExactResourceVersion` /
+/// `TestReflectorFullListIfTooLarge`: a list refused as expired or too large is retried at
+/// once at "" (a quorum read), and the flag clears after a successful list.
+#[tokio::test(start_paused = true)]
+async fn list_gone_or_too_large_retries_at_once_with_an_empty_resource_version() {
+    for refusal in [
+        gone(),
+        TestError::from(ApiError::too_large_resource_version(20, 10, 1)),
+    ] {
+        let fake = Fake::default();
+        fake.list(Err(refusal));
+        fake.list(list_of(vec![at("a", 1, "30")], "30"));
+        let (r, store) = reflector(&fake, list_watch_options());
+        let (stop, handle) = start(&r);
+        settle().await;
+        let lists = fake.list_calls();
+        assert_eq!(lists.len(), 2);
+        assert_eq!(lists[0].resource_version.as_deref(), Some("0"));
+        assert_eq!(lists[1].resource_version.as_deref(), Some(""));
+        assert_eq!(lists[1].limit, Some(500), "a quorum read is paged");
+        assert!(!r.is_last_sync_resource_version_unavailable());
+        assert_eq!(store.calls(), ["replace [a=1] rv=30"]);
+        stop.cancel();
+        handle.await.unwrap();
+    }
+}
+
+/// seed-semantics §3.18 and client-go's `TestNoRelistOnTooManyRequests` /
+/// `TestReflectorListAndWatchInitConnBackoff`: a 429 or a refused connection re-watches after
+/// a backoff, without relisting.
+#[tokio::test(start_paused = true)]
+async fn connection_refused_and_429_rewatch_after_backoff_without_relisting() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![], "10"));
+    fake.watch(WatchAnswer::Fail(TestError::ConnectionRefused));
+    fake.watch(WatchAnswer::Fail(too_many_requests()));
+    fake.watch(WatchAnswer::Events(vec![Err(too_many_requests())]));
+    let (r, _) = reflector(&fake, list_watch_options());
+    let (stop, handle) = start(&r);
+    settle().await;
+    assert_eq!(fake.watch_calls().len(), 1, "waiting out the first backoff");
+    // Backoffs of [0.8, 1.6), [1.6, 3.2), [3.2, 6.4) seconds.
+    tokio::time::advance(Duration::from_millis(1600)).await;
+    settle().await;
+    assert_eq!(fake.watch_calls().len(), 2);
+    tokio::time::advance(Duration::from_millis(3200)).await;
+    settle().await;
+    assert_eq!(fake.watch_calls().len(), 3);
+    tokio::time::advance(Duration::from_millis(6400)).await;
+    settle().await;
+    assert_eq!(fake.watch_calls().len(), 4);
+    assert_eq!(fake.list_calls().len(), 1, "never relisted");
+    assert!(fake
+        .watch_calls()
+        .iter()
+        .all(|w| w.resource_version.as_deref() == Some("10")));
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// seed-semantics §3.18: a watch that closes within a second with no event is an error:
+/// relist after the backoff.
+#[tokio::test(start_paused = true)]
+async fn very_short_watch_is_an_error_and_relists() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![], "10"));
+    fake.watch(WatchAnswer::Events(vec![]));
+    let (r, _) = reflector(&fake, list_watch_options());
+    let (stop, handle) = start(&r);
+    settle().await;
+    assert_eq!(fake.list_calls().len(), 1);
+    tokio::time::advance(Duration::from_millis(1600)).await;
+    settle().await;
+    assert_eq!(
+        fake.list_calls().len(),
+        2,
+        "relisted after the very short watch"
+    );
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// seed-semantics §3.19 and client-go's `TestReflectorWatchListPageSize`,
+/// `TestReflectorNotPaginatingNotConsistentReads`,
+/// `TestReflectorPaginatingNonConsistentReadsIfWatchCacheDisabled`.
+#[tokio::test(start_paused = true)]
+async fn paging_rules() {
+    // An explicit page size wins, even at a specific resourceVersion.
+    let fake = Fake::default();
+    fake.list(list_of(vec![], "10"));
+    fake.watch(WatchAnswer::Events(vec![Err(gone())]));
+    let (r, _) = reflector(
+        &fake,
+        ReflectorOptions {
+            watch_list_page_size: 4,
+            ..list_watch_options()
+        },
+    );
+    let (stop, handle) = start(&r);
+    settle().await;
+    tokio::time::advance(Duration::from_secs(2)).await;
+    settle().await;
+    let lists = fake.list_calls();
+    assert_eq!(lists[0].limit, Some(4));
+    assert_eq!(lists[1].resource_version.as_deref(), Some("10"));
+    assert_eq!(lists[1].limit, Some(4));
+    stop.cancel();
+    handle.await.unwrap();
+
+    // A server that paginated the "0" list has no watch cache: keep paging at specific RVs.
+    let fake = Fake::default();
+    let mut first_page = ObjectList::new(vec![at("a", 1, "10")], "10");
+    first_page.metadata.continue_ = Some("next".into());
+    fake.list(Ok(first_page));
+    fake.list(list_of(vec![at("b", 1, "10")], "10"));
+    fake.watch(WatchAnswer::Events(vec![Err(gone())]));
+    let (r, store) = reflector(&fake, list_watch_options());
+    let (stop, handle) = start(&r);
+    settle().await;
+    tokio::time::advance(Duration::from_secs(2)).await;
+    settle().await;
+    let lists = fake.list_calls();
+    assert_eq!(lists[1].continue_token.as_deref(), Some("next"));
+    assert_eq!(
+        lists[1].resource_version, None,
+        "continuation pages carry no RV"
+    );
+    assert_eq!(lists[2].resource_version.as_deref(), Some("10"));
+    assert_eq!(lists[2].limit, Some(500));
+    assert_eq!(store.calls()[0], "replace [a=1 b=1] rv=10");
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// seed-semantics §3.19 and client-go's `TestReflectorFullListIfExpired`: an expired continue
+/// token falls back to one full list at the original resourceVersion.
+#[tokio::test(start_paused = true)]
+async fn expired_continue_token_falls_back_to_one_full_list() {
+    let fake = Fake::default();
+    let mut first_page = ObjectList::new(vec![at("a", 1, "10")], "10");
+    first_page.metadata.continue_ = Some("next".into());
+    fake.list(Ok(first_page));
+    fake.list(Err(gone()));
+    fake.list(list_of(vec![at("a", 1, "10"), at("b", 1, "10")], "10"));
+    let (r, store) = reflector(&fake, list_watch_options());
+    let (stop, handle) = start(&r);
+    settle().await;
+    let lists = fake.list_calls();
+    assert_eq!(lists.len(), 3);
+    assert_eq!(lists[2].resource_version.as_deref(), Some("0"));
+    assert_eq!(lists[2].limit, None);
+    assert_eq!(lists[2].continue_token, None);
+    assert_eq!(store.calls(), ["replace [a=1 b=1] rv=10"]);
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// client-go's `TestRetryInternalError`: internal errors re-watch without a relist within
+/// the retry window; past it, relist.
+#[tokio::test(start_paused = true)]
+async fn internal_errors_are_retried_within_the_window() {
+    let internal = || {
+        Ok(WatchEvent::Error(status_of(ApiError::internal_error(
+            "etcd hiccup",
+        ))))
+    };
+    for (window, relists) in [(Duration::ZERO, true), (Duration::from_secs(30), false)] {
+        let fake = Fake::default();
+        fake.list(list_of(vec![], "10"));
+        fake.watch(WatchAnswer::Events(vec![
+            Ok(WatchEvent::Added(at("a", 1, "11"))),
+            internal(),
+        ]));
+        let (r, _) = reflector(
+            &fake,
+            ReflectorOptions {
+                max_internal_error_retry_duration: window,
+                ..list_watch_options()
+            },
+        );
+        let (stop, handle) = start(&r);
+        settle().await;
+        tokio::time::advance(Duration::from_secs(2)).await;
+        settle().await;
+        assert_eq!(fake.list_calls().len() > 1, relists, "window {window:?}");
+        assert_eq!(
+            fake.watch_calls()[1].resource_version.as_deref(),
+            Some(if relists { "100" } else { "11" })
+        );
+        stop.cancel();
+        handle.await.unwrap();
+    }
+}
+
+/// seed-semantics §3.21: failing runs back off 0.8 s → 30 s (jitter up to ×2), never a hot
+/// loop: count the lists a dead server gets in ten minutes.
+#[tokio::test(start_paused = true)]
+async fn failing_lists_back_off_exponentially_without_a_hot_loop() {
+    let fake = Fake::default();
+    for _ in 0..1000 {
+        fake.list(Err(TestError::ConnectionRefused));
+    }
+    let (r, _) = reflector(&fake, list_watch_options());
+    let (stop, handle) = start(&r);
+    for _ in 0..600 {
+        tokio::time::advance(Duration::from_secs(1)).await;
+        settle().await;
+    }
+    let lists = fake.list_calls().len();
+    // Waits 0.8+1.6+3.2+6.4+12.8+25.6 ≈ 50 s at least, then [30, 60) s each: at most
+    // 7 + 550/30 ≈ 25 lists, at least 7 + 550/60 ≈ 16.
+    assert!((14..=27).contains(&lists), "{lists} lists in 10 minutes");
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// seed-semantics §3.21: the resync timer calls the store's resync while watching, only when
+/// `should_resync` agrees; a failing resync ends the run (a relist follows).
+#[tokio::test(start_paused = true)]
+async fn resync_ticks_call_the_store_and_a_failure_ends_the_run() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![], "10"));
+    let (r, store) = reflector(
+        &fake,
+        ReflectorOptions {
+            resync_period: Duration::from_secs(30),
+            ..list_watch_options()
+        },
+    );
+    let allow = Arc::new(Mutex::new(false));
+    r.set_should_resync({
+        let allow = Arc::clone(&allow);
+        move || *allow.lock()
+    });
+    let (stop, handle) = start(&r);
+    settle().await;
+    tokio::time::advance(Duration::from_secs(31)).await;
+    settle().await;
+    assert_eq!(store.calls(), ["replace [] rv=10"], "should_resync said no");
+    *allow.lock() = true;
+    tokio::time::advance(Duration::from_secs(30)).await;
+    settle().await;
+    assert_eq!(store.calls(), ["replace [] rv=10", "resync"]);
+
+    *store.fail_resync.lock() = true;
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    r.set_watch_error_handler({
+        let errors = Arc::clone(&errors);
+        move |_, e| errors.lock().push(e.to_string())
+    });
+    tokio::time::advance(Duration::from_secs(30)).await;
+    settle().await;
+    assert_eq!(errors.lock().len(), 1, "{:?}", errors.lock());
+    assert!(errors.lock()[0].contains("resync failed"));
+    tokio::time::advance(Duration::from_secs(2)).await;
+    settle().await;
+    assert_eq!(
+        fake.list_calls().len(),
+        2,
+        "relisted after the failed resync"
+    );
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// The watch-error handler gets what ended a run; the list's error is typed.
+#[tokio::test(start_paused = true)]
+async fn watch_error_handler_receives_run_errors() {
+    let fake = Fake::default();
+    fake.list(Err(TestError::from(ApiError::forbidden(
+        &kclient_core::GroupResource::new("", "configmaps"),
+        "",
+        "no",
+    ))));
+    let (r, _) = reflector(&fake, list_watch_options());
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    r.set_watch_error_handler({
+        let errors = Arc::clone(&errors);
+        move |name, e: &ReflectorError<TestError>| {
+            assert!(e.is_forbidden());
+            errors.lock().push(format!("{name}: {e}"))
+        }
+    });
+    let (stop, handle) = start(&r);
+    settle().await;
+    assert_eq!(errors.lock().len(), 1);
+    assert!(
+        errors.lock()[0].starts_with("v1/ConfigMap: failed to list v1/ConfigMap"),
+        "{:?}",
+        errors.lock()
+    );
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// seed-semantics §3.20: the list phase is cancellable: a stop during a list returns.
+#[tokio::test(start_paused = true)]
+async fn stop_during_a_list_returns_promptly() {
+    let lw = ListWatch::<ConfigMap, TestError>::new(
+        |_: ListOptions| futures::future::pending(),
+        |_: ListOptions| futures::future::pending(),
+    );
+    let r = Arc::new(Reflector::new(
+        lw,
+        Recorder::default(),
+        list_watch_options(),
+    ));
+    let stop = CancellationToken::new();
+    let handle = tokio::spawn({
+        let (r, s) = (Arc::clone(&r), stop.clone());
+        async move { r.run(s).await }
+    });
+    settle().await;
+    stop.cancel();
+    handle.await.unwrap();
+    assert_eq!(r.last_sync_resource_version(), "");
+}
+
+/// seed-semantics §3.20: objects of another kind are skipped, not fatal (dynamic objects).
+#[tokio::test(start_paused = true)]
+async fn unexpected_kinds_are_skipped() {
+    use kclient_core::{ApiResource, DynamicObject, GroupVersionKind};
+    let widgets = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::new("example.com", "v1", "Widget"),
+        "widgets",
+        true,
+    );
+    let gadgets = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::new("example.com", "v1", "Gadget"),
+        "gadgets",
+        true,
+    );
+    let (tx, rx) = mpsc::unbounded::<Result<WatchEvent<DynamicObject>, TestError>>();
+    let rx = Arc::new(Mutex::new(Some(rx)));
+    let lw = ListWatch::<DynamicObject, TestError>::new(
+        |_: ListOptions| async { Ok(ObjectList::new(vec![], "1")) },
+        move |_: ListOptions| {
+            let rx = rx.lock().take();
+            async move {
+                Ok(match rx {
+                    Some(rx) => rx.boxed(),
+                    None => stream::pending().boxed(),
+                })
+            }
+        },
+    );
+    let store = new_store(KeyFunc::<DynamicObject>::meta_namespace());
+    let r = Arc::new(Reflector::new_with(
+        lw,
+        store.clone(),
+        ReflectorOptions {
+            expected_gvk: Some(widgets.gvk()),
+            ..list_watch_options()
+        },
+        &widgets,
+    ));
+    let stop = CancellationToken::new();
+    let handle = tokio::spawn({
+        let (r, s) = (Arc::clone(&r), stop.clone());
+        async move { r.run(s).await }
+    });
+    settle().await;
+    let mut wrong = DynamicObject::new("g", &gadgets);
+    wrong.metadata.resource_version = Some("2".into());
+    let mut right = DynamicObject::new("w", &widgets);
+    right.metadata.resource_version = Some("3".into());
+    tx.unbounded_send(Ok(WatchEvent::Added(wrong))).unwrap();
+    tx.unbounded_send(Ok(WatchEvent::Added(right))).unwrap();
+    settle().await;
+    assert_eq!(store.list_keys(), ["w"]);
+    assert_eq!(r.last_sync_resource_version(), "3");
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// A broken watch stream (an undecodable frame) ends the run; the next run relists.
+#[tokio::test(start_paused = true)]
+async fn broken_watch_stream_relists() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![], "10"));
+    fake.watch(WatchAnswer::Events(vec![
+        Ok(WatchEvent::Added(at("a", 1, "11"))),
+        Err(TestError::from(ApiError::internal_error("malformed frame"))),
+    ]));
+    let (r, _) = reflector(&fake, list_watch_options());
+    let (stop, handle) = start(&r);
+    settle().await;
+    tokio::time::advance(Duration::from_secs(2)).await;
+    settle().await;
+    let lists = fake.list_calls();
+    assert_eq!(lists.len(), 2);
+    assert_eq!(lists[1].resource_version.as_deref(), Some("11"));
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+// ---------------------------------------------------------------- streaming lists (watch-list)
+
+fn streaming_request(o: &ListOptions) -> bool {
+    o.send_initial_events == Some(true)
+        && o.resource_version_match == Some(ResourceVersionMatch::NotOlderThan)
+        && o.allow_watch_bookmarks
+}
+
+/// client-go's `TestWatchList` ("prove that the reflector is synced after receiving a
+/// bookmark event"): the initial events fill a temporary store, the closing bookmark
+/// replaces the store once, and the same watch goes on.
+#[tokio::test(start_paused = true)]
+async fn streaming_list_replaces_once_at_the_closing_bookmark_and_keeps_watching() {
+    let fake = Fake::default();
+    let tx = fake.watch_channel();
+    let (r, store) = reflector(&fake, ReflectorOptions::default());
+    let (stop, handle) = start(&r);
+    settle().await;
+    let first = &fake.watch_calls()[0];
+    assert!(streaming_request(first), "{first:?}");
+    assert_eq!(first.resource_version.as_deref(), Some(""));
+
+    tx.unbounded_send(Ok(WatchEvent::Added(at("a", 1, "5"))))
+        .unwrap();
+    tx.unbounded_send(Ok(WatchEvent::Added(at("b", 1, "6"))))
+        .unwrap();
+    // Updates and deletes during streaming go to the temporary store.
+    tx.unbounded_send(Ok(WatchEvent::Modified(at("a", 2, "7"))))
+        .unwrap();
+    tx.unbounded_send(Ok(WatchEvent::Deleted(at("b", 1, "8"))))
+        .unwrap();
+    tx.unbounded_send(bookmark("8", false)).unwrap();
+    settle().await;
+    assert!(
+        store.calls().is_empty(),
+        "not synced before the closing bookmark"
+    );
+    tx.unbounded_send(bookmark("9", true)).unwrap();
+    settle().await;
+    assert_eq!(store.calls(), ["replace [a=2] rv=9"]);
+    assert_eq!(r.last_sync_resource_version(), "9");
+
+    tx.unbounded_send(Ok(WatchEvent::Added(at("c", 1, "10"))))
+        .unwrap();
+    settle().await;
+    assert_eq!(store.calls(), ["replace [a=2] rv=9", "add c=1"]);
+    assert_eq!(fake.watch_calls().len(), 1, "the same watch goes on");
+    assert!(fake.list_calls().is_empty(), "no list at all");
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// client-go's "the reflector can fall back to old LIST/WATCH semantics when a server
+/// doesn't support streaming": a refused streaming list means list+watch.
+#[tokio::test(start_paused = true)]
+async fn refused_streaming_list_falls_back_to_list_and_watch() {
+    let fake = Fake::default();
+    fake.watch(WatchAnswer::Fail(TestError::from(ApiError::bad_request(
+        "sendInitialEvents is forbidden for watch",
+    ))));
+    fake.list(list_of(vec![at("a", 1, "10")], "10"));
+    let (r, store) = reflector(&fake, ReflectorOptions::default());
+    let (stop, handle) = start(&r);
+    settle().await;
+    assert_eq!(fake.list_calls().len(), 1);
+    let watches = fake.watch_calls();
+    assert_eq!(watches.len(), 2);
+    assert!(streaming_request(&watches[0]));
+    assert!(!streaming_request(&watches[1]));
+    assert_eq!(watches[1].resource_version.as_deref(), Some("10"));
+    assert_eq!(store.calls(), ["replace [a=1] rv=10"]);
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// client-go's "check if stopping a watcher before sync results in creating a new
+/// watch-list request": a stream that ends before the closing bookmark starts over, with
+/// nothing of it in the store.
+#[tokio::test(start_paused = true)]
+async fn streaming_list_closed_before_its_bookmark_starts_over() {
+    let fake = Fake::default();
+    fake.watch(WatchAnswer::Events(vec![Ok(WatchEvent::Added(at(
+        "a", 1, "5",
+    )))]));
+    let tx = fake.watch_channel();
+    let (r, store) = reflector(&fake, ReflectorOptions::default());
+    let (stop, handle) = start(&r);
+    settle().await;
+    let watches = fake.watch_calls();
+    assert_eq!(watches.len(), 2);
+    assert!(streaming_request(&watches[1]));
+    tx.unbounded_send(Ok(WatchEvent::Added(at("b", 1, "6"))))
+        .unwrap();
+    tx.unbounded_send(bookmark("6", true)).unwrap();
+    settle().await;
+    assert_eq!(
+        store.calls(),
+        ["replace [b=1] rv=6"],
+        "nothing of the first attempt"
+    );
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// client-go's "checks if the reflector retries 429": a 429 on the streaming list backs off
+/// and streams again.
+#[tokio::test(start_paused = true)]
+async fn streaming_list_429_backs_off_and_retries() {
+    let fake = Fake::default();
+    fake.watch(WatchAnswer::Fail(too_many_requests()));
+    let tx = fake.watch_channel();
+    let (r, store) = reflector(&fake, ReflectorOptions::default());
+    let (stop, handle) = start(&r);
+    settle().await;
+    assert_eq!(fake.watch_calls().len(), 1);
+    tokio::time::advance(Duration::from_millis(1600)).await;
+    settle().await;
+    assert_eq!(fake.watch_calls().len(), 2);
+    assert!(streaming_request(&fake.watch_calls()[1]));
+    assert!(fake.list_calls().is_empty());
+    tx.unbounded_send(bookmark("3", true)).unwrap();
+    settle().await;
+    assert_eq!(store.calls(), ["replace [] rv=3"]);
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// client-go's "prove that the reflector is checking the value of the initialEventsEnd
+/// annotation": a bookmark without it does not end the initial events.
+#[tokio::test(start_paused = true)]
+async fn only_the_annotated_bookmark_ends_the_initial_events() {
+    let fake = Fake::default();
+    let tx = fake.watch_channel();
+    let (r, store) = reflector(&fake, ReflectorOptions::default());
+    let (stop, handle) = start(&r);
+    settle().await;
+    let mut not_the_end = Bookmark {
+        resource_version: "4".into(),
+        annotations: Default::default(),
+    };
+    not_the_end
+        .annotations
+        .insert(INITIAL_EVENTS_END_ANNOTATION.into(), "false".into());
+    tx.unbounded_send(Ok(WatchEvent::Bookmark(not_the_end)))
+        .unwrap();
+    settle().await;
+    assert!(store.calls().is_empty());
+    tx.unbounded_send(bookmark("5", true)).unwrap();
+    settle().await;
+    assert_eq!(store.calls(), ["replace [] rv=5"]);
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// client-go's "expiring an established watcher results in returning an error from the
+/// reflector" and seed-semantics §3.17: after a 410 the next streaming list starts at the
+/// last resourceVersion; a 410 on the streaming list itself retries from "".
+#[tokio::test(start_paused = true)]
+async fn streaming_list_after_gone_restarts_from_the_last_then_the_empty_resource_version() {
+    let fake = Fake::default();
+    fake.watch(WatchAnswer::Events(vec![
+        bookmark("5", true),
+        Ok(WatchEvent::Added(at("a", 1, "6"))),
+        Err(gone()),
+    ]));
+    fake.watch(WatchAnswer::Fail(gone()));
+    let tx = fake.watch_channel();
+    let (r, store) = reflector(&fake, ReflectorOptions::default());
+    let (stop, handle) = start(&r);
+    settle().await;
+    tokio::time::advance(Duration::from_secs(2)).await;
+    settle().await;
+    let watches = fake.watch_calls();
+    assert_eq!(watches.len(), 3, "{watches:?}");
+    assert_eq!(watches[1].resource_version.as_deref(), Some("6"));
+    assert_eq!(watches[2].resource_version.as_deref(), Some(""));
+    assert!(r.is_last_sync_resource_version_unavailable());
+    tx.unbounded_send(bookmark("9", true)).unwrap();
+    settle().await;
+    assert!(!r.is_last_sync_resource_version_unavailable());
+    assert_eq!(
+        store.calls(),
+        ["replace [] rv=5", "add a=1", "replace [] rv=9"]
+    );
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// The reflector into a real indexer: what the store holds after a list and a watch.
+#[tokio::test(start_paused = true)]
+async fn reflects_into_an_indexer() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![at("a", 1, "10"), at("b", 1, "10")], "10"));
+    let tx = fake.watch_channel();
+    let indexer: Indexer<ConfigMap> = new_store(KeyFunc::deletion_handling_meta_namespace());
+    let r = Arc::new(Reflector::new(
+        fake.lister_watcher(),
+        indexer.clone(),
+        list_watch_options(),
+    ));
+    let stop = CancellationToken::new();
+    let handle = tokio::spawn({
+        let (r, s) = (Arc::clone(&r), stop.clone());
+        async move { r.run(s).await }
+    });
+    settle().await;
+    tx.unbounded_send(Ok(WatchEvent::Deleted(at("a", 1, "11"))))
+        .unwrap();
+    tx.unbounded_send(Ok(WatchEvent::Added(at("c", 1, "12"))))
+        .unwrap();
+    settle().await;
+    let mut keys = indexer.list_keys();
+    keys.sort();
+    assert_eq!(keys, ["b", "c"]);
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+#[derive(Default)]
+struct Counted {
+    lists: Mutex<Vec<usize>>,
+    relists: Mutex<usize>,
+    watches: Mutex<usize>,
+    rv: Mutex<String>,
+}
+
+impl ReflectorMetrics for Counted {
+    fn list(&self, items: usize, _: Duration) {
+        self.lists.lock().push(items);
+    }
+    fn relist(&self) {
+        *self.relists.lock() += 1;
+    }
+    fn watch(&self) {
+        *self.watches.lock() += 1;
+    }
+    fn last_resource_version(&self, rv: &str) {
+        *self.rv.lock() = rv.to_owned();
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn metrics_count_lists_relists_watches_and_the_resource_version() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![at("a", 1, "10")], "10"));
+    fake.watch(WatchAnswer::Events(vec![
+        Ok(WatchEvent::Added(at("b", 1, "11"))),
+        Err(gone()),
+    ]));
+    fake.list(list_of(vec![at("a", 1, "10"), at("b", 1, "11")], "12"));
+    let metrics = Arc::new(Counted::default());
+    let (r, _) = reflector(
+        &fake,
+        ReflectorOptions {
+            metrics: Some(metrics.clone()),
+            ..list_watch_options()
+        },
+    );
+    let (stop, handle) = start(&r);
+    settle().await;
+    tokio::time::advance(Duration::from_secs(2)).await;
+    settle().await;
+    assert_eq!(*metrics.lists.lock(), [1, 2]);
+    assert_eq!(*metrics.relists.lock(), 1);
+    assert_eq!(*metrics.watches.lock(), 2);
+    assert_eq!(*metrics.rv.lock(), "12");
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// Counts the tracing events at WARN and ERROR.
+#[derive(Clone, Default)]
+struct LevelCounter {
+    warnings: Arc<Mutex<Vec<String>>>,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for LevelCounter {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        let what = format!("{}: {}", event.metadata().target(), event.metadata().name());
+        match *event.metadata().level() {
+            tracing::Level::WARN => self.warnings.lock().push(what),
+            tracing::Level::ERROR => self.errors.lock().push(what),
+            _ => {}
+        }
+    }
+}
+
+/// A relist after a 410 logs one warning, not one per retry: the watch's 410 warns once, the
+/// list's own 410 and its retry at "" add nothing, and nothing is logged as an error.
+#[tokio::test(start_paused = true)]
+async fn relist_after_gone_logs_one_warning_not_one_per_retry() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let counter = LevelCounter::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(counter.clone()));
+
+    let fake = Fake::default();
+    fake.list(list_of(vec![], "10"));
+    fake.watch(WatchAnswer::Events(vec![Ok(WatchEvent::Error(status_of(
+        ApiError::resource_expired("too old"),
+    )))]));
+    fake.list(Err(gone()));
+    fake.list(list_of(vec![], "20"));
+    let (r, store) = reflector(&fake, list_watch_options());
+    let (stop, handle) = start(&r);
+    settle().await;
+    tokio::time::advance(Duration::from_secs(2)).await;
+    settle().await;
+    assert_eq!(store.calls(), ["replace [] rv=10", "replace [] rv=20"]);
+    assert_eq!(fake.list_calls().len(), 3);
+    assert_eq!(
+        counter.warnings.lock().len(),
+        1,
+        "{:?}",
+        counter.warnings.lock()
+    );
+    assert!(
+        counter.errors.lock().is_empty(),
+        "{:?}",
+        counter.errors.lock()
+    );
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// Memory on relist (client-go#1377): with the consumer's indexer as known objects, an
+/// unchanged object of a relist is the cached `Arc` itself, not a second copy.
+#[tokio::test(start_paused = true)]
+async fn relists_reuse_unchanged_cached_objects() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![at("a", 1, "10"), at("b", 1, "11")], "11"));
+    fake.watch(WatchAnswer::Events(vec![Err(gone())]));
+    fake.list(list_of(vec![at("a", 1, "10"), at("b", 2, "12")], "12"));
+    let indexer: Indexer<ConfigMap> = new_store(KeyFunc::deletion_handling_meta_namespace());
+    let r = Arc::new(
+        Reflector::new(fake.lister_watcher(), indexer.clone(), list_watch_options())
+            .with_known_objects(indexer.clone()),
+    );
+    let stop = CancellationToken::new();
+    let handle = tokio::spawn({
+        let (r, s) = (Arc::clone(&r), stop.clone());
+        async move { r.run(s).await }
+    });
+    settle().await;
+    let a_before = indexer.get_by_key("a").unwrap();
+    let b_before = indexer.get_by_key("b").unwrap();
+    tokio::time::advance(Duration::from_secs(2)).await;
+    settle().await;
+    assert_eq!(fake.list_calls().len(), 2);
+    assert!(
+        Arc::ptr_eq(&indexer.get_by_key("a").unwrap(), &a_before),
+        "a unchanged: reused"
+    );
+    let b_after = indexer.get_by_key("b").unwrap();
+    assert!(!Arc::ptr_eq(&b_after, &b_before));
+    assert_eq!(common::val(&b_after), 2);
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// A reflector's transformer applies to listed and watched objects, once; reused cached
+/// objects are not transformed again.
+#[tokio::test(start_paused = true)]
+async fn the_reflector_transforms_what_it_receives_once() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![at("a", 1, "10")], "10"));
+    let tx = fake.watch_channel();
+    let indexer: Indexer<ConfigMap> = new_store(KeyFunc::deletion_handling_meta_namespace());
+    let mark = kclient_cache::TransformFunc::new(|cm: &mut ConfigMap| {
+        let n: i64 = cm
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("t"))
+            .map_or(0, |v| v.parse().unwrap());
+        cm.metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert("t".into(), (n + 1).to_string());
+        Ok(())
+    });
+    let r = Arc::new(
+        Reflector::new(fake.lister_watcher(), indexer.clone(), list_watch_options())
+            .with_transformer(mark)
+            .with_known_objects(indexer.clone()),
+    );
+    let stop = CancellationToken::new();
+    let handle = tokio::spawn({
+        let (r, s) = (Arc::clone(&r), stop.clone());
+        async move { r.run(s).await }
+    });
+    settle().await;
+    tx.unbounded_send(Ok(WatchEvent::Added(at("b", 1, "11"))))
+        .unwrap();
+    settle().await;
+    let t = |key: &str| {
+        indexer
+            .get_by_key(key)
+            .unwrap()
+            .metadata
+            .labels
+            .as_ref()
+            .unwrap()["t"]
+            .clone()
+    };
+    assert_eq!(t("a"), "1");
+    assert_eq!(t("b"), "1");
+    stop.cancel();
+    handle.await.unwrap();
+}
