@@ -257,7 +257,9 @@ impl<D: Discovery> DiskCachedDiscoveryClient<D> {
                 Err(e) => return Err(e),
             };
             let modified = file.metadata()?.modified()?;
-            if now > modified + ttl {
+            // A TTL too large to add to the file's time (Duration::MAX: "never expire")
+            // never expires.
+            if modified.checked_add(ttl).is_some_and(|expiry| now > expiry) {
                 return Ok(None);
             }
             let mut bytes = Vec::new();

@@ -265,6 +265,31 @@ async fn the_ttl_follows_an_injected_clock() {
     ));
 }
 
+/// Issue 19, item 2 (the audit of every time + duration): a TTL of `Duration::MAX` means
+/// "never expire"; adding it to a file's time overflowed and panicked the read.
+#[tokio::test]
+async fn a_ttl_of_duration_max_never_expires_and_does_not_panic() {
+    let server = fake().await;
+    let root = tempfile::tempdir().unwrap();
+    disk_client(&server.url(), root.path())
+        .server_groups_and_resources()
+        .await
+        .unwrap();
+    create_crontab_crd(&server.url()).await;
+    let dir = kubectl_discovery_cache_dir(root.path(), &server.url());
+    age_files(&dir, Duration::from_secs(10 * 365 * 24 * 3600));
+    let forever = DiskCachedDiscoveryClient::new(
+        MemCacheClient::new(DiscoveryClient::new(rest(&server.url()))),
+        &dir,
+        Duration::MAX,
+    );
+    assert!(
+        !has_crontabs(&forever.server_groups_and_resources().await.unwrap()),
+        "a ten-year-old file is still used"
+    );
+    assert!(!forever.fresh());
+}
+
 #[tokio::test]
 async fn invalidation_ignores_files_other_processes_wrote() {
     let server = fake().await;

@@ -614,6 +614,46 @@ contexts:
     assert!(format!("{config:?}").contains("--- REDACTED ---"));
 }
 
+/// A key the schema does not know can be a secret in a malformed file (here tokens pasted as
+/// keys of a user, a cluster, an exec section and the file itself): `Debug` counts unknown
+/// keys and never shows their names or values.
+#[test]
+fn debug_output_counts_unknown_keys_without_naming_them() {
+    const MALFORMED: &str = r#"
+apiVersion: v1
+kind: Config
+TOP-SECRET-KEY: 1
+clusters:
+- name: k
+  cluster:
+    server: https://10.0.0.1:6443
+    CLUSTER-SECRET-KEY: {nested: VALUE-SECRET}
+users:
+- name: u
+  user:
+    USER-SECRET-KEY: null
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: kubelogin
+      EXEC-SECRET-KEY: x
+"#;
+    let kubeconfig = Kubeconfig::from_yaml(MALFORMED).unwrap();
+    for shown in [format!("{kubeconfig:?}"), format!("{kubeconfig:#?}")] {
+        for secret in [
+            "TOP-SECRET",
+            "CLUSTER-SECRET",
+            "VALUE-SECRET",
+            "USER-SECRET",
+            "EXEC-SECRET",
+        ] {
+            assert!(!shown.contains(secret), "{secret} shown in {shown}");
+        }
+        assert!(shown.contains("<1 unknown keys>"), "{shown}");
+    }
+    // The keys are kept (and written back) all the same.
+    assert_eq!(kubeconfig.other["TOP-SECRET-KEY"], 1);
+}
+
 /// Issue 19, item 5: a parse error names what is wrong and where, never the value (here a
 /// token written where the user's map belongs).
 #[test]

@@ -48,6 +48,17 @@ pub use loader::{LoadingRules, KUBECONFIG_ENV, RECOMMENDED_FILE_NAME, RECOMMENDE
 /// Unknown keys of a kubeconfig object, kept as they were read.
 pub type OtherFields = BTreeMap<String, Value>;
 
+/// Shows how many unknown keys a section has, never their names or values: in a malformed
+/// file (a token indented one level too deep, a secret pasted as a key) an unknown key can be
+/// the secret itself.
+struct UnknownKeys<'a>(&'a OtherFields);
+
+impl fmt::Debug for UnknownKeys<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{} unknown keys>", self.0.len())
+    }
+}
+
 /// A kubeconfig file: clusters, users and the contexts that pair them.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -212,7 +223,7 @@ impl fmt::Debug for Cluster {
             )
             .field("disable_compression", &self.disable_compression)
             .field("extensions", &self.extensions)
-            .field("other", &self.other.keys().collect::<Vec<_>>())
+            .field("other", &UnknownKeys(&self.other))
             .finish()
     }
 }
@@ -318,7 +329,7 @@ impl fmt::Debug for AuthInfo {
             .field("auth_provider", &self.auth_provider)
             .field("exec", &self.exec)
             .field("extensions", &self.extensions)
-            .field("other", &self.other.keys().collect::<Vec<_>>())
+            .field("other", &UnknownKeys(&self.other))
             .finish()
     }
 }
@@ -403,7 +414,7 @@ impl fmt::Debug for ExecConfig {
             .field("provide_cluster_info", &self.provide_cluster_info)
             .field("interactive_mode", &self.interactive_mode)
             .field("cluster_config", &hidden(self.cluster_config.is_none()))
-            .field("other", &self.other.keys().collect::<Vec<_>>())
+            .field("other", &UnknownKeys(&self.other))
             .finish()
     }
 }
@@ -568,7 +579,7 @@ impl fmt::Debug for Kubeconfig {
             .field("contexts", &self.contexts)
             .field("preferences", &self.preferences)
             .field("extensions", &self.extensions)
-            .field("other", &self.other.keys().collect::<Vec<_>>())
+            .field("other", &UnknownKeys(&self.other))
             .finish()
     }
 }
