@@ -65,7 +65,7 @@ use kclient_core::{DeletedFinalStateUnknown, DeletedObject, Resource};
 use crate::delta::{Delta, Deltas};
 use crate::key_func::{KeyFunc, KeyFuncError};
 use crate::metrics::CacheMetrics;
-use crate::queue::{pop_result, Guarded, PopError, ProcessError, Queue};
+use crate::queue::{pop_result, Guarded, PopError, ProcessError, Queue, SyncedState};
 use crate::store::{KeyListerGetter, Store, StoreError};
 use crate::transform::{transform, TransformFunc};
 
@@ -112,6 +112,12 @@ struct State<K> {
     initial_population_count: usize,
     in_flight: HashMap<String, InFlight<K>, RandomState>,
     pops: u64,
+}
+
+impl<K> SyncedState for State<K> {
+    fn has_synced(&self) -> bool {
+        State::has_synced(self)
+    }
 }
 
 impl<K> State<K> {
@@ -471,6 +477,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
         if requeue {
             self.guarded.queued(depth + 1);
         }
+        self.guarded.check_synced();
         pop_result(deltas, outcome, requeue)
     }
 }
@@ -516,6 +523,10 @@ impl<K: Resource + Clone + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
 
     fn has_synced(&self) -> bool {
         self.guarded.state.lock().has_synced()
+    }
+
+    fn wait_synced(&self) -> impl std::future::Future<Output = ()> + Send {
+        self.guarded.wait_synced()
     }
 
     fn close(&self) {

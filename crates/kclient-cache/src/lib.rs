@@ -85,35 +85,49 @@
 #![deny(missing_docs)]
 
 pub mod backoff;
+pub mod controller;
 pub mod delta;
 pub mod delta_fifo;
+pub mod handler;
 pub mod index;
 pub mod indexer;
+pub mod informer_queue;
 pub mod key_func;
 pub mod list_watch;
+mod listener;
 pub mod lister;
 pub mod metrics;
 pub mod process_deltas;
+mod processor;
 pub mod queue;
 pub mod real_fifo;
 pub mod reflector;
+pub mod shared_informer;
 pub mod store;
 mod store_key;
+pub mod testing;
 pub mod thread_safe_store;
 pub mod transform;
+pub mod wait;
 
 pub use backoff::Backoff;
+pub use controller::{
+    new_indexer_informer, new_informer, Controller, ControllerConfig, ProcessFunc,
+    ShouldResyncFunc, WaitBeforePop, WatchError, WatchErrorHandler,
+};
 pub use delta::{Delta, DeltaType, Deltas, ReplacedAllInfo};
 pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
+pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use index::{
     index_func_to_key_func_adapter, meta_namespace_index_func, IndexError, IndexFunc,
     IndexFuncError, Indexers, NAMESPACE_INDEX,
 };
 pub use indexer::{new_store, Indexer};
+pub use informer_queue::{FifoKind, InformerQueue};
 pub use key_func::{KeyFunc, KeyFuncError};
 pub use list_watch::ListWatch;
 pub use lister::{list_all, list_all_by_namespace, Lister, NamespaceLister};
-pub use metrics::{CacheMetrics, ReflectorMetrics};
+pub use metrics::{CacheMetrics, InformerMetrics, ReflectorMetrics};
 pub use process_deltas::{process_deltas, Notification};
 pub use queue::{PopError, ProcessError, Queue};
 pub use real_fifo::{RealFifo, RealFifoOptions, DEFAULT_BATCH_SIZE};
@@ -121,9 +135,16 @@ pub use reflector::{
     default_watch_error_handler, Reflector, ReflectorError, ReflectorOptions,
     DEFAULT_MIN_WATCH_TIMEOUT,
 };
+pub use shared_informer::{
+    HandlerOptions, InformerError, ResourceEventHandlerRegistration, SharedIndexInformer,
+    SharedIndexInformerOptions, MINIMUM_RESYNC_PERIOD,
+};
 pub use store::{BoxError, KeyListerGetter, Store, StoreError};
 pub use thread_safe_store::ThreadSafeStore;
 pub use transform::TransformFunc;
+pub use wait::{
+    wait_for_cache_sync, wait_for_named_cache_sync, InformerSynced, Synced, SYNCED_POLL_PERIOD,
+};
 
 /// Re-exported from `kclient-core`: the tombstone and the deleted-object type deltas and
 /// notifications carry.

@@ -53,3 +53,17 @@ pub trait ReflectorMetrics: Send + Sync {
     /// The resourceVersion the reflector has reached.
     fn last_resource_version(&self, _resource_version: &str) {}
 }
+
+/// Hooks for an informer's handlers and store (client-go 1.36's informer metrics: queued
+/// items, processing latency, store resourceVersion). Every method has a no-op default;
+/// `informer` is the informer's name, `handler` the handler's.
+pub trait InformerMetrics: Send + Sync {
+    /// Notifications queued for a handler or being handled, after each change.
+    fn handler_queue_depth(&self, _informer: &str, _handler: &str, _depth: usize) {}
+    /// How long one handler call took.
+    fn handler_latency(&self, _informer: &str, _handler: &str, _elapsed: Duration) {}
+    /// A handler call panicked (the notification was skipped).
+    fn handler_panicked(&self, _informer: &str, _handler: &str) {}
+    /// The resourceVersion of the newest object the store took.
+    fn store_resource_version(&self, _informer: &str, _resource_version: &str) {}
+}

@@ -71,6 +71,25 @@ pub enum Notification<K> {
     Delete(DeletedObject<K>),
 }
 
+impl<K> Clone for Notification<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Add {
+                obj,
+                is_in_initial_list,
+            } => Self::Add {
+                obj: Arc::clone(obj),
+                is_in_initial_list: *is_in_initial_list,
+            },
+            Self::Update { old, new } => Self::Update {
+                old: Arc::clone(old),
+                new: Arc::clone(new),
+            },
+            Self::Delete(obj) => Self::Delete(obj.clone()),
+        }
+    }
+}
+
 impl<K> fmt::Debug for Notification<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -68,6 +68,17 @@ pub trait Queue<K>: Store<K> {
     /// Closes the queue: pops drain what is left, then fail with [`PopError::Closed`].
     fn close(&self);
 
+    /// Resolves once [`has_synced`](Self::has_synced) is true. The default checks every
+    /// 100 ms (client-go's `syncedPollPeriod`); kclient's FIFOs wake it when they sync, without
+    /// polling.
+    fn wait_synced(&self) -> impl Future<Output = ()> + Send {
+        async {
+            while !self.has_synced() {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+
     /// Whether [`close`](Self::close) was called.
     fn is_closed(&self) -> bool;
 
@@ -82,9 +93,17 @@ pub trait Queue<K>: Store<K> {
 
 /// What both FIFOs share: their state behind one lock, the wake-up for waiting pops, the
 /// closed flag and the metrics around a pop.
+/// The part of a FIFO's state that tells whether it has synced.
+pub(crate) trait SyncedState {
+    fn has_synced(&self) -> bool;
+}
+
 pub(crate) struct Guarded<S> {
     pub(crate) state: Mutex<S>,
     ready: Notify,
+    /// Set once the queue has synced (it never unsyncs); `synced_flag` is its fast path.
+    synced: tokio::sync::watch::Sender<bool>,
+    synced_flag: AtomicBool,
     closed: AtomicBool,
     metrics: Option<Arc<dyn CacheMetrics>>,
 }
@@ -94,17 +113,42 @@ impl<S> Guarded<S> {
         Self {
             state: Mutex::new(state),
             ready: Notify::new(),
+            synced: tokio::sync::watch::Sender::new(false),
+            synced_flag: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             metrics,
         }
     }
 
     /// After queueing: wakes every waiting pop and reports the depth.
-    pub(crate) fn queued(&self, depth: usize) {
+    pub(crate) fn queued(&self, depth: usize)
+    where
+        S: SyncedState,
+    {
         self.ready.notify_waiters();
         if let Some(m) = &self.metrics {
             m.fifo_depth(depth);
         }
+        self.check_synced();
+    }
+
+    /// After a change that may have synced the queue (a queued replace, a pop): wakes
+    /// [`wait_synced`](Self::wait_synced) the first time it has.
+    pub(crate) fn check_synced(&self)
+    where
+        S: SyncedState,
+    {
+        if !self.synced_flag.load(Ordering::Acquire) && self.state.lock().has_synced() {
+            self.synced_flag.store(true, Ordering::Release);
+            self.synced.send_replace(true);
+        }
+    }
+
+    /// Resolves once the queue has synced.
+    pub(crate) async fn wait_synced(&self) {
+        let mut synced = self.synced.subscribe();
+        // The sender lives as long as `self`, so waiting cannot fail.
+        let _ = synced.wait_for(|s| *s).await;
     }
 
     /// Closes the queue and wakes the waiting pops.

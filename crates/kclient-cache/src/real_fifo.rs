@@ -54,7 +54,7 @@ use kclient_core::{DeletedObject, Resource};
 use crate::delta::{Delta, Deltas, ReplacedAllInfo};
 use crate::key_func::{KeyFunc, KeyFuncError};
 use crate::metrics::CacheMetrics;
-use crate::queue::{pop_result, Guarded, PopError, ProcessError, Queue};
+use crate::queue::{pop_result, Guarded, PopError, ProcessError, Queue, SyncedState};
 use crate::store::{Store, StoreError};
 use crate::transform::{transform, TransformFunc};
 
@@ -88,6 +88,12 @@ struct State<K> {
     items: VecDeque<Delta<K>>,
     populated: bool,
     initial_population_count: usize,
+}
+
+impl<K> SyncedState for State<K> {
+    fn has_synced(&self) -> bool {
+        State::has_synced(self)
+    }
 }
 
 impl<K> State<K> {
@@ -293,6 +299,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
         if requeue {
             self.guarded.queued(depth + batch.len());
         }
+        self.guarded.check_synced();
         pop_result(batch, outcome, requeue)
     }
 }
@@ -338,6 +345,10 @@ impl<K: Resource + Clone + Send + Sync + 'static> Queue<K> for RealFifo<K> {
 
     fn has_synced(&self) -> bool {
         self.guarded.state.lock().has_synced()
+    }
+
+    fn wait_synced(&self) -> impl std::future::Future<Output = ()> + Send {
+        self.guarded.wait_synced()
     }
 
     fn close(&self) {

@@ -1,0 +1,366 @@
+//! The low-level informer engine (client-go's `cache.Controller`, `cache.New(Config)`): a
+//! reflector fills a FIFO, and a loop pops it into a process function. Not a controller in
+//! the operator sense: the glue between the two halves of an informer.
+//!
+//! [`new_informer`] and [`new_indexer_informer`] build the simplest informer on it: one
+//! handler, called synchronously from the pop loop, and a store of your own. Shared
+//! informers ([`SharedIndexInformer`](crate::SharedIndexInformer)) run on a `Controller` too.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kclient_cache::testing::FakeControllerSource;
+//! use kclient_cache::{new_informer, ResourceEventHandlerFuncs};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let source = FakeControllerSource::<ConfigMap>::new();
+//! let handler = ResourceEventHandlerFuncs::new().add_func(|cm: &Arc<ConfigMap>, _| {
+//!     println!("{:?}", cm.metadata.name);
+//! });
+//! let (store, controller) = new_informer(source, std::time::Duration::ZERO, handler);
+//! let cancel = CancellationToken::new();
+//! let run = tokio::spawn({
+//!     let (controller, cancel) = (controller.clone(), cancel.clone());
+//!     async move { controller.run(cancel).await }
+//! });
+//! assert!(kclient_cache::wait_for_cache_sync(&cancel, &[controller.synced()]).await);
+//! assert!(store.is_empty());
+//! cancel.cancel();
+//! run.await.unwrap();
+//! # }
+//! ```
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use kclient_core::{ApiStatus, ListerWatcher, Resource};
+use tokio_util::sync::CancellationToken;
+
+use crate::delta::Delta;
+use crate::delta_fifo::{DeltaFifo, DeltaFifoOptions};
+use crate::handler::{dispatch, ResourceEventHandler};
+use crate::index::Indexers;
+use crate::indexer::Indexer;
+use crate::informer_queue::InformerQueue;
+use crate::key_func::KeyFunc;
+use crate::process_deltas::process_deltas;
+use crate::queue::{PopError, ProcessError, Queue};
+use crate::reflector::{Reflector, ReflectorError, ReflectorOptions};
+use crate::transform::TransformFunc;
+use crate::wait::{InformerSynced, Synced};
+
+/// The error that ended a reflector run, whatever its lister-watcher's error type: what a
+/// [`WatchErrorHandler`] receives. [`ApiStatus`] tells a `410 Gone` from a refused
+/// connection from anything else.
+pub trait WatchError: std::error::Error + ApiStatus + Send + Sync {}
+
+impl<E> WatchError for ReflectorError<E> where
+    ReflectorError<E>: std::error::Error + ApiStatus + Send + Sync
+{
+}
+
+/// Called with the reflector's name and the error after each failed run (client-go's
+/// `WatchErrorHandler`); the default logs it (see
+/// [`default_watch_error_handler`](crate::default_watch_error_handler)).
+pub type WatchErrorHandler = Arc<dyn Fn(&str, &dyn WatchError) + Send + Sync>;
+
+/// What the pop loop does with each popped batch: the deltas (oldest first) and whether they
+/// belong to the initial list.
+pub type ProcessFunc<K> = Arc<dyn Fn(&[Delta<K>], bool) -> Result<(), ProcessError> + Send + Sync>;
+
+/// Decides at each resync tick whether to resync (client-go's `ShouldResyncFunc`).
+pub type ShouldResyncFunc = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Awaited before each pop, to hold the loop back (a shared informer waits there for its
+/// bounded handlers to have room).
+pub type WaitBeforePop = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// How a [`Controller`] is put together (client-go's `cache.Config`).
+pub struct ControllerConfig<K> {
+    /// The FIFO the reflector fills and the loop pops.
+    pub queue: InformerQueue<K>,
+    /// Runs on every popped batch.
+    pub process: ProcessFunc<K>,
+    /// How often the reflector calls the queue's `resync`; zero never does.
+    pub full_resync_period: Duration,
+    /// Asked at each resync tick; resync always when `None`.
+    pub should_resync: Option<ShouldResyncFunc>,
+    /// Put deltas whose processing failed back into the queue (client-go's
+    /// `RetryOnError`; informers leave it off, so failed deltas are dropped and logged).
+    pub retry_on_error: bool,
+    /// Called after each failed reflector run; logs when `None`.
+    pub watch_error_handler: Option<WatchErrorHandler>,
+    /// The reflector's options (its `resync_period` is replaced by `full_resync_period`).
+    pub reflector_options: ReflectorOptions,
+    /// Applied by the reflector to every object before it is queued.
+    pub transform: Option<TransformFunc<K>>,
+    /// What the consumer holds, for relists to reuse (see
+    /// [`Reflector::with_known_objects`]).
+    pub known_objects: Option<Indexer<K>>,
+    /// Awaited before each pop; pops at once when `None`.
+    pub wait_before_pop: Option<WaitBeforePop>,
+}
+
+impl<K> ControllerConfig<K> {
+    /// A configuration with everything but the queue and the process function at its
+    /// default.
+    pub fn new(queue: impl Into<InformerQueue<K>>, process: ProcessFunc<K>) -> Self {
+        Self {
+            queue: queue.into(),
+            process,
+            full_resync_period: Duration::ZERO,
+            should_resync: None,
+            retry_on_error: false,
+            watch_error_handler: None,
+            reflector_options: ReflectorOptions::default(),
+            transform: None,
+            known_objects: None,
+            wait_before_pop: None,
+        }
+    }
+}
+
+/// A reflector with its lister-watcher's type erased.
+trait ErasedReflector: Send + Sync {
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, ()>;
+    fn last_sync_resource_version(&self) -> String;
+    fn is_last_sync_resource_version_unavailable(&self) -> bool;
+}
+
+impl<K, L> ErasedReflector for Reflector<K, L, InformerQueue<K>>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    L: ListerWatcher<K> + Clone + 'static,
+{
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, ()> {
+        Reflector::run(self, cancel).boxed()
+    }
+
+    fn last_sync_resource_version(&self) -> String {
+        Reflector::last_sync_resource_version(self)
+    }
+
+    fn is_last_sync_resource_version_unavailable(&self) -> bool {
+        Reflector::is_last_sync_resource_version_unavailable(self)
+    }
+}
+
+struct Inner<K> {
+    queue: InformerQueue<K>,
+    reflector: Box<dyn ErasedReflector>,
+    process: ProcessFunc<K>,
+    retry_on_error: bool,
+    wait_before_pop: Option<WaitBeforePop>,
+    started: AtomicBool,
+}
+
+/// A reflector feeding a FIFO and a loop popping it into a process function (client-go's
+/// `Controller`). Cheap to clone; see the [module docs](self).
+pub struct Controller<K> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K> Clone for Controller<K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<K> fmt::Debug for Controller<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Controller")
+            .field("queue", &self.inner.queue)
+            .field(
+                "last_sync_resource_version",
+                &self.inner.reflector.last_sync_resource_version(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> Controller<K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    /// A controller over a statically typed resource (client-go's `cache.New`).
+    pub fn new<L>(lister_watcher: L, config: ControllerConfig<K>) -> Self
+    where
+        K::DynamicType: Default,
+        L: ListerWatcher<K> + Clone + 'static,
+    {
+        Self::new_with(lister_watcher, config, &K::DynamicType::default())
+    }
+
+    /// A controller over a resource described at run time (a `DynamicObject` and its
+    /// `ApiResource`).
+    pub fn new_with<L>(lister_watcher: L, config: ControllerConfig<K>, dt: &K::DynamicType) -> Self
+    where
+        L: ListerWatcher<K> + Clone + 'static,
+    {
+        let mut options = config.reflector_options;
+        options.resync_period = config.full_resync_period;
+        let mut reflector = Reflector::new_with(lister_watcher, config.queue.clone(), options, dt);
+        if let Some(transform) = config.transform {
+            reflector = reflector.with_transformer(transform);
+        }
+        if let Some(known) = config.known_objects {
+            reflector = reflector.with_known_objects(known);
+        }
+        if let Some(handler) = config.watch_error_handler {
+            reflector.set_watch_error_handler(move |name, err| handler(name, err));
+        }
+        if let Some(should_resync) = config.should_resync {
+            reflector.set_should_resync(move || should_resync());
+        }
+        Self {
+            inner: Arc::new(Inner {
+                queue: config.queue,
+                reflector: Box::new(reflector),
+                process: config.process,
+                retry_on_error: config.retry_on_error,
+                wait_before_pop: config.wait_before_pop,
+                started: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Runs the reflector and the pop loop until `cancel` fires; then closes the queue, lets
+    /// the loop drain it, and returns once both have stopped. A second run logs a warning and
+    /// returns at once.
+    pub async fn run(&self, cancel: CancellationToken) {
+        if self.inner.started.swap(true, Ordering::AcqRel) {
+            tracing::warn!("the controller was already run; running it again is not allowed");
+            return;
+        }
+        let close_on_cancel = async {
+            cancel.cancelled().await;
+            self.inner.queue.close();
+        };
+        tokio::join!(
+            self.inner.reflector.run(cancel.clone()),
+            close_on_cancel,
+            self.process_loop(),
+        );
+    }
+
+    /// Pops until the queue is closed and empty (client-go's `processLoop`).
+    async fn process_loop(&self) {
+        let inner = &self.inner;
+        loop {
+            if let Some(wait) = &inner.wait_before_pop {
+                wait().await;
+            }
+            let process =
+                |deltas: &[Delta<K>], initial: bool| match (inner.process)(deltas, initial) {
+                    Err(ProcessError::Failed(e)) if inner.retry_on_error => {
+                        Err(ProcessError::Requeue(e))
+                    }
+                    other => other,
+                };
+            match inner.queue.pop(process).await {
+                Ok(_) => {}
+                Err(PopError::Closed) => return,
+                Err(err) => tracing::error!(error = %err, "processing popped deltas failed"),
+            }
+        }
+    }
+
+    /// Whether the queue has delivered the first list (client-go's `HasSynced`).
+    pub fn has_synced(&self) -> bool {
+        self.inner.queue.has_synced()
+    }
+
+    /// A handle for [`wait_for_cache_sync`](crate::wait_for_cache_sync).
+    pub fn synced(&self) -> InformerSynced {
+        InformerSynced::new(self.clone())
+    }
+
+    /// The resourceVersion of the last list or watch event ("" before the first).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.inner.reflector.last_sync_resource_version()
+    }
+
+    /// Whether the last list failed because its resourceVersion was too old or too new.
+    pub fn is_last_sync_resource_version_unavailable(&self) -> bool {
+        self.inner
+            .reflector
+            .is_last_sync_resource_version_unavailable()
+    }
+
+    /// The FIFO.
+    pub fn queue(&self) -> &InformerQueue<K> {
+        &self.inner.queue
+    }
+}
+
+impl<K> Synced for Controller<K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    fn has_synced(&self) -> bool {
+        Controller::has_synced(self)
+    }
+
+    fn wait_synced(&self) -> BoxFuture<'_, ()> {
+        self.inner.queue.wait_synced().boxed()
+    }
+}
+
+/// An informer with one handler, called synchronously as deltas are popped, over a store of
+/// its own (client-go's `NewInformer`). Use the store only to read: changing it would make
+/// the notifications wrong. `resync_period` (non-zero) redelivers every cached object as an
+/// update with old and new the same, that often; it does not list again.
+pub fn new_informer<K, L, H>(
+    lister_watcher: L,
+    resync_period: Duration,
+    handler: H,
+) -> (Indexer<K>, Controller<K>)
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Default,
+    L: ListerWatcher<K> + Clone + 'static,
+    H: ResourceEventHandler<K> + 'static,
+{
+    new_indexer_informer(lister_watcher, resync_period, handler, Indexers::new())
+}
+
+/// [`new_informer`] with an indexer (client-go's `NewIndexerInformer`).
+pub fn new_indexer_informer<K, L, H>(
+    lister_watcher: L,
+    resync_period: Duration,
+    handler: H,
+    indexers: Indexers<K>,
+) -> (Indexer<K>, Controller<K>)
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Default,
+    L: ListerWatcher<K> + Clone + 'static,
+    H: ResourceEventHandler<K> + 'static,
+{
+    let indexer = Indexer::new(KeyFunc::deletion_handling_meta_namespace(), indexers);
+    let queue = DeltaFifo::new(DeltaFifoOptions {
+        known_objects: Some(Arc::new(indexer.clone())),
+        emit_delta_type_replaced: true,
+        ..DeltaFifoOptions::default()
+    });
+    let store = indexer.clone();
+    let process: ProcessFunc<K> = Arc::new(move |deltas, initial| {
+        process_deltas(&store, deltas, initial, |n| {
+            if let Err(panic) = dispatch(&handler, &n) {
+                tracing::error!(%panic, "event handler panicked; the notification is skipped");
+            }
+        })
+        .map_err(|e| ProcessError::Failed(e.into()))
+    });
+    let mut config = ControllerConfig::new(queue, process);
+    config.full_resync_period = resync_period;
+    config.known_objects = Some(indexer.clone());
+    (indexer, Controller::new(lister_watcher, config))
+}

@@ -1,0 +1,252 @@
+//! Event handlers: what an informer calls when an object is added, updated or deleted
+//! (client-go's `ResourceEventHandler`, in its typed form `TypedResourceEventHandler[T]`).
+//!
+//! * [`ResourceEventHandler`]: the trait, three methods with no-op defaults.
+//! * [`ResourceEventHandlerFuncs`]: the same from closures, set as needed (client-go's
+//!   `ResourceEventHandlerFuncs`).
+//! * [`FilteringResourceEventHandler`]: passes on only objects a filter accepts, turning an
+//!   update that crosses the filter into an add or a delete (client-go's
+//!   `FilteringResourceEventHandler`).
+//!
+//! Handlers are called from the handler's own task, one notification at a time and in order;
+//! the objects are the cache's shared `Arc`s and must not be changed (they are immutable
+//! behind `Arc` anyway). A handler should return quickly — the usual one puts the object's
+//! key into a workqueue — because it runs on the async runtime.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kclient_cache::{ResourceEventHandler, ResourceEventHandlerFuncs};
+//!
+//! let handler = ResourceEventHandlerFuncs::<Pod>::new()
+//!     .add_func(|pod, is_in_initial_list| println!("added {:?} ({is_in_initial_list})", pod.metadata.name))
+//!     .delete_func(|deleted| println!("deleted {:?}", deleted.last_known().map(|p| &p.metadata.name)));
+//! handler.on_add(&Arc::new(Pod::default()), true);
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use kclient_core::{DeletedFinalStateUnknown, DeletedObject};
+
+/// What an informer calls for each change of its cache (client-go's
+/// `ResourceEventHandler`). Every method has a no-op default.
+pub trait ResourceEventHandler<K>: Send + Sync {
+    /// An object appeared in the cache. `is_in_initial_list` is true for the objects of the
+    /// first list (and for the cached objects replayed to a handler added to a running
+    /// informer), false for objects created later.
+    fn on_add(&self, _obj: &Arc<K>, _is_in_initial_list: bool) {}
+
+    /// An object changed; `old` is the cached state before. A periodic resync calls it with
+    /// `old` and `new` the same object (same resourceVersion): filter on the resourceVersion
+    /// to tell a resync from a change.
+    fn on_update(&self, _old: &Arc<K>, _new: &Arc<K>) {}
+
+    /// An object was deleted. When the deletion was inferred from a relist (the watch missed
+    /// it), `obj` is a [`DeletedFinalStateUnknown`] tombstone carrying the last known state.
+    fn on_delete(&self, _obj: &DeletedObject<K>) {}
+}
+
+impl<K, H: ResourceEventHandler<K> + ?Sized> ResourceEventHandler<K> for Arc<H> {
+    fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
+        (**self).on_add(obj, is_in_initial_list)
+    }
+
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        (**self).on_update(old, new)
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<K>) {
+        (**self).on_delete(obj)
+    }
+}
+
+impl<K, H: ResourceEventHandler<K> + ?Sized> ResourceEventHandler<K> for Box<H> {
+    fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
+        (**self).on_add(obj, is_in_initial_list)
+    }
+
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        (**self).on_update(old, new)
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<K>) {
+        (**self).on_delete(obj)
+    }
+}
+
+type AddFn<K> = dyn Fn(&Arc<K>, bool) + Send + Sync;
+type UpdateFn<K> = dyn Fn(&Arc<K>, &Arc<K>) + Send + Sync;
+type DeleteFn<K> = dyn Fn(&DeletedObject<K>) + Send + Sync;
+
+/// A [`ResourceEventHandler`] made of closures; the ones not set do nothing (client-go's
+/// `ResourceEventHandlerFuncs`). Cheap to clone.
+pub struct ResourceEventHandlerFuncs<K> {
+    add: Option<Arc<AddFn<K>>>,
+    update: Option<Arc<UpdateFn<K>>>,
+    delete: Option<Arc<DeleteFn<K>>>,
+}
+
+impl<K> Clone for ResourceEventHandlerFuncs<K> {
+    fn clone(&self) -> Self {
+        Self {
+            add: self.add.clone(),
+            update: self.update.clone(),
+            delete: self.delete.clone(),
+        }
+    }
+}
+
+impl<K> Default for ResourceEventHandlerFuncs<K> {
+    fn default() -> Self {
+        Self {
+            add: None,
+            update: None,
+            delete: None,
+        }
+    }
+}
+
+impl<K> fmt::Debug for ResourceEventHandlerFuncs<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceEventHandlerFuncs")
+            .field("add", &self.add.is_some())
+            .field("update", &self.update.is_some())
+            .field("delete", &self.delete.is_some())
+            .finish()
+    }
+}
+
+impl<K> ResourceEventHandlerFuncs<K> {
+    /// A handler that does nothing until closures are set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Calls `f(obj, is_in_initial_list)` on add (client-go's `AddFunc`).
+    pub fn add_func(mut self, f: impl Fn(&Arc<K>, bool) + Send + Sync + 'static) -> Self {
+        self.add = Some(Arc::new(f));
+        self
+    }
+
+    /// Calls `f(old, new)` on update (client-go's `UpdateFunc`).
+    pub fn update_func(mut self, f: impl Fn(&Arc<K>, &Arc<K>) + Send + Sync + 'static) -> Self {
+        self.update = Some(Arc::new(f));
+        self
+    }
+
+    /// Calls `f(obj)` on delete, `obj` possibly a tombstone (client-go's `DeleteFunc`).
+    pub fn delete_func(mut self, f: impl Fn(&DeletedObject<K>) + Send + Sync + 'static) -> Self {
+        self.delete = Some(Arc::new(f));
+        self
+    }
+}
+
+impl<K> ResourceEventHandler<K> for ResourceEventHandlerFuncs<K> {
+    fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
+        if let Some(f) = &self.add {
+            f(obj, is_in_initial_list)
+        }
+    }
+
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        if let Some(f) = &self.update {
+            f(old, new)
+        }
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<K>) {
+        if let Some(f) = &self.delete {
+            f(obj)
+        }
+    }
+}
+
+/// Passes on only the objects `filter` accepts (client-go's
+/// `FilteringResourceEventHandler`):
+///
+/// * add: passed on if the object is accepted;
+/// * update: both accepted → update; only the new one → add (`is_in_initial_list` false);
+///   only the old one → delete (of the old object); neither → nothing;
+/// * delete: passed on if the object (or the tombstone's last known state) is accepted; a
+///   tombstone without an object is passed on, as its object cannot be judged.
+pub struct FilteringResourceEventHandler<K, H> {
+    filter: Arc<dyn Fn(&K) -> bool + Send + Sync>,
+    handler: H,
+}
+
+impl<K, H: fmt::Debug> fmt::Debug for FilteringResourceEventHandler<K, H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FilteringResourceEventHandler")
+            .field("handler", &self.handler)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K, H> FilteringResourceEventHandler<K, H> {
+    /// `handler`, seeing only what `filter` accepts.
+    pub fn new(filter: impl Fn(&K) -> bool + Send + Sync + 'static, handler: H) -> Self {
+        Self {
+            filter: Arc::new(filter),
+            handler,
+        }
+    }
+}
+
+impl<K, H: ResourceEventHandler<K>> ResourceEventHandler<K>
+    for FilteringResourceEventHandler<K, H>
+{
+    fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
+        if (self.filter)(obj) {
+            self.handler.on_add(obj, is_in_initial_list);
+        }
+    }
+
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        match ((self.filter)(old), (self.filter)(new)) {
+            (true, true) => self.handler.on_update(old, new),
+            (false, true) => self.handler.on_add(new, false),
+            (true, false) => self
+                .handler
+                .on_delete(&DeletedObject::Object(Arc::clone(old))),
+            (false, false) => {}
+        }
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<K>) {
+        let accepted = match obj {
+            DeletedObject::Object(o) => (self.filter)(o),
+            DeletedObject::Tombstone(DeletedFinalStateUnknown { obj: Some(o), .. }) => {
+                (self.filter)(o)
+            }
+            DeletedObject::Tombstone(DeletedFinalStateUnknown { obj: None, .. }) => true,
+        };
+        if accepted {
+            self.handler.on_delete(obj);
+        }
+    }
+}
+
+/// Calls the handler method for `notification`, catching a panic: `Err` carries the panic's
+/// message. Shared by the informers' listeners and [`new_informer`](crate::new_informer).
+pub(crate) fn dispatch<K, H: ResourceEventHandler<K> + ?Sized>(
+    handler: &H,
+    notification: &crate::process_deltas::Notification<K>,
+) -> Result<(), String> {
+    use crate::process_deltas::Notification;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match notification {
+        Notification::Add {
+            obj,
+            is_in_initial_list,
+        } => handler.on_add(obj, *is_in_initial_list),
+        Notification::Update { old, new } => handler.on_update(old, new),
+        Notification::Delete(obj) => handler.on_delete(obj),
+    }))
+    .map_err(|payload| {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned())
+    })
+}

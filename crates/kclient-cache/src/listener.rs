@@ -1,0 +1,281 @@
+//! One handler's side of a shared informer (client-go's `processorListener`): its own queue
+//! of notifications, drained by its own task, in order, one call at a time.
+//!
+//! The informer only ever pushes onto the queue (no handler runs under any lock, and a slow
+//! handler delays nobody but itself). The queue is unbounded by default, like client-go's
+//! growing ring buffer; with a bound, the informer waits for room before it pops more from
+//! its FIFO (see [`HandlerOptions::max_pending`](crate::HandlerOptions::max_pending)).
+//!
+//! A handler that panics is caught: the panic is logged and counted, that notification is
+//! skipped, and the listener goes on with the next one. (client-go sleeps one second after a
+//! crash before it resumes; there is no hot loop to slow down here, since the notification
+//! that panicked is not retried.)
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kclient_core::{deletion_handling_meta_namespace_key, meta_namespace_key, Resource};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::handler::{dispatch, ResourceEventHandler};
+use crate::metrics::InformerMetrics;
+use crate::process_deltas::Notification;
+
+/// When the clock cannot represent `now + period`: about thirty years ahead.
+const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
+
+struct Resync {
+    /// The period the listener runs with (client-go's `resyncPeriod`).
+    period: Duration,
+    next: Instant,
+}
+
+/// A handler, its queue and its resync schedule.
+pub(crate) struct Listener<K> {
+    pub(crate) id: u64,
+    pub(crate) name: String,
+    informer: Arc<str>,
+    handler: Arc<dyn ResourceEventHandler<K>>,
+    queue: Mutex<VecDeque<Notification<K>>>,
+    /// Queued plus being handled.
+    pending: AtomicUsize,
+    /// Initial-list adds not handled yet (for the registration's `has_synced`).
+    initial_pending: AtomicUsize,
+    wake: Notify,
+    room: Notify,
+    initial_done: Notify,
+    closed: AtomicBool,
+    max_pending: Option<usize>,
+    /// What the handler asked for (client-go's `requestedResyncPeriod`).
+    pub(crate) requested_resync_period: Duration,
+    resync: Mutex<Resync>,
+    handled: AtomicU64,
+    panics: AtomicU64,
+    metrics: Option<Arc<dyn InformerMetrics>>,
+}
+
+impl<K: Resource + Send + Sync + 'static> Listener<K> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        id: u64,
+        name: String,
+        informer: Arc<str>,
+        handler: Arc<dyn ResourceEventHandler<K>>,
+        requested_resync_period: Duration,
+        resync_period: Duration,
+        max_pending: Option<usize>,
+        metrics: Option<Arc<dyn InformerMetrics>>,
+    ) -> Self {
+        let listener = Self {
+            id,
+            name,
+            informer,
+            handler,
+            queue: Mutex::new(VecDeque::new()),
+            pending: AtomicUsize::new(0),
+            initial_pending: AtomicUsize::new(0),
+            wake: Notify::new(),
+            room: Notify::new(),
+            initial_done: Notify::new(),
+            closed: AtomicBool::new(false),
+            max_pending: max_pending.map(|n| n.max(1)),
+            requested_resync_period,
+            resync: Mutex::new(Resync {
+                period: resync_period,
+                next: Instant::now(),
+            }),
+            handled: AtomicU64::new(0),
+            panics: AtomicU64::new(0),
+            metrics,
+        };
+        listener.determine_next_resync(Instant::now());
+        listener
+    }
+
+    /// Queues a notification; never waits.
+    pub(crate) fn add(&self, notification: Notification<K>) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        if matches!(
+            notification,
+            Notification::Add {
+                is_in_initial_list: true,
+                ..
+            }
+        ) {
+            self.initial_pending.fetch_add(1, Ordering::AcqRel);
+        }
+        let depth = self.pending.fetch_add(1, Ordering::AcqRel) + 1;
+        self.queue.lock().push_back(notification);
+        self.wake.notify_one();
+        if let Some(m) = &self.metrics {
+            m.handler_queue_depth(&self.informer, &self.name, depth);
+        }
+    }
+
+    /// Notifications queued or being handled.
+    pub(crate) fn pending(&self) -> usize {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// The bound on the queue, if any.
+    pub(crate) fn max_pending(&self) -> Option<usize> {
+        self.max_pending
+    }
+
+    /// Notifications handled so far (panicked ones included).
+    pub(crate) fn handled(&self) -> u64 {
+        self.handled.load(Ordering::Acquire)
+    }
+
+    /// Handler calls that panicked.
+    pub(crate) fn panics(&self) -> u64 {
+        self.panics.load(Ordering::Acquire)
+    }
+
+    /// Whether every initial-list add queued so far has been handled.
+    pub(crate) fn initial_list_handled(&self) -> bool {
+        self.initial_pending.load(Ordering::Acquire) == 0
+    }
+
+    /// Resolves when every initial-list add queued so far has been handled.
+    pub(crate) async fn wait_initial_list_handled(&self) {
+        loop {
+            let notified = self.initial_done.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.initial_list_handled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Resolves when the queue is below its bound (at once when unbounded or closed).
+    pub(crate) async fn wait_for_room(&self) {
+        let Some(bound) = self.max_pending else {
+            return;
+        };
+        loop {
+            let notified = self.room.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.pending() < bound || self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Stops the listener: what is still queued is dropped (as client-go's listener stops).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.wake.notify_one();
+        self.room.notify_waiters();
+        // Whoever waits for this handler to sync would otherwise wait forever.
+        self.initial_done.notify_waiters();
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Handles notifications until closed.
+    pub(crate) async fn run(self: Arc<Self>) {
+        loop {
+            if self.is_closed() {
+                return;
+            }
+            let batch = std::mem::take(&mut *self.queue.lock());
+            if batch.is_empty() {
+                self.wake.notified().await;
+                continue;
+            }
+            for notification in batch {
+                if self.is_closed() {
+                    return;
+                }
+                self.handle(notification);
+            }
+        }
+    }
+
+    fn handle(&self, notification: Notification<K>) {
+        let (kind, initial) = match &notification {
+            Notification::Add {
+                is_in_initial_list, ..
+            } => ("add", *is_in_initial_list),
+            Notification::Update { .. } => ("update", false),
+            Notification::Delete(_) => ("delete", false),
+        };
+        let span = tracing::trace_span!("handler", informer = %self.informer, handler = %self.name, event = kind);
+        let _entered = span.enter();
+        let started = Instant::now();
+        if let Err(message) = dispatch(self.handler.as_ref(), &notification) {
+            self.panics.fetch_add(1, Ordering::AcqRel);
+            let key = notification_key(&notification);
+            tracing::error!(
+                informer = %self.informer,
+                handler = %self.name,
+                event = kind,
+                key,
+                panic = %message,
+                "event handler panicked; the notification is skipped and the handler goes on"
+            );
+            if let Some(m) = &self.metrics {
+                m.handler_panicked(&self.informer, &self.name);
+            }
+        }
+        drop(notification);
+        self.handled.fetch_add(1, Ordering::AcqRel);
+        let depth = self.pending.fetch_sub(1, Ordering::AcqRel) - 1;
+        if self.max_pending.is_some_and(|bound| depth < bound) {
+            self.room.notify_one();
+        }
+        if initial && self.initial_pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.initial_done.notify_waiters();
+        }
+        if let Some(m) = &self.metrics {
+            m.handler_latency(&self.informer, &self.name, started.elapsed());
+            m.handler_queue_depth(&self.informer, &self.name, depth);
+        }
+    }
+
+    /// Whether this listener's resync is due (client-go's `shouldResync`).
+    pub(crate) fn should_resync(&self, now: Instant) -> bool {
+        let resync = self.resync.lock();
+        !resync.period.is_zero() && now >= resync.next
+    }
+
+    /// Schedules the next resync one period from `now` (client-go's `determineNextResync`).
+    pub(crate) fn determine_next_resync(&self, now: Instant) {
+        let mut resync = self.resync.lock();
+        resync.next = now
+            .checked_add(resync.period)
+            .unwrap_or_else(|| now + FAR_FUTURE);
+    }
+
+    /// The period the listener resyncs with.
+    pub(crate) fn resync_period(&self) -> Duration {
+        self.resync.lock().period
+    }
+
+    pub(crate) fn set_resync_period(&self, period: Duration) {
+        self.resync.lock().period = period;
+    }
+}
+
+/// The object's key, for logs.
+fn notification_key<K: Resource>(notification: &Notification<K>) -> String {
+    match notification {
+        Notification::Add { obj, .. } | Notification::Update { new: obj, .. } => {
+            meta_namespace_key(obj.as_ref())
+        }
+        Notification::Delete(deleted) => deletion_handling_meta_namespace_key(deleted),
+    }
+}
