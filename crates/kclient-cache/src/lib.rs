@@ -88,6 +88,7 @@ pub mod backoff;
 pub mod controller;
 pub mod delta;
 pub mod delta_fifo;
+pub mod factory;
 pub mod handler;
 pub mod index;
 pub mod indexer;
@@ -117,6 +118,9 @@ pub use controller::{
 };
 pub use delta::{Delta, DeltaType, Deltas, ReplacedAllInfo};
 pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
+pub use factory::{
+    DynamicListerWatcherFor, InformerSettings, ListerWatcherFor, SharedInformerFactory, SyncResult,
+};
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use index::{
     index_func_to_key_func_adapter, meta_namespace_index_func, IndexError, IndexFunc,

@@ -244,7 +244,122 @@ fn root_module(
         out.push_str(&indent(&method, 4));
     }
     out.push_str("}\n");
+    informer_factory_ext(&mut out, gvs, cfg);
     out
+}
+
+/// The extension trait that gives an informer factory its typed accessors
+/// (`factory.core_v1().pods().informer()`).
+fn informer_factory_ext(
+    out: &mut String,
+    gvs: &BTreeMap<String, GroupVersion>,
+    cfg: &dyn Fn(&BTreeSet<String>) -> String,
+) {
+    let _ = writeln!(
+        out,
+        "\n/// The typed informers of a [`SharedInformerFactory`](kclient_cache::SharedInformerFactory), by\n\
+         /// group-version (client-go's `factory.Core().V1().Pods()` is `factory.core_v1().pods()`): each\n\
+         /// resource that can be listed and watched gives its shared informer and lister.\n\
+         pub trait InformerFactoryExt<C> {{"
+    );
+    let mut methods = String::new();
+    let mut first = true;
+    for (module, gv) in gvs.iter().filter(|(_, gv)| has_informers(gv)) {
+        if !first {
+            out.push('\n');
+            methods.push('\n');
+        }
+        first = false;
+        let informers = group_version_informers(&gv.group, &gv.version);
+        let gate = cfg(&gv.versions());
+        let api_version = api_version(gv);
+        let decl = format!(
+            "/// The `{api_version}` informers.\n{gate}fn {module}(&self) -> {module}::{informers}<'_, C>;\n"
+        );
+        out.push_str(&indent(&decl, 4));
+        let body = format!(
+            "{gate}fn {module}(&self) -> {module}::{informers}<'_, C> {{\n    {module}::{informers}::new(self)\n}}\n"
+        );
+        methods.push_str(&indent(&body, 4));
+    }
+    out.push_str("}\n");
+    let _ = writeln!(
+        out,
+        "\nimpl<C> InformerFactoryExt<C> for kclient_cache::SharedInformerFactory<C> {{"
+    );
+    out.push_str(&methods);
+    out.push_str("}\n");
+}
+
+fn api_version(gv: &GroupVersion) -> String {
+    if gv.group.is_empty() {
+        gv.version.clone()
+    } else {
+        format!("{}/{}", gv.group, gv.version)
+    }
+}
+
+/// Whether a resource can have an informer: it can be listed and watched.
+fn informable(e: &ResourceEntry) -> bool {
+    e.verbs.iter().any(|v| v == "list") && e.verbs.iter().any(|v| v == "watch")
+}
+
+/// Whether a group-version has any resource with an informer.
+fn has_informers(gv: &GroupVersion) -> bool {
+    gv.resources.values().any(|r| informable(&r.entry))
+}
+
+/// `AppsV1Informers` for `apps/v1`.
+fn group_version_informers(group: &str, version: &str) -> String {
+    group_version_client(group, version)
+        .trim_end_matches("Client")
+        .to_owned()
+        + "Informers"
+}
+
+/// The informer accessors of one group-version: one method per resource that can be listed
+/// and watched.
+fn group_version_informers_source(
+    out: &mut String,
+    gv: &GroupVersion,
+    options: &ClientsetOptions,
+    cfg: &dyn Fn(&BTreeSet<String>) -> String,
+) {
+    if !has_informers(gv) {
+        return;
+    }
+    let krate = &options.typed_crate;
+    let informers = group_version_informers(&gv.group, &gv.version);
+    let api_version = api_version(gv);
+    let _ = writeln!(
+        out,
+        "\n/// The informers of `{api_version}` of an informer factory (client-go's \
+         `informers/{}/{}`):\n/// one method per resource that can be listed and watched.\n\
+         #[derive(Debug)]\npub struct {informers}<'a, C> {{\n    factory: &'a kclient_cache::SharedInformerFactory<C>,\n}}\n",
+        if gv.group.is_empty() { "core" } else { gv.group.split('.').next().unwrap_or(&gv.group) },
+        gv.version
+    );
+    let _ = writeln!(out, "impl<'a, C> {informers}<'a, C> {{");
+    let _ = writeln!(
+        out,
+        "    /// The `{api_version}` informers of `factory`.\n    \
+         pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {{\n        Self {{ factory }}\n    }}"
+    );
+    for r in gv.resources.values() {
+        let e = &r.entry;
+        if !informable(e) {
+            continue;
+        }
+        let gate = cfg(&r.versions);
+        let method = format!(
+            "/// `{}` (kind `{}`): its shared informer and lister.\n\
+             {gate}pub fn {}(&self) -> {krate}::TypedInformer<'a, C, {}> {{\n    {krate}::TypedInformer::new(self.factory)\n}}\n",
+            e.plural, e.kind, r.method, r.rust_type
+        );
+        out.push('\n');
+        out.push_str(&indent(&method, 4));
+    }
+    out.push_str("}\n");
 }
 
 fn group_version_module_source(
@@ -314,6 +429,7 @@ fn group_version_module_source(
         out.push_str(&indent(&method, 4));
     }
     out.push_str("}\n");
+    group_version_informers_source(&mut out, gv, options, cfg);
     for r in gv.resources.values() {
         for (trait_name, versions) in [
             ("HasStatus", &r.status_versions),

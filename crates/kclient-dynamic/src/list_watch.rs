@@ -6,10 +6,11 @@ use std::future::Future;
 use std::sync::Arc;
 
 use kclient_core::{
-    DynamicObject, ListOptions, ListerWatcher, ObjectList, TweakListOptions, WatchStream,
+    ApiResource, DynamicObject, ListOptions, ListerWatcher, ObjectList, TweakListOptions,
+    WatchStream,
 };
 
-use crate::client::DynamicResource;
+use crate::client::{DynamicClient, DynamicResource};
 use crate::error::Error;
 
 /// A dynamic resource lists and watches in its namespace (or all namespaces): the options the
@@ -104,5 +105,28 @@ impl ListerWatcher<DynamicObject> for FilteredListWatch {
     ) -> Result<WatchStream<DynamicObject, Error>, Error> {
         let options = self.tweaked(options);
         self.resource.watch(&options).await
+    }
+}
+
+/// The dynamic client lists and watches any resource for the informer factory's
+/// `for_resource` (client-go's dynamic informer factory), in the factory's namespace when the
+/// resource is namespaced, with its list-options tweak.
+impl kclient_cache::DynamicListerWatcherFor for DynamicClient {
+    type ListerWatcher = FilteredListWatch;
+
+    fn dynamic_lister_watcher(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        tweak: Option<TweakListOptions>,
+    ) -> FilteredListWatch {
+        let mut client = self.resource(resource);
+        if let Some(namespace) = namespace.filter(|_| resource.namespaced) {
+            client = client.namespace(namespace);
+        }
+        FilteredListWatch {
+            resource: client,
+            tweak: tweak.unwrap_or_else(|| Arc::new(|_| {})),
+        }
     }
 }

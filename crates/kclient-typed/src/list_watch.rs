@@ -75,6 +75,11 @@ impl<K: Resource> fmt::Debug for FilteredListWatch<K> {
 }
 
 impl<K: Resource> FilteredListWatch<K> {
+    /// `client` listing and watching with `tweak` applied.
+    pub fn new(client: ResourceClient<K>, tweak: TweakListOptions) -> Self {
+        Self { client, tweak }
+    }
+
     /// The options as they are sent: the reflector's, adjusted by the tweak.
     pub fn tweaked(&self, options: &ListOptions) -> ListOptions {
         let mut options = options.clone();

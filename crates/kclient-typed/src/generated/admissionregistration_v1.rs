@@ -84,4 +84,86 @@ impl AdmissionregistrationV1Client {
     }
 }
 
+/// The informers of `admissionregistration.k8s.io/v1` of an informer factory (client-go's `informers/admissionregistration/v1`):
+/// one method per resource that can be listed and watched.
+#[derive(Debug)]
+pub struct AdmissionregistrationV1Informers<'a, C> {
+    factory: &'a kclient_cache::SharedInformerFactory<C>,
+}
+
+impl<'a, C> AdmissionregistrationV1Informers<'a, C> {
+    /// The `admissionregistration.k8s.io/v1` informers of `factory`.
+    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
+        Self { factory }
+    }
+
+    /// `mutatingadmissionpolicies` (kind `MutatingAdmissionPolicy`): its shared informer and lister.
+    #[cfg(any(kclient_k8s = "1.36", kclient_k8s = "1.37"))]
+    pub fn mutating_admission_policies(
+        &self,
+    ) -> crate::TypedInformer<
+        'a,
+        C,
+        k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
+    > {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `mutatingadmissionpolicybindings` (kind `MutatingAdmissionPolicyBinding`): its shared informer and lister.
+    #[cfg(any(kclient_k8s = "1.36", kclient_k8s = "1.37"))]
+    pub fn mutating_admission_policy_bindings(
+        &self,
+    ) -> crate::TypedInformer<
+        'a,
+        C,
+        k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding,
+    > {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `mutatingwebhookconfigurations` (kind `MutatingWebhookConfiguration`): its shared informer and lister.
+    pub fn mutating_webhook_configurations(
+        &self,
+    ) -> crate::TypedInformer<
+        'a,
+        C,
+        k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
+    > {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `validatingadmissionpolicies` (kind `ValidatingAdmissionPolicy`): its shared informer and lister.
+    pub fn validating_admission_policies(
+        &self,
+    ) -> crate::TypedInformer<
+        'a,
+        C,
+        k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy,
+    > {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `validatingadmissionpolicybindings` (kind `ValidatingAdmissionPolicyBinding`): its shared informer and lister.
+    pub fn validating_admission_policy_bindings(
+        &self,
+    ) -> crate::TypedInformer<
+        'a,
+        C,
+        k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+    > {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `validatingwebhookconfigurations` (kind `ValidatingWebhookConfiguration`): its shared informer and lister.
+    pub fn validating_webhook_configurations(
+        &self,
+    ) -> crate::TypedInformer<
+        'a,
+        C,
+        k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration,
+    > {
+        crate::TypedInformer::new(self.factory)
+    }
+}
+
 impl crate::HasStatus for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy {}

@@ -170,6 +170,111 @@ impl CoreV1Client {
     }
 }
 
+/// The informers of `v1` of an informer factory (client-go's `informers/core/v1`):
+/// one method per resource that can be listed and watched.
+#[derive(Debug)]
+pub struct CoreV1Informers<'a, C> {
+    factory: &'a kclient_cache::SharedInformerFactory<C>,
+}
+
+impl<'a, C> CoreV1Informers<'a, C> {
+    /// The `v1` informers of `factory`.
+    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
+        Self { factory }
+    }
+
+    /// `configmaps` (kind `ConfigMap`): its shared informer and lister.
+    pub fn config_maps(
+        &self,
+    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::ConfigMap> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `endpoints` (kind `Endpoints`): its shared informer and lister.
+    pub fn endpoints(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::Endpoints> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `events` (kind `Event`): its shared informer and lister.
+    pub fn events(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::Event> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `limitranges` (kind `LimitRange`): its shared informer and lister.
+    pub fn limit_ranges(
+        &self,
+    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::LimitRange> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `namespaces` (kind `Namespace`): its shared informer and lister.
+    pub fn namespaces(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::Namespace> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `nodes` (kind `Node`): its shared informer and lister.
+    pub fn nodes(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::Node> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `persistentvolumes` (kind `PersistentVolume`): its shared informer and lister.
+    pub fn persistent_volumes(
+        &self,
+    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::PersistentVolume> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `persistentvolumeclaims` (kind `PersistentVolumeClaim`): its shared informer and lister.
+    pub fn persistent_volume_claims(
+        &self,
+    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::PersistentVolumeClaim> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `pods` (kind `Pod`): its shared informer and lister.
+    pub fn pods(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::Pod> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `podtemplates` (kind `PodTemplate`): its shared informer and lister.
+    pub fn pod_templates(
+        &self,
+    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::PodTemplate> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `replicationcontrollers` (kind `ReplicationController`): its shared informer and lister.
+    pub fn replication_controllers(
+        &self,
+    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::ReplicationController> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `resourcequotas` (kind `ResourceQuota`): its shared informer and lister.
+    pub fn resource_quotas(
+        &self,
+    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::ResourceQuota> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `secrets` (kind `Secret`): its shared informer and lister.
+    pub fn secrets(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::Secret> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `services` (kind `Service`): its shared informer and lister.
+    pub fn services(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::Service> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `serviceaccounts` (kind `ServiceAccount`): its shared informer and lister.
+    pub fn service_accounts(
+        &self,
+    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::ServiceAccount> {
+        crate::TypedInformer::new(self.factory)
+    }
+}
+
 impl crate::HasStatus for k8s_openapi::api::core::v1::Namespace {}
 
 impl crate::HasStatus for k8s_openapi::api::core::v1::Node {}

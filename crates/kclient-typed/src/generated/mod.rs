@@ -321,3 +321,317 @@ impl crate::Clientset {
         StoragemigrationV1beta1Client::new(self.client.clone())
     }
 }
+
+/// The typed informers of a [`SharedInformerFactory`](kclient_cache::SharedInformerFactory), by
+/// group-version (client-go's `factory.Core().V1().Pods()` is `factory.core_v1().pods()`): each
+/// resource that can be listed and watched gives its shared informer and lister.
+pub trait InformerFactoryExt<C> {
+    /// The `admissionregistration.k8s.io/v1` informers.
+    fn admissionregistration_v1(
+        &self,
+    ) -> admissionregistration_v1::AdmissionregistrationV1Informers<'_, C>;
+
+    /// The `admissionregistration.k8s.io/v1alpha1` informers.
+    fn admissionregistration_v1alpha1(
+        &self,
+    ) -> admissionregistration_v1alpha1::AdmissionregistrationV1alpha1Informers<'_, C>;
+
+    /// The `admissionregistration.k8s.io/v1beta1` informers.
+    fn admissionregistration_v1beta1(
+        &self,
+    ) -> admissionregistration_v1beta1::AdmissionregistrationV1beta1Informers<'_, C>;
+
+    /// The `apiextensions.k8s.io/v1` informers.
+    fn apiextensions_v1(&self) -> apiextensions_v1::ApiextensionsV1Informers<'_, C>;
+
+    /// The `apiregistration.k8s.io/v1` informers.
+    fn apiregistration_v1(&self) -> apiregistration_v1::ApiregistrationV1Informers<'_, C>;
+
+    /// The `apps/v1` informers.
+    fn apps_v1(&self) -> apps_v1::AppsV1Informers<'_, C>;
+
+    /// The `autoscaling/v1` informers.
+    fn autoscaling_v1(&self) -> autoscaling_v1::AutoscalingV1Informers<'_, C>;
+
+    /// The `autoscaling/v2` informers.
+    fn autoscaling_v2(&self) -> autoscaling_v2::AutoscalingV2Informers<'_, C>;
+
+    /// The `batch/v1` informers.
+    fn batch_v1(&self) -> batch_v1::BatchV1Informers<'_, C>;
+
+    /// The `certificates.k8s.io/v1` informers.
+    fn certificates_v1(&self) -> certificates_v1::CertificatesV1Informers<'_, C>;
+
+    /// The `certificates.k8s.io/v1alpha1` informers.
+    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
+    fn certificates_v1alpha1(&self) -> certificates_v1alpha1::CertificatesV1alpha1Informers<'_, C>;
+
+    /// The `certificates.k8s.io/v1beta1` informers.
+    fn certificates_v1beta1(&self) -> certificates_v1beta1::CertificatesV1beta1Informers<'_, C>;
+
+    /// The `coordination.k8s.io/v1` informers.
+    fn coordination_v1(&self) -> coordination_v1::CoordinationV1Informers<'_, C>;
+
+    /// The `coordination.k8s.io/v1alpha2` informers.
+    fn coordination_v1alpha2(&self) -> coordination_v1alpha2::CoordinationV1alpha2Informers<'_, C>;
+
+    /// The `coordination.k8s.io/v1beta1` informers.
+    fn coordination_v1beta1(&self) -> coordination_v1beta1::CoordinationV1beta1Informers<'_, C>;
+
+    /// The `v1` informers.
+    fn core_v1(&self) -> core_v1::CoreV1Informers<'_, C>;
+
+    /// The `discovery.k8s.io/v1` informers.
+    fn discovery_v1(&self) -> discovery_v1::DiscoveryV1Informers<'_, C>;
+
+    /// The `events.k8s.io/v1` informers.
+    fn events_v1(&self) -> events_v1::EventsV1Informers<'_, C>;
+
+    /// The `flowcontrol.apiserver.k8s.io/v1` informers.
+    fn flowcontrol_v1(&self) -> flowcontrol_v1::FlowcontrolV1Informers<'_, C>;
+
+    /// The `internal.apiserver.k8s.io/v1alpha1` informers.
+    fn internal_v1alpha1(&self) -> internal_v1alpha1::InternalV1alpha1Informers<'_, C>;
+
+    /// The `lifecycle.k8s.io/v1alpha1` informers.
+    #[cfg(kclient_k8s = "1.37")]
+    fn lifecycle_v1alpha1(&self) -> lifecycle_v1alpha1::LifecycleV1alpha1Informers<'_, C>;
+
+    /// The `networking.k8s.io/v1` informers.
+    fn networking_v1(&self) -> networking_v1::NetworkingV1Informers<'_, C>;
+
+    /// The `networking.k8s.io/v1beta1` informers.
+    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
+    fn networking_v1beta1(&self) -> networking_v1beta1::NetworkingV1beta1Informers<'_, C>;
+
+    /// The `node.k8s.io/v1` informers.
+    fn node_v1(&self) -> node_v1::NodeV1Informers<'_, C>;
+
+    /// The `policy/v1` informers.
+    fn policy_v1(&self) -> policy_v1::PolicyV1Informers<'_, C>;
+
+    /// The `rbac.authorization.k8s.io/v1` informers.
+    fn rbac_v1(&self) -> rbac_v1::RbacV1Informers<'_, C>;
+
+    /// The `resource.k8s.io/v1` informers.
+    fn resource_v1(&self) -> resource_v1::ResourceV1Informers<'_, C>;
+
+    /// The `resource.k8s.io/v1alpha3` informers.
+    fn resource_v1alpha3(&self) -> resource_v1alpha3::ResourceV1alpha3Informers<'_, C>;
+
+    /// The `resource.k8s.io/v1beta1` informers.
+    fn resource_v1beta1(&self) -> resource_v1beta1::ResourceV1beta1Informers<'_, C>;
+
+    /// The `resource.k8s.io/v1beta2` informers.
+    fn resource_v1beta2(&self) -> resource_v1beta2::ResourceV1beta2Informers<'_, C>;
+
+    /// The `scheduling.k8s.io/v1` informers.
+    fn scheduling_v1(&self) -> scheduling_v1::SchedulingV1Informers<'_, C>;
+
+    /// The `scheduling.k8s.io/v1alpha1` informers.
+    #[cfg(kclient_k8s = "1.35")]
+    fn scheduling_v1alpha1(&self) -> scheduling_v1alpha1::SchedulingV1alpha1Informers<'_, C>;
+
+    /// The `scheduling.k8s.io/v1alpha2` informers.
+    #[cfg(kclient_k8s = "1.36")]
+    fn scheduling_v1alpha2(&self) -> scheduling_v1alpha2::SchedulingV1alpha2Informers<'_, C>;
+
+    /// The `scheduling.k8s.io/v1alpha3` informers.
+    #[cfg(kclient_k8s = "1.37")]
+    fn scheduling_v1alpha3(&self) -> scheduling_v1alpha3::SchedulingV1alpha3Informers<'_, C>;
+
+    /// The `scheduling.k8s.io/v1beta1` informers.
+    #[cfg(kclient_k8s = "1.37")]
+    fn scheduling_v1beta1(&self) -> scheduling_v1beta1::SchedulingV1beta1Informers<'_, C>;
+
+    /// The `storage.k8s.io/v1` informers.
+    fn storage_v1(&self) -> storage_v1::StorageV1Informers<'_, C>;
+
+    /// The `storage.k8s.io/v1beta1` informers.
+    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
+    fn storage_v1beta1(&self) -> storage_v1beta1::StorageV1beta1Informers<'_, C>;
+
+    /// The `storagemigration.k8s.io/v1` informers.
+    #[cfg(kclient_k8s = "1.37")]
+    fn storagemigration_v1(&self) -> storagemigration_v1::StoragemigrationV1Informers<'_, C>;
+
+    /// The `storagemigration.k8s.io/v1beta1` informers.
+    fn storagemigration_v1beta1(
+        &self,
+    ) -> storagemigration_v1beta1::StoragemigrationV1beta1Informers<'_, C>;
+}
+
+impl<C> InformerFactoryExt<C> for kclient_cache::SharedInformerFactory<C> {
+    fn admissionregistration_v1(
+        &self,
+    ) -> admissionregistration_v1::AdmissionregistrationV1Informers<'_, C> {
+        admissionregistration_v1::AdmissionregistrationV1Informers::new(self)
+    }
+
+    fn admissionregistration_v1alpha1(
+        &self,
+    ) -> admissionregistration_v1alpha1::AdmissionregistrationV1alpha1Informers<'_, C> {
+        admissionregistration_v1alpha1::AdmissionregistrationV1alpha1Informers::new(self)
+    }
+
+    fn admissionregistration_v1beta1(
+        &self,
+    ) -> admissionregistration_v1beta1::AdmissionregistrationV1beta1Informers<'_, C> {
+        admissionregistration_v1beta1::AdmissionregistrationV1beta1Informers::new(self)
+    }
+
+    fn apiextensions_v1(&self) -> apiextensions_v1::ApiextensionsV1Informers<'_, C> {
+        apiextensions_v1::ApiextensionsV1Informers::new(self)
+    }
+
+    fn apiregistration_v1(&self) -> apiregistration_v1::ApiregistrationV1Informers<'_, C> {
+        apiregistration_v1::ApiregistrationV1Informers::new(self)
+    }
+
+    fn apps_v1(&self) -> apps_v1::AppsV1Informers<'_, C> {
+        apps_v1::AppsV1Informers::new(self)
+    }
+
+    fn autoscaling_v1(&self) -> autoscaling_v1::AutoscalingV1Informers<'_, C> {
+        autoscaling_v1::AutoscalingV1Informers::new(self)
+    }
+
+    fn autoscaling_v2(&self) -> autoscaling_v2::AutoscalingV2Informers<'_, C> {
+        autoscaling_v2::AutoscalingV2Informers::new(self)
+    }
+
+    fn batch_v1(&self) -> batch_v1::BatchV1Informers<'_, C> {
+        batch_v1::BatchV1Informers::new(self)
+    }
+
+    fn certificates_v1(&self) -> certificates_v1::CertificatesV1Informers<'_, C> {
+        certificates_v1::CertificatesV1Informers::new(self)
+    }
+
+    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
+    fn certificates_v1alpha1(&self) -> certificates_v1alpha1::CertificatesV1alpha1Informers<'_, C> {
+        certificates_v1alpha1::CertificatesV1alpha1Informers::new(self)
+    }
+
+    fn certificates_v1beta1(&self) -> certificates_v1beta1::CertificatesV1beta1Informers<'_, C> {
+        certificates_v1beta1::CertificatesV1beta1Informers::new(self)
+    }
+
+    fn coordination_v1(&self) -> coordination_v1::CoordinationV1Informers<'_, C> {
+        coordination_v1::CoordinationV1Informers::new(self)
+    }
+
+    fn coordination_v1alpha2(&self) -> coordination_v1alpha2::CoordinationV1alpha2Informers<'_, C> {
+        coordination_v1alpha2::CoordinationV1alpha2Informers::new(self)
+    }
+
+    fn coordination_v1beta1(&self) -> coordination_v1beta1::CoordinationV1beta1Informers<'_, C> {
+        coordination_v1beta1::CoordinationV1beta1Informers::new(self)
+    }
+
+    fn core_v1(&self) -> core_v1::CoreV1Informers<'_, C> {
+        core_v1::CoreV1Informers::new(self)
+    }
+
+    fn discovery_v1(&self) -> discovery_v1::DiscoveryV1Informers<'_, C> {
+        discovery_v1::DiscoveryV1Informers::new(self)
+    }
+
+    fn events_v1(&self) -> events_v1::EventsV1Informers<'_, C> {
+        events_v1::EventsV1Informers::new(self)
+    }
+
+    fn flowcontrol_v1(&self) -> flowcontrol_v1::FlowcontrolV1Informers<'_, C> {
+        flowcontrol_v1::FlowcontrolV1Informers::new(self)
+    }
+
+    fn internal_v1alpha1(&self) -> internal_v1alpha1::InternalV1alpha1Informers<'_, C> {
+        internal_v1alpha1::InternalV1alpha1Informers::new(self)
+    }
+
+    #[cfg(kclient_k8s = "1.37")]
+    fn lifecycle_v1alpha1(&self) -> lifecycle_v1alpha1::LifecycleV1alpha1Informers<'_, C> {
+        lifecycle_v1alpha1::LifecycleV1alpha1Informers::new(self)
+    }
+
+    fn networking_v1(&self) -> networking_v1::NetworkingV1Informers<'_, C> {
+        networking_v1::NetworkingV1Informers::new(self)
+    }
+
+    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
+    fn networking_v1beta1(&self) -> networking_v1beta1::NetworkingV1beta1Informers<'_, C> {
+        networking_v1beta1::NetworkingV1beta1Informers::new(self)
+    }
+
+    fn node_v1(&self) -> node_v1::NodeV1Informers<'_, C> {
+        node_v1::NodeV1Informers::new(self)
+    }
+
+    fn policy_v1(&self) -> policy_v1::PolicyV1Informers<'_, C> {
+        policy_v1::PolicyV1Informers::new(self)
+    }
+
+    fn rbac_v1(&self) -> rbac_v1::RbacV1Informers<'_, C> {
+        rbac_v1::RbacV1Informers::new(self)
+    }
+
+    fn resource_v1(&self) -> resource_v1::ResourceV1Informers<'_, C> {
+        resource_v1::ResourceV1Informers::new(self)
+    }
+
+    fn resource_v1alpha3(&self) -> resource_v1alpha3::ResourceV1alpha3Informers<'_, C> {
+        resource_v1alpha3::ResourceV1alpha3Informers::new(self)
+    }
+
+    fn resource_v1beta1(&self) -> resource_v1beta1::ResourceV1beta1Informers<'_, C> {
+        resource_v1beta1::ResourceV1beta1Informers::new(self)
+    }
+
+    fn resource_v1beta2(&self) -> resource_v1beta2::ResourceV1beta2Informers<'_, C> {
+        resource_v1beta2::ResourceV1beta2Informers::new(self)
+    }
+
+    fn scheduling_v1(&self) -> scheduling_v1::SchedulingV1Informers<'_, C> {
+        scheduling_v1::SchedulingV1Informers::new(self)
+    }
+
+    #[cfg(kclient_k8s = "1.35")]
+    fn scheduling_v1alpha1(&self) -> scheduling_v1alpha1::SchedulingV1alpha1Informers<'_, C> {
+        scheduling_v1alpha1::SchedulingV1alpha1Informers::new(self)
+    }
+
+    #[cfg(kclient_k8s = "1.36")]
+    fn scheduling_v1alpha2(&self) -> scheduling_v1alpha2::SchedulingV1alpha2Informers<'_, C> {
+        scheduling_v1alpha2::SchedulingV1alpha2Informers::new(self)
+    }
+
+    #[cfg(kclient_k8s = "1.37")]
+    fn scheduling_v1alpha3(&self) -> scheduling_v1alpha3::SchedulingV1alpha3Informers<'_, C> {
+        scheduling_v1alpha3::SchedulingV1alpha3Informers::new(self)
+    }
+
+    #[cfg(kclient_k8s = "1.37")]
+    fn scheduling_v1beta1(&self) -> scheduling_v1beta1::SchedulingV1beta1Informers<'_, C> {
+        scheduling_v1beta1::SchedulingV1beta1Informers::new(self)
+    }
+
+    fn storage_v1(&self) -> storage_v1::StorageV1Informers<'_, C> {
+        storage_v1::StorageV1Informers::new(self)
+    }
+
+    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
+    fn storage_v1beta1(&self) -> storage_v1beta1::StorageV1beta1Informers<'_, C> {
+        storage_v1beta1::StorageV1beta1Informers::new(self)
+    }
+
+    #[cfg(kclient_k8s = "1.37")]
+    fn storagemigration_v1(&self) -> storagemigration_v1::StoragemigrationV1Informers<'_, C> {
+        storagemigration_v1::StoragemigrationV1Informers::new(self)
+    }
+
+    fn storagemigration_v1beta1(
+        &self,
+    ) -> storagemigration_v1beta1::StoragemigrationV1beta1Informers<'_, C> {
+        storagemigration_v1beta1::StoragemigrationV1beta1Informers::new(self)
+    }
+}

@@ -55,3 +55,43 @@ impl RbacV1Client {
         ResourceClient::namespaced(self.client.clone(), namespace)
     }
 }
+
+/// The informers of `rbac.authorization.k8s.io/v1` of an informer factory (client-go's `informers/rbac/v1`):
+/// one method per resource that can be listed and watched.
+#[derive(Debug)]
+pub struct RbacV1Informers<'a, C> {
+    factory: &'a kclient_cache::SharedInformerFactory<C>,
+}
+
+impl<'a, C> RbacV1Informers<'a, C> {
+    /// The `rbac.authorization.k8s.io/v1` informers of `factory`.
+    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
+        Self { factory }
+    }
+
+    /// `clusterroles` (kind `ClusterRole`): its shared informer and lister.
+    pub fn cluster_roles(
+        &self,
+    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::rbac::v1::ClusterRole> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `clusterrolebindings` (kind `ClusterRoleBinding`): its shared informer and lister.
+    pub fn cluster_role_bindings(
+        &self,
+    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::rbac::v1::ClusterRoleBinding> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `roles` (kind `Role`): its shared informer and lister.
+    pub fn roles(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::rbac::v1::Role> {
+        crate::TypedInformer::new(self.factory)
+    }
+
+    /// `rolebindings` (kind `RoleBinding`): its shared informer and lister.
+    pub fn role_bindings(
+        &self,
+    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::rbac::v1::RoleBinding> {
+        crate::TypedInformer::new(self.factory)
+    }
+}

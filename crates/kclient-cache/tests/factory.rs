@@ -1,0 +1,214 @@
+//! SharedInformerFactory against in-memory sources: laziness, one informer per type,
+//! idempotent start of new informers only, waiting for started informers only, shutdown,
+//! and the options (namespace, tweak, resync per type, transforms, names) — client-go's
+//! factory rules and seed-semantics 3.27 by name.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+use kclient_cache::testing::FakeControllerSource;
+use kclient_cache::{ListerWatcherFor, SharedInformerFactory, TransformFunc};
+use kclient_core::{ResourceExt, TweakListOptions};
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+/// One source per type, recording what the factory asked for.
+#[derive(Clone, Default)]
+struct Sources {
+    config_maps: FakeControllerSource<ConfigMap>,
+    secrets: FakeControllerSource<Secret>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl Sources {
+    fn record(&self, kind: &str, namespace: Option<&str>, tweak: &Option<TweakListOptions>) {
+        let tweaked = tweak.as_ref().map(|t| {
+            let mut options = kclient_core::ListOptions::default();
+            t(&mut options);
+            options.label_selector.unwrap_or_default()
+        });
+        self.asked
+            .lock()
+            .push(format!("{kind} ns={namespace:?} tweak={tweaked:?}"));
+    }
+}
+
+impl ListerWatcherFor<ConfigMap> for Sources {
+    type ListerWatcher = FakeControllerSource<ConfigMap>;
+
+    fn lister_watcher(
+        &self,
+        namespace: Option<&str>,
+        tweak: Option<TweakListOptions>,
+    ) -> Self::ListerWatcher {
+        self.record("ConfigMap", namespace, &tweak);
+        self.config_maps.clone()
+    }
+}
+
+impl ListerWatcherFor<Secret> for Sources {
+    type ListerWatcher = FakeControllerSource<Secret>;
+
+    fn lister_watcher(
+        &self,
+        namespace: Option<&str>,
+        tweak: Option<TweakListOptions>,
+    ) -> Self::ListerWatcher {
+        self.record("Secret", namespace, &tweak);
+        self.secrets.clone()
+    }
+}
+
+fn cm(name: &str) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.namespace = Some("ns".into());
+    cm.metadata.name = Some(name.into());
+    cm.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+        manager: Some("kubectl".into()),
+        ..ManagedFieldsEntry::default()
+    }]);
+    cm
+}
+
+/// Seed-semantics 3.27: the factory is lazy — an informer exists once asked for — and
+/// there is one informer per type.
+#[tokio::test(start_paused = true)]
+async fn the_factory_is_lazy_and_shares_one_informer_per_type() {
+    let sources = Sources::default();
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+    assert!(sources.asked.lock().is_empty(), "nothing made before asked");
+    let a = factory.informer::<ConfigMap>();
+    let b = factory.informer::<ConfigMap>();
+    let _lister = factory.lister::<ConfigMap>();
+    assert_eq!(sources.asked.lock().len(), 1, "made once");
+    a.add_event_handler(kclient_cache::ResourceEventHandlerFuncs::new())
+        .unwrap();
+    assert_eq!(b.handler_count(), 1, "the same informer");
+}
+
+/// client-go's factory Start: idempotent, starts only informers not started yet;
+/// WaitForCacheSync covers the started ones only; after Shutdown, Start does nothing.
+#[tokio::test(start_paused = true)]
+async fn start_starts_new_informers_only_and_shutdown_ends_everything() {
+    let sources = Sources::default();
+    sources.config_maps.add(cm("a"));
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+    let config_maps = factory.informer::<ConfigMap>();
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    factory.start(&cancel);
+    let secrets = factory.informer::<Secret>();
+    let result = factory.wait_for_cache_sync(&cancel).await;
+    assert_eq!(
+        result.synced.keys().collect::<Vec<_>>(),
+        ["v1/ConfigMap"],
+        "only the started informer"
+    );
+    assert!(result.all_synced());
+    assert!(!secrets.is_started());
+    assert_eq!(config_maps.get_store().len(), 1);
+
+    factory.start(&cancel);
+    let result = factory.wait_for_cache_sync(&cancel).await;
+    assert_eq!(result.synced.len(), 2);
+    assert!(result.all_synced());
+
+    factory.shutdown().await;
+    assert!(config_maps.is_stopped() && secrets.is_stopped());
+    assert_eq!(sources.config_maps.open_watches(), 0);
+    let late = SharedInformerFactory::new(Sources::default(), Duration::ZERO);
+    late.shutdown().await;
+    let never = late.informer::<ConfigMap>();
+    late.start(&cancel);
+    tokio::task::yield_now().await;
+    assert!(!never.is_started(), "start after shutdown does nothing");
+}
+
+/// Cancelling the token given to `start` stops the informers too; a wait cancelled first
+/// reports them unsynced.
+#[tokio::test(start_paused = true)]
+async fn the_start_token_stops_the_informers() {
+    let sources = Sources::default();
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+    let informer = factory.informer::<ConfigMap>();
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    assert!(factory.wait_for_cache_sync(&cancel).await.all_synced());
+    cancel.cancel();
+    factory.shutdown().await;
+    assert!(informer.is_stopped());
+
+    let cancelled = CancellationToken::new();
+    cancelled.cancel();
+    let stalled = SharedInformerFactory::new(Sources::default(), Duration::ZERO);
+    let _ = stalled.informer::<Secret>();
+    stalled.start(&CancellationToken::new());
+    let result = stalled.wait_for_cache_sync(&cancelled).await;
+    assert_eq!(result.unsynced().collect::<Vec<_>>(), ["v1/Secret"]);
+    stalled.shutdown().await;
+}
+
+/// The options reach every informer: namespace and tweak to the lister-watcher, resync
+/// per type over the default, the informer name as a prefix.
+#[tokio::test(start_paused = true)]
+async fn options_reach_the_informers() {
+    let sources = Sources::default();
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::from_secs(30))
+        .namespace("prod")
+        .tweak_list_options(|o| o.label_selector = Some("app=web".into()))
+        .custom_resync::<Secret>(Duration::from_secs(90))
+        .informer_name("my-controller");
+    let config_maps = factory.informer::<ConfigMap>();
+    let secrets = factory.informer::<Secret>();
+    assert_eq!(
+        *sources.asked.lock(),
+        [
+            "ConfigMap ns=Some(\"prod\") tweak=Some(\"app=web\")",
+            "Secret ns=Some(\"prod\") tweak=Some(\"app=web\")"
+        ]
+    );
+    assert_eq!(config_maps.resync_check_period(), Duration::from_secs(30));
+    assert_eq!(secrets.resync_check_period(), Duration::from_secs(90));
+    assert_eq!(config_maps.name(), "my-controller/v1/ConfigMap");
+}
+
+/// managedFields are stripped by default; `keep_managed_fields` keeps them, and a transform
+/// set for a type replaces the default for that type.
+#[tokio::test(start_paused = true)]
+async fn managed_fields_are_stripped_by_default() {
+    for (keep, custom, expect_managed, expect_label) in [
+        (false, false, false, false),
+        (true, false, true, false),
+        (false, true, true, true),
+    ] {
+        let sources = Sources::default();
+        sources.config_maps.add(cm("a"));
+        let mut factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+        if keep {
+            factory = factory.keep_managed_fields();
+        }
+        if custom {
+            factory = factory.transform(TransformFunc::new(|o: &mut ConfigMap| {
+                o.metadata
+                    .labels
+                    .get_or_insert_with(Default::default)
+                    .insert("seen".into(), "yes".into());
+                Ok(())
+            }));
+        }
+        let informer = factory.informer::<ConfigMap>();
+        let cancel = CancellationToken::new();
+        factory.start(&cancel);
+        assert!(factory.wait_for_cache_sync(&cancel).await.all_synced());
+        let cached = informer.get_store().get_by_key("ns/a").unwrap();
+        assert_eq!(
+            cached.metadata.managed_fields.is_some(),
+            expect_managed,
+            "keep={keep} custom={custom}"
+        );
+        assert_eq!(cached.labels().contains_key("seen"), expect_label);
+        factory.shutdown().await;
+    }
+}
