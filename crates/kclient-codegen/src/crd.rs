@@ -560,6 +560,13 @@ fn version_module(crd: &Crd, v: &CrdVersion, o: &CrdOptions) -> String {
             crd.plural
         );
     }
+    let _ = writeln!(
+        out,
+        "\n    /// The shared informer and lister of `{}` in an informer factory (made on first request).\n    \
+         pub fn {method}_informer<C>(factory: &{typed}::SharedInformerFactory<C>) -> {typed}::TypedInformer<'_, C, {kind}> {{\n        \
+         {typed}::TypedInformer::new(factory)\n    }}",
+        crd.plural
+    );
     render_defs(&defs.defs, o, &mut out);
     out.push_str("}\n");
     out

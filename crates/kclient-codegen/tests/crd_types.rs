@@ -322,3 +322,25 @@ async fn cluster_scoped_custom_resources() {
         .unwrap();
     assert!(widgets.get_opt("w1").await.unwrap().is_none());
 }
+
+/// The generated informer accessor: a factory over the Clientset caches the custom
+/// resources, and its lister finds them.
+#[tokio::test]
+async fn generated_informers_cache_custom_resources() {
+    let (_server, clientset) = fake_with_crds().await;
+    let tab: v1::CronTab = serde_json::from_value(crontab_json("nightly")).unwrap();
+    v1::cron_tabs(&clientset, "default")
+        .create(&tab, &CreateOptions::default())
+        .await
+        .unwrap();
+    let factory = kclient_typed::SharedInformerFactory::new(clientset, std::time::Duration::ZERO);
+    let tabs = v1::cron_tabs_informer(&factory);
+    let informer = tabs.informer();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    factory.start(&cancel);
+    assert!(factory.wait_for_cache_sync(&cancel).await.all_synced());
+    assert_eq!(informer.get_store().len(), 1);
+    let cached = tabs.lister().namespaced("default").get("nightly").unwrap();
+    assert_eq!(cached.spec, tab.spec);
+    factory.shutdown().await;
+}

@@ -88,6 +88,8 @@ pub use error::Error;
 pub use expansion::{LogLines, LogOptions, LogStream, LogStreamKind};
 pub use generated::*;
 pub use informers::TypedInformer;
+/// The informer factory the generated accessors extend (from kclient-cache).
+pub use kclient_cache::SharedInformerFactory;
 pub use kclient_core::{DeleteResponse, ListPager, TweakListOptions, DEFAULT_PAGE_SIZE};
 pub use list_watch::FilteredListWatch;
 pub use subresource::{HasScale, HasStatus};

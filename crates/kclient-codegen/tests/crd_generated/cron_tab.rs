@@ -94,6 +94,13 @@ pub mod v1 {
         clientset.namespaced(namespace)
     }
 
+    /// The shared informer and lister of `crontabs` in an informer factory (made on first request).
+    pub fn cron_tabs_informer<C>(
+        factory: &kclient_typed::SharedInformerFactory<C>,
+    ) -> kclient_typed::TypedInformer<'_, C, CronTab> {
+        kclient_typed::TypedInformer::new(factory)
+    }
+
     /// What to run, and when.
     #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
     pub struct CronTabSpec {
@@ -369,6 +376,13 @@ pub mod v2beta1 {
         namespace: &str,
     ) -> kclient_typed::ResourceClient<CronTab> {
         clientset.namespaced(namespace)
+    }
+
+    /// The shared informer and lister of `crontabs` in an informer factory (made on first request).
+    pub fn cron_tabs_informer<C>(
+        factory: &kclient_typed::SharedInformerFactory<C>,
+    ) -> kclient_typed::TypedInformer<'_, C, CronTab> {
+        kclient_typed::TypedInformer::new(factory)
     }
 
     /// The `CronTabSpec` object.

@@ -86,6 +86,13 @@ pub mod v1alpha1 {
         clientset.cluster_scoped()
     }
 
+    /// The shared informer and lister of `widgets` in an informer factory (made on first request).
+    pub fn widgets_informer<C>(
+        factory: &kclient_typed::SharedInformerFactory<C>,
+    ) -> kclient_typed::TypedInformer<'_, C, Widget> {
+        kclient_typed::TypedInformer::new(factory)
+    }
+
     /// The `WidgetSpec` object.
     #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
     pub struct WidgetSpec {
