@@ -3,9 +3,10 @@
 //!
 //! 1. discovery: the server's version and resources, and kubectl-style names through the
 //!    RestMapper;
-//! 2. a controller: a typed watch on Deployments feeds `namespace/name` keys into a
-//!    rate-limited workqueue; a worker "reconciles" each key by reading the object, as a
-//!    client-go controller does (the informer cache will take the watch's place when it lands);
+//! 2. a controller: an informer factory caches the namespace's Deployments; its event
+//!    handler feeds `namespace/name` keys into a rate-limited workqueue; a worker
+//!    "reconciles" each key by reading the object from the lister, as a client-go
+//!    controller does;
 //! 3. the changes it reacts to: a Deployment created, updated, scaled through the scale
 //!    subresource and deleted with the typed Clientset;
 //! 4. the dynamic client listing what the namespace holds.
@@ -22,9 +23,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use futures::StreamExt;
+use std::sync::Arc;
+
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
+use kclient::cache::CancellationToken;
 use kclient::core::{CreateOptions, DeleteOptions, ListOptions, UpdateOptions};
 use kclient::discovery::{Discovery, DiscoveryClient, RestMapper};
 use kclient::fake::FakeApiServer;
@@ -160,44 +163,47 @@ async fn run(config: Config) -> Result<usize, Error> {
         .await?;
     println!("Created namespace {namespace}");
 
-    // 2. The controller: watch -> workqueue -> worker.
+    // 2. The controller: informer -> handler -> workqueue -> worker reading the lister.
     let deployments = clientset.apps_v1().deployments(&namespace);
+    let factory =
+        SharedInformerFactory::new(clientset.clone(), Duration::ZERO).namespace(&namespace);
+    let informer = factory.apps_v1().deployments().informer();
+    let lister = factory.apps_v1().deployments().lister();
     let queue: RateLimitingQueue<String> =
         RateLimitingQueue::new(default_controller_rate_limiter());
-    let mut events = deployments.watch(&ListOptions::default()).await?;
-    let feeder = {
+    let enqueue = {
         let queue = queue.clone();
-        tokio::spawn(async move {
-            while let Some(event) = events.next().await {
-                let object = match event {
-                    Ok(WatchEvent::Added(d) | WatchEvent::Modified(d) | WatchEvent::Deleted(d)) => {
-                        d
-                    }
-                    Ok(_) => continue,
-                    Err(error) => {
-                        eprintln!("watch failed: {error}");
-                        break;
-                    }
-                };
-                let key = format!(
-                    "{}/{}",
-                    object.metadata.namespace.as_deref().unwrap_or_default(),
-                    object.metadata.name.as_deref().unwrap_or_default()
-                );
-                queue.add(key);
-            }
-        })
+        move |d: &Deployment| queue.add(kclient::core::meta_namespace_key(d))
     };
+    let (on_add, on_update, on_delete) = (enqueue.clone(), enqueue.clone(), queue.clone());
+    informer.add_event_handler(
+        ResourceEventHandlerFuncs::new()
+            .add_func(move |d: &Arc<Deployment>, _| on_add(d))
+            .update_func(move |_, d: &Arc<Deployment>| on_update(d))
+            .delete_func(move |d: &DeletedObject<Deployment>| {
+                // A tombstone carries the key when the final state was missed.
+                on_delete.add(kclient::core::deletion_handling_meta_namespace_key(d))
+            }),
+    )?;
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    if !factory.wait_for_cache_sync(&cancel).await.all_synced() {
+        return Err("the Deployment cache did not sync".into());
+    }
+    println!(
+        "Deployment informer synced ({} cached)",
+        informer.get_store().len()
+    );
     let worker = {
         let queue = queue.clone();
-        let deployments = deployments.clone();
+        let lister = lister.namespaced(&namespace);
         tokio::spawn(async move {
             let mut reconciles = 0usize;
             while let Some(key) = queue.get().await {
                 let name = key.rsplit('/').next().unwrap_or_default().to_owned();
-                match deployments.get_opt(&name).await {
-                    Ok(Some(d)) => println!("  reconcile {key}: {}", describe(&d)),
-                    Ok(None) => println!("  reconcile {key}: gone"),
+                match lister.get(&name) {
+                    Ok(d) => println!("  reconcile {key}: {}", describe(&d)),
+                    Err(e) if e.is_not_found() => println!("  reconcile {key}: gone"),
                     Err(error) => {
                         println!("  reconcile {key}: {error}; retrying");
                         queue.add_rate_limited(key.clone());
@@ -261,7 +267,7 @@ async fn run(config: Config) -> Result<usize, Error> {
         .await?;
     settle().await;
 
-    feeder.abort();
+    factory.shutdown().await;
     queue.shut_down();
     let reconciles = worker.await?;
     clientset

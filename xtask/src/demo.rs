@@ -1,8 +1,8 @@
 //! `cargo xtask demo`: the main demo, `examples/demo.rs` of the facade crate — a small
-//! controller (a watch feeding a rate-limited workqueue, a worker reconciling keys) driven by
-//! typed writes, with discovery, the RestMapper and the dynamic client around it. It runs
-//! against kclient-fake started in-process, or against a cluster given by `--kubeconfig <path>`
-//! or `KUBECONFIG`. The informer cache takes the watch's place in it when it lands.
+//! controller (an informer from the factory feeding a rate-limited workqueue, a worker
+//! reconciling keys from the lister) driven by typed writes, with discovery, the RestMapper
+//! and the dynamic client around it. It runs against kclient-fake started in-process, or
+//! against a cluster given by `--kubeconfig <path>` or `KUBECONFIG`.
 
 use anyhow::{bail, Context, Result};
 

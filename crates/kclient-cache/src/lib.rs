@@ -153,3 +153,5 @@ pub use wait::{
 /// Re-exported from `kclient-core`: the tombstone and the deleted-object type deltas and
 /// notifications carry.
 pub use kclient_core::{DeletedFinalStateUnknown, DeletedObject};
+/// What stops informers, controllers and reflectors (tokio-util's, re-exported).
+pub use tokio_util::sync::CancellationToken;

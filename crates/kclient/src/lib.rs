@@ -11,7 +11,7 @@
 //! | `discovery` | `kclient-discovery`: `DiscoveryClient`, caches, `RestMapper` | `discovery` (default) |
 //! | `dynamic` | `kclient-dynamic`: `DynamicClient` | `dynamic` (default) |
 //! | `typed` | `kclient-typed`: `ResourceClient<K>`, `Clientset` | `typed` (default) |
-//! | `cache` | `kclient-cache`: `Indexer`, `DeltaFifo`, `RealFifo`, `Lister` | `cache` (default) |
+//! | `cache` | `kclient-cache`: `SharedIndexInformer`, `SharedInformerFactory`, event handlers, `Indexer`, `Lister`, the reflector and FIFOs | `cache` (default) |
 //! | `workqueue` | `kclient-workqueue`: client-go's workqueue | `workqueue` (default) |
 //! | `fake` | `kclient-fake`: an in-memory API server for tests | `fake` |
 //!
@@ -56,8 +56,9 @@ pub use kclient_dynamic as dynamic;
 #[cfg(feature = "typed")]
 pub use kclient_typed as typed;
 
-/// client-go's informer cache: the store and indexer, DeltaFIFO, RealFIFO and listers (the
-/// `kclient-cache` crate).
+/// client-go's informer cache: shared informers and their factory, event handlers, the
+/// store and indexer, listers, the reflector, DeltaFIFO and RealFIFO (the `kclient-cache`
+/// crate).
 #[cfg(feature = "cache")]
 pub use kclient_cache as cache;
 
@@ -73,7 +74,11 @@ pub use kclient_fake as fake;
 /// The names most programs use, in one import.
 pub mod prelude {
     #[cfg(feature = "cache")]
-    pub use kclient_cache::{Indexer, Indexers, KeyFunc, Lister};
+    pub use kclient_cache::{
+        wait_for_cache_sync, DeletedObject, Indexer, Indexers, KeyFunc, Lister,
+        ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
+        SharedInformerFactory,
+    };
     pub use kclient_core::{
         ApiError, ApiResource, ApiStatus, DynamicObject, GroupVersion, GroupVersionKind,
         GroupVersionResource, ListerWatcher, ObjectKey, ObjectList, Resource, ResourceExt,
@@ -84,7 +89,7 @@ pub mod prelude {
     #[cfg(feature = "rest")]
     pub use kclient_rest::{Config, RestClient};
     #[cfg(feature = "typed")]
-    pub use kclient_typed::{Clientset, ResourceClient};
+    pub use kclient_typed::{Clientset, InformerFactoryExt, ResourceClient};
     #[cfg(feature = "workqueue")]
     pub use kclient_workqueue::{Queue, RateLimitingQueue};
 }
