@@ -1,0 +1,367 @@
+//! Informers from the factories end to end, on every available target (the real
+//! kube-apiserver when `KCLIENT_E2E_KUBECONFIG` is set, and always a fresh kclient-fake):
+//! Pods and ConfigMaps through the typed factory's generated accessors, a custom resource
+//! through the dynamic factory, changed while they run by kubectl (the independent client,
+//! when there is one) and by the typed client. Each informer's cache ends equal to a fresh
+//! list, each handler's view equals its cache, and each object's notifications came in a
+//! consistent order.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, ensure, Context, Result};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kclient_cache::{
+    DeletedObject, ResourceEventHandler, SharedIndexInformer, SharedInformerFactory,
+};
+use kclient_core::{
+    ApiResource, CreateOptions, DeleteOptions, DynamicObject, GroupVersionKind, ListOptions,
+    Resource,
+};
+use kclient_dynamic::DynamicClient;
+use kclient_e2e::scenarios::Namespace;
+use kclient_e2e::Target;
+use kclient_rest::RestClient;
+use kclient_typed::{Clientset, InformerFactoryExt};
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// A handler's own view (name → resourceVersion) and the order checks, with the first
+/// failure kept for the test to report.
+#[derive(Default)]
+struct View {
+    objects: Mutex<BTreeMap<String, String>>,
+    error: Mutex<Option<String>>,
+}
+
+impl View {
+    fn note(&self, name: &str, event: &str, rv: Option<&str>) {
+        let mut objects = self.objects.lock();
+        let present = objects.contains_key(name);
+        if (event == "add") == present {
+            self.error
+                .lock()
+                .get_or_insert_with(|| format!("{name}: {event} when present={present}"));
+        }
+        match rv {
+            Some(rv) => {
+                objects.insert(name.to_owned(), rv.to_owned());
+            }
+            None => {
+                objects.remove(name);
+            }
+        }
+    }
+}
+
+impl<K: Resource> ResourceEventHandler<K> for View {
+    fn on_add(&self, obj: &Arc<K>, _: bool) {
+        let meta = obj.meta();
+        self.note(
+            meta.name.as_deref().unwrap_or_default(),
+            "add",
+            meta.resource_version.as_deref(),
+        );
+    }
+
+    fn on_update(&self, _: &Arc<K>, new: &Arc<K>) {
+        let meta = new.meta();
+        self.note(
+            meta.name.as_deref().unwrap_or_default(),
+            "update",
+            meta.resource_version.as_deref(),
+        );
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<K>) {
+        let name = match obj {
+            DeletedObject::Object(o) => o.meta().name.clone().unwrap_or_default(),
+            DeletedObject::Tombstone(t) => t.key.rsplit('/').next().unwrap_or_default().to_owned(),
+        };
+        self.note(&name, "delete", None);
+    }
+}
+
+/// Name → resourceVersion, without `kube-root-ca.crt` (kube-controller-manager adds it to
+/// every namespace of a real cluster when it likes).
+fn names<'a, K: Resource + 'a>(
+    objects: impl IntoIterator<Item = &'a K>,
+) -> BTreeMap<String, String> {
+    objects
+        .into_iter()
+        .map(|o| {
+            let meta = o.meta();
+            (
+                meta.name.clone().unwrap_or_default(),
+                meta.resource_version.clone().unwrap_or_default(),
+            )
+        })
+        .filter(|(name, _)| name != "kube-root-ca.crt")
+        .collect()
+}
+
+fn cached<K: Resource + Clone + Send + Sync + 'static>(
+    informer: &SharedIndexInformer<K>,
+) -> BTreeMap<String, String> {
+    let list = informer.get_store().list();
+    names(list.iter().map(|o| o.as_ref()))
+}
+
+/// Polls (the real server runs on real time) until the cache equals `fresh()` and the view
+/// equals the cache.
+async fn until_in_sync<K, F, Fut>(
+    what: &str,
+    informer: &SharedIndexInformer<K>,
+    view: &View,
+    fresh: F,
+) -> Result<()>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<BTreeMap<String, String>>>,
+{
+    let mut last = Default::default();
+    for _ in 0..300 {
+        let server = fresh().await?;
+        let cache = cached(informer);
+        let mut seen = view.objects.lock().clone();
+        seen.remove("kube-root-ca.crt");
+        if server == cache && cache == seen {
+            if let Some(error) = view.error.lock().clone() {
+                bail!("{what}: notifications out of order: {error}");
+            }
+            return Ok(());
+        }
+        last = (server, cache, seen);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!(
+        "{what}: never in sync: server {:?}, cache {:?}, handler {:?}",
+        last.0,
+        last.1,
+        last.2
+    )
+}
+
+fn widget_crd(group: &str) -> Result<CustomResourceDefinition> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("widgets.{group}")},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}
+                }}}
+            }]
+        }
+    }))?)
+}
+
+async fn informers_on(target: &Target) -> Result<()> {
+    let api = target.client()?;
+    let ns = Namespace::create(&api, "informers").await?;
+    let clientset = Clientset::new(target.config.clone())?;
+    let dynamic = DynamicClient::new(RestClient::new(target.config.clone())?);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.subsec_nanos();
+    let group = format!("informers-{:05x}.example.com", nanos & 0xfffff);
+    let crds = clientset.apiextensions_v1().custom_resource_definitions();
+    crds.create(&widget_crd(&group)?, &CreateOptions::default())
+        .await?;
+    let widgets = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::new(&group, "v1", "Widget"),
+        "widgets",
+        true,
+    );
+    let widget_client = dynamic.resource(&widgets).namespace(&ns.name);
+    let mut served = false;
+    for _ in 0..600 {
+        if widget_client.list(&ListOptions::default()).await.is_ok() {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    ensure!(served, "the Widget resource was never served");
+
+    let outcome = run(target, &ns.name, &clientset, &dynamic, &widgets).await;
+    ns.delete().await?;
+    crds.delete(&format!("widgets.{group}"), &DeleteOptions::default())
+        .await?;
+    outcome
+}
+
+async fn run(
+    target: &Target,
+    namespace: &str,
+    clientset: &Clientset,
+    dynamic: &DynamicClient,
+    widgets: &ApiResource,
+) -> Result<()> {
+    let typed = SharedInformerFactory::new(clientset.clone(), Duration::ZERO).namespace(namespace);
+    let pods = typed.core_v1().pods().informer();
+    let config_maps = typed.core_v1().config_maps().informer();
+    let untyped = SharedInformerFactory::new(dynamic.clone(), Duration::ZERO).namespace(namespace);
+    let widget_informer = untyped.for_resource(widgets);
+    let views: [Arc<View>; 3] = Default::default();
+    pods.add_event_handler(Arc::clone(&views[0]))?;
+    config_maps.add_event_handler(Arc::clone(&views[1]))?;
+    widget_informer.add_event_handler(Arc::clone(&views[2]))?;
+
+    let cm_client = clientset.core_v1().config_maps(namespace);
+    cm_client
+        .create(
+            &serde_json::from_value(json!({"metadata": {"name": "before"}, "data": {"v": "1"}}))?,
+            &CreateOptions::default(),
+        )
+        .await?;
+
+    let cancel = CancellationToken::new();
+    typed.start(&cancel);
+    untyped.start(&cancel);
+    let synced = tokio::time::timeout(Duration::from_secs(60), async {
+        (
+            typed.wait_for_cache_sync(&cancel).await,
+            untyped.wait_for_cache_sync(&cancel).await,
+        )
+    })
+    .await
+    .context("caches did not sync within a minute")?;
+    ensure!(
+        synced.0.all_synced() && synced.1.all_synced(),
+        "synced: {synced:?}"
+    );
+
+    let outcome = async {
+        // Changes by the independent client, when there is one; by the typed client always.
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "namespace": namespace},
+            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}});
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "by-kubectl", "namespace": namespace}, "data": {"v": "1"}});
+        let widget = json!({"apiVersion": widgets.api_version, "kind": "Widget",
+            "metadata": {"name": "w1", "namespace": namespace}, "spec": {"size": 3}});
+        for manifest in [&pod, &cm, &widget] {
+            match target.kubectl_create(manifest).await {
+                Some(created) => {
+                    created?;
+                }
+                None => create_directly(clientset, dynamic, widgets, namespace, manifest).await?,
+            }
+        }
+        let mut before = cm_client.get("before").await?;
+        before.data = Some(BTreeMap::from([("v".to_string(), "2".to_string())]));
+        cm_client.update(&before, &Default::default()).await?;
+        match target
+            .kubectl(&["delete", "configmap", "by-kubectl", "-n", namespace])
+            .await
+        {
+            Some(deleted) => {
+                deleted?;
+            }
+            None => {
+                cm_client
+                    .delete("by-kubectl", &DeleteOptions::default())
+                    .await?;
+            }
+        }
+        dynamic
+            .resource(widgets)
+            .namespace(namespace)
+            .delete("w1", &DeleteOptions::default())
+            .await?;
+
+        let pod_client = clientset.core_v1().pods(namespace);
+        until_in_sync("pods", &pods, &views[0], || async {
+            Ok(names(
+                &pod_client.list(&ListOptions::default()).await?.items,
+            ))
+        })
+        .await?;
+        until_in_sync("configmaps", &config_maps, &views[1], || async {
+            Ok(names(&cm_client.list(&ListOptions::default()).await?.items))
+        })
+        .await?;
+        let widget_client = dynamic.resource(widgets).namespace(namespace);
+        until_in_sync("widgets", &widget_informer, &views[2], || async {
+            Ok(names(
+                &widget_client.list(&ListOptions::default()).await?.items,
+            ))
+        })
+        .await?;
+        ensure!(cached(&pods).contains_key("web"), "the pod is cached");
+        ensure!(
+            config_maps
+                .lister()
+                .namespaced(namespace)
+                .get("before")?
+                .data
+                .as_ref()
+                .map(|d| d["v"].as_str())
+                == Some("2"),
+            "the update reached the cache"
+        );
+        Ok(())
+    }
+    .await;
+    typed.shutdown().await;
+    untyped.shutdown().await;
+    outcome
+}
+
+/// What kubectl would have created, through kclient's clients.
+async fn create_directly(
+    clientset: &Clientset,
+    dynamic: &DynamicClient,
+    widgets: &ApiResource,
+    namespace: &str,
+    manifest: &serde_json::Value,
+) -> Result<()> {
+    match manifest["kind"].as_str() {
+        Some("Pod") => {
+            let pod: Pod = serde_json::from_value(manifest.clone())?;
+            clientset
+                .core_v1()
+                .pods(namespace)
+                .create(&pod, &CreateOptions::default())
+                .await?;
+        }
+        Some("ConfigMap") => {
+            let cm: ConfigMap = serde_json::from_value(manifest.clone())?;
+            clientset
+                .core_v1()
+                .config_maps(namespace)
+                .create(&cm, &CreateOptions::default())
+                .await?;
+        }
+        _ => {
+            let obj: DynamicObject = serde_json::from_value(manifest.clone())?;
+            dynamic
+                .resource(widgets)
+                .namespace(namespace)
+                .create(&obj, &CreateOptions::default())
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn factories_with_typed_and_dynamic_informers_follow_the_server() -> Result<()> {
+    let targets = Target::available().await?;
+    let mut failures = Vec::new();
+    for target in &targets {
+        if let Err(e) = informers_on(target).await {
+            failures.push(format!("against {}: {e:#}", target.kind));
+        }
+    }
+    ensure!(failures.is_empty(), "{}", failures.join("; "));
+    Ok(())
+}
