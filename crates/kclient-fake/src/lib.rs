@@ -134,6 +134,7 @@ mod gc;
 mod handler;
 mod kubeconfig;
 pub mod manifests;
+pub mod samples;
 mod meta;
 mod openapi;
 mod patch;

@@ -1,0 +1,169 @@
+//! Shared informer figures (client-go's `BenchmarkSharedIndexInformer` and listener
+//! benchmarks, in kclient): initial sync of N realistic Pods from `kclient-fake-apiserver`
+//! in another process, and events per second from the server through an informer to three
+//! handlers.
+//!
+//! ```sh
+//! cargo build --release -p kclient-fake --features apiserver --bin kclient-fake-apiserver
+//! cargo build --release -p kclient-cache --example informer_bench
+//! # sync <server> <pods> <strip|keep> <stream|list>: one measurement per process
+//! target/release/examples/informer_bench sync target/release/kclient-fake-apiserver 100000 strip stream
+//! # events <updates>: kclient-fake in this process, 1,000 ConfigMaps, 3 handlers
+//! target/release/examples/informer_bench events 200000
+//! ```
+//!
+//! `sync` prints the time from start to synced (wall and CPU), the resident set after the
+//! sync against the one before (bytes per cached Pod), the peak during the sync, and, for
+//! scale, the time `serde_json` takes to parse the same List into k8s-openapi Pods with
+//! nothing else going on. The Pods are kclient-fake's `samples::realistic_pod` with their
+//! managedFields (about 5 KB of JSON each); `strip` is the factory's default transform,
+//! `keep` turns it off. Linux only (the figures come from `/proc/self`).
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kclient_cache::{
+    CancellationToken, ResourceEventHandler, SharedIndexInformer, SharedIndexInformerOptions,
+    SharedInformerFactory,
+};
+use kclient_core::{GroupResource, ObjectList};
+use kclient_fake::FakeApiServer;
+use kclient_typed::Clientset;
+use serde_json::json;
+use support::{cpu_time, mib, status_bytes, Server};
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), support::Error> {
+    if support::write_manifest_if_asked()? {
+        return Ok(());
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("sync") => {
+            let binary = args.get(1).ok_or("the server binary")?;
+            let count: usize = args.get(2).ok_or("a Pod count")?.parse()?;
+            let strip = args.get(3).map(String::as_str) != Some("keep");
+            let streaming = args.get(4).map(String::as_str) != Some("list");
+            sync(binary, count, strip, streaming).await
+        }
+        Some("events") => {
+            let updates: usize = args.get(1).map(|n| n.parse()).transpose()?.unwrap_or(100_000);
+            events(updates).await
+        }
+        _ => Err("usage: informer_bench sync <server> <pods> <strip|keep> <stream|list> | events <updates>".into()),
+    }
+}
+
+async fn sync(binary: &str, count: usize, strip: bool, streaming: bool) -> Result<(), support::Error> {
+    let server = Server::start(binary, count, true).await?;
+    let mut factory = SharedInformerFactory::new(Clientset::new(server.config.clone())?, Duration::ZERO);
+    if !strip {
+        factory = factory.keep_managed_fields();
+    }
+    let informer = factory.informer_for::<Pod>(|client, settings| {
+        use kclient_cache::ListerWatcherFor;
+        let mut options = settings.informer_options();
+        options.reflector_options.use_watch_list = streaming;
+        SharedIndexInformer::new(client.lister_watcher(None, None), options)
+    });
+    let baseline = status_bytes("VmRSS:");
+    support::reset_peak()?;
+    let (wall, cpu) = (Instant::now(), cpu_time());
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    if !factory.wait_for_cache_sync(&cancel).await.all_synced() {
+        return Err("did not sync".into());
+    }
+    let (wall, cpu) = (wall.elapsed(), cpu_time() - cpu);
+    let peak = status_bytes("VmHWM:");
+    let steady = status_bytes("VmRSS:");
+    assert_eq!(informer.get_store().len(), count);
+    factory.shutdown().await;
+
+    // The same bytes, parsed by serde_json alone (the list as the server sends it is the
+    // same items in the same encoding).
+    let bytes = std::fs::read(&server.manifest)?;
+    let parse_started = Instant::now();
+    let parsed: ObjectList<Pod> = serde_json::from_slice(&bytes)?;
+    let parse = parse_started.elapsed();
+    assert_eq!(parsed.items.len(), count);
+    drop(parsed);
+    println!(
+        "sync pods={count} managedFields={} mode={} wall_s={:.2} cpu_s={:.2} rss_before_mib={:.0} rss_after_mib={:.0} peak_mib={:.0} bytes_per_pod={} json_bytes_per_pod={} serde_json_parse_s={:.2}",
+        if strip { "stripped" } else { "kept" },
+        if streaming { "streaming" } else { "list" },
+        wall.as_secs_f64(),
+        cpu.as_secs_f64(),
+        mib(baseline),
+        mib(steady),
+        mib(peak),
+        steady.saturating_sub(baseline) / count,
+        bytes.len() / count,
+        parse.as_secs_f64(),
+    );
+    drop(informer);
+    Ok(())
+}
+
+/// Counts updates.
+#[derive(Default)]
+struct Counter(AtomicUsize);
+
+impl ResourceEventHandler<ConfigMap> for Counter {
+    fn on_update(&self, _: &Arc<ConfigMap>, _: &Arc<ConfigMap>) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+async fn events(updates: usize) -> Result<(), support::Error> {
+    const OBJECTS: usize = 1000;
+    let server = FakeApiServer::builder().start().await?;
+    for i in 0..OBJECTS {
+        server.seed(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": format!("cm-{i}"), "namespace": "default"},
+                           "data": {"v": "0"}}))?;
+    }
+    let mut config = server.config()?;
+    config.qps = None;
+    let informer = SharedIndexInformer::new(
+        Clientset::new(config)?.namespaced::<ConfigMap>("default"),
+        SharedIndexInformerOptions::default(),
+    );
+    let counters: Vec<Arc<Counter>> = (0..3).map(|_| Arc::default()).collect();
+    for c in &counters {
+        informer.add_event_handler(Arc::clone(c))?;
+    }
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (informer, cancel) = (informer.clone(), cancel.clone());
+        async move { informer.run(cancel).await }
+    });
+    if !kclient_cache::wait_for_cache_sync(&cancel, &[informer.synced()]).await {
+        return Err("did not sync".into());
+    }
+    let resource = GroupResource::new("", "configmaps");
+    let started = Instant::now();
+    for u in 0..updates {
+        server.modify(&resource, "default", &format!("cm-{}", u % OBJECTS), |o| {
+            o["data"]["v"] = json!(u.to_string())
+        })?;
+    }
+    let written = started.elapsed();
+    while counters.iter().any(|c| c.0.load(Ordering::Relaxed) < updates) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let elapsed = started.elapsed();
+    cancel.cancel();
+    task.await?;
+    println!(
+        "events updates={updates} handlers=3 server_writes_s={:.2} delivered_s={:.2} events_per_s={:.0}",
+        written.as_secs_f64(),
+        elapsed.as_secs_f64(),
+        updates as f64 / elapsed.as_secs_f64(),
+    );
+    Ok(())
+}
