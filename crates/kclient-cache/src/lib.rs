@@ -1,5 +1,5 @@
-//! kclient-cache: client-go's informer cache for Rust — the reflector, the store and
-//! indexer, the two FIFOs between the reflector and an informer, and listers.
+//! kclient-cache: client-go's informer cache for Rust — shared informers and their factory,
+//! event handlers, the reflector, the store and indexer, the two FIFOs and listers.
 //!
 //! ```text
 //!  reflector --add/update/delete/replace/resync--> RealFifo (default) or DeltaFifo
@@ -7,25 +7,35 @@
 //!                                                       v
 //!                                   process_deltas: Indexer first, then Notifications
 //!                                                       |
-//!                               Lister <-- Indexer      '--> event handlers (kclient's informers)
+//!                               Lister <-- Indexer      '--> one queue and task per handler
 //! ```
 //!
+//! * [`SharedInformerFactory`]: one [`SharedIndexInformer`] per resource type, made on
+//!   request through [`ListerWatcherFor`] (kclient-typed's `Clientset`, with generated
+//!   accessors such as `factory.core_v1().pods()`) or [`DynamicListerWatcherFor`]
+//!   (kclient-dynamic's `DynamicClient`, `for_resource`); `start`, `wait_for_cache_sync`,
+//!   `shutdown`.
+//! * [`SharedIndexInformer`]: one reflector and indexed cache fanned out to any number of
+//!   [`ResourceEventHandler`]s ([`ResourceEventHandlerFuncs`] for closures,
+//!   [`FilteringResourceEventHandler`]), each with its own queue and task, its own resync
+//!   period, and a [`ResourceEventHandlerRegistration`] with `has_synced`.
+//! * [`wait_for_cache_sync`]: waits for informers and registrations without polling.
+//! * [`Controller`], [`new_informer`], [`new_indexer_informer`]: the low-level engine and
+//!   single-handler informers over a store of your own.
 //! * [`Reflector`]: keeps a store equal to the server through any [`ListerWatcher`]
 //!   (streaming lists or list+watch, client-go's recovery rules, backoff and resync), and
-//!   [`ListWatch`] for custom sources.
+//!   [`ListWatch`] for custom sources; [`testing::FakeControllerSource`] for tests.
 //! * [`ThreadSafeStore`] and [`Indexer`]: objects as `Arc<K>` by key, with named
 //!   [`Indexers`] (`by_index`, `index_keys`, `list_index_func_values`, `add_indexers`),
 //!   atomic `replace`, reads that never wait for a replace; [`KeyFunc`]s (`meta_namespace`,
 //!   `deletion_handling_meta_namespace`, or your own).
-//! * [`DeltaFifo`]: client-go's DeltaFIFO — per-key [`Deltas`], deletion dedup,
-//!   [`DeletedFinalStateUnknown`] tombstones on replace, resync from the known objects,
-//!   `has_synced`, requeue.
-//! * [`RealFifo`]: client-go's RealFIFO, the informer's default — every delta in order,
-//!   batch pops, whole-list replaces resolved by the consumer.
-//! * [`process_deltas()`]: what the informer does with popped deltas (indexer first, then
+//! * [`DeltaFifo`] and [`RealFifo`]: client-go's two queues between the reflector and the
+//!   cache (RealFIFO, every delta in order with batch pops, is the informers' default).
+//! * [`process_deltas()`]: what an informer does with popped deltas (indexer first, then
 //!   add/update/delete [`Notification`]s).
 //! * [`Lister`]: `list(selector)`, `namespaced(ns).get(name)`, `by_index`.
-//! * [`TransformFunc`] (with `strip_managed_fields`) and [`CacheMetrics`] hooks.
+//! * [`TransformFunc`] (with `strip_managed_fields`), [`CacheMetrics`],
+//!   [`ReflectorMetrics`] and [`InformerMetrics`] hooks.
 //!
 //! Every object is an `Arc<K>` from the moment it enters a FIFO: the store, every index,
 //! every delta, notification and lister result share it, and no read clones an object.
@@ -34,7 +44,9 @@
 //!
 //! # Example
 //!
-//! A reflector's writes go through a FIFO into an indexer; a lister reads it.
+//! The parts an informer is made of, by hand: a reflector's writes go through a FIFO into
+//! an indexer; a lister reads it. (The [`shared_informer`] and [`factory`] modules show the
+//! informer itself.)
 //!
 //! ```
 //! use std::sync::Arc;
