@@ -26,8 +26,8 @@ use kclient_cache::{
     process_deltas, Indexer, Indexers, KeyFunc, ProcessError, Queue, RealFifo, RealFifoOptions,
     Reflector, ReflectorOptions,
 };
-use support::{mib, status_bytes, Server};
 use kclient_typed::Clientset;
+use support::{mib, status_bytes, Server};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
