@@ -171,7 +171,7 @@ pub struct HandlerOptions {
     /// handler catches up. One pop can go past the bound: the informer pops at most the
     /// smallest bound of the handlers registered before it started, but a relist's whole
     /// replace is one pop, and a handler bounded after the start may see a batch of up to
-    /// [`DEFAULT_BATCH_SIZE`](crate::DEFAULT_BATCH_SIZE) deltas past its bound. Chosen over dropping
+    /// [`DEFAULT_BATCH_SIZE`] deltas past its bound. Chosen over dropping
     /// notifications: a handler never misses an event, and the pressure moves back to the
     /// FIFO and the watch (whose server ends a slow watch, and a relist then compacts the
     /// backlog to the current state). The cost is that every handler of the informer waits

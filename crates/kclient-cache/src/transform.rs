@@ -76,6 +76,20 @@ impl<K: Resource + Clone> TransformFunc<K> {
     }
 }
 
+impl TransformFunc<kclient_core::DynamicObject> {
+    /// The ready-made transform that keeps only the type and the metadata of a dynamic
+    /// object (its `spec`, `status`, `data` and every other field are dropped) and strips
+    /// `metadata.managedFields`: an informer that needs names, labels, owners and
+    /// finalizers caches what a metadata-only informer would. Idempotent.
+    pub fn metadata_only() -> Self {
+        Self::new(|obj: &mut kclient_core::DynamicObject| {
+            obj.data = serde_json::Value::Object(serde_json::Map::new());
+            obj.metadata.managed_fields = None;
+            Ok(())
+        })
+    }
+}
+
 /// Applies an optional transform.
 pub(crate) fn transform<K: Resource + Clone>(
     transformer: Option<&TransformFunc<K>>,
@@ -84,5 +98,31 @@ pub(crate) fn transform<K: Resource + Clone>(
     match transformer {
         Some(t) => t.apply(obj),
         None => Ok(obj),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kclient_core::DynamicObject;
+
+    #[test]
+    fn metadata_only_keeps_type_and_metadata() {
+        let obj: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "stable.example.com/v1", "kind": "CronTab",
+            "metadata": {"name": "a", "namespace": "ns", "labels": {"app": "x"},
+                         "managedFields": [{"manager": "kubectl"}]},
+            "spec": {"cronSpec": "* * * * */5"}, "status": {"replicas": 2}
+        }))
+        .unwrap();
+        let t = TransformFunc::metadata_only();
+        let once = t.apply(Arc::new(obj)).unwrap();
+        assert_eq!(once.data, serde_json::json!({}));
+        assert_eq!(once.metadata.name.as_deref(), Some("a"));
+        assert!(once.metadata.labels.as_ref().unwrap().contains_key("app"));
+        assert!(once.metadata.managed_fields.is_none());
+        assert_eq!(once.types.as_ref().unwrap().kind, "CronTab");
+        let twice = t.apply(Arc::clone(&once)).unwrap();
+        assert_eq!(*twice, *once, "idempotent");
     }
 }

@@ -7,7 +7,7 @@
 //! use k8s_openapi::api::core::v1::Pod;
 //! use kclient_cache::SharedInformerFactory;
 //! use kclient_typed::{Clientset, InformerFactoryExt};
-//! use tokio_util::sync::CancellationToken;
+//! use kclient_cache::CancellationToken;
 //!
 //! # async fn run(clientset: Clientset) {
 //! let factory = SharedInformerFactory::new(clientset, std::time::Duration::ZERO).namespace("prod");
