@@ -7,6 +7,8 @@
 //! for mode in list stream; do for objects in copy reuse; do
 //!   target/release/examples/relist_memory target/release/kclient-fake-apiserver 100000 $mode $objects
 //! done; done
+//! # lists in one page, as a real cluster serves relists at a resourceVersion:
+//! target/release/examples/relist_memory target/release/kclient-fake-apiserver 100000 list reuse one-page
 //! ```
 //!
 //! The pipeline is an informer's: reflector → RealFIFO → `process_deltas` → indexer. After the
@@ -46,6 +48,9 @@ async fn main() -> Result<(), support::Error> {
         .unwrap_or(100_000);
     let streaming = args.next().as_deref() == Some("stream");
     let reuse = args.next().as_deref() == Some("reuse");
+    // `one-page`: every list is one page (as a real cluster's relists at a resourceVersion
+    // are, the watch cache ignoring `limit`), to show reuse inside a page.
+    let one_page = args.next().as_deref() == Some("one-page");
 
     eprintln!("RSS at start: {:.0} MiB", mib(status_bytes("VmRSS:")));
     // kclient-fake's realistic Pods without managedFields: about 2.5 KB of JSON each.
@@ -64,6 +69,7 @@ async fn main() -> Result<(), support::Error> {
             Arc::clone(&fifo),
             ReflectorOptions {
                 use_watch_list: streaming,
+                watch_list_page_size: if one_page { 10_000_000 } else { 0 },
                 ..ReflectorOptions::default()
             },
         );

@@ -73,6 +73,31 @@ pub trait ListerWatcher<K>: Send + Sync {
         &self,
         options: &ListOptions,
     ) -> impl Future<Output = Result<WatchStream<K, Self::Error>, Self::Error>> + Send;
+
+    /// Lists, handing each object to `f` as it is decoded (the pager and the reflector use it
+    /// to wrap objects as they arrive, reusing cached ones). The default lists, then maps; the
+    /// typed and dynamic clients decode item by item, so that a large page never exists in
+    /// full as decoded objects next to what `f` made of it.
+    fn list_mapped<T, F>(
+        &self,
+        options: &ListOptions,
+        mut f: F,
+    ) -> impl Future<Output = Result<ObjectList<T>, Self::Error>> + Send
+    where
+        T: Send,
+        F: FnMut(K) -> T + Send,
+        K: Send,
+    {
+        let list = self.list(options);
+        async move {
+            let list = list.await?;
+            Ok(ObjectList {
+                types: list.types,
+                metadata: list.metadata,
+                items: list.items.into_iter().map(&mut f).collect(),
+            })
+        }
+    }
 }
 
 impl<K, L: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<L> {
@@ -90,5 +115,18 @@ impl<K, L: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<L> {
         options: &ListOptions,
     ) -> impl Future<Output = Result<WatchStream<K, Self::Error>, Self::Error>> + Send {
         (**self).watch(options)
+    }
+
+    fn list_mapped<T, F>(
+        &self,
+        options: &ListOptions,
+        f: F,
+    ) -> impl Future<Output = Result<ObjectList<T>, Self::Error>> + Send
+    where
+        T: Send,
+        F: FnMut(K) -> T + Send,
+        K: Send,
+    {
+        (**self).list_mapped(options, f)
     }
 }

@@ -41,45 +41,138 @@ pub struct ObjectList<K> {
 /// while decoding. Unknown fields are skipped; `items: null` reads as no items.
 impl<'de, K: Deserialize<'de>> Deserialize<'de> for ObjectList<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor<K>(std::marker::PhantomData<K>);
+        deserializer.deserialize_map(ListVisitor {
+            map: |item: K| item,
+            _kind: std::marker::PhantomData,
+        })
+    }
+}
 
-        impl<'de, K: Deserialize<'de>> serde::de::Visitor<'de> for Visitor<K> {
-            type Value = ObjectList<K>;
+/// Decodes a list from JSON, handing each item to `f` as soon as it is decoded: only one
+/// decoded item exists at a time besides what `f` keeps (the reflector turns each into an
+/// `Arc`, reusing the cached one when it is unchanged, so that a large unpaged list never
+/// holds a second copy of the cache). Clients use it for `ListerWatcher::list_mapped`.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kclient_core::object_list::decode_list_mapped;
+///
+/// let json = br#"{"metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
+/// let names = decode_list_mapped(json, |cm: ConfigMap| cm.metadata.name.unwrap()).unwrap();
+/// assert_eq!(names.items, ["a", "b"]);
+/// assert_eq!(names.resource_version(), Some("9"));
+/// ```
+pub fn decode_list_mapped<K, T>(
+    json: &[u8],
+    f: impl FnMut(K) -> T,
+) -> Result<ObjectList<T>, serde_json::Error>
+where
+    K: serde::de::DeserializeOwned,
+{
+    let mut deserializer = serde_json::Deserializer::from_slice(json);
+    let list = serde::Deserializer::deserialize_map(
+        &mut deserializer,
+        ListVisitor {
+            map: f,
+            _kind: std::marker::PhantomData,
+        },
+    )?;
+    deserializer.end()?;
+    Ok(list)
+}
 
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a Kubernetes list object")
-            }
+/// Reads a list object, mapping each item with `map` as it is decoded.
+struct ListVisitor<K, F> {
+    map: F,
+    _kind: std::marker::PhantomData<fn() -> K>,
+}
 
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Self::Value, A::Error> {
-                let mut api_version: Option<String> = None;
-                let mut kind: Option<String> = None;
-                let mut metadata: Option<ListMeta> = None;
-                let mut items: Option<Vec<K>> = None;
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    match key.as_ref() {
-                        "apiVersion" => api_version = lenient_string(map.next_value()?),
-                        "kind" => kind = lenient_string(map.next_value()?),
-                        "metadata" => metadata = map.next_value::<Option<ListMeta>>()?,
-                        "items" => items = map.next_value::<Option<Vec<K>>>()?,
-                        _ => {
-                            map.next_value::<serde::de::IgnoredAny>()?;
-                        }
-                    }
+impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::Visitor<'de> for ListVisitor<K, F> {
+    type Value = ObjectList<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a Kubernetes list object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        mut self,
+        mut map: A,
+    ) -> Result<Self::Value, A::Error> {
+        let mut api_version: Option<String> = None;
+        let mut kind: Option<String> = None;
+        let mut metadata: Option<ListMeta> = None;
+        let mut items: Vec<T> = Vec::new();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "apiVersion" => api_version = lenient_string(map.next_value()?),
+                "kind" => kind = lenient_string(map.next_value()?),
+                "metadata" => metadata = map.next_value::<Option<ListMeta>>()?,
+                "items" => map.next_value_seed(MappedItems {
+                    map: &mut self.map,
+                    out: &mut items,
+                    _kind: std::marker::PhantomData::<fn() -> K>,
+                })?,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
                 }
-                Ok(ObjectList {
-                    types: api_version
-                        .zip(kind)
-                        .map(|(api_version, kind)| TypeMeta { api_version, kind }),
-                    metadata: metadata.unwrap_or_default(),
-                    items: items.unwrap_or_default(),
-                })
             }
         }
+        Ok(ObjectList {
+            types: api_version
+                .zip(kind)
+                .map(|(api_version, kind)| TypeMeta { api_version, kind }),
+            metadata: metadata.unwrap_or_default(),
+            items,
+        })
+    }
+}
 
-        deserializer.deserialize_map(Visitor(std::marker::PhantomData))
+/// The `items` array (or `null`), each element mapped as it is decoded.
+struct MappedItems<'a, K, T, F> {
+    map: &'a mut F,
+    out: &'a mut Vec<T>,
+    _kind: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::DeserializeSeed<'de>
+    for MappedItems<'_, K, T, F>
+{
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::Visitor<'de>
+    for MappedItems<'_, K, T, F>
+{
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list's items")
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        if let Some(n) = seq.size_hint() {
+            self.out.reserve(n);
+        }
+        while let Some(item) = seq.next_element::<K>()? {
+            self.out.push((self.map)(item));
+        }
+        Ok(())
     }
 }
 
@@ -163,6 +256,36 @@ mod tests {
 
     use super::*;
     use crate::dynamic_object::DynamicObject;
+
+    #[test]
+    fn decode_list_mapped_hands_each_item_over_before_decoding_the_next() {
+        use std::cell::Cell;
+        thread_local!(static DECODED: Cell<usize> = const { Cell::new(0) });
+        struct Counted;
+        impl<'de> Deserialize<'de> for Counted {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                serde::de::IgnoredAny::deserialize(d)?;
+                DECODED.with(|c| c.set(c.get() + 1));
+                Ok(Counted)
+            }
+        }
+        let json = br#"{"items":[{},{},{},{}],"metadata":{"continue":"x"},"kind":"List","apiVersion":"v1"}"#;
+        let mut mapped = 0;
+        let list = decode_list_mapped(json, |_: Counted| {
+            mapped += 1;
+            // Only the item being handed over has been decoded so far.
+            assert_eq!(DECODED.with(Cell::get), mapped);
+            mapped
+        })
+        .unwrap();
+        assert_eq!(list.items, [1, 2, 3, 4]);
+        assert_eq!(list.continue_token(), Some("x"));
+        assert!(
+            list.types.is_some(),
+            "type fields after the items are read too"
+        );
+        assert!(decode_list_mapped(br#"{"items":[{}]} trailing"#, |_: Counted| ()).is_err());
+    }
 
     #[test]
     fn one_pass_decoding_keeps_the_derived_rules() {

@@ -127,15 +127,18 @@ where
     /// page arrives, so that only one page of `K` is held at a time (the reflector wraps each
     /// object in an `Arc` this way). Also says whether the server paginated the result
     /// (client-go's `paginatedResult`).
-    pub async fn list_map<T>(
+    pub async fn list_map<T: Send>(
         &self,
         options: &ListOptions,
-        mut f: impl FnMut(K) -> T,
-    ) -> Result<PagedList<T>, L::Error> {
+        mut f: impl FnMut(K) -> T + Send,
+    ) -> Result<PagedList<T>, L::Error>
+    where
+        K: Send,
+    {
         let mut page_options = self.first_page_options(options);
         let mut result: Option<ObjectList<T>> = None;
         loop {
-            let page = match self.lister.list(&page_options).await {
+            let page = match self.lister.list_mapped(&page_options, &mut f).await {
                 Ok(page) => page,
                 Err(e) => {
                     let expired_midway = e.is_resource_expired()
@@ -152,17 +155,17 @@ where
                     let mut full = options.clone();
                     full.limit = None;
                     full.continue_token = None;
-                    let list = self.lister.list(&full).await?;
+                    let list = self.lister.list_mapped(&full, &mut f).await?;
                     return Ok(PagedList {
-                        list: map_items(list, &mut f),
+                        list,
                         paginated: true,
                     });
                 }
             };
             let next = page.continue_token().map(str::to_owned);
             match &mut result {
-                None => result = Some(map_items(page, &mut f)),
-                Some(list) => list.items.extend(page.items.into_iter().map(&mut f)),
+                None => result = Some(page),
+                Some(list) => list.items.extend(page.items),
             }
             let Some(token) = next else {
                 let mut list = result.unwrap_or_default();
@@ -232,14 +235,6 @@ pub struct PagedList<T> {
 }
 
 /// A page with `f` applied to its items.
-fn map_items<K, T>(page: ObjectList<K>, f: &mut impl FnMut(K) -> T) -> ObjectList<T> {
-    ObjectList {
-        types: page.types,
-        metadata: page.metadata,
-        items: page.items.into_iter().map(f).collect(),
-    }
-}
-
 /// The options of the page after one that returned `token`: the token pins the snapshot, so
 /// the resourceVersion (and its match rule) may not be sent with it.
 fn next_page_options(mut options: ListOptions, token: String) -> ListOptions {

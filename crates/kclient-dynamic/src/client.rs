@@ -256,6 +256,40 @@ impl DynamicResource {
         Ok(list)
     }
 
+    /// [`list`](Self::list), handing each object to `f` as it is decoded (see
+    /// [`ListerWatcher::list_mapped`](kclient_core::ListerWatcher::list_mapped)). Items that
+    /// carry no type get the resource's, as in `list`; when the resource's kind is not known
+    /// (a bare group/version/resource), the list is decoded whole first, as `list` does.
+    pub async fn list_mapped<T>(
+        &self,
+        options: &ListOptions,
+        mut f: impl FnMut(DynamicObject) -> T,
+    ) -> Result<ObjectList<T>, Error> {
+        options.validate(false)?;
+        let resource = &self.resource;
+        if resource.api_version.is_empty() || resource.kind.is_empty() {
+            // The items' type comes from the list itself (which may name it after the
+            // items): decode the list whole, as `list` does.
+            let list = self.list(options).await?;
+            return Ok(ObjectList {
+                types: list.types,
+                metadata: list.metadata,
+                items: list.items.into_iter().map(f).collect(),
+            });
+        }
+        let typed = |mut item: DynamicObject| {
+            fill_item_type(&mut item, &resource.api_version, &resource.kind);
+            f(item)
+        };
+        Ok(self
+            .collection(Method::GET)
+            .params(options.query_pairs())
+            .decode_with(std::any::type_name::<ObjectList<DynamicObject>>(), |body| {
+                kclient_core::object_list::decode_list_mapped(body, typed)
+            })
+            .await?)
+    }
+
     /// Watches objects from `options.resource_version` (client-go's `Watch`): a stream of
     /// events that ends when the server closes the watch. The server's errors (`410 Gone`
     /// for a resourceVersion too old) arrive as `WatchEvent::Error`; a broken stream as an
@@ -525,12 +559,20 @@ pub(crate) fn fill_item_types(list: &mut ObjectList<DynamicObject>, resource: &A
         return;
     }
     for item in &mut list.items {
-        let untyped = item.types.is_none()
-            && item.data.get("apiVersion").is_none()
-            && item.data.get("kind").is_none();
-        if untyped {
-            item.types = Some(TypeMeta::new(api_version.clone(), kind.clone()));
-        }
+        fill_item_type(item, &api_version, &kind);
+    }
+}
+
+/// Gives an item without any type field the list's type (an item with one keeps its own).
+fn fill_item_type(item: &mut DynamicObject, api_version: &str, kind: &str) {
+    if api_version.is_empty() || kind.is_empty() {
+        return;
+    }
+    let untyped = item.types.is_none()
+        && item.data.get("apiVersion").is_none()
+        && item.data.get("kind").is_none();
+    if untyped {
+        item.types = Some(TypeMeta::new(api_version, kind));
     }
 }
 

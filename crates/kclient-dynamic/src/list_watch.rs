@@ -32,6 +32,18 @@ impl ListerWatcher<DynamicObject> for DynamicResource {
     ) -> impl Future<Output = Result<WatchStream<DynamicObject, Error>, Error>> + Send {
         DynamicResource::watch(self, options)
     }
+
+    fn list_mapped<T, F>(
+        &self,
+        options: &ListOptions,
+        f: F,
+    ) -> impl Future<Output = Result<ObjectList<T>, Error>> + Send
+    where
+        T: Send,
+        F: FnMut(DynamicObject) -> T + Send,
+    {
+        DynamicResource::list_mapped(self, options, f)
+    }
 }
 
 /// A [`ListerWatcher`] over a dynamic resource that adjusts every list and watch it makes,
@@ -105,6 +117,15 @@ impl ListerWatcher<DynamicObject> for FilteredListWatch {
     ) -> Result<WatchStream<DynamicObject, Error>, Error> {
         let options = self.tweaked(options);
         self.resource.watch(&options).await
+    }
+
+    async fn list_mapped<T, F>(&self, options: &ListOptions, f: F) -> Result<ObjectList<T>, Error>
+    where
+        T: Send,
+        F: FnMut(DynamicObject) -> T + Send,
+    {
+        let options = self.tweaked(options);
+        self.resource.list_mapped(&options, f).await
     }
 }
 

@@ -482,6 +482,18 @@ impl Request {
         decode_json(response.body())
     }
 
+    /// Sends the request and decodes the body with `decode` (a decoder of its own, such as
+    /// kclient-core's `decode_list_mapped`, which hands out a list's items one at a time); a
+    /// failure is reported as [`json`](Self::json) reports it, as a decode error of `what`.
+    pub async fn decode_with<T>(
+        self,
+        what: &'static str,
+        decode: impl FnOnce(&[u8]) -> Result<T, serde_json::Error>,
+    ) -> Result<T, Error> {
+        let response = self.send().await?;
+        crate::response::decode_with(response.body(), what, decode)
+    }
+
     /// Sends the request and returns the body as a stream of chunks (logs, proxied data). The
     /// response head must be 2xx; the timeout bounds only the wait for it.
     pub async fn stream(self) -> Result<ByteStream, Error> {

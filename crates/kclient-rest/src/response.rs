@@ -100,8 +100,19 @@ impl Response {
 
 /// Decodes `body` as `K`, with a typed error that quotes the start of the body.
 pub(crate) fn decode_json<K: DeserializeOwned>(body: &[u8]) -> Result<K, Error> {
-    serde_json::from_slice(body).map_err(|source| Error::Decode {
-        what: std::any::type_name::<K>(),
+    decode_with(body, std::any::type_name::<K>(), |b| {
+        serde_json::from_slice(b)
+    })
+}
+
+/// Decodes `body` with `decode`, reporting a failure as a decode error of `what`.
+pub(crate) fn decode_with<T>(
+    body: &[u8],
+    what: &'static str,
+    decode: impl FnOnce(&[u8]) -> Result<T, serde_json::Error>,
+) -> Result<T, Error> {
+    decode(body).map_err(|source| Error::Decode {
+        what,
         snippet: snippet(body, DECODE_SNIPPET_LEN),
         source,
     })

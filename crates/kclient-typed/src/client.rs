@@ -254,6 +254,23 @@ where
             .await?)
     }
 
+    /// [`list`](Self::list), handing each object to `f` as it is decoded (see
+    /// [`ListerWatcher::list_mapped`](kclient_core::ListerWatcher::list_mapped)).
+    pub async fn list_mapped<T>(
+        &self,
+        options: &ListOptions,
+        f: impl FnMut(K) -> T,
+    ) -> Result<ObjectList<T>, Error> {
+        options.validate(false)?;
+        Ok(self
+            .collection_request(Method::GET)
+            .params(options.query_pairs())
+            .decode_with(std::any::type_name::<ObjectList<K>>(), |body| {
+                kclient_core::object_list::decode_list_mapped(body, f)
+            })
+            .await?)
+    }
+
     /// Watches objects from `options.resource_version`: a stream of
     /// [`WatchEvent`](kclient_core::WatchEvent)s that ends when the server closes the watch.
     /// The server's errors (`410 Gone` for a resourceVersion too old) arrive as

@@ -35,6 +35,19 @@ where
     ) -> impl Future<Output = Result<WatchStream<K, Error>, Error>> + Send {
         ResourceClient::watch(self, options)
     }
+
+    fn list_mapped<T, F>(
+        &self,
+        options: &ListOptions,
+        f: F,
+    ) -> impl Future<Output = Result<ObjectList<T>, Error>> + Send
+    where
+        T: Send,
+        F: FnMut(K) -> T + Send,
+        K: Send,
+    {
+        ResourceClient::list_mapped(self, options, f)
+    }
 }
 
 /// A [`ListerWatcher`] that adjusts every list and watch it makes, typically to add label or
@@ -121,5 +134,15 @@ where
     async fn watch(&self, options: &ListOptions) -> Result<WatchStream<K, Error>, Error> {
         let options = self.tweaked(options);
         self.client.watch(&options).await
+    }
+
+    async fn list_mapped<T, F>(&self, options: &ListOptions, f: F) -> Result<ObjectList<T>, Error>
+    where
+        T: Send,
+        F: FnMut(K) -> T + Send,
+        K: Send,
+    {
+        let options = self.tweaked(options);
+        self.client.list_mapped(&options, f).await
     }
 }
