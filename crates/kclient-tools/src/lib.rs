@@ -1,0 +1,28 @@
+//! kclient-tools: what real controllers need beyond informers, from client-go's `tools` and
+//! `util` packages. So far:
+//!
+//! * [`retry`]: [`retry_on_conflict`](retry::retry_on_conflict) and
+//!   [`on_error`](retry::on_error) with client-go's [`DEFAULT_RETRY`](retry::DEFAULT_RETRY)
+//!   and [`DEFAULT_BACKOFF`](retry::DEFAULT_BACKOFF), and the
+//!   [`Backoff`](retry::Backoff)/[`exponential_backoff`](retry::exponential_backoff) they
+//!   run on, with `wait.Backoff`'s exact stepping.
+//!
+//! Leader election, events and the watch utilities come next (see the project's issues).
+//!
+//! ```
+//! use kclient_core::{ApiError, ApiStatus, GroupResource};
+//! use kclient_tools::retry::{on_error, DEFAULT_BACKOFF};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! // Retry a call while the server is busy, at most DEFAULT_BACKOFF's four tries.
+//! let result: Result<(), ApiError> = on_error(DEFAULT_BACKOFF, |e: &ApiError| e.is_server_timeout(), || async {
+//!     Err(ApiError::not_found(&GroupResource::new("", "pods"), "web"))
+//! })
+//! .await;
+//! assert!(result.unwrap_err().is_not_found(), "not retriable: returned at once");
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod retry;
