@@ -6,6 +6,9 @@
 //!   and [`DEFAULT_BACKOFF`](retry::DEFAULT_BACKOFF), and the
 //!   [`Backoff`](retry::Backoff)/[`exponential_backoff`](retry::exponential_backoff) they
 //!   run on, with `wait.Backoff`'s exact stepping.
+//! * [`wait`]: [`poll_until_cancelled`](wait::poll_until_cancelled) and
+//!   [`poll_until_timeout`](wait::poll_until_timeout) (client-go's `PollUntilContextCancel`
+//!   and `PollUntilContextTimeout`).
 //!
 //! Leader election, events and the watch utilities come next (see the project's issues).
 //!
@@ -26,3 +29,4 @@
 #![deny(missing_docs)]
 
 pub mod retry;
+pub mod wait;
