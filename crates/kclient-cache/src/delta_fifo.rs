@@ -65,7 +65,9 @@ use kclient_core::{DeletedFinalStateUnknown, DeletedObject, Resource};
 use crate::delta::{Delta, Deltas};
 use crate::key_func::{KeyFunc, KeyFuncError};
 use crate::metrics::CacheMetrics;
-use crate::queue::{pop_result, Guarded, PopError, ProcessError, Queue, SyncedState};
+use crate::queue::{
+    fifo_store_and_queue, pop_result, Guarded, PopError, ProcessError, Queue, SyncedState,
+};
 use crate::store::{KeyListerGetter, Store, StoreError};
 use crate::transform::{transform, TransformFunc};
 
@@ -482,62 +484,9 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
     }
 }
 
-impl<K: Resource + Clone + Send + Sync + 'static> Store<K> for DeltaFifo<K> {
-    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        DeltaFifo::add(self, obj)
-    }
-
-    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        DeltaFifo::update(self, obj)
-    }
-
-    fn delete(&self, obj: DeletedObject<K>) -> Result<(), StoreError> {
-        DeltaFifo::delete(self, obj)
-    }
-
-    fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
-        DeltaFifo::replace(self, list, resource_version)
-    }
-
-    fn resync(&self) -> Result<(), StoreError> {
-        DeltaFifo::resync(self)
-    }
-
-    fn list_keys(&self) -> Vec<String> {
-        DeltaFifo::list_keys(self)
-    }
-}
-
-impl<K: Resource + Clone + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
-    /// Pops the oldest queued key with all its deltas. If `process` asks for a requeue, the
-    /// deltas go back unless newer ones were queued meanwhile.
-    fn pop<F>(
-        &self,
-        process: F,
-    ) -> impl std::future::Future<Output = Result<Deltas<K>, PopError>> + Send
-    where
-        F: FnOnce(&[Delta<K>], bool) -> Result<(), ProcessError> + Send,
-    {
-        self.pop_deltas(process)
-    }
-
-    fn has_synced(&self) -> bool {
-        self.guarded.state.lock().has_synced()
-    }
-
-    fn wait_synced(&self) -> impl std::future::Future<Output = ()> + Send {
-        self.guarded.wait_synced()
-    }
-
-    fn close(&self) {
-        self.guarded.close();
-    }
-
-    fn is_closed(&self) -> bool {
-        self.guarded.is_closed()
-    }
-
-    fn len(&self) -> usize {
-        self.guarded.state.lock().queue.len()
-    }
-}
+fifo_store_and_queue!(
+    DeltaFifo,
+    pop_deltas,
+    queue,
+    "Pops the oldest queued key with all its deltas. If `process` asks for a requeue, the deltas go back unless newer ones were queued meanwhile."
+);

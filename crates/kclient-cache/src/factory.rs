@@ -311,21 +311,8 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
         K: Resource + Clone + Send + Sync + 'static,
         K::DynamicType: Default,
     {
-        let key = InformerKey::Typed(TypeId::of::<K>());
-        let mut informers = self.informers.lock();
-        if let Some(found) = informers.get(&key) {
-            return downcast::<K>(found);
-        }
-        let settings = self.settings::<K>(&K::api_resource(&Default::default()));
-        let informer = make(&self.client, &settings);
-        informers.insert(
-            key,
-            Entry {
-                informer: Arc::new(informer.clone()),
-                task: None,
-            },
-        );
-        informer
+        let resource = K::api_resource(&Default::default());
+        self.get_or_make(InformerKey::Typed(TypeId::of::<K>()), &resource, make)
     }
 
     /// The informer of any resource as [`DynamicObject`], made on first request (client-go's
@@ -335,17 +322,28 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
         C: DynamicListerWatcherFor,
     {
         let key = InformerKey::Dynamic(resource.gvr().to_string());
+        self.get_or_make(key, resource, |client, settings| {
+            let lw = client.dynamic_lister_watcher(
+                resource,
+                settings.namespace.as_deref(),
+                settings.tweak.clone(),
+            );
+            SharedIndexInformer::new_with(lw, settings.informer_options(), resource)
+        })
+    }
+
+    /// The informer under `key`, made by `make` with `resource`'s settings the first time.
+    fn get_or_make<K: Resource + Clone + Send + Sync + 'static>(
+        &self,
+        key: InformerKey,
+        resource: &ApiResource,
+        make: impl FnOnce(&C, &InformerSettings<K>) -> SharedIndexInformer<K>,
+    ) -> SharedIndexInformer<K> {
         let mut informers = self.informers.lock();
         if let Some(found) = informers.get(&key) {
-            return downcast::<DynamicObject>(found);
+            return downcast::<K>(found);
         }
-        let settings = self.settings::<DynamicObject>(resource);
-        let lw = self.client.dynamic_lister_watcher(
-            resource,
-            settings.namespace.as_deref(),
-            settings.tweak.clone(),
-        );
-        let informer = SharedIndexInformer::new_with(lw, settings.informer_options(), resource);
+        let informer = make(&self.client, &self.settings::<K>(resource));
         informers.insert(
             key,
             Entry {

@@ -53,10 +53,9 @@ impl<K: Resource + Send + Sync + 'static> Processor<K> {
         }
     }
 
-    /// Removes and stops a listener; false if it was not there.
-    pub(crate) fn remove_listener(&self, id: u64) -> bool {
+    /// Removes and stops a listener (nothing if it is not there).
+    pub(crate) fn remove_listener(&self, id: u64) {
         let mut state = self.state.write();
-        let before = state.listeners.len();
         state.listeners.retain(|l| {
             if l.id == id {
                 l.close();
@@ -64,11 +63,21 @@ impl<K: Resource + Send + Sync + 'static> Processor<K> {
             l.id != id
         });
         state.syncing.retain(|l| l.id != id);
-        state.listeners.len() != before
     }
 
     pub(crate) fn listeners(&self) -> Vec<Arc<Listener<K>>> {
         self.state.read().listeners.clone()
+    }
+
+    /// The bounded listeners whose queue is at its bound (usually none).
+    pub(crate) fn full_listeners(&self) -> Vec<Arc<Listener<K>>> {
+        self.state
+            .read()
+            .listeners
+            .iter()
+            .filter(|l| l.max_pending().is_some_and(|bound| l.pending() >= bound))
+            .cloned()
+            .collect()
     }
 
     /// Hands a notification to every listener, or for a resync only to the due ones.

@@ -204,6 +204,73 @@ impl<S> Guarded<S> {
     }
 }
 
+/// The [`Store`] and [`Queue`] impls of a FIFO built on [`Guarded`]: the store methods
+/// forward to the FIFO's inherent ones of the same names, `pop` to its `$pop` method, the
+/// rest to its `Guarded` state, whose `$entries` field holds what waits to be popped.
+macro_rules! fifo_store_and_queue {
+    ($fifo:ident, $pop:ident, $entries:ident, $pop_doc:literal) => {
+        impl<K: Resource + Clone + Send + Sync + 'static> Store<K> for $fifo<K> {
+            fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+                $fifo::add(self, obj)
+            }
+
+            fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+                $fifo::update(self, obj)
+            }
+
+            fn delete(&self, obj: DeletedObject<K>) -> Result<(), StoreError> {
+                $fifo::delete(self, obj)
+            }
+
+            fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
+                $fifo::replace(self, list, resource_version)
+            }
+
+            fn resync(&self) -> Result<(), StoreError> {
+                $fifo::resync(self)
+            }
+
+            fn list_keys(&self) -> Vec<String> {
+                $fifo::list_keys(self)
+            }
+        }
+
+        impl<K: Resource + Clone + Send + Sync + 'static> Queue<K> for $fifo<K> {
+            #[doc = $pop_doc]
+            fn pop<F>(
+                &self,
+                process: F,
+            ) -> impl std::future::Future<Output = Result<Deltas<K>, PopError>> + Send
+            where
+                F: FnOnce(&[Delta<K>], bool) -> Result<(), ProcessError> + Send,
+            {
+                self.$pop(process)
+            }
+
+            fn has_synced(&self) -> bool {
+                self.guarded.state.lock().has_synced()
+            }
+
+            fn wait_synced(&self) -> impl std::future::Future<Output = ()> + Send {
+                self.guarded.wait_synced()
+            }
+
+            fn close(&self) {
+                self.guarded.close();
+            }
+
+            fn is_closed(&self) -> bool {
+                self.guarded.is_closed()
+            }
+
+            fn len(&self) -> usize {
+                self.guarded.state.lock().$entries.len()
+            }
+        }
+    };
+}
+pub(crate) use fifo_store_and_queue;
+
 /// Turns a process function's answer into a pop's result.
 pub(crate) fn pop_result<K>(
     deltas: Deltas<K>,

@@ -54,7 +54,9 @@ use kclient_core::{DeletedObject, Resource};
 use crate::delta::{Delta, Deltas, ReplacedAllInfo};
 use crate::key_func::{KeyFunc, KeyFuncError};
 use crate::metrics::CacheMetrics;
-use crate::queue::{pop_result, Guarded, PopError, ProcessError, Queue, SyncedState};
+use crate::queue::{
+    fifo_store_and_queue, pop_result, Guarded, PopError, ProcessError, Queue, SyncedState,
+};
 use crate::store::{Store, StoreError};
 use crate::transform::{transform, TransformFunc};
 
@@ -304,62 +306,9 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
     }
 }
 
-impl<K: Resource + Clone + Send + Sync + 'static> Store<K> for RealFifo<K> {
-    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        RealFifo::add(self, obj)
-    }
-
-    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        RealFifo::update(self, obj)
-    }
-
-    fn delete(&self, obj: DeletedObject<K>) -> Result<(), StoreError> {
-        RealFifo::delete(self, obj)
-    }
-
-    fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
-        RealFifo::replace(self, list, resource_version)
-    }
-
-    fn resync(&self) -> Result<(), StoreError> {
-        RealFifo::resync(self)
-    }
-
-    fn list_keys(&self) -> Vec<String> {
-        RealFifo::list_keys(self)
-    }
-}
-
-impl<K: Resource + Clone + Send + Sync + 'static> Queue<K> for RealFifo<K> {
-    /// Pops a batch (see the module docs). If `process` asks for a requeue, the batch goes
-    /// back to the head of the queue, in order.
-    fn pop<F>(
-        &self,
-        process: F,
-    ) -> impl std::future::Future<Output = Result<Deltas<K>, PopError>> + Send
-    where
-        F: FnOnce(&[Delta<K>], bool) -> Result<(), ProcessError> + Send,
-    {
-        self.pop_batch(process)
-    }
-
-    fn has_synced(&self) -> bool {
-        self.guarded.state.lock().has_synced()
-    }
-
-    fn wait_synced(&self) -> impl std::future::Future<Output = ()> + Send {
-        self.guarded.wait_synced()
-    }
-
-    fn close(&self) {
-        self.guarded.close();
-    }
-
-    fn is_closed(&self) -> bool {
-        self.guarded.is_closed()
-    }
-
-    fn len(&self) -> usize {
-        self.guarded.state.lock().items.len()
-    }
-}
+fifo_store_and_queue!(
+    RealFifo,
+    pop_batch,
+    items,
+    "Pops a batch (see the module docs). If `process` asks for a requeue, the batch goes back to the head of the queue, in order."
+);

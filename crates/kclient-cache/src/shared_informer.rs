@@ -607,7 +607,7 @@ where
     fn wait_for_bounded_handlers(&self) -> crate::controller::WaitBeforePop {
         let processor = Arc::clone(&self.inner.processor);
         Arc::new(move || {
-            let listeners = processor.listeners();
+            let listeners = processor.full_listeners();
             async move {
                 for listener in listeners {
                     listener.wait_for_room().await;

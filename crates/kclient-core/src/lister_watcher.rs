@@ -81,7 +81,7 @@ pub trait ListerWatcher<K>: Send + Sync {
     fn list_mapped<T, F>(
         &self,
         options: &ListOptions,
-        mut f: F,
+        f: F,
     ) -> impl Future<Output = Result<ObjectList<T>, Self::Error>> + Send
     where
         T: Send,
@@ -89,14 +89,7 @@ pub trait ListerWatcher<K>: Send + Sync {
         K: Send,
     {
         let list = self.list(options);
-        async move {
-            let list = list.await?;
-            Ok(ObjectList {
-                types: list.types,
-                metadata: list.metadata,
-                items: list.items.into_iter().map(&mut f).collect(),
-            })
-        }
+        async move { Ok(list.await?.map_items(f)) }
     }
 }
 

@@ -215,6 +215,15 @@ impl<K> ObjectList<K> {
             .filter(|rv| !rv.is_empty())
     }
 
+    /// The same list with each item mapped by `f` (type fields and metadata kept).
+    pub fn map_items<T>(self, f: impl FnMut(K) -> T) -> ObjectList<T> {
+        ObjectList {
+            types: self.types,
+            metadata: self.metadata,
+            items: self.items.into_iter().map(f).collect(),
+        }
+    }
+
     /// The token that fetches the next page, if there is one.
     pub fn continue_token(&self) -> Option<&str> {
         self.metadata.continue_.as_deref().filter(|c| !c.is_empty())

@@ -270,12 +270,7 @@ impl DynamicResource {
         if resource.api_version.is_empty() || resource.kind.is_empty() {
             // The items' type comes from the list itself (which may name it after the
             // items): decode the list whole, as `list` does.
-            let list = self.list(options).await?;
-            return Ok(ObjectList {
-                types: list.types,
-                metadata: list.metadata,
-                items: list.items.into_iter().map(f).collect(),
-            });
+            return Ok(self.list(options).await?.map_items(f));
         }
         let typed = |mut item: DynamicObject| {
             fill_item_type(&mut item, &resource.api_version, &resource.kind);

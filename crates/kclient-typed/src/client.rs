@@ -246,12 +246,7 @@ where
     /// Lists objects: one request, one page if `options.limit` is set. See
     /// [`list_all`](Self::list_all) and [`list_pages`](Self::list_pages) for paged lists.
     pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<K>, Error> {
-        options.validate(false)?;
-        Ok(self
-            .collection_request(Method::GET)
-            .params(options.query_pairs())
-            .json()
-            .await?)
+        self.list_mapped(options, |item| item).await
     }
 
     /// [`list`](Self::list), handing each object to `f` as it is decoded (see
