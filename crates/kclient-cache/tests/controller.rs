@@ -3,11 +3,14 @@
 //! test's per-object consistency, updates in order, the transforming informer), plus a
 //! stress test of a shared informer with eight handlers, one of them slow.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::until;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::testing::FakeControllerSource;
 use kclient_cache::{
@@ -30,16 +33,6 @@ fn cm(name: &str, value: &str) -> ConfigMap {
 
 fn value(o: &ConfigMap) -> String {
     o.data.as_ref().map(|d| d["v"].clone()).unwrap_or_default()
-}
-
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..20_000 {
-        if done() {
-            return;
-        }
-        tokio::task::yield_now().await;
-    }
-    panic!("never happened: {what}");
 }
 
 /// client-go's ExampleNew: a DeltaFIFO with the store as its known objects, a process

@@ -6,48 +6,24 @@
 //! in a consistent order (an add only for an absent object, an update or a delete only for a
 //! present one; deletions missed during an outage arrive as tombstones).
 
+mod fake_support;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fake_support::{change, configmaps, rest, seed};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
     DeletedObject, ResourceEventHandler, SharedIndexInformer, SharedInformerFactory,
 };
-use kclient_core::{DynamicObject, GroupResource, Resource, ResourceExt};
+use kclient_core::{DynamicObject, Resource, ResourceExt};
 use kclient_dynamic::DynamicClient;
 use kclient_fake::{Failure, FakeApiServer};
-use kclient_rest::{Config, RestClient};
 use kclient_typed::{Clientset, InformerFactoryExt};
+
 use parking_lot::Mutex;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-fn configmaps() -> GroupResource {
-    GroupResource::new("", "configmaps")
-}
-
-fn seed(server: &FakeApiServer, name: &str, value: &str) {
-    server
-        .seed(json!({"apiVersion": "v1", "kind": "ConfigMap",
-                     "metadata": {"name": name, "namespace": "default"},
-                     "data": {"v": value}}))
-        .unwrap();
-}
-
-fn change(server: &FakeApiServer, name: &str, value: &str) {
-    server
-        .modify(&configmaps(), "default", name, |o| {
-            o["data"]["v"] = json!(value)
-        })
-        .unwrap();
-}
-
-fn rest(server: &FakeApiServer) -> RestClient {
-    let mut config = Config::new(server.url());
-    config.qps = None;
-    RestClient::new(config).unwrap()
-}
 
 /// A handler keeping its own view (key → resourceVersion) and each object's history.
 #[derive(Default)]

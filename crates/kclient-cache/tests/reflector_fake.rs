@@ -7,25 +7,24 @@
 //! directly from it), and each object's notifications make sense in order (an add only for
 //! an absent object, an update or a delete only for a present one).
 
+mod fake_support;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use fake_support::{change, configmaps, rest, seed};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
     process_deltas, DeletedObject, Indexer, Indexers, KeyFunc, Notification, PopError,
     ProcessError, Queue, RealFifo, RealFifoOptions, Reflector, ReflectorOptions,
 };
-use kclient_core::{
-    GroupResource, ListOptions, ListerWatcher, ObjectList, Resource, ResourceExt, WatchStream,
-};
+use kclient_core::{ListOptions, ListerWatcher, ObjectList, Resource, ResourceExt, WatchStream};
 use kclient_fake::{Failure, FakeApiServer};
-use kclient_rest::{Config, RestClient};
 use kclient_typed::{Clientset, ResourceClient};
 use parking_lot::Mutex;
-use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -67,30 +66,8 @@ impl<K, L: ListerWatcher<K>> ListerWatcher<K> for Counting<L> {
     }
 }
 
-fn configmaps() -> GroupResource {
-    GroupResource::new("", "configmaps")
-}
-
-fn seed(server: &FakeApiServer, name: &str, value: &str) {
-    server
-        .seed(json!({"apiVersion": "v1", "kind": "ConfigMap",
-                     "metadata": {"name": name, "namespace": "default"},
-                     "data": {"v": value}}))
-        .unwrap();
-}
-
-fn change(server: &FakeApiServer, name: &str, value: &str) {
-    server
-        .modify(&configmaps(), "default", name, |o| {
-            o["data"]["v"] = json!(value)
-        })
-        .unwrap();
-}
-
 fn client_for(server: &FakeApiServer) -> Clientset {
-    let mut config = Config::new(server.url());
-    config.qps = None;
-    Clientset::from_client(RestClient::new(config).unwrap())
+    Clientset::from_client(rest(server))
 }
 
 /// A running reflector → RealFIFO → indexer pipeline, with each object's notifications.
@@ -461,9 +438,7 @@ async fn the_dynamic_client_reflects_too() {
     use kclient_core::DynamicObject;
     let server = FakeApiServer::builder().start().await.unwrap();
     seed(&server, "a", "1");
-    let mut config = Config::new(server.url());
-    config.qps = None;
-    let dynamic = kclient_dynamic::DynamicClient::new(RestClient::new(config).unwrap());
+    let dynamic = kclient_dynamic::DynamicClient::new(rest(&server));
     let ar = ConfigMap::api_resource(&());
     let lw = dynamic.resource(ar.clone()).namespace("default");
     let store = kclient_cache::new_store(KeyFunc::<DynamicObject>::meta_namespace());

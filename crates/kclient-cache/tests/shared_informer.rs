@@ -4,10 +4,13 @@
 //! by name. Timing runs on tokio's paused clock; waiting for handlers yields to the runtime
 //! and never sleeps.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::until;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::testing::FakeControllerSource;
 use kclient_cache::{
@@ -87,18 +90,6 @@ impl ResourceEventHandler<ConfigMap> for TestListener {
         };
         self.events.lock().push(line);
     }
-}
-
-/// Yields to the runtime until `done` holds (handlers run on their own tasks); panics if it
-/// never does. Yielding keeps the paused clock where it is.
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..20_000 {
-        if done() {
-            return;
-        }
-        tokio::task::yield_now().await;
-    }
-    panic!("never happened: {what}");
 }
 
 /// Lets every task run until it waits.

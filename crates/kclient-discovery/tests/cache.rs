@@ -23,6 +23,20 @@ fn disk_client(url: &str, dir: &Path) -> DiskCachedDiscoveryClient {
     DiskCachedDiscoveryClient::for_config(&config(url), dir, KUBECTL_DISCOVERY_TTL).unwrap()
 }
 
+/// A disk cache in the per-server directory `dir` with its own `ttl`, over a fresh memory
+/// cache and discovery client of `url`.
+fn disk_client_in(
+    url: &str,
+    dir: &Path,
+    ttl: Duration,
+) -> DiskCachedDiscoveryClient<MemCacheClient<DiscoveryClient>> {
+    DiskCachedDiscoveryClient::new(
+        MemCacheClient::new(DiscoveryClient::new(rest(url))),
+        dir,
+        ttl,
+    )
+}
+
 /// Sets the modification time of every file under `dir`.
 fn age_files(dir: &Path, age: Duration) {
     let when = SystemTime::now() - age;
@@ -245,21 +259,13 @@ async fn the_ttl_follows_an_injected_clock() {
     create_crontab_crd(&server.url()).await;
     let dir = kubectl_discovery_cache_dir(root.path(), &server.url());
     let now = SystemTime::now();
-    let in_an_hour = DiskCachedDiscoveryClient::new(
-        MemCacheClient::new(DiscoveryClient::new(rest(&server.url()))),
-        &dir,
-        KUBECTL_DISCOVERY_TTL,
-    )
-    .with_clock(move || now + Duration::from_secs(3600));
+    let in_an_hour = disk_client_in(&server.url(), &dir, KUBECTL_DISCOVERY_TTL)
+        .with_clock(move || now + Duration::from_secs(3600));
     assert!(!has_crontabs(
         &in_an_hour.server_groups_and_resources().await.unwrap()
     ));
-    let in_a_day = DiskCachedDiscoveryClient::new(
-        MemCacheClient::new(DiscoveryClient::new(rest(&server.url()))),
-        &dir,
-        KUBECTL_DISCOVERY_TTL,
-    )
-    .with_clock(move || now + Duration::from_secs(24 * 3600));
+    let in_a_day = disk_client_in(&server.url(), &dir, KUBECTL_DISCOVERY_TTL)
+        .with_clock(move || now + Duration::from_secs(24 * 3600));
     assert!(has_crontabs(
         &in_a_day.server_groups_and_resources().await.unwrap()
     ));
@@ -278,11 +284,7 @@ async fn a_ttl_of_duration_max_never_expires_and_does_not_panic() {
     create_crontab_crd(&server.url()).await;
     let dir = kubectl_discovery_cache_dir(root.path(), &server.url());
     age_files(&dir, Duration::from_secs(10 * 365 * 24 * 3600));
-    let forever = DiskCachedDiscoveryClient::new(
-        MemCacheClient::new(DiscoveryClient::new(rest(&server.url()))),
-        &dir,
-        Duration::MAX,
-    );
+    let forever = disk_client_in(&server.url(), &dir, Duration::MAX);
     assert!(
         !has_crontabs(&forever.server_groups_and_resources().await.unwrap()),
         "a ten-year-old file is still used"

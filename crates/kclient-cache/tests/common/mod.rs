@@ -114,3 +114,15 @@ impl KeyListerGetter<ConfigMap> for Known {
 pub fn known(items: &[(&str, i64)]) -> Arc<dyn KeyListerGetter<ConfigMap>> {
     Arc::new(Known(items.iter().map(|(n, v)| obj(n, *v)).collect()))
 }
+
+/// Yields to the runtime until `done` holds (handlers run on their own tasks); panics if it
+/// never does. Yielding keeps the paused clock where it is.
+pub async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..20_000 {
+        if done() {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("never happened: {what}");
+}
