@@ -8,6 +8,8 @@
 //! cargo build --release -p kclient-cache --example informer_bench
 //! # sync <server> <pods> <strip|keep> <stream|list>: one measurement per process
 //! target/release/examples/informer_bench sync target/release/kclient-fake-apiserver 100000 strip stream
+//! # list <server> <pods> [rounds]: a paged typed list, pages fetched ahead or one by one
+//! target/release/examples/informer_bench list target/release/kclient-fake-apiserver 20000
 //! # events <updates>: kclient-fake in this process, 1,000 ConfigMaps updated in rounds of
 //! # one update each, every round delivered to 3 handlers before the next
 //! target/release/examples/informer_bench events 200000
@@ -51,6 +53,12 @@ async fn main() -> Result<(), support::Error> {
             let streaming = args.get(4).map(String::as_str) != Some("list");
             sync(binary, count, strip, streaming).await
         }
+        Some("list") => {
+            let binary = args.get(1).ok_or("the server binary")?;
+            let count: usize = args.get(2).ok_or("a Pod count")?.parse()?;
+            let rounds: usize = args.get(3).map(|n| n.parse()).transpose()?.unwrap_or(5);
+            list(binary, count, rounds).await
+        }
         Some("parse") => {
             let count: usize = args.get(1).ok_or("a Pod count")?.parse()?;
             parse(count)
@@ -59,7 +67,7 @@ async fn main() -> Result<(), support::Error> {
             let updates: usize = args.get(1).map(|n| n.parse()).transpose()?.unwrap_or(100_000);
             events(updates).await
         }
-        _ => Err("usage: informer_bench sync <server> <pods> <strip|keep> <stream|list> | parse <pods> | events <updates>".into()),
+        _ => Err("usage: informer_bench sync <server> <pods> <strip|keep> <stream|list> | list <server> <pods> [rounds] | parse <pods> | events <updates>".into()),
     }
 }
 
@@ -107,6 +115,50 @@ async fn sync(
         steady.saturating_sub(baseline) / count,
     );
     drop(informer);
+    Ok(())
+}
+
+/// A paged list of all Pods through the typed client (pages of 500), three ways, in rounds:
+/// the transfer alone (each page fetched, its items never decoded), the list with each page
+/// fetched only after the previous one decoded, and the list with the next page fetched
+/// while the current one decodes (`ListPager`'s default). Prints the median of each.
+async fn list(binary: &str, count: usize, rounds: usize) -> Result<(), support::Error> {
+    use kclient_core::{ListOptions, ListPager};
+    let server = Server::start(binary, count, true).await?;
+    let pods = Clientset::new(server.config.clone())?.core_v1().pods("");
+    let first = ListOptions::default().limit(kclient_core::DEFAULT_PAGE_SIZE);
+    let (mut transfer, mut serial, mut ahead) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let start = Instant::now();
+        let mut options = first.clone();
+        loop {
+            let page = pods.fetch_list(&options).await?;
+            let Some(token) = page.continue_token() else {
+                break;
+            };
+            options.continue_token = Some(token.to_owned());
+        }
+        transfer.push(start.elapsed());
+        for (prefetch, times) in [(false, &mut serial), (true, &mut ahead)] {
+            let start = Instant::now();
+            let all = ListPager::new(pods.clone())
+                .prefetch(prefetch)
+                .list(&ListOptions::default())
+                .await?;
+            times.push(start.elapsed());
+            assert_eq!(all.items.len(), count);
+        }
+    }
+    let median = |times: &mut Vec<Duration>| {
+        times.sort();
+        times[times.len() / 2].as_secs_f64()
+    };
+    println!(
+        "list pods={count} rounds={rounds} transfer_s={:.3} one_by_one_s={:.3} fetched_ahead_s={:.3}",
+        median(&mut transfer),
+        median(&mut serial),
+        median(&mut ahead),
+    );
     Ok(())
 }
 

@@ -14,7 +14,8 @@
 //!   once again with `""` (a quorum read). Paged by 500 through [`ListPager`] (falling back
 //!   to one full list if a continue token expires), except that paging is off for a
 //!   resourceVersion other than `""` and `"0"` unless the server paginated a `"0"` list
-//!   before (its watch cache is off). Items become `Arc<K>` page by page.
+//!   before (its watch cache is off). Items become `Arc<K>` page by page, and the next page
+//!   is fetched while the current one decodes.
 //! * **Watch**: bookmarks always requested; timeout uniform in `[5 min, 10 min)`
 //!   ([`ReflectorOptions::min_watch_timeout`] can only raise it). Every event, bookmarks
 //!   included, advances the resourceVersion. A normal close re-watches from there without a

@@ -52,6 +52,7 @@ pub mod api_error;
 pub mod api_resource;
 pub mod delete_response;
 pub mod dynamic_object;
+pub mod fetched_list;
 pub mod field_error;
 pub mod fields;
 pub mod go_format;
@@ -76,6 +77,7 @@ pub use api_error::{ApiError, ApiStatus, RESOURCE_VERSION_TOO_LARGE};
 pub use api_resource::ApiResource;
 pub use delete_response::DeleteResponse;
 pub use dynamic_object::DynamicObject;
+pub use fetched_list::FetchedList;
 pub use field_error::FieldError;
 pub use gvk::{
     GroupKind, GroupResource, GroupVersion, GroupVersionKind, GroupVersionParseError,

@@ -38,6 +38,7 @@ use std::sync::Arc;
 use futures::stream::BoxStream;
 
 use crate::api_error::ApiStatus;
+use crate::fetched_list::FetchedList;
 use crate::object_list::ObjectList;
 use crate::options::ListOptions;
 use crate::watch_event::WatchEvent;
@@ -75,9 +76,9 @@ pub trait ListerWatcher<K>: Send + Sync {
     ) -> impl Future<Output = Result<WatchStream<K, Self::Error>, Self::Error>> + Send;
 
     /// Lists, handing each object to `f` as it is decoded (the pager and the reflector use it
-    /// to wrap objects as they arrive, reusing cached ones). The default lists, then maps; the
-    /// typed and dynamic clients decode item by item, so that a large page never exists in
-    /// full as decoded objects next to what `f` made of it.
+    /// to wrap objects as they arrive, reusing cached ones): [`fetch_list`](Self::fetch_list),
+    /// then decode. With the typed and dynamic clients a large page never exists in full as
+    /// decoded objects next to what `f` made of it.
     fn list_mapped<T, F>(
         &self,
         options: &ListOptions,
@@ -88,8 +89,20 @@ pub trait ListerWatcher<K>: Send + Sync {
         F: FnMut(K) -> T + Send,
         K: Send,
     {
+        let fetched = self.fetch_list(options);
+        async move { fetched.await?.decode_mapped(f) }
+    }
+
+    /// Lists, leaving the items to decode later: the response with its metadata read, so
+    /// that a pager can request the next page (with its continue token) while this one
+    /// decodes. The default lists and hands over the decoded list; the typed and dynamic
+    /// clients return the undecoded body.
+    fn fetch_list(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<FetchedList<K, Self::Error>, Self::Error>> + Send {
         let list = self.list(options);
-        async move { Ok(list.await?.map_items(f)) }
+        async move { Ok(FetchedList::decoded(list.await?)) }
     }
 }
 
@@ -121,5 +134,12 @@ impl<K, L: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<L> {
         K: Send,
     {
         (**self).list_mapped(options, f)
+    }
+
+    fn fetch_list(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<FetchedList<K, Self::Error>, Self::Error>> + Send {
+        (**self).fetch_list(options)
     }
 }

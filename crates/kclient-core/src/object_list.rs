@@ -81,6 +81,76 @@ where
     Ok(list)
 }
 
+/// Reads a list's metadata (`resourceVersion`, `continue`, `remainingItemCount`) from its
+/// JSON without decoding its items, so that a pager can ask for the next page while this one
+/// is still being decoded.
+///
+/// Only the top level is walked: values before `metadata` are skipped unread, and the walk
+/// stops at `metadata`. The API server writes `metadata` before `items`, so this reads a
+/// few hundred bytes of a page of megabytes; were the items first, they would be skipped (a
+/// scan, not a decode). A list without `metadata` (or with `metadata: null`) has the default
+/// metadata. Malformed JSON *up to the metadata* is an error; anything after it is left to
+/// the decoder.
+///
+/// ```
+/// use kclient_core::object_list::peek_list_metadata;
+///
+/// let json = br#"{"kind":"PodList","metadata":{"resourceVersion":"9","continue":"c2"},"items":[{"bad"#;
+/// let metadata = peek_list_metadata(json).unwrap();
+/// assert_eq!(metadata.continue_.as_deref(), Some("c2"), "read before the (truncated) items");
+/// ```
+pub fn peek_list_metadata(json: &[u8]) -> Result<ListMeta, serde_json::Error> {
+    use serde::de::Error as _;
+    // One JSON value starting at `at`, and where it ends.
+    fn value_at<'de, T: Deserialize<'de>>(
+        json: &'de [u8],
+        at: usize,
+    ) -> Result<(T, usize), serde_json::Error> {
+        let mut values = serde_json::Deserializer::from_slice(&json[at..]).into_iter::<T>();
+        match values.next() {
+            Some(value) => Ok((value?, at + values.byte_offset())),
+            None => Err(serde_json::Error::custom("a list ends before its metadata")),
+        }
+    }
+    // The next byte that is not JSON whitespace, and where it is.
+    fn token_at(json: &[u8], mut at: usize) -> Result<(u8, usize), serde_json::Error> {
+        while let Some(byte) = json.get(at) {
+            if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+                return Ok((*byte, at));
+            }
+            at += 1;
+        }
+        Err(serde_json::Error::custom("a list ends before its metadata"))
+    }
+
+    let (open, at) = token_at(json, 0)?;
+    if open != b'{' {
+        return Err(serde_json::Error::custom("a list is a JSON object"));
+    }
+    let mut at = at + 1;
+    loop {
+        let (next, key_at) = token_at(json, at)?;
+        if next == b'}' {
+            return Ok(ListMeta::default());
+        }
+        let (key, after_key) = value_at::<std::borrow::Cow<'_, str>>(json, key_at)?;
+        let (colon, colon_at) = token_at(json, after_key)?;
+        if colon != b':' {
+            return Err(serde_json::Error::custom("expected `:` after a key"));
+        }
+        if key == "metadata" {
+            let (metadata, _) = value_at::<Option<ListMeta>>(json, colon_at + 1)?;
+            return Ok(metadata.unwrap_or_default());
+        }
+        let (_, after_value) = value_at::<serde::de::IgnoredAny>(json, colon_at + 1)?;
+        match token_at(json, after_value)? {
+            (b',', comma_at) => at = comma_at + 1,
+            (b'}', _) => return Ok(ListMeta::default()),
+            _ => return Err(serde_json::Error::custom("expected `,` or `}` in a list")),
+        }
+    }
+}
+
 /// Reads a list object, mapping each item with `map` as it is decoded.
 struct ListVisitor<K, F> {
     map: F,
@@ -265,6 +335,46 @@ mod tests {
 
     use super::*;
     use crate::dynamic_object::DynamicObject;
+
+    #[test]
+    fn peek_list_metadata_reads_the_metadata_wherever_it_is_and_stops_there() {
+        let meta = |json: &str| peek_list_metadata(json.as_bytes());
+        let first = meta(
+            r#" { "metadata" : {"resourceVersion":"5","continue":"c","remainingItemCount":2}, "items": [ not json"#,
+        )
+        .unwrap();
+        assert_eq!(first.resource_version.as_deref(), Some("5"));
+        assert_eq!(first.continue_.as_deref(), Some("c"));
+        assert_eq!(first.remaining_item_count, Some(2));
+        // Items (and anything else) before the metadata are skipped, escapes included.
+        let after = meta(
+            r#"{"kind":"L\"x","items":[{"a":[1,{"b":"}"}]}],"extra":null,"metadata":{"continue":"d"}}"#,
+        )
+        .unwrap();
+        assert_eq!(after.continue_.as_deref(), Some("d"));
+        assert_eq!(meta(r#"{"items":[]}"#).unwrap(), ListMeta::default());
+        assert_eq!(meta(r#"{"metadata":null}"#).unwrap(), ListMeta::default());
+        assert_eq!(meta("{}").unwrap(), ListMeta::default());
+        for bad in [
+            "",
+            "[]",
+            "{",
+            r#"{"items":[1,2"#,
+            r#"{"a" 1}"#,
+            r#"{"a":1 "b":2}"#,
+            r#"{"metadata":{"continue":5}}"#,
+        ] {
+            assert!(meta(bad).is_err(), "{bad:?}");
+        }
+        // It agrees with the full decoder on every list the decoder reads.
+        for json in [
+            r#"{"metadata":{"continue":"z"},"items":[1]}"#,
+            r#"{"items":[1],"metadata":{"resourceVersion":"3"}}"#,
+        ] {
+            let list: ObjectList<u8> = serde_json::from_str(json).unwrap();
+            assert_eq!(meta(json).unwrap(), list.metadata);
+        }
+    }
 
     #[test]
     fn decode_list_mapped_hands_each_item_over_before_decoding_the_next() {

@@ -7,6 +7,11 @@
 //! an etcd compaction), [`ListPager::list`] falls back to one full, unpaged list, as client-go's
 //! `FullListIfExpired` does.
 //!
+//! [`ListPager::list`] fetches the next page while the current one decodes (the lister's
+//! [`fetch_list`](crate::ListerWatcher::fetch_list) reads a page's continue token before its
+//! items), so a paged list takes about as long as decoding it: client-go's pager buffers
+//! pages for the same reason.
+//!
 //! The pager does no I/O of its own: every request goes through the lister it is given, so it
 //! pages a typed client, a dynamic resource, a filtered lister over either, or an in-memory
 //! lister in a test alike. The clients offer it as `pager()`, `list_all()` and `list_pages()`.
@@ -17,6 +22,7 @@ use std::marker::PhantomData;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 
 use crate::api_error::ApiStatus;
+use crate::fetched_list::FetchedList;
 use crate::lister_watcher::ListerWatcher;
 use crate::object_list::ObjectList;
 use crate::options::ListOptions;
@@ -50,6 +56,7 @@ pub struct ListPager<K, L> {
     lister: L,
     page_size: i64,
     full_list_if_expired: bool,
+    prefetch: bool,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -59,6 +66,7 @@ impl<K, L: Clone> Clone for ListPager<K, L> {
             lister: self.lister.clone(),
             page_size: self.page_size,
             full_list_if_expired: self.full_list_if_expired,
+            prefetch: self.prefetch,
             _kind: PhantomData,
         }
     }
@@ -70,6 +78,7 @@ impl<K, L: fmt::Debug> fmt::Debug for ListPager<K, L> {
             .field("lister", &self.lister)
             .field("page_size", &self.page_size)
             .field("full_list_if_expired", &self.full_list_if_expired)
+            .field("prefetch", &self.prefetch)
             .finish()
     }
 }
@@ -86,6 +95,7 @@ where
             lister,
             page_size: DEFAULT_PAGE_SIZE,
             full_list_if_expired: true,
+            prefetch: true,
             _kind: PhantomData,
         }
     }
@@ -100,6 +110,15 @@ where
     /// (default `true`).
     pub fn full_list_if_expired(mut self, fall_back: bool) -> Self {
         self.full_list_if_expired = fall_back;
+        self
+    }
+
+    /// Whether [`list_map`](Self::list_map) fetches the next page while the current one
+    /// decodes (default `true`). The fetch runs as a task on the current tokio runtime; with
+    /// no runtime (or with `false`) pages are fetched one after the other. Ahead-fetching
+    /// holds one more undecoded page in memory.
+    pub fn prefetch(mut self, prefetch: bool) -> Self {
+        self.prefetch = prefetch;
         self
     }
 
@@ -119,7 +138,10 @@ where
     /// token expires (`410 Expired`, from the second page on) and the fallback is on, the
     /// pages read so far are dropped and one unpaged list at the caller's original
     /// resourceVersion is returned instead.
-    pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<K>, L::Error> {
+    pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<K>, L::Error>
+    where
+        L: Clone + 'static,
+    {
         Ok(self.list_map(options, |item| item).await?.list)
     }
 
@@ -127,18 +149,24 @@ where
     /// page arrives, so that only one page of `K` is held at a time (the reflector wraps each
     /// object in an `Arc` this way). Also says whether the server paginated the result
     /// (client-go's `paginatedResult`).
+    ///
+    /// While a page decodes, the next one is already being fetched on a task of its own (see
+    /// [`prefetch`](Self::prefetch)): the lister's
+    /// [`fetch_list`](ListerWatcher::fetch_list) hands out a page's continue token before its
+    /// items are decoded. At most one page is fetched ahead.
     pub async fn list_map<T: Send>(
         &self,
         options: &ListOptions,
         mut f: impl FnMut(K) -> T + Send,
     ) -> Result<PagedList<T>, L::Error>
     where
-        K: Send,
+        L: Clone + 'static,
     {
         let mut page_options = self.first_page_options(options);
+        let mut fetched = self.lister.fetch_list(&page_options).await;
         let mut result: Option<ObjectList<T>> = None;
         loop {
-            let page = match self.lister.list_mapped(&page_options, &mut f).await {
+            let page = match fetched {
                 Ok(page) => page,
                 Err(e) => {
                     let expired_midway = e.is_resource_expired()
@@ -162,12 +190,18 @@ where
                     });
                 }
             };
-            let next = page.continue_token().map(str::to_owned);
+            let next_options = page
+                .continue_token()
+                .map(|token| next_page_options(page_options.clone(), token.to_owned()));
+            let next = next_options
+                .as_ref()
+                .map(|options| NextPage::start(&self.lister, options, self.prefetch));
+            let page = page.decode_mapped(&mut f)?;
             match &mut result {
                 None => result = Some(page),
                 Some(list) => list.items.extend(page.items),
             }
-            let Some(token) = next else {
+            let (Some(next), Some(options)) = (next, next_options) else {
                 let mut list = result.unwrap_or_default();
                 let paginated = list
                     .metadata
@@ -177,7 +211,8 @@ where
                 list.metadata.remaining_item_count = None;
                 return Ok(PagedList { list, paginated });
             };
-            page_options = next_page_options(page_options, token);
+            fetched = next.fetch(&self.lister, &options).await;
+            page_options = options;
         }
     }
 
@@ -225,6 +260,58 @@ where
     }
 }
 
+/// The page after the one being decoded: already being fetched on a task of its own, or to
+/// be fetched when it is needed.
+enum NextPage<K, E> {
+    Fetching(AbortOnDrop<Result<FetchedList<K, E>, E>>),
+    Later,
+}
+
+impl<K: Send + 'static, E: Send + 'static> NextPage<K, E> {
+    /// Starts fetching the page with `options` on a task, if there is a runtime to run it.
+    fn start<L>(lister: &L, options: &ListOptions, prefetch: bool) -> Self
+    where
+        L: ListerWatcher<K, Error = E> + Clone + 'static,
+    {
+        let runtime = tokio::runtime::Handle::try_current();
+        match runtime {
+            Ok(runtime) if prefetch => {
+                let (lister, options) = (lister.clone(), options.clone());
+                NextPage::Fetching(AbortOnDrop(
+                    runtime.spawn(async move { lister.fetch_list(&options).await }),
+                ))
+            }
+            _ => NextPage::Later,
+        }
+    }
+
+    /// The page: the prefetch's result, or a fetch now.
+    async fn fetch<L>(self, lister: &L, options: &ListOptions) -> Result<FetchedList<K, E>, E>
+    where
+        L: ListerWatcher<K, Error = E>,
+    {
+        match self {
+            NextPage::Later => lister.fetch_list(options).await,
+            NextPage::Fetching(mut task) => match (&mut task.0).await {
+                Ok(page) => page,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                // Cancelled by the runtime shutting down: fetch here, as without a runtime.
+                Err(_) => lister.fetch_list(options).await,
+            },
+        }
+    }
+}
+
+/// A task aborted when its handle is dropped: a list abandoned (an error, a cancelled
+/// reflector) does not leave its next page downloading.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// A list gathered page by page, and whether the server paginated it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PagedList<T> {
@@ -250,6 +337,8 @@ mod tests {
 
     use futures::executor::block_on;
     use futures::stream::StreamExt as _;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 
     use super::*;
     use crate::api_error::ApiError;
@@ -427,5 +516,191 @@ mod tests {
         assert_eq!(block_on(pages.next()).unwrap().unwrap().items.len(), 5);
         let err = block_on(pages.next()).unwrap().unwrap_err();
         assert!(err.is_resource_expired(), "no fallback for pages: {err}");
+    }
+
+    /// Pages of `0..len` whose items decode only when asked: each page's decoder first
+    /// waits (up to a generous bound, never forever) for the next page's fetch to have
+    /// started, and records the order of fetches and decodes.
+    #[derive(Clone)]
+    struct SlowPages {
+        len: usize,
+        page: usize,
+        log: Arc<Mutex<Vec<String>>>,
+        fetch_started: Arc<Mutex<std::sync::mpsc::Sender<usize>>>,
+        started: Arc<Mutex<std::sync::mpsc::Receiver<usize>>>,
+        fail_decode_of: Option<usize>,
+        dropped_fetches: Arc<std::sync::atomic::AtomicUsize>,
+        fetch_dropped: Arc<tokio::sync::Notify>,
+    }
+
+    impl SlowPages {
+        fn new(len: usize, page: usize) -> Self {
+            let (tx, rx) = std::sync::mpsc::channel();
+            Self {
+                len,
+                page,
+                log: Arc::default(),
+                fetch_started: Arc::new(Mutex::new(tx)),
+                started: Arc::new(Mutex::new(rx)),
+                fail_decode_of: None,
+                dropped_fetches: Arc::default(),
+                fetch_dropped: Arc::default(),
+            }
+        }
+    }
+
+    /// Counts fetches dropped before they finished, and says so.
+    struct CountDrop(
+        Arc<std::sync::atomic::AtomicUsize>,
+        Arc<tokio::sync::Notify>,
+    );
+    impl Drop for CountDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.1.notify_one();
+        }
+    }
+
+    impl ListerWatcher<usize> for SlowPages {
+        type Error = ApiError;
+
+        async fn list(&self, options: &ListOptions) -> Result<ObjectList<usize>, ApiError> {
+            self.fetch_list(options).await?.decode()
+        }
+
+        #[allow(clippy::result_large_err)] // ApiError, as the clients return it
+        async fn fetch_list(
+            &self,
+            options: &ListOptions,
+        ) -> Result<FetchedList<usize, ApiError>, ApiError> {
+            let start: usize = options
+                .continue_token
+                .as_deref()
+                .map_or(0, |t| t.parse().unwrap());
+            let index = start / self.page;
+            self.log.lock().unwrap().push(format!("fetch {index}"));
+            if index > 0 {
+                let _ = self.fetch_started.lock().unwrap().send(index);
+            }
+            if self.fail_decode_of.is_some_and(|failing| failing < index) {
+                // Pages after a failing one never arrive; the fetch must be abandoned.
+                let _guard = CountDrop(self.dropped_fetches.clone(), self.fetch_dropped.clone());
+                futures::future::pending::<()>().await;
+            }
+            let end = (start + self.page).min(self.len);
+            let mut metadata = ListMeta {
+                resource_version: Some("1".into()),
+                ..ListMeta::default()
+            };
+            if end < self.len {
+                metadata.continue_ = Some(end.to_string());
+            }
+            let this = self.clone();
+            let has_next = end < self.len;
+            Ok(FetchedList::encoded(metadata.clone(), move |sink| {
+                if has_next {
+                    let next = this
+                        .started
+                        .lock()
+                        .unwrap()
+                        .recv_timeout(std::time::Duration::from_secs(20));
+                    assert_eq!(
+                        next,
+                        Ok(index + 1),
+                        "page {} fetched while {index} decodes",
+                        index + 1
+                    );
+                }
+                this.log.lock().unwrap().push(format!("decode {index}"));
+                if this.fail_decode_of == Some(index) {
+                    return Err(ApiError::bad_request("an undecodable page"));
+                }
+                (start..end).for_each(sink);
+                Ok(ObjectList {
+                    types: None,
+                    metadata,
+                    items: Vec::new(),
+                })
+            }))
+        }
+
+        async fn watch(&self, _: &ListOptions) -> Result<WatchStream<usize, ApiError>, ApiError> {
+            Ok(futures::stream::empty().boxed())
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_next_page_is_fetched_while_the_current_one_decodes() {
+        let lister = SlowPages::new(10, 3);
+        let all = ListPager::new(lister.clone())
+            .page_size(3)
+            .list(&ListOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(all.items, (0..10).collect::<Vec<_>>());
+        assert_eq!(all.continue_token(), None);
+        assert_eq!(
+            *lister.log.lock().unwrap(),
+            [
+                "fetch 0", "fetch 1", "decode 0", "fetch 2", "decode 1", "fetch 3", "decode 2",
+                "decode 3"
+            ]
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_page_that_fails_to_decode_abandons_the_fetch_of_the_next() {
+        let lister = SlowPages {
+            fail_decode_of: Some(1),
+            ..SlowPages::new(20, 3)
+        };
+        let err = ListPager::new(lister.clone())
+            .page_size(3)
+            .list(&ListOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            ApiError::bad_request("an undecodable page").to_string()
+        );
+        // The fetch of page 2 was started, then aborted (dropped) with the list. (The bound
+        // only keeps a broken build from hanging; the drop wakes the test.)
+        tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            lister.fetch_dropped.notified(),
+        )
+        .await
+        .expect("the fetch of the page after the failing one is still running");
+        assert_eq!(
+            lister
+                .dropped_fetches
+                .load(std::sync::atomic::Ordering::SeqCst),
+            1
+        );
+    }
+
+    #[test]
+    fn without_a_runtime_or_with_prefetch_off_pages_are_fetched_one_after_the_other() {
+        let lister = Numbers::new(12);
+        let all = block_on(
+            ListPager::new(lister.clone())
+                .page_size(5)
+                .list(&ListOptions::default()),
+        )
+        .unwrap();
+        assert_eq!(all.items.len(), 12);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let all = runtime
+            .block_on(
+                ListPager::new(lister.clone())
+                    .page_size(5)
+                    .prefetch(false)
+                    .list(&ListOptions::default()),
+            )
+            .unwrap();
+        assert_eq!(all.items.len(), 12);
+        assert_eq!(lister.seen().len(), 6);
     }
 }

@@ -3,9 +3,9 @@
 
 use futures::TryStreamExt as _;
 use kclient_core::{
-    ApiResource, CreateOptions, DeleteOptions, DeleteResponse, DynamicObject, GetOptions,
-    GroupVersionResource, ListOptions, ObjectList, Patch, PatchOptions, TypeMeta, UpdateOptions,
-    WatchEvent, WatchStream,
+    ApiResource, CreateOptions, DeleteOptions, DeleteResponse, DynamicObject, FetchedList,
+    GetOptions, GroupVersionResource, ListOptions, ObjectList, Patch, PatchOptions, TypeMeta,
+    UpdateOptions, WatchEvent, WatchStream,
 };
 use kclient_rest::{Method, Request, RestClient};
 use serde::Serialize;
@@ -257,32 +257,41 @@ impl DynamicResource {
     }
 
     /// [`list`](Self::list), handing each object to `f` as it is decoded (see
-    /// [`ListerWatcher::list_mapped`](kclient_core::ListerWatcher::list_mapped)). Items that
-    /// carry no type get the resource's, as in `list`; when the resource's kind is not known
-    /// (a bare group/version/resource), the list is decoded whole first, as `list` does.
+    /// [`ListerWatcher::list_mapped`](kclient_core::ListerWatcher::list_mapped)).
     pub async fn list_mapped<T>(
         &self,
         options: &ListOptions,
-        mut f: impl FnMut(DynamicObject) -> T,
+        f: impl FnMut(DynamicObject) -> T,
     ) -> Result<ObjectList<T>, Error> {
+        self.fetch_list(options).await?.decode_mapped(f)
+    }
+
+    /// [`list`](Self::list) without decoding the items yet (see
+    /// [`ListerWatcher::fetch_list`](kclient_core::ListerWatcher::fetch_list)): the pager
+    /// requests the next page while this one decodes. Items that carry no type get the
+    /// resource's, as in `list`; when the resource's kind is not known (a bare
+    /// group/version/resource), the list is decoded at once, as `list` does, since the items'
+    /// type comes from the list itself.
+    pub async fn fetch_list(
+        &self,
+        options: &ListOptions,
+    ) -> Result<FetchedList<DynamicObject, Error>, Error> {
         options.validate(false)?;
         let resource = &self.resource;
         if resource.api_version.is_empty() || resource.kind.is_empty() {
-            // The items' type comes from the list itself (which may name it after the
-            // items): decode the list whole, as `list` does.
-            return Ok(self.list(options).await?.map_items(f));
+            return Ok(FetchedList::decoded(self.list(options).await?));
         }
-        let typed = |mut item: DynamicObject| {
-            fill_item_type(&mut item, &resource.api_version, &resource.kind);
-            f(item)
-        };
+        let (api_version, kind) = (resource.api_version.clone(), resource.kind.clone());
         Ok(self
             .collection(Method::GET)
             .params(options.query_pairs())
-            .decode_with(std::any::type_name::<ObjectList<DynamicObject>>(), |body| {
-                kclient_core::object_list::decode_list_mapped(body, typed)
+            .fetch_list::<DynamicObject>()
+            .await?
+            .map(move |mut item| {
+                fill_item_type(&mut item, &api_version, &kind);
+                item
             })
-            .await?)
+            .map_err(Error::from))
     }
 
     /// Watches objects from `options.resource_version` (client-go's `Watch`): a stream of

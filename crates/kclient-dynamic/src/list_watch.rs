@@ -6,8 +6,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use kclient_core::{
-    ApiResource, DynamicObject, ListOptions, ListerWatcher, ObjectList, TweakListOptions,
-    WatchStream,
+    ApiResource, DynamicObject, FetchedList, ListOptions, ListerWatcher, ObjectList,
+    TweakListOptions, WatchStream,
 };
 
 use crate::client::{DynamicClient, DynamicResource};
@@ -33,16 +33,11 @@ impl ListerWatcher<DynamicObject> for DynamicResource {
         DynamicResource::watch(self, options)
     }
 
-    fn list_mapped<T, F>(
+    fn fetch_list(
         &self,
         options: &ListOptions,
-        f: F,
-    ) -> impl Future<Output = Result<ObjectList<T>, Error>> + Send
-    where
-        T: Send,
-        F: FnMut(DynamicObject) -> T + Send,
-    {
-        DynamicResource::list_mapped(self, options, f)
+    ) -> impl Future<Output = Result<FetchedList<DynamicObject, Error>, Error>> + Send {
+        DynamicResource::fetch_list(self, options)
     }
 }
 
@@ -119,13 +114,12 @@ impl ListerWatcher<DynamicObject> for FilteredListWatch {
         self.resource.watch(&options).await
     }
 
-    async fn list_mapped<T, F>(&self, options: &ListOptions, f: F) -> Result<ObjectList<T>, Error>
-    where
-        T: Send,
-        F: FnMut(DynamicObject) -> T + Send,
-    {
+    async fn fetch_list(
+        &self,
+        options: &ListOptions,
+    ) -> Result<FetchedList<DynamicObject, Error>, Error> {
         let options = self.tweaked(options);
-        self.resource.list_mapped(&options, f).await
+        self.resource.fetch_list(&options).await
     }
 }
 

@@ -482,16 +482,27 @@ impl Request {
         decode_json(response.body())
     }
 
-    /// Sends the request and decodes the body with `decode` (a decoder of its own, such as
-    /// kclient-core's `decode_list_mapped`, which hands out a list's items one at a time); a
-    /// failure is reported as [`json`](Self::json) reports it, as a decode error of `what`.
-    pub async fn decode_with<T>(
-        self,
-        what: &'static str,
-        decode: impl FnOnce(&[u8]) -> Result<T, serde_json::Error>,
-    ) -> Result<T, Error> {
-        let response = self.send().await?;
-        crate::response::decode_with(response.body(), what, decode)
+    /// Sends a list request and reads the whole body, leaving its items to decode later: the
+    /// list's metadata is read ahead (kclient-core's `peek_list_metadata`), so that a pager can
+    /// request the next page while this one decodes. A body whose metadata cannot be read is
+    /// decoded at once, to report the error as [`json`](Self::json) does.
+    pub async fn fetch_list<K>(self) -> Result<kclient_core::FetchedList<K, Error>, Error>
+    where
+        K: DeserializeOwned + Send + 'static,
+    {
+        use kclient_core::object_list::{decode_list_mapped, peek_list_metadata};
+        use kclient_core::{FetchedList, ObjectList};
+        let body = self.send().await?.into_body();
+        let what = std::any::type_name::<ObjectList<K>>();
+        match peek_list_metadata(&body) {
+            Ok(metadata) => Ok(FetchedList::encoded(metadata, move |sink| {
+                crate::response::decode_with(&body, what, |json| decode_list_mapped(json, sink))
+            })),
+            Err(_) => crate::response::decode_with(&body, what, |json| {
+                serde_json::from_slice::<ObjectList<K>>(json)
+            })
+            .map(FetchedList::decoded),
+        }
     }
 
     /// Sends the request and returns the body as a stream of chunks (logs, proxied data). The

@@ -5,8 +5,9 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use kclient_core::{
-    ApiResource, CreateOptions, DeleteOptions, DeleteResponse, GetOptions, ListOptions, ObjectList,
-    Patch, PatchOptions, Resource, ResourceExt, UpdateOptions, WatchStream,
+    ApiResource, CreateOptions, DeleteOptions, DeleteResponse, FetchedList, GetOptions,
+    ListOptions, ObjectList, Patch, PatchOptions, Resource, ResourceExt, UpdateOptions,
+    WatchStream,
 };
 use kclient_rest::{Method, Request, RestClient};
 use serde::de::DeserializeOwned;
@@ -256,14 +257,20 @@ where
         options: &ListOptions,
         f: impl FnMut(K) -> T,
     ) -> Result<ObjectList<T>, Error> {
+        self.fetch_list(options).await?.decode_mapped(f)
+    }
+
+    /// [`list`](Self::list) without decoding the items yet (see
+    /// [`ListerWatcher::fetch_list`](kclient_core::ListerWatcher::fetch_list)): the pager
+    /// requests the next page while this one decodes.
+    pub async fn fetch_list(&self, options: &ListOptions) -> Result<FetchedList<K, Error>, Error> {
         options.validate(false)?;
         Ok(self
             .collection_request(Method::GET)
             .params(options.query_pairs())
-            .decode_with(std::any::type_name::<ObjectList<K>>(), |body| {
-                kclient_core::object_list::decode_list_mapped(body, f)
-            })
-            .await?)
+            .fetch_list::<K>()
+            .await?
+            .map_err(Error::from))
     }
 
     /// Watches objects from `options.resource_version`: a stream of

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use kclient_core::{
-    ListOptions, ListerWatcher, ObjectList, Resource, TweakListOptions, WatchStream,
+    FetchedList, ListOptions, ListerWatcher, ObjectList, Resource, TweakListOptions, WatchStream,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -36,17 +36,11 @@ where
         ResourceClient::watch(self, options)
     }
 
-    fn list_mapped<T, F>(
+    fn fetch_list(
         &self,
         options: &ListOptions,
-        f: F,
-    ) -> impl Future<Output = Result<ObjectList<T>, Error>> + Send
-    where
-        T: Send,
-        F: FnMut(K) -> T + Send,
-        K: Send,
-    {
-        ResourceClient::list_mapped(self, options, f)
+    ) -> impl Future<Output = Result<FetchedList<K, Error>, Error>> + Send {
+        ResourceClient::fetch_list(self, options)
     }
 }
 
@@ -136,13 +130,8 @@ where
         self.client.watch(&options).await
     }
 
-    async fn list_mapped<T, F>(&self, options: &ListOptions, f: F) -> Result<ObjectList<T>, Error>
-    where
-        T: Send,
-        F: FnMut(K) -> T + Send,
-        K: Send,
-    {
+    async fn fetch_list(&self, options: &ListOptions) -> Result<FetchedList<K, Error>, Error> {
         let options = self.tweaked(options);
-        self.client.list_mapped(&options, f).await
+        self.client.fetch_list(&options).await
     }
 }
