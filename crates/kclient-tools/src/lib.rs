@@ -28,5 +28,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod flowcontrol;
 pub mod retry;
 pub mod wait;
+pub mod watch;
