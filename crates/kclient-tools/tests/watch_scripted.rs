@@ -1,6 +1,8 @@
 //! The watch utilities against a scripted lister-watcher, on tokio's paused clock: client-go's
 //! `retrywatcher_test.go` and `until_test.go` cases.
 
+#![allow(clippy::result_large_err)] // scripted watch events carry ApiError, as the clients do
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
