@@ -213,6 +213,15 @@ impl<E: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned> Memor
         self.state.lock().events.values().cloned().collect()
     }
 
+    /// Removes the stored Event `namespace/name` (as the server's Event TTL would), returning
+    /// it.
+    pub fn remove(&self, namespace: &str, name: &str) -> Option<E> {
+        self.state
+            .lock()
+            .events
+            .remove(&(namespace.to_owned(), name.to_owned()))
+    }
+
     /// The calls served so far, in order.
     pub fn calls(&self) -> Vec<SinkCall> {
         self.state.lock().calls.clone()
