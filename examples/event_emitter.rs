@@ -31,7 +31,10 @@ async fn run(clientset: &Clientset, namespace: &str) -> Result<Vec<Event>, Error
     let config_maps = clientset.core_v1().config_maps(namespace);
     let mut config_map = ConfigMap::default();
     config_map.metadata.name = Some(NAME.into());
-    let config_map = match config_maps.create(&config_map, &CreateOptions::default()).await {
+    let config_map = match config_maps
+        .create(&config_map, &CreateOptions::default())
+        .await
+    {
         Ok(created) => created,
         Err(e) if e.is_already_exists() => config_maps.get(NAME).await?,
         Err(e) => return Err(e.into()),
@@ -66,7 +69,10 @@ async fn run(clientset: &Clientset, namespace: &str) -> Result<Vec<Event>, Error
         Shutdown::Flushed => println!("Shut down: every queued event was written."),
         Shutdown::TimedOut => println!("Shut down: timed out with events still queued."),
     }
-    println!("Events dropped on the way: {}", broadcaster.dropped_events());
+    println!(
+        "Events dropped on the way: {}",
+        broadcaster.dropped_events()
+    );
 
     let uid = config_map.metadata.uid.clone();
     let mut events: Vec<Event> = clientset

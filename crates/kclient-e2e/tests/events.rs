@@ -15,7 +15,11 @@ use kclient_typed::Clientset;
 use serde_json::Value;
 
 /// The namespace's core/v1 Events as JSON: from kubectl when the target has one.
-async fn events_json(target: &Target, clientset: &Clientset, namespace: &str) -> Result<Vec<Value>> {
+async fn events_json(
+    target: &Target,
+    clientset: &Clientset,
+    namespace: &str,
+) -> Result<Vec<Value>> {
     if let Some(output) = target
         .kubectl(&["get", "events", "-n", namespace, "-o", "json"])
         .await
@@ -64,14 +68,21 @@ async fn scenario(target: &Target, namespace: &str) -> Result<()> {
         recorder.event(&reference, EventType::Normal, "Synced", "settings applied");
     }
     for i in 0..12 {
-        recorder.eventf(&reference, EventType::Warning, "Failed", format_args!("attempt {i} failed"));
+        recorder.eventf(
+            &reference,
+            EventType::Warning,
+            "Failed",
+            format_args!("attempt {i} failed"),
+        );
     }
-    ensure!(broadcaster.shutdown().await == Shutdown::Flushed, "core/v1 shutdown timed out");
+    ensure!(
+        broadcaster.shutdown().await == Shutdown::Flushed,
+        "core/v1 shutdown timed out"
+    );
 
     let items = events_json(target, &clientset, namespace).await?;
-    let by_reason = |reason: &str| -> Vec<&Value> {
-        items.iter().filter(|e| e["reason"] == reason).collect()
-    };
+    let by_reason =
+        |reason: &str| -> Vec<&Value> { items.iter().filter(|e| e["reason"] == reason).collect() };
     let synced = by_reason("Synced");
     ensure!(synced.len() == 1, "one Synced Event, got {synced:#?}");
     let synced = synced[0];
@@ -88,13 +99,25 @@ async fn scenario(target: &Target, namespace: &str) -> Result<()> {
     );
     ensure!(synced["source"]["component"] == "kclient-e2e", "{synced:#}");
     let failed = by_reason("Failed");
-    ensure!(failed.len() == 10, "9 Failed Events and an aggregate, got {}", failed.len());
+    ensure!(
+        failed.len() == 10,
+        "9 Failed Events and an aggregate, got {}",
+        failed.len()
+    );
     let aggregate: Vec<&&Value> = failed
         .iter()
-        .filter(|e| e["message"].as_str().is_some_and(|m| m.starts_with("(combined from similar events): ")))
+        .filter(|e| {
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("(combined from similar events): "))
+        })
         .collect();
     ensure!(aggregate.len() == 1, "one aggregate: {failed:#?}");
-    ensure!(aggregate[0]["count"] == 3, "aggregate counted 3 times: {:#}", aggregate[0]);
+    ensure!(
+        aggregate[0]["count"] == 3,
+        "aggregate counted 3 times: {:#}",
+        aggregate[0]
+    );
     ensure!(
         aggregate[0]["message"] == "(combined from similar events): attempt 11 failed",
         "{:#}",
@@ -108,9 +131,19 @@ async fn scenario(target: &Target, namespace: &str) -> Result<()> {
     broadcaster.start_recording_to_sink()?;
     let recorder = broadcaster.new_recorder_with_instance("kclient.dev/e2e", "e2e-1");
     for _ in 0..4 {
-        recorder.eventf(&reference, None, EventType::Normal, "Rolled", "Rollout", "rolled out");
+        recorder.eventf(
+            &reference,
+            None,
+            EventType::Normal,
+            "Rolled",
+            "Rollout",
+            "rolled out",
+        );
     }
-    ensure!(broadcaster.shutdown().await == Shutdown::Flushed, "events/v1 shutdown timed out");
+    ensure!(
+        broadcaster.shutdown().await == Shutdown::Flushed,
+        "events/v1 shutdown timed out"
+    );
     let list = clientset
         .events_v1()
         .events(namespace)

@@ -48,32 +48,72 @@ async fn recorded_events_carry_the_source_and_the_object() {
     broadcaster.start_recording_to_sink(sink.clone()).unwrap();
     let recorder = broadcaster.new_recorder("my-controller", "node-1");
     let reference = config_map("settings");
-    recorder.eventf(&reference, EventType::Warning, "Invalid", format_args!("key {} is {}", "a", 1));
+    recorder.eventf(
+        &reference,
+        EventType::Warning,
+        "Invalid",
+        format_args!("key {} is {}", "a", 1),
+    );
     let annotations = BTreeMap::from([("team".to_owned(), "blue".to_owned())]);
-    recorder.annotated_eventf(&reference, annotations.clone(), EventType::Normal, "Noted", format_args!("ok"));
+    recorder.annotated_eventf(
+        &reference,
+        annotations.clone(),
+        EventType::Normal,
+        "Noted",
+        format_args!("ok"),
+    );
     let mut node = Namespace::default();
     node.metadata.name = Some("cluster-wide".into());
-    recorder.event(&object_reference(&node), EventType::Normal, "Seen", "cluster-scoped");
+    recorder.event(
+        &object_reference(&node),
+        EventType::Normal,
+        "Seen",
+        "cluster-scoped",
+    );
     flushed(&broadcaster).await;
 
     let events = sink.events();
     assert_eq!(events.len(), 3);
-    let invalid = events.iter().find(|e| e.reason.as_deref() == Some("Invalid")).unwrap();
+    let invalid = events
+        .iter()
+        .find(|e| e.reason.as_deref() == Some("Invalid"))
+        .unwrap();
     assert_eq!(invalid.message.as_deref(), Some("key a is 1"));
     assert_eq!(invalid.type_.as_deref(), Some("Warning"));
     assert_eq!(invalid.count, Some(1));
     assert_eq!(invalid.involved_object, reference);
     assert_eq!(invalid.metadata.namespace.as_deref(), Some("prod"));
-    assert!(invalid.metadata.name.as_deref().unwrap().starts_with("settings."));
+    assert!(invalid
+        .metadata
+        .name
+        .as_deref()
+        .unwrap()
+        .starts_with("settings."));
     let source = invalid.source.clone().unwrap();
-    assert_eq!((source.component.as_deref(), source.host.as_deref()), (Some("my-controller"), Some("node-1")));
-    assert_eq!(invalid.reporting_component.as_deref(), Some("my-controller"));
+    assert_eq!(
+        (source.component.as_deref(), source.host.as_deref()),
+        (Some("my-controller"), Some("node-1"))
+    );
+    assert_eq!(
+        invalid.reporting_component.as_deref(),
+        Some("my-controller")
+    );
     assert_eq!(invalid.reporting_instance.as_deref(), Some("node-1"));
     assert_eq!(invalid.first_timestamp, invalid.last_timestamp);
-    let noted = events.iter().find(|e| e.reason.as_deref() == Some("Noted")).unwrap();
+    let noted = events
+        .iter()
+        .find(|e| e.reason.as_deref() == Some("Noted"))
+        .unwrap();
     assert_eq!(noted.metadata.annotations.as_ref(), Some(&annotations));
-    let seen = events.iter().find(|e| e.reason.as_deref() == Some("Seen")).unwrap();
-    assert_eq!(seen.metadata.namespace.as_deref(), Some("default"), "cluster-scoped objects' events");
+    let seen = events
+        .iter()
+        .find(|e| e.reason.as_deref() == Some("Seen"))
+        .unwrap();
+    assert_eq!(
+        seen.metadata.namespace.as_deref(),
+        Some("default"),
+        "cluster-scoped objects' events"
+    );
 }
 
 /// An event repeated is one Event: created once, then patched with its count and last
@@ -94,13 +134,23 @@ async fn a_repeated_event_is_one_event_with_a_count() {
     let event = &events[0];
     assert_eq!(event.count, Some(5));
     assert_eq!(
-        event.last_timestamp.as_ref().unwrap().0.duration_since(event.first_timestamp.as_ref().unwrap().0),
+        event
+            .last_timestamp
+            .as_ref()
+            .unwrap()
+            .0
+            .duration_since(event.first_timestamp.as_ref().unwrap().0),
         k8s_openapi::jiff::SignedDuration::from_secs(240)
     );
     let name = event.metadata.name.clone().unwrap();
     let calls = sink.calls();
     assert_eq!(calls[0], SinkCall::Create(name.clone()));
-    assert!(calls[1..].iter().all(|c| *c == SinkCall::Patch(name.clone())), "{calls:?}");
+    assert!(
+        calls[1..]
+            .iter()
+            .all(|c| *c == SinkCall::Patch(name.clone())),
+        "{calls:?}"
+    );
 }
 
 /// Ten distinct messages with one reason: the tenth and later become one aggregate Event,
@@ -112,17 +162,29 @@ async fn similar_events_are_aggregated() {
     broadcaster.start_recording_to_sink(sink.clone()).unwrap();
     let recorder = broadcaster.new_recorder("c", "");
     for i in 0..12 {
-        recorder.eventf(&config_map("a"), EventType::Warning, "Failed", format_args!("attempt {i}"));
+        recorder.eventf(
+            &config_map("a"),
+            EventType::Warning,
+            "Failed",
+            format_args!("attempt {i}"),
+        );
     }
     flushed(&broadcaster).await;
     let events = sink.events();
     assert_eq!(events.len(), 10, "9 single events and one aggregate");
     let aggregate = events
         .iter()
-        .find(|e| e.message.as_deref().is_some_and(|m| m.starts_with("(combined")))
+        .find(|e| {
+            e.message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("(combined"))
+        })
         .unwrap();
     assert_eq!(aggregate.count, Some(3));
-    assert_eq!(aggregate.message.as_deref(), Some("(combined from similar events): attempt 11"));
+    assert_eq!(
+        aggregate.message.as_deref(),
+        Some("(combined from similar events): attempt 11")
+    );
 }
 
 /// A sink whose writes never finish.
@@ -164,7 +226,9 @@ async fn a_blocked_sink_never_blocks_recording() {
     .unwrap();
     let entered = Arc::new(Notify::new());
     broadcaster
-        .start_recording_to_sink(Stuck { entered: entered.clone() })
+        .start_recording_to_sink(Stuck {
+            entered: entered.clone(),
+        })
         .unwrap();
     let recorder = broadcaster.new_recorder("c", "");
     recorder.event(&config_map("first"), EventType::Normal, "R", "m");
@@ -174,27 +238,42 @@ async fn a_blocked_sink_never_blocks_recording() {
     for i in 0..5000 {
         recorder.event(&config_map(&format!("o{i}")), EventType::Normal, "R", "m");
     }
-    println!("5000 event() calls with a stuck sink: {:?}", started.elapsed());
+    println!(
+        "5000 event() calls with a stuck sink: {:?}",
+        started.elapsed()
+    );
     assert_eq!(broadcaster.dropped_events(), 4000);
     assert_eq!(drops.0.load(Ordering::Relaxed), 4000);
 
     let began = Instant::now();
-    assert_eq!(broadcaster.shutdown_with_timeout(Duration::from_secs(5)).await, Shutdown::TimedOut);
+    assert_eq!(
+        broadcaster
+            .shutdown_with_timeout(Duration::from_secs(5))
+            .await,
+        Shutdown::TimedOut
+    );
     assert_eq!(began.elapsed(), Duration::from_secs(5));
     recorder.event(&config_map("late"), EventType::Normal, "R", "m");
-    assert_eq!(broadcaster.dropped_events(), 4001, "after shutdown, events are dropped");
+    assert_eq!(
+        broadcaster.dropped_events(),
+        4001,
+        "after shutdown, events are dropped"
+    );
 }
+
+/// Makes the error a scripted call fails with.
+type MakeError = fn() -> SinkError;
 
 /// A sink that answers from a script (then succeeds), noting when each call came.
 #[derive(Clone, Default)]
 struct Scripted {
     inner: MemorySink<Event>,
-    script: Arc<Mutex<VecDeque<fn() -> SinkError>>>,
+    script: Arc<Mutex<VecDeque<MakeError>>>,
     calls: Arc<Mutex<Vec<Instant>>>,
 }
 
 impl Scripted {
-    fn failing(n: usize, error: fn() -> SinkError) -> Self {
+    fn failing(n: usize, error: MakeError) -> Self {
         let sink = Self::default();
         sink.script.lock().extend(std::iter::repeat_n(error, n));
         sink
@@ -236,8 +315,15 @@ fn events_resource() -> GroupResource {
 async fn tries_of(sink: Scripted) -> usize {
     let broadcaster = new_broadcaster();
     broadcaster.start_recording_to_sink(sink.clone()).unwrap();
-    broadcaster.new_recorder("c", "").event(&config_map("a"), EventType::Normal, "R", "m");
-    assert_eq!(broadcaster.shutdown_with_timeout(Duration::from_secs(3600)).await, Shutdown::Flushed);
+    broadcaster
+        .new_recorder("c", "")
+        .event(&config_map("a"), EventType::Normal, "R", "m");
+    assert_eq!(
+        broadcaster
+            .shutdown_with_timeout(Duration::from_secs(3600))
+            .await,
+        Shutdown::Flushed
+    );
     let tries = sink.calls.lock().len();
     tries
 }
@@ -246,17 +332,42 @@ async fn tries_of(sink: Scripted) -> usize {
 /// others are retried up to 12 tries.
 #[tokio::test(start_paused = true)]
 async fn what_is_retried_and_how_often() {
-    assert_eq!(tries_of(Scripted::failing(1000, || SinkError::Invalid("bad".into()))).await, 1);
-    assert_eq!(tries_of(Scripted::failing(1000, || ApiError::bad_request("no").into())).await, 1);
     assert_eq!(
-        tries_of(Scripted::failing(1000, || ApiError::already_exists(&events_resource(), "a").into())).await,
+        tries_of(Scripted::failing(1000, || SinkError::Invalid("bad".into()))).await,
+        1
+    );
+    assert_eq!(
+        tries_of(Scripted::failing(1000, || ApiError::bad_request("no").into())).await,
+        1
+    );
+    assert_eq!(
+        tries_of(Scripted::failing(1000, || ApiError::already_exists(
+            &events_resource(),
+            "a"
+        )
+        .into()))
+        .await,
         1
     );
     assert_eq!(tries_of(Scripted::failing(1000, transport)).await, 12);
-    assert_eq!(tries_of(Scripted::failing(2, transport)).await, 3, "succeeds eventually");
+    assert_eq!(
+        tries_of(Scripted::failing(2, transport)).await,
+        3,
+        "succeeds eventually"
+    );
     // This port's deviation: the server's 5xx and 429 answers are retried too.
-    assert_eq!(tries_of(Scripted::failing(1000, || ApiError::internal_error("boom").into())).await, 12);
-    assert_eq!(tries_of(Scripted::failing(3, || ApiError::too_many_requests("slow", 1).into())).await, 4);
+    assert_eq!(
+        tries_of(Scripted::failing(1000, || ApiError::internal_error("boom").into())).await,
+        12
+    );
+    assert_eq!(
+        tries_of(Scripted::failing(3, || ApiError::too_many_requests(
+            "slow", 1
+        )
+        .into()))
+        .await,
+        4
+    );
 }
 
 /// The waits between tries: the first randomized within the sleep duration, then the sleep
@@ -269,7 +380,10 @@ async fn retries_wait_ten_seconds_the_first_wait_randomized() {
     assert_eq!(calls.len(), 12);
     let waits: Vec<Duration> = calls.windows(2).map(|w| w[1] - w[0]).collect();
     assert!(waits[0] <= Duration::from_secs(10), "{:?}", waits[0]);
-    assert!(waits[1..].iter().all(|w| *w == Duration::from_secs(10)), "{waits:?}");
+    assert!(
+        waits[1..].iter().all(|w| *w == Duration::from_secs(10)),
+        "{waits:?}"
+    );
 }
 
 /// A repeat of an Event that is gone from the server (its TTL passed) creates it again.
@@ -288,7 +402,11 @@ async fn a_patch_of_a_vanished_event_creates_it() {
     flushed(&broadcaster).await;
     assert_eq!(
         sink.calls(),
-        [SinkCall::Create(name.clone()), SinkCall::Patch(name.clone()), SinkCall::Create(name)]
+        [
+            SinkCall::Create(name.clone()),
+            SinkCall::Patch(name.clone()),
+            SinkCall::Create(name)
+        ]
     );
     assert_eq!(sink.events()[0].count, Some(2));
 }
@@ -323,7 +441,12 @@ async fn shutdown_flushes_the_queue_within_its_timeout() {
         recorder.event(&config_map(&format!("o{i}")), EventType::Normal, "R", "m");
     }
     let began = Instant::now();
-    assert_eq!(broadcaster.shutdown_with_timeout(Duration::from_secs(60)).await, Shutdown::Flushed);
+    assert_eq!(
+        broadcaster
+            .shutdown_with_timeout(Duration::from_secs(60))
+            .await,
+        Shutdown::Flushed
+    );
     assert_eq!(sink.0.events().len(), 50, "every queued event written");
     assert_eq!(began.elapsed(), Duration::from_secs(50));
 
@@ -334,7 +457,12 @@ async fn shutdown_flushes_the_queue_within_its_timeout() {
     for i in 0..50 {
         recorder.event(&config_map(&format!("o{i}")), EventType::Normal, "R", "m");
     }
-    assert_eq!(broadcaster.shutdown_with_timeout(Duration::from_millis(10_500)).await, Shutdown::TimedOut);
+    assert_eq!(
+        broadcaster
+            .shutdown_with_timeout(Duration::from_millis(10_500))
+            .await,
+        Shutdown::TimedOut
+    );
     assert_eq!(sink.0.events().len(), 10, "written until the timeout");
 }
 
@@ -364,7 +492,9 @@ async fn watchers_each_get_the_events_until_stopped() {
 fn starting_outside_a_runtime_is_an_error() {
     let broadcaster = new_broadcaster();
     assert_eq!(
-        broadcaster.start_recording_to_sink(MemorySink::new()).unwrap_err(),
+        broadcaster
+            .start_recording_to_sink(MemorySink::new())
+            .unwrap_err(),
         EventError::NoRuntime
     );
 }
@@ -383,7 +513,10 @@ async fn starting_after_shutdown_is_an_error_and_options_are_checked() {
     };
     assert!(matches!(
         EventBroadcaster::with_options(zero_queue),
-        Err(EventError::InvalidOption { option: "queue_length", .. })
+        Err(EventError::InvalidOption {
+            option: "queue_length",
+            ..
+        })
     ));
     assert!("Info".parse::<EventType>().is_err());
     assert_eq!("Normal".parse::<EventType>(), Ok(EventType::Normal));

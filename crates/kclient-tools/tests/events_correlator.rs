@@ -79,7 +79,10 @@ fn similar(n: usize, template: &Event) -> Vec<Event> {
     (0..n)
         .map(|i| {
             let mut e = template.clone();
-            e.message = Some(format!("{}{i}", template.message.clone().unwrap_or_default()));
+            e.message = Some(format!(
+                "{}{i}",
+                template.message.clone().unwrap_or_default()
+            ));
             e
         })
         .collect()
@@ -101,7 +104,11 @@ fn the_defaults_are_client_gos() {
 #[test]
 fn aggregation_keys_ignore_the_message_and_messages_are_prefixed() {
     let fun = event("end-of-world", "it was fun", object("Pod", "pod1", "other"));
-    let awful = event("end-of-world", "it was awful", object("Pod", "pod1", "other"));
+    let awful = event(
+        "end-of-world",
+        "it was awful",
+        object("Pod", "pod1", "other"),
+    );
     let bug = event("nevermind", "it was a bug", object("Pod", "pod1", "other"));
     let (key1, local1) = event_aggregator_by_reason(&fun);
     let (key2, local2) = event_aggregator_by_reason(&awful);
@@ -126,10 +133,19 @@ async fn a_single_event_is_created() {
 #[tokio::test(start_paused = true)]
 async fn the_same_event_just_counts_and_is_patched() {
     let duplicate = event("duplicate", "me again", pod());
-    match scenario(&[duplicate.clone()], &duplicate, Duration::from_secs(5)).await {
+    match scenario(
+        std::slice::from_ref(&duplicate),
+        &duplicate,
+        Duration::from_secs(5),
+    )
+    .await
+    {
         Correlation::Patch { event, patch } => {
             assert_eq!(event.count, Some(2));
-            assert_eq!(event.metadata.name, duplicate.metadata.name, "the first one's name");
+            assert_eq!(
+                event.metadata.name, duplicate.metadata.name,
+                "the first one's name"
+            );
             assert_eq!(patch["count"], 2);
             assert_eq!(patch["message"], "me again");
             assert!(patch.get("lastTimestamp").is_some());
@@ -146,7 +162,11 @@ async fn the_same_event_counts_even_past_the_aggregation_threshold() {
     // 30 s apart: enough to aggregate, too slow to be spam.
     let result = written(scenario(&previous, &duplicate, Duration::from_secs(30)).await);
     assert_eq!(result.count, Some(DEFAULT_AGGREGATE_MAX_EVENTS as i32 + 1));
-    assert_eq!(result.message.as_deref(), Some("me again"), "identical events are not aggregated");
+    assert_eq!(
+        result.message.as_deref(),
+        Some("me again"),
+        "identical events are not aggregated"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -160,7 +180,13 @@ async fn the_same_event_too_often_is_spam() {
 #[tokio::test(start_paused = true)]
 async fn many_unique_events_are_each_created() {
     let previous: Vec<Event> = (0..30)
-        .map(|i| event(&format!("reason{i}"), &format!("message{i}"), object("Pod", &format!("pod{i}"), "ns")))
+        .map(|i| {
+            event(
+                &format!("reason{i}"),
+                &format!("message{i}"),
+                object("Pod", &format!("pod{i}"), "ns"),
+            )
+        })
         .collect();
     let unique = event("unique", "snowflake", pod());
     let result = scenario(&previous, &unique, Duration::from_secs(5)).await;
@@ -196,7 +222,10 @@ async fn further_similar_events_count_up_the_aggregate() {
     match result {
         Correlation::Patch { event, patch } => {
             assert_eq!(event.count, Some(2));
-            assert_eq!(patch["message"], "(combined from similar events): similar message");
+            assert_eq!(
+                patch["message"],
+                "(combined from similar events): similar message"
+            );
         }
         other => panic!("expected the aggregate to be patched, got {other:?}"),
     }
@@ -223,7 +252,10 @@ async fn similar_events_further_apart_than_the_interval_do_not_aggregate() {
     assert_eq!(result.count, Some(1));
 
     let result = written(scenario(&previous, &similar_event, DEFAULT_AGGREGATE_INTERVAL).await);
-    assert!(result.message.unwrap().starts_with(AGGREGATE_MESSAGE_PREFIX));
+    assert!(result
+        .message
+        .unwrap()
+        .starts_with(AGGREGATE_MESSAGE_PREFIX));
 }
 
 /// The spam bucket starts with 25 tokens for a source and object (any reason) and gains one
@@ -233,17 +265,34 @@ async fn the_spam_filter_refills_one_token_per_five_minutes() {
     let mut correlator = EventCorrelator::default();
     let reasons = |i: usize| event(&format!("Reason{i}"), "m", pod());
     for i in 0..25 {
-        assert!(matches!(play(&mut correlator, &reasons(i)), Correlation::Create(_)), "{i}");
+        assert!(
+            matches!(play(&mut correlator, &reasons(i)), Correlation::Create(_)),
+            "{i}"
+        );
     }
-    assert_eq!(play(&mut correlator, &reasons(25)), Correlation::Skip, "the 26th");
+    assert_eq!(
+        play(&mut correlator, &reasons(25)),
+        Correlation::Skip,
+        "the 26th"
+    );
     advance(Duration::from_secs(299)).await;
-    assert_eq!(play(&mut correlator, &reasons(26)), Correlation::Skip, "not yet a token");
+    assert_eq!(
+        play(&mut correlator, &reasons(26)),
+        Correlation::Skip,
+        "not yet a token"
+    );
     advance(Duration::from_secs(1)).await;
-    assert!(matches!(play(&mut correlator, &reasons(27)), Correlation::Create(_)));
+    assert!(matches!(
+        play(&mut correlator, &reasons(27)),
+        Correlation::Create(_)
+    ));
     assert_eq!(play(&mut correlator, &reasons(28)), Correlation::Skip);
     // Another object has its own bucket.
     let other = event("Reason0", "m", object("Pod", "other", "my-ns"));
-    assert!(matches!(play(&mut correlator, &other), Correlation::Create(_)));
+    assert!(matches!(
+        play(&mut correlator, &other),
+        Correlation::Create(_)
+    ));
 }
 
 /// client-go's TestEventSpamFilter: burst 1, with the default spam key (source and object)
@@ -254,7 +303,11 @@ async fn custom_spam_keys_and_burst() {
     let different_reason = event("duplicate", "me again", pod());
     let same_reason = event("original", "me again", pod());
     let by_reason: kclient_tools::events::EventSpamKeyFn = Arc::new(|e: &Event| {
-        format!("{}{}", kclient_tools::events::spam_key(e), e.reason.clone().unwrap_or_default())
+        format!(
+            "{}{}",
+            kclient_tools::events::spam_key(e),
+            e.reason.clone().unwrap_or_default()
+        )
     });
     let cases = [
         (None, &different_reason, true),
@@ -290,11 +343,16 @@ async fn custom_aggregation_options() {
                 format!("{:?}{:?}", e.reason, e.message),
             )
         }),
-        message_func: Arc::new(|e: &Event| format!("many: {}", e.message.clone().unwrap_or_default())),
+        message_func: Arc::new(|e: &Event| {
+            format!("many: {}", e.message.clone().unwrap_or_default())
+        }),
         ..CorrelatorOptions::default()
     };
     let mut correlator = EventCorrelator::new(options).unwrap();
-    assert!(matches!(play(&mut correlator, &event("A", "one", pod())), Correlation::Create(_)));
+    assert!(matches!(
+        play(&mut correlator, &event("A", "one", pod())),
+        Correlation::Create(_)
+    ));
     let second = written(play(&mut correlator, &event("B", "two", pod())));
     assert_eq!(second.message.as_deref(), Some("many: two"));
     advance(Duration::from_secs(11)).await;
@@ -315,12 +373,18 @@ async fn custom_rate_and_cache_size() {
     assert!(matches!(play(&mut correlator, &a), Correlation::Create(_)));
     assert_eq!(play(&mut correlator, &a), Correlation::Skip);
     advance(Duration::from_secs(1)).await;
-    assert!(matches!(play(&mut correlator, &a), Correlation::Patch { .. }), "refilled after 1 s");
+    assert!(
+        matches!(play(&mut correlator, &a), Correlation::Patch { .. }),
+        "refilled after 1 s"
+    );
     // A cache of one entry: another event evicts a's record, so a counts from 1 again.
     let b = event("B", "b", object("Pod", "other", "my-ns"));
     play(&mut correlator, &b);
     advance(Duration::from_secs(1)).await;
-    assert!(matches!(play(&mut correlator, &a), Correlation::Create(_)), "a was forgotten");
+    assert!(
+        matches!(play(&mut correlator, &a), Correlation::Create(_)),
+        "a was forgotten"
+    );
 }
 
 #[test]
@@ -330,10 +394,40 @@ fn invalid_options_are_refused() {
         other => panic!("expected an invalid option, got {other:?}"),
     };
     let d = CorrelatorOptions::default;
-    assert_eq!(invalid(CorrelatorOptions { lru_cache_size: 0, ..d() }), "lru_cache_size");
-    assert_eq!(invalid(CorrelatorOptions { burst_size: 0, ..d() }), "burst_size");
+    assert_eq!(
+        invalid(CorrelatorOptions {
+            lru_cache_size: 0,
+            ..d()
+        }),
+        "lru_cache_size"
+    );
+    assert_eq!(
+        invalid(CorrelatorOptions {
+            burst_size: 0,
+            ..d()
+        }),
+        "burst_size"
+    );
     assert_eq!(invalid(CorrelatorOptions { qps: 0.0, ..d() }), "qps");
-    assert_eq!(invalid(CorrelatorOptions { qps: f64::NAN, ..d() }), "qps");
-    assert_eq!(invalid(CorrelatorOptions { max_events: 0, ..d() }), "max_events");
-    assert_eq!(invalid(CorrelatorOptions { max_interval: Duration::ZERO, ..d() }), "max_interval");
+    assert_eq!(
+        invalid(CorrelatorOptions {
+            qps: f64::NAN,
+            ..d()
+        }),
+        "qps"
+    );
+    assert_eq!(
+        invalid(CorrelatorOptions {
+            max_events: 0,
+            ..d()
+        }),
+        "max_events"
+    );
+    assert_eq!(
+        invalid(CorrelatorOptions {
+            max_interval: Duration::ZERO,
+            ..d()
+        }),
+        "max_interval"
+    );
 }

@@ -37,7 +37,12 @@ async fn a_core_event_recorded_20_times_is_one_event_with_count_20() {
         .unwrap();
     let recorder = broadcaster.new_recorder("kclient-test", "");
     for _ in 0..20 {
-        recorder.event(&config_map(), EventType::Normal, "Synced", "settings applied");
+        recorder.event(
+            &config_map(),
+            EventType::Normal,
+            "Synced",
+            "settings applied",
+        );
     }
     assert_eq!(broadcaster.shutdown().await, Shutdown::Flushed);
 
@@ -59,7 +64,14 @@ async fn an_events_v1_event_recorded_20_times_is_one_series() {
     broadcaster.start_recording_to_sink().unwrap();
     let recorder = broadcaster.new_recorder_with_instance("kclient.dev/test", "test-1");
     for _ in 0..20 {
-        recorder.eventf(&config_map(), None, EventType::Normal, "Synced", "Sync", "applied");
+        recorder.eventf(
+            &config_map(),
+            None,
+            EventType::Normal,
+            "Synced",
+            "Sync",
+            "applied",
+        );
     }
     assert_eq!(broadcaster.shutdown().await, Shutdown::Flushed);
 
@@ -80,14 +92,23 @@ async fn writes_through_a_failing_server_are_retried() {
         .start_recording_to_sink(clientset.core_v1().events(""))
         .unwrap();
     server.faults().fail_next(3, Failure::status(500));
-    broadcaster
-        .new_recorder("kclient-test", "")
-        .event(&config_map(), EventType::Warning, "Failed", "try again");
+    broadcaster.new_recorder("kclient-test", "").event(
+        &config_map(),
+        EventType::Warning,
+        "Failed",
+        "try again",
+    );
     assert_eq!(
-        broadcaster.shutdown_with_timeout(Duration::from_secs(120)).await,
+        broadcaster
+            .shutdown_with_timeout(Duration::from_secs(120))
+            .await,
         Shutdown::Flushed
     );
-    assert_eq!(server.faults().pending_failures(), 0, "the failures were served");
+    assert_eq!(
+        server.faults().pending_failures(),
+        0,
+        "the failures were served"
+    );
     let events: Vec<CoreEvent> = server.list(Some("default"));
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].message.as_deref(), Some("try again"));
@@ -104,7 +125,14 @@ async fn the_adapter_chooses_the_api_by_discovery() {
     adapter.start_recording_to_sink().unwrap();
     let recorder = adapter.new_recorder("kclient-test");
     assert!(matches!(recorder, AdapterRecorder::EventsV1(_)));
-    recorder.eventf(&config_map(), None, EventType::Normal, "Synced", "Sync", "through v1");
+    recorder.eventf(
+        &config_map(),
+        None,
+        EventType::Normal,
+        "Synced",
+        "Sync",
+        "through v1",
+    );
     assert_eq!(adapter.shutdown().await, Shutdown::Flushed);
     let v1: Vec<EventsV1Event> = server.list(Some("default"));
     assert_eq!(v1.len(), 1);
@@ -112,10 +140,20 @@ async fn the_adapter_chooses_the_api_by_discovery() {
     let legacy = EventBroadcasterAdapter::choose(&clientset, false);
     legacy.start_recording_to_sink().unwrap();
     let recorder = legacy.new_recorder("kclient-test");
-    recorder.eventf(&config_map(), None, EventType::Normal, "Legacy", "Sync", "through core");
+    recorder.eventf(
+        &config_map(),
+        None,
+        EventType::Normal,
+        "Legacy",
+        "Sync",
+        "through core",
+    );
     assert_eq!(legacy.shutdown().await, Shutdown::Flushed);
     let core: Vec<CoreEvent> = server.list(Some("default"));
-    let legacy_event = core.iter().find(|e| e.reason.as_deref() == Some("Legacy")).unwrap();
+    let legacy_event = core
+        .iter()
+        .find(|e| e.reason.as_deref() == Some("Legacy"))
+        .unwrap();
     assert_eq!(legacy_event.message.as_deref(), Some("through core"));
     server.shutdown().await;
 }

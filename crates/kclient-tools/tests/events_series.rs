@@ -7,7 +7,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::api::events::v1::Event;
 use kclient_tools::events::v1::{BroadcasterOptions, EventBroadcaster, FINISH_TIME, REFRESH_TIME};
-use kclient_tools::events::{object_reference, EventError, EventType, MemorySink, Shutdown, SinkCall};
+use kclient_tools::events::{
+    object_reference, EventError, EventType, MemorySink, Shutdown, SinkCall,
+};
 use tokio::time::advance;
 
 fn config_map(name: &str) -> ObjectReference {
@@ -37,7 +39,12 @@ fn the_defaults_are_client_gos() {
     assert_eq!(REFRESH_TIME, Duration::from_secs(1800));
     let options = BroadcasterOptions::default();
     assert_eq!(
-        (options.finish_time, options.refresh_time, options.sleep_duration, options.queue_length),
+        (
+            options.finish_time,
+            options.refresh_time,
+            options.sleep_duration,
+            options.queue_length
+        ),
         (FINISH_TIME, REFRESH_TIME, Duration::from_secs(10), 1000)
     );
 }
@@ -71,7 +78,10 @@ async fn an_event_carries_what_was_recorded() {
     assert!(e.series.is_none());
     assert_eq!(e.metadata.namespace.as_deref(), Some("prod"));
     let default_instance = broadcaster.new_recorder("ctl");
-    assert!(format!("{default_instance:?}").contains("ctl-"), "controller-hostname");
+    assert!(
+        format!("{default_instance:?}").contains("ctl-"),
+        "controller-hostname"
+    );
 }
 
 /// 20 occurrences: one create, one patch into a series of 2, then counting in memory; the
@@ -81,7 +91,16 @@ async fn an_event_carries_what_was_recorded() {
 async fn a_repeated_event_becomes_a_series_finished_after_six_minutes() {
     let (broadcaster, sink) = started();
     let recorder = broadcaster.new_recorder("ctl");
-    let record = || recorder.eventf(&config_map("a"), None, EventType::Normal, "Synced", "Sync", "ok");
+    let record = || {
+        recorder.eventf(
+            &config_map("a"),
+            None,
+            EventType::Normal,
+            "Synced",
+            "Sync",
+            "ok",
+        )
+    };
     for _ in 0..20 {
         record();
         advance(Duration::from_secs(1)).await;
@@ -90,9 +109,18 @@ async fn a_repeated_event_becomes_a_series_finished_after_six_minutes() {
     let events = sink.events();
     assert_eq!(events.len(), 1);
     let series = events[0].series.clone().unwrap();
-    assert_eq!(series.count, 2, "later occurrences are only counted until the series ends");
+    assert_eq!(
+        series.count, 2,
+        "later occurrences are only counted until the series ends"
+    );
     let name = events[0].metadata.name.clone().unwrap();
-    assert_eq!(sink.calls(), [SinkCall::Create(name.clone()), SinkCall::Patch(name.clone())]);
+    assert_eq!(
+        sink.calls(),
+        [
+            SinkCall::Create(name.clone()),
+            SinkCall::Patch(name.clone())
+        ]
+    );
 
     // The finish runs every 6 minutes and ends series quiet for more than 6 minutes.
     // The tick at 6 min finds the series quiet for only 5 min 41 s; the one at 12 min ends it.
@@ -103,12 +131,20 @@ async fn a_repeated_event_becomes_a_series_finished_after_six_minutes() {
     settle().await;
     let events = sink.events();
     assert_eq!(events.len(), 1);
-    assert_eq!(events[0].series.as_ref().unwrap().count, 20, "the final count");
+    assert_eq!(
+        events[0].series.as_ref().unwrap().count,
+        20,
+        "the final count"
+    );
     assert_eq!(sink.calls().len(), 3);
 
     record();
     settle().await;
-    assert_eq!(sink.events().len(), 2, "the series was forgotten: a new Event");
+    assert_eq!(
+        sink.events().len(),
+        2,
+        "the series was forgotten: a new Event"
+    );
     broadcaster.shutdown().await;
 }
 
@@ -117,7 +153,16 @@ async fn a_repeated_event_becomes_a_series_finished_after_six_minutes() {
 async fn single_events_are_forgotten_after_six_minutes() {
     let (broadcaster, sink) = started();
     let recorder = broadcaster.new_recorder("ctl");
-    let record = || recorder.eventf(&config_map("a"), None, EventType::Normal, "Synced", "Sync", "ok");
+    let record = || {
+        recorder.eventf(
+            &config_map("a"),
+            None,
+            EventType::Normal,
+            "Synced",
+            "Sync",
+            "ok",
+        )
+    };
     record();
     settle().await;
     advance(Duration::from_secs(5 * 60)).await;
@@ -145,7 +190,14 @@ async fn open_series_are_refreshed_every_thirty_minutes() {
     broadcaster.start_recording_to_sink().unwrap();
     let recorder = broadcaster.new_recorder("ctl");
     for _ in 0..3 {
-        recorder.eventf(&config_map("a"), None, EventType::Normal, "Synced", "Sync", "ok");
+        recorder.eventf(
+            &config_map("a"),
+            None,
+            EventType::Normal,
+            "Synced",
+            "Sync",
+            "ok",
+        );
         settle().await;
     }
     assert_eq!(sink.calls().len(), 2);
@@ -162,7 +214,14 @@ async fn shutdown_writes_the_series_counts() {
     let (broadcaster, sink) = started();
     let recorder = broadcaster.new_recorder("ctl");
     for _ in 0..7 {
-        recorder.eventf(&config_map("a"), None, EventType::Normal, "Synced", "Sync", "ok");
+        recorder.eventf(
+            &config_map("a"),
+            None,
+            EventType::Normal,
+            "Synced",
+            "Sync",
+            "ok",
+        );
     }
     assert_eq!(broadcaster.shutdown().await, Shutdown::Flushed);
     let events = sink.events();
@@ -178,6 +237,9 @@ async fn options_are_checked() {
     };
     assert!(matches!(
         EventBroadcaster::with_options(MemorySink::new(), bad),
-        Err(EventError::InvalidOption { option: "finish_time", .. })
+        Err(EventError::InvalidOption {
+            option: "finish_time",
+            ..
+        })
     ));
 }

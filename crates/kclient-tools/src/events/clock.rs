@@ -110,7 +110,10 @@ mod tests {
         let clock = EventClock::new();
         let start = clock.now();
         tokio::time::advance(Duration::from_secs(90)).await;
-        assert_eq!(clock.now().duration_since(start), SignedDuration::from_secs(90));
+        assert_eq!(
+            clock.now().duration_since(start),
+            SignedDuration::from_secs(90)
+        );
         assert_eq!(clock.since(start), Duration::from_secs(90));
     }
 

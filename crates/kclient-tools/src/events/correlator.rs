@@ -1,49 +1,5 @@
-//! client-go's `EventCorrelator` (`tools/record/events_cache.go`): what the core/v1
-//! broadcaster does to every event before writing it, so that a busy controller does not
-//! flood the API server.
-//!
-//! Three steps, in this order, each with its own least-recently-used cache of
-//! [`lru_cache_size`](CorrelatorOptions::lru_cache_size) entries (4096):
-//!
-//! 1. **Aggregation** ([`EventAggregator`]): events that differ only in their message
-//!    (same source, object, type, reason — the [`key_func`](CorrelatorOptions::key_func)) are
-//!    counted per aggregation key; once [`max_events`](CorrelatorOptions::max_events) (10)
-//!    distinct messages were seen with no gap longer than
-//!    [`max_interval`](CorrelatorOptions::max_interval) (600 s), each further one becomes one
-//!    aggregate event, `"(combined from similar events): <message>"`, keyed without the
-//!    message so that it is counted instead of created again.
-//! 2. **Deduplication**: an event seen before (same [`event_key`], the message included) is
-//!    not created again: its count is incremented, its `lastTimestamp` moved, and it is
-//!    written as a strategic merge PATCH of the Event that already exists
-//!    ([`Correlation::Patch`]).
-//! 3. **Spam filtering**: a token bucket per source and object ([`spam_key`]), starting full
-//!    with [`burst_size`](CorrelatorOptions::burst_size) (25) tokens and refilled at
-//!    [`qps`](CorrelatorOptions::qps) (one every 300 s); an event finding it empty is
-//!    skipped ([`Correlation::Skip`]).
-//!
-//! All intervals are measured on tokio's clock.
-//!
-//! ```
-//! use k8s_openapi::api::core::v1::{Event, ObjectReference};
-//! use kclient_tools::events::{Correlation, EventCorrelator};
-//!
-//! let mut correlator = EventCorrelator::default();
-//! let event = Event {
-//!     involved_object: ObjectReference { kind: Some("Pod".into()), name: Some("web".into()), ..Default::default() },
-//!     reason: Some("BackOff".into()),
-//!     message: Some("restarting".into()),
-//!     count: Some(1),
-//!     ..Default::default()
-//! };
-//! assert!(matches!(correlator.correlate(event.clone()), Correlation::Create(_)));
-//! match correlator.correlate(event) {
-//!     Correlation::Patch { event, patch } => {
-//!         assert_eq!(event.count, Some(2));
-//!         assert_eq!(patch["count"], 2);
-//!     }
-//!     other => panic!("expected a patch, got {other:?}"),
-//! }
-//! ```
+//! client-go's `EventCorrelator` (`tools/record/events_cache.go`): aggregation,
+//! deduplication and spam filtering of core/v1 events before they are written.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -403,8 +359,52 @@ pub enum Correlation {
     },
 }
 
-/// client-go's `EventCorrelator`: aggregation, deduplication and spam filtering of core/v1
-/// events (see the [module documentation](self)).
+/// client-go's `EventCorrelator` (`tools/record/events_cache.go`): what the core/v1
+/// broadcaster does to every event before writing it, so that a busy controller does not
+/// flood the API server.
+///
+/// Three steps, in this order, each with its own least-recently-used cache of
+/// [`lru_cache_size`](CorrelatorOptions::lru_cache_size) entries (4096):
+///
+/// 1. **Aggregation** ([`EventAggregator`]): events that differ only in their message
+///    (same source, object, type, reason — the [`key_func`](CorrelatorOptions::key_func)) are
+///    counted per aggregation key; once [`max_events`](CorrelatorOptions::max_events) (10)
+///    distinct messages were seen with no gap longer than
+///    [`max_interval`](CorrelatorOptions::max_interval) (600 s), each further one becomes one
+///    aggregate event, `"(combined from similar events): <message>"`, keyed without the
+///    message so that it is counted instead of created again.
+/// 2. **Deduplication**: an event seen before (same [`event_key`], the message included) is
+///    not created again: its count is incremented, its `lastTimestamp` moved, and it is
+///    written as a strategic merge PATCH of the Event that already exists
+///    ([`Correlation::Patch`]).
+/// 3. **Spam filtering**: a token bucket per source and object ([`spam_key`]), starting full
+///    with [`burst_size`](CorrelatorOptions::burst_size) (25) tokens and refilled at
+///    [`qps`](CorrelatorOptions::qps) (one every 300 s); an event finding it empty is
+///    skipped ([`Correlation::Skip`]).
+///
+/// All intervals are measured on tokio's clock.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::{Event, ObjectReference};
+/// use kclient_tools::events::{Correlation, EventCorrelator};
+///
+/// let mut correlator = EventCorrelator::default();
+/// let event = Event {
+///     involved_object: ObjectReference { kind: Some("Pod".into()), name: Some("web".into()), ..Default::default() },
+///     reason: Some("BackOff".into()),
+///     message: Some("restarting".into()),
+///     count: Some(1),
+///     ..Default::default()
+/// };
+/// assert!(matches!(correlator.correlate(event.clone()), Correlation::Create(_)));
+/// match correlator.correlate(event) {
+///     Correlation::Patch { event, patch } => {
+///         assert_eq!(event.count, Some(2));
+///         assert_eq!(patch["count"], 2);
+///     }
+///     other => panic!("expected a patch, got {other:?}"),
+/// }
+/// ```
 pub struct EventCorrelator {
     aggregator: EventAggregator,
     observed: Lru<String, EventLog>,

@@ -64,8 +64,8 @@ pub use correlator::{
     event_aggregator_by_reason, event_aggregator_by_reason_message, event_key, spam_key,
     Correlation, CorrelatorOptions, EventAggregator, EventAggregatorKeyFn,
     EventAggregatorMessageFn, EventCorrelator, EventSpamKeyFn, AGGREGATE_MESSAGE_PREFIX,
-    DEFAULT_AGGREGATE_INTERVAL, DEFAULT_AGGREGATE_MAX_EVENTS, DEFAULT_SPAM_BURST,
-    DEFAULT_SPAM_QPS, MAX_LRU_CACHE_ENTRIES,
+    DEFAULT_AGGREGATE_INTERVAL, DEFAULT_AGGREGATE_MAX_EVENTS, DEFAULT_SPAM_BURST, DEFAULT_SPAM_QPS,
+    MAX_LRU_CACHE_ENTRIES,
 };
 pub use fanout::{EventMetrics, EventWatcher, Shutdown};
 pub use recorder::EventRecorder;

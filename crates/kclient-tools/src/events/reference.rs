@@ -27,7 +27,10 @@ pub fn object_reference<K: Resource<DynamicType = ()>>(object: &K) -> ObjectRefe
 /// [`object_reference`] for a type known at run time (a
 /// [`DynamicObject`](kclient_core::DynamicObject) with its
 /// [`ApiResource`](kclient_core::ApiResource)).
-pub fn object_reference_with<K: Resource>(object: &K, dynamic_type: &K::DynamicType) -> ObjectReference {
+pub fn object_reference_with<K: Resource>(
+    object: &K,
+    dynamic_type: &K::DynamicType,
+) -> ObjectReference {
     let resource = K::api_resource(dynamic_type);
     let meta = object.meta();
     let non_empty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());

@@ -16,7 +16,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kclient_core::{ApiError, ApiStatus, CreateOptions, GroupResource, Patch, PatchOptions, Resource, Status, UpdateOptions};
+use kclient_core::{
+    ApiError, ApiStatus, CreateOptions, GroupResource, Patch, PatchOptions, Resource, Status,
+    UpdateOptions,
+};
 use kclient_typed::ResourceClient;
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -90,7 +93,9 @@ impl From<ApiError> for SinkError {
 impl From<kclient_typed::Error> for SinkError {
     fn from(e: kclient_typed::Error) -> Self {
         match e {
-            kclient_typed::Error::Rest(kclient_rest::Error::Api(status)) => SinkError::Status(status),
+            kclient_typed::Error::Rest(kclient_rest::Error::Api(status)) => {
+                SinkError::Status(status)
+            }
             kclient_typed::Error::Rest(other) => SinkError::Client(Box::new(other)),
             invalid => SinkError::Invalid(invalid.to_string()),
         }
@@ -98,8 +103,12 @@ impl From<kclient_typed::Error> for SinkError {
 }
 
 impl SinkError {
-    /// Whether another try may succeed: transport failures and the server's `429` and `5xx`
-    /// answers (see the [module documentation](self) for how this differs from client-go).
+    /// Whether another try may succeed: transport failures ([`SinkError::Client`]) and the
+    /// server's `429` and `5xx` answers. Not an error that happened before a request was made
+    /// ([`SinkError::Invalid`]) nor another refusal by the server.
+    ///
+    /// client-go's `recordEvent` gives up on every `Status` error; this port retries `429`
+    /// and `5xx`, since those say "not now" rather than "never".
     pub fn is_retriable(&self) -> bool {
         match self {
             SinkError::Invalid(_) => false,
@@ -115,7 +124,9 @@ fn namespace_of<E: Resource>(event: &E, verb: &str) -> Result<String, SinkError>
         .namespace
         .clone()
         .filter(|ns| !ns.is_empty())
-        .ok_or_else(|| SinkError::Invalid(format!("cannot {verb} an event with an empty namespace")))
+        .ok_or_else(|| {
+            SinkError::Invalid(format!("cannot {verb} an event with an empty namespace"))
+        })
 }
 
 impl<E> EventSink<E> for ResourceClient<E>
@@ -141,7 +152,9 @@ where
             let client = self.within(namespace_of(event, "patch")?);
             let name = event.meta().name.clone().unwrap_or_default();
             let patch = Patch::Strategic(patch);
-            Ok(client.patch(&name, &patch, &PatchOptions::default()).await?)
+            Ok(client
+                .patch(&name, &patch, &PatchOptions::default())
+                .await?)
         })
     }
 }
@@ -277,7 +290,8 @@ impl<E: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned> Memor
         let Some(stored) = state.events.get(&key) else {
             return Err(ApiError::not_found(&Self::events_resource(), &key.1).into());
         };
-        let mut value = serde_json::to_value(stored).map_err(|e| SinkError::Invalid(e.to_string()))?;
+        let mut value =
+            serde_json::to_value(stored).map_err(|e| SinkError::Invalid(e.to_string()))?;
         json_patch::merge(&mut value, patch);
         let patched: E = serde_json::from_value(value)
             .map_err(|e| SinkError::from(ApiError::bad_request(format!("invalid patch: {e}"))))?;

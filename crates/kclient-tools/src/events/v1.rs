@@ -489,7 +489,10 @@ impl EventRecorder {
             .unwrap_or_else(|| "default".to_owned());
         let event = Event {
             metadata: ObjectMeta {
-                name: Some(event_name(regarding.name.as_deref().unwrap_or_default(), now)),
+                name: Some(event_name(
+                    regarding.name.as_deref().unwrap_or_default(),
+                    now,
+                )),
                 namespace: Some(namespace),
                 ..ObjectMeta::default()
             },
