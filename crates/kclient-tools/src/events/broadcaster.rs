@@ -182,8 +182,8 @@ impl EventBroadcaster {
         })
     }
 
-    /// How many events were dropped because a watcher's queue was full or the broadcaster
-    /// was shut down.
+    /// How many events were dropped: once per watcher whose queue was full when the event
+    /// came, and once per event recorded after shutdown.
     pub fn dropped_events(&self) -> u64 {
         self.fanout.dropped_events()
     }

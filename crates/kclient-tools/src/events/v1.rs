@@ -15,7 +15,8 @@
 //! * every [`refresh_time`](BroadcasterOptions::refresh_time) (30 min) the open series are
 //!   written again, so that their Events outlive the server's Event TTL.
 //!
-//! Writes are retried like the core/v1 broadcaster's, every wait jittered by up to 25%, and
+//! Events are written one at a time, in order (client-go starts a goroutine per event), and
+//! writes are retried like the core/v1 broadcaster's, every wait jittered by up to 25%, and
 //! a create that finds the series' Event already there is retried (it raced the first
 //! write). [`EventBroadcaster::shutdown`] also writes the counts of the series not yet
 //! written, which client-go leaves for the next finish.
@@ -238,8 +239,8 @@ impl EventBroadcaster {
         })
     }
 
-    /// How many events were dropped because a watcher's queue was full or the broadcaster
-    /// was shut down.
+    /// How many events were dropped: once per watcher whose queue was full when the event
+    /// came, and once per event recorded after shutdown.
     pub fn dropped_events(&self) -> u64 {
         self.fanout.dropped_events()
     }
