@@ -9,8 +9,12 @@
 //! * [`wait`]: [`poll_until_cancelled`](wait::poll_until_cancelled) and
 //!   [`poll_until_timeout`](wait::poll_until_timeout) (client-go's `PollUntilContextCancel`
 //!   and `PollUntilContextTimeout`).
+//! * [`events`]: Kubernetes Events — client-go's `tools/record` (the
+//!   [`EventBroadcaster`](events::EventBroadcaster), [`EventRecorder`](events::EventRecorder)
+//!   and [`EventCorrelator`](events::EventCorrelator) for core/v1 Events) and `tools/events`
+//!   ([`events::v1`], events.k8s.io/v1 Events with `EventSeries`).
 //!
-//! Leader election, events and the watch utilities come next (see the project's issues).
+//! Leader election and the watch utilities come next (see the project's issues).
 //!
 //! ```
 //! use kclient_core::{ApiError, ApiStatus, GroupResource};
@@ -28,6 +32,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod events;
 pub mod flowcontrol;
 pub mod retry;
 pub mod wait;
