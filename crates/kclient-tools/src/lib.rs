@@ -9,8 +9,12 @@
 //! * [`wait`]: [`poll_until_cancelled`](wait::poll_until_cancelled) and
 //!   [`poll_until_timeout`](wait::poll_until_timeout) (client-go's `PollUntilContextCancel`
 //!   and `PollUntilContextTimeout`).
+//! * [`leaderelection`]: client-go's leader election on a Lease:
+//!   [`LeaderElector`](leaderelection::LeaderElector) on a
+//!   [`LeaseLock`](leaderelection::LeaseLock), with a leader token that fires before anyone
+//!   else can take over, and the [`HealthzAdaptor`](leaderelection::HealthzAdaptor).
 //!
-//! Leader election, events and the watch utilities come next (see the project's issues).
+//! Events and the watch utilities come next (see the project's issues).
 //!
 //! ```
 //! use kclient_core::{ApiError, ApiStatus, GroupResource};
@@ -28,5 +32,6 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod leaderelection;
 pub mod retry;
 pub mod wait;
