@@ -13,6 +13,7 @@
 //! | `typed` | `kclient-typed`: `ResourceClient<K>`, `Clientset` | `typed` (default) |
 //! | `cache` | `kclient-cache`: `SharedIndexInformer`, `SharedInformerFactory`, event handlers, `Indexer`, `Lister`, the reflector and FIFOs | `cache` (default) |
 //! | `workqueue` | `kclient-workqueue`: client-go's workqueue | `workqueue` (default) |
+//! | `tools` | `kclient-tools`: retry, wait, leader election | `tools` |
 //! | `fake` | `kclient-fake`: an in-memory API server for tests | `fake` |
 //!
 //! Built-in types come from k8s-openapi, which needs exactly one Kubernetes version. The
@@ -65,6 +66,11 @@ pub use kclient_cache as cache;
 /// client-go's workqueue (the `kclient-workqueue` crate).
 #[cfg(feature = "workqueue")]
 pub use kclient_workqueue as workqueue;
+
+/// What controllers need beyond informers: retry on conflict, wait/poll helpers, leader
+/// election (the `kclient-tools` crate).
+#[cfg(feature = "tools")]
+pub use kclient_tools as tools;
 
 /// An in-memory Kubernetes API server over real HTTP, for tests and demos (the
 /// `kclient-fake` crate).
