@@ -345,12 +345,7 @@ async fn a_slow_server_cannot_stretch_leadership_past_the_deadline() {
     server.set_latency(Duration::ZERO, Duration::ZERO);
     assert_eq!(a.when("token fired"), Some(14 * SECOND));
     assert!(a.task.is_finished());
-    let late = server
-        .writes()
-        .into_iter()
-        .filter(|w| w.by == "a")
-        .last()
-        .unwrap();
+    let late = server.writes().into_iter().rfind(|w| w.by == "a").unwrap();
     assert_eq!(late.at - epoch, 6 * SECOND, "the late renewal landed");
 
     become_leader(&b).await;
@@ -378,12 +373,7 @@ async fn release_on_cancel_writes_the_release_record_after_the_work_returned() {
     assert!(until(10 * SECOND, || a.task.is_finished()).await);
     assert_eq!(a.when("token fired"), Some(5 * SECOND));
     assert_eq!(a.when("work returned"), Some(6 * SECOND));
-    let release = server
-        .writes()
-        .into_iter()
-        .filter(|w| w.by == "a")
-        .last()
-        .unwrap();
+    let release = server.writes().into_iter().rfind(|w| w.by == "a").unwrap();
     assert_eq!(release.at - epoch, 6 * SECOND, "after the work returned");
     let record = release.record;
     assert_eq!(record.holder_identity, "");

@@ -69,7 +69,9 @@
 //! This is not fencing. The guarantee covers what the candidates believe; a process that is
 //! frozen (a VM pause, `SIGSTOP`, a blocked thread) between checking its token and acting can
 //! still act late. Make the leader's writes safe on their own where it matters (preconditions,
-//! `resourceVersion`s).
+//! `resourceVersion`s). It also assumes that only the candidates write the Lease: clearing its
+//! `holderIdentity` by hand, or writing a live candidate's identity into it, lets another
+//! candidate lead before the displaced leader's next renewal tells it so.
 //!
 //! # What you must do
 //!
@@ -113,8 +115,9 @@
 //!   candidate could take over while the holder it displaced still believes it leads.
 //! * Releasing requires the record just read to name this candidate, not only the last one
 //!   seen.
-//! * Acquire attempts are bounded by `renew_deadline` too; renewals start one
-//!   `retry_period` after acquiring (client-go renews once right away).
+//! * Acquire attempts are bounded by `renew_deadline` too. Renewals start one
+//!   `retry_period` after acquiring (client-go renews once right away), and a failed one is
+//!   retried `retry_period` after it ended (client-go polls on a fixed schedule).
 //! * Not implemented: coordinated leader election (`LeaseCandidate`), the event recorder
 //!   and the metrics provider (the elector logs through `tracing`).
 
