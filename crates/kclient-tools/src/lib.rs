@@ -1,5 +1,5 @@
 //! kclient-tools: what real controllers need beyond informers, from client-go's `tools` and
-//! `util` packages. So far:
+//! `util` packages:
 //!
 //! * [`retry`]: [`retry_on_conflict`](retry::retry_on_conflict) and
 //!   [`on_error`](retry::on_error) with client-go's [`DEFAULT_RETRY`](retry::DEFAULT_RETRY)
@@ -9,12 +9,20 @@
 //! * [`wait`]: [`poll_until_cancelled`](wait::poll_until_cancelled) and
 //!   [`poll_until_timeout`](wait::poll_until_timeout) (client-go's `PollUntilContextCancel`
 //!   and `PollUntilContextTimeout`).
+//! * [`flowcontrol`]: a per-key exponential [`Backoff`](flowcontrol::Backoff) with jitter and
+//!   garbage collection (client-go's `util/flowcontrol.Backoff`).
+//! * [`leaderelection`]: client-go's leader election on a Lease:
+//!   [`LeaderElector`](leaderelection::LeaderElector) on a
+//!   [`LeaseLock`](leaderelection::LeaseLock), with a leader token that fires before anyone
+//!   else can take over, and the [`HealthzAdaptor`](leaderelection::HealthzAdaptor).
 //! * [`events`]: Kubernetes Events — client-go's `tools/record` (the
 //!   [`EventBroadcaster`](events::EventBroadcaster), [`EventRecorder`](events::EventRecorder)
 //!   and [`EventCorrelator`](events::EventCorrelator) for core/v1 Events) and `tools/events`
 //!   ([`events::v1`], events.k8s.io/v1 Events with `EventSeries`).
-//!
-//! Leader election and the watch utilities come next (see the project's issues).
+//! * [`watch`]: waiting for conditions on objects — [`until_with_sync`](watch::until_with_sync)
+//!   (informer-backed), [`until`](watch::until) over a
+//!   [`RetryWatcher`](watch::RetryWatcher) that resumes without replaying or skipping, and
+//!   ready-made [`conditions`](watch::conditions) (client-go's `tools/watch`).
 //!
 //! ```
 //! use kclient_core::{ApiError, ApiStatus, GroupResource};
@@ -34,6 +42,7 @@
 
 pub mod events;
 pub mod flowcontrol;
+pub mod leaderelection;
 pub mod retry;
 pub mod wait;
 pub mod watch;

@@ -13,8 +13,8 @@
 //! | `typed` | `kclient-typed`: `ResourceClient<K>`, `Clientset` | `typed` (default) |
 //! | `cache` | `kclient-cache`: `SharedIndexInformer`, `SharedInformerFactory`, event handlers, `Indexer`, `Lister`, the reflector and FIFOs | `cache` (default) |
 //! | `workqueue` | `kclient-workqueue`: client-go's workqueue | `workqueue` (default) |
+//! | `tools` | `kclient-tools`: leader election, events, watch utilities, retries, wait helpers | `tools` |
 //! | `fake` | `kclient-fake`: an in-memory API server for tests | `fake` |
-//! | `tools` | `kclient-tools`: retry, wait, events | `tools` |
 //!
 //! Built-in types come from k8s-openapi, which needs exactly one Kubernetes version. The
 //! default features include `v1_37` (Kubernetes 1.37, the version the e2e suite's
@@ -67,14 +67,15 @@ pub use kclient_cache as cache;
 #[cfg(feature = "workqueue")]
 pub use kclient_workqueue as workqueue;
 
+/// What controllers need beyond informers: leader election, events, watch utilities, retry
+/// on conflict, wait/poll helpers (the `kclient-tools` crate).
+#[cfg(feature = "tools")]
+pub use kclient_tools as tools;
+
 /// An in-memory Kubernetes API server over real HTTP, for tests and demos (the
 /// `kclient-fake` crate).
 #[cfg(feature = "fake")]
 pub use kclient_fake as fake;
-
-/// client-go's tools: retries, wait helpers, events (the `kclient-tools` crate).
-#[cfg(feature = "tools")]
-pub use kclient_tools as tools;
 
 /// The names most programs use, in one import.
 pub mod prelude {
