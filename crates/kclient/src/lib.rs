@@ -99,3 +99,8 @@ pub mod prelude {
     #[cfg(feature = "workqueue")]
     pub use kclient_workqueue::{Queue, RateLimitingQueue};
 }
+
+/// The code of `docs/getting-started.md`, compiled as doc tests so that the guide cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/getting-started.md")]
+mod getting_started {}
