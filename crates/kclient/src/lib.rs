@@ -104,3 +104,8 @@ pub mod prelude {
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/getting-started.md")]
 mod getting_started {}
+
+/// The code of the README, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+mod readme {}
