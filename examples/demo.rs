@@ -1031,8 +1031,8 @@ async fn script(
             }
             (Some(_), None) => {
                 skipped += 1;
-                view.outcome("skipped: fault injection needs kclient-fake");
-                continue;
+                view.line("      (the fault is skipped: fault injection needs kclient-fake)");
+                None
             }
             (None, _) => None,
         };
@@ -1091,7 +1091,7 @@ async fn script(
         })
         .await?;
         let took = injected.elapsed();
-        match fault {
+        match fault.filter(|_| faults.is_some()) {
             Some(fault) => {
                 view.outcome(&format!("recovered and in sync after {}", ms(took)));
                 recoveries.push((fault.describe().to_owned(), took));
@@ -1166,11 +1166,11 @@ async fn main() -> Result<(), BoxError> {
     // Ctrl-C ends the scenario and cleans up; a second one exits at once.
     let interrupted = CancellationToken::new();
     tokio::spawn({
-        let interrupted = interrupted.clone();
+        let (interrupted, view) = (interrupted.clone(), view.clone());
         async move {
             if tokio::signal::ctrl_c().await.is_ok() {
                 interrupted.cancel();
-                eprintln!("\nInterrupted: cleaning up (Ctrl-C again to exit at once)");
+                view.line("Interrupted: cleaning up (Ctrl-C again to exit at once)");
                 if tokio::signal::ctrl_c().await.is_ok() {
                     std::process::exit(130);
                 }
@@ -1206,11 +1206,22 @@ async fn main() -> Result<(), BoxError> {
         }
     };
     let namespace = namespace_name();
-    let result = in_namespace(config, &namespace, fake.as_ref(), view.clone(), interrupted).await;
+    let result = in_namespace(
+        config,
+        &namespace,
+        fake.as_ref(),
+        view.clone(),
+        interrupted.clone(),
+    )
+    .await;
     match result {
         Ok(summary) => {
             view.line(&summary.to_string());
             Ok(())
+        }
+        Err(_) if interrupted.is_cancelled() => {
+            view.line("Interrupted.");
+            std::process::exit(130);
         }
         Err(error) => {
             view.line(&format!("The demo failed: {error}"));
