@@ -29,6 +29,17 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     eprintln!("==> cargo xtask codegen --check");
     crate::codegen::run(&["--check".to_owned()])?;
 
+    // The CRD example's generated types match its CRD.
+    let crd_example = crate::workspace_root().join("examples/crd_controller");
+    eprintln!("==> cargo xtask codegen crd examples/crd_controller/crontab.yaml --check");
+    crate::codegen::run(&[
+        "crd".to_owned(),
+        crd_example.join("crontab.yaml").display().to_string(),
+        "--out".to_owned(),
+        crd_example.join("generated").display().to_string(),
+        "--check".to_owned(),
+    ])?;
+
     let mut clippy = cargo();
     clippy.args([
         "clippy",
