@@ -44,9 +44,10 @@ pub enum Error {
     #[error(transparent)]
     Key(#[from] KeyError),
 
-    /// A label or field selector that does not parse (kclient-core).
+    /// A label or field selector that does not parse (kclient-core). Boxed, like the other
+    /// large variants, to keep `Result<_, Error>` small.
     #[error(transparent)]
-    Selector(#[from] SelectorError),
+    Selector(Box<SelectorError>),
 
     /// Options the server would refuse (kclient-core).
     #[error(transparent)]
@@ -73,7 +74,7 @@ pub enum Error {
     /// A name, resource or kind the RestMapper could not map (kclient-discovery).
     #[cfg(feature = "discovery")]
     #[error(transparent)]
-    RestMapper(#[from] kclient_discovery::MapperError),
+    RestMapper(Box<kclient_discovery::MapperError>),
 
     /// A dynamic client call (kclient-dynamic).
     #[cfg(feature = "dynamic")]
@@ -165,7 +166,7 @@ pub enum Error {
     /// The in-memory API server could not start or refused a seed (kclient-fake).
     #[cfg(feature = "fake")]
     #[error(transparent)]
-    Fake(#[from] kclient_fake::Error),
+    Fake(Box<kclient_fake::Error>),
 }
 
 /// A `Result` with [`Error`].
@@ -181,6 +182,26 @@ impl From<Box<ApiError>> for Error {
     /// What listers return.
     fn from(e: Box<ApiError>) -> Self {
         Error::Api(e)
+    }
+}
+
+impl From<SelectorError> for Error {
+    fn from(e: SelectorError) -> Self {
+        Error::Selector(Box::new(e))
+    }
+}
+
+#[cfg(feature = "discovery")]
+impl From<kclient_discovery::MapperError> for Error {
+    fn from(e: kclient_discovery::MapperError) -> Self {
+        Error::RestMapper(Box::new(e))
+    }
+}
+
+#[cfg(feature = "fake")]
+impl From<kclient_fake::Error> for Error {
+    fn from(e: kclient_fake::Error) -> Self {
+        Error::Fake(Box::new(e))
     }
 }
 

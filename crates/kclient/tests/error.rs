@@ -10,6 +10,16 @@ fn not_found() -> ApiError {
 }
 
 #[test]
+fn the_error_stays_small() {
+    // The largest variants are boxed: a `Result<_, kclient::Error>` costs little to return.
+    assert!(
+        std::mem::size_of::<Error>() <= 96,
+        "{}",
+        std::mem::size_of::<Error>()
+    );
+}
+
+#[test]
 fn core_errors_convert() {
     let err = Error::from(split_meta_namespace_key("a/b/c").unwrap_err());
     assert!(matches!(err, Error::Key(_)), "{err:?}");
