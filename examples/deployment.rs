@@ -8,6 +8,9 @@
 //! cargo run -p kclient-typed --example deployment
 //! KUBECONFIG=~/.kube/config cargo run -p kclient-typed --example deployment
 //! ```
+//!
+//! The dynamic counterpart, with no Rust type for the object, is
+//! `examples/dynamic_deployment.rs`.
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kclient_core::{ApiStatus, CreateOptions, DeleteOptions, ListOptions, UpdateOptions};
@@ -75,20 +78,20 @@ async fn update_image(
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // A cluster when KUBECONFIG says so, else a fake API server in this process.
-    let (_fake, config) = if std::env::var_os("KUBECONFIG").is_some() {
-        (None, Config::infer()?)
-    } else {
-        let server = FakeApiServer::builder().start().await?;
-        println!("Started kclient-fake at {}", server.url());
-        let config = Config::new(server.url());
-        (Some(server), config)
-    };
-    let namespace = config.namespace().to_owned();
-    let clientset = Clientset::new(config)?;
-    let deployments = clientset.apps_v1().deployments(&namespace);
+/// What the example did, for its test.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    /// The image after the update.
+    image: Option<String>,
+    /// `spec.replicas` of the scale after scaling.
+    scaled: Option<i32>,
+    /// The Deployments listed, with their replicas.
+    listed: Vec<(String, i32)>,
+}
+
+/// Creates, updates, scales, lists and deletes the Deployment in `namespace`.
+async fn run(clientset: &Clientset, namespace: &str) -> Result<Outcome, kclient_typed::Error> {
+    let deployments = clientset.apps_v1().deployments(namespace);
 
     println!("Creating deployment {NAME} in {namespace}...");
     let created = deployments
@@ -113,18 +116,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("Scaling to 5 replicas through the scale subresource...");
     let scale = deployments.scale_to(NAME, 5).await?;
-    println!(
-        "Scaled: spec.replicas = {:?}",
-        scale.spec.and_then(|s| s.replicas)
-    );
+    let scaled = scale.spec.and_then(|s| s.replicas);
+    println!("Scaled: spec.replicas = {scaled:?}");
 
     println!("Listing deployments in {namespace}:");
+    let mut listed = Vec::new();
     for d in deployments.list_all(&ListOptions::default()).await? {
         let replicas = spec(&d).and_then(|s| s.replicas).unwrap_or(1);
-        println!(
-            " * {} ({replicas} replicas)",
-            d.metadata.name.as_deref().unwrap_or_default()
-        );
+        let name = d.metadata.name.clone().unwrap_or_default();
+        println!(" * {name} ({replicas} replicas)");
+        listed.push((name, replicas));
     }
 
     println!("Deleting deployment {NAME}...");
@@ -138,5 +139,52 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
         DeleteResponse::Status(s) => println!("Deleted ({})", s.status),
     }
+    Ok(Outcome {
+        image,
+        scaled,
+        listed,
+    })
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // A cluster when KUBECONFIG says so, else a fake API server in this process.
+    let (_fake, config) = if std::env::var_os("KUBECONFIG").is_some() {
+        (None, Config::infer()?)
+    } else {
+        let server = FakeApiServer::builder().start().await?;
+        println!("Started kclient-fake at {}", server.url());
+        let config = Config::new(server.url());
+        (Some(server), config)
+    };
+    let namespace = config.namespace().to_owned();
+    run(&Clientset::new(config)?, &namespace).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kclient_core::GroupResource;
+
+    #[tokio::test]
+    async fn create_update_scale_list_delete_against_kclient_fake(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let server = FakeApiServer::builder().start().await?;
+        let clientset = Clientset::new(Config::new(server.url()))?;
+        let outcome = run(&clientset, "default").await?;
+        assert_eq!(
+            outcome,
+            Outcome {
+                image: Some("nginx:1.13".into()),
+                scaled: Some(5),
+                listed: vec![(NAME.to_owned(), 5)],
+            }
+        );
+        // Foreground deletion of a Deployment without dependents: gone at once.
+        assert!(server
+            .get_value(&GroupResource::new("apps", "deployments"), "default", NAME)
+            .is_none());
+        Ok(())
+    }
 }

@@ -1,8 +1,10 @@
-//! `cargo xtask demo`: the main demo, `examples/demo.rs` of the facade crate — a small
-//! controller (an informer from the factory feeding a rate-limited workqueue, a worker
-//! reconciling keys from the lister) driven by typed writes, with discovery, the RestMapper
-//! and the dynamic client around it. It runs against kclient-fake started in-process, or
-//! against a cluster given by `--kubeconfig <path>` or `KUBECONFIG`.
+//! `cargo xtask demo`: the main demo, `examples/demo.rs` of the facade crate — a controller
+//! built from kclient's layers (informer factory, listers, a custom index, a rate-limited
+//! workqueue with workers, typed writes, Events, leader election), shown live while a
+//! scripted scenario creates, scales, breaks (faults) and deletes objects, with a summary at
+//! the end. It runs against kclient-fake started in-process, or against a cluster given by
+//! `--kubeconfig <path>` or `KUBECONFIG`; `--plain` prints plain lines instead of the live
+//! view.
 
 use anyhow::{bail, Context, Result};
 
@@ -10,7 +12,7 @@ use crate::cargo;
 
 pub(crate) fn run(args: &[String]) -> Result<()> {
     if args.iter().any(|a| a == "-h" || a == "--help") {
-        eprintln!("usage: cargo xtask demo [--kubeconfig <path>]   (default: KUBECONFIG, else kclient-fake)");
+        eprintln!("usage: cargo xtask demo [--plain] [--kubeconfig <path>]   (default: KUBECONFIG, else kclient-fake)");
         return Ok(());
     }
     let status = cargo()
@@ -22,7 +24,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             "--example",
             "demo",
             "--features",
-            "fake",
+            "fake,tools",
             "--",
         ])
         .args(args)

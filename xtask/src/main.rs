@@ -1,17 +1,21 @@
 //! Project automation for kclient, run as `cargo xtask <command>`.
 //!
-//! * `test` — everything CI checks: formatting, clippy with `-D warnings`, every test of the
-//!   workspace (unit, integration and doc tests), cargo-deny's licence, ban and source checks,
-//!   and then the end-to-end suite against a real kube-apiserver (`e2e test`). It exits
-//!   non-zero on the first failure.
+//! * `test` — everything CI checks: formatting, clippy with `-D warnings`, the facade's
+//!   feature combinations (`check-features`), every test of the workspace (unit, integration
+//!   and doc tests), cargo-deny's licence, ban and source checks, and then the end-to-end
+//!   suite against a real kube-apiserver (`e2e test`). It exits non-zero on the first
+//!   failure.
 //! * `codegen [--check] | table | refresh | crd` — the generated typed Clientset and CRD
 //!   clients (see `codegen.rs`); `--check` fails when the checked-in code drifts.
 //! * `e2e up | down | test | status | build | gomod | kubectl` — a real kube-apiserver,
 //!   kube-controller-manager and etcd on 127.0.0.1, built from the Kubernetes Go module (see
 //!   `docs/e2e.md`).
+//! * `check-features` — the facade built with no layer and with each layer feature alone
+//!   (see `check_features.rs`).
 //! * `demo` — the main job: `examples/demo.rs`, a small controller built from kclient's layers,
 //!   against kclient-fake or, with `--kubeconfig`/`KUBECONFIG`, a cluster (see `demo.rs`).
 
+mod check_features;
 mod codegen;
 mod demo;
 mod e2e;
@@ -31,6 +35,7 @@ fn main() -> ExitCode {
         Some("codegen") => codegen::run(&args[1..]),
         Some("e2e") => e2e::run(&args[1..]),
         Some("demo") => demo::run(&args[1..]),
+        Some("check-features") => check_features::run(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
             print_help();
             Ok(())
@@ -60,7 +65,8 @@ fn print_help() {
            e2e     a real kube-apiserver + etcd on 127.0.0.1: up | down | test | status |\n          \
                    build | gomod | kubectl (`cargo xtask e2e help`)\n  \
            demo    run the main demo (against the embedded fake API server, or a cluster\n          \
-                   when KUBECONFIG or --kubeconfig is given)\n"
+                   when KUBECONFIG or --kubeconfig is given)\n  \
+           check-features  build the facade with no layer and with each layer alone\n"
     );
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::metrics::MetricsProvider;
-use crate::queue::{Queue, QueueConfig};
+use crate::queue::{Queue, QueueConfig, TryGetError};
 
 /// Options for [`DelayingQueue::with_config`] (client-go's `TypedDelayingQueueConfig`).
 pub struct DelayingQueueConfig<T> {
@@ -18,8 +18,9 @@ pub struct DelayingQueueConfig<T> {
     /// if any.
     pub metrics_provider: Option<Arc<dyn MetricsProvider>>,
     /// An existing queue to add the delay to, instead of a new one. That queue keeps its
-    /// own name and metrics (its provider also makes the retries counter), and `name` and
-    /// `metrics_provider` are then ignored.
+    /// own name, metrics and storage (its provider also makes the retries counter), and
+    /// `name` and `metrics_provider` are then ignored. This is how a delaying queue gets a
+    /// [`QueueStorage`](crate::QueueStorage) of its own, as in client-go.
     pub queue: Option<Queue<T>>,
 }
 
@@ -142,6 +143,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> DelayingQueue<T> {
             Queue::with_config(QueueConfig {
                 name,
                 metrics_provider,
+                storage: None,
             })
         });
         queue.shared.enable_retries_metric();
@@ -185,6 +187,16 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> DelayingQueue<T> {
     /// Waits for the next item, or `None` once shut down and drained; see [`Queue::get`].
     pub async fn get(&self) -> Option<T> {
         self.queue.get().await
+    }
+
+    /// Takes the next item if one is ready, without waiting; see [`Queue::try_get`].
+    ///
+    /// # Errors
+    ///
+    /// [`TryGetError::Empty`] when no item is ready (delayed items count once due),
+    /// [`TryGetError::ShutDown`] when the queue is shut down and empty.
+    pub fn try_get(&self) -> Result<T, TryGetError> {
+        self.queue.try_get()
     }
 
     /// Marks `item` as finished; see [`Queue::done`].

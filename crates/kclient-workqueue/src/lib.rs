@@ -12,10 +12,18 @@
 //! semantics and names in Rust spelling:
 //!
 //! * [`Queue`]: `add`, `get`, `done`, `len`, `shut_down`, `shut_down_with_drain`,
-//!   `shutting_down`;
+//!   `shutting_down`, and a non-blocking `try_get`;
 //! * [`DelayingQueue`]: plus `add_after`;
 //! * [`RateLimitingQueue`]: plus `add_rate_limited`, `forget`, `num_requeues`, paced by a
 //!   [`RateLimiter`] from [`rate_limiter`] (usually [`default_controller_rate_limiter`]).
+//!
+//! Code generic over a queue uses the traits of these layers, [`QueueInterface`],
+//! [`DelayingInterface`] and [`RateLimitingInterface`] (client-go's `TypedInterface`,
+//! `TypedDelayingInterface` and `TypedRateLimitingInterface`); each queue implements the
+//! traits of its layer and of the layers below. The order in which waiting items are handed
+//! out is the [`QueueStorage`]'s, first in, first out unless
+//! [`QueueConfig::storage`] supplies another (client-go's `TypedQueueConfig.Queue`, for a
+//! priority queue for instance).
 //!
 //! Any `T: Clone + Eq + Hash + Send + Sync + 'static` can be an item. Queues are cheap handles
 //! (an `Arc` inside): clone one into every event handler and worker. `get` is `async`; the
@@ -108,19 +116,23 @@
 
 mod delay_heap;
 mod delaying_queue;
+mod interface;
 pub mod metrics;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 mod queue;
 pub mod rate_limiter;
 mod rate_limiting_queue;
+mod storage;
 
 pub use delaying_queue::{DelayingQueue, DelayingQueueConfig};
-pub use queue::{Queue, QueueConfig};
+pub use interface::{DelayingInterface, QueueInterface, RateLimitingInterface};
+pub use queue::{Queue, QueueConfig, TryGetError};
 pub use rate_limiter::{
     default_controller_rate_limiter, default_item_based_rate_limiter, RateLimiter,
 };
 pub use rate_limiting_queue::{RateLimitingQueue, RateLimitingQueueConfig};
+pub use storage::{FifoStorage, QueueStorage};
 
 /// The hash map used for per-item bookkeeping: std's map with foldhash's per-instance
 /// randomly seeded hasher, several times faster than SipHash on short keys.

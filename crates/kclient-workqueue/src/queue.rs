@@ -24,6 +24,7 @@ use crate::delay_heap::DelayHeap;
 use crate::metrics::{
     resolve_provider, CounterMetric, MetricsProvider, QueueMetrics, UNFINISHED_WORK_UPDATE_PERIOD,
 };
+use crate::storage::{QueueStorage, Storage};
 use crate::ItemMap;
 
 /// The longest a waiting `get` sleeps before re-checking the delayed items (client-go's
@@ -35,18 +36,30 @@ pub(crate) const MAX_WAIT: Duration = Duration::from_secs(10);
 const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
 
 /// Options for [`Queue::with_config`] (client-go's `TypedQueueConfig`).
-#[derive(Clone, Default)]
-pub struct QueueConfig {
+pub struct QueueConfig<T> {
     /// The queue's name, used as the metrics label and in log events. An unnamed queue
     /// reports no metrics, as in client-go.
     pub name: String,
     /// The metrics provider for this queue; when `None`, the process-wide provider from
     /// [`metrics::set_provider`](crate::metrics::set_provider) is used, if any.
     pub metrics_provider: Option<Arc<dyn MetricsProvider>>,
+    /// Where the waiting items are kept, which decides the order they are handed out in
+    /// (client-go's `Queue`); first in, first out when `None` ([`FifoStorage`](crate::FifoStorage)).
+    pub storage: Option<Box<dyn QueueStorage<T>>>,
 }
 
-impl QueueConfig {
-    /// An unnamed configuration without a metrics provider.
+impl<T> Default for QueueConfig<T> {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            metrics_provider: None,
+            storage: None,
+        }
+    }
+}
+
+impl<T> QueueConfig<T> {
+    /// An unnamed configuration without a metrics provider, with the FIFO storage.
     pub fn new() -> Self {
         Self::default()
     }
@@ -64,13 +77,22 @@ impl QueueConfig {
         self.metrics_provider = Some(provider);
         self
     }
+
+    /// Sets where the waiting items are kept (client-go's `TypedQueueConfig.Queue`), for an
+    /// order other than first in, first out; see [`QueueStorage`].
+    #[must_use]
+    pub fn storage(mut self, storage: impl QueueStorage<T> + 'static) -> Self {
+        self.storage = Some(Box::new(storage));
+        self
+    }
 }
 
-impl fmt::Debug for QueueConfig {
+impl<T> fmt::Debug for QueueConfig<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("QueueConfig")
             .field("name", &self.name)
             .field("metrics_provider", &self.metrics_provider.is_some())
+            .field("storage", &self.storage.is_some())
             .finish()
     }
 }
@@ -132,7 +154,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
     ///
     /// When the queue reports metrics, the unfinished-work gauges are refreshed every 500 ms by
     /// a task on the current tokio runtime, or by a small thread when there is no runtime.
-    pub fn with_config(config: QueueConfig) -> Self {
+    pub fn with_config(config: QueueConfig<T>) -> Self {
         let provider = resolve_provider(&config.name, config.metrics_provider.as_ref());
         let metrics = provider
             .as_deref()
@@ -143,7 +165,10 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
                 name: config.name,
                 provider,
                 state: Mutex::new(State {
-                    queue: VecDeque::new(),
+                    queue: match config.storage {
+                        Some(storage) => Storage::Custom(storage),
+                        None => Storage::Fifo(VecDeque::new()),
+                    },
                     marks: ItemMap::default(),
                     processing: 0,
                     shutting_down: false,
@@ -247,6 +272,24 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
         }
     }
 
+    /// Takes the next item if one is waiting, without waiting for one: the non-blocking
+    /// [`get`](Self::get). As with `get`, the caller must call [`done`](Self::done) with the
+    /// item when finished. Delayed items that are due are queued first, so it sees exactly
+    /// what a `get` would.
+    ///
+    /// # Errors
+    ///
+    /// [`TryGetError::Empty`] when no item is waiting (one may come later), and
+    /// [`TryGetError::ShutDown`] when the queue is shut down and empty: where `get` returns
+    /// `None`.
+    pub fn try_get(&self) -> Result<T, TryGetError> {
+        match self.shared.try_get(None) {
+            Attempt::Item(item) => Ok(item),
+            Attempt::ShutDown => Err(TryGetError::ShutDown),
+            Attempt::Wait(_) => Err(TryGetError::Empty),
+        }
+    }
+
     /// Marks `item` as finished (client-go's `Done`). If it was added again while being
     /// processed, it is queued again now (this happens even after shut down, as in
     /// client-go). When the last item being processed is done, a pending
@@ -319,6 +362,27 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
         self.shared.state.lock().shutting_down
     }
 }
+
+/// Why [`Queue::try_get`] returned no item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TryGetError {
+    /// No item is waiting now; one may be added later.
+    Empty,
+    /// The queue is shut down and empty: no item will come (where [`Queue::get`] returns
+    /// `None`).
+    ShutDown,
+}
+
+impl fmt::Display for TryGetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TryGetError::Empty => "the work queue is empty",
+            TryGetError::ShutDown => "the work queue is shut down",
+        })
+    }
+}
+
+impl std::error::Error for TryGetError {}
 
 /// What a worker's look at the queue found.
 enum Attempt<T> {
@@ -400,7 +464,7 @@ impl<T: Clone + Eq + Hash> Shared<T> {
                 Some(Instant::now())
             };
             let pushed = now.map_or(0, |now| state.promote_due(now));
-            let attempt = if let Some(item) = state.pop() {
+            let attempt = if let Some(item) = state.pop(&self.name) {
                 Attempt::Item(item)
             } else if state.shutting_down {
                 Attempt::ShutDown
@@ -553,8 +617,8 @@ where
 /// The queue proper: client-go's `queue`, `dirty` and `processing`, plus the waiting room of
 /// the delaying layer and the metrics.
 struct State<T> {
-    /// Items waiting to be handed out, in order. Each is marked `Queued`.
-    queue: VecDeque<T>,
+    /// Items waiting to be handed out, in the storage's order. Each is marked `Queued`.
+    queue: Storage<T>,
     /// Every item that is dirty or processing, and which.
     marks: ItemMap<T, Mark>,
     /// How many items are marked `Processing` or `ProcessingDirty`.
@@ -593,8 +657,11 @@ impl<T: Clone + Eq + Hash> State<T> {
     fn add(&mut self, item: T, added_at: Option<Instant>) -> bool {
         match self.marks.entry(item) {
             Entry::Occupied(mut entry) => {
-                // Queued or ProcessingDirty: already dirty, nothing to do.
-                if *entry.get() == Mark::Processing {
+                // Queued or ProcessingDirty: already dirty, nothing to do but tell the
+                // storage of a queued one (client-go's `Touch`).
+                if *entry.get() == Mark::Queued {
+                    self.queue.touch(entry.key());
+                } else if *entry.get() == Mark::Processing {
                     *entry.get_mut() = Mark::ProcessingDirty;
                     if let Some(metrics) = self.metrics.as_mut() {
                         metrics.add(entry.key(), added_at.unwrap_or_else(Instant::now));
@@ -606,7 +673,7 @@ impl<T: Clone + Eq + Hash> State<T> {
                 if let Some(metrics) = self.metrics.as_mut() {
                     metrics.add(entry.key(), added_at.unwrap_or_else(Instant::now));
                 }
-                self.queue.push_back(entry.key().clone());
+                self.queue.push(entry.key().clone());
                 entry.insert(Mark::Queued);
                 true
             }
@@ -614,14 +681,22 @@ impl<T: Clone + Eq + Hash> State<T> {
     }
 
     /// Client-go's `Get` once an item is there: the head moves from dirty to processing.
-    fn pop(&mut self) -> Option<T> {
-        let item = self.queue.pop_front()?;
-        match self.marks.get_mut(&item) {
-            Some(mark) => *mark = Mark::Processing,
-            None => {
-                self.marks.insert(item.clone(), Mark::Processing);
+    /// An item the storage hands out that is not marked queued (a storage that broke its
+    /// contract by handing an item out twice, or one it was never given) is dropped.
+    fn pop(&mut self, queue_name: &str) -> Option<T> {
+        let item = loop {
+            let item = self.queue.pop()?;
+            match self.marks.get_mut(&item) {
+                Some(mark) if *mark == Mark::Queued => {
+                    *mark = Mark::Processing;
+                    break item;
+                }
+                _ => tracing::warn!(
+                    queue = %queue_name,
+                    "workqueue: the queue storage handed out an item that is not waiting; dropped"
+                ),
             }
-        }
+        };
         self.processing += 1;
         if let Some(metrics) = self.metrics.as_mut() {
             metrics.get(&item, Instant::now());
@@ -641,7 +716,7 @@ impl<T: Clone + Eq + Hash> State<T> {
             }
             Some((key, Mark::ProcessingDirty)) => {
                 self.processing -= 1;
-                self.queue.push_back(key.clone());
+                self.queue.push(key.clone());
                 self.marks.insert(key, Mark::Queued);
                 DoneOutcome::Requeued
             }
@@ -692,7 +767,7 @@ mod tests {
         let processing = state.marks.len() - queued;
         assert_eq!(queued, state.queue.len(), "queue and Queued marks agree");
         assert_eq!(processing, state.processing);
-        for item in &state.queue {
+        for item in state.queue.fifo_items().into_iter().flatten() {
             assert_eq!(state.marks.get(item), Some(&Mark::Queued), "{item:?}");
         }
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::delaying_queue::{DelayingQueue, DelayingQueueConfig};
 use crate::metrics::MetricsProvider;
-use crate::queue::Queue;
+use crate::queue::{Queue, TryGetError};
 use crate::rate_limiter::RateLimiter;
 
 /// Options for [`RateLimitingQueue::with_config`] (client-go's
@@ -238,6 +238,16 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingQueue<T> {
     /// Waits for the next item, or `None` once shut down and drained; see [`Queue::get`].
     pub async fn get(&self) -> Option<T> {
         self.queue.get().await
+    }
+
+    /// Takes the next item if one is ready, without waiting; see [`Queue::try_get`].
+    ///
+    /// # Errors
+    ///
+    /// [`TryGetError::Empty`] when no item is ready (rate-limited retries count once due),
+    /// [`TryGetError::ShutDown`] when the queue is shut down and empty.
+    pub fn try_get(&self) -> Result<T, TryGetError> {
+        self.queue.try_get()
     }
 
     /// Marks `item` as finished; see [`Queue::done`].

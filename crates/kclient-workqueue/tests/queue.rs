@@ -356,7 +356,7 @@ async fn name_and_debug() {
         "{debug}"
     );
     assert_eq!(Queue::<u32>::default().name(), "");
-    assert!(format!("{:?}", QueueConfig::new().name("x")).contains("\"x\""));
+    assert!(format!("{:?}", QueueConfig::<u8>::new().name("x")).contains("\"x\""));
 }
 
 #[tokio::test]

@@ -28,6 +28,10 @@
 //! (`v1_35`, `v1_36` or `v1_37`, or the same feature on k8s-openapi). Libraries built on
 //! kclient set `default-features = false` and enable no version.
 //!
+//! Every layer's error converts into one [`Error`] (with `From`, so `?` works across
+//! layers), which answers the [`ApiStatus`](core::ApiStatus) predicates (`is_not_found()`,
+//! `is_conflict()` ...) whichever layer carried the server's refusal; see [`error`].
+//!
 //! ```
 //! use kclient::prelude::*;
 //!
@@ -39,6 +43,9 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod error;
+
+pub use error::{Error, Result};
 pub use kclient_core as core;
 
 /// Config, transport and the REST client (the `kclient-rest` crate).
@@ -81,9 +88,9 @@ pub use kclient_fake as fake;
 pub mod prelude {
     #[cfg(feature = "cache")]
     pub use kclient_cache::{
-        wait_for_cache_sync, DeletedObject, Indexer, Indexers, KeyFunc, Lister,
-        ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
-        SharedInformerFactory,
+        wait_for_cache_sync, wait_for_named_cache_sync, CancellationToken, DeletedObject, Indexer,
+        Indexers, KeyFunc, Lister, ResourceEventHandler, ResourceEventHandlerFuncs,
+        SharedIndexInformer, SharedInformerFactory,
     };
     pub use kclient_core::{
         ApiError, ApiResource, ApiStatus, DynamicObject, GroupVersion, GroupVersionKind,
@@ -97,7 +104,10 @@ pub mod prelude {
     #[cfg(feature = "typed")]
     pub use kclient_typed::{Clientset, InformerFactoryExt, ResourceClient};
     #[cfg(feature = "workqueue")]
-    pub use kclient_workqueue::{Queue, RateLimitingQueue};
+    pub use kclient_workqueue::{
+        default_controller_rate_limiter, DelayingInterface, DelayingQueue, Queue, QueueInterface,
+        RateLimitingInterface, RateLimitingQueue,
+    };
 }
 
 /// The code of `docs/getting-started.md`, compiled as doc tests so that the guide cannot rot.
