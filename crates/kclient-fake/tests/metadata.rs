@@ -417,19 +417,26 @@ async fn writes_answer_with_metadata_and_refuse_the_wrong_shape_after_the_write(
     let stored = c.get(&format!("{CMS}/d")).await.body;
     assert_eq!(stored["metadata"]["labels"]["p"], "2");
 
-    // A Status answer is not converted; an object answer is.
-    let deleted = meta.delete(&format!("{CMS}/d")).await;
-    assert_eq!(
-        (
-            deleted.body["kind"].as_str(),
-            deleted.body["status"].as_str()
-        ),
-        (Some("Status"), Some("Success"))
-    );
-    let deleted = meta.delete(&format!("{WIDGETS}/w1")).await;
+    // A Status answer is not converted (custom resources too answer a removal with one); an
+    // object answer (one a finalizer keeps) is.
+    for path in [format!("{CMS}/d"), format!("{WIDGETS}/w1")] {
+        let deleted = meta.delete(&path).await;
+        assert_eq!(
+            (
+                deleted.body["kind"].as_str(),
+                deleted.body["status"].as_str()
+            ),
+            (Some("Status"), Some("Success")),
+            "{path}"
+        );
+    }
+    let kept = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                      "metadata": {"name": "w2", "finalizers": ["example.com/keep"]}});
+    assert_eq!(c.post(WIDGETS, &kept).await.status, StatusCode::CREATED);
+    let deleted = meta.delete(&format!("{WIDGETS}/w2")).await;
     assert_eq!(deleted.status, StatusCode::OK);
     assert_eq!(deleted.body["kind"], "PartialObjectMetadata");
-    assert_eq!(deleted.body["metadata"]["name"], "w1");
+    assert!(deleted.body["metadata"]["deletionTimestamp"].is_string());
 
     // A collection deleted, then the conversion refused: the objects are gone all the same.
     let r = meta.delete(&format!("{CMS}?labelSelector=k%3Dnone")).await;
