@@ -421,7 +421,7 @@ async fn resource(
                 // A Table is not made of a deleted object (as before): the object itself.
                 let conversion = negotiated.conversion;
                 match negotiate::convert_object(&info, conversion, &deleted.object)? {
-                    Some(converted) => Ok(response::json(code, &converted)),
+                    Some(converted) => Ok(response::json_bytes(code, converted)),
                     None => Ok(response::json(code, &deleted.object)),
                 }
             } else {
@@ -474,7 +474,7 @@ fn respond(
     }
     Ok(
         match negotiate::convert_object(info, negotiated.conversion, obj)? {
-            Some(converted) => response::json(code, &converted),
+            Some(converted) => response::json_bytes(code, converted),
             None => response::json(code, obj),
         },
     )
@@ -581,7 +581,7 @@ async fn list(
         Conversion::MetadataList(version) => {
             let items = page.items.iter().map(|i| &i.value);
             let body = negotiate::partial_list(version, &metadata, items);
-            return Ok(response::json(StatusCode::OK, &body));
+            return Ok(response::json_bytes(StatusCode::OK, body));
         }
         Conversion::None => {}
     }
@@ -727,19 +727,22 @@ fn delete_collection(
     let metadata = json!({"resourceVersion": rv.to_string()});
     // The conversion comes after the deletion: a refused one still deleted (a Table of the
     // deleted objects is not made, as before).
-    let body = match negotiated.conversion {
-        Conversion::Metadata(_) => return Err(negotiate::list_as_object(info)),
+    match negotiated.conversion {
+        Conversion::Metadata(_) => Err(negotiate::list_as_object(info)),
         Conversion::MetadataList(version) => {
-            negotiate::partial_list(version, &metadata, items.iter())
+            let body = negotiate::partial_list(version, &metadata, items.iter());
+            Ok(response::json_bytes(StatusCode::OK, body))
         }
-        Conversion::None | Conversion::Table => json!({
-            "kind": info.list_kind(),
-            "apiVersion": info.api_version(),
-            "metadata": metadata,
-            "items": items,
-        }),
-    };
-    Ok(response::json(StatusCode::OK, &body))
+        Conversion::None | Conversion::Table => Ok(response::json(
+            StatusCode::OK,
+            &json!({
+                "kind": info.list_kind(),
+                "apiVersion": info.api_version(),
+                "metadata": metadata,
+                "items": items,
+            }),
+        )),
+    }
 }
 
 async fn subresource(

@@ -34,7 +34,7 @@
 
 use http::header;
 use kclient_core::{ApiError, Status, StatusDetails, StatusReason};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
 use crate::handler::ApiRequest;
@@ -325,22 +325,28 @@ fn go_type(info: &ResourceInfo, list: bool) -> String {
     format!("*{package}.{}{suffix}", info.kind())
 }
 
-/// `obj`'s metadata as a `PartialObjectMetadata` of `version`.
-pub fn partial_object(obj: &Value, version: MetaVersion) -> Value {
-    json!({
-        "kind": "PartialObjectMetadata",
-        "apiVersion": version.api_version(),
-        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
-    })
+/// `obj`'s metadata as a `PartialObjectMetadata` of `version`, encoded: written straight
+/// from the stored object (no copy of its metadata), as the server's conversion is cheap.
+pub fn partial_object(obj: &Value, version: MetaVersion) -> Vec<u8> {
+    let empty = Value::Object(serde_json::Map::new());
+    let metadata = obj.get("metadata").unwrap_or(&empty);
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(b"{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"");
+    out.extend_from_slice(version.api_version().as_bytes());
+    out.extend_from_slice(b"\",\"metadata\":");
+    // Writing a `Value` into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, metadata);
+    out.push(b'}');
+    out
 }
 
 /// A single object (not a list) converted as asked: `Ok(None)` when it is served as it is
-/// (or as a Table, by the caller), the converted object, or the conversion's error.
+/// (or as a Table, by the caller), the converted object encoded, or the conversion's error.
 pub fn convert_object(
     info: &ResourceInfo,
     conversion: Conversion,
     obj: &Value,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<Vec<u8>>, ApiError> {
     match conversion {
         Conversion::None | Conversion::Table => Ok(None),
         _ if obj.get("kind").and_then(Value::as_str) == Some("Status") => Ok(None),
@@ -373,20 +379,28 @@ pub fn partial_list<'a>(
     version: MetaVersion,
     metadata: &Value,
     items: impl Iterator<Item = &'a Value>,
-) -> Value {
-    let items: Vec<Value> = items.map(|i| partial_object(i, version)).collect();
-    json!({
-        "kind": "PartialObjectMetadataList",
-        "apiVersion": version.api_version(),
-        "metadata": metadata,
-        "items": if items.is_empty() { Value::Null } else { Value::Array(items) },
-    })
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"");
+    out.extend_from_slice(version.api_version().as_bytes());
+    out.extend_from_slice(b"\",\"metadata\":");
+    let _ = serde_json::to_writer(&mut out, metadata);
+    out.extend_from_slice(b",\"items\":");
+    let mut none = true;
+    for item in items {
+        out.push(if none { b'[' } else { b',' });
+        none = false;
+        out.extend_from_slice(&partial_object(item, version));
+    }
+    out.extend_from_slice(if none { b"null}" } else { b"]}" });
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use kclient_core::GroupVersionKind;
+    use serde_json::json;
 
     fn kinds(header: &str) -> Vec<String> {
         parse_accept(header)
@@ -445,10 +459,22 @@ mod tests {
 
     #[test]
     fn metadata_lists_encode_no_items_as_null() {
-        let empty = partial_list(MetaVersion::V1, &json!({"resourceVersion": "3"}), [].iter());
+        let decode = |bytes: Vec<u8>| serde_json::from_slice::<Value>(&bytes).unwrap();
+        let empty = decode(partial_list(
+            MetaVersion::V1,
+            &json!({"resourceVersion": "3"}),
+            [].iter(),
+        ));
         assert_eq!(empty["items"], Value::Null);
+        assert_eq!(empty["metadata"]["resourceVersion"], "3");
         let obj = json!({"kind": "Pod", "metadata": {"name": "a"}, "spec": {}});
-        let one = partial_list(MetaVersion::V1beta1, &json!({}), [obj].iter());
+        let two = decode(partial_list(
+            MetaVersion::V1,
+            &json!({}),
+            [&obj, &obj].into_iter(),
+        ));
+        assert_eq!(two["items"].as_array().unwrap().len(), 2);
+        let one = decode(partial_list(MetaVersion::V1beta1, &json!({}), [obj].iter()));
         assert_eq!(
             one["items"][0],
             json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1beta1",

@@ -109,12 +109,12 @@ fn value_frame(spec: &WatchSpec, event_type: &str, value: &serde_json::Value) ->
     let object = match spec.conversion {
         Conversion::Metadata(version) => partial_object(value, version),
         Conversion::MetadataList(_) => return None,
-        Conversion::None | Conversion::Table => crate::registry::for_version(&spec.info, value),
+        Conversion::None | Conversion::Table => {
+            let object = crate::registry::for_version(&spec.info, value);
+            serde_json::to_vec(&object).unwrap_or_default()
+        }
     };
-    Some(frame(
-        event_type,
-        &serde_json::to_vec(&object).unwrap_or_default(),
-    ))
+    Some(frame(event_type, &object))
 }
 
 /// The `ERROR` frame for `err`.
@@ -138,13 +138,11 @@ fn bookmark_frame(spec: &WatchSpec, rv: u64, initial_end: bool) -> Option<Bytes>
         Conversion::None | Conversion::Table => {
             metadata["creationTimestamp"] = serde_json::Value::Null;
             let info: &ResourceInfo = &spec.info;
-            json!({"kind": info.kind(), "apiVersion": info.api_version(), "metadata": metadata})
+            let object = json!({"kind": info.kind(), "apiVersion": info.api_version(), "metadata": metadata});
+            serde_json::to_vec(&object).unwrap_or_default()
         }
     };
-    Some(frame(
-        "BOOKMARK",
-        &serde_json::to_vec(&object).unwrap_or_default(),
-    ))
+    Some(frame("BOOKMARK", &object))
 }
 
 struct WatchState {
