@@ -71,14 +71,15 @@ pub enum Error {
         resource: GroupVersionResource,
         /// The server's answer.
         #[source]
-        source: kclient_rest::Error,
+        source: Box<kclient_rest::Error>,
     },
 }
 
 impl ApiStatus for Error {
     fn api_status(&self) -> Option<&Status> {
         match self {
-            Error::Rest(e) | Error::MetadataNotAcceptable { source: e, .. } => e.api_status(),
+            Error::Rest(e) => e.api_status(),
+            Error::MetadataNotAcceptable { source, .. } => source.api_status(),
             _ => None,
         }
     }

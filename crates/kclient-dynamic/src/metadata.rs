@@ -152,7 +152,7 @@ impl MetadataResource {
         if error.is_not_acceptable() {
             Error::MetadataNotAcceptable {
                 resource: self.resource.api_resource().gvr(),
-                source: error,
+                source: Box::new(error),
             }
         } else {
             Error::Rest(error)

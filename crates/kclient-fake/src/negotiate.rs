@@ -162,7 +162,7 @@ pub fn negotiate(
                 continue;
             }
             let yaml = index == 1;
-            if let Some(conversion) = allowed(&clause.params, yaml, *subtype, info) {
+            if let Some(conversion) = allowed(&clause.params, yaml, subtype, info) {
                 let conversion = match conversion {
                     // Only a first entry asking for it gets a Table (wants_table, above).
                     Conversion::Table => Conversion::None,

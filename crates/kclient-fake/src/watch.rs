@@ -290,17 +290,13 @@ pub fn stream(shared: Arc<Shared>, spec: WatchSpec) -> Body {
         match &spec.start {
             Start::Initial { end_bookmark } => {
                 let gr = spec.info.group_resource();
-                let mut frames = state
+                let frames = state
                     .range(&gr, spec.namespace.as_deref(), None)
                     .filter(|(_, obj)| spec.predicate.matches(&obj.value))
                     .map(|(_, obj)| object_frame(&spec, "ADDED", obj))
-                    .chain(
-                        end_bookmark
-                            .then(|| bookmark_frame(&spec, current, true))
-                            .into_iter(),
-                    );
+                    .chain(end_bookmark.then(|| bookmark_frame(&spec, current, true)));
                 // A frame that cannot be encoded ends the watch there.
-                for f in frames.by_ref() {
+                for f in frames {
                     match f {
                         Some(f) => queue.push_back(f),
                         None => {
