@@ -6,8 +6,10 @@
 //! ```sh
 //! cargo build --release -p kclient-fake --features apiserver --bin kclient-fake-apiserver
 //! cargo build --release -p kclient-cache --example informer_bench
-//! # sync <server> <pods> <strip|keep> <stream|list>: one measurement per process
+//! # sync <server> <pods> <strip|keep> <stream|list> [typed|metadata]: one measurement per process
 //! target/release/examples/informer_bench sync target/release/kclient-fake-apiserver 100000 strip stream
+//! # the same Pods cached as PartialObjectMetadata by a metadata informer (MetadataClient)
+//! target/release/examples/informer_bench sync target/release/kclient-fake-apiserver 100000 strip stream metadata
 //! # list <server> <pods> [rounds]: a paged typed list, pages fetched ahead or one by one
 //! target/release/examples/informer_bench list target/release/kclient-fake-apiserver 20000
 //! # events <updates>: kclient-fake in this process, 1,000 ConfigMaps updated in rounds of
@@ -20,7 +22,9 @@
 //! <pods>`, for scale, the time `serde_json` takes to parse the same Pods as one List into
 //! k8s-openapi Pods in a process of its own. The Pods are kclient-fake's `samples::realistic_pod` with their
 //! managedFields (about 5 KB of JSON each); `strip` is the factory's default transform,
-//! `keep` turns it off. Linux only (the figures come from `/proc/self`).
+//! `keep` turns it off. `typed` caches whole k8s-openapi Pods (the typed factory);
+//! `metadata` caches their `PartialObjectMetadata` (the metadata factory's informer: the
+//! server sends only metadata). Linux only (the figures come from `/proc/self`).
 
 mod support;
 
@@ -30,10 +34,11 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kclient_cache::{
-    CancellationToken, ResourceEventHandler, SharedIndexInformer, SharedIndexInformerOptions,
-    SharedInformerFactory,
+    CancellationToken, Indexers, ResourceEventHandler, SharedIndexInformer,
+    SharedIndexInformerOptions, SharedInformerFactory, TransformFunc,
 };
-use kclient_core::{GroupResource, ObjectList};
+use kclient_core::{GroupResource, ObjectList, PartialObjectMetadata, Resource};
+use kclient_dynamic::MetadataClient;
 use kclient_fake::FakeApiServer;
 use kclient_typed::Clientset;
 use serde_json::json;
@@ -51,7 +56,8 @@ async fn main() -> Result<(), support::Error> {
             let count: usize = args.get(2).ok_or("a Pod count")?.parse()?;
             let strip = args.get(3).map(String::as_str) != Some("keep");
             let streaming = args.get(4).map(String::as_str) != Some("list");
-            sync(binary, count, strip, streaming).await
+            let metadata = args.get(5).map(String::as_str) == Some("metadata");
+            sync(binary, count, strip, streaming, metadata).await
         }
         Some("list") => {
             let binary = args.get(1).ok_or("the server binary")?;
@@ -67,7 +73,7 @@ async fn main() -> Result<(), support::Error> {
             let updates: usize = args.get(1).map(|n| n.parse()).transpose()?.unwrap_or(100_000);
             events(updates).await
         }
-        _ => Err("usage: informer_bench sync <server> <pods> <strip|keep> <stream|list> | list <server> <pods> [rounds] | parse <pods> | events <updates>".into()),
+        _ => Err("usage: informer_bench sync <server> <pods> <strip|keep> <stream|list> [typed|metadata] | list <server> <pods> [rounds] | parse <pods> | events <updates>".into()),
     }
 }
 
@@ -76,35 +82,68 @@ async fn sync(
     count: usize,
     strip: bool,
     streaming: bool,
+    metadata: bool,
 ) -> Result<(), support::Error> {
     let server = Server::start(binary, count, true).await?;
-    let mut factory =
-        SharedInformerFactory::new(Clientset::new(server.config.clone())?, Duration::ZERO);
-    if !strip {
-        factory = factory.keep_managed_fields();
-    }
-    let informer = factory.informer_for::<Pod>(|client, settings| {
-        use kclient_cache::ListerWatcherFor;
-        let mut options = settings.informer_options();
-        options.reflector_options.use_watch_list = streaming;
-        SharedIndexInformer::new(client.lister_watcher(None, None), options)
-    });
-    let baseline = status_bytes("VmRSS:");
-    support::reset_peak()?;
-    let (wall, cpu) = (Instant::now(), cpu_time());
     let cancel = CancellationToken::new();
-    factory.start(&cancel);
-    if !factory.wait_for_cache_sync(&cancel).await.all_synced() {
-        return Err("did not sync".into());
-    }
-    let (wall, cpu) = (wall.elapsed(), cpu_time() - cpu);
-    let peak = status_bytes("VmHWM:");
-    let steady = status_bytes("VmRSS:");
-    assert_eq!(informer.get_store().len(), count);
-    factory.shutdown().await;
+    let (wall, cpu, baseline, peak, steady) = if metadata {
+        // What the metadata factory's `for_resource` makes (the namespace index, the
+        // managedFields transform unless kept), with the initial sync chosen here.
+        let pods = Pod::api_resource(&());
+        let lw = MetadataClient::for_config(server.config.clone())?.resource(&pods);
+        let mut options = SharedIndexInformerOptions::<PartialObjectMetadata> {
+            name: Some("v1/Pod".into()),
+            indexers: Indexers::namespace(),
+            transform: strip.then(TransformFunc::strip_managed_fields),
+            ..SharedIndexInformerOptions::default()
+        };
+        options.reflector_options.use_watch_list = streaming;
+        let informer = SharedIndexInformer::new_with(lw, options, &pods);
+        let baseline = status_bytes("VmRSS:");
+        support::reset_peak()?;
+        let (wall, cpu) = (Instant::now(), cpu_time());
+        let run = tokio::spawn({
+            let (informer, cancel) = (informer.clone(), cancel.clone());
+            async move { informer.run(cancel).await }
+        });
+        if !kclient_cache::wait_for_cache_sync(&cancel, &[informer.synced()]).await {
+            return Err("did not sync".into());
+        }
+        let (wall, cpu) = (wall.elapsed(), cpu_time() - cpu);
+        let (peak, steady) = (status_bytes("VmHWM:"), status_bytes("VmRSS:"));
+        assert_eq!(informer.get_store().len(), count);
+        cancel.cancel();
+        run.await?;
+        (wall, cpu, baseline, peak, steady)
+    } else {
+        let mut factory =
+            SharedInformerFactory::new(Clientset::new(server.config.clone())?, Duration::ZERO);
+        if !strip {
+            factory = factory.keep_managed_fields();
+        }
+        let informer = factory.informer_for::<Pod>(|client, settings| {
+            use kclient_cache::ListerWatcherFor;
+            let mut options = settings.informer_options();
+            options.reflector_options.use_watch_list = streaming;
+            SharedIndexInformer::new(client.lister_watcher(None, None), options)
+        });
+        let baseline = status_bytes("VmRSS:");
+        support::reset_peak()?;
+        let (wall, cpu) = (Instant::now(), cpu_time());
+        factory.start(&cancel);
+        if !factory.wait_for_cache_sync(&cancel).await.all_synced() {
+            return Err("did not sync".into());
+        }
+        let (wall, cpu) = (wall.elapsed(), cpu_time() - cpu);
+        let (peak, steady) = (status_bytes("VmHWM:"), status_bytes("VmRSS:"));
+        assert_eq!(informer.get_store().len(), count);
+        factory.shutdown().await;
+        (wall, cpu, baseline, peak, steady)
+    };
 
     println!(
-        "sync pods={count} managedFields={} mode={} wall_s={:.2} cpu_s={:.2} rss_before_mib={:.0} rss_after_mib={:.0} peak_mib={:.0} bytes_per_pod={}",
+        "sync pods={count} cached={} managedFields={} mode={} wall_s={:.2} cpu_s={:.2} rss_before_mib={:.0} rss_after_mib={:.0} peak_mib={:.0} bytes_per_pod={}",
+        if metadata { "metadata" } else { "typed" },
         if strip { "stripped" } else { "kept" },
         if streaming { "streaming" } else { "list" },
         wall.as_secs_f64(),
@@ -114,7 +153,6 @@ async fn sync(
         mib(peak),
         steady.saturating_sub(baseline) / count,
     );
-    drop(informer);
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! Where the bytes of a cached Pod go: a counting allocator (the `cap` crate) measures what
 //! decoding kclient-fake's realistic Pod allocates, in total and part by part, with and
-//! without managedFields, next to the inline size of the structs.
+//! without managedFields, next to the inline size of the structs — and what its
+//! `PartialObjectMetadata` (a metadata informer's cached object) allocates.
 //!
 //! ```sh
 //! cargo run --release -p kclient-cache --example pod_bytes
@@ -11,6 +12,7 @@ use std::alloc::System;
 use cap::Cap;
 use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
+use kclient_core::PartialObjectMetadata;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -47,6 +49,14 @@ fn main() {
         pod(i, true)["metadata"]["managedFields"].clone()
     });
     let spec = heap_per_value::<PodSpec>(N, part("spec"));
+    // What the server sends a metadata client: the type and the metadata.
+    let partial = |i, managed| {
+        serde_json::json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                           "metadata": pod(i, managed)["metadata"]})
+    };
+    let partial_json = partial(1, true).to_string().len();
+    let partial_kept = heap_per_value::<PartialObjectMetadata>(N, |i| partial(i, true));
+    let partial_stripped = heap_per_value::<PartialObjectMetadata>(N, |i| partial(i, false));
     let status = heap_per_value::<PodStatus>(N, part("status"));
 
     let inline = std::mem::size_of::<Pod>();
@@ -68,5 +78,13 @@ fn main() {
     println!(
         "| cached Pod as `Arc<Pod>` (heap + inline + Arc counts), no managedFields | {} | - |",
         stripped + inline + 16
+    );
+    let partial_inline = std::mem::size_of::<PartialObjectMetadata>();
+    println!("its PartialObjectMetadata: {partial_json} bytes of JSON");
+    println!("| PartialObjectMetadata, managedFields kept | {partial_kept} | {partial_inline} |");
+    println!("| PartialObjectMetadata, no managedFields | {partial_stripped} | {partial_inline} |");
+    println!(
+        "| cached as `Arc<PartialObjectMetadata>`, no managedFields | {} | - |",
+        partial_stripped + partial_inline + 16
     );
 }

@@ -1,11 +1,13 @@
-//! The informer factory (client-go's `SharedInformerFactory` and the dynamic one): one
-//! shared informer per resource type, made on first request, started together, waited for
-//! together, shut down together.
+//! The informer factory (client-go's `SharedInformerFactory`, and the dynamic and metadata
+//! ones): one shared informer per resource type, made on first request, started together,
+//! waited for together, shut down together.
 //!
 //! The factory makes its lister-watchers through a small trait, so this crate stays free of
 //! HTTP: [`ListerWatcherFor<K>`] for statically typed resources (kclient-typed's `Clientset`
-//! implements it for every type) and [`DynamicListerWatcherFor`] for any resource as
-//! `DynamicObject` (kclient-dynamic's `DynamicClient`); a test double can implement either.
+//! implements it for every type) and [`DynamicListerWatcherFor`] for any resource described
+//! at run time, as `DynamicObject` (kclient-dynamic's `DynamicClient`: client-go's
+//! `dynamicinformer`) or as `PartialObjectMetadata` (its `MetadataClient`: client-go's
+//! `metadatainformer`); a test double can implement either.
 //!
 //! client-go's rules, kept:
 //! * **Lazy**: an informer exists once [`informer`](SharedInformerFactory::informer) (or a
@@ -56,6 +58,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(doc)]
+use kclient_core::PartialObjectMetadata;
 use kclient_core::{ApiResource, DynamicObject, ListerWatcher, Resource, TweakListOptions};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
@@ -81,10 +85,17 @@ pub trait ListerWatcherFor<K>: Send + Sync + 'static {
     ) -> Self::ListerWatcher;
 }
 
-/// Makes the lister-watcher of any resource as [`DynamicObject`] for the factory.
-pub trait DynamicListerWatcherFor: Send + Sync + 'static {
+/// Makes the lister-watcher of any resource for the factory's
+/// [`for_resource`](SharedInformerFactory::for_resource), its objects of type `K`: a
+/// [`DynamicObject`] (the default, kclient-dynamic's `DynamicClient`) or a
+/// [`PartialObjectMetadata`] (its `MetadataClient`) — any type whose dynamic type is the
+/// [`ApiResource`] it was read from.
+pub trait DynamicListerWatcherFor<K = DynamicObject>: Send + Sync + 'static
+where
+    K: Resource<DynamicType = ApiResource>,
+{
     /// What it makes.
-    type ListerWatcher: ListerWatcher<DynamicObject> + Clone + 'static;
+    type ListerWatcher: ListerWatcher<K> + Clone + 'static;
 
     /// A lister-watcher of `resource` in `namespace` (all namespaces when `None`; ignored
     /// for a cluster-scoped resource) that applies `tweak` to every list and watch.
@@ -96,11 +107,12 @@ pub trait DynamicListerWatcherFor: Send + Sync + 'static {
     ) -> Self::ListerWatcher;
 }
 
-/// Which informer: a static type, or a dynamic resource by group/version/resource.
+/// Which informer: a static type, or a resource by group/version/resource and the type its
+/// objects are held as.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum InformerKey {
     Typed(TypeId),
-    Dynamic(String),
+    Dynamic(TypeId, String),
 }
 
 /// What [`SharedInformerFactory::wait_for_cache_sync`] found: each started informer, by
@@ -315,13 +327,17 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
         self.get_or_make(InformerKey::Typed(TypeId::of::<K>()), &resource, make)
     }
 
-    /// The informer of any resource as [`DynamicObject`], made on first request (client-go's
-    /// dynamic `ForResource`), with the namespace index.
-    pub fn for_resource(&self, resource: &ApiResource) -> SharedIndexInformer<DynamicObject>
+    /// The informer of any resource, made on first request (client-go's `ForResource` of
+    /// `dynamicinformer` and `metadatainformer`), with the namespace index. Its objects are
+    /// what the client lists: [`DynamicObject`]s from a `DynamicClient`,
+    /// [`PartialObjectMetadata`] from a `MetadataClient`. Asking again for the same
+    /// group/version/resource gives the same informer.
+    pub fn for_resource<K>(&self, resource: &ApiResource) -> SharedIndexInformer<K>
     where
-        C: DynamicListerWatcherFor,
+        K: Resource<DynamicType = ApiResource> + Clone + Send + Sync + 'static,
+        C: DynamicListerWatcherFor<K>,
     {
-        let key = InformerKey::Dynamic(resource.gvr().to_string());
+        let key = InformerKey::Dynamic(TypeId::of::<K>(), resource.gvr().to_string());
         self.get_or_make(key, resource, |client, settings| {
             let lw = client.dynamic_lister_watcher(
                 resource,

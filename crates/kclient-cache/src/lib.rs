@@ -13,7 +13,8 @@
 //! * [`SharedInformerFactory`]: one [`SharedIndexInformer`] per resource type, made on
 //!   request through [`ListerWatcherFor`] (kclient-typed's `Clientset`, with generated
 //!   accessors such as `factory.core_v1().pods()`) or [`DynamicListerWatcherFor`]
-//!   (kclient-dynamic's `DynamicClient`, `for_resource`); `start`, `wait_for_cache_sync`,
+//!   (`for_resource`: kclient-dynamic's `DynamicClient` for whole objects, its
+//!   `MetadataClient` for metadata-only informers); `start`, `wait_for_cache_sync`,
 //!   `shutdown`.
 //! * [`SharedIndexInformer`]: one reflector and indexed cache fanned out to any number of
 //!   [`ResourceEventHandler`]s ([`ResourceEventHandlerFuncs`] for closures,

@@ -9,8 +9,12 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kclient_cache::testing::FakeControllerSource;
-use kclient_cache::{ListerWatcherFor, SharedInformerFactory, TransformFunc};
-use kclient_core::{ResourceExt, TweakListOptions};
+use kclient_cache::{
+    DynamicListerWatcherFor, ListerWatcherFor, SharedInformerFactory, TransformFunc,
+};
+use kclient_core::{
+    ApiResource, DynamicObject, PartialObjectMetadata, Resource, ResourceExt, TweakListOptions,
+};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -211,4 +215,94 @@ async fn managed_fields_are_stripped_by_default() {
         assert_eq!(cached.labels().contains_key("seen"), expect_label);
         factory.shutdown().await;
     }
+}
+
+/// A client of resources described at run time, both as whole objects and as metadata (as
+/// kclient-dynamic's `DynamicClient` and `MetadataClient` are, each for one of them).
+#[derive(Clone, Default)]
+struct RunTimeSources {
+    objects: FakeControllerSource<DynamicObject>,
+    metadata: FakeControllerSource<PartialObjectMetadata>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl DynamicListerWatcherFor for RunTimeSources {
+    type ListerWatcher = FakeControllerSource<DynamicObject>;
+
+    fn dynamic_lister_watcher(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        _: Option<TweakListOptions>,
+    ) -> Self::ListerWatcher {
+        self.asked
+            .lock()
+            .push(format!("objects {} ns={namespace:?}", resource.plural));
+        self.objects.clone()
+    }
+}
+
+impl DynamicListerWatcherFor<PartialObjectMetadata> for RunTimeSources {
+    type ListerWatcher = FakeControllerSource<PartialObjectMetadata>;
+
+    fn dynamic_lister_watcher(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        _: Option<TweakListOptions>,
+    ) -> Self::ListerWatcher {
+        self.asked
+            .lock()
+            .push(format!("metadata {} ns={namespace:?}", resource.plural));
+        self.metadata.clone()
+    }
+}
+
+/// `for_resource` makes one informer per resource and object type: the metadata informer
+/// of a resource is not its whole-object informer; asking again gives the same one. The
+/// factory's options (namespace, managedFields stripping, transforms by type) reach it.
+#[tokio::test(start_paused = true)]
+async fn for_resource_keeps_metadata_and_whole_object_informers_apart() {
+    let sources = RunTimeSources::default();
+    let mut partial = PartialObjectMetadata::from_resource(&cm("a"));
+    partial.metadata.namespace = Some("ns".into());
+    sources.metadata.add(partial);
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO).namespace("ns");
+    let config_maps = ConfigMap::api_resource(&());
+    let metadata = factory.for_resource::<PartialObjectMetadata>(&config_maps);
+    let objects = factory.for_resource::<DynamicObject>(&config_maps);
+    let again = factory.for_resource::<PartialObjectMetadata>(&config_maps);
+    assert_eq!(
+        *sources.asked.lock(),
+        [
+            "metadata configmaps ns=Some(\"ns\")",
+            "objects configmaps ns=Some(\"ns\")"
+        ]
+    );
+    assert_eq!(metadata.name(), "v1/ConfigMap");
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    assert!(factory.wait_for_cache_sync(&cancel).await.all_synced());
+    let cached = again.lister().namespaced("ns").get("a").unwrap();
+    assert!(
+        cached.metadata.managed_fields.is_none(),
+        "stripped by default"
+    );
+    assert!(objects.get_store().is_empty());
+    factory.shutdown().await;
+
+    // A transform set for PartialObjectMetadata replaces the default for metadata informers.
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO).transform(
+        TransformFunc::new(|o: &mut PartialObjectMetadata| {
+            o.metadata.annotations = Some([("seen".to_owned(), "yes".to_owned())].into());
+            Ok(())
+        }),
+    );
+    let metadata = factory.for_resource::<PartialObjectMetadata>(&config_maps);
+    factory.start(&cancel);
+    assert!(factory.wait_for_cache_sync(&cancel).await.all_synced());
+    let cached = metadata.get_store().get_by_key("ns/a").unwrap();
+    assert_eq!(cached.annotations()["seen"], "yes");
+    assert!(cached.metadata.managed_fields.is_some());
+    factory.shutdown().await;
 }

@@ -1,6 +1,7 @@
 //! Informers from the factory against kclient-fake over real HTTP — typed through the
 //! Clientset and its generated accessors (`factory.core_v1().config_maps()`), dynamic through
-//! the DynamicClient (`for_resource`) — with fault injection: dropped watches, compaction
+//! the DynamicClient (`for_resource`), metadata-only through the MetadataClient — with fault
+//! injection: dropped watches, compaction
 //! (410), error storms with deletions during the outage. After each fault: every handler's
 //! view and the cache equal the server's state, and each handler saw each object's changes
 //! in a consistent order (an add only for an absent object, an update or a delete only for a
@@ -15,10 +16,11 @@ use std::time::Duration;
 use fake_support::{change, configmaps, rest, seed};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
-    DeletedObject, ResourceEventHandler, SharedIndexInformer, SharedInformerFactory,
+    DeletedObject, IndexFuncError, Indexers, ResourceEventHandler, SharedIndexInformer,
+    SharedInformerFactory,
 };
-use kclient_core::{DynamicObject, Resource, ResourceExt};
-use kclient_dynamic::DynamicClient;
+use kclient_core::{ApiStatus, DynamicObject, PartialObjectMetadata, Resource, ResourceExt};
+use kclient_dynamic::{DynamicClient, MetadataClient};
 use kclient_fake::{Failure, FakeApiServer};
 use kclient_typed::{Clientset, InformerFactoryExt};
 
@@ -235,5 +237,97 @@ async fn dynamic_factory_informers_ride_out_faults() {
     until_in_sync::<DynamicObject>(&server, &informer, &views).await;
     let cached = informer.lister().namespaced("default").get("b").unwrap();
     assert_eq!(cached.types.as_ref().unwrap().kind, "ConfigMap");
+    factory.shutdown().await;
+}
+
+/// The metadata informer factory (`for_resource` over the MetadataClient) rides out a
+/// dropped watch, a compaction (410) and an outage with a deletion: the cache and a handler
+/// equal the server throughout; the cache holds metadata only, without managedFields;
+/// listers read it by namespace and by index.
+#[tokio::test(start_paused = true)]
+async fn metadata_factory_informers_ride_out_faults() {
+    let server = FakeApiServer::builder().start().await.unwrap();
+    for name in ["a", "b"] {
+        seed(&server, name, "1");
+    }
+    // One written over HTTP, so that the server keeps managedFields for it.
+    let dynamic = DynamicClient::new(rest(&server));
+    let written: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "default", "labels": {"tier": "web"}},
+        "data": {"v": "1"}
+    }))
+    .unwrap();
+    let resource = ConfigMap::api_resource(&());
+    dynamic
+        .resource(&resource)
+        .namespace("default")
+        .create(&written, &Default::default())
+        .await
+        .unwrap();
+    assert!(server.list::<ConfigMap>(Some("default"))[2]
+        .metadata
+        .managed_fields
+        .is_some());
+
+    let factory = SharedInformerFactory::new(MetadataClient::new(rest(&server)), Duration::ZERO)
+        .namespace("default");
+    let informer = factory.for_resource::<PartialObjectMetadata>(&resource);
+    informer
+        .add_indexers(
+            Indexers::new().with("by-tier", |o: &PartialObjectMetadata| {
+                Ok::<_, IndexFuncError>(o.labels().get("tier").cloned().into_iter().collect())
+            }),
+        )
+        .unwrap();
+    let view = Arc::new(View::default());
+    informer.add_event_handler(Arc::clone(&view)).unwrap();
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    assert!(factory.wait_for_cache_sync(&cancel).await.all_synced());
+    let views = [view];
+    until_in_sync::<PartialObjectMetadata>(&server, &informer, &views).await;
+    let lister = informer.lister();
+    let c = lister.namespaced("default").get("c").unwrap();
+    assert!(
+        c.metadata.managed_fields.is_none(),
+        "stripped by the factory"
+    );
+    assert_eq!(
+        c.types.as_ref().map(|t| t.kind.as_str()),
+        Some("PartialObjectMetadata")
+    );
+    let web = lister.by_index("by-tier", "web").unwrap();
+    assert_eq!(web.iter().map(|o| o.name_any()).collect::<Vec<_>>(), ["c"]);
+
+    // Dropped watches: resumed, nothing lost.
+    server.faults().drop_watches();
+    seed(&server, "d", "1");
+    change(&server, "a", "2");
+    until_in_sync::<PartialObjectMetadata>(&server, &informer, &views).await;
+
+    // A compaction while the watch is stalled: a 410, a relist, nothing lost.
+    server.faults().stall_watches();
+    change(&server, "b", "2");
+    server.remove(&configmaps(), "default", "a").unwrap();
+    server.faults().compact_history();
+    server.faults().resume_watches();
+    until_in_sync::<PartialObjectMetadata>(&server, &informer, &views).await;
+
+    // An outage with a deletion: the deletion arrives as a tombstone.
+    server.faults().fail_next(5, Failure::status(503));
+    server.faults().drop_watches();
+    server.remove(&configmaps(), "default", "d").unwrap();
+    server.faults().compact_history();
+    until_in_sync::<PartialObjectMetadata>(&server, &informer, &views).await;
+    assert_eq!(
+        views[0].history.lock()["default/d"].last().unwrap(),
+        "tombstone"
+    );
+    assert!(lister
+        .namespaced("default")
+        .get("a")
+        .unwrap_err()
+        .is_not_found());
     factory.shutdown().await;
 }

@@ -318,6 +318,13 @@ pub trait ApiStatus {
         has(self.api_status(), StatusReason::MethodNotAllowed, 405)
     }
 
+    /// `NotAcceptable`, or 406 with no known reason: the server cannot answer in any of the
+    /// representations the `Accept` header asked for (apimachinery's `IsNotAcceptable`), as
+    /// when a server or resource refuses `as=PartialObjectMetadata`.
+    fn is_not_acceptable(&self) -> bool {
+        has(self.api_status(), StatusReason::NotAcceptable, 406)
+    }
+
     /// A timeout caused by a resourceVersion newer than the server has (a cause of type
     /// `ResourceVersionTooLarge`, or the API server's `Too large resource version` message).
     fn is_too_large_resource_version(&self) -> bool {
@@ -503,6 +510,8 @@ mod tests {
             unsupported.message(),
             r#"patch is not supported on resources of kind "pods""#
         );
+        assert!(Status::failure(StatusReason::NotAcceptable, 406, "x").is_not_acceptable());
+        assert!(!ApiError::bad_request("x").is_not_acceptable());
         let server_timeout = Status::failure(StatusReason::ServerTimeout, 500, "x");
         assert!(server_timeout.is_server_timeout());
         assert!(
@@ -527,6 +536,7 @@ mod tests {
         assert!(with_code(422).is_invalid());
         assert!(with_code(504).is_timeout());
         assert!(with_code(503).is_service_unavailable());
+        assert!(with_code(406).is_not_acceptable());
         assert!(!with_code(500).is_not_found());
         let no_status: Option<&Status> = None;
         assert!(!has(no_status, StatusReason::NotFound, 404));

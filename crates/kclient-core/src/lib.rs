@@ -5,7 +5,8 @@
 //!   [`GroupResource`], [`GroupKind`], and [`ApiResource`], which describes any resource,
 //!   built-in or custom.
 //! * Objects: the [`Resource`] trait (implemented for every k8s-openapi type with
-//!   `ObjectMeta` and for [`DynamicObject`]), [`ResourceExt`], [`ObjectList`].
+//!   `ObjectMeta`, for [`DynamicObject`] and for [`PartialObjectMetadata`]), [`ResourceExt`],
+//!   [`ObjectList`] ([`PartialObjectMetadataList`] is one).
 //! * Requests: [`options`] (list, get, create, update, patch, delete) and [`patch`], each in
 //!   the exact wire format of the API server, with the server's validation rules.
 //! * Watches: [`WatchEvent`] and [`JsonFrameDecoder`], which frames a watch stream
@@ -63,6 +64,7 @@ pub mod object_key;
 pub mod object_list;
 pub mod options;
 pub mod pager;
+pub mod partial_object_metadata;
 pub mod patch;
 pub mod resource;
 mod selector_error;
@@ -94,6 +96,7 @@ pub use options::{
     OptionsError, PatchOptions, Preconditions, ResourceVersionMatch, UpdateOptions,
 };
 pub use pager::{ListPager, PagedList, DEFAULT_PAGE_SIZE};
+pub use partial_object_metadata::{PartialObjectMetadata, PartialObjectMetadataList};
 pub use patch::{JsonPatch, Patch, PatchOperation, PatchType};
 pub use resource::{Resource, ResourceExt, ScopeNamespaced};
 pub use selector_error::SelectorError;

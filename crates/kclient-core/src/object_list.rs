@@ -247,7 +247,7 @@ impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::Visitor<'de>
 }
 
 /// A type field's value: a string, or nothing (a number or null is not a type name).
-fn lenient_string(value: serde_json::Value) -> Option<String> {
+pub(crate) fn lenient_string(value: serde_json::Value) -> Option<String> {
     match value {
         serde_json::Value::String(s) => Some(s),
         _ => None,

@@ -211,13 +211,30 @@ impl DynamicResource {
         object
     }
 
+    /// The request of [`get`](Self::get) (the metadata client sends it too).
+    pub(crate) fn get_request(&self, name: &str, options: &GetOptions) -> Result<Request, Error> {
+        Ok(self
+            .object("get", Method::GET, name, None)?
+            .params(options.query_pairs()))
+    }
+
+    /// The request of [`list`](Self::list) and [`fetch_list`](Self::fetch_list).
+    pub(crate) fn list_request(&self, options: &ListOptions) -> Result<Request, Error> {
+        options.validate(false)?;
+        Ok(self.collection(Method::GET).params(options.query_pairs()))
+    }
+
+    /// The request of [`watch`](Self::watch).
+    pub(crate) fn watch_request(&self, options: &ListOptions) -> Result<Request, Error> {
+        options.validate(true)?;
+        Ok(self
+            .collection(Method::GET)
+            .params(options.watch_query_pairs()))
+    }
+
     /// Reads one object (client-go's `Get`).
     pub async fn get(&self, name: &str, options: &GetOptions) -> Result<DynamicObject, Error> {
-        let object = self
-            .object("get", Method::GET, name, None)?
-            .params(options.query_pairs())
-            .json()
-            .await?;
+        let object = self.get_request(name, options)?.json().await?;
         Ok(self.fill_type(object))
     }
 
@@ -246,12 +263,7 @@ impl DynamicResource {
     /// [`list_pages`](Self::list_pages) (kclient-core's [`ListPager`](kclient_core::ListPager),
     /// which works over any [`ListerWatcher`](kclient_core::ListerWatcher)).
     pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<DynamicObject>, Error> {
-        options.validate(false)?;
-        let mut list: ObjectList<DynamicObject> = self
-            .collection(Method::GET)
-            .params(options.query_pairs())
-            .json()
-            .await?;
+        let mut list: ObjectList<DynamicObject> = self.list_request(options)?.json().await?;
         fill_item_types(&mut list, &self.resource);
         Ok(list)
     }
@@ -276,15 +288,13 @@ impl DynamicResource {
         &self,
         options: &ListOptions,
     ) -> Result<FetchedList<DynamicObject, Error>, Error> {
-        options.validate(false)?;
         let resource = &self.resource;
         if resource.api_version.is_empty() || resource.kind.is_empty() {
             return Ok(FetchedList::decoded(self.list(options).await?));
         }
         let (api_version, kind) = (resource.api_version.clone(), resource.kind.clone());
         Ok(self
-            .collection(Method::GET)
-            .params(options.query_pairs())
+            .list_request(options)?
             .fetch_list::<DynamicObject>()
             .await?
             .map(move |mut item| {
@@ -302,10 +312,8 @@ impl DynamicResource {
         &self,
         options: &ListOptions,
     ) -> Result<WatchStream<DynamicObject, Error>, Error> {
-        options.validate(true)?;
         let stream = self
-            .collection(Method::GET)
-            .params(options.watch_query_pairs())
+            .watch_request(options)?
             .watch::<DynamicObject>()
             .await?;
         let this = self.clone();
@@ -429,13 +437,14 @@ impl DynamicResource {
             .await
     }
 
-    async fn send_patch<P: Serialize>(
+    /// The request of a patch (of the object, or of a subresource).
+    pub(crate) fn patch_request<P: Serialize>(
         &self,
         name: &str,
         patch: &Patch<P>,
         options: &PatchOptions,
         subresource: Option<&str>,
-    ) -> Result<DynamicObject, Error> {
+    ) -> Result<Request, Error> {
         options.validate_for(patch)?;
         patch.validate()?;
         if name.is_empty() {
@@ -446,7 +455,18 @@ impl DynamicResource {
         if let Some(sub) = subresource {
             request = request.subresource(sub);
         }
-        Ok(request.params(options.query_pairs()).json().await?)
+        Ok(request.params(options.query_pairs()))
+    }
+
+    async fn send_patch<P: Serialize>(
+        &self,
+        name: &str,
+        patch: &Patch<P>,
+        options: &PatchOptions,
+        subresource: Option<&str>,
+    ) -> Result<DynamicObject, Error> {
+        let request = self.patch_request(name, patch, options, subresource)?;
+        Ok(request.json().await?)
     }
 
     /// Server-side apply (client-go's `Apply`): sends `configuration`, the fields this field
@@ -501,15 +521,38 @@ impl DynamicResource {
         name: &str,
         options: &DeleteOptions,
     ) -> Result<DeleteResponse<DynamicObject>, Error> {
+        let response = self.delete_request(name, options)?.send().await?;
+        Ok(response.delete_response()?)
+    }
+
+    /// The request of [`delete`](Self::delete): the options as a JSON body.
+    pub(crate) fn delete_request(
+        &self,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<Request, Error> {
         options.validate()?;
         let body = options.to_body().map_err(Error::Serialize)?;
-        let response = self
+        Ok(self
             .object("delete", Method::DELETE, name, None)?
             .header("Content-Type", "application/json")
-            .body(body)
-            .send()
-            .await?;
-        Ok(response.delete_response()?)
+            .body(body))
+    }
+
+    /// The request of [`delete_collection`](Self::delete_collection).
+    pub(crate) fn delete_collection_request(
+        &self,
+        delete_options: &DeleteOptions,
+        list_options: &ListOptions,
+    ) -> Result<Request, Error> {
+        delete_options.validate()?;
+        list_options.validate(false)?;
+        let body = delete_options.to_body().map_err(Error::Serialize)?;
+        Ok(self
+            .collection(Method::DELETE)
+            .params(list_options.query_pairs())
+            .header("Content-Type", "application/json")
+            .body(body))
     }
 
     /// Deletes every object the list options select, in the namespace or across all
@@ -520,14 +563,8 @@ impl DynamicResource {
         delete_options: &DeleteOptions,
         list_options: &ListOptions,
     ) -> Result<DeleteResponse<ObjectList<DynamicObject>>, Error> {
-        delete_options.validate()?;
-        list_options.validate(false)?;
-        let body = delete_options.to_body().map_err(Error::Serialize)?;
         let response = self
-            .collection(Method::DELETE)
-            .params(list_options.query_pairs())
-            .header("Content-Type", "application/json")
-            .body(body)
+            .delete_collection_request(delete_options, list_options)?
             .send()
             .await?;
         let mut response = response.delete_response()?;

@@ -1,6 +1,6 @@
 //! [`Error`]: what a dynamic client call can fail with.
 
-use kclient_core::{ApiStatus, GroupResource, OptionsError, Status};
+use kclient_core::{ApiStatus, GroupResource, GroupVersionResource, OptionsError, Status};
 
 /// The error of every dynamic client call.
 ///
@@ -58,12 +58,28 @@ pub enum Error {
     /// A body could not be serialized.
     #[error("cannot serialize the request body: {0}")]
     Serialize(#[source] serde_json::Error),
+
+    /// The server refused to answer a metadata client's request with
+    /// `PartialObjectMetadata` (`406 Not Acceptable`): the resource (or the server, or an
+    /// aggregated API server in front of it) cannot convert its objects. The server's
+    /// `Status` is the source's, so `is_not_acceptable()` holds.
+    #[error(
+        "the server refused to serve {resource} as PartialObjectMetadata (406 Not Acceptable)"
+    )]
+    MetadataNotAcceptable {
+        /// The resource asked for.
+        resource: GroupVersionResource,
+        /// The server's answer.
+        #[source]
+        source: Box<kclient_rest::Error>,
+    },
 }
 
 impl ApiStatus for Error {
     fn api_status(&self) -> Option<&Status> {
         match self {
             Error::Rest(e) => e.api_status(),
+            Error::MetadataNotAcceptable { source, .. } => source.api_status(),
             _ => None,
         }
     }

@@ -10,6 +10,10 @@
 //! heard of are kept and sent back as they came. List items get `apiVersion` and `kind` from
 //! the list, as client-go's `UnstructuredList` does.
 //!
+//! The [`metadata`] module is client-go's `metadata` package: a [`MetadataClient`] reads
+//! only the [`PartialObjectMetadata`](kclient_core::PartialObjectMetadata) of any resource
+//! (get, list, watch, patch, delete, delete-collection), and backs metadata-only informers.
+//!
 //! A `DynamicResource` (or a [`FilteredListWatch`] over one, with selectors) implements
 //! [`ListerWatcher`](kclient_core::ListerWatcher), so informers and pagers work for any
 //! resource; [`list_all`](DynamicResource::list_all) and
@@ -51,9 +55,11 @@
 mod client;
 mod error;
 mod list_watch;
+pub mod metadata;
 mod pager;
 
 pub use client::{DynamicClient, DynamicResource, ResourceRef};
 pub use error::Error;
 pub use kclient_core::{DeleteResponse, TweakListOptions};
 pub use list_watch::FilteredListWatch;
+pub use metadata::{MetadataClient, MetadataResource};

@@ -1,5 +1,5 @@
-//! The [`ListerWatcher`] implementations that connect the dynamic client to the informer
-//! cache, so informers work for any resource.
+//! The [`ListerWatcher`] implementations that connect the dynamic and metadata clients to
+//! the informer cache, so informers work for any resource.
 
 use std::fmt;
 use std::future::Future;
@@ -41,9 +41,10 @@ impl ListerWatcher<DynamicObject> for DynamicResource {
     }
 }
 
-/// A [`ListerWatcher`] over a dynamic resource that adjusts every list and watch it makes,
-/// typically to add label or field selectors (client-go's
-/// `NewFilteredDynamicSharedInformerFactory` `tweakListOptions`).
+/// A [`ListerWatcher`] over a dynamic resource (or, as `FilteredListWatch<MetadataResource>`,
+/// a metadata one) that adjusts every list and watch it makes, typically to add label or
+/// field selectors (client-go's `NewFilteredDynamicSharedInformerFactory` and
+/// `NewFilteredSharedInformerFactory` of `metadatainformer`, their `tweakListOptions`).
 ///
 /// ```
 /// use kclient_core::GroupVersionResource;
@@ -57,12 +58,12 @@ impl ListerWatcher<DynamicObject> for DynamicResource {
 /// # let _ = lw; }
 /// ```
 #[derive(Clone)]
-pub struct FilteredListWatch {
-    resource: DynamicResource,
+pub struct FilteredListWatch<R = DynamicResource> {
+    resource: R,
     tweak: TweakListOptions,
 }
 
-impl fmt::Debug for FilteredListWatch {
+impl<R: fmt::Debug> fmt::Debug for FilteredListWatch<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FilteredListWatch")
             .field("resource", &self.resource)
@@ -70,7 +71,16 @@ impl fmt::Debug for FilteredListWatch {
     }
 }
 
-impl FilteredListWatch {
+impl<R> FilteredListWatch<R> {
+    /// A lister-watcher over `resource` that applies `tweak` (or nothing) to every list and
+    /// watch.
+    pub(crate) fn new(resource: R, tweak: Option<TweakListOptions>) -> Self {
+        Self {
+            resource,
+            tweak: tweak.unwrap_or_else(|| Arc::new(|_| {})),
+        }
+    }
+
     /// The options as they are sent: the caller's, adjusted by the tweak.
     pub fn tweaked(&self, options: &ListOptions) -> ListOptions {
         let mut options = options.clone();
@@ -79,7 +89,7 @@ impl FilteredListWatch {
     }
 
     /// The resource underneath.
-    pub fn resource(&self) -> &DynamicResource {
+    pub fn resource(&self) -> &R {
         &self.resource
     }
 }
@@ -91,25 +101,19 @@ impl DynamicResource {
         &self,
         tweak: impl Fn(&mut ListOptions) + Send + Sync + 'static,
     ) -> FilteredListWatch {
-        FilteredListWatch {
-            resource: self.clone(),
-            tweak: Arc::new(tweak),
-        }
+        FilteredListWatch::new(self.clone(), Some(Arc::new(tweak)))
     }
 }
 
-impl ListerWatcher<DynamicObject> for FilteredListWatch {
-    type Error = Error;
+impl<K, R: ListerWatcher<K>> ListerWatcher<K> for FilteredListWatch<R> {
+    type Error = R::Error;
 
-    async fn list(&self, options: &ListOptions) -> Result<ObjectList<DynamicObject>, Error> {
+    async fn list(&self, options: &ListOptions) -> Result<ObjectList<K>, R::Error> {
         let options = self.tweaked(options);
         self.resource.list(&options).await
     }
 
-    async fn watch(
-        &self,
-        options: &ListOptions,
-    ) -> Result<WatchStream<DynamicObject, Error>, Error> {
+    async fn watch(&self, options: &ListOptions) -> Result<WatchStream<K, R::Error>, R::Error> {
         let options = self.tweaked(options);
         self.resource.watch(&options).await
     }
@@ -117,7 +121,7 @@ impl ListerWatcher<DynamicObject> for FilteredListWatch {
     async fn fetch_list(
         &self,
         options: &ListOptions,
-    ) -> Result<FetchedList<DynamicObject, Error>, Error> {
+    ) -> Result<FetchedList<K, R::Error>, R::Error> {
         let options = self.tweaked(options);
         self.resource.fetch_list(&options).await
     }
@@ -139,9 +143,6 @@ impl kclient_cache::DynamicListerWatcherFor for DynamicClient {
         if let Some(namespace) = namespace.filter(|_| resource.namespaced) {
             client = client.namespace(namespace);
         }
-        FilteredListWatch {
-            resource: client,
-            tweak: tweak.unwrap_or_else(|| Arc::new(|_| {})),
-        }
+        FilteredListWatch::new(client, tweak)
     }
 }

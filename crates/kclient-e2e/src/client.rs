@@ -184,11 +184,39 @@ impl ApiClient {
         self.request(Method::DELETE, path, None).await
     }
 
+    /// Sends a request with this `Accept` header (and a body of the given content type).
+    pub async fn request_accepting(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<(&str, &Value)>,
+        accept: &str,
+    ) -> Result<Response> {
+        self.send(method, path, body, Some(accept)).await
+    }
+
     /// Opens a watch (`path` must carry `watch=1`). A failure `Status` before the stream
     /// starts is returned as the error response instead of a stream.
     pub async fn watch(&self, path: &str) -> Result<std::result::Result<WatchStream, Response>> {
+        self.open_watch(path, None).await
+    }
+
+    /// [`watch`](Self::watch) with this `Accept` header (`as=PartialObjectMetadata`, say).
+    pub async fn watch_accepting(
+        &self,
+        path: &str,
+        accept: &str,
+    ) -> Result<std::result::Result<WatchStream, Response>> {
+        self.open_watch(path, Some(accept)).await
+    }
+
+    async fn open_watch(
+        &self,
+        path: &str,
+        accept: Option<&str>,
+    ) -> Result<std::result::Result<WatchStream, Response>> {
         let request = self
-            .build(Method::GET, path, None, None)?
+            .build(Method::GET, path, None, accept)?
             .timeout(REQUEST_TIMEOUT);
         match request.watch::<Value>().await {
             Ok(events) => Ok(Ok(WatchStream { events })),

@@ -160,3 +160,20 @@ async fn watch_selector_transitions() -> Result<()> {
     let name = "watch_selector_transitions";
     run_everywhere(name, differential(name), true).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_accept_variants() -> Result<()> {
+    let name = "metadata_accept_variants";
+    run_everywhere(name, differential(name), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_custom_resource() -> Result<()> {
+    let name = "metadata_custom_resource";
+    run_everywhere(name, differential(name), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_watch() -> Result<()> {
+    run_everywhere("metadata_watch", differential("metadata_watch"), true).await
+}

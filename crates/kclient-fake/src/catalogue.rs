@@ -222,13 +222,13 @@ impl ResourceInfo {
         self
     }
 
-    /// The same resource, served as custom resources are: generation tracked, deletes
-    /// answered with the object, only `metadata.name`/`metadata.namespace` selectable by
-    /// default, no strategic merge patch.
+    /// The same resource, served as custom resources are: generation tracked, a delete that
+    /// removes the object answered with a `Status` (apiextensions-apiserver's store does not
+    /// return deleted objects; kube-apiserver 1.37 checked), only
+    /// `metadata.name`/`metadata.namespace` selectable by default, no strategic merge patch.
     pub fn custom_resource(mut self) -> Self {
         self.custom = true;
         self.tracks_generation = true;
-        self.returns_deleted_object = true;
         self
     }
 

@@ -160,8 +160,7 @@ pub fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
                 &plural,
                 namespaced,
             )
-            .tracking_generation()
-            .returning_deleted_object();
+            .tracking_generation();
             info.singular = singular.clone();
             info.short_names = short_names.clone();
             info.categories = categories.clone();

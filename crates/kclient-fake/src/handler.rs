@@ -18,6 +18,7 @@ use crate::catalogue::ResourceInfo;
 use crate::discovery;
 use crate::errors::{self, status_json};
 use crate::meta::meta_str;
+use crate::negotiate::{self, Conversion, Endpoint, Negotiated};
 use crate::query::{ListParams, Query, RvMatch};
 use crate::registry::{FieldValidation, ListError, Part, WriteOptions};
 use crate::response::{self, Body};
@@ -317,44 +318,54 @@ async fn resource(
     match (&req.method, path.name.as_deref()) {
         (&Method::GET, Some(name)) => {
             if path.watch_prefix || q.bool("watch")?.unwrap_or(false) {
+                let endpoint = if path.watch_prefix {
+                    Endpoint::ListOrWatch
+                } else {
+                    Endpoint::Object
+                };
+                let negotiated = negotiate::negotiate(req, &info, endpoint)?;
                 let mut params = ListParams::from_query(&q, true)?;
                 params.field_selector = if params.field_selector.is_empty() {
                     format!("metadata.name={name}")
                 } else {
                     format!("{},metadata.name={name}", params.field_selector)
                 };
-                return watch_collection(shared, &info, path.namespace.as_deref(), params).await;
+                let namespace = path.namespace.as_deref();
+                return watch_collection(shared, &info, namespace, params, negotiated).await;
             }
             require(&info, "get")?;
+            let negotiated = negotiate::negotiate(req, &info, Endpoint::Object)?;
             if let Some(rv) = crate::query::parse_rv(q.str("resourceVersion"))? {
                 shared.registry.wait_for_rv(rv).await?;
             }
             let obj = shared.registry.get(&info, &namespace, name)?;
-            Ok(crate::table::respond(req, &info, StatusCode::OK, &obj))
+            respond(req, &info, negotiated, StatusCode::OK, &obj)
         }
         (&Method::GET, None) => {
+            let negotiated = negotiate::negotiate(req, &info, Endpoint::ListOrWatch)?;
             let params = ListParams::from_query(&q, path.watch_prefix)?;
+            let namespace = path.namespace.as_deref();
             if params.watch {
-                return watch_collection(shared, &info, path.namespace.as_deref(), params).await;
+                return watch_collection(shared, &info, namespace, params, negotiated).await;
             }
             require(&info, "list")?;
-            list(shared, req, &info, path.namespace.as_deref(), params).await
+            list(shared, &info, namespace, params, negotiated).await
         }
         (&Method::POST, None) => {
             require(&info, "create")?;
+            let negotiated = negotiate::negotiate(req, &info, Endpoint::Collection)?;
             if info.namespaced() && path.namespace.is_none() {
                 return Err(ApiError::method_not_supported(&gr, "create"));
             }
             let body = parse_body(req, &info)?;
             let opts = write_options(&q, &req.headers, &req.method)?;
             let obj = shared.registry.create(&info, &namespace, body, &opts)?;
-            Ok(with_warnings(
-                crate::table::respond(req, &info, StatusCode::CREATED, &obj),
-                &opts,
-            ))
+            let response = respond(req, &info, negotiated, StatusCode::CREATED, &obj)?;
+            Ok(with_warnings(response, &opts))
         }
         (&Method::PUT, Some(name)) => {
             require(&info, "update")?;
+            let negotiated = negotiate::negotiate(req, &info, Endpoint::Object)?;
             let body = parse_body(req, &info)?;
             let opts = write_options(&q, &req.headers, &req.method)?;
             let (obj, created) =
@@ -367,12 +378,13 @@ async fn resource(
                 StatusCode::OK
             };
             Ok(with_warnings(
-                crate::table::respond(req, &info, code, &obj),
+                respond(req, &info, negotiated, code, &obj)?,
                 &opts,
             ))
         }
         (&Method::PATCH, Some(name)) => {
             require(&info, "patch")?;
+            let negotiated = negotiate::negotiate(req, &info, Endpoint::Object)?;
             let opts = write_options(&q, &req.headers, &req.method)?;
             let (obj, created) =
                 crate::patch::handle(shared, req, &info, &namespace, name, Part::Main, &q, &opts)?;
@@ -382,12 +394,13 @@ async fn resource(
                 StatusCode::OK
             };
             Ok(with_warnings(
-                crate::table::respond(req, &info, code, &obj),
+                respond(req, &info, negotiated, code, &obj)?,
                 &opts,
             ))
         }
         (&Method::DELETE, Some(name)) => {
             require(&info, "delete")?;
+            let negotiated = negotiate::negotiate(req, &info, Endpoint::Object)?;
             let (opts, orphan_dependents) = delete_options(req, &q)?;
             let deleted = shared.registry.delete(
                 &info,
@@ -405,7 +418,12 @@ async fn resource(
                 } else {
                     StatusCode::OK
                 };
-                Ok(response::json(code, &deleted.object))
+                // A Table is not made of a deleted object (as before): the object itself.
+                let conversion = negotiated.conversion;
+                match negotiate::convert_object(&info, conversion, &deleted.object)? {
+                    Some(converted) => Ok(response::json_bytes(code, converted)),
+                    None => Ok(response::json(code, &deleted.object)),
+                }
             } else {
                 let status = Status {
                     status: Status::SUCCESS.into(),
@@ -423,9 +441,11 @@ async fn resource(
         }
         (&Method::DELETE, None) => {
             require(&info, "deletecollection")?;
+            let negotiated = negotiate::negotiate(req, &info, Endpoint::Collection)?;
             let (opts, _) = delete_options(req, &q)?;
             let params = ListParams::from_query(&q, false)?;
-            delete_collection(shared, &info, path.namespace.as_deref(), params, opts)
+            let namespace = path.namespace.as_deref();
+            delete_collection(shared, &info, namespace, params, opts, negotiated)
         }
         (method, _) => {
             let verb = match *method {
@@ -437,6 +457,27 @@ async fn resource(
             Err(ApiError::method_not_supported(&gr, verb))
         }
     }
+}
+
+/// The answer of a verb on one object: the object converted as negotiated (a `Table`,
+/// `PartialObjectMetadata`), or the conversion's error (after the verb did its work, as on
+/// kube-apiserver).
+fn respond(
+    req: &ApiRequest,
+    info: &ResourceInfo,
+    negotiated: Negotiated,
+    code: StatusCode,
+    obj: &Value,
+) -> Result<Response<Body>, ApiError> {
+    if negotiated.conversion == Conversion::Table {
+        return Ok(crate::table::respond(req, info, code, obj));
+    }
+    Ok(
+        match negotiate::convert_object(info, negotiated.conversion, obj)? {
+            Some(converted) => response::json_bytes(code, converted),
+            None => response::json(code, obj),
+        },
+    )
 }
 
 fn require(info: &ResourceInfo, verb: &str) -> Result<(), ApiError> {
@@ -503,10 +544,10 @@ fn delete_options(req: &ApiRequest, q: &Query) -> Result<(DeleteOptions, Option<
 
 async fn list(
     shared: &Arc<Shared>,
-    req: &ApiRequest,
     info: &Arc<ResourceInfo>,
     namespace: Option<&str>,
     params: ListParams,
+    negotiated: Negotiated,
 ) -> Result<Response<Body>, ApiError> {
     let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
     if params.rv_match == RvMatch::NotOlderThan
@@ -527,9 +568,6 @@ async fn list(
             return Ok(response::json(StatusCode::GONE, &body));
         }
     };
-    if crate::table::wants_table(req) {
-        return Ok(crate::table::list_table(info, &page));
-    }
     let mut metadata = json!({"resourceVersion": page.rv.to_string()});
     if let Some(c) = &page.continue_token {
         metadata["continue"] = json!(c);
@@ -537,6 +575,17 @@ async fn list(
     if let Some(r) = page.remaining {
         metadata["remainingItemCount"] = json!(r);
     }
+    match negotiated.conversion {
+        Conversion::Table => return Ok(crate::table::list_table(info, &page)),
+        Conversion::Metadata(_) => return Err(negotiate::list_as_object(info)),
+        Conversion::MetadataList(version) => {
+            let items = page.items.iter().map(|i| &i.value);
+            let body = negotiate::partial_list(version, &metadata, items);
+            return Ok(response::json_bytes(StatusCode::OK, body));
+        }
+        Conversion::None => {}
+    }
+
     // Built-in types' lists leave the items' apiVersion and kind out, as kube-apiserver's
     // typed lists do; custom resources' (unstructured) keep them.
     let custom = info.custom;
@@ -591,6 +640,7 @@ async fn watch_collection(
     info: &Arc<ResourceInfo>,
     namespace: Option<&str>,
     params: ListParams,
+    negotiated: Negotiated,
 ) -> Result<Response<Body>, ApiError> {
     require(info, "watch")?;
     let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
@@ -612,6 +662,7 @@ async fn watch_collection(
         Some(s) if s > 0 => Duration::from_secs(s as u64),
         _ => shared.settings.watch_timeout,
     };
+    negotiated.check_stream()?;
     let spec = watch::WatchSpec {
         info: info.clone(),
         namespace: namespace.map(str::to_string),
@@ -619,6 +670,7 @@ async fn watch_collection(
         start,
         bookmarks: params.allow_watch_bookmarks,
         timeout,
+        conversion: negotiated.conversion,
     };
     let body = watch::stream(shared.clone(), spec);
     let mut res = Response::new(body);
@@ -639,6 +691,7 @@ fn delete_collection(
     namespace: Option<&str>,
     params: ListParams,
     opts: DeleteOptions,
+    negotiated: Negotiated,
 ) -> Result<Response<Body>, ApiError> {
     let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
     let all = ListParams {
@@ -671,15 +724,25 @@ fn delete_collection(
         }
     }
     let rv = shared.registry.store.read().current_rv();
-    Ok(response::json(
-        StatusCode::OK,
-        &json!({
-            "kind": info.list_kind(),
-            "apiVersion": info.api_version(),
-            "metadata": {"resourceVersion": rv.to_string()},
-            "items": items,
-        }),
-    ))
+    let metadata = json!({"resourceVersion": rv.to_string()});
+    // The conversion comes after the deletion: a refused one still deleted (a Table of the
+    // deleted objects is not made, as before).
+    match negotiated.conversion {
+        Conversion::Metadata(_) => Err(negotiate::list_as_object(info)),
+        Conversion::MetadataList(version) => {
+            let body = negotiate::partial_list(version, &metadata, items.iter());
+            Ok(response::json_bytes(StatusCode::OK, body))
+        }
+        Conversion::None | Conversion::Table => Ok(response::json(
+            StatusCode::OK,
+            &json!({
+                "kind": info.list_kind(),
+                "apiVersion": info.api_version(),
+                "metadata": metadata,
+                "items": items,
+            }),
+        )),
+    }
 }
 
 async fn subresource(

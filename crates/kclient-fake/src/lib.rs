@@ -92,6 +92,11 @@
 //!   only (not when reading objects a later schema would default), and server-side apply
 //!   reports type mismatches as validation errors. Versions convert with the `None`
 //!   strategy (apiVersion and pruning only); there are no conversion webhooks.
+//! - **Content negotiation** follows kube-apiserver's (see the `negotiate` module's rules):
+//!   `Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1` (or `v1beta1`,
+//!   `…List` for lists) gets the metadata of any resource, custom ones included, on get,
+//!   list (paged), watch and the writes' answers; an unsupported `as=`, group or version, or
+//!   media type is a `406` worded as the server words it. Answers are always JSON.
 //! - **Tables** have the default `Name`/`Created At` columns; there is no
 //!   protobuf or CBOR (a protobuf request body gets `415`, so kubectl's typed generators
 //!   such as `kubectl create configmap` fail; `kubectl create -f`/`apply` work), and
@@ -135,6 +140,7 @@ mod handler;
 mod kubeconfig;
 pub mod manifests;
 mod meta;
+mod negotiate;
 mod openapi;
 mod patch;
 mod pods;

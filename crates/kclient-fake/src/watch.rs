@@ -12,6 +12,10 @@
 //! - `allowWatchBookmarks` adds a `BOOKMARK` every bookmark period (tokio's clock), and one
 //!   two seconds before the watch's timeout ends it.
 //! - `timeoutSeconds` (or the server's default) ends the stream cleanly.
+//! - `Accept: …;as=PartialObjectMetadata;g=meta.k8s.io;v=v1` turns every event's object
+//!   (bookmarks included) into its `PartialObjectMetadata`; `ERROR` events keep their
+//!   `Status`. Asking for `PartialObjectMetadataList` ends the watch at its first object,
+//!   unsent, as the server fails to encode it (see [`crate::negotiate`]).
 //!
 //! Every watcher reads the shared event history when the store's resourceVersion moves (a
 //! `tokio::sync::watch` wakes them): one write is fanned out without copying the object or
@@ -32,6 +36,7 @@ use tokio::time::Instant;
 
 use crate::catalogue::ResourceInfo;
 use crate::errors::status_json;
+use crate::negotiate::{partial_object, Conversion};
 use crate::registry::needs_version_rewrite;
 use crate::response::Body;
 use crate::selectors::Predicate;
@@ -68,6 +73,8 @@ pub struct WatchSpec {
     pub bookmarks: bool,
     /// When the stream ends.
     pub timeout: Duration,
+    /// What each event's object is turned into (a Table watch sends the objects).
+    pub conversion: Conversion,
 }
 
 /// One JSON watch frame, newline-terminated.
@@ -81,13 +88,33 @@ fn frame(event_type: &str, object: &[u8]) -> Bytes {
     out.freeze()
 }
 
-fn object_frame(info: &ResourceInfo, event_type: &str, obj: &StoredObject) -> Bytes {
-    if needs_version_rewrite(info, &obj.value) {
-        let v = crate::registry::for_version(info, &obj.value);
-        frame(event_type, &serde_json::to_vec(&v).unwrap_or_default())
-    } else {
-        frame(event_type, &obj.json)
+/// The frame of an object event, the object converted as the watch asks; `None` when the
+/// conversion cannot be encoded (a `PartialObjectMetadataList` of one object), which ends
+/// the watch.
+fn object_frame(spec: &WatchSpec, event_type: &str, obj: &StoredObject) -> Option<Bytes> {
+    match spec.conversion {
+        Conversion::Metadata(_) | Conversion::MetadataList(_) => {
+            value_frame(spec, event_type, &obj.value)
+        }
+        Conversion::None | Conversion::Table if needs_version_rewrite(&spec.info, &obj.value) => {
+            value_frame(spec, event_type, &obj.value)
+        }
+        Conversion::None | Conversion::Table => Some(frame(event_type, &obj.json)),
     }
+}
+
+/// The frame of an event carrying `value` (served in the watched version), converted as the
+/// watch asks; `None` as [`object_frame`].
+fn value_frame(spec: &WatchSpec, event_type: &str, value: &serde_json::Value) -> Option<Bytes> {
+    let object = match spec.conversion {
+        Conversion::Metadata(version) => partial_object(value, version),
+        Conversion::MetadataList(_) => return None,
+        Conversion::None | Conversion::Table => {
+            let object = crate::registry::for_version(&spec.info, value);
+            serde_json::to_vec(&object).unwrap_or_default()
+        }
+    };
+    Some(frame(event_type, &object))
 }
 
 /// The `ERROR` frame for `err`.
@@ -98,14 +125,24 @@ pub fn error_frame(err: &ApiError) -> Bytes {
     )
 }
 
-fn bookmark_frame(info: &ResourceInfo, rv: u64, initial_end: bool) -> Bytes {
-    let mut metadata = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+/// A `BOOKMARK` at `rv`, converted as the watch asks (a `PartialObjectMetadata` bookmark has
+/// no `creationTimestamp`); `None` as [`object_frame`].
+fn bookmark_frame(spec: &WatchSpec, rv: u64, initial_end: bool) -> Option<Bytes> {
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
     if initial_end {
         metadata["annotations"] = json!({INITIAL_EVENTS_END_ANNOTATION: "true"});
     }
-    let object =
-        json!({"kind": info.kind(), "apiVersion": info.api_version(), "metadata": metadata});
-    frame("BOOKMARK", &serde_json::to_vec(&object).unwrap_or_default())
+    let object = match spec.conversion {
+        Conversion::Metadata(version) => partial_object(&json!({"metadata": metadata}), version),
+        Conversion::MetadataList(_) => return None,
+        Conversion::None | Conversion::Table => {
+            metadata["creationTimestamp"] = serde_json::Value::Null;
+            let info: &ResourceInfo = &spec.info;
+            let object = json!({"kind": info.kind(), "apiVersion": info.api_version(), "metadata": metadata});
+            serde_json::to_vec(&object).unwrap_or_default()
+        }
+    };
+    Some(frame("BOOKMARK", &object))
 }
 
 struct WatchState {
@@ -131,48 +168,43 @@ impl WatchState {
                 .is_none_or(|ns| e.namespace == ns)
     }
 
+    /// Queues a frame, or ends the watch where a frame cannot be encoded.
+    fn push(&mut self, frame: Option<Bytes>) {
+        match frame {
+            Some(f) => self.queue.push_back(f),
+            None => self.done = true,
+        }
+    }
+
     fn push_event(&mut self, e: &StoreEvent) {
-        if !self.in_scope(e) {
+        if self.done || !self.in_scope(e) {
             return;
         }
-        let info = self.spec.info.clone();
         let p = &self.spec.predicate;
-        match e.event_type {
-            EventType::Added => {
-                if p.matches(&e.object.value) {
-                    self.queue
-                        .push_back(object_frame(&info, "ADDED", &e.object));
-                }
+        let frame = match e.event_type {
+            EventType::Added if p.matches(&e.object.value) => {
+                object_frame(&self.spec, "ADDED", &e.object)
             }
-            EventType::Deleted => {
-                if p.matches(&e.object.value) {
-                    self.queue
-                        .push_back(object_frame(&info, "DELETED", &e.object));
-                }
+            EventType::Deleted if p.matches(&e.object.value) => {
+                object_frame(&self.spec, "DELETED", &e.object)
             }
+            EventType::Added | EventType::Deleted => return,
             EventType::Modified => {
                 let now = p.matches(&e.object.value);
                 let before = e.prev.as_ref().is_some_and(|prev| p.matches(&prev.value));
-                match (before, now) {
-                    (true, true) => self
-                        .queue
-                        .push_back(object_frame(&info, "MODIFIED", &e.object)),
-                    (false, true) => self
-                        .queue
-                        .push_back(object_frame(&info, "ADDED", &e.object)),
-                    (true, false) => {
-                        if let Some(prev) = &e.prev {
-                            let mut last = prev.value.clone();
-                            crate::store::set_resource_version(&mut last, e.rv);
-                            let last = crate::registry::for_version(&info, &last);
-                            let bytes = serde_json::to_vec(&last).unwrap_or_default();
-                            self.queue.push_back(frame("DELETED", &bytes));
-                        }
+                match (before, now, &e.prev) {
+                    (true, true, _) => object_frame(&self.spec, "MODIFIED", &e.object),
+                    (false, true, _) => object_frame(&self.spec, "ADDED", &e.object),
+                    (true, false, Some(prev)) => {
+                        let mut last = prev.value.clone();
+                        crate::store::set_resource_version(&mut last, e.rv);
+                        value_frame(&self.spec, "DELETED", &last)
                     }
-                    (false, false) => {}
+                    _ => return,
                 }
             }
-        }
+        };
+        self.push(frame);
     }
 
     /// Moves the queue forward from the history.
@@ -232,7 +264,8 @@ impl WatchState {
                 } => {
                     self.catch_up();
                     if !self.done {
-                        self.queue.push_back(bookmark_frame(&self.spec.info, self.next_rv, false));
+                        let bookmark = bookmark_frame(&self.spec, self.next_rv, false);
+                        self.push(bookmark);
                     }
                     self.bookmark_at = next_bookmark(
                         Instant::now(),
@@ -257,13 +290,20 @@ pub fn stream(shared: Arc<Shared>, spec: WatchSpec) -> Body {
         match &spec.start {
             Start::Initial { end_bookmark } => {
                 let gr = spec.info.group_resource();
-                for (_, obj) in state.range(&gr, spec.namespace.as_deref(), None) {
-                    if spec.predicate.matches(&obj.value) {
-                        queue.push_back(object_frame(&spec.info, "ADDED", obj));
+                let frames = state
+                    .range(&gr, spec.namespace.as_deref(), None)
+                    .filter(|(_, obj)| spec.predicate.matches(&obj.value))
+                    .map(|(_, obj)| object_frame(&spec, "ADDED", obj))
+                    .chain(end_bookmark.then(|| bookmark_frame(&spec, current, true)));
+                // A frame that cannot be encoded ends the watch there.
+                for f in frames {
+                    match f {
+                        Some(f) => queue.push_back(f),
+                        None => {
+                            done = true;
+                            break;
+                        }
                     }
-                }
-                if *end_bookmark {
-                    queue.push_back(bookmark_frame(&spec.info, current, true));
                 }
                 next_rv = current;
             }

@@ -22,6 +22,7 @@ mod crd;
 mod discovery;
 mod finalizers;
 mod garbage_collection;
+mod metadata;
 mod patch;
 mod status;
 mod writes;
@@ -32,6 +33,7 @@ pub use crd::crd_create_then_use;
 pub use discovery::{discovery, AGGREGATED_DISCOVERY};
 pub use finalizers::finalizers;
 pub use garbage_collection::garbage_collection;
+pub use metadata::{metadata_accept_variants, metadata_custom_resource, metadata_watch};
 pub use patch::{patches, strategic_merge_patch};
 pub use status::status_subresource;
 pub use writes::{watch_selector_transitions, writes};
@@ -43,7 +45,7 @@ pub(crate) const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// `kube-root-ca.crt` ConfigMap to every namespace).
 pub(crate) const SCENARIO_LABEL: &str = "e2e.kclient.dev/scenario";
 /// The annotation on the bookmark that ends a streaming list's initial events.
-const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+pub(crate) const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
 /// A scenario function.
 pub type Scenario =
@@ -77,6 +79,13 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
     ("watch_selector_transitions", |t| {
         Box::pin(watch_selector_transitions(t))
     }),
+    ("metadata_accept_variants", |t| {
+        Box::pin(metadata_accept_variants(t))
+    }),
+    ("metadata_custom_resource", |t| {
+        Box::pin(metadata_custom_resource(t))
+    }),
+    ("metadata_watch", |t| Box::pin(metadata_watch(t))),
 ];
 
 /// A namespace for one scenario run, with a unique name.
