@@ -383,6 +383,7 @@ func decodeScenario(o options) (map[string]any, error) {
 	}
 	var times []float64
 	items := 0
+	resetPeak()
 	for r := 0; r < o.repeat; r++ {
 		runtime.GC()
 		start := time.Now()
@@ -393,7 +394,7 @@ func decodeScenario(o options) (map[string]any, error) {
 		times = append(times, time.Since(start).Seconds())
 		items = len(list.Items)
 	}
-	res := map[string]any{"objects": items, "first_s": times[0], "seconds": times[0]}
+	res := map[string]any{"objects": items, "first_s": times[0], "seconds": times[0], "rss_peak": statusBytes("VmHWM:")}
 	if len(times) > 1 {
 		res["seconds"] = median(times[1:])
 	}
