@@ -10,11 +10,14 @@
 //! * `e2e up | down | test | status | build | gomod | kubectl` — a real kube-apiserver,
 //!   kube-controller-manager and etcd on 127.0.0.1, built from the Kubernetes Go module (see
 //!   `docs/e2e.md`).
+//! * `bench [--quick] [--real] [--smoke]` — kclient side by side with client-go and kube-rs on
+//!   the same objects; writes `docs/benchmarks.md`'s generated section (see `bench/mod.rs`).
 //! * `check-features` — the facade built with no layer and with each layer feature alone
 //!   (see `check_features.rs`).
 //! * `demo` — the main job: `examples/demo.rs`, a small controller built from kclient's layers,
 //!   against kclient-fake or, with `--kubeconfig`/`KUBECONFIG`, a cluster (see `demo.rs`).
 
+mod bench;
 mod check_features;
 mod codegen;
 mod demo;
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test::run(&args[1..]),
+        Some("bench") => bench::run(&args[1..]),
         Some("codegen") => codegen::run(&args[1..]),
         Some("e2e") => e2e::run(&args[1..]),
         Some("demo") => demo::run(&args[1..]),
@@ -64,6 +68,8 @@ fn print_help() {
                    crd <crd.yaml>... --out <dir> (`cargo xtask codegen help`)\n  \
            e2e     a real kube-apiserver + etcd on 127.0.0.1: up | down | test | status |\n          \
                    build | gomod | kubectl (`cargo xtask e2e help`)\n  \
+           bench   kclient vs client-go and kube-rs on kclient-fake [--quick], or on the\n          \
+                   running e2e kube-apiserver [--real]; writes docs/benchmarks.md\n  \
            demo    run the main demo (against the embedded fake API server, or a cluster\n          \
                    when KUBECONFIG or --kubeconfig is given)\n  \
            check-features  build the facade with no layer and with each layer alone\n"

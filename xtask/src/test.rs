@@ -67,6 +67,11 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     ]);
     step("cargo test (all targets)", tests)?;
 
+    // The peer benchmark harness in its smoke mode (tiny sizes, kclient only, no timing
+    // checked): it stays buildable and runnable without measuring anything.
+    eprintln!("==> cargo xtask bench --smoke");
+    crate::bench::run(&["--smoke".to_owned()])?;
+
     let mut doc_tests = cargo();
     doc_tests.args(["test", "--workspace", "--doc", "--features", TEST_FEATURES]);
     step("cargo test --doc", doc_tests)?;

@@ -2,7 +2,8 @@
 //!
 //! The API server writes one JSON object per watch event. HTTP delivers them in chunks that
 //! split and join objects arbitrarily, so a client must find object boundaries itself. The
-//! decoder scans each byte once (tracking nesting and string state across chunks), buffers
+//! decoder scans each byte once (tracking nesting and string state across chunks, and
+//! jumping inside a frame from one quote, brace or backslash to the next), buffers
 //! only the incomplete frame, and enforces a size limit, so a stream is never buffered whole
 //! and a misbehaving server cannot exhaust memory.
 //!
@@ -99,11 +100,11 @@ impl JsonFrameDecoder {
             return None;
         }
         while self.scanned < self.buf.len() {
-            let i = self.scanned;
-            let byte = self.buf[i];
-            self.scanned += 1;
-            match self.frame_start {
-                None => match byte {
+            let Some(frame_start) = self.frame_start else {
+                let i = self.scanned;
+                let byte = self.buf[i];
+                self.scanned += 1;
+                match byte {
                     b' ' | b'\t' | b'\r' | b'\n' => self.start = self.scanned,
                     b'{' => {
                         self.frame_start = Some(i);
@@ -116,36 +117,50 @@ impl JsonFrameDecoder {
                             offset: self.offset + i as u64,
                         }));
                     }
-                },
-                Some(frame_start) => {
-                    if self.in_string {
-                        match (self.escaped, byte) {
-                            (true, _) => self.escaped = false,
-                            (false, b'\\') => self.escaped = true,
-                            (false, b'"') => self.in_string = false,
-                            _ => {}
+                }
+                continue;
+            };
+            // Inside a frame only a few bytes change the state: jump from one to the next
+            // rather than stepping through every byte of the strings between them.
+            let rest = &self.buf[self.scanned..];
+            if self.escaped {
+                self.escaped = false;
+                self.scanned += 1;
+            } else {
+                let next = if self.in_string {
+                    rest.iter().position(|b| matches!(b, b'"' | b'\\'))
+                } else {
+                    rest.iter().position(|b| matches!(b, b'"' | b'{' | b'}'))
+                };
+                match next {
+                    None => self.scanned = self.buf.len(),
+                    Some(at) => {
+                        let byte = rest[at];
+                        self.scanned += at + 1;
+                        match (self.in_string, byte) {
+                            (true, b'\\') => self.escaped = true,
+                            (_, b'"') => self.in_string = !self.in_string,
+                            (false, b'{') => self.depth += 1,
+                            (false, _) => self.depth -= 1,
+                            (true, _) => {}
                         }
-                    } else {
-                        match byte {
-                            b'"' => self.in_string = true,
-                            b'{' => self.depth += 1,
-                            b'}' => self.depth -= 1,
-                            _ => {}
-                        }
-                    }
-                    if self.depth == 0 {
-                        let frame = self.buf[frame_start..self.scanned].to_vec();
-                        self.frame_start = None;
-                        self.start = self.scanned;
-                        return Some(Ok(frame));
-                    }
-                    if self.scanned - frame_start > self.max_frame_len {
-                        self.failed = true;
-                        return Some(Err(WatchDecodeError::FrameTooLarge {
-                            limit: self.max_frame_len,
-                        }));
                     }
                 }
+            }
+            let len = self.scanned - frame_start;
+            // A frame may end one byte past the limit (its closing brace), as when every
+            // byte was checked on its own; anything longer fails.
+            if self.depth == 0 && len <= self.max_frame_len.saturating_add(1) {
+                let frame = self.buf[frame_start..self.scanned].to_vec();
+                self.frame_start = None;
+                self.start = self.scanned;
+                return Some(Ok(frame));
+            }
+            if len > self.max_frame_len {
+                self.failed = true;
+                return Some(Err(WatchDecodeError::FrameTooLarge {
+                    limit: self.max_frame_len,
+                }));
             }
         }
         None
@@ -254,6 +269,34 @@ mod tests {
             d.next_frame().unwrap().is_ok(),
             "frames within the limit pass"
         );
+    }
+
+    #[test]
+    fn the_limit_counts_every_byte_before_the_closing_brace() {
+        // 17 bytes: the closing brace is the one byte past the limit that is allowed.
+        let mut d = JsonFrameDecoder::with_max_frame_len(16);
+        d.push(b"{\"k\":\"012345678\"}");
+        assert_eq!(d.next_frame().unwrap().unwrap().len(), 17);
+        // 18 bytes fail, whether they arrive at once or a byte at a time.
+        for whole in [true, false] {
+            let mut d = JsonFrameDecoder::with_max_frame_len(16);
+            let frame = b"{\"k\":\"0123456789\"}";
+            let mut result = None;
+            if whole {
+                d.push(frame);
+                result = d.next_frame();
+            } else {
+                for byte in frame {
+                    d.push(&[*byte]);
+                    if let Some(r) = d.next_frame() {
+                        result = Some(r);
+                        break;
+                    }
+                }
+            }
+            let err = result.unwrap().unwrap_err();
+            assert!(matches!(err, WatchDecodeError::FrameTooLarge { limit: 16 }));
+        }
     }
 
     #[test]

@@ -136,6 +136,10 @@ pub(crate) fn build_client(tls: &TlsMaterial, net: &NetOptions) -> Result<HttpCl
         .pool_idle_timeout(IDLE_CONN_TIMEOUT)
         .pool_timer(TokioTimer::new())
         .timer(TokioTimer::new());
+    // HTTP/2 flow control: windows sized from the measured bandwidth-delay product rather
+    // than hyper's fixed defaults (2 MiB per stream, 5 MiB per connection), which pace a
+    // large list (see docs/benchmarks.md, "HTTP/2 and HTTP/1.1").
+    builder.http2_adaptive_window(true);
     if let Some(interval) = net.h2_read_idle {
         builder
             .http2_keep_alive_interval(interval)

@@ -1,0 +1,107 @@
+//! The command line every scenario shares (the peers' programs take the same flags).
+
+use std::time::Duration;
+
+use kclient_rest::Config;
+use kclient_typed::Clientset;
+
+use crate::Error;
+
+/// The flags, with the defaults the peers use too.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub(crate) kubeconfig: String,
+    /// Empty: all namespaces.
+    pub(crate) namespace: String,
+    /// `list` (paged) or `stream` (streaming list).
+    pub(crate) mode: String,
+    /// `keep` or `strip`.
+    pub(crate) managed_fields: String,
+    /// Objects (sync, decode, seed) or updates (watch, write).
+    pub(crate) count: usize,
+    /// Watched objects (ConfigMaps) of the watch scenario.
+    pub(crate) objects: usize,
+    pub(crate) lookups: usize,
+    pub(crate) repeat: usize,
+    pub(crate) iterations: usize,
+    pub(crate) concurrency: usize,
+    pub(crate) shape: String,
+    pub(crate) path: String,
+    /// Offer HTTP/1.1 only (ALPN), instead of HTTP/2 and HTTP/1.1.
+    pub(crate) http1: bool,
+}
+
+impl Options {
+    /// Parses `--name value` pairs (and the `--http1` switch).
+    pub(crate) fn parse(args: &[String]) -> Result<Self, Error> {
+        let mut o = Options {
+            kubeconfig: String::new(),
+            namespace: String::new(),
+            mode: "list".into(),
+            managed_fields: "strip".into(),
+            count: 0,
+            objects: 1000,
+            lookups: 0,
+            repeat: 3,
+            iterations: 10_000,
+            concurrency: 16,
+            shape: "queue".into(),
+            path: String::new(),
+            http1: false,
+        };
+        let mut it = args.iter();
+        while let Some(flag) = it.next() {
+            if flag == "--http1" {
+                o.http1 = true;
+                continue;
+            }
+            let name = flag
+                .strip_prefix("--")
+                .ok_or_else(|| format!("unexpected argument {flag:?}"))?;
+            let value = it
+                .next()
+                .ok_or_else(|| format!("--{name} needs a value"))?
+                .clone();
+            let number = |v: &str| -> Result<usize, Error> {
+                v.parse().map_err(|e| format!("--{name} {v:?}: {e}").into())
+            };
+            match name {
+                "kubeconfig" => o.kubeconfig = value,
+                "namespace" => o.namespace = value,
+                "mode" => o.mode = value,
+                "managed-fields" => o.managed_fields = value,
+                "shape" => o.shape = value,
+                "path" => o.path = value,
+                "content-type" => {} // client-go's option; kclient speaks JSON
+                "count" => o.count = number(&value)?,
+                "objects" => o.objects = number(&value)?,
+                "lookups" => o.lookups = number(&value)?,
+                "repeat" => o.repeat = number(&value)?.max(1),
+                "iterations" => o.iterations = number(&value)?,
+                "concurrency" => o.concurrency = number(&value)?.max(1),
+                other => return Err(format!("unknown option --{other}").into()),
+            }
+        }
+        Ok(o)
+    }
+
+    /// The client configuration: the kubeconfig, without a client-side rate limit (as the
+    /// peers), HTTP/1.1 only with `--http1`.
+    pub(crate) fn config(&self) -> Result<Config, Error> {
+        let mut config = Config::from_kubeconfig_file(&self.kubeconfig)?;
+        config.qps = None;
+        config.disable_http2 = self.http1;
+        // Lists of 100k Pods take longer than the default request timeout.
+        config.timeout = Some(Duration::from_secs(600));
+        Ok(config)
+    }
+
+    pub(crate) fn clientset(&self) -> Result<Clientset, Error> {
+        Ok(Clientset::new(self.config()?)?)
+    }
+
+    /// The namespace, `None` for all.
+    pub(crate) fn namespace(&self) -> Option<&str> {
+        Some(self.namespace.as_str()).filter(|n| !n.is_empty())
+    }
+}

@@ -1,0 +1,77 @@
+//! kclient's side of the peer benchmarks (`cargo xtask bench`, `docs/benchmarks.md`): the
+//! scenarios that `bench/peers/client-go` and `bench/peers/kube-rs` also run, with the same
+//! arguments, each printing its result as one JSON object on stdout; and the harness's helpers
+//! (the manifest the fake API server loads, seeding and cleaning a real cluster, the writer of
+//! the watch scenario).
+//!
+//! ```text
+//! kclient-bench sync      --kubeconfig K [--namespace NS] --count N --mode list|stream --managed-fields keep|strip [--lookups L] [--http1]
+//! kclient-bench watch     --kubeconfig K --namespace NS --count N
+//! kclient-bench workqueue --shape queue|contended --iterations I [--repeat R]
+//! kclient-bench decode    --kubeconfig K [--namespace NS] --count N [--repeat R] [--http1]
+//!
+//! kclient-bench manifest  --path FILE --count N --namespace NS --objects M   (N Pods, M ConfigMaps in NS)
+//! kclient-bench seed      --kubeconfig K --namespace NS --count N --objects M
+//! kclient-bench write     --kubeconfig K --namespace NS --count N --objects M [--concurrency C]
+//! kclient-bench cleanup   --kubeconfig K --namespace NS
+//! ```
+//!
+//! Linux only: memory and CPU time come from `/proc/self`.
+
+mod args;
+mod decode;
+mod objects;
+mod proc_stats;
+mod sync;
+mod watch;
+mod workqueue;
+
+use std::process::ExitCode;
+
+use serde_json::json;
+
+/// What every scenario returns.
+pub(crate) type Error = Box<dyn std::error::Error + Send + Sync>;
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> ExitCode {
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    let Some(scenario) = all.first() else {
+        eprintln!("usage: kclient-bench <scenario> [options] (see the crate's documentation)");
+        return ExitCode::FAILURE;
+    };
+    match run(scenario, &all[1..]).await {
+        Ok(Some(mut result)) => {
+            result["client"] = json!("kclient");
+            result["scenario"] = json!(scenario);
+            println!("{result}");
+            ExitCode::SUCCESS
+        }
+        Ok(None) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("kclient-bench {scenario}: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(scenario: &str, rest: &[String]) -> Result<Option<serde_json::Value>, Error> {
+    let options = args::Options::parse(rest)?;
+    Ok(match scenario {
+        "sync" => Some(sync::run(&options).await?),
+        "watch" => Some(watch::run(&options).await?),
+        "workqueue" => Some(workqueue::run(&options).await?),
+        "decode" => Some(decode::run(&options).await?),
+        "manifest" => {
+            objects::write_manifest(&options)?;
+            None
+        }
+        "seed" => Some(objects::seed(&options).await?),
+        "write" => Some(objects::write(&options).await?),
+        "cleanup" => {
+            objects::cleanup(&options).await?;
+            None
+        }
+        other => return Err(format!("unknown scenario {other:?}").into()),
+    })
+}

@@ -1,0 +1,50 @@
+//! This process's memory and CPU time, from `/proc/self` (Linux).
+
+use std::time::Duration;
+
+/// A line of `/proc/self/status` (`VmRSS:`, `VmHWM:`), in bytes (0 if unreadable).
+pub(crate) fn status_bytes(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(field)?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(0)
+        * 1024
+}
+
+/// Resets the resident-set high-water mark (`VmHWM`); best effort.
+pub(crate) fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// User plus system CPU time of this process so far (`/proc/self/stat`, 10 ms ticks).
+pub(crate) fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (in parentheses, which may hold spaces).
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of the line: 11 and 12 after the name.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
+/// The median of some durations in seconds (the upper one of an even count).
+pub(crate) fn median(times: &[f64]) -> f64 {
+    let mut sorted = times.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
+}

@@ -1,0 +1,80 @@
+//! Scenarios 1 and 4: an informer of Pods from start to synced (paged or streaming list,
+//! managedFields kept or stripped): wall and CPU time, resident set before and after, peak;
+//! then, with `--lookups`, `by_index` lookups over a custom index of the synced Pods.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kclient_cache::{
+    CancellationToken, IndexFuncError, ListerWatcherFor, SharedIndexInformer, SharedInformerFactory,
+};
+use serde_json::{json, Value};
+
+use crate::args::Options;
+use crate::proc_stats::{cpu_time, reset_peak, status_bytes};
+use crate::Error;
+
+/// The custom index of the indexer scenario: Pods by node.
+const BY_NODE: &str = "by-node";
+
+pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
+    let mut factory = SharedInformerFactory::new(o.clientset()?, Duration::ZERO);
+    if let Some(ns) = o.namespace() {
+        factory = factory.namespace(ns);
+    }
+    if o.managed_fields == "keep" {
+        factory = factory.keep_managed_fields();
+    }
+    let streaming = o.mode == "stream";
+    let with_index = o.lookups > 0;
+    let informer = factory.informer_for::<Pod>(|client, settings| {
+        let mut options = settings.informer_options();
+        options.reflector_options.use_watch_list = streaming;
+        if with_index {
+            options.indexers = options.indexers.with(BY_NODE, |pod: &Pod| {
+                Ok::<_, IndexFuncError>(
+                    pod.spec
+                        .as_ref()
+                        .and_then(|s| s.node_name.clone())
+                        .into_iter()
+                        .collect(),
+                )
+            });
+        }
+        SharedIndexInformer::new(
+            client.lister_watcher(settings.namespace.as_deref(), settings.tweak.clone()),
+            options,
+        )
+    });
+    let before = status_bytes("VmRSS:");
+    reset_peak();
+    let (start, cpu0) = (Instant::now(), cpu_time());
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    if !factory.wait_for_cache_sync(&cancel).await.all_synced() {
+        return Err("the informer did not sync".into());
+    }
+    let (wall, cpu) = (start.elapsed(), cpu_time() - cpu0);
+    let (peak, after) = (status_bytes("VmHWM:"), status_bytes("VmRSS:"));
+    let objects = informer.get_store().len();
+    let mut result = json!({
+        "objects": objects, "mode": o.mode, "managed_fields": o.managed_fields,
+        "wall_s": wall.as_secs_f64(), "cpu_s": cpu.as_secs_f64(),
+        "rss_before": before, "rss_after": after, "rss_peak": peak,
+    });
+    if with_index {
+        let indexer = informer.get_indexer();
+        let nodes: Vec<String> = (0..1000).map(|i| format!("node-{i}")).collect();
+        let mut found = 0usize;
+        let start = Instant::now();
+        for i in 0..o.lookups {
+            found += indexer.by_index(BY_NODE, &nodes[i % nodes.len()])?.len();
+        }
+        let took = start.elapsed().as_secs_f64();
+        result["lookups"] = json!(o.lookups);
+        result["lookups_per_s"] = json!(o.lookups as f64 / took);
+        result["found_per_lookup"] = json!(found as f64 / o.lookups as f64);
+    }
+    factory.shutdown().await;
+    Ok(result)
+}

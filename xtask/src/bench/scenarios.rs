@@ -1,0 +1,364 @@
+//! Which scenarios run, with which arguments, for which clients, how many rounds.
+
+use serde::{Deserialize, Serialize};
+
+use super::Mode;
+
+/// The namespace of the watch scenario's ConfigMaps on kclient-fake.
+pub(crate) const WATCH_NAMESPACE: &str = "bench-watch";
+/// How many ConfigMaps the watch scenario updates in turn.
+pub(crate) const WATCH_OBJECTS: usize = 1000;
+
+/// What a scenario measures (and which fields of a result the report reads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Kind {
+    /// 1: informer start to synced.
+    Sync,
+    /// 2: events through an informer to three handlers and a workqueue.
+    Watch,
+    /// 3: workqueue operations.
+    Workqueue,
+    /// 4: `by_index` lookups after a sync.
+    Index,
+    /// 5: one unpaged typed list.
+    Decode,
+}
+
+impl Kind {
+    /// The numeric fields every result of this kind has.
+    pub(crate) fn fields(self) -> &'static [&'static str] {
+        match self {
+            Kind::Sync => &["wall_s", "cpu_s", "rss_before", "rss_after", "objects"],
+            Kind::Watch => &["events_per_s", "updates"],
+            Kind::Workqueue => &["items_per_s"],
+            Kind::Index => &["lookups_per_s", "found_per_lookup"],
+            Kind::Decode => &["seconds", "objects"],
+        }
+    }
+}
+
+/// Which program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Program {
+    Kclient,
+    ClientGo,
+    KubeRs,
+}
+
+/// A client as the report names it: a program and its extra arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Client {
+    pub(crate) name: String,
+    pub(crate) program: Program,
+    pub(crate) args: Vec<String>,
+}
+
+fn client(name: &str, program: Program, args: &[&str]) -> Client {
+    Client {
+        name: name.into(),
+        program,
+        args: args.iter().map(|a| a.to_string()).collect(),
+    }
+}
+
+pub(crate) const KCLIENT: &str = "kclient";
+pub(crate) const KCLIENT_HTTP1: &str = "kclient (HTTP/1.1)";
+pub(crate) const CLIENT_GO: &str = "client-go";
+pub(crate) const CLIENT_GO_JSON: &str = "client-go (JSON)";
+pub(crate) const KUBE_RS: &str = "kube-rs";
+
+/// One scenario in one configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Scenario {
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) kind: Kind,
+    pub(crate) rounds: usize,
+    /// Arguments for every client (the kubeconfig is added).
+    pub(crate) args: Vec<String>,
+    pub(crate) clients: Vec<Client>,
+    /// The watch scenario's namespace.
+    pub(crate) namespace: Option<String>,
+    /// The watch scenario's updates.
+    pub(crate) updates: usize,
+}
+
+fn thousands(n: usize) -> String {
+    if n >= 1000 && n % 1000 == 0 {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+fn scenario(
+    id: String,
+    title: String,
+    kind: Kind,
+    rounds: usize,
+    args: Vec<String>,
+    clients: Vec<Client>,
+) -> Scenario {
+    Scenario {
+        id,
+        title,
+        kind,
+        rounds,
+        args,
+        clients,
+        namespace: None,
+        updates: 0,
+    }
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+/// Initial syncs of `pods` Pods: (mode, managedFields) pairs.
+fn syncs(
+    pods: usize,
+    configs: &[(&str, &str)],
+    rounds: usize,
+    namespace: Option<&str>,
+    clients: &[Client],
+) -> Vec<Scenario> {
+    configs
+        .iter()
+        .map(|(mode, managed)| {
+            let mut args = strings(&[
+                "sync",
+                "--count",
+                &pods.to_string(),
+                "--mode",
+                mode,
+                "--managed-fields",
+                managed,
+            ]);
+            if let Some(ns) = namespace {
+                args.extend(strings(&["--namespace", ns]));
+            }
+            let by = if *mode == "stream" {
+                "streaming list"
+            } else {
+                "paged list"
+            };
+            let fields = if *managed == "keep" {
+                "managedFields kept"
+            } else {
+                "managedFields stripped"
+            };
+            scenario(
+                format!("sync-{}-{mode}-{managed}", thousands(pods)),
+                format!("1. initial sync, {} Pods, {by}, {fields}", thousands(pods)),
+                Kind::Sync,
+                rounds,
+                args,
+                clients.to_vec(),
+            )
+        })
+        .collect()
+}
+
+fn watch(updates: usize, rounds: usize, namespace: &str, clients: &[Client]) -> Scenario {
+    let mut s = scenario(
+        format!("watch-{}", thousands(updates)),
+        format!(
+            "2. watch, {} updates → 3 handlers → workqueue",
+            thousands(updates)
+        ),
+        Kind::Watch,
+        rounds,
+        strings(&[
+            "watch",
+            "--namespace",
+            namespace,
+            "--count",
+            &updates.to_string(),
+        ]),
+        clients.to_vec(),
+    );
+    s.namespace = Some(namespace.to_owned());
+    s.updates = updates;
+    s
+}
+
+fn decode(
+    pods: usize,
+    rounds: usize,
+    repeat: usize,
+    namespace: Option<&str>,
+    clients: &[Client],
+) -> Scenario {
+    let mut args = strings(&[
+        "decode",
+        "--count",
+        &pods.to_string(),
+        "--repeat",
+        &repeat.to_string(),
+    ]);
+    if let Some(ns) = namespace {
+        args.extend(strings(&["--namespace", ns]));
+    }
+    scenario(
+        format!("decode-{}", thousands(pods)),
+        format!("5. one unpaged list of {} Pods", thousands(pods)),
+        Kind::Decode,
+        rounds,
+        args,
+        clients.to_vec(),
+    )
+}
+
+/// The kclient-fake runs, by the number of Pods the server holds.
+pub(crate) fn fake(mode: Mode) -> Vec<(usize, Vec<Scenario>)> {
+    let all = [
+        client(KCLIENT, Program::Kclient, &[]),
+        client(CLIENT_GO, Program::ClientGo, &[]),
+        client(KUBE_RS, Program::KubeRs, &[]),
+    ];
+    let with_index = [
+        client(KCLIENT, Program::Kclient, &[]),
+        client(CLIENT_GO, Program::ClientGo, &[]),
+    ];
+    let http = [
+        client(KCLIENT, Program::Kclient, &[]),
+        client(KCLIENT_HTTP1, Program::Kclient, &["--http1"]),
+    ];
+    let decoders = [
+        client(KCLIENT, Program::Kclient, &[]),
+        client(KCLIENT_HTTP1, Program::Kclient, &["--http1"]),
+        client(CLIENT_GO, Program::ClientGo, &[]),
+        client(KUBE_RS, Program::KubeRs, &[]),
+    ];
+    let (small, rounds) = if mode.smoke {
+        (50, 1)
+    } else if mode.quick {
+        (10_000, 3)
+    } else {
+        (10_000, 5)
+    };
+    let (updates, iterations, lookups) = if mode.smoke {
+        (200, 100, 100)
+    } else if mode.quick {
+        (20_000, 20_000, 20_000)
+    } else {
+        (100_000, 20_000, 100_000)
+    };
+    let mut first = syncs(
+        small,
+        if mode.quick || mode.smoke {
+            &[("list", "strip"), ("stream", "strip"), ("list", "keep")]
+        } else {
+            &[
+                ("list", "strip"),
+                ("stream", "strip"),
+                ("list", "keep"),
+                ("stream", "keep"),
+            ]
+        },
+        rounds,
+        None,
+        &all,
+    );
+    first.push(decode(small, rounds, 3, None, &decoders));
+    first.push(watch(updates, rounds.min(3), WATCH_NAMESPACE, &all));
+    for shape in ["queue", "contended"] {
+        first.push(scenario(
+            format!("workqueue-{shape}"),
+            if shape == "queue" {
+                "3. workqueue, BenchmarkQueue shape (100 keys add/get/done)".into()
+            } else {
+                "3. workqueue, 4 producers / 2 workers, 40k keys".into()
+            },
+            Kind::Workqueue,
+            rounds.min(3),
+            strings(&[
+                "workqueue",
+                "--shape",
+                shape,
+                "--iterations",
+                &iterations.to_string(),
+                "--repeat",
+                "3",
+            ]),
+            with_index.to_vec(),
+        ));
+    }
+    let index = |pods: usize, rounds: usize| {
+        scenario(
+            format!("index-{}", thousands(pods)),
+            format!(
+                "4. by_index lookups over {} Pods (custom by-node index)",
+                thousands(pods)
+            ),
+            Kind::Index,
+            rounds,
+            strings(&[
+                "sync",
+                "--count",
+                &pods.to_string(),
+                "--mode",
+                "list",
+                "--managed-fields",
+                "strip",
+                "--lookups",
+                &lookups.to_string(),
+            ]),
+            with_index.to_vec(),
+        )
+    };
+    if mode.quick || mode.smoke {
+        first.push(index(small, rounds));
+        return vec![(small, first)];
+    }
+    let large = 100_000;
+    let mut second = syncs(
+        large,
+        &[("list", "strip"), ("stream", "strip"), ("list", "keep")],
+        3,
+        None,
+        &all,
+    );
+    second.push(index(large, 3));
+    second.push(decode(large, 3, 2, None, &http));
+    vec![(small, first), (large, second)]
+}
+
+/// The real kube-apiserver run: how many Pods to create in `namespace`, and the scenarios.
+pub(crate) fn real(mode: Mode, namespace: &str) -> (usize, Vec<Scenario>) {
+    let all = [
+        client(KCLIENT, Program::Kclient, &[]),
+        client(CLIENT_GO, Program::ClientGo, &[]),
+        client(
+            CLIENT_GO_JSON,
+            Program::ClientGo,
+            &["--content-type", "json"],
+        ),
+        client(KUBE_RS, Program::KubeRs, &[]),
+    ];
+    let decoders = [
+        client(KCLIENT, Program::Kclient, &[]),
+        client(KCLIENT_HTTP1, Program::Kclient, &["--http1"]),
+        client(CLIENT_GO, Program::ClientGo, &[]),
+        client(
+            CLIENT_GO_JSON,
+            Program::ClientGo,
+            &["--content-type", "json"],
+        ),
+        client(KUBE_RS, Program::KubeRs, &[]),
+    ];
+    let pods = 10_000;
+    let rounds = if mode.quick { 3 } else { 5 };
+    let updates = if mode.quick { 10_000 } else { 20_000 };
+    let mut scenarios = syncs(
+        pods,
+        &[("list", "strip"), ("stream", "strip"), ("list", "keep")],
+        rounds,
+        Some(namespace),
+        &all,
+    );
+    scenarios.push(decode(pods, rounds, 3, Some(namespace), &decoders));
+    scenarios.push(watch(updates, rounds.min(3), namespace, &all));
+    (pods, scenarios)
+}
