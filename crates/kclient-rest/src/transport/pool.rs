@@ -27,6 +27,10 @@ pub const HTTP2_READ_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// HTTP/2: close the connection when a ping is not answered within this (`PingTimeout`).
 pub const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// HTTP/2: the largest DATA frame the server may send (the protocol's default, and hyper's,
+/// is 16 KiB): a large list then arrives in fewer frames.
+pub const HTTP2_MAX_FRAME_SIZE: u32 = 1024 * 1024;
+
 /// The hyper client every request goes through.
 pub(crate) type HttpClient = Client<ConnectTimeout<HttpsConnector<ProxyConnector>>, Full<Bytes>>;
 
@@ -139,7 +143,9 @@ pub(crate) fn build_client(tls: &TlsMaterial, net: &NetOptions) -> Result<HttpCl
     // HTTP/2 flow control: windows sized from the measured bandwidth-delay product rather
     // than hyper's fixed defaults (2 MiB per stream, 5 MiB per connection), which pace a
     // large list (see docs/benchmarks.md, "HTTP/2 and HTTP/1.1").
-    builder.http2_adaptive_window(true);
+    builder
+        .http2_adaptive_window(true)
+        .http2_max_frame_size(HTTP2_MAX_FRAME_SIZE);
     if let Some(interval) = net.h2_read_idle {
         builder
             .http2_keep_alive_interval(interval)
