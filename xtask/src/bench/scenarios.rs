@@ -84,7 +84,7 @@ pub(crate) struct Scenario {
 }
 
 fn thousands(n: usize) -> String {
-    if n >= 1000 && n % 1000 == 0 {
+    if n >= 1000 && n.is_multiple_of(1000) {
         format!("{}k", n / 1000)
     } else {
         n.to_string()
