@@ -105,3 +105,47 @@ impl Options {
         Some(self.namespace.as_str()).filter(|n| !n.is_empty())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Options, Error> {
+        Options::parse(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn flags_and_defaults_are_the_peers() {
+        let o = parse(&["--count", "10", "--mode", "stream", "--http1"]).unwrap();
+        assert_eq!((o.count, o.mode.as_str(), o.http1), (10, "stream", true));
+        assert_eq!(o.managed_fields, "strip");
+        assert_eq!((o.objects, o.repeat, o.concurrency), (1000, 3, 16));
+        assert_eq!(o.namespace(), None);
+        assert_eq!(
+            parse(&["--namespace", "ns"]).unwrap().namespace(),
+            Some("ns")
+        );
+        // client-go's --content-type is accepted and ignored: kclient speaks JSON.
+        assert!(parse(&["--content-type", "json"]).is_ok());
+    }
+
+    #[test]
+    fn bad_flags_are_errors() {
+        assert!(parse(&["--count"])
+            .unwrap_err()
+            .to_string()
+            .contains("needs a value"));
+        assert!(parse(&["--count", "x"])
+            .unwrap_err()
+            .to_string()
+            .contains("--count"));
+        assert!(parse(&["--nope", "1"])
+            .unwrap_err()
+            .to_string()
+            .contains("unknown option"));
+        assert!(parse(&["count"])
+            .unwrap_err()
+            .to_string()
+            .contains("unexpected"));
+    }
+}

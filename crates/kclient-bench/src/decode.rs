@@ -50,7 +50,11 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
         let parsed: ObjectList<Pod> = serde_json::from_slice(&body)?;
         parse.push(start.elapsed().as_secs_f64());
         if parsed.items.len() != objects {
-            return Err("the bare parse found another number of Pods".into());
+            return Err(format!(
+                "the bare parse found {} Pods, the typed list {objects}",
+                parsed.items.len()
+            )
+            .into());
         }
     }
     let rest = |times: &[f64]| median(times.get(1..).filter(|t| !t.is_empty()).unwrap_or(times));

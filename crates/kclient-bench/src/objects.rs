@@ -74,8 +74,9 @@ where
 
 /// `seed`: creates `--namespace` on a real cluster, `--count` of the same Pods there and
 /// `--objects` ConfigMaps. The Pods lose what a create cannot set (status, managedFields: the
-/// server records its own) and their node (a Pod bound to a node that does not exist would be
-/// garbage-collected by kube-controller-manager during the run).
+/// server records its own), their node and their owner: kube-controller-manager would delete
+/// them during the run (the Pod GC a Pod bound to a node that does not exist, the garbage
+/// collector one whose owner does not exist).
 pub(crate) async fn seed(o: &Options) -> Result<Value, Error> {
     let clientset = o.clientset()?;
     let namespaces = ResourceClient::<Namespace>::cluster_scoped(clientset.rest_client().clone());
@@ -92,6 +93,9 @@ pub(crate) async fn seed(o: &Options) -> Result<Value, Error> {
         pod["metadata"]["namespace"] = json!(ns);
         if let Some(o) = pod.as_object_mut() {
             o.remove("status");
+        }
+        if let Some(meta) = pod["metadata"].as_object_mut() {
+            meta.remove("ownerReferences");
         }
         if let Some(spec) = pod["spec"].as_object_mut() {
             spec.remove("nodeName");

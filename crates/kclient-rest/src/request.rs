@@ -761,7 +761,7 @@ enum Outcome {
 /// the second chunk on, each chunk is copied into the buffer and released as it arrives. So
 /// a large body is held once, not as its chunks plus their concatenation (as
 /// `collect().to_bytes()` would), and chunks that are slices of larger reads (HTTP/2 DATA
-/// frames of 16 KiB cut from the connection's read buffers) do not keep those buffers alive
+/// frames cut from the connection's read buffers) do not keep those buffers alive
 /// until the end: over HTTP/2 that kept ~40 MB more at the peak of a 94 MB list.
 async fn read_body(mut body: Incoming) -> Result<Bytes, hyper::Error> {
     use hyper::body::Body as _;

@@ -296,7 +296,7 @@ fn load() -> f64 {
 }
 
 /// Waits (a minute at a time, a few times at most) while the machine is busier than
-/// `KCLIENT_BENCH_MAX_LOAD`, within a budget for the whole run (3 minutes with `--quick`, 10
+/// `KCLIENT_BENCH_MAX_LOAD`, within a budget for the whole run (3 minutes with `--quick`, 5
 /// without): a machine that stays busy is measured busy, and the report says how busy.
 fn wait_for_quiet(mode: Mode) {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -308,7 +308,7 @@ fn wait_for_quiet(mode: Mode) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1.0);
-    let (tries, budget) = if mode.quick { (1, 3) } else { (3, 10) };
+    let (tries, budget) = if mode.quick { (1, 3) } else { (3, 5) };
     for _ in 0..tries {
         let now = load();
         if now <= max {

@@ -419,6 +419,7 @@ fn markdown(results: &Results, title: &str, rows: &[Row], svg: &str) -> String {
 /// The issue's targets, judged on the figures of `rows`.
 fn targets(results: &Results, rows: &[Row]) -> String {
     let mut s = String::from("Targets (issue 17), judged on these medians:\n\n");
+    // client-go as it comes (on the real server: asking for protobuf).
     let go = CLIENT_GO;
     let judge = |name: &str,
                  peer: &str,

@@ -27,6 +27,15 @@ pub const HTTP2_READ_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// HTTP/2: close the connection when a ping is not answered within this (`PingTimeout`).
 pub const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// HTTP/2: the receive window of each stream (Go's HTTP/2 transport, which client-go uses:
+/// `transportDefaultStreamFlow`, 4 MiB).
+pub const HTTP2_STREAM_WINDOW: u32 = 4 << 20;
+/// HTTP/2: the receive window of the connection (Go's `transportDefaultConnFlow`, 1 GiB).
+pub const HTTP2_CONNECTION_WINDOW: u32 = 1 << 30;
+/// HTTP/2: the largest frame the server may send (Go's `defaultMaxReadFrameSize`, 1 MiB;
+/// the protocol's default is 16 KiB): a large list arrives in fewer frames.
+pub const HTTP2_MAX_FRAME_SIZE: u32 = 1 << 20;
+
 /// The hyper client every request goes through.
 pub(crate) type HttpClient = Client<ConnectTimeout<HttpsConnector<ProxyConnector>>, Full<Bytes>>;
 
@@ -136,10 +145,14 @@ pub(crate) fn build_client(tls: &TlsMaterial, net: &NetOptions) -> Result<HttpCl
         .pool_idle_timeout(IDLE_CONN_TIMEOUT)
         .pool_timer(TokioTimer::new())
         .timer(TokioTimer::new());
-    // HTTP/2 flow control: windows sized from the measured bandwidth-delay product rather
-    // than hyper's fixed defaults (2 MiB per stream, 5 MiB per connection), which pace a
-    // large list (see docs/benchmarks.md, "HTTP/2 and HTTP/1.1").
-    builder.http2_adaptive_window(true);
+    // HTTP/2 flow control and framing as client-go's transport (golang.org/x/net/http2)
+    // has them, not hyper's smaller defaults (2 MiB per stream, 5 MiB per connection,
+    // 16 KiB frames), which pace a large list (docs/benchmarks.md, "HTTP/2 against
+    // HTTP/1.1").
+    builder
+        .http2_initial_stream_window_size(HTTP2_STREAM_WINDOW)
+        .http2_initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
+        .http2_max_frame_size(HTTP2_MAX_FRAME_SIZE);
     if let Some(interval) = net.h2_read_idle {
         builder
             .http2_keep_alive_interval(interval)
@@ -159,6 +172,10 @@ mod tests {
         assert_eq!(HTTP2_READ_IDLE_TIMEOUT, Duration::from_secs(30));
         assert_eq!(HTTP2_PING_TIMEOUT, Duration::from_secs(15));
         assert_eq!(IDLE_CONN_TIMEOUT, Duration::from_secs(90));
+        // Go's HTTP/2 transport (golang.org/x/net/http2), under client-go.
+        assert_eq!(HTTP2_STREAM_WINDOW, 4 * 1024 * 1024);
+        assert_eq!(HTTP2_CONNECTION_WINDOW, 1024 * 1024 * 1024);
+        assert_eq!(HTTP2_MAX_FRAME_SIZE, 1024 * 1024);
     }
 
     #[test]
