@@ -4,8 +4,8 @@
 //! It is one allocation (a count, a length and the key's bytes) behind a thin, 8-byte
 //! pointer. `Arc<str>` would cost 8 bytes more in each of those places (a fat pointer) and 8
 //! more in the allocation (the weak count): for 100k Pods with the namespace index that
-//! measured 117 rather than 93 bytes per cached object beyond the object itself
-//! (`tests/memory.rs`, `docs/benchmarks.md`).
+//! measured 117 rather than 93 bytes per cached object beyond the object itself, before index
+//! entries carried the object too (`tests/memory.rs`, `docs/benchmarks.md`).
 
 use std::borrow::Borrow;
 use std::fmt;

@@ -92,8 +92,54 @@ fn stored_objects_are_shared_arcs_never_copies() {
         &indexer.index(NAMESPACE_INDEX, &p).unwrap()[0],
         &p
     ));
-    // The store holds one reference, the test the other, and nothing was cloned.
-    assert_eq!(Arc::strong_count(&p), 2);
+    // The store holds two references (its map of objects and the namespace index's entry),
+    // the test the third, and nothing was cloned.
+    assert_eq!(Arc::strong_count(&p), 3);
+}
+
+/// Index entries carry the object itself (so a lookup reads it without a lookup by key): an
+/// update whose index values do not change must still replace the object they carry, and the
+/// old object must be released by every index.
+#[test]
+fn an_update_that_keeps_its_index_values_is_what_index_lookups_return() {
+    let indexers = Indexers::<Pod>::namespace().with("by-label", |p: &Pod| {
+        Ok(p.metadata
+            .labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect())
+    });
+    let indexer = Indexer::new(KeyFunc::meta_namespace(), indexers);
+    let old = pod("ns", "a", &[("app", "web"), ("tier", "front")]);
+    indexer.add(old.clone()).unwrap();
+    let mut changed = (*old).clone();
+    changed.metadata.resource_version = Some("2".into());
+    // One value kept, one dropped, one added.
+    changed.metadata.labels = Some(
+        [("app", "web"), ("zone", "b")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+    );
+    let new = Arc::new(changed);
+    indexer.update(new.clone()).unwrap();
+    for (index, value) in [
+        (NAMESPACE_INDEX, "ns"),
+        ("by-label", "app=web"),
+        ("by-label", "zone=b"),
+    ] {
+        let found = indexer.by_index(index, value).unwrap();
+        assert_eq!(found.len(), 1, "{index}={value}");
+        assert!(Arc::ptr_eq(&found[0], &new), "{index}={value}");
+        assert!(Arc::ptr_eq(&indexer.index(index, &new).unwrap()[0], &new));
+    }
+    assert!(indexer.by_index("by-label", "tier=front").unwrap().is_empty());
+    assert_eq!(Arc::strong_count(&old), 1, "the old object is released everywhere");
+    // The map, the test and three index entries (namespace, app=web, zone=b) hold the new one.
+    assert_eq!(Arc::strong_count(&new), 1 + 1 + 3);
+    indexer.delete(new.clone()).unwrap();
+    assert_eq!(Arc::strong_count(&new), 1);
 }
 
 /// client-go's `TestIndex` and `TestMultiIndexKeys`: several values per object, lookup by

@@ -39,7 +39,7 @@ fn overhead(objects: &[Arc<Pod>], indexers: Indexers<Pod>) -> f64 {
 }
 
 #[test]
-fn a_cached_object_costs_under_100_bytes_beyond_itself() {
+fn a_cached_object_costs_about_100_bytes_beyond_itself() {
     for n in [10_000, 100_000] {
         let objects = pods(n);
         let plain = overhead(&objects, Indexers::new());
@@ -49,8 +49,10 @@ fn a_cached_object_costs_under_100_bytes_beyond_itself() {
         );
         if n == 100_000 {
             assert!(plain < 100.0, "{plain} bytes per object without indices");
+            // An index entry is a key and the object's `Arc` (16 bytes in a hash table at
+            // most 7/8 full), so that a lookup by index needs no lookup by key.
             assert!(
-                namespaced < 100.0,
+                namespaced < 120.0,
                 "{namespaced} bytes per object with the namespace index"
             );
         }
