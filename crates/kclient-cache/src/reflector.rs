@@ -587,11 +587,21 @@ where
         } else {
             DEFAULT_PAGE_SIZE
         };
-        let options = ListOptions::default().resource_version(resource_version);
+        let options = ListOptions::default()
+            .resource_version(resource_version)
+            .omit_managed_fields(self.omit_managed_fields());
         ListPager::new(self.lister_watcher.clone())
             .page_size(page_size)
             .list_map(&options, |obj| self.admit(obj))
             .await
+    }
+
+    /// Whether the transform drops managedFields, so lists and watches may skip them while
+    /// decoding.
+    fn omit_managed_fields(&self) -> bool {
+        self.transformer
+            .as_ref()
+            .is_some_and(TransformFunc::strips_managed_fields)
     }
 
     /// What a listed or watched object becomes in the store: the cached `Arc` if the
@@ -629,6 +639,7 @@ where
                 send_initial_events: Some(true),
                 allow_watch_bookmarks: true,
                 timeout_seconds: Some(self.watch_timeout_seconds()),
+                omit_managed_fields: self.omit_managed_fields(),
                 ..ListOptions::default()
             };
             let initial = new_store(KeyFunc::<K>::deletion_handling_meta_namespace());
@@ -733,6 +744,7 @@ where
                         resource_version: Some(self.last_sync_resource_version()),
                         timeout_seconds: Some(self.watch_timeout_seconds()),
                         allow_watch_bookmarks: true,
+                        omit_managed_fields: self.omit_managed_fields(),
                         ..ListOptions::default()
                     };
                     let opened = self

@@ -34,11 +34,22 @@ use crate::store::{BoxError, StoreError};
 type TransformFn<K> = dyn Fn(&mut K) -> Result<(), BoxError> + Send + Sync;
 
 /// A transform (client-go's `TransformFunc`), cheap to clone.
-pub struct TransformFunc<K>(Arc<TransformFn<K>>);
+///
+/// A transform that drops `metadata.managedFields` (the ready-made ones, or any marked with
+/// [`also_strip_managed_fields`](Self::also_strip_managed_fields)) lets the reflector ask
+/// for objects decoded without them (`ListOptions::omit_managed_fields`): they are skipped in
+/// the response instead of built and dropped, about half the decoding cost of a Pod.
+pub struct TransformFunc<K> {
+    f: Arc<TransformFn<K>>,
+    strips_managed_fields: bool,
+}
 
 impl<K> Clone for TransformFunc<K> {
     fn clone(&self) -> Self {
-        Self(Arc::clone(&self.0))
+        Self {
+            f: Arc::clone(&self.f),
+            strips_managed_fields: self.strips_managed_fields,
+        }
     }
 }
 
@@ -54,21 +65,50 @@ impl<K: Resource + Clone> TransformFunc<K> {
     where
         F: Fn(&mut K) -> Result<(), BoxError> + Send + Sync + 'static,
     {
-        Self(Arc::new(f))
+        Self {
+            f: Arc::new(f),
+            strips_managed_fields: false,
+        }
     }
 
     /// The ready-made transform that drops `metadata.managedFields`, typically 40% of an
     /// object, which controllers rarely read.
-    pub fn strip_managed_fields() -> Self {
-        Self::new(|obj: &mut K| {
-            obj.meta_mut().managed_fields = None;
-            Ok(())
-        })
+    pub fn strip_managed_fields() -> Self
+    where
+        K: 'static,
+    {
+        Self::new(|_: &mut K| Ok(())).also_strip_managed_fields()
+    }
+
+    /// This transform, followed by dropping `metadata.managedFields`; marked as doing so, so
+    /// that the objects it receives are decoded without them in the first place.
+    pub fn also_strip_managed_fields(self) -> Self
+    where
+        K: 'static,
+    {
+        if self.strips_managed_fields {
+            return self;
+        }
+        let f = self.f;
+        Self {
+            f: Arc::new(move |obj: &mut K| {
+                f(obj)?;
+                obj.meta_mut().managed_fields = None;
+                Ok(())
+            }),
+            strips_managed_fields: true,
+        }
+    }
+
+    /// Whether this transform drops `metadata.managedFields` (so the objects may be decoded
+    /// without them).
+    pub fn strips_managed_fields(&self) -> bool {
+        self.strips_managed_fields
     }
 
     /// Applies the transform: in place when `obj` is the only reference, else on a copy.
     pub fn apply(&self, mut obj: Arc<K>) -> Result<Arc<K>, StoreError> {
-        (self.0)(Arc::make_mut(&mut obj)).map_err(|source| StoreError::Transform {
+        (self.f)(Arc::make_mut(&mut obj)).map_err(|source| StoreError::Transform {
             object: describe(obj.as_ref()),
             source,
         })?;
@@ -84,9 +124,9 @@ impl TransformFunc<kclient_core::DynamicObject> {
     pub fn metadata_only() -> Self {
         Self::new(|obj: &mut kclient_core::DynamicObject| {
             obj.data = serde_json::Value::Object(serde_json::Map::new());
-            obj.metadata.managed_fields = None;
             Ok(())
         })
+        .also_strip_managed_fields()
     }
 }
 

@@ -134,8 +134,15 @@ fn an_update_that_keeps_its_index_values_is_what_index_lookups_return() {
         assert!(Arc::ptr_eq(&found[0], &new), "{index}={value}");
         assert!(Arc::ptr_eq(&indexer.index(index, &new).unwrap()[0], &new));
     }
-    assert!(indexer.by_index("by-label", "tier=front").unwrap().is_empty());
-    assert_eq!(Arc::strong_count(&old), 1, "the old object is released everywhere");
+    assert!(indexer
+        .by_index("by-label", "tier=front")
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        Arc::strong_count(&old),
+        1,
+        "the old object is released everywhere"
+    );
     // The map, the test and three index entries (namespace, app=web, zone=b) hold the new one.
     assert_eq!(Arc::strong_count(&new), 1 + 1 + 3);
     indexer.delete(new.clone()).unwrap();

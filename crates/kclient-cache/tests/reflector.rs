@@ -14,7 +14,7 @@ use futures::stream::{self, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
     new_store, DeletedObject, Indexer, KeyFunc, ListWatch, Reflector, ReflectorError,
-    ReflectorMetrics, ReflectorOptions, Store, StoreError,
+    ReflectorMetrics, ReflectorOptions, Store, StoreError, TransformFunc,
 };
 use kclient_core::options::ResourceVersionMatch;
 use kclient_core::{
@@ -291,6 +291,54 @@ async fn first_list_reads_at_resource_version_0_then_watches_from_the_list() {
     assert_eq!(r.last_sync_resource_version(), "10");
     stop.cancel();
     handle.await.unwrap();
+}
+
+/// A transform that drops managedFields lets every list, streaming list and watch ask for
+/// objects decoded without them (`omit_managed_fields`); any other transform, or none, does
+/// not.
+#[tokio::test(start_paused = true)]
+async fn a_transform_that_strips_managed_fields_asks_for_objects_decoded_without_them() {
+    let custom = TransformFunc::<ConfigMap>::new(|cm: &mut ConfigMap| {
+        cm.data = None;
+        Ok(())
+    });
+    for (transform, omit) in [
+        (None, false),
+        (Some(custom.clone()), false),
+        (Some(TransformFunc::strip_managed_fields()), true),
+        (Some(custom.also_strip_managed_fields()), true),
+    ] {
+        for use_watch_list in [false, true] {
+            let fake = Fake::default();
+            fake.list(list_of(vec![at("a", 1, "10")], "10"));
+            let store = Recorder::default();
+            let mut r = Reflector::new(
+                fake.lister_watcher(),
+                store.clone(),
+                ReflectorOptions {
+                    use_watch_list,
+                    ..ReflectorOptions::default()
+                },
+            );
+            if let Some(t) = &transform {
+                r = r.with_transformer(t.clone());
+            }
+            let r = Arc::new(r);
+            let (stop, handle) = start(&r);
+            settle().await;
+            let calls: Vec<ListOptions> = fake
+                .list_calls()
+                .into_iter()
+                .chain(fake.watch_calls())
+                .collect();
+            assert!(!calls.is_empty());
+            for call in calls {
+                assert_eq!(call.omit_managed_fields, omit, "{call:?}");
+            }
+            stop.cancel();
+            handle.await.unwrap();
+        }
+    }
 }
 
 /// client-go's `TestWatchTimeout`: `min_watch_timeout` can only raise the timeout.

@@ -60,6 +60,7 @@ pub mod go_format;
 pub mod gvk;
 pub mod labels;
 pub mod lister_watcher;
+pub mod managed_fields;
 pub mod object_key;
 pub mod object_list;
 pub mod options;
@@ -86,6 +87,7 @@ pub use gvk::{
     GroupVersionResource,
 };
 pub use lister_watcher::{ListerWatcher, TweakListOptions, WatchStream};
+pub use managed_fields::WithoutManagedFields;
 pub use object_key::{
     deletion_handling_meta_namespace_key, meta_namespace_key, split_meta_namespace_key,
     DeletedFinalStateUnknown, DeletedObject, KeyError, ObjectKey,

@@ -43,6 +43,7 @@ impl<'de, K: Deserialize<'de>> Deserialize<'de> for ObjectList<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_map(ListVisitor {
             map: |item: K| item,
+            omit_managed_fields: false,
             _kind: std::marker::PhantomData,
         })
     }
@@ -69,11 +70,44 @@ pub fn decode_list_mapped<K, T>(
 where
     K: serde::de::DeserializeOwned,
 {
+    decode_list(json, false, f)
+}
+
+/// [`decode_list_mapped`], with each item decoded without `metadata.managedFields` (see
+/// [`WithoutManagedFields`](crate::WithoutManagedFields)).
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kclient_core::object_list::decode_list_mapped_without_managed_fields;
+///
+/// let json = br#"{"metadata":{},"items":[{"metadata":{"name":"a","managedFields":[{"manager":"m"}]}}]}"#;
+/// let list = decode_list_mapped_without_managed_fields(json, |cm: ConfigMap| cm).unwrap();
+/// assert!(list.items[0].metadata.managed_fields.is_none());
+/// ```
+pub fn decode_list_mapped_without_managed_fields<K, T>(
+    json: &[u8],
+    f: impl FnMut(K) -> T,
+) -> Result<ObjectList<T>, serde_json::Error>
+where
+    K: serde::de::DeserializeOwned,
+{
+    decode_list(json, true, f)
+}
+
+fn decode_list<K, T>(
+    json: &[u8],
+    omit_managed_fields: bool,
+    f: impl FnMut(K) -> T,
+) -> Result<ObjectList<T>, serde_json::Error>
+where
+    K: serde::de::DeserializeOwned,
+{
     let mut deserializer = serde_json::Deserializer::from_slice(json);
     let list = serde::Deserializer::deserialize_map(
         &mut deserializer,
         ListVisitor {
             map: f,
+            omit_managed_fields,
             _kind: std::marker::PhantomData,
         },
     )?;
@@ -154,6 +188,7 @@ pub fn peek_list_metadata(json: &[u8]) -> Result<ListMeta, serde_json::Error> {
 /// Reads a list object, mapping each item with `map` as it is decoded.
 struct ListVisitor<K, F> {
     map: F,
+    omit_managed_fields: bool,
     _kind: std::marker::PhantomData<fn() -> K>,
 }
 
@@ -180,6 +215,7 @@ impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::Visitor<'de> for 
                 "items" => map.next_value_seed(MappedItems {
                     map: &mut self.map,
                     out: &mut items,
+                    omit_managed_fields: self.omit_managed_fields,
                     _kind: std::marker::PhantomData::<fn() -> K>,
                 })?,
                 _ => {
@@ -201,6 +237,7 @@ impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::Visitor<'de> for 
 struct MappedItems<'a, K, T, F> {
     map: &'a mut F,
     out: &'a mut Vec<T>,
+    omit_managed_fields: bool,
     _kind: std::marker::PhantomData<fn() -> K>,
 }
 
@@ -239,7 +276,8 @@ impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::Visitor<'de>
         if let Some(n) = seq.size_hint() {
             self.out.reserve(n);
         }
-        while let Some(item) = seq.next_element::<K>()? {
+        let seed = crate::managed_fields::ObjectSeed::<K>::new(self.omit_managed_fields);
+        while let Some(item) = seq.next_element_seed(seed)? {
             self.out.push((self.map)(item));
         }
         Ok(())

@@ -18,10 +18,15 @@
 //! ```
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 
+use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+
+use crate::managed_fields::{Key, ObjectSeed};
 
 use crate::resource::Resource;
 use crate::snippet::snippet;
@@ -109,14 +114,6 @@ pub enum WatchDecodeError {
 const SNIPPET_LEN: usize = 120;
 
 #[derive(Deserialize)]
-struct RawEvent<'a> {
-    #[serde(rename = "type", borrow)]
-    event_type: Cow<'a, str>,
-    #[serde(borrow)]
-    object: &'a RawValue,
-}
-
-#[derive(Deserialize)]
 struct BookmarkObject {
     #[serde(default)]
     metadata: BookmarkMeta,
@@ -131,38 +128,105 @@ struct BookmarkMeta {
     annotations: Option<BTreeMap<String, String>>,
 }
 
+impl From<BookmarkObject> for Bookmark {
+    fn from(b: BookmarkObject) -> Self {
+        Bookmark {
+            resource_version: b.metadata.resource_version.unwrap_or_default(),
+            annotations: b.metadata.annotations.unwrap_or_default(),
+        }
+    }
+}
+
+/// The part of a frame being decoded, for errors.
+fn part_of(event_type: &str) -> &'static str {
+    match event_type {
+        "ADDED" => "ADDED object",
+        "MODIFIED" => "MODIFIED object",
+        "DELETED" => "DELETED object",
+        "BOOKMARK" => "BOOKMARK object",
+        "ERROR" => "ERROR object",
+        _ => "envelope",
+    }
+}
+
 impl<K> WatchEvent<K> {
     /// Decodes one JSON watch frame: `{"type": "...", "object": {...}}`.
+    ///
+    /// In one pass when `type` comes before `object`, as the API server writes them: the
+    /// object is decoded straight from the frame as what the type says (`K`, a bookmark, a
+    /// `Status`). Otherwise the object is first delimited, then decoded.
     pub fn from_json(frame: &[u8]) -> Result<Self, WatchDecodeError>
     where
         K: serde::de::DeserializeOwned,
     {
-        let json_err = |what, source| WatchDecodeError::Json {
-            what,
+        Self::decode(frame, false)
+    }
+
+    /// [`from_json`](Self::from_json), with the object decoded without
+    /// `metadata.managedFields` (see [`WithoutManagedFields`](crate::WithoutManagedFields)).
+    pub fn from_json_without_managed_fields(frame: &[u8]) -> Result<Self, WatchDecodeError>
+    where
+        K: serde::de::DeserializeOwned,
+    {
+        Self::decode(frame, true)
+    }
+
+    fn decode(frame: &[u8], omit_managed_fields: bool) -> Result<Self, WatchDecodeError>
+    where
+        K: serde::de::DeserializeOwned,
+    {
+        let part = Cell::new("envelope");
+        let json_err = |source| WatchDecodeError::Json {
+            what: part.get(),
             source,
             snippet: snippet(frame, SNIPPET_LEN),
         };
-        let raw: RawEvent<'_> =
-            serde_json::from_slice(frame).map_err(|e| json_err("envelope", e))?;
-        let object = raw.object.get();
-        let decode_object = |what| serde_json::from_str::<K>(object).map_err(|e| json_err(what, e));
-        Ok(match raw.event_type.as_ref() {
-            "ADDED" => Self::Added(decode_object("ADDED object")?),
-            "MODIFIED" => Self::Modified(decode_object("MODIFIED object")?),
-            "DELETED" => Self::Deleted(decode_object("DELETED object")?),
-            "BOOKMARK" => {
-                let b: BookmarkObject =
-                    serde_json::from_str(object).map_err(|e| json_err("BOOKMARK object", e))?;
-                Self::Bookmark(Bookmark {
-                    resource_version: b.metadata.resource_version.unwrap_or_default(),
-                    annotations: b.metadata.annotations.unwrap_or_default(),
-                })
+        let mut deserializer = serde_json::Deserializer::from_slice(frame);
+        let decoded = serde::Deserializer::deserialize_map(
+            &mut deserializer,
+            EventVisitor::<K> {
+                part: &part,
+                omit_managed_fields,
+                _kind: PhantomData,
+            },
+        )
+        .and_then(|decoded| deserializer.end().map(|()| decoded))
+        .map_err(json_err)?;
+        match decoded {
+            Decoded::Event(event) => Ok(event),
+            Decoded::UnknownType(t) => Err(WatchDecodeError::UnknownType(t)),
+            Decoded::ObjectFirst { event_type, object } => {
+                part.set(part_of(&event_type));
+                let mut deserializer = serde_json::Deserializer::from_str(object.get());
+                let event = Self::object_of(&event_type, &mut deserializer, omit_managed_fields)
+                    .map_err(json_err)?;
+                event.ok_or(WatchDecodeError::UnknownType(event_type))
             }
-            "ERROR" => {
-                Self::Error(serde_json::from_str(object).map_err(|e| json_err("ERROR object", e))?)
+        }
+    }
+
+    /// The event of type `event_type` with its object decoded from `deserializer`; `None`
+    /// for an unknown type (its object skipped).
+    fn object_of<'de, D: serde::Deserializer<'de>>(
+        event_type: &str,
+        deserializer: D,
+        omit_managed_fields: bool,
+    ) -> Result<Option<Self>, D::Error>
+    where
+        K: serde::de::DeserializeOwned,
+    {
+        let object = || ObjectSeed::<K>::new(omit_managed_fields);
+        Ok(Some(match event_type {
+            "ADDED" => Self::Added(object().deserialize(deserializer)?),
+            "MODIFIED" => Self::Modified(object().deserialize(deserializer)?),
+            "DELETED" => Self::Deleted(object().deserialize(deserializer)?),
+            "BOOKMARK" => Self::Bookmark(BookmarkObject::deserialize(deserializer)?.into()),
+            "ERROR" => Self::Error(Status::deserialize(deserializer)?),
+            _ => {
+                IgnoredAny::deserialize(deserializer)?;
+                return Ok(None);
             }
-            other => return Err(WatchDecodeError::UnknownType(other.to_owned())),
-        })
+        }))
     }
 
     /// The event type as the API spells it (`ADDED`, ...).
@@ -193,6 +257,97 @@ impl<K> WatchEvent<K> {
             Self::Bookmark(b) => WatchEvent::Bookmark(b),
             Self::Error(s) => WatchEvent::Error(s),
         }
+    }
+}
+
+/// What one pass over a frame found.
+enum Decoded<'de, K> {
+    Event(WatchEvent<K>),
+    UnknownType(String),
+    /// `object` came before `type`: delimited, not yet decoded.
+    ObjectFirst {
+        event_type: String,
+        object: &'de RawValue,
+    },
+}
+
+/// Reads the envelope, decoding the object in place once its type is known.
+struct EventVisitor<'p, K> {
+    /// The part being decoded, for errors.
+    part: &'p Cell<&'static str>,
+    omit_managed_fields: bool,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<'de, K: serde::de::DeserializeOwned> Visitor<'de> for EventVisitor<'_, K> {
+    type Value = Decoded<'de, K>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a watch event")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut event_type: Option<Cow<'de, str>> = None;
+        let mut event: Option<Option<WatchEvent<K>>> = None;
+        let mut raw_object: Option<&'de RawValue> = None;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match key.as_ref() {
+                "type" => {
+                    if event_type.is_some() {
+                        return Err(A::Error::duplicate_field("type"));
+                    }
+                    event_type = Some(map.next_value::<Key<'de>>()?.0);
+                }
+                "object" => {
+                    if event.is_some() || raw_object.is_some() {
+                        return Err(A::Error::duplicate_field("object"));
+                    }
+                    match event_type.as_deref() {
+                        Some(t) => {
+                            self.part.set(part_of(t));
+                            event = Some(map.next_value_seed(ObjectOf::<K> {
+                                event_type: t,
+                                omit_managed_fields: self.omit_managed_fields,
+                                _kind: PhantomData,
+                            })?);
+                            self.part.set("envelope");
+                        }
+                        None => raw_object = Some(map.next_value()?),
+                    }
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let event_type = event_type.ok_or_else(|| A::Error::missing_field("type"))?;
+        match (event, raw_object) {
+            (Some(Some(event)), _) => Ok(Decoded::Event(event)),
+            (Some(None), _) => Ok(Decoded::UnknownType(event_type.into_owned())),
+            (None, Some(object)) => Ok(Decoded::ObjectFirst {
+                event_type: event_type.into_owned(),
+                object,
+            }),
+            (None, None) => Err(A::Error::missing_field("object")),
+        }
+    }
+}
+
+/// The object of an event whose type is known.
+struct ObjectOf<'t, K> {
+    event_type: &'t str,
+    omit_managed_fields: bool,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<'de, K: serde::de::DeserializeOwned> DeserializeSeed<'de> for ObjectOf<'_, K> {
+    type Value = Option<WatchEvent<K>>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        WatchEvent::object_of(self.event_type, deserializer, self.omit_managed_fields)
     }
 }
 
@@ -322,6 +477,84 @@ mod tests {
         }
         let err = WatchEvent::<Pod>::from_json(b"{\"type\":\"RESYNC\",\"object\":{}}").unwrap_err();
         assert!(matches!(err, WatchDecodeError::UnknownType(ref t) if t == "RESYNC"));
+    }
+
+    /// The API server writes `type` first and the object is decoded in the same pass; a frame
+    /// with `object` first decodes to the same events, unknown types and errors included.
+    #[test]
+    fn key_order_does_not_matter() {
+        let object = json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "a", "resourceVersion": "3"}});
+        let bookmark = json!({"metadata": {"resourceVersion": "9", "annotations": {INITIAL_EVENTS_END_ANNOTATION: "true"}}});
+        let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410, "reason": "Expired"});
+        for (t, o) in [
+            ("ADDED", &object),
+            ("MODIFIED", &object),
+            ("DELETED", &object),
+            ("BOOKMARK", &bookmark),
+            ("ERROR", &status),
+        ] {
+            let type_first = format!(r#"{{"type":"{t}","object":{o}}}"#);
+            let object_first = format!(r#"{{"object":{o},"other":[1],"type":"{t}"}}"#);
+            let a = WatchEvent::<Pod>::from_json(type_first.as_bytes()).unwrap();
+            let b = WatchEvent::<Pod>::from_json(object_first.as_bytes()).unwrap();
+            assert_eq!(a, b, "{t}");
+            assert_eq!(a.type_name(), t);
+        }
+        for frame in [
+            r#"{"type":"RESYNC","object":{"x":1}}"#,
+            r#"{"object":{"x":1},"type":"RESYNC"}"#,
+        ] {
+            let err = WatchEvent::<Pod>::from_json(frame.as_bytes()).unwrap_err();
+            assert!(
+                matches!(err, WatchDecodeError::UnknownType(ref t) if t == "RESYNC"),
+                "{err}"
+            );
+        }
+        for frame in [
+            r#"{"type":"ADDED","object":{"metadata":{"name":7}}}"#,
+            r#"{"object":{"metadata":{"name":7}},"type":"ADDED"}"#,
+        ] {
+            let err = WatchEvent::<Pod>::from_json(frame.as_bytes()).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    WatchDecodeError::Json {
+                        what: "ADDED object",
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+        }
+        for frame in [
+            r#"{"type":"ADDED","type":"ADDED","object":{}}"#,
+            r#"{"type":"ADDED","object":{},"object":{}}"#,
+            r#"{"type":"ADDED","object":{}} trailing"#,
+        ] {
+            let err = WatchEvent::<Pod>::from_json(frame.as_bytes()).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    WatchDecodeError::Json {
+                        what: "envelope",
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn managed_fields_can_be_skipped_while_decoding() {
+        let frame = frame(json!({"type": "MODIFIED", "object": {"metadata": {
+            "name": "a", "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:metadata": {}}}]}}}));
+        let kept = WatchEvent::<Pod>::from_json(&frame).unwrap();
+        assert!(kept.object().unwrap().metadata.managed_fields.is_some());
+        let omitted = WatchEvent::<Pod>::from_json_without_managed_fields(&frame).unwrap();
+        let mut expected = kept.object().unwrap().clone();
+        expected.metadata.managed_fields = None;
+        assert_eq!(omitted, WatchEvent::Modified(expected));
     }
 
     #[test]

@@ -156,8 +156,13 @@ fn list_omits_empty_strings_zero_limit_and_false_bookmarks() {
         timeout_seconds: None,
         allow_watch_bookmarks: false,
         send_initial_events: None,
+        omit_managed_fields: true,
     };
-    assert_eq!(opts.query_pairs(), vec![]);
+    assert_eq!(
+        opts.query_pairs(),
+        vec![],
+        "omit_managed_fields is never sent"
+    );
     assert_eq!(opts.watch_query_pairs(), pairs(&[("watch", "true")]));
 }
 

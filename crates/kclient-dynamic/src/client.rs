@@ -221,7 +221,10 @@ impl DynamicResource {
     /// The request of [`list`](Self::list) and [`fetch_list`](Self::fetch_list).
     pub(crate) fn list_request(&self, options: &ListOptions) -> Result<Request, Error> {
         options.validate(false)?;
-        Ok(self.collection(Method::GET).params(options.query_pairs()))
+        Ok(self
+            .collection(Method::GET)
+            .params(options.query_pairs())
+            .omit_managed_fields(options.omit_managed_fields))
     }
 
     /// The request of [`watch`](Self::watch).
@@ -229,7 +232,8 @@ impl DynamicResource {
         options.validate(true)?;
         Ok(self
             .collection(Method::GET)
-            .params(options.watch_query_pairs()))
+            .params(options.watch_query_pairs())
+            .omit_managed_fields(options.omit_managed_fields))
     }
 
     /// Reads one object (client-go's `Get`).
@@ -263,7 +267,11 @@ impl DynamicResource {
     /// [`list_pages`](Self::list_pages) (kclient-core's [`ListPager`](kclient_core::ListPager),
     /// which works over any [`ListerWatcher`](kclient_core::ListerWatcher)).
     pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<DynamicObject>, Error> {
-        let mut list: ObjectList<DynamicObject> = self.list_request(options)?.json().await?;
+        let mut list = self
+            .list_request(options)?
+            .fetch_list::<DynamicObject>()
+            .await?
+            .decode()?;
         fill_item_types(&mut list, &self.resource);
         Ok(list)
     }

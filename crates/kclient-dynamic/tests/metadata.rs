@@ -373,3 +373,53 @@ async fn lister_watchers_for_the_informer_factory() {
         .collect();
     assert_eq!(names, ["cm-01", "cm-03"], "the current objects, selected");
 }
+
+/// `ListOptions::omit_managed_fields` reaches the dynamic and the metadata clients' lists and
+/// watches: their objects come without `metadata.managedFields`, the rest as sent.
+#[tokio::test]
+async fn dynamic_and_metadata_lists_and_watches_can_skip_managed_fields() {
+    let (server, metadata) = setup(0).await;
+    server
+        .seed(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "managed", "namespace": "default",
+                                  "managedFields": [{"manager": "kubectl", "operation": "Update"}]},
+                     "data": {"k": "v"}}))
+        .unwrap();
+    let dynamic = kclient_dynamic::DynamicClient::new(metadata.rest_client().clone());
+    let omit = ListOptions::default().omit_managed_fields(true);
+    let dynamic_cms = dynamic.resource(configmaps()).namespace("default");
+    let whole = dynamic_cms.list(&ListOptions::default()).await.unwrap();
+    assert!(whole.items[0].metadata.managed_fields.is_some());
+    let list = dynamic_cms.list(&omit).await.unwrap();
+    assert!(list.items[0].metadata.managed_fields.is_none());
+    assert_eq!(list.items[0].data["data"], json!({"k": "v"}));
+    let meta_cms = metadata.resource(configmaps()).namespace("default");
+    let partial = meta_cms.list(&omit).await.unwrap();
+    assert_eq!(partial.items[0].metadata.name.as_deref(), Some("managed"));
+    assert!(partial.items[0].metadata.managed_fields.is_none());
+
+    let from = omit
+        .clone()
+        .resource_version(whole.resource_version().unwrap());
+    let mut dynamic_events = dynamic_cms.watch(&from).await.unwrap();
+    let mut metadata_events = meta_cms.watch(&from).await.unwrap();
+    dynamic_cms
+        .patch(
+            "managed",
+            &Patch::Merge(json!({"data": {"k": "w"}})),
+            &PatchOptions::default(),
+        )
+        .await
+        .unwrap();
+    match dynamic_events.next().await.unwrap().unwrap() {
+        WatchEvent::Modified(obj) => {
+            assert!(obj.metadata.managed_fields.is_none());
+            assert_eq!(obj.data["data"]["k"], "w");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    match metadata_events.next().await.unwrap().unwrap() {
+        WatchEvent::Modified(obj) => assert!(obj.metadata.managed_fields.is_none()),
+        other => panic!("unexpected {other:?}"),
+    }
+}

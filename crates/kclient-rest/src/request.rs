@@ -64,6 +64,7 @@ pub struct Request {
     timeout: Option<Duration>,
     max_retries: u32,
     max_frame_len: usize,
+    omit_managed_fields: bool,
     error: Option<Error>,
 }
 
@@ -166,6 +167,7 @@ impl Request {
             timeout,
             max_retries: DEFAULT_MAX_RETRIES,
             max_frame_len: DEFAULT_MAX_WATCH_FRAME_LEN,
+            omit_managed_fields: false,
             error: None,
         }
     }
@@ -358,6 +360,14 @@ impl Request {
         self
     }
 
+    /// Decodes the objects of [`fetch_list`](Self::fetch_list) and [`watch`](Self::watch)
+    /// without `metadata.managedFields`, skipping that part of the response (kclient-core's
+    /// `WithoutManagedFields`; `ListOptions::omit_managed_fields` asks for it). Off by default.
+    pub fn omit_managed_fields(mut self, omit: bool) -> Self {
+        self.omit_managed_fields = omit;
+        self
+    }
+
     /// The request path (before the base URL's prefix), unencoded.
     pub fn path(&self) -> String {
         self.build_path(false)
@@ -490,18 +500,35 @@ impl Request {
     where
         K: DeserializeOwned + Send + 'static,
     {
-        use kclient_core::object_list::{decode_list_mapped, peek_list_metadata};
+        use kclient_core::object_list::{
+            decode_list_mapped, decode_list_mapped_without_managed_fields, peek_list_metadata,
+        };
         use kclient_core::{FetchedList, ObjectList};
+        let omit = self.omit_managed_fields;
+        let decode = move |json: &[u8], sink: &mut dyn FnMut(K)| {
+            if omit {
+                decode_list_mapped_without_managed_fields(json, sink)
+            } else {
+                decode_list_mapped(json, sink)
+            }
+        };
         let body = self.send().await?.into_body();
         let what = std::any::type_name::<ObjectList<K>>();
         match peek_list_metadata(&body) {
             Ok(metadata) => Ok(FetchedList::encoded(metadata, move |sink| {
-                crate::response::decode_with(&body, what, |json| decode_list_mapped(json, sink))
+                crate::response::decode_with(&body, what, |json| decode(json, sink))
             })),
-            Err(_) => crate::response::decode_with(&body, what, |json| {
-                serde_json::from_slice::<ObjectList<K>>(json)
-            })
-            .map(FetchedList::decoded),
+            Err(_) => {
+                let mut items = Vec::new();
+                let list = crate::response::decode_with(&body, what, |json| {
+                    decode(json, &mut |item| items.push(item))
+                })?;
+                Ok(FetchedList::decoded(ObjectList {
+                    types: list.types,
+                    metadata: list.metadata,
+                    items,
+                }))
+            }
         }
     }
 
@@ -525,9 +552,9 @@ impl Request {
     where
         K: DeserializeOwned + Send + 'static,
     {
-        let max_frame_len = self.max_frame_len;
+        let (max_frame_len, omit) = (self.max_frame_len, self.omit_managed_fields);
         match self.run(Mode::Watch).await {
-            Ok(Outcome::Streaming(s)) => Ok(decode_watch(body_stream(s), max_frame_len)),
+            Ok(Outcome::Streaming(s)) => Ok(decode_watch(body_stream(s), max_frame_len, omit)),
             Ok(Outcome::Full(_)) => Err(Error::InvalidRequest(
                 "internal: unexpected full body".into(),
             )),

@@ -20,13 +20,16 @@ pub const DEFAULT_MAX_WATCH_FRAME_LEN: usize = JsonFrameDecoder::DEFAULT_MAX_FRA
 struct State<S> {
     body: S,
     decoder: JsonFrameDecoder,
+    omit_managed_fields: bool,
     done: bool,
 }
 
-/// Turns a byte stream into a watch stream.
+/// Turns a byte stream into a watch stream, its objects decoded without
+/// `metadata.managedFields` if `omit_managed_fields`.
 pub(crate) fn decode_watch<K>(
     body: BoxStream<'static, Result<Bytes, Error>>,
     max_frame_len: usize,
+    omit_managed_fields: bool,
 ) -> WatchStream<K, Error>
 where
     K: DeserializeOwned + Send + 'static,
@@ -34,6 +37,7 @@ where
     let state = State {
         body,
         decoder: JsonFrameDecoder::with_max_frame_len(max_frame_len),
+        omit_managed_fields,
         done: false,
     };
     stream::unfold(state, |mut state| async move {
@@ -43,7 +47,11 @@ where
         loop {
             if let Some(frame) = state.decoder.next_frame() {
                 return match frame {
-                    Ok(frame) => match WatchEvent::<K>::from_json(&frame) {
+                    Ok(frame) => match if state.omit_managed_fields {
+                        WatchEvent::<K>::from_json_without_managed_fields(&frame)
+                    } else {
+                        WatchEvent::<K>::from_json(&frame)
+                    } {
                         Ok(event) => Some((Ok(event), state)),
                         Err(e) => {
                             state.done = true;
@@ -88,7 +96,9 @@ mod tests {
         parts: Vec<&'static [u8]>,
         limit: usize,
     ) -> Vec<Result<WatchEvent<DynamicObject>, Error>> {
-        futures::executor::block_on(decode_watch::<DynamicObject>(chunks(parts), limit).collect())
+        futures::executor::block_on(
+            decode_watch::<DynamicObject>(chunks(parts), limit, false).collect(),
+        )
     }
 
     const ADDED: &[u8] =
@@ -170,7 +180,7 @@ mod tests {
         ])
         .boxed();
         let events: Vec<_> =
-            futures::executor::block_on(decode_watch::<DynamicObject>(body, 1024).collect());
+            futures::executor::block_on(decode_watch::<DynamicObject>(body, 1024, false).collect());
         assert_eq!(events.len(), 2);
         assert!(matches!(events[1], Err(Error::Auth(_))));
     }

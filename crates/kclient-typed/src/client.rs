@@ -268,6 +268,7 @@ where
         Ok(self
             .collection_request(Method::GET)
             .params(options.query_pairs())
+            .omit_managed_fields(options.omit_managed_fields)
             .fetch_list::<K>()
             .await?
             .map_err(Error::from))
@@ -283,6 +284,7 @@ where
         let stream = self
             .collection_request(Method::GET)
             .params(options.watch_query_pairs())
+            .omit_managed_fields(options.omit_managed_fields)
             .watch::<K>()
             .await?;
         Ok(Box::pin(stream.map_err(Error::from)))

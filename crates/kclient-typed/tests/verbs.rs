@@ -591,3 +591,57 @@ async fn clones_share_one_transport() {
         .shares_state_with(clientset.all_namespaces::<Pod>().rest_client()));
     assert!(format!("{a:?}").contains("configmaps"));
 }
+
+/// `ListOptions::omit_managed_fields` (client-side, never sent): lists and watches decode their
+/// objects without `metadata.managedFields`; everything else is what the server sent.
+#[tokio::test]
+async fn lists_and_watches_can_skip_managed_fields_while_decoding() {
+    let (server, clientset) = fake().await;
+    let managed = json!([{"manager": "kubectl", "operation": "Apply", "apiVersion": "v1",
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:k": {}}}}]);
+    for name in ["a", "b"] {
+        server
+            .seed(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "default", "managedFields": managed},
+                "data": {"k": name}}))
+            .unwrap();
+    }
+    let cms = clientset.namespaced::<ConfigMap>("default");
+    let whole = cms.list(&ListOptions::default()).await.unwrap();
+    assert!(whole.iter().all(|cm| cm.metadata.managed_fields.is_some()));
+    let omit = ListOptions::default().omit_managed_fields(true);
+    for options in [omit.clone(), omit.clone().limit(1)] {
+        let list = cms.list_all(&options).await.unwrap();
+        assert_eq!(list.items.len(), 2);
+        for (got, whole) in list.iter().zip(whole.iter()) {
+            let mut expected = whole.clone();
+            expected.metadata.managed_fields = None;
+            assert_eq!(*got, expected);
+        }
+    }
+
+    let watch = omit
+        .clone()
+        .resource_version(whole.resource_version().unwrap());
+    let mut events = cms.watch(&watch).await.unwrap();
+    let mut changed = cms.get("a").await.unwrap();
+    changed.data = Some(BTreeMap::from([("k".to_owned(), "changed".to_owned())]));
+    cms.update(&changed, &UpdateOptions::default())
+        .await
+        .unwrap();
+    match events.try_next().await.unwrap().unwrap() {
+        WatchEvent::Modified(cm) => {
+            assert_eq!(cm.data.unwrap()["k"], "changed");
+            assert!(cm.metadata.managed_fields.is_none());
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let mut kept = cms
+        .watch(&ListOptions::default().resource_version(whole.resource_version().unwrap()))
+        .await
+        .unwrap();
+    match kept.try_next().await.unwrap().unwrap() {
+        WatchEvent::Modified(cm) => assert!(cm.metadata.managed_fields.is_some()),
+        other => panic!("unexpected {other:?}"),
+    }
+}
