@@ -1069,6 +1069,63 @@ async fn reflects_into_an_indexer() {
     handle.await.unwrap();
 }
 
+/// `compact_objects` (the default): what the store holds is a copy of each listed or watched
+/// object with exact capacities, not the decoded object with the spare room decoding left
+/// in its `Vec`s; equal either way. Off, the received object is stored as it is.
+#[tokio::test(start_paused = true)]
+async fn listed_and_watched_objects_are_stored_compacted() {
+    fn roomy(name: &str, rv: &str) -> ConfigMap {
+        let mut cm = at(name, 1, rv);
+        let mut finalizers = Vec::with_capacity(16);
+        finalizers.push("example.com/keep".to_owned());
+        cm.metadata.finalizers = Some(finalizers);
+        cm
+    }
+    let capacity = |indexer: &Indexer<ConfigMap>, key: &str| {
+        let cm = indexer.get_by_key(key).unwrap();
+        assert_eq!(
+            cm.metadata.finalizers.as_deref(),
+            Some(&["example.com/keep".to_owned()][..])
+        );
+        cm.metadata.finalizers.as_ref().unwrap().capacity()
+    };
+    for (compact, expected) in [(true, 1), (false, 16)] {
+        let fake = Fake::default();
+        fake.list(list_of(vec![roomy("a", "10")], "10"));
+        let tx = fake.watch_channel();
+        let indexer: Indexer<ConfigMap> = new_store(KeyFunc::deletion_handling_meta_namespace());
+        let r = Arc::new(Reflector::new(
+            fake.lister_watcher(),
+            indexer.clone(),
+            ReflectorOptions {
+                compact_objects: compact,
+                ..list_watch_options()
+            },
+        ));
+        let stop = CancellationToken::new();
+        let handle = tokio::spawn({
+            let (r, s) = (Arc::clone(&r), stop.clone());
+            async move { r.run(s).await }
+        });
+        settle().await;
+        tx.unbounded_send(Ok(WatchEvent::Added(roomy("b", "11"))))
+            .unwrap();
+        settle().await;
+        assert_eq!(
+            capacity(&indexer, "a"),
+            expected,
+            "listed, compact: {compact}"
+        );
+        assert_eq!(
+            capacity(&indexer, "b"),
+            expected,
+            "watched, compact: {compact}"
+        );
+        stop.cancel();
+        handle.await.unwrap();
+    }
+}
+
 #[derive(Default)]
 struct Counted {
     lists: Mutex<Vec<usize>>,
