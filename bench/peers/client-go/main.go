@@ -1,7 +1,7 @@
 // Command client-go-bench runs the peer benchmark scenarios of kclient's `cargo xtask bench`
 // with client-go, and prints each result as one JSON object on stdout.
 //
-//	client-go-bench sync      --kubeconfig K [--namespace NS] --count N --mode list|stream --managed-fields keep|strip [--lookups L]
+//	client-go-bench sync      --kubeconfig K [--namespace NS] [--kind pods|configmaps] --count N --mode list|stream --managed-fields keep|strip [--lookups L]
 //	client-go-bench watch     --kubeconfig K --namespace NS --count N
 //	client-go-bench workqueue --shape queue|contended --iterations I [--repeat R]
 //	client-go-bench decode    --kubeconfig K [--namespace NS] --count N [--repeat R]
@@ -40,8 +40,8 @@ import (
 const writtenAt = "bench.kclient.io/written-at"
 
 type options struct {
-	kubeconfig, namespace, mode, managedFields, shape, contentType string
-	count, lookups, repeat, iterations                             int
+	kubeconfig, namespace, mode, managedFields, shape, contentType, kind string
+	count, lookups, repeat, iterations                                   int
 }
 
 func main() {
@@ -56,6 +56,7 @@ func main() {
 	fs.StringVar(&o.mode, "mode", "list", "initial sync by paged list or streaming list: list|stream")
 	fs.StringVar(&o.managedFields, "managed-fields", "strip", "keep|strip")
 	fs.StringVar(&o.shape, "shape", "queue", "workqueue shape: queue|contended")
+	fs.StringVar(&o.kind, "kind", "pods", "what the sync scenario caches: pods|configmaps")
 	fs.StringVar(&o.contentType, "content-type", "", "json: ask for JSON only")
 	fs.IntVar(&o.count, "count", 0, "objects (sync, decode) or updates (watch)")
 	fs.IntVar(&o.lookups, "lookups", 0, "by-index lookups after the sync")
@@ -158,7 +159,15 @@ func syncScenario(o options) (map[string]any, error) {
 		opts = append(opts, informers.WithTransform(stripManagedFields))
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, opts...)
-	informer := factory.Core().V1().Pods().Informer()
+	var informer cache.SharedIndexInformer
+	switch o.kind {
+	case "pods":
+		informer = factory.Core().V1().Pods().Informer()
+	case "configmaps":
+		informer = factory.Core().V1().ConfigMaps().Informer()
+	default:
+		return nil, fmt.Errorf("unknown kind %q", o.kind)
+	}
 	if o.lookups > 0 {
 		err := informer.AddIndexers(cache.Indexers{"by-node": func(obj any) ([]string, error) {
 			return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
@@ -178,7 +187,7 @@ func syncScenario(o options) (map[string]any, error) {
 	peak, after := statusBytes("VmHWM:"), statusBytes("VmRSS:")
 	objects := len(informer.GetStore().ListKeys())
 	res := map[string]any{
-		"objects": objects, "mode": o.mode, "managed_fields": o.managedFields,
+		"objects": objects, "mode": o.mode, "managed_fields": o.managedFields, "kind": o.kind,
 		"wall_s": wall.Seconds(), "cpu_s": cpu.Seconds(),
 		"rss_before": before, "rss_after": after, "rss_peak": peak,
 	}

@@ -17,6 +17,8 @@ pub(crate) struct Options {
     pub(crate) mode: String,
     /// `keep` or `strip`.
     pub(crate) managed_fields: String,
+    /// What the sync scenario caches: `pods` or `configmaps`.
+    pub(crate) kind: String,
     /// Objects (sync, decode, seed) or updates (watch, write).
     pub(crate) count: usize,
     /// Watched objects (ConfigMaps) of the watch scenario.
@@ -39,6 +41,7 @@ impl Options {
             namespace: String::new(),
             mode: "list".into(),
             managed_fields: "strip".into(),
+            kind: "pods".into(),
             count: 0,
             objects: 1000,
             lookups: 0,
@@ -70,6 +73,7 @@ impl Options {
                 "namespace" => o.namespace = value,
                 "mode" => o.mode = value,
                 "managed-fields" => o.managed_fields = value,
+                "kind" => o.kind = value,
                 "shape" => o.shape = value,
                 "path" => o.path = value,
                 "content-type" => {} // client-go's option; kclient speaks JSON

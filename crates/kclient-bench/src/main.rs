@@ -5,7 +5,7 @@
 //! the watch scenario).
 //!
 //! ```text
-//! kclient-bench sync      --kubeconfig K [--namespace NS] --count N --mode list|stream --managed-fields keep|strip [--lookups L] [--http1]
+//! kclient-bench sync      --kubeconfig K [--namespace NS] [--kind pods|configmaps] --count N --mode list|stream --managed-fields keep|strip [--lookups L] [--http1]
 //! kclient-bench watch     --kubeconfig K --namespace NS --count N
 //! kclient-bench workqueue --shape queue|contended --iterations I [--repeat R]
 //! kclient-bench decode    --kubeconfig K [--namespace NS] --count N [--repeat R] [--http1]

@@ -1,10 +1,11 @@
-//! Scenarios 1 and 4: an informer of Pods from start to synced (paged or streaming list,
-//! managedFields kept or stripped): wall and CPU time, resident set before and after, peak;
-//! then, with `--lookups`, `by_index` lookups over a custom index of the synced Pods.
+//! Scenarios 1, 4 and 6: an informer of Pods (or, with `--kind configmaps`, of ConfigMaps)
+//! from start to synced (paged or streaming list, managedFields kept or stripped): wall and CPU
+//! time, resident set before and after, peak; then, with `--lookups`, `by_index` lookups over a
+//! custom index of the synced Pods.
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kclient_cache::{
     CancellationToken, IndexFuncError, ListerWatcherFor, SharedIndexInformer, SharedInformerFactory,
 };
@@ -18,6 +19,36 @@ use crate::Error;
 const BY_NODE: &str = "by-node";
 
 pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
+    match o.kind.as_str() {
+        "pods" => sync::<Pod>(o, Some(by_node)).await,
+        "configmaps" => sync::<ConfigMap>(o, None).await,
+        other => Err(format!("unknown kind {other:?}").into()),
+    }
+}
+
+fn by_node(pod: &Pod) -> Result<Vec<String>, IndexFuncError> {
+    Ok(pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .into_iter()
+        .collect())
+}
+
+/// An index function of the lookups.
+type IndexFn<K> = fn(&K) -> Result<Vec<String>, IndexFuncError>;
+
+/// Syncs an informer of `K`; `index` is the custom index of the lookups (Pods only).
+async fn sync<K>(o: &Options, index: Option<IndexFn<K>>) -> Result<Value, Error>
+where
+    K: kclient_core::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + Send
+        + Sync
+        + 'static,
+{
     let mut factory = SharedInformerFactory::new(o.clientset()?, Duration::ZERO);
     if let Some(ns) = o.namespace() {
         factory = factory.namespace(ns);
@@ -26,20 +57,13 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
         factory = factory.keep_managed_fields();
     }
     let streaming = o.mode == "stream";
-    let with_index = o.lookups > 0;
-    let informer = factory.informer_for::<Pod>(|client, settings| {
+    let index = index.filter(|_| o.lookups > 0);
+    let with_index = index.is_some();
+    let informer = factory.informer_for::<K>(|client, settings| {
         let mut options = settings.informer_options();
         options.reflector_options.use_watch_list = streaming;
-        if with_index {
-            options.indexers = options.indexers.with(BY_NODE, |pod: &Pod| {
-                Ok::<_, IndexFuncError>(
-                    pod.spec
-                        .as_ref()
-                        .and_then(|s| s.node_name.clone())
-                        .into_iter()
-                        .collect(),
-                )
-            });
+        if let Some(index) = index {
+            options.indexers = options.indexers.with(BY_NODE, index);
         }
         SharedIndexInformer::new(
             client.lister_watcher(settings.namespace.as_deref(), settings.tweak.clone()),
@@ -58,7 +82,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
     let (peak, after) = (status_bytes("VmHWM:"), status_bytes("VmRSS:"));
     let objects = informer.get_store().len();
     let mut result = json!({
-        "objects": objects, "mode": o.mode, "managed_fields": o.managed_fields,
+        "objects": objects, "mode": o.mode, "managed_fields": o.managed_fields, "kind": o.kind,
         "wall_s": wall.as_secs_f64(), "cpu_s": cpu.as_secs_f64(),
         "rss_before": before, "rss_after": after, "rss_peak": peak,
     });

@@ -106,6 +106,7 @@ pub mod handler;
 pub mod index;
 pub mod indexer;
 pub mod informer_queue;
+mod initial_events;
 pub mod key_func;
 pub mod list_watch;
 mod listener;

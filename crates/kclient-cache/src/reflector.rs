@@ -90,9 +90,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::backoff::{Backoff, RetryWithDeadline};
-use crate::indexer::new_store;
 use crate::indexer::Indexer;
-use crate::key_func::KeyFunc;
+use crate::initial_events::InitialEvents;
 use crate::metrics::ReflectorMetrics;
 use crate::store::{Store, StoreError};
 use crate::transform::{transform, TransformFunc};
@@ -633,6 +632,10 @@ where
     }
 
     fn cached_same_version(known: &Indexer<K>, obj: &K) -> Option<Arc<K>> {
+        // The first sync's objects are all new: no key to compute for each of them.
+        if known.is_empty() {
+            return None;
+        }
         let rv = obj.resource_version().filter(|rv| !rv.is_empty())?;
         let key = known.key_func().key(obj).ok()?;
         let cached = known.get_by_key(&key)?;
@@ -659,7 +662,7 @@ where
                 omit_managed_fields: self.omit_managed_fields(),
                 ..ListOptions::default()
             };
-            let initial = new_store(KeyFunc::<K>::deletion_handling_meta_namespace());
+            let initial = InitialEvents::<K>::new();
             let watch_started = Instant::now();
             let opened = tokio::select! {
                 _ = cancel.cancelled() => return Ok(None),
@@ -697,7 +700,7 @@ where
                         tracing::warn!(reflector = %self.name, ?elapsed, "slow streaming list");
                     }
                     self.set_unavailable(false);
-                    self.sync_with(initial.list(), &resource_version, elapsed)?;
+                    self.sync_with(initial.into_objects(), &resource_version, elapsed)?;
                     return Ok(Some(stream));
                 }
                 // Closed before the bookmark: start over with a clean temporary store.

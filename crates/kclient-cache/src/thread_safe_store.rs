@@ -326,6 +326,9 @@ impl<K> ThreadSafeStore<K> {
         let _writer = self.writer.lock();
         let indexers = Arc::clone(&self.data.read().indexers);
         let mut next = Data::empty(Arc::clone(&indexers));
+        let items = items.into_iter();
+        // Sized once: a map grown by doubling to a million entries copies itself twenty times.
+        next.items.reserve(items.size_hint().0);
         for (key, obj) in items {
             next.items.insert(StoreKey::new(&key), obj);
         }

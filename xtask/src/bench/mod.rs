@@ -178,7 +178,7 @@ struct FakeServer {
 
 impl FakeServer {
     fn start(programs: &Programs, work: &Path, pods: usize, config_maps: usize) -> Result<Self> {
-        let manifest = work.join(format!("objects-{pods}.json"));
+        let manifest = work.join(format!("objects-{pods}-{config_maps}.json"));
         let status = Command::new(&programs.kclient)
             .args(["manifest", "--path"])
             .arg(&manifest)
@@ -189,9 +189,11 @@ impl FakeServer {
         if !status.success() {
             bail!("writing the manifest failed ({status})");
         }
-        let kubeconfig = work.join(format!("kubeconfig-{pods}"));
+        let kubeconfig = work.join(format!("kubeconfig-{pods}-{config_maps}"));
         let _ = fs::remove_file(&kubeconfig);
-        eprintln!("bench: starting kclient-fake-apiserver with {pods} Pods");
+        eprintln!(
+            "bench: starting kclient-fake-apiserver with {pods} Pods and {config_maps} ConfigMaps"
+        );
         let child = Command::new(&programs.server)
             .args(["--https", "--token", "bench-token", "--load"])
             .arg(&manifest)
@@ -225,10 +227,16 @@ impl Drop for FakeServer {
 
 fn run_fake(mode: Mode, programs: &Programs, work: &Path) -> Result<Results> {
     let mut results = results("kclient-fake", mode, None)?;
-    for (pods, scenarios) in scenarios::fake(mode) {
-        let server = FakeServer::start(programs, work, pods, scenarios::WATCH_OBJECTS)?;
-        run_scenarios(mode, programs, &server.kubeconfig, &scenarios, &mut results)?;
-        results.scenarios.extend(scenarios);
+    for run in scenarios::fake(mode) {
+        let server = FakeServer::start(programs, work, run.pods, run.config_maps)?;
+        run_scenarios(
+            mode,
+            programs,
+            &server.kubeconfig,
+            &run.scenarios,
+            &mut results,
+        )?;
+        results.scenarios.extend(run.scenarios);
     }
     Ok(results)
 }

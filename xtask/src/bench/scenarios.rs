@@ -210,8 +210,51 @@ fn decode(
     )
 }
 
-/// The kclient-fake runs, by the number of Pods the server holds.
-pub(crate) fn fake(mode: Mode) -> Vec<(usize, Vec<Scenario>)> {
+/// Scenario 6: informers of `config_maps` ConfigMaps (all the server holds besides nothing),
+/// by streaming list (`rounds`) and by paged list (one round: kclient-fake's paged lists of a
+/// million objects take about a minute, whoever asks).
+fn scale(config_maps: usize, rounds: usize, clients: &[Client]) -> Vec<Scenario> {
+    [
+        ("stream", "streaming list", rounds),
+        ("list", "paged list", 1),
+    ]
+    .into_iter()
+    .map(|(mode, by, rounds)| {
+        scenario(
+            format!("scale-{}-{mode}", thousands(config_maps)),
+            format!(
+                "6. scale, {} ConfigMaps cached, {by}, managedFields stripped",
+                thousands(config_maps)
+            ),
+            Kind::Sync,
+            rounds,
+            strings(&[
+                "sync",
+                "--kind",
+                "configmaps",
+                "--count",
+                &config_maps.to_string(),
+                "--mode",
+                mode,
+                "--managed-fields",
+                "strip",
+            ]),
+            clients.to_vec(),
+        )
+    })
+    .collect()
+}
+
+/// One server of the kclient-fake runs: the Pods and the ConfigMaps it holds, and the
+/// scenarios run against it.
+pub(crate) struct FakeRun {
+    pub(crate) pods: usize,
+    pub(crate) config_maps: usize,
+    pub(crate) scenarios: Vec<Scenario>,
+}
+
+/// The kclient-fake runs, one server each.
+pub(crate) fn fake(mode: Mode) -> Vec<FakeRun> {
     let all = [
         client(KCLIENT, Program::Kclient, &[]),
         client(CLIENT_GO, Program::ClientGo, &[]),
@@ -310,7 +353,11 @@ pub(crate) fn fake(mode: Mode) -> Vec<(usize, Vec<Scenario>)> {
     };
     if mode.quick || mode.smoke {
         first.push(index(small, rounds));
-        return vec![(small, first)];
+        return vec![FakeRun {
+            pods: small,
+            config_maps: WATCH_OBJECTS,
+            scenarios: first,
+        }];
     }
     let large = 100_000;
     let mut second = syncs(
@@ -322,7 +369,24 @@ pub(crate) fn fake(mode: Mode) -> Vec<(usize, Vec<Scenario>)> {
     );
     second.push(index(large, 3));
     second.push(decode(large, 3, 2, None, &http));
-    vec![(small, first), (large, second)]
+    let scale_objects = 1_000_000;
+    vec![
+        FakeRun {
+            pods: small,
+            config_maps: WATCH_OBJECTS,
+            scenarios: first,
+        },
+        FakeRun {
+            pods: large,
+            config_maps: WATCH_OBJECTS,
+            scenarios: second,
+        },
+        FakeRun {
+            pods: 0,
+            config_maps: scale_objects,
+            scenarios: scale(scale_objects, 2, &all),
+        },
+    ]
 }
 
 /// The real kube-apiserver run: how many Pods to create in `namespace`, and the scenarios.

@@ -2,7 +2,7 @@
 //! is printed as one JSON object on stdout.
 //!
 //! ```text
-//! kube-rs-bench sync   --kubeconfig K [--namespace NS] --count N --mode list|stream --managed-fields keep|strip
+//! kube-rs-bench sync   --kubeconfig K [--namespace NS] [--kind pods|configmaps] --count N --mode list|stream --managed-fields keep|strip
 //! kube-rs-bench watch  --kubeconfig K --namespace NS --count N
 //! kube-rs-bench decode --kubeconfig K [--namespace NS] --count N [--repeat R]
 //! ```
@@ -34,6 +34,8 @@ struct Options {
     namespace: String,
     mode: String,
     managed_fields: String,
+    /// What the sync scenario caches: `pods` or `configmaps`.
+    kind: String,
     count: usize,
     repeat: usize,
 }
@@ -54,6 +56,7 @@ fn options(args: &[String]) -> Result<Options, Error> {
         namespace: get("namespace", ""),
         mode: get("mode", "list"),
         managed_fields: get("managed-fields", "strip"),
+        kind: get("kind", "pods"),
         count: get("count", "0").parse()?,
         repeat: get("repeat", "3").parse()?,
     })
@@ -137,13 +140,31 @@ fn watcher_config(o: &Options) -> watcher::Config {
 }
 
 async fn sync(o: &Options) -> Result<Value, Error> {
-    let pods: Api<Pod> = api(client(o).await?, &o.namespace);
-    let (reader, writer) = reflector::store::<Pod>();
+    match o.kind.as_str() {
+        "pods" => sync_kind::<Pod>(o).await,
+        "configmaps" => sync_kind::<ConfigMap>(o).await,
+        other => Err(format!("unknown kind {other:?}").into()),
+    }
+}
+
+async fn sync_kind<K>(o: &Options) -> Result<Value, Error>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + k8s_openapi::serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    let objects_api: Api<K> = api(client(o).await?, &o.namespace);
+    let (reader, writer) = reflector::store::<K>();
     let strip = o.managed_fields == "strip";
     let before = status_bytes("VmRSS:");
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let (start, cpu0) = (Instant::now(), cpu_time());
-    let stream = watcher(pods, watcher_config(o))
+    let stream = watcher(objects_api, watcher_config(o))
         .default_backoff()
         .modify(move |pod| {
             if strip {
@@ -159,7 +180,7 @@ async fn sync(o: &Options) -> Result<Value, Error> {
     let objects = reader.len();
     task.abort();
     Ok(json!({
-        "objects": objects, "mode": o.mode, "managed_fields": o.managed_fields,
+        "objects": objects, "mode": o.mode, "managed_fields": o.managed_fields, "kind": o.kind,
         "wall_s": wall.as_secs_f64(), "cpu_s": cpu.as_secs_f64(),
         "rss_before": before, "rss_after": after, "rss_peak": peak,
     }))
