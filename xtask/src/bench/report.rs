@@ -470,7 +470,8 @@ fn targets(results: &Results, rows: &[Row]) -> String {
             )
         }
     };
-    let scenarios_1_to_4 = |r: &Row| !r.memory && !r.scenario.starts_with("5.");
+    let scenarios_1_to_4 =
+        |r: &Row| !r.memory && !r.scenario.starts_with("5.") && !r.scenario.starts_with("6.");
     s.push_str(&judge(
         "vs client-go, scenarios 1–4: ≥ 2× throughput or ≤ 0.5× time",
         go,
