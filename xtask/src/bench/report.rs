@@ -245,30 +245,20 @@ fn rows(results: &Results) -> Vec<Row> {
                 )
                 .unwrap_or(f64::NAN);
                 let mut row = figure("s", Better::Lower, true, false, &|v| num(v, "seconds"));
-                let parse = median(
-                    results
-                        .runs
-                        .iter()
-                        .filter(|r| r.scenario == scenario.id && r.client == KCLIENT)
-                        .filter_map(|r| num(&r.result, "bare_parse_s"))
-                        .collect(),
-                );
-                let transfer = median(
-                    results
-                        .runs
-                        .iter()
-                        .filter(|r| r.scenario == scenario.id && r.client == KCLIENT)
-                        .filter_map(|r| num(&r.result, "transfer_s"))
-                        .collect(),
-                );
-                let paired = median(
-                    results
-                        .runs
-                        .iter()
-                        .filter(|r| r.scenario == scenario.id && r.client == KCLIENT)
-                        .filter_map(|r| num(&r.result, "paired_s"))
-                        .collect(),
-                );
+                // kclient's own figures of the limit (the peers do not measure them).
+                let kclient_median = |field: &str| {
+                    median(
+                        results
+                            .runs
+                            .iter()
+                            .filter(|r| r.scenario == scenario.id && r.client == KCLIENT)
+                            .filter_map(|r| num(&r.result, field))
+                            .collect(),
+                    )
+                };
+                let parse = kclient_median("bare_parse_s");
+                let transfer = kclient_median("transfer_s");
+                let paired = kclient_median("paired_s");
                 if let (Some(p), Some(t)) = (parse, transfer) {
                     row.note = format!(
                         "{:.0} MB of JSON; transfer alone {} s, bare `serde_json` parse {} s ({:.0} MB/s)",
