@@ -91,14 +91,33 @@ impl<K> Data<K> {
         };
         for value in values {
             match index.get_mut(value.as_str()) {
-                Some(bucket) => {
-                    bucket.insert(key.clone(), Arc::clone(obj));
-                }
+                Some(bucket) => match bucket.get_mut(key.as_bytes()) {
+                    Some(filed) => *filed = Arc::clone(obj),
+                    None => {
+                        bucket.insert(key.clone(), Arc::clone(obj));
+                    }
+                },
                 None => {
                     let mut bucket = Bucket::default();
                     bucket.insert(key.clone(), Arc::clone(obj));
                     index.insert(value.clone(), bucket);
                 }
+            }
+        }
+    }
+
+    /// Gives the entries of `key` under `values` of `index` (which hold an older version of
+    /// the object) the new object: an update whose indexed values did not change.
+    fn refresh_index_values(&mut self, index: &str, values: &[String], key: &[u8], obj: &Arc<K>) {
+        let Some(index) = self.indices.get_mut(index) else {
+            return;
+        };
+        for value in values {
+            if let Some(filed) = index
+                .get_mut(value.as_str())
+                .and_then(|bucket| bucket.get_mut(key))
+            {
+                *filed = Arc::clone(obj);
             }
         }
     }
@@ -214,16 +233,22 @@ impl<K> ThreadSafeStore<K> {
             let mut data = self.data.write();
             for (i, name) in indexers.names().enumerate() {
                 let new = &new_values[i];
-                if let Some(old) = &old_values {
-                    let removed: Vec<String> = old[i]
-                        .iter()
-                        .filter(|v| !new.contains(v))
-                        .cloned()
-                        .collect();
-                    data.remove_index_values(name, &removed, key.as_bytes());
+                match &old_values {
+                    Some(old) if old[i] == *new => {
+                        data.refresh_index_values(name, new, key.as_bytes(), &obj);
+                    }
+                    Some(old) => {
+                        let removed: Vec<String> = old[i]
+                            .iter()
+                            .filter(|v| !new.contains(v))
+                            .cloned()
+                            .collect();
+                        data.remove_index_values(name, &removed, key.as_bytes());
+                        // Values kept are filed again: their entries must hold the new object.
+                        data.insert_index_values(name, new, &key, &obj);
+                    }
+                    None => data.insert_index_values(name, new, &key, &obj),
                 }
-                // Values kept are filed again: their buckets must hold the new object.
-                data.insert_index_values(name, new, &key, &obj);
             }
             data.items.insert(key, obj);
             data.items.len()
