@@ -302,6 +302,20 @@ impl WatchStream {
             )?)),
         }
     }
+
+    /// The next `n` events that are not bookmarks (the server sends bookmarks at its own
+    /// pace, so they are skipped); fails if the watch closes first or `limit` passes with no
+    /// event.
+    pub async fn next_events(&mut self, n: usize, limit: Duration) -> Result<Vec<WatchEvent>> {
+        let mut events = Vec::with_capacity(n);
+        while events.len() < n {
+            let event = self.next(limit).await?.context("the watch closed early")?;
+            if event.event_type != "BOOKMARK" {
+                events.push(event);
+            }
+        }
+        Ok(events)
+    }
 }
 
 #[cfg(test)]

@@ -351,29 +351,26 @@ pub async fn metadata_watch(target: &Target) -> Result<Transcript> {
         .delete(&format!("{path}/first"))
         .await?
         .expect(StatusCode::OK)?;
-    let mut seen = Vec::new();
-    while seen.len() < 4 {
-        let event = watch
-            .next(EVENT_TIMEOUT)
-            .await?
-            .context("the watch closed early")?;
-        if event.event_type == "BOOKMARK" {
-            continue;
-        }
-        let mut keys: Vec<&String> = event
-            .object
-            .as_object()
-            .map(|m| m.keys().collect())
-            .unwrap_or_default();
-        keys.sort();
-        seen.push(json!([
-            event.event_type,
-            event.object["apiVersion"],
-            event.object["kind"],
-            event.name(),
-            keys
-        ]));
-    }
+    let seen: Vec<Value> = watch
+        .next_events(4, EVENT_TIMEOUT)
+        .await?
+        .iter()
+        .map(|event| {
+            let mut keys: Vec<&String> = event
+                .object
+                .as_object()
+                .map(|m| m.keys().collect())
+                .unwrap_or_default();
+            keys.sort();
+            json!([
+                event.event_type,
+                event.object["apiVersion"],
+                event.object["kind"],
+                event.name(),
+                keys
+            ])
+        })
+        .collect();
     t.record("events", json!(seen));
 
     let streaming = format!(

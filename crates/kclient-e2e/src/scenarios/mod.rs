@@ -387,17 +387,12 @@ pub async fn watch_from_resource_version(target: &Target) -> Result<Transcript> 
         .await?
         .expect(StatusCode::OK)?;
 
-    let mut seen = Vec::new();
-    while seen.len() < 3 {
-        let event = watch
-            .next(EVENT_TIMEOUT)
-            .await?
-            .context("the watch closed early")?;
-        if event.event_type == "BOOKMARK" {
-            continue;
-        }
-        seen.push(format!("{} {}", event.event_type, event.name()));
-    }
+    let seen: Vec<String> = watch
+        .next_events(3, EVENT_TIMEOUT)
+        .await?
+        .iter()
+        .map(|event| format!("{} {}", event.event_type, event.name()))
+        .collect();
     t.record("events", json!(seen));
     ensure!(
         seen == ["MODIFIED first", "ADDED second", "DELETED first"],

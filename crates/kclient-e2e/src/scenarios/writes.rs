@@ -224,25 +224,22 @@ pub async fn watch_selector_transitions(target: &Target) -> Result<Transcript> {
     }
     client.delete(&item).await?.expect(StatusCode::OK)?;
 
-    let mut seen = Vec::new();
-    while seen.len() < 5 {
-        let event = watch
-            .next(super::EVENT_TIMEOUT)
-            .await?
-            .context("the watch closed early")?;
-        if event.event_type == "BOOKMARK" {
-            continue;
-        }
-        seen.push(format!(
-            "{} {} n={} label={}",
-            event.event_type,
-            event.name(),
-            event.object["data"]["n"].as_str().unwrap_or("-"),
-            event.object["metadata"]["labels"][SCENARIO_LABEL]
-                .as_str()
-                .unwrap_or("-"),
-        ));
-    }
+    let seen: Vec<String> = watch
+        .next_events(5, super::EVENT_TIMEOUT)
+        .await?
+        .iter()
+        .map(|event| {
+            format!(
+                "{} {} n={} label={}",
+                event.event_type,
+                event.name(),
+                event.object["data"]["n"].as_str().unwrap_or("-"),
+                event.object["metadata"]["labels"][SCENARIO_LABEL]
+                    .as_str()
+                    .unwrap_or("-"),
+            )
+        })
+        .collect();
     t.record("events", json!(seen));
     let types: Vec<&str> = seen
         .iter()
