@@ -54,29 +54,16 @@ impl<'de, K: Deserialize<'de>> Deserialize<'de> for WithoutManagedFields<K> {
     }
 }
 
-/// Decodes `K` from `deserializer`, skipping `metadata.managedFields` when `omit` is set.
-pub fn deserialize_object<'de, K, D>(deserializer: D, omit: bool) -> Result<K, D::Error>
-where
-    K: Deserialize<'de>,
-    D: Deserializer<'de>,
-{
-    if omit {
-        WithoutManagedFields::<K>::deserialize(deserializer).map(WithoutManagedFields::into_inner)
-    } else {
-        K::deserialize(deserializer)
-    }
-}
-
 /// A seed decoding `K`, without `metadata.managedFields` when `omit_managed_fields` is set
-/// (for the items of a list, decoded one after the other).
-pub struct ObjectSeed<K> {
+/// (the items of a list and the objects of watch events).
+pub(crate) struct ObjectSeed<K> {
     omit_managed_fields: bool,
     _kind: PhantomData<fn() -> K>,
 }
 
 impl<K> ObjectSeed<K> {
     /// A seed that skips managedFields if `omit_managed_fields`.
-    pub fn new(omit_managed_fields: bool) -> Self {
+    pub(crate) fn new(omit_managed_fields: bool) -> Self {
         Self {
             omit_managed_fields,
             _kind: PhantomData,
@@ -96,7 +83,12 @@ impl<'de, K: Deserialize<'de>> DeserializeSeed<'de> for ObjectSeed<K> {
     type Value = K;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<K, D::Error> {
-        deserialize_object(deserializer, self.omit_managed_fields)
+        if self.omit_managed_fields {
+            WithoutManagedFields::<K>::deserialize(deserializer)
+                .map(WithoutManagedFields::into_inner)
+        } else {
+            K::deserialize(deserializer)
+        }
     }
 }
 
@@ -442,13 +434,13 @@ mod tests {
     }
 
     #[test]
-    fn deserialize_object_honours_the_flag() {
+    fn the_object_seed_honours_the_flag() {
         let text = serde_json::to_string(&pod_json()).unwrap();
         let mut de = serde_json::Deserializer::from_str(&text);
-        let kept: Pod = deserialize_object(&mut de, false).unwrap();
+        let kept: Pod = ObjectSeed::new(false).deserialize(&mut de).unwrap();
         assert!(kept.metadata.managed_fields.is_some());
         let mut de = serde_json::Deserializer::from_str(&text);
-        let omitted: Pod = deserialize_object(&mut de, true).unwrap();
+        let omitted: Pod = ObjectSeed::new(true).deserialize(&mut de).unwrap();
         assert!(omitted.metadata.managed_fields.is_none());
     }
 }

@@ -514,21 +514,15 @@ impl Request {
         };
         let body = self.send().await?.into_body();
         let what = std::any::type_name::<ObjectList<K>>();
-        match peek_list_metadata(&body) {
-            Ok(metadata) => Ok(FetchedList::encoded(metadata, move |sink| {
-                crate::response::decode_with(&body, what, |json| decode(json, sink))
-            })),
-            Err(_) => {
-                let mut items = Vec::new();
-                let list = crate::response::decode_with(&body, what, |json| {
-                    decode(json, &mut |item| items.push(item))
-                })?;
-                Ok(FetchedList::decoded(ObjectList {
-                    types: list.types,
-                    metadata: list.metadata,
-                    items,
-                }))
-            }
+        let metadata = peek_list_metadata(&body);
+        let peeked = metadata.is_ok();
+        let fetched = FetchedList::encoded(metadata.unwrap_or_default(), move |sink| {
+            crate::response::decode_with(&body, what, |json| decode(json, sink))
+        });
+        if peeked {
+            Ok(fetched)
+        } else {
+            fetched.decode().map(FetchedList::decoded)
         }
     }
 
