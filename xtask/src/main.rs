@@ -12,6 +12,9 @@
 //!   `docs/e2e.md`).
 //! * `bench [--quick] [--real] [--smoke]` — kclient side by side with client-go and kube-rs on
 //!   the same objects; writes `docs/benchmarks.md`'s generated section (see `bench/mod.rs`).
+//! * `fuzz [--cases N] [--seconds S] [--seed X] [SUITE...]` — the property tests and fuzz
+//!   targets, run longer from new seeds (printed); what fails is recorded in the suites'
+//!   committed regression files (see `fuzz.rs`).
 //! * `check-features` — the facade built with no layer and with each layer feature alone
 //!   (see `check_features.rs`).
 //! * `demo` — the main job: `examples/demo.rs`, a small controller built from kclient's layers,
@@ -22,6 +25,7 @@ mod check_features;
 mod codegen;
 mod demo;
 mod e2e;
+mod fuzz;
 mod test;
 
 use std::env;
@@ -36,6 +40,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("test") => test::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("codegen") => codegen::run(&args[1..]),
         Some("e2e") => e2e::run(&args[1..]),
         Some("demo") => demo::run(&args[1..]),
@@ -70,6 +75,8 @@ fn print_help() {
                    build | gomod | kubectl (`cargo xtask e2e help`)\n  \
            bench   kclient vs client-go and kube-rs on kclient-fake [--quick], or on the\n          \
                    running e2e kube-apiserver [--real]; writes docs/benchmarks.md\n  \
+           fuzz    the property tests and fuzz targets from new seeds, longer [--cases N]\n          \
+                   [--seconds S] [--seed X] [SUITE...]; failures go to proptest-regressions/\n  \
            demo    run the main demo (against the embedded fake API server, or a cluster\n          \
                    when KUBECONFIG or --kubeconfig is given)\n  \
            check-features  build the facade with no layer and with each layer alone\n"
@@ -82,6 +89,37 @@ pub(crate) fn workspace_root() -> PathBuf {
         .parent()
         .expect("xtask lives one level below the workspace root")
         .to_path_buf()
+}
+
+/// The directory cargo builds into, found the way cargo finds it (`CARGO_TARGET_DIR`,
+/// `build.target-dir` in a config file, or `<workspace>/target`): `cargo metadata`'s
+/// `target_directory`. Asked once per run.
+pub(crate) fn target_dir() -> Result<PathBuf> {
+    static TARGET_DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(dir) = TARGET_DIR.get() {
+        return Ok(dir.clone());
+    }
+    let output = cargo()
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("could not run cargo metadata")?;
+    if !output.status.success() {
+        bail!("cargo metadata failed ({})", output.status);
+    }
+    let dir = target_directory_of(&output.stdout)?;
+    Ok(TARGET_DIR.get_or_init(|| dir).clone())
+}
+
+/// The `target_directory` of `cargo metadata`'s JSON output.
+fn target_directory_of(metadata: &[u8]) -> Result<PathBuf> {
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        target_directory: PathBuf,
+    }
+    let metadata: Metadata =
+        serde_json::from_slice(metadata).context("cannot read cargo metadata's output")?;
+    Ok(metadata.target_directory)
 }
 
 /// `cargo` (the one running this xtask), run from the workspace root.
@@ -106,6 +144,21 @@ pub(crate) fn cargo() -> Command {
         }
     }
     cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_target_directory_is_read_from_cargo_metadata() {
+        let json = br#"{"packages":[],"target_directory":"/elsewhere/target","version":1}"#;
+        assert_eq!(
+            target_directory_of(json).unwrap(),
+            PathBuf::from("/elsewhere/target")
+        );
+        assert!(target_directory_of(b"{}").is_err());
+    }
 }
 
 /// Runs one step, printing its name and duration; fails if the command fails.

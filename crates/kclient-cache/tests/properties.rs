@@ -4,7 +4,8 @@
 //! once everything is popped the indexer equals the last state the "server" gave, and every
 //! index agrees with the objects.
 //!
-//! `PROPTEST_CASES=10000 cargo test -p kclient-cache --test properties` runs it longer.
+//! With the tests they run from a fixed seed (`kclient-testkit`); `cargo xtask fuzz` runs them
+//! longer with new seeds and records what fails in `proptest-regressions/properties.txt`.
 
 mod common;
 
@@ -196,11 +197,10 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 512,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(kclient_testkit::proptest_config(
+        512,
+        concat!(env!("CARGO_MANIFEST_DIR"), "/proptest-regressions/properties.txt"),
+    ))]
 
     #[test]
     fn delta_fifo_to_indexer_ends_equal_to_the_last_state_given(ops in proptest::collection::vec(op(), 1..60)) {

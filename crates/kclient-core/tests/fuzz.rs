@@ -1,7 +1,7 @@
 //! Fuzz targets for the parsers of kclient-core, as property tests: any bytes and
 //! near-valid hostile input give a value or a typed error, never a panic. A bounded number
-//! of cases runs with the tests; for a longer run:
-//! `PROPTEST_CASES=200000 cargo test -p kclient-core --test fuzz`.
+//! of cases runs with the tests, from a fixed seed (`kclient-testkit`); `cargo xtask fuzz`
+//! runs them longer with new seeds and records what fails in `proptest-regressions/fuzz.txt`.
 
 use kclient_core::labels::Selector;
 use kclient_core::{DynamicObject, JsonFrameDecoder, Status, WatchEvent};
@@ -20,7 +20,7 @@ fn json_soup() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2048, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(kclient_testkit::proptest_config(2048, concat!(env!("CARGO_MANIFEST_DIR"), "/proptest-regressions/fuzz.txt")))]
 
     #[test]
     fn label_selectors_never_panic(text in grammar_soup()) {

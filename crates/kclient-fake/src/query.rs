@@ -277,7 +277,8 @@ mod tests {
 
 /// Fuzz target for the request parsing (query strings, list options, paths), as a property
 /// test: hostile input gives an answer or a typed error, never a panic.
-/// `PROPTEST_CASES=200000 cargo test -p kclient-fake --lib fuzz` runs it longer.
+/// From a fixed seed with the tests; `cargo xtask fuzz` runs it longer (failures recorded in
+/// `proptest-regressions/query.txt`).
 #[cfg(test)]
 mod fuzz {
     use proptest::prelude::*;
@@ -292,7 +293,7 @@ mod fuzz {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 2048, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(kclient_testkit::proptest_config(2048, concat!(env!("CARGO_MANIFEST_DIR"), "/proptest-regressions/query.txt")))]
 
         #[test]
         fn request_parsing_never_panics(query in query_soup(), path in "(/[a-z0-9.%-]{0,12}){0,9}") {

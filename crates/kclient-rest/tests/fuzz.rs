@@ -1,6 +1,8 @@
 //! Fuzz target for kubeconfig parsing, as a property test: any text gives a kubeconfig or a
 //! typed error, never a panic, and no error quotes a value it was given.
-//! `PROPTEST_CASES=100000 cargo test -p kclient-rest --test fuzz` runs it longer.
+//! With the tests it runs a fixed number of cases from a fixed seed (`kclient-testkit`);
+//! `cargo xtask fuzz` runs it longer with new seeds and records what fails in
+//! `proptest-regressions/fuzz.txt`, replayed by every later run.
 
 use kclient_rest::kubeconfig::Kubeconfig;
 use proptest::prelude::*;
@@ -13,7 +15,7 @@ fn yaml_soup() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1024, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(kclient_testkit::proptest_config(1024, concat!(env!("CARGO_MANIFEST_DIR"), "/proptest-regressions/fuzz.txt")))]
 
     #[test]
     fn kubeconfig_parsing_never_panics_nor_quotes_values(text in yaml_soup(), bytes in proptest::collection::vec(any::<u8>(), 0..128)) {

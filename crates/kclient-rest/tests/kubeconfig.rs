@@ -667,6 +667,37 @@ fn parse_errors_do_not_quote_values() {
     assert!(shown.contains("line 5"), "{shown}");
 }
 
+/// Issue 24: the counterexample the kubeconfig fuzz target found. The indented line folds
+/// into the plain scalar `v1`, so apiVersion is `v1 SECRET-aaaa`; the kind/apiVersion check
+/// quoted it whole. It names the field now, never the value.
+#[test]
+fn a_continuation_line_folded_into_the_api_version_is_not_quoted() {
+    for text in [
+        "apiVersion: v1\n  SECRET-aaaa",
+        "kind: Config\n  SECRET-aaaa",
+        "apiVersion: SECRET-aaaa\nkind: SECRET-bbbb\n",
+    ] {
+        let err = Kubeconfig::from_yaml(text).unwrap_err();
+        let shown = format!("{err} {err:?}");
+        assert!(!shown.contains("SECRET-"), "{shown}");
+        assert!(matches!(err, KubeconfigError::Parse { .. }), "{err:?}");
+    }
+}
+
+/// A `proxy-url` that is refused is not repeated in the error: it may hold a password.
+#[test]
+fn a_refused_proxy_url_is_not_quoted() {
+    for proxy in [
+        "ftp://user:PROXY-SECRET@proxy",
+        "http://user:PROXY-SECRET@prox y:80",
+    ] {
+        let err = build(&format!("current-context: c\nclusters:\n- name: c\n  cluster: {{server: \"https://x\", proxy-url: \"{proxy}\"}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\n")).unwrap_err();
+        let shown = format!("{err} {err:?}");
+        assert!(shown.contains("proxy-url"), "{shown}");
+        assert!(!shown.contains("PROXY-SECRET"), "{shown}");
+    }
+}
+
 /// Issue 19, item 7: duplicate names keep the first position and the last value, in one pass
 /// (it was quadratic: 1.4 s at 40k clusters). Not timed: the result is checked on a large file.
 #[test]
@@ -698,7 +729,17 @@ fn kind_and_version_are_checked_and_yaml_11_booleans_read() {
     let err = Kubeconfig::from_yaml("apiVersion: v2\nkind: Pod\n").unwrap_err();
     assert!(
         err.to_string()
-            .contains("no kind \"Pod\" is registered for version \"v2\""),
+            .contains("its kind is not Config and its apiVersion is not v1"),
+        "{err}"
+    );
+    let err = Kubeconfig::from_yaml("apiVersion: v2\nkind: Config\n").unwrap_err();
+    assert!(
+        err.to_string().contains(": its apiVersion is not v1:"),
+        "{err}"
+    );
+    let err = Kubeconfig::from_yaml("apiVersion: v1\nkind: Pod\n").unwrap_err();
+    assert!(
+        err.to_string().contains(": its kind is not Config:"),
         "{err}"
     );
     assert!(Kubeconfig::from_yaml("apiVersion: v1\nkind: Config\n").is_ok());

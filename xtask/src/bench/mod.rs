@@ -35,7 +35,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{cargo, e2e, step, workspace_root};
+use crate::{cargo, e2e, step, target_dir, workspace_root};
 use scenarios::{Kind, Scenario};
 
 /// How the run was asked for.
@@ -134,7 +134,8 @@ fn build(mode: Mode) -> Result<Programs> {
         build.arg("--release");
     }
     step("build kclient-bench and kclient-fake-apiserver", build)?;
-    let target = root.join("target").join(profile);
+    let target_dir = target_dir()?;
+    let target = target_dir.join(profile);
     let mut programs = Programs {
         kclient: target.join("kclient-bench"),
         server: target.join("kclient-fake-apiserver"),
@@ -145,22 +146,20 @@ fn build(mode: Mode) -> Result<Programs> {
         return Ok(programs);
     }
     let peers = root.join("bench").join("peers");
-    let client_go = root.join("target").join("bench").join("client-go-bench");
+    let client_go = target_dir.join("bench").join("client-go-bench");
     let mut go = e2e::build::go_command(&peers.join("client-go"))?;
     go.args(["build", "-o"]).arg(&client_go).arg(".");
     step("build the client-go peer (go build)", go)?;
+    // The peer is a workspace of its own: it builds into a directory of its own under ours,
+    // wherever ours is (never into ours, whose `release/` holds kclient's programs).
+    let kube_rs_target = target_dir.join("bench").join("kube-rs");
     let mut kube = cargo();
     kube.current_dir(peers.join("kube-rs"))
-        .args(["build", "--release", "--locked"]);
+        .args(["build", "--release", "--locked", "--target-dir"])
+        .arg(&kube_rs_target);
     step("build the kube-rs peer", kube)?;
     programs.client_go = Some(client_go);
-    programs.kube_rs = Some(
-        peers
-            .join("kube-rs")
-            .join("target")
-            .join("release")
-            .join("kube-rs-bench"),
-    );
+    programs.kube_rs = Some(kube_rs_target.join("release").join("kube-rs-bench"));
     Ok(programs)
 }
 

@@ -235,7 +235,7 @@ impl Selected<'_> {
             if let Some(proxy) = non_empty(&c.proxy_url) {
                 if let Err(reason) = check_proxy_url(proxy) {
                     errors.push(format!(
-                        "invalid 'proxy-url' {proxy:?} for cluster {cluster_name:?}: {reason}"
+                        "invalid 'proxy-url' for cluster {cluster_name:?}: {reason}"
                     ));
                 }
             }
@@ -377,7 +377,10 @@ fn clean_control_characters(s: &str) -> String {
 
 /// client-go's `parseProxyURL`: a URL with scheme http, https or socks5.
 pub(crate) fn check_proxy_url(url: &str) -> Result<http::Uri, String> {
-    let uri: http::Uri = url.parse().map_err(|_| format!("could not parse: {url}"))?;
+    // Neither message repeats the URL: it may carry a password (`http://user:pass@proxy`).
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|_| "could not parse it as a URL".to_owned())?;
     match uri.scheme_str() {
         Some("http" | "https" | "socks5") => Ok(uri),
         other => Err(format!(

@@ -608,13 +608,21 @@ impl Kubeconfig {
             })?;
         let mut kc = parsed.unwrap_or_default();
         // kubectl's decoder knows one kind in one version (and defaults both when absent).
-        let kind = kc.kind.as_deref().unwrap_or_default();
-        let api_version = kc.api_version.as_deref().unwrap_or_default();
-        if !matches!(kind, "" | "Config") || !matches!(api_version, "" | "v1") {
+        // The message names the field, never its value: a value in the wrong place can be a
+        // credential (a continuation line folds into the plain scalar before it).
+        let kind_ok = matches!(kc.kind.as_deref().unwrap_or_default(), "" | "Config");
+        let version_ok = matches!(kc.api_version.as_deref().unwrap_or_default(), "" | "v1");
+        let wrong = match (kind_ok, version_ok) {
+            (true, true) => None,
+            (false, true) => Some("its kind is not Config"),
+            (true, false) => Some("its apiVersion is not v1"),
+            (false, false) => Some("its kind is not Config and its apiVersion is not v1"),
+        };
+        if let Some(wrong) = wrong {
             return Err(KubeconfigError::Parse {
                 path: path.map(Path::to_path_buf),
                 message: format!(
-                    "no kind {kind:?} is registered for version {api_version:?}: a kubeconfig is kind Config, apiVersion v1"
+                    "{wrong}: a kubeconfig is kind Config, apiVersion v1 (the value is not shown)"
                 ),
             });
         }
