@@ -11,6 +11,8 @@
 //!   server does not serve, such as alpha APIs it does not enable).
 //! * `codegen crd <crd.yaml>… --out <dir> [--check]` — Rust types and typed clients for
 //!   CustomResourceDefinitions.
+//! * `codegen` and `codegen --check` also cover kclient-protobuf's codecs, and
+//!   `codegen protobuf-refresh` their inputs (see `codegen_protobuf.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -45,12 +47,14 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         Some("table") => table(&args[1..]),
         Some("refresh") => refresh(&args[1..]),
         Some("crd") => crd(&args[1..]),
+        Some("protobuf-refresh") => crate::codegen_protobuf::refresh(&args[1..]),
         Some("help" | "-h" | "--help") => {
             eprintln!(
                 "usage: cargo xtask codegen [--check]\n       \
                  cargo xtask codegen table [--versions 1.35,1.36,1.37]\n       \
                  cargo xtask codegen refresh --kubeconfig <file> [--context <name>]\n       \
-                 cargo xtask codegen crd <crd.yaml>... --out <dir> [--check]"
+                 cargo xtask codegen crd <crd.yaml>... --out <dir> [--check]\n       \
+                 cargo xtask codegen protobuf-refresh [--versions 1.35,1.36,1.37]"
             );
             Ok(())
         }
@@ -87,6 +91,13 @@ fn clientset(check: bool) -> Result<()> {
     let tables = load_tables()?;
     let files = generate_clientset(&tables, &ClientsetOptions::default())?.rustfmt()?;
     write_or_check(&files, &generated_dir(), check, "cargo xtask codegen")?;
+    let codecs = crate::codegen_protobuf::generate()?;
+    write_or_check(
+        &codecs,
+        &crate::codegen_protobuf::generated_dir(),
+        check,
+        "cargo xtask codegen",
+    )?;
     if !check {
         for table in &tables {
             let skipped: Vec<String> = table
@@ -136,7 +147,7 @@ fn write_or_check(files: &GeneratedFiles, dir: &Path, check: bool, regenerate: &
 }
 
 /// The value after `flag`, if given.
-fn flag_value<'a>(args: &'a [String], flag: &str) -> Result<Option<&'a str>> {
+pub(crate) fn flag_value<'a>(args: &'a [String], flag: &str) -> Result<Option<&'a str>> {
     match args.iter().position(|a| a == flag) {
         None => Ok(None),
         Some(i) => match args.get(i + 1) {
@@ -147,7 +158,7 @@ fn flag_value<'a>(args: &'a [String], flag: &str) -> Result<Option<&'a str>> {
 }
 
 /// The source directory of k8s-openapi as cargo resolved it for this workspace.
-fn k8s_openapi_source() -> Result<(PathBuf, String)> {
+pub(crate) fn k8s_openapi_source() -> Result<(PathBuf, String)> {
     let output = cargo()
         .args(["metadata", "--format-version", "1"])
         .output()

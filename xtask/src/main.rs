@@ -23,6 +23,7 @@
 mod bench;
 mod check_features;
 mod codegen;
+mod codegen_protobuf;
 mod demo;
 mod e2e;
 mod fuzz;
