@@ -91,13 +91,7 @@ fn clientset(check: bool) -> Result<()> {
     let tables = load_tables()?;
     let files = generate_clientset(&tables, &ClientsetOptions::default())?.rustfmt()?;
     write_or_check(&files, &generated_dir(), check, "cargo xtask codegen")?;
-    let codecs = crate::codegen_protobuf::generate()?;
-    write_or_check(
-        &codecs,
-        &crate::codegen_protobuf::generated_dir(),
-        check,
-        "cargo xtask codegen",
-    )?;
+    crate::codegen_protobuf::codecs(check)?;
     if !check {
         for table in &tables {
             let skipped: Vec<String> = table
@@ -118,7 +112,12 @@ fn clientset(check: bool) -> Result<()> {
     Ok(())
 }
 
-fn write_or_check(files: &GeneratedFiles, dir: &Path, check: bool, regenerate: &str) -> Result<()> {
+pub(crate) fn write_or_check(
+    files: &GeneratedFiles,
+    dir: &Path,
+    check: bool,
+    regenerate: &str,
+) -> Result<()> {
     if check {
         let drift = files.diff(dir)?;
         if !drift.is_empty() {

@@ -23,8 +23,13 @@ fn data_dir() -> PathBuf {
 }
 
 /// Where the generated codecs live.
-pub(crate) fn generated_dir() -> PathBuf {
+fn generated_dir() -> PathBuf {
     workspace_root().join("crates/kclient-protobuf/src/generated")
+}
+
+/// Where the generated test schemas live.
+fn tests_dir() -> PathBuf {
+    workspace_root().join("crates/kclient-protobuf/tests/generated")
 }
 
 fn input_path(version: &str) -> PathBuf {
@@ -43,8 +48,18 @@ fn version_dir(src: &Path, version: &str) -> PathBuf {
     src.join(format!("v1_{}", version.trim_start_matches("1.")))
 }
 
-/// The codecs of every version with a checked-in input, formatted.
-pub(crate) fn generate() -> Result<kclient_codegen::GeneratedFiles> {
+/// Generates (or checks) the codecs and their test schemas.
+pub(crate) fn codecs(check: bool) -> Result<()> {
+    let (codecs, tests) = generate()?;
+    crate::codegen::write_or_check(&codecs, &generated_dir(), check, "cargo xtask codegen")?;
+    crate::codegen::write_or_check(&tests, &tests_dir(), check, "cargo xtask codegen")
+}
+
+/// The codecs and test schemas of every version with a checked-in input, formatted.
+fn generate() -> Result<(
+    kclient_codegen::GeneratedFiles,
+    kclient_codegen::GeneratedFiles,
+)> {
     let (src, _) = crate::codegen::k8s_openapi_source()?;
     let mut inputs = Vec::new();
     for version in sources()?.keys() {
@@ -54,7 +69,8 @@ pub(crate) fn generate() -> Result<kclient_codegen::GeneratedFiles> {
         let definitions = protobuf::read_definitions(&version_dir(&src, version))?;
         inputs.push((input, definitions));
     }
-    Ok(protobuf::generate(&inputs)?.rustfmt()?)
+    let (codecs, tests) = protobuf::generate(&inputs)?;
+    Ok((codecs.rustfmt()?, tests.rustfmt()?))
 }
 
 #[derive(Deserialize)]

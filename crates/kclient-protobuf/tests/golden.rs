@@ -20,7 +20,9 @@ use kclient_protobuf::special;
 use kclient_protobuf::wire::{Ctx, Decode, Encode};
 
 fn golden(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -29,7 +31,10 @@ fn ts(s: &str) -> Timestamp {
 }
 
 fn strings(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 /// The same ConfigMap as golden/main.go's `configMap()`.
@@ -125,8 +130,14 @@ fn decode_equals_the_json_path() {
     assert_eq!(from_pb, from_json);
     let body = golden("configmap.k8s");
     let unk = envelope::decode_envelope(&body).unwrap();
-    assert_eq!((unk.api_version.as_str(), unk.kind.as_str()), ("v1", "ConfigMap"));
-    assert_eq!((unk.content_encoding.as_str(), unk.content_type.as_str()), ("", ""));
+    assert_eq!(
+        (unk.api_version.as_str(), unk.kind.as_str()),
+        ("v1", "ConfigMap")
+    );
+    assert_eq!(
+        (unk.content_encoding.as_str(), unk.content_type.as_str()),
+        ("", "")
+    );
     let from_envelope: ConfigMap =
         envelope::decode_object(&golden("configmap.k8s"), "ConfigMap", Ctx::default()).unwrap();
     assert_eq!(from_envelope, from_json);
@@ -135,10 +146,16 @@ fn decode_equals_the_json_path() {
 #[test]
 fn round_trip() {
     let cm = config_map();
-    assert_eq!(ConfigMap::decode(&cm.encode_to_vec(), Ctx::default()).unwrap(), cm);
+    assert_eq!(
+        ConfigMap::decode(&cm.encode_to_vec(), Ctx::default()).unwrap(),
+        cm
+    );
     // Omitted vs empty: what Go writes for a zero value decodes as "absent" where the JSON
     // omits it (value-omitempty), and stays Some where Go has a pointer.
-    let bare = ConfigMap { immutable: Some(false), ..Default::default() };
+    let bare = ConfigMap {
+        immutable: Some(false),
+        ..Default::default()
+    };
     let back = ConfigMap::decode(&bare.encode_to_vec(), Ctx::default()).unwrap();
     assert_eq!(back, bare);
     assert_eq!(back.metadata.name, None);
@@ -148,7 +165,10 @@ fn round_trip() {
 
 #[test]
 fn managed_fields_skipped_on_request() {
-    let ctx = Ctx { skip_managed_fields: true, ..Ctx::default() };
+    let ctx = Ctx {
+        skip_managed_fields: true,
+        ..Ctx::default()
+    };
     let cm = ConfigMap::decode(&golden("configmap.pb"), ctx).unwrap();
     let mut expected = config_map();
     expected.metadata.managed_fields = None;
@@ -159,7 +179,10 @@ fn managed_fields_skipped_on_request() {
 fn list_item_by_item() {
     let body = golden("configmaplist.k8s");
     let unk = envelope::decode_envelope(&body).unwrap();
-    assert_eq!((unk.api_version.as_str(), unk.kind.as_str()), ("v1", "ConfigMapList"));
+    assert_eq!(
+        (unk.api_version.as_str(), unk.kind.as_str()),
+        ("v1", "ConfigMapList")
+    );
     let peeked = envelope::peek_list_meta(unk.raw).unwrap();
     assert_eq!(peeked.resource_version.as_deref(), Some("999"));
     assert_eq!(peeked.continue_.as_deref(), Some("abc"));
@@ -189,11 +212,19 @@ fn list_item_by_item() {
 fn status_error_body() {
     let status: Status =
         envelope::decode_object(&golden("status.k8s"), "Status", Ctx::default()).unwrap();
-    assert_eq!(envelope::decode_envelope(&golden("status.k8s")).unwrap().api_version, "v1");
+    assert_eq!(
+        envelope::decode_envelope(&golden("status.k8s"))
+            .unwrap()
+            .api_version,
+        "v1"
+    );
     assert_eq!(status.status.as_deref(), Some("Failure"));
     assert_eq!(status.reason.as_deref(), Some("Expired"));
     assert_eq!(status.code, Some(410));
-    assert_eq!(status.message.as_deref(), Some("too old resource version: 1 (123456)"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some("too old resource version: 1 (123456)")
+    );
     assert_eq!(status.details, None);
 }
 
@@ -213,10 +244,16 @@ fn watch_frames() {
     }
     assert!(!decoder.has_partial());
     assert_eq!(events.len(), 2);
-    assert_eq!((events[0].0.as_str(), events[0].1.as_str()), ("ADDED", "ConfigMap"));
+    assert_eq!(
+        (events[0].0.as_str(), events[0].1.as_str()),
+        ("ADDED", "ConfigMap")
+    );
     let cm: ConfigMap = envelope::decode_object(&events[0].2, "ConfigMap", Ctx::default()).unwrap();
     assert_eq!(cm, config_map());
-    assert_eq!((events[1].0.as_str(), events[1].1.as_str()), ("ERROR", "Status"));
+    assert_eq!(
+        (events[1].0.as_str(), events[1].1.as_str()),
+        ("ERROR", "Status")
+    );
     let status: Status = envelope::decode_object(&events[1].2, "Status", Ctx::default()).unwrap();
     assert_eq!(status.code, Some(410));
 
@@ -250,8 +287,14 @@ fn special_types_match_go() {
     // Empty bytes are Go's zero time: null in JSON, None here.
     assert_eq!(special::decode_time(&[]).unwrap(), None);
     // IntOrString writes all three fields; Quantity its canonical string.
-    assert_eq!(IntOrString::Int(8080).encode_to_vec(), golden("intorstring_int.pb"));
-    assert_eq!(IntOrString::String("http".into()).encode_to_vec(), golden("intorstring_str.pb"));
+    assert_eq!(
+        IntOrString::Int(8080).encode_to_vec(),
+        golden("intorstring_int.pb")
+    );
+    assert_eq!(
+        IntOrString::String("http".into()).encode_to_vec(),
+        golden("intorstring_str.pb")
+    );
     assert_eq!(
         IntOrString::decode(&golden("intorstring_str.pb"), Ctx::default()).unwrap(),
         IntOrString::String("http".into())
@@ -260,7 +303,10 @@ fn special_types_match_go() {
         IntOrString::decode(&golden("intorstring_int.pb"), Ctx::default()).unwrap(),
         IntOrString::Int(8080)
     );
-    assert_eq!(Quantity("1500m".into()).encode_to_vec(), golden("quantity.pb"));
+    assert_eq!(
+        Quantity("1500m".into()).encode_to_vec(),
+        golden("quantity.pb")
+    );
     assert_eq!(
         Quantity::decode(&golden("quantity.pb"), Ctx::default()).unwrap(),
         Quantity("1500m".into())
@@ -280,7 +326,10 @@ fn unknown_fields_are_skipped() {
     pb.extend_from_slice(&[0x92, 0x06, 0x03, b'a', b'b', b'c']);
     pb.extend_from_slice(&[0x89, 0x06, 1, 2, 3, 4, 5, 6, 7, 8]);
     pb.extend_from_slice(&[0x85, 0x06, 1, 2, 3, 4]);
-    assert_eq!(ConfigMap::decode(&pb, Ctx::default()).unwrap(), config_map());
+    assert_eq!(
+        ConfigMap::decode(&pb, Ctx::default()).unwrap(),
+        config_map()
+    );
 }
 
 #[test]
@@ -309,9 +358,19 @@ fn malformed_input_is_an_error_not_a_panic() {
     assert!(err.to_string().contains("exceeds"), "{err}");
     // The error names the field it happened in.
     let err = ConfigMap::decode(&[0x0a, 0x02, 0x0a, 0x05], Ctx::default()).unwrap_err();
-    assert_eq!(err.to_string(), "metadata.name: length 5 exceeds the 0 bytes that remain");
+    assert_eq!(
+        err.to_string(),
+        "metadata.name: length 5 exceeds the 0 bytes that remain"
+    );
     // Nesting is bounded.
-    let err = ConfigMap::decode(&pb, Ctx { depth: 1, ..Ctx::default() }).unwrap_err();
+    let err = ConfigMap::decode(
+        &pb,
+        Ctx {
+            depth: 1,
+            ..Ctx::default()
+        },
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("nesting too deep"), "{err}");
     // A body without the magic.
     assert!(envelope::decode_envelope(b"{\"kind\":\"ConfigMap\"}").is_err());

@@ -54,6 +54,22 @@ pub fn generate_protobuf(
     let mut by_file: BTreeMap<String, String> = BTreeMap::new();
     let mut count = 0usize;
     let mut skipped = Vec::new();
+    let emitted: Vec<&String> = input
+        .messages
+        .keys()
+        .filter(|name| !SPECIAL.contains(&name.as_str()))
+        .filter(|name| {
+            definitions
+                .get(&definition_name(name))
+                .is_some_and(|d| d.shape != Shape::Other)
+        })
+        .collect();
+    let index: BTreeMap<String, usize> = emitted
+        .iter()
+        .enumerate()
+        .map(|(i, n)| ((*n).clone(), i))
+        .collect();
+    let mut table = String::new();
     for (name, fields) in &input.messages {
         if SPECIAL.contains(&name.as_str()) {
             continue;
@@ -69,12 +85,24 @@ pub fn generate_protobuf(
                 let ctx = Emitter {
                     input,
                     default_by_path: &default_by_path,
+                    index: &index,
                 };
-                ctx.message(out, name, fields, def)?;
+                let schema = ctx.message(out, name, fields, def)?;
+                let _ = writeln!(
+                    table,
+                    "Type {{ name: {name:?}, check: check::<{}>, fields: &[{}] }},",
+                    def.rust_path,
+                    schema.join(", ")
+                );
                 count += 1;
             }
             Shape::JsonNewtype if fields.is_empty() => {
                 empty_message(out, name, def);
+                let _ = writeln!(
+                    table,
+                    "Type {{ name: {name:?}, check: check::<{}>, fields: &[] }},",
+                    def.rust_path
+                );
                 count += 1;
             }
             Shape::JsonNewtype => {
@@ -120,6 +148,11 @@ pub fn generate_protobuf(
         files.insert(format!("{version_dir}/{file}.rs"), content);
     }
     files.insert(format!("{version_dir}/mod.rs"), module);
+    let tests = format!(
+        "{HEADER}\n\n//! The test schema of the {count} messages of Kubernetes {}: per k8s-openapi type, the JSON\n//! fields the property tests fill (`tests/roundtrip.rs`).\n\nuse super::{{check, Container, Field, Kind, Type}};\n\n/// Every type with a codec; `Kind::Message(i)` refers to `TYPES[i]`.\npub static TYPES: &[Type] = &[\n{table}];\n",
+        input.kubernetes_version
+    );
+    files.insert(format!("tests/{version_dir}.rs"), tests);
     Ok(files)
 }
 
@@ -159,6 +192,8 @@ impl Message for {path} {{
 struct Emitter<'a> {
     input: &'a ProtobufInput,
     default_by_path: &'a BTreeMap<String, bool>,
+    /// Proto message → its index in the test schema's table.
+    index: &'a BTreeMap<String, usize>,
 }
 
 /// What one message contributes to its target struct's code.
@@ -174,6 +209,8 @@ struct Body {
     helpers: String,
     /// Rust fields the message covers.
     covered: Vec<String>,
+    /// The test schema of the covered fields (`Field { … }` expressions).
+    schema: Vec<String>,
 }
 
 fn norm(s: &str) -> String {
@@ -211,13 +248,41 @@ fn snake(name: &str) -> String {
 }
 
 impl Emitter<'_> {
+    /// The test schema kind of a proto type held as the Rust type `ty`.
+    fn kind(&self, proto: &str, ty: &str) -> String {
+        match proto {
+            "string" => return "String".into(),
+            "int32" => return "Int32".into(),
+            "int64" => return "Int64".into(),
+            "bool" => return "Bool".into(),
+            "double" => return "Double".into(),
+            "bytes" => return "Bytes".into(),
+            _ => {}
+        }
+        let short = proto.rsplit('.').next().unwrap_or(proto);
+        if SPECIAL.contains(&proto) {
+            return match short {
+                "JSON" => "Json".into(),
+                "JSONSchemaPropsOrArray" => "OrArray".into(),
+                "JSONSchemaPropsOrBool" => "OrBool".into(),
+                "JSONSchemaPropsOrStringArray" => "OrStringArray".into(),
+                other => other.into(),
+            };
+        }
+        match self.index.get(proto) {
+            Some(i) => format!("Message({i})"),
+            None if ty.contains("std::vec::Vec<std::string::String>") => "Strings".into(),
+            None => "Unknown".into(),
+        }
+    }
+
     fn message(
         &self,
         out: &mut String,
         name: &str,
         fields: &[InputField],
         def: &Definition,
-    ) -> Result<(), Error> {
+    ) -> Result<Vec<String>, Error> {
         let path = &def.rust_path;
         let short = name.rsplit('.').next().unwrap_or(name);
         let local = !def.has_default;
@@ -303,7 +368,7 @@ impl Emitter<'_> {
                 "/// Go's zero value is written as an empty message (k8s-openapi's type has no `Default`); Go decodes both the same.\nimpl Message for {path} {{ fn zero_len() -> usize {{ 0 }} fn put_zero(_buf: &mut impl BufMut) {{}} }}"
             );
         }
-        Ok(())
+        Ok(body.schema)
     }
 
     /// Whether a Rust type (with `k8s_openapi::` paths) implements `Default`.
@@ -376,6 +441,7 @@ impl Emitter<'_> {
                     "wire::put_header({number}, len_{helper}(m), buf); put_{helper}(m, buf);"
                 );
                 body.covered.extend(sub.covered);
+                body.schema.extend(sub.schema);
                 continue;
             }
             let rust = def
@@ -464,6 +530,26 @@ impl Emitter<'_> {
             let _ = write!(body.len, "n += field::len_{enc}({number}, &m.{rust});");
             let _ = write!(body.put, "field::put_{enc}({number}, &m.{rust}, buf);");
             body.covered.push(rust.clone());
+            let json = def
+                .json
+                .iter()
+                .find(|(_, r)| *r == rust)
+                .map_or(fname, |(j, _)| j.as_str());
+            let kind = self.kind(f.type_name(), ty);
+            let container = match f.label() {
+                "repeated" => "List",
+                "map" => "Map",
+                _ => "One",
+            };
+            // Present in every Go-normal JSON: required in Rust, or a Go value whose zero value
+            // decodes to `Some` (Go writes it always and its JSON has it).
+            let zero_is_none = (SCALARS.contains(&f.type_name()) && omitempty)
+                || matches!(
+                    kind.as_str(),
+                    "Time" | "MicroTime" | "FieldsV1" | "RawExtension" | "Json" | "OrArray"
+                );
+            let always = f.label() == "optional" && (!optional || (go_value && !zero_is_none));
+            body.schema.push(format!("Field {{ json: {json:?}, kind: Kind::{kind}, container: Container::{container}, always: {always} }}"));
         }
         Ok(body)
     }

@@ -258,16 +258,20 @@ pub fn distill(
 }
 
 /// Generates the codecs of every version: `inputs` pairs each version's input with the
-/// definitions read from k8s-openapi's source of that version. Paths are relative to
-/// kclient-protobuf's `src/generated/`.
+/// definitions read from k8s-openapi's source of that version. Returns the codecs (paths
+/// relative to kclient-protobuf's `src/generated/`) and the test schemas (relative to its
+/// `tests/generated/`).
 pub fn generate(
     inputs: &[(ProtobufInput, BTreeMap<String, Definition>)],
-) -> Result<GeneratedFiles, Error> {
-    let mut files = GeneratedFiles::new();
+) -> Result<(GeneratedFiles, GeneratedFiles), Error> {
+    let (mut codecs, mut tests) = (GeneratedFiles::new(), GeneratedFiles::new());
     for (input, definitions) in inputs {
         for (path, content) in generate_protobuf(input, definitions)?.iter() {
-            files.insert(path.to_path_buf(), content.to_owned());
+            match path.strip_prefix("tests") {
+                Ok(test) => tests.insert(test.to_path_buf(), content.to_owned()),
+                Err(_) => codecs.insert(path.to_path_buf(), content.to_owned()),
+            }
         }
     }
-    Ok(files)
+    Ok((codecs, tests))
 }
