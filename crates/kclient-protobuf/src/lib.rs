@@ -5,7 +5,7 @@
 //! kube-apiserver answers every built-in type in protobuf as well as JSON; protobuf costs the
 //! server less CPU to produce and is about three quarters of the bytes. This crate holds the
 //! codecs; sending and negotiating protobuf is the REST layer's business (not wired yet, see
-//! Status below).
+//! [Status](#status) below).
 //!
 //! * [`Decode`] and [`Encode`] are implemented on the k8s-openapi types of every built-in
 //!   message of the Kubernetes version k8s-openapi is built for (features `v1_35`, `v1_36`,
@@ -43,12 +43,17 @@
 //!
 //! # Status
 //!
-//! Done: the runtime (wire primitives, field rules, special types, envelope, lists, watch
-//! frames) and the generated codecs of every message that has a k8s-openapi type, for 1.35,
-//! 1.36 and 1.37. Not done yet (issue 26): negotiation and decoding in kclient-rest,
-//! kclient-typed and the metadata client, protobuf in kclient-fake, the codecs of kclient-core's
-//! own `Status`/`PartialObjectMetadata`, goldens captured from kube-apiserver, e2e scenarios
-//! and benchmarks.
+//! Done: the runtime above and the generated codecs of every message that has a k8s-openapi
+//! struct — 639 (1.35), 670 (1.36) and 756 (1.37) messages — checked byte for byte against
+//! Go's `Marshal` on the spike's goldens (ConfigMap, ObjectMeta, Status, lists, watch frames,
+//! the special types), by a round-trip property test over every generated type, and by a fuzz
+//! suite with an allocation bound.
+//!
+//! Not done yet (the rest of issue 26, see `docs/design/protobuf.md`): the codecs of
+//! kclient-core's own `Status` and `PartialObjectMetadata` and a codec registry by `TypeId`;
+//! negotiation and decoding in kclient-rest, kclient-typed and the metadata client; protobuf in
+//! kclient-fake; goldens captured from kube-apiserver; e2e scenarios and benchmarks. Nothing in
+//! kclient uses this crate yet.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

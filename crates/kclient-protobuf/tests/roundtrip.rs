@@ -282,7 +282,8 @@ proptest! {
 
 #[test]
 fn every_type_is_in_the_schema() {
-    // 1.35: 650, 1.36: 681, 1.37: 756 messages with a k8s-openapi type, less the special types.
+    // 1.35: 639, 1.36: 670, 1.37: 756: every message with a k8s-openapi struct (the special
+    // types' codecs are hand-written and covered through the fields that hold them).
     assert!(TYPES.len() > 600, "{}", TYPES.len());
     let mut gen = Gen(0x9e37_79b9_7f4a_7c15);
     for (i, ty) in TYPES.iter().enumerate() {
