@@ -375,3 +375,42 @@ fn malformed_input_is_an_error_not_a_panic() {
     // A body without the magic.
     assert!(envelope::decode_envelope(b"{\"kind\":\"ConfigMap\"}").is_err());
 }
+
+#[test]
+fn omitted_vs_empty_follow_go() {
+    use k8s_openapi::api::apps::v1::DeploymentSpec;
+    use k8s_openapi::api::core::v1::{Probe, ServicePort};
+    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIServiceSpec;
+
+    // `[]byte` with omitempty: Go writes an empty non-nil slice, its JSON omits it.
+    let spec = APIServiceSpec {
+        ca_bundle: Some(ByteString(vec![])),
+        ..Default::default()
+    };
+    let back = APIServiceSpec::decode(&spec.encode_to_vec(), Ctx::default()).unwrap();
+    assert_eq!(back.ca_bundle, None);
+    // A Go pointer keeps its zero value.
+    let spec = DeploymentSpec {
+        replicas: Some(0),
+        ..Default::default()
+    };
+    let back = DeploymentSpec::decode(&spec.encode_to_vec(), Ctx::default()).unwrap();
+    assert_eq!(back.replicas, Some(0));
+    // A Go value with omitempty: zero is None (Go writes it, its JSON omits it).
+    let probe = Probe {
+        period_seconds: Some(0),
+        ..Default::default()
+    };
+    let back = Probe::decode(&probe.encode_to_vec(), Ctx::default()).unwrap();
+    assert_eq!(back.period_seconds, None);
+    // A Go struct value held as an Option (`omitempty` does not omit structs in Go's JSON): Go
+    // always writes it (None as its zero value), so it comes back Some, as Go's JSON has it.
+    let port = ServicePort {
+        port: 80,
+        target_port: None,
+        ..Default::default()
+    };
+    let back = ServicePort::decode(&port.encode_to_vec(), Ctx::default()).unwrap();
+    assert_eq!(back.target_port, Some(IntOrString::Int(0)));
+    assert_eq!(back.port, 80);
+}

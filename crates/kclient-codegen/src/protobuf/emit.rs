@@ -498,6 +498,8 @@ impl Emitter<'_> {
                 ("map", true) => ("map_opt", "map_opt"),
                 ("map", false) => ("map", "map"),
                 (_, false) => ("req", "req"),
+                // `[]byte` with omitempty: Go writes a non-nil empty slice, its JSON omits it.
+                (_, true) if f.type_name() == "bytes" && omitempty => ("opt_nz", "opt"),
                 (_, true) if go_value && omitempty => ("opt_nz", "opt_zero"),
                 (_, true) if go_value => ("opt", "opt_zero"),
                 (_, true) => ("opt", "opt"),

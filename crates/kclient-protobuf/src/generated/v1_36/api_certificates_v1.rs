@@ -178,7 +178,7 @@ impl Decode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSta
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
-                2 => field::opt(&mut m.certificate, wt, &mut buf, ctx).at("certificate")?,
+                2 => field::opt_nz(&mut m.certificate, wt, &mut buf, ctx).at("certificate")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

@@ -722,7 +722,7 @@ impl Decode
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt(&mut m.service, wt, &mut buf, ctx).at("service")?,
-                2 => field::opt(&mut m.ca_bundle, wt, &mut buf, ctx).at("caBundle")?,
+                2 => field::opt_nz(&mut m.ca_bundle, wt, &mut buf, ctx).at("caBundle")?,
                 3 => field::opt(&mut m.url, wt, &mut buf, ctx).at("url")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }

@@ -117,7 +117,7 @@ impl Decode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::AP
                 3 => field::opt_nz(&mut m.version, wt, &mut buf, ctx).at("version")?,
                 4 => field::opt_nz(&mut m.insecure_skip_tls_verify, wt, &mut buf, ctx)
                     .at("insecureSkipTLSVerify")?,
-                5 => field::opt(&mut m.ca_bundle, wt, &mut buf, ctx).at("caBundle")?,
+                5 => field::opt_nz(&mut m.ca_bundle, wt, &mut buf, ctx).at("caBundle")?,
                 7 => field::req(&mut m.group_priority_minimum, wt, &mut buf, ctx)
                     .at("groupPriorityMinimum")?,
                 8 => {
