@@ -244,30 +244,6 @@ pub fn message<T: Decode>(
     T::decode(bytes, ctx.enter()?)
 }
 
-/// One entry of a `map<K, V>` field (a nested message with the key as field 1 and the value as
-/// field 2, either of which may be missing and then is its zero value).
-#[inline]
-pub fn map_entry<K: Default, V: Default>(
-    wire_type: WireType,
-    buf: &mut &[u8],
-    ctx: Ctx,
-    mut decode_key: impl FnMut(WireType, &mut &[u8]) -> Result<K, DecodeError>,
-    mut decode_value: impl FnMut(WireType, &mut &[u8], Ctx) -> Result<V, DecodeError>,
-) -> Result<(K, V), DecodeError> {
-    let mut entry = delimited(wire_type, buf)?;
-    let ctx = ctx.enter()?;
-    let (mut k, mut v) = (K::default(), V::default());
-    while !entry.is_empty() {
-        let (tag, wt) = key(&mut entry)?;
-        match tag {
-            1 => k = decode_key(wt, &mut entry).at("key")?,
-            2 => v = decode_value(wt, &mut entry, ctx).at("value")?,
-            _ => skip(tag, wt, &mut entry)?,
-        }
-    }
-    Ok((k, v))
-}
-
 // ---------------------------------------------------------------------------------------------
 // Encoding primitives (each writes a whole field: key, then value).
 
@@ -322,54 +298,6 @@ pub fn put_bytes(tag: u32, v: &[u8], buf: &mut impl BufMut) {
 pub fn put_header(tag: u32, len: usize, buf: &mut impl BufMut) {
     pe::encode_key(tag, WireType::LengthDelimited, buf);
     pe::encode_varint(len as u64, buf);
-}
-
-/// Writes a nested message field.
-#[inline]
-pub fn put_message<T: Encode + ?Sized>(tag: u32, m: &T, buf: &mut impl BufMut) {
-    pe::encode_key(tag, WireType::LengthDelimited, buf);
-    pe::encode_varint(m.encoded_len() as u64, buf);
-    m.encode_raw(buf);
-}
-
-/// Length of a nested message field.
-#[inline]
-pub fn message_field_len<T: Encode + ?Sized>(tag: u32, m: &T) -> usize {
-    delimited_len(tag, m.encoded_len())
-}
-
-/// Writes a `map<string, string>` or `map<string, bytes>` field, one entry per key, in key order
-/// (Go sorts the keys; `BTreeMap` iterates in the same byte order). Go writes the key always and
-/// the value always for strings, and for bytes when the slice is not nil — which a decoded
-/// `ByteString` never is (JSON `""` decodes to an empty, non-nil slice in Go as well).
-pub fn put_bytes_map<'a, V: AsRef<[u8]> + 'a>(
-    tag: u32,
-    map: impl IntoIterator<Item = (&'a String, &'a V)>,
-    buf: &mut impl BufMut,
-) {
-    for (k, v) in map {
-        let v = v.as_ref();
-        let len = delimited_len(1, k.len()) + delimited_len(2, v.len());
-        pe::encode_key(tag, WireType::LengthDelimited, buf);
-        pe::encode_varint(len as u64, buf);
-        put_bytes(1, k.as_bytes(), buf);
-        put_bytes(2, v, buf);
-    }
-}
-
-/// Length of a field written by [`put_bytes_map`].
-pub fn bytes_map_len<'a, V: AsRef<[u8]> + 'a>(
-    tag: u32,
-    map: impl IntoIterator<Item = (&'a String, &'a V)>,
-) -> usize {
-    map.into_iter()
-        .map(|(k, v)| {
-            delimited_len(
-                tag,
-                delimited_len(1, k.len()) + delimited_len(2, v.as_ref().len()),
-            )
-        })
-        .sum()
 }
 
 /// Writes the length prefix of a delimited value whose content the caller writes next (the
