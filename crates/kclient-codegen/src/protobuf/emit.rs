@@ -90,7 +90,7 @@ pub fn generate_protobuf(
                 let schema = ctx.message(out, name, fields, def)?;
                 let _ = writeln!(
                     table,
-                    "Type {{ name: {name:?}, check: check::<{}>, fields: &[{}] }},",
+                    "Type {{ name: {name:?}, check: check::<{0}>, check_stable: check_stable::<{0}>, fields: &[{1}] }},",
                     def.rust_path,
                     schema.join(", ")
                 );
@@ -100,7 +100,7 @@ pub fn generate_protobuf(
                 empty_message(out, name, def);
                 let _ = writeln!(
                     table,
-                    "Type {{ name: {name:?}, check: check::<{}>, fields: &[] }},",
+                    "Type {{ name: {name:?}, check: check::<{0}>, check_stable: check_stable::<{0}>, fields: &[] }},",
                     def.rust_path
                 );
                 count += 1;
@@ -149,7 +149,7 @@ pub fn generate_protobuf(
     }
     files.insert(format!("{version_dir}/mod.rs"), module);
     let tests = format!(
-        "{HEADER}\n\n//! The test schema of the {count} messages of Kubernetes {}: per k8s-openapi type, the JSON\n//! fields the property tests fill (`tests/roundtrip.rs`).\n\nuse super::{{check, Container, Field, Kind, Type}};\n\n/// Every type with a codec; `Kind::Message(i)` refers to `TYPES[i]`.\npub static TYPES: &[Type] = &[\n{table}];\n",
+        "{HEADER}\n\n//! The test schema of the {count} messages of Kubernetes {}: per k8s-openapi type, the JSON\n//! fields the property tests fill (`tests/roundtrip.rs`).\n\nuse super::{{check, check_stable, Container, Field, Kind, Type}};\n\n/// Every type with a codec; `Kind::Message(i)` refers to `TYPES[i]`.\npub static TYPES: &[Type] = &[\n{table}];\n",
         input.kubernetes_version
     );
     files.insert(format!("tests/{version_dir}.rs"), tests);
