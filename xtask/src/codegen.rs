@@ -11,6 +11,8 @@
 //!   server does not serve, such as alpha APIs it does not enable).
 //! * `codegen crd <crd.yaml>… --out <dir> [--check]` — Rust types and typed clients for
 //!   CustomResourceDefinitions.
+//! * `codegen` and `codegen --check` also cover kclient-protobuf's codecs, and
+//!   `codegen protobuf-refresh` their inputs (see `codegen_protobuf.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -45,12 +47,14 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         Some("table") => table(&args[1..]),
         Some("refresh") => refresh(&args[1..]),
         Some("crd") => crd(&args[1..]),
+        Some("protobuf-refresh") => crate::codegen_protobuf::refresh(&args[1..]),
         Some("help" | "-h" | "--help") => {
             eprintln!(
                 "usage: cargo xtask codegen [--check]\n       \
                  cargo xtask codegen table [--versions 1.35,1.36,1.37]\n       \
                  cargo xtask codegen refresh --kubeconfig <file> [--context <name>]\n       \
-                 cargo xtask codegen crd <crd.yaml>... --out <dir> [--check]"
+                 cargo xtask codegen crd <crd.yaml>... --out <dir> [--check]\n       \
+                 cargo xtask codegen protobuf-refresh [--versions 1.35,1.36,1.37]"
             );
             Ok(())
         }
@@ -87,6 +91,7 @@ fn clientset(check: bool) -> Result<()> {
     let tables = load_tables()?;
     let files = generate_clientset(&tables, &ClientsetOptions::default())?.rustfmt()?;
     write_or_check(&files, &generated_dir(), check, "cargo xtask codegen")?;
+    crate::codegen_protobuf::codecs(check)?;
     if !check {
         for table in &tables {
             let skipped: Vec<String> = table
@@ -107,7 +112,12 @@ fn clientset(check: bool) -> Result<()> {
     Ok(())
 }
 
-fn write_or_check(files: &GeneratedFiles, dir: &Path, check: bool, regenerate: &str) -> Result<()> {
+pub(crate) fn write_or_check(
+    files: &GeneratedFiles,
+    dir: &Path,
+    check: bool,
+    regenerate: &str,
+) -> Result<()> {
     if check {
         let drift = files.diff(dir)?;
         if !drift.is_empty() {
@@ -136,7 +146,7 @@ fn write_or_check(files: &GeneratedFiles, dir: &Path, check: bool, regenerate: &
 }
 
 /// The value after `flag`, if given.
-fn flag_value<'a>(args: &'a [String], flag: &str) -> Result<Option<&'a str>> {
+pub(crate) fn flag_value<'a>(args: &'a [String], flag: &str) -> Result<Option<&'a str>> {
     match args.iter().position(|a| a == flag) {
         None => Ok(None),
         Some(i) => match args.get(i + 1) {
@@ -147,7 +157,7 @@ fn flag_value<'a>(args: &'a [String], flag: &str) -> Result<Option<&'a str>> {
 }
 
 /// The source directory of k8s-openapi as cargo resolved it for this workspace.
-fn k8s_openapi_source() -> Result<(PathBuf, String)> {
+pub(crate) fn k8s_openapi_source() -> Result<(PathBuf, String)> {
     let output = cargo()
         .args(["metadata", "--format-version", "1"])
         .output()

@@ -45,6 +45,11 @@ const SUITES: &[Suite] = &[
         filter: None,
     },
     Suite {
+        name: "protobuf",
+        cargo_args: &["-p", "kclient-protobuf", "--test", "fuzz"],
+        filter: None,
+    },
+    Suite {
         name: "fake",
         cargo_args: &["-p", "kclient-fake", "--lib"],
         filter: Some("query::fuzz::"),

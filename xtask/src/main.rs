@@ -5,8 +5,9 @@
 //!   and doc tests), cargo-deny's licence, ban and source checks, and then the end-to-end
 //!   suite against a real kube-apiserver (`e2e test`). It exits non-zero on the first
 //!   failure.
-//! * `codegen [--check] | table | refresh | crd` — the generated typed Clientset and CRD
-//!   clients (see `codegen.rs`); `--check` fails when the checked-in code drifts.
+//! * `codegen [--check] | table | refresh | crd | protobuf-refresh` — the generated typed
+//!   Clientset, CRD clients and protobuf codecs (see `codegen.rs`); `--check` fails when the
+//!   checked-in code drifts.
 //! * `e2e up | down | test | status | build | gomod | kubectl` — a real kube-apiserver,
 //!   kube-controller-manager and etcd on 127.0.0.1, built from the Kubernetes Go module (see
 //!   `docs/e2e.md`).
@@ -23,6 +24,7 @@
 mod bench;
 mod check_features;
 mod codegen;
+mod codegen_protobuf;
 mod demo;
 mod e2e;
 mod fuzz;
@@ -70,7 +72,7 @@ fn print_help() {
            test    fmt check, clippy -D warnings, all tests and doc tests, cargo-deny,\n          \
                    then the e2e suite against a real kube-apiserver\n  \
            codegen the typed Clientset [--check] | table | refresh --kubeconfig <file> |\n          \
-                   crd <crd.yaml>... --out <dir> (`cargo xtask codegen help`)\n  \
+                   crd <crd.yaml>... --out <dir> | protobuf-refresh (`cargo xtask codegen help`)\n  \
            e2e     a real kube-apiserver + etcd on 127.0.0.1: up | down | test | status |\n          \
                    build | gomod | kubectl (`cargo xtask e2e help`)\n  \
            bench   kclient vs client-go and kube-rs on kclient-fake [--quick], or on the\n          \

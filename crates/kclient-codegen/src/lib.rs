@@ -40,6 +40,7 @@ mod error;
 pub mod k8s_openapi_source;
 pub mod naming;
 mod output;
+pub mod protobuf;
 mod table;
 
 pub use clientset::{generate_clientset, ClientsetOptions};

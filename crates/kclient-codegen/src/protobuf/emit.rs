@@ -1,0 +1,777 @@
+//! The emitter: for every message of a [`ProtobufInput`] that has a k8s-openapi struct, a
+//! `Decode`, `Encode` and `Message` impl on that struct (kclient-protobuf's `field` helpers do
+//! the per-rule work; the Rust field's type picks the value codec).
+//!
+//! The rule of a field (`docs/design/protobuf.md` §b) comes from three inputs:
+//!
+//! * the proto label: `repeated` → `rep`, `map` → `map`, else a single value;
+//! * k8s-openapi: `Option<T>` or `T` (`Vec`/`BTreeMap` with or without `Option`);
+//! * Go: a pointer, slice or map is written only when set (`len_opt`), a value always
+//!   (`len_opt_zero`: `None` as Go's zero value); a value with `omitempty` decodes its zero
+//!   value to `None` (`opt_nz`, as Go's JSON omits it). A Go struct embedded with
+//!   `json:",inline"` (or `json:""`) is a nested message on the wire whose fields k8s-openapi
+//!   flattens into the parent: decoded and encoded by generated functions over the parent.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::openapi::{definition_name, Definition, Shape};
+use super::proto::SCALARS;
+use super::{InputField, ProtobufInput};
+use crate::error::Error;
+use crate::output::{GeneratedFiles, HEADER};
+
+/// Proto messages whose codecs are hand-written in kclient-protobuf's `special` module.
+pub const SPECIAL: &[&str] = &[
+    "k8s.io.apimachinery.pkg.apis.meta.v1.Time",
+    "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime",
+    "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1",
+    "k8s.io.apimachinery.pkg.runtime.RawExtension",
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON",
+    "k8s.io.apimachinery.pkg.util.intstr.IntOrString",
+    "k8s.io.apimachinery.pkg.api.resource.Quantity",
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
+];
+
+/// The codecs of one version, as files relative to `src/generated/` (`v1_37/mod.rs`,
+/// `v1_37/api_core_v1.rs`, …), unformatted.
+pub fn generate_protobuf(
+    input: &ProtobufInput,
+    definitions: &BTreeMap<String, Definition>,
+) -> Result<GeneratedFiles, Error> {
+    let version_dir = format!("v1_{}", input.kubernetes_version.trim_start_matches("1."));
+    let default_by_path: BTreeMap<String, bool> = definitions
+        .values()
+        .map(|d| {
+            (
+                d.rust_path.replacen("k8s_openapi::", "crate::", 1),
+                d.has_default,
+            )
+        })
+        .collect();
+    let mut by_file: BTreeMap<String, String> = BTreeMap::new();
+    let mut count = 0usize;
+    let mut skipped = Vec::new();
+    let emitted: Vec<&String> = input
+        .messages
+        .keys()
+        .filter(|name| !SPECIAL.contains(&name.as_str()))
+        .filter(|name| {
+            definitions
+                .get(&definition_name(name))
+                .is_some_and(|d| d.shape != Shape::Other)
+        })
+        .collect();
+    let index: BTreeMap<String, usize> = emitted
+        .iter()
+        .enumerate()
+        .map(|(i, n)| ((*n).clone(), i))
+        .collect();
+    let mut table = String::new();
+    for (name, fields) in &input.messages {
+        if SPECIAL.contains(&name.as_str()) {
+            continue;
+        }
+        let Some(def) = definitions.get(&definition_name(name)) else {
+            continue;
+        };
+        let package = name.rsplit_once('.').map_or("", |(p, _)| p);
+        let file = package.trim_start_matches("k8s.io.").replace('.', "_");
+        let out = by_file.entry(file).or_default();
+        match def.shape {
+            Shape::Struct => {
+                let ctx = Emitter {
+                    input,
+                    default_by_path: &default_by_path,
+                    index: &index,
+                };
+                let schema = ctx.message(out, name, fields, def)?;
+                let _ = writeln!(
+                    table,
+                    "Type {{ name: {name:?}, check: check::<{0}>, check_stable: check_stable::<{0}>, fields: &[{1}] }},",
+                    def.rust_path,
+                    schema.join(", ")
+                );
+                count += 1;
+            }
+            Shape::JsonNewtype if fields.is_empty() => {
+                empty_message(out, name, def);
+                let _ = writeln!(
+                    table,
+                    "Type {{ name: {name:?}, check: check::<{0}>, check_stable: check_stable::<{0}>, fields: &[] }},",
+                    def.rust_path
+                );
+                count += 1;
+            }
+            Shape::JsonNewtype => {
+                return Err(Error::Invalid(format!(
+                    "{name}: k8s-openapi's {} holds JSON but the message has fields",
+                    def.rust_path
+                )))
+            }
+            // Enums that are not wire types of their own (`WatchEvent<T>`, `Patch`): the
+            // runtime's envelope module reads watch events; a field of such a type would
+            // not compile, so nothing is silently left out.
+            Shape::Other => skipped.push(def.rust_path.clone()),
+        }
+    }
+    let mut files = GeneratedFiles::new();
+    let mut module = format!(
+        "{HEADER}\n\n//! The protobuf codecs of Kubernetes {}: {count} messages, from {}.\n\n",
+        input.kubernetes_version,
+        input
+            .modules
+            .iter()
+            .map(|(m, s)| format!("{m}@{}", s.version))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if !skipped.is_empty() {
+        let _ = writeln!(
+            module,
+            "//! Not generated (k8s-openapi enums that no field holds): {}.\n",
+            skipped
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for (file, body) in &by_file {
+        let _ = writeln!(module, "mod {file};");
+        let content = format!(
+            "{HEADER}\n\n//! Codecs of `{}`.\n\nuse crate::field::{{self, Message}};\nuse crate::wire::{{self, At, Ctx, Decode, DecodeError, Encode}};\nuse bytes::BufMut;\n\n{body}",
+            format!("k8s.io.{file}").replace('_', ".")
+        );
+        files.insert(format!("{version_dir}/{file}.rs"), content);
+    }
+    files.insert(format!("{version_dir}/mod.rs"), module);
+    let tests = format!(
+        "{HEADER}\n\n//! The test schema of the {count} messages of Kubernetes {}: per k8s-openapi type, the JSON\n//! fields the property tests fill (`tests/roundtrip.rs`).\n\nuse super::{{check, check_stable, Container, Field, Kind, Type}};\n\n/// Every type with a codec; `Kind::Message(i)` refers to `TYPES[i]`.\npub static TYPES: &[Type] = &[\n{table}];\n",
+        input.kubernetes_version
+    );
+    files.insert(format!("tests/{version_dir}.rs"), tests);
+    Ok(files)
+}
+
+fn empty_message(out: &mut String, name: &str, def: &Definition) {
+    let path = &def.rust_path;
+    let _ = write!(
+        out,
+        r#"
+// {name}: an empty message (k8s-openapi: a JSON object).
+impl Decode for {path} {{
+    fn decode(mut buf: &[u8], _ctx: Ctx) -> Result<Self, DecodeError> {{
+        while !buf.is_empty() {{
+            let (tag, wt) = wire::key(&mut buf)?;
+            wire::skip(tag, wt, &mut buf)?;
+        }}
+        Ok(Self(k8s_openapi::serde_json::Value::Object(Default::default())))
+    }}
+}}
+
+impl Encode for {path} {{
+    fn encoded_len(&self) -> usize {{
+        0
+    }}
+    fn encode_raw(&self, _buf: &mut impl BufMut) {{}}
+}}
+
+impl Message for {path} {{
+    fn zero_len() -> usize {{
+        0
+    }}
+    fn put_zero(_buf: &mut impl BufMut) {{}}
+}}
+"#
+    );
+}
+
+struct Emitter<'a> {
+    input: &'a ProtobufInput,
+    default_by_path: &'a BTreeMap<String, bool>,
+    /// Proto message → its index in the test schema's table.
+    index: &'a BTreeMap<String, usize>,
+}
+
+/// What one message contributes to its target struct's code.
+#[derive(Default)]
+struct Body {
+    /// Match arms of the decoder.
+    arms: String,
+    /// Statements adding to `n` (the length).
+    len: String,
+    /// Statements writing to `buf`.
+    put: String,
+    /// Helper functions (inlined messages).
+    helpers: String,
+    /// Rust fields the message covers.
+    covered: Vec<String>,
+    /// The test schema of the covered fields (`Field { … }` expressions).
+    schema: Vec<String>,
+}
+
+fn norm(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect::<String>()
+        .to_ascii_lowercase()
+}
+
+fn scalar_rust(proto: &str) -> &'static str {
+    match proto {
+        "string" => "std::string::String",
+        "int32" => "i32",
+        "int64" => "i64",
+        "bool" => "bool",
+        "double" => "f64",
+        _ => "crate::ByteString",
+    }
+}
+
+/// `Option<X>` → `X`.
+fn strip_option(ty: &str) -> Option<&str> {
+    ty.strip_prefix("Option<").and_then(|t| t.strip_suffix('>'))
+}
+
+fn snake(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+impl Emitter<'_> {
+    /// The test schema kind of a proto type held as the Rust type `ty`.
+    fn kind(&self, proto: &str, ty: &str) -> String {
+        match proto {
+            "string" => return "String".into(),
+            "int32" => return "Int32".into(),
+            "int64" => return "Int64".into(),
+            "bool" => return "Bool".into(),
+            "double" => return "Double".into(),
+            "bytes" => return "Bytes".into(),
+            _ => {}
+        }
+        let short = proto.rsplit('.').next().unwrap_or(proto);
+        if SPECIAL.contains(&proto) {
+            return match short {
+                "JSON" => "Json".into(),
+                "JSONSchemaPropsOrArray" => "OrArray".into(),
+                "JSONSchemaPropsOrBool" => "OrBool".into(),
+                "JSONSchemaPropsOrStringArray" => "OrStringArray".into(),
+                other => other.into(),
+            };
+        }
+        match self.index.get(proto) {
+            Some(i) => format!("Message({i})"),
+            None if ty.contains("std::vec::Vec<std::string::String>") => "Strings".into(),
+            None => "Unknown".into(),
+        }
+    }
+
+    fn message(
+        &self,
+        out: &mut String,
+        name: &str,
+        fields: &[InputField],
+        def: &Definition,
+    ) -> Result<Vec<String>, Error> {
+        let path = &def.rust_path;
+        let short = name.rsplit('.').next().unwrap_or(name);
+        let local = !def.has_default;
+        let body = self.body(name, fields, def, &snake(short), local)?;
+        for rust in def.fields.keys() {
+            // k8s-openapi's DeleteOptions has apiVersion/kind (carried by the envelope).
+            let envelope =
+                matches!(rust.as_str(), "api_version" | "kind") && name.ends_with(".DeleteOptions");
+            if !body.covered.contains(rust) && !envelope {
+                return Err(Error::Invalid(format!(
+                    "{name}: k8s-openapi field {rust} has no proto field"
+                )));
+            }
+        }
+        let _ = writeln!(out, "\n// ---- {name}\n");
+        out.push_str(&body.helpers);
+        // Decode.
+        let _ = writeln!(out, "impl Decode for {path} {{");
+        let _ = writeln!(
+            out,
+            "    fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {{"
+        );
+        let _ = ctx_unused(out, &body.arms);
+        if local {
+            for (rust, ty) in &def.fields {
+                let ty = ty.replace("crate::", "k8s_openapi::");
+                if self.is_default(&ty) {
+                    let _ = writeln!(out, "let mut f_{rust}: {ty} = Default::default();");
+                } else {
+                    let _ = writeln!(out, "let mut f_{rust}: Option<{ty}> = None;");
+                }
+            }
+        } else {
+            let _ = writeln!(
+                out,
+                "let mut message = Self::default(); let m = &mut message;"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "while !buf.is_empty() {{ let (tag, wt) = wire::key(&mut buf)?; match tag {{ {} _ => wire::skip(tag, wt, &mut buf)?, }} }}",
+            body.arms
+        );
+        if local {
+            let _ = write!(out, "Ok(Self {{");
+            for (rust, ty) in &def.fields {
+                let ty = ty.replace("crate::", "k8s_openapi::");
+                if self.is_default(&ty) {
+                    let _ = write!(out, "{rust}: f_{rust},");
+                } else {
+                    let _ = write!(
+                        out,
+                        "{rust}: f_{rust}.ok_or_else(|| DecodeError::new(\"missing required field\").at({rust:?}))?,"
+                    );
+                }
+            }
+            let _ = writeln!(out, "}})");
+        } else {
+            let _ = writeln!(out, "Ok(message)");
+        }
+        let _ = writeln!(out, "}}\n}}\n");
+        // Encode.
+        let _ = writeln!(out, "impl Encode for {path} {{");
+        let _ = writeln!(
+            out,
+            "fn encoded_len(&self) -> usize {{ let m = self; let mut n = 0; {} n }}",
+            body.len
+        );
+        let _ = writeln!(
+            out,
+            "fn encode_raw(&self, buf: &mut impl BufMut) {{ let m = self; {} }}",
+            body.put
+        );
+        let _ = writeln!(out, "}}\n");
+        if def.has_default {
+            let _ = writeln!(
+                out,
+                "impl Message for {path} {{ fn zero_len() -> usize {{ Self::default().encoded_len() }} fn put_zero(buf: &mut impl BufMut) {{ Self::default().encode_raw(buf) }} }}"
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "/// Go's zero value is written as an empty message (k8s-openapi's type has no `Default`); Go decodes both the same.\nimpl Message for {path} {{ fn zero_len() -> usize {{ 0 }} fn put_zero(_buf: &mut impl BufMut) {{}} }}"
+            );
+        }
+        Ok(body.schema)
+    }
+
+    /// Whether a Rust type (with `k8s_openapi::` paths) implements `Default`.
+    fn is_default(&self, ty: &str) -> bool {
+        if ty.starts_with("Option<")
+            || ty.starts_with("std::")
+            || SCALARS.iter().any(|s| scalar_rust(s) == ty)
+        {
+            return true;
+        }
+        let crate_path = ty.replacen("k8s_openapi::", "crate::", 1);
+        self.default_by_path
+            .get(&crate_path)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// The decoding arms and encoding statements of `message`'s fields on the struct `def`;
+    /// `prefix` names helper functions; `local` decodes into `f_<field>` locals instead of
+    /// `m.<field>`.
+    fn body(
+        &self,
+        name: &str,
+        fields: &[InputField],
+        def: &Definition,
+        prefix: &str,
+        local: bool,
+    ) -> Result<Body, Error> {
+        let mut body = Body::default();
+        let json_by_norm: BTreeMap<String, &String> =
+            def.json.iter().map(|(j, r)| (norm(j), r)).collect();
+        for f in fields {
+            let (number, fname) = (f.number(), f.name());
+            let json_name = f.json_tag().split(',').next().unwrap_or("");
+            let is_message = self.input.messages.contains_key(f.type_name());
+            let inline = !f.go_type().is_empty()
+                && (json_name.is_empty() || f.json_tag().contains(",inline"))
+                && is_message
+                && f.label() == "optional";
+            if inline {
+                if local {
+                    return Err(Error::Invalid(format!(
+                        "{name}.{fname}: an inline in a type without Default"
+                    )));
+                }
+                let inner = &self.input.messages[f.type_name()];
+                let helper = format!("{prefix}_{}", snake(fname));
+                let sub = self.body(f.type_name(), inner, def, &helper, false)?;
+                let _ = write!(
+                    body.helpers,
+                    "/// `{fname}` (#{number}): the fields of `{}`, inlined into the parent.\nfn merge_{helper}(m: &mut {}, mut buf: &[u8], ctx: Ctx) -> Result<(), DecodeError> {{ while !buf.is_empty() {{ let (tag, wt) = wire::key(&mut buf)?; match tag {{ {} _ => wire::skip(tag, wt, &mut buf)?, }} }} Ok(()) }}\n\
+                     fn len_{helper}(m: &{}) -> usize {{ let mut n = 0; {} n }}\n\
+                     fn put_{helper}(m: &{}, buf: &mut impl BufMut) {{ {} }}\n{}",
+                    f.type_name(),
+                    def.rust_path,
+                    sub.arms,
+                    def.rust_path,
+                    sub.len,
+                    def.rust_path,
+                    sub.put,
+                    sub.helpers,
+                );
+                let _ = write!(body.arms, "{number} => field::inline(&mut *m, wt, &mut buf, ctx, merge_{helper}).at({fname:?})?,");
+                let _ = write!(
+                    body.len,
+                    "n += wire::delimited_len({number}, len_{helper}(m));"
+                );
+                let _ = write!(
+                    body.put,
+                    "wire::put_header({number}, len_{helper}(m), buf); put_{helper}(m, buf);"
+                );
+                body.covered.extend(sub.covered);
+                body.schema.extend(sub.schema);
+                continue;
+            }
+            let rust = def
+                .json
+                .get(json_name)
+                .or_else(|| {
+                    json_by_norm
+                        .get(&norm(if json_name.is_empty() {
+                            fname
+                        } else {
+                            json_name
+                        }))
+                        .copied()
+                })
+                .or_else(|| json_by_norm.get(&norm(fname)).copied())
+                .ok_or_else(|| {
+                    Error::Invalid(format!(
+                        "{name}.{fname} (#{number}): no k8s-openapi field of {}",
+                        def.rust_path
+                    ))
+                })?;
+            let ty = &def.fields[rust];
+            let optional = ty.starts_with("Option<");
+            // Check scalars against the Rust type (a mismatch would change the wire).
+            if SCALARS.contains(&f.type_name()) {
+                let inner = strip_option(ty).unwrap_or(ty);
+                let element = match f.label() {
+                    "repeated" => inner
+                        .strip_prefix("std::vec::Vec<")
+                        .and_then(|t| t.strip_suffix('>')),
+                    "map" => inner
+                        .strip_prefix("std::collections::BTreeMap<std::string::String, ")
+                        .and_then(|t| t.strip_suffix('>')),
+                    _ => Some(inner),
+                };
+                if element != Some(scalar_rust(f.type_name())) {
+                    return Err(Error::Invalid(format!(
+                        "{name}.{fname}: proto {} {} does not fit k8s-openapi's {ty}",
+                        f.label(),
+                        f.type_name()
+                    )));
+                }
+            }
+            let go = f.go_type();
+            let go_value = !go.is_empty()
+                && !go.starts_with('*')
+                && !go.starts_with("[]")
+                && !go.starts_with("map[");
+            let omitempty =
+                f.json_tag().contains(",omitempty") || f.json_tag().contains(",omitzero");
+            let (dec, enc) = match (f.label(), optional) {
+                ("repeated", true) => ("rep_opt", "rep_opt"),
+                ("repeated", false) => ("rep", "rep"),
+                ("map", true) => ("map_opt", "map_opt"),
+                ("map", false) => ("map", "map"),
+                (_, false) => ("req", "req"),
+                // `[]byte` with omitempty: Go writes a non-nil empty slice, its JSON omits it.
+                (_, true) if f.type_name() == "bytes" && omitempty => ("opt_nz", "opt"),
+                (_, true) if go_value && omitempty => ("opt_nz", "opt_zero"),
+                (_, true) if go_value => ("opt", "opt_zero"),
+                (_, true) => ("opt", "opt"),
+            };
+            let slot = if local {
+                format!("f_{rust}")
+            } else {
+                format!("m.{rust}")
+            };
+            let (slot, dec) = if local
+                && !optional
+                && !self.is_default(&ty.replace("crate::", "k8s_openapi::"))
+            {
+                (slot, "opt")
+            } else {
+                (slot, dec)
+            };
+            if name == "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta" && fname == "managedFields"
+            {
+                // Skipped when the caller strips them (as the JSON path's transform does).
+                let _ = write!(
+                    body.arms,
+                    "{number} if ctx.skip_managed_fields => wire::skip(tag, wt, &mut buf)?,"
+                );
+            }
+            let _ = write!(
+                body.arms,
+                "{number} => field::{dec}(&mut {slot}, wt, &mut buf, ctx).at({fname:?})?,"
+            );
+            let _ = write!(body.len, "n += field::len_{enc}({number}, &m.{rust});");
+            let _ = write!(body.put, "field::put_{enc}({number}, &m.{rust}, buf);");
+            body.covered.push(rust.clone());
+            let json = def
+                .json
+                .iter()
+                .find(|(_, r)| *r == rust)
+                .map_or(fname, |(j, _)| j.as_str());
+            let kind = self.kind(f.type_name(), ty);
+            let container = match f.label() {
+                "repeated" => "List",
+                "map" => "Map",
+                _ => "One",
+            };
+            // Present in every Go-normal JSON: required in Rust, or a Go value whose zero value
+            // decodes to `Some` (Go writes it always and its JSON has it).
+            let zero_is_none = (SCALARS.contains(&f.type_name()) && omitempty)
+                || matches!(
+                    kind.as_str(),
+                    "Time" | "MicroTime" | "FieldsV1" | "RawExtension" | "Json" | "OrArray"
+                );
+            let always = f.label() == "optional" && (!optional || (go_value && !zero_is_none));
+            body.schema.push(format!("Field {{ json: {json:?}, kind: Kind::{kind}, container: Container::{container}, always: {always} }}"));
+        }
+        Ok(body)
+    }
+}
+
+/// A message without fields does not use `ctx`: `let _ = ctx;` keeps its decoder free of an
+/// unused-variable warning.
+fn ctx_unused(out: &mut String, arms: &str) -> std::fmt::Result {
+    if arms.is_empty() {
+        writeln!(out, "let _ = ctx;")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protobuf::openapi::parse_definition;
+    use crate::protobuf::ModuleSource;
+
+    fn field(n: u32, name: &str, label: &str, ty: &str, go: &str, json: &str) -> InputField {
+        InputField(
+            n,
+            name.into(),
+            label.into(),
+            ty.into(),
+            go.into(),
+            json.into(),
+        )
+    }
+
+    fn definition(name: &str, fields: &[(&str, &str, &str)]) -> (String, Definition) {
+        let mut source = format!(
+            "// Generated from definition io.k8s.api.core.v1.{name}\n\n#[derive(Clone, Debug, Default, PartialEq)]\npub struct {name} {{\n"
+        );
+        for (_, rust, ty) in fields {
+            source += &format!("    pub {rust}: {ty},\n\n");
+        }
+        source += "}\n";
+        for (json, rust, _) in fields {
+            source += &format!("            \"{json}\" => Field::Key_{rust},\n");
+        }
+        let module = ["api", "core", "v1"].map(String::from);
+        (
+            format!("io.k8s.api.core.v1.{name}"),
+            parse_definition(&source, &module).unwrap(),
+        )
+    }
+
+    fn input() -> ProtobufInput {
+        let core = "k8s.io.api.core.v1";
+        ProtobufInput {
+            kubernetes_version: "1.37".into(),
+            modules: [(
+                "k8s.io/api".to_owned(),
+                ModuleSource {
+                    version: "v0.37.1".into(),
+                    sum: "h1:x".into(),
+                },
+            )]
+            .into(),
+            messages: [
+                (
+                    format!("{core}.Probe"),
+                    vec![
+                        field(
+                            1,
+                            "handler",
+                            "optional",
+                            &format!("{core}.ProbeHandler"),
+                            "ProbeHandler",
+                            ",inline",
+                        ),
+                        field(
+                            2,
+                            "initialDelaySeconds",
+                            "optional",
+                            "int32",
+                            "int32",
+                            "initialDelaySeconds,omitempty",
+                        ),
+                        field(
+                            7,
+                            "terminationGracePeriodSeconds",
+                            "optional",
+                            "int64",
+                            "*int64",
+                            "terminationGracePeriodSeconds,omitempty",
+                        ),
+                    ],
+                ),
+                (
+                    format!("{core}.ProbeHandler"),
+                    vec![field(
+                        1,
+                        "exec",
+                        "optional",
+                        &format!("{core}.ExecAction"),
+                        "*ExecAction",
+                        "exec,omitempty",
+                    )],
+                ),
+                (
+                    format!("{core}.ExecAction"),
+                    vec![field(
+                        1,
+                        "command",
+                        "repeated",
+                        "string",
+                        "[]string",
+                        "command,omitempty",
+                    )],
+                ),
+            ]
+            .into(),
+        }
+    }
+
+    fn definitions() -> BTreeMap<String, Definition> {
+        [
+            definition(
+                "Probe",
+                &[
+                    ("exec", "exec", "Option<crate::api::core::v1::ExecAction>"),
+                    (
+                        "initialDelaySeconds",
+                        "initial_delay_seconds",
+                        "Option<i32>",
+                    ),
+                    (
+                        "terminationGracePeriodSeconds",
+                        "termination_grace_period_seconds",
+                        "Option<i64>",
+                    ),
+                ],
+            ),
+            definition(
+                "ExecAction",
+                &[(
+                    "command",
+                    "command",
+                    "Option<std::vec::Vec<std::string::String>>",
+                )],
+            ),
+        ]
+        .into()
+    }
+
+    #[test]
+    fn picks_the_rule_of_each_field() {
+        let files = generate_protobuf(&input(), &definitions()).unwrap();
+        let code = files.get("v1_37/api_core_v1.rs").unwrap();
+        assert!(code.starts_with(HEADER));
+        // Inline: the nested message's fields decode into the parent.
+        assert!(code.contains("fn merge_probe_handler(m: &mut k8s_openapi::api::core::v1::Probe"));
+        assert!(code.contains("field::inline(&mut *m, wt, &mut buf, ctx, merge_probe_handler)"));
+        assert!(code.contains("1 => field::opt(&mut m.exec"));
+        // Go value with omitempty: zero decodes to None, written always.
+        assert!(code.contains("field::opt_nz(&mut m.initial_delay_seconds"));
+        assert!(code.contains("field::len_opt_zero(2, &m.initial_delay_seconds)"));
+        // Go pointer: written only when set.
+        assert!(code.contains("field::len_opt(7, &m.termination_grace_period_seconds)"));
+        // Repeated, held as Option<Vec>.
+        assert!(code.contains("field::rep_opt(&mut m.command"));
+        // The test schema flattens the inline.
+        let schema = files.get("tests/v1_37.rs").unwrap();
+        assert!(schema.contains("json: \"exec\""), "{schema}");
+        assert!(files
+            .get("v1_37/mod.rs")
+            .unwrap()
+            .contains("mod api_core_v1;"));
+    }
+
+    #[test]
+    fn refuses_fields_without_a_counterpart() {
+        // A proto field k8s-openapi does not have.
+        let mut input = input();
+        input
+            .messages
+            .get_mut("k8s.io.api.core.v1.ExecAction")
+            .unwrap()
+            .push(field(2, "extra", "optional", "string", "string", "extra"));
+        let err = generate_protobuf(&input, &definitions())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ExecAction.extra (#2): no k8s-openapi field"),
+            "{err}"
+        );
+        // A k8s-openapi field no proto field covers.
+        let mut definitions = definitions();
+        let (name, def) = definition(
+            "ExecAction",
+            &[
+                (
+                    "command",
+                    "command",
+                    "Option<std::vec::Vec<std::string::String>>",
+                ),
+                ("other", "other", "Option<i32>"),
+            ],
+        );
+        definitions.insert(name, def);
+        let err = generate_protobuf(&self::input(), &definitions)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("k8s-openapi field other has no proto field"),
+            "{err}"
+        );
+        // A scalar whose Rust type does not fit.
+        let mut definitions = self::definitions();
+        let (name, def) = definition(
+            "ExecAction",
+            &[("command", "command", "Option<std::vec::Vec<i64>>")],
+        );
+        definitions.insert(name, def);
+        let err = generate_protobuf(&self::input(), &definitions)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("does not fit"), "{err}");
+    }
+}

@@ -1,0 +1,9 @@
+//! The generated codecs, one module per Kubernetes version (`cargo xtask codegen`; the version
+//! is the one k8s-openapi is built for, see `build.rs`).
+
+#[cfg(kclient_k8s = "1.35")]
+mod v1_35;
+#[cfg(kclient_k8s = "1.36")]
+mod v1_36;
+#[cfg(kclient_k8s = "1.37")]
+mod v1_37;

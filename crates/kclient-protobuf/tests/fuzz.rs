@@ -1,0 +1,193 @@
+//! Fuzz targets for the decoders, as property tests: arbitrary bytes and mutations of valid
+//! bodies give a value or a typed error, never a panic, and decoding allocates at most a bound
+//! proportional to the input. A bounded number of cases runs with the tests, from a fixed seed
+//! (`kclient-testkit`); `cargo xtask fuzz protobuf` runs them longer with new seeds.
+//!
+//! The allocation bound is enforced by a capped global allocator ([`cap`]): around each decode
+//! the cap is lowered to what is allocated plus `ALLOC_PER_BYTE × input + ALLOC_BASE`, so a
+//! decode that allocated more would fail its allocation (and abort the test). Then what the
+//! decoded value keeps is measured and checked against the same bound. The per-byte constant
+//! is large because two input bytes (`key, 0`) can add one defaulted element to a `Vec` of big
+//! structs (a `Container` is about a kilobyte), exactly as `[{}]` does on the JSON path; it is
+//! a constant, not a function of the lengths the input claims.
+//!
+//! The allocator is process-wide, so the tests of this file hold [`SERIAL`] while they run.
+
+use std::alloc::System;
+
+use cap::Cap;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps,
+};
+use kclient_protobuf::envelope::{self, FrameDecoder};
+use kclient_protobuf::{Ctx, Decode, Encode};
+use proptest::prelude::*;
+
+#[global_allocator]
+static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
+
+/// One test at a time (the allocator's count is shared by every thread).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+const ALLOC_PER_BYTE: usize = 4096;
+const ALLOC_BASE: usize = 64 * 1024;
+
+/// Runs `decode` under the cap; returns the bytes its result keeps.
+fn bounded<T>(input_len: usize, decode: impl FnOnce() -> T) -> (T, usize) {
+    let bound = ALLOC_PER_BYTE * input_len + ALLOC_BASE;
+    let before = ALLOCATOR.allocated();
+    ALLOCATOR
+        .set_limit(before + bound)
+        .expect("the cap is above what is allocated");
+    let value = decode();
+    let kept = ALLOCATOR.allocated().saturating_sub(before);
+    ALLOCATOR
+        .set_limit(usize::MAX)
+        .expect("raising the cap always works");
+    assert!(
+        kept <= bound,
+        "kept {kept} bytes for {input_len} input bytes"
+    );
+    (value, kept)
+}
+
+/// Every decoder on one input.
+fn decode_everything(bytes: &[u8]) {
+    bounded(bytes.len(), || Pod::decode(bytes, Ctx::default()).ok());
+    bounded(bytes.len(), || {
+        JSONSchemaProps::decode(bytes, Ctx::default()).ok()
+    });
+    bounded(bytes.len(), || {
+        CustomResourceDefinition::decode(bytes, Ctx::default()).ok()
+    });
+    bounded(bytes.len(), || {
+        envelope::decode_object::<Pod>(
+            bytes,
+            "Pod",
+            Ctx {
+                skip_managed_fields: true,
+                ..Ctx::default()
+            },
+        )
+        .ok()
+    });
+    bounded(bytes.len(), || {
+        let mut items = Vec::new();
+        let meta = envelope::decode_list::<Pod>(bytes, Ctx::default(), &mut |p| items.push(p)).ok();
+        (meta, items)
+    });
+    bounded(bytes.len(), || envelope::peek_list_meta(bytes).ok());
+    bounded(bytes.len(), || {
+        let mut decoder = FrameDecoder::new(1024);
+        let mut events = Vec::new();
+        for chunk in bytes.chunks(7) {
+            decoder.push(chunk);
+            while let Some(Ok(frame)) = decoder.next_frame() {
+                if let Ok((ty, object)) = envelope::decode_watch_event(&frame) {
+                    events.push((
+                        ty,
+                        envelope::decode_object::<Pod>(object, "Pod", Ctx::default()).ok(),
+                    ));
+                }
+            }
+        }
+        events
+    });
+}
+
+/// A valid Pod body to mutate: a few nested messages, lists, maps, times and quantities.
+fn sample_pod() -> Vec<u8> {
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web-0", "namespace": "default", "labels": {"app": "web"},
+                     "creationTimestamp": "2025-03-14T15:09:26Z",
+                     "managedFields": [{"manager": "kubectl", "operation": "Apply", "fieldsType": "FieldsV1",
+                                        "fieldsV1": {"f:spec": {}}}]},
+        "spec": {"containers": [{"name": "web", "image": "nginx",
+                                 "ports": [{"containerPort": 80}],
+                                 "resources": {"limits": {"cpu": "500m"}},
+                                 "livenessProbe": {"httpGet": {"port": "http", "path": "/"}}}],
+                 "volumes": [{"name": "data", "emptyDir": {}}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True",
+                                                        "lastTransitionTime": "2025-03-14T15:09:30Z"}]}
+    }))
+    .expect("a valid Pod");
+    envelope::encode_envelope("v1", "Pod", &pod)
+}
+
+proptest! {
+    #![proptest_config(kclient_testkit::proptest_config(1024, concat!(env!("CARGO_MANIFEST_DIR"), "/proptest-regressions/fuzz.txt")))]
+
+    #[test]
+    fn decoders_never_panic_and_allocate_in_proportion(
+        bytes in proptest::collection::vec(any::<u8>(), 0..512),
+        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
+        cut in any::<usize>(),
+    ) {
+        let _serial = serial();
+        decode_everything(&bytes);
+        // Mutations of a valid body reach deeper than random bytes do.
+        let mut body = sample_pod();
+        for (at, byte) in flips {
+            let i = at % body.len();
+            body[i] = byte;
+        }
+        decode_everything(&body);
+        let raw = envelope::decode_envelope(&sample_pod()).map(|u| u.raw.to_vec()).unwrap_or_default();
+        decode_everything(&raw[..cut % (raw.len() + 1)]);
+    }
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    let _serial = serial();
+    // JSONSchemaProps.not (#28) nested 10,000 times: each level is a length-delimited field.
+    let mut msg: Vec<u8> = Vec::new();
+    for _ in 0..10_000 {
+        let mut outer = vec![0xe2, 0x01]; // key of field 28, length-delimited
+        prost_varint(msg.len() as u64, &mut outer);
+        outer.extend_from_slice(&msg);
+        msg = outer;
+    }
+    let err = JSONSchemaProps::decode(&msg, Ctx::default()).unwrap_err();
+    assert!(err.to_string().contains("nesting too deep"), "{err}");
+    // 50 levels are fine and come back the same.
+    let mut props = JSONSchemaProps::default();
+    for _ in 0..50 {
+        props = JSONSchemaProps {
+            not: Some(Box::new(props)),
+            ..Default::default()
+        };
+    }
+    let back = JSONSchemaProps::decode(&props.encode_to_vec(), Ctx::default()).unwrap();
+    assert_eq!(back, props);
+}
+
+fn prost_varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[test]
+fn claimed_lengths_allocate_nothing_up_front() {
+    let _serial = serial();
+    // A string field claiming 4 GiB with 3 bytes behind it: refused before anything is
+    // allocated for it (the cap would fail a 4 GiB allocation); what is kept is the error.
+    let input = [0x0a, 0x80, 0x80, 0x80, 0x80, 0x10, b'a', b'b', b'c'];
+    let (result, kept) = bounded(input.len(), || Pod::decode(&input, Ctx::default()));
+    let err = result.unwrap_err();
+    assert!(
+        err.to_string().contains("exceeds the 3 bytes that remain"),
+        "{err}"
+    );
+    assert!(kept < 1024, "{kept}");
+}
