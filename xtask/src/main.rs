@@ -146,21 +146,6 @@ pub(crate) fn cargo() -> Command {
     cmd
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_target_directory_is_read_from_cargo_metadata() {
-        let json = br#"{"packages":[],"target_directory":"/elsewhere/target","version":1}"#;
-        assert_eq!(
-            target_directory_of(json).unwrap(),
-            PathBuf::from("/elsewhere/target")
-        );
-        assert!(target_directory_of(b"{}").is_err());
-    }
-}
-
 /// Runs one step, printing its name and duration; fails if the command fails.
 pub(crate) fn step(name: &str, mut cmd: Command) -> Result<()> {
     eprintln!("==> {name}");
@@ -177,4 +162,19 @@ pub(crate) fn step(name: &str, mut cmd: Command) -> Result<()> {
         bail!("step {name:?} failed ({status})");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_target_directory_is_read_from_cargo_metadata() {
+        let json = br#"{"packages":[],"target_directory":"/elsewhere/target","version":1}"#;
+        assert_eq!(
+            target_directory_of(json).unwrap(),
+            PathBuf::from("/elsewhere/target")
+        );
+        assert!(target_directory_of(b"{}").is_err());
+    }
 }

@@ -14,12 +14,12 @@
 //!
 //! proptest! {
 //!     #![proptest_config(proptest_config(64, concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc.proptest-regressions")))]
-//!     #[test]
+//!     // In a suite this function carries `#[test]`; the example calls it instead.
 //!     fn addition_commutes(a in 0u32..1000, b in 0u32..1000) {
 //!         prop_assert_eq!(a + b, b + a);
 //!     }
 //! }
-//! # fn main() {}
+//! addition_commutes();
 //! ```
 
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
