@@ -1,6 +1,7 @@
 //! Finds the Kubernetes version k8s-openapi was built for and exposes it to this crate as
-//! `cfg(kclient_k8s = "1.NN")`, so that the generated Clientset offers exactly the resources
-//! of that version.
+//! `cfg(kclient_k8s = "1.NN")`, so that the generated informers offer exactly the resources
+//! of that version (the same script as kclient-typed's, whose Clientset the informers
+//! mirror; a build script cannot be shared between published crates).
 //!
 //! k8s-openapi publishes the enabled version to the build scripts of its dependents as
 //! `DEP_K8S_OPENAPI_<crate version>_VERSION` (its `links` metadata), encoded as

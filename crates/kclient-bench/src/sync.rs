@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kclient_cache::{
-    CancellationToken, IndexFuncError, ListerWatcherFor, SharedIndexInformer, SharedInformerFactory,
+    CancellationToken, IndexFuncError, SharedIndexInformer, SharedInformerFactory,
 };
+use kclient_core::ListerWatcherFor;
 use serde_json::{json, Value};
 
 use crate::args::Options;

@@ -2,12 +2,14 @@
 //! ones): one shared informer per resource type, made on first request, started together,
 //! waited for together, shut down together.
 //!
-//! The factory makes its lister-watchers through a small trait, so this crate stays free of
-//! HTTP: [`ListerWatcherFor<K>`] for statically typed resources (kclient-typed's `Clientset`
+//! The factory makes its lister-watchers through two small traits of kclient-core, so this
+//! crate stays free of HTTP and the clients stay free of the cache:
+//! [`ListerWatcherFor<K>`] for statically typed resources (kclient-typed's `Clientset`
 //! implements it for every type) and [`DynamicListerWatcherFor`] for any resource described
 //! at run time, as `DynamicObject` (kclient-dynamic's `DynamicClient`: client-go's
 //! `dynamicinformer`) or as `PartialObjectMetadata` (its `MetadataClient`: client-go's
-//! `metadatainformer`); a test double can implement either.
+//! `metadatainformer`); a test double can implement either. The generated typed accessors
+//! (`factory.core_v1().pods()`) are kclient-informers'.
 //!
 //! client-go's rules, kept:
 //! * **Lazy**: an informer exists once [`informer`](SharedInformerFactory::informer) (or a
@@ -26,8 +28,8 @@
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kclient_cache::testing::FakeControllerSource;
-//! use kclient_cache::{ListerWatcherFor, SharedInformerFactory};
-//! use kclient_core::TweakListOptions;
+//! use kclient_cache::SharedInformerFactory;
+//! use kclient_core::{ListerWatcherFor, TweakListOptions};
 //! use tokio_util::sync::CancellationToken;
 //!
 //! // A test double: one FakeControllerSource of ConfigMaps.
@@ -58,9 +60,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kclient_core::{
+    ApiResource, DynamicListerWatcherFor, ListerWatcherFor, Resource, TweakListOptions,
+};
 #[cfg(doc)]
-use kclient_core::PartialObjectMetadata;
-use kclient_core::{ApiResource, DynamicObject, ListerWatcher, Resource, TweakListOptions};
+use kclient_core::{DynamicObject, PartialObjectMetadata};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -70,42 +74,6 @@ use crate::lister::Lister;
 use crate::shared_informer::{SharedIndexInformer, SharedIndexInformerOptions};
 use crate::transform::TransformFunc;
 use crate::wait::wait_for_cache_sync;
-
-/// Makes the lister-watcher of a statically typed resource for the factory.
-pub trait ListerWatcherFor<K>: Send + Sync + 'static {
-    /// What it makes.
-    type ListerWatcher: ListerWatcher<K> + Clone + 'static;
-
-    /// A lister-watcher of `K` in `namespace` (all namespaces when `None`; ignored for a
-    /// cluster-scoped resource) that applies `tweak` to every list and watch.
-    fn lister_watcher(
-        &self,
-        namespace: Option<&str>,
-        tweak: Option<TweakListOptions>,
-    ) -> Self::ListerWatcher;
-}
-
-/// Makes the lister-watcher of any resource for the factory's
-/// [`for_resource`](SharedInformerFactory::for_resource), its objects of type `K`: a
-/// [`DynamicObject`] (the default, kclient-dynamic's `DynamicClient`) or a
-/// [`PartialObjectMetadata`] (its `MetadataClient`) — any type whose dynamic type is the
-/// [`ApiResource`] it was read from.
-pub trait DynamicListerWatcherFor<K = DynamicObject>: Send + Sync + 'static
-where
-    K: Resource<DynamicType = ApiResource>,
-{
-    /// What it makes.
-    type ListerWatcher: ListerWatcher<K> + Clone + 'static;
-
-    /// A lister-watcher of `resource` in `namespace` (all namespaces when `None`; ignored
-    /// for a cluster-scoped resource) that applies `tweak` to every list and watch.
-    fn dynamic_lister_watcher(
-        &self,
-        resource: &ApiResource,
-        namespace: Option<&str>,
-        tweak: Option<TweakListOptions>,
-    ) -> Self::ListerWatcher;
-}
 
 /// Which informer: a static type, or a resource by group/version/resource and the type its
 /// objects are held as.

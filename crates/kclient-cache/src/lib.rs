@@ -11,11 +11,11 @@
 //! ```
 //!
 //! * [`SharedInformerFactory`]: one [`SharedIndexInformer`] per resource type, made on
-//!   request through [`ListerWatcherFor`] (kclient-typed's `Clientset`, with generated
-//!   accessors such as `factory.core_v1().pods()`) or [`DynamicListerWatcherFor`]
-//!   (`for_resource`: kclient-dynamic's `DynamicClient` for whole objects, its
-//!   `MetadataClient` for metadata-only informers); `start`, `wait_for_cache_sync`,
-//!   `shutdown`.
+//!   request through kclient-core's [`ListerWatcherFor`] (kclient-typed's `Clientset`;
+//!   kclient-informers generates accessors such as `factory.core_v1().pods()`) or
+//!   [`DynamicListerWatcherFor`] (`for_resource`: kclient-dynamic's `DynamicClient` for whole
+//!   objects, its `MetadataClient` for metadata-only informers); `start`,
+//!   `wait_for_cache_sync`, `shutdown`.
 //! * [`SharedIndexInformer`]: one reflector and indexed cache fanned out to any number of
 //!   [`ResourceEventHandler`]s ([`ResourceEventHandlerFuncs`] for closures,
 //!   [`FilteringResourceEventHandler`]), each with its own queue and task, its own resync
@@ -94,6 +94,8 @@
 //!
 //! [`DeletedFinalStateUnknown`]: kclient_core::DeletedFinalStateUnknown
 //! [`ListerWatcher`]: kclient_core::ListerWatcher
+//! [`ListerWatcherFor`]: kclient_core::ListerWatcherFor
+//! [`DynamicListerWatcherFor`]: kclient_core::DynamicListerWatcherFor
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -132,9 +134,7 @@ pub use controller::{
 };
 pub use delta::{Delta, DeltaType, Deltas, ReplacedAllInfo};
 pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
-pub use factory::{
-    DynamicListerWatcherFor, InformerSettings, ListerWatcherFor, SharedInformerFactory, SyncResult,
-};
+pub use factory::{InformerSettings, SharedInformerFactory, SyncResult};
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use index::{
     index_func_to_key_func_adapter, meta_namespace_index_func, IndexError, IndexFunc,

@@ -9,11 +9,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kclient_cache::testing::FakeControllerSource;
-use kclient_cache::{
-    DynamicListerWatcherFor, ListerWatcherFor, SharedInformerFactory, TransformFunc,
-};
+use kclient_cache::{SharedInformerFactory, TransformFunc};
 use kclient_core::{
-    ApiResource, DynamicObject, PartialObjectMetadata, Resource, ResourceExt, TweakListOptions,
+    ApiResource, DynamicListerWatcherFor, DynamicObject, ListerWatcherFor, PartialObjectMetadata,
+    Resource, ResourceExt, TweakListOptions,
 };
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;

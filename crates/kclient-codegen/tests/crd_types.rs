@@ -333,7 +333,7 @@ async fn generated_informers_cache_custom_resources() {
         .create(&tab, &CreateOptions::default())
         .await
         .unwrap();
-    let factory = kclient_typed::SharedInformerFactory::new(clientset, std::time::Duration::ZERO);
+    let factory = kclient_cache::SharedInformerFactory::new(clientset, std::time::Duration::ZERO);
     let tabs = v1::cron_tabs_informer(&factory);
     let informer = tabs.informer();
     let cancel = tokio_util::sync::CancellationToken::new();

@@ -19,8 +19,10 @@
 //!   apimachinery does.
 //! * Keys: [`meta_namespace_key`], [`split_meta_namespace_key`], [`ObjectKey`] and the
 //!   deletion tombstone [`DeletedFinalStateUnknown`].
-//! * The [`ListerWatcher`] trait: the seam between clients and the informer cache, and the
-//!   [`ListPager`] that pages any `ListerWatcher`'s lists.
+//! * The [`ListerWatcher`] trait: the seam between clients and the informer cache, with
+//!   [`ListerWatcherFor`] and [`DynamicListerWatcherFor`], through which an informer factory
+//!   makes lister-watchers from a client; and the [`ListPager`] that pages any
+//!   `ListerWatcher`'s lists.
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::Pod;
@@ -86,7 +88,9 @@ pub use gvk::{
     GroupKind, GroupResource, GroupVersion, GroupVersionKind, GroupVersionParseError,
     GroupVersionResource,
 };
-pub use lister_watcher::{ListerWatcher, TweakListOptions, WatchStream};
+pub use lister_watcher::{
+    DynamicListerWatcherFor, ListerWatcher, ListerWatcherFor, TweakListOptions, WatchStream,
+};
 pub use managed_fields::WithoutManagedFields;
 pub use object_key::{
     deletion_handling_meta_namespace_key, meta_namespace_key, split_meta_namespace_key,

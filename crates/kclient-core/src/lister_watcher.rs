@@ -1,8 +1,12 @@
-//! [`ListerWatcher`]: the seam between clients and the informer cache.
+//! [`ListerWatcher`]: the seam between clients and the informer cache, and the two traits
+//! through which an informer factory makes lister-watchers ([`ListerWatcherFor`],
+//! [`DynamicListerWatcherFor`]).
 //!
 //! The cache (reflector, informers) needs exactly two things from a client: list a resource,
 //! and watch it from a resourceVersion. Typed and dynamic clients implement this trait; the
-//! cache depends only on it, never on HTTP. Tests implement it in memory.
+//! cache depends only on it, never on HTTP, and the clients never depend on the cache (as
+//! client-go's `kubernetes/` and `dynamic/` never import `tools/cache`). Tests implement it
+//! in memory.
 //!
 //! ```
 //! use futures::stream::{self, StreamExt};
@@ -38,10 +42,15 @@ use std::sync::Arc;
 use futures::stream::BoxStream;
 
 use crate::api_error::ApiStatus;
+use crate::api_resource::ApiResource;
+use crate::dynamic_object::DynamicObject;
 use crate::fetched_list::FetchedList;
 use crate::object_list::ObjectList;
 use crate::options::ListOptions;
+use crate::resource::Resource;
 use crate::watch_event::WatchEvent;
+#[cfg(doc)]
+use crate::PartialObjectMetadata;
 
 /// A watch: a stream of events that ends when the server closes the watch. An `Err` item is a
 /// failure of the stream itself (a broken connection, an undecodable frame); the server's own
@@ -142,4 +151,45 @@ impl<K, L: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<L> {
     ) -> impl Future<Output = Result<FetchedList<K, Self::Error>, Self::Error>> + Send {
         (**self).fetch_list(options)
     }
+}
+
+/// Makes the lister-watcher of a statically typed resource, for an informer factory
+/// (kclient-cache's `SharedInformerFactory::informer`): kclient-typed's `Clientset`
+/// implements it for every type, a test double can implement it for the types it serves.
+///
+/// It lives here, next to [`ListerWatcher`], so that the clients implement it without
+/// depending on the cache and the cache uses it without depending on a client.
+pub trait ListerWatcherFor<K>: Send + Sync + 'static {
+    /// What it makes.
+    type ListerWatcher: ListerWatcher<K> + Clone + 'static;
+
+    /// A lister-watcher of `K` in `namespace` (all namespaces when `None`; ignored for a
+    /// cluster-scoped resource) that applies `tweak` to every list and watch.
+    fn lister_watcher(
+        &self,
+        namespace: Option<&str>,
+        tweak: Option<TweakListOptions>,
+    ) -> Self::ListerWatcher;
+}
+
+/// Makes the lister-watcher of any resource described at run time, for an informer
+/// factory's `for_resource` (client-go's `dynamicinformer` and `metadatainformer`), its
+/// objects of type `K`: a [`DynamicObject`] (the default, kclient-dynamic's
+/// `DynamicClient`) or a [`PartialObjectMetadata`] (its `MetadataClient`) — any type whose
+/// dynamic type is the [`ApiResource`] it was read from.
+pub trait DynamicListerWatcherFor<K = DynamicObject>: Send + Sync + 'static
+where
+    K: Resource<DynamicType = ApiResource>,
+{
+    /// What it makes.
+    type ListerWatcher: ListerWatcher<K> + Clone + 'static;
+
+    /// A lister-watcher of `resource` in `namespace` (all namespaces when `None`; ignored
+    /// for a cluster-scoped resource) that applies `tweak` to every list and watch.
+    fn dynamic_lister_watcher(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        tweak: Option<TweakListOptions>,
+    ) -> Self::ListerWatcher;
 }

@@ -1,13 +1,15 @@
 //! The [`ListerWatcher`] implementations that connect the dynamic and metadata clients to
-//! the informer cache, so informers work for any resource.
+//! the informer cache, so informers work for any resource, and the
+//! [`DynamicListerWatcherFor`] through which an informer factory makes them — kclient-core's
+//! seams, so this crate knows nothing of the cache.
 
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
 use kclient_core::{
-    ApiResource, DynamicObject, FetchedList, ListOptions, ListerWatcher, ObjectList,
-    TweakListOptions, WatchStream,
+    ApiResource, DynamicListerWatcherFor, DynamicObject, FetchedList, ListOptions, ListerWatcher,
+    ObjectList, TweakListOptions, WatchStream,
 };
 
 use crate::client::{DynamicClient, DynamicResource};
@@ -130,7 +132,7 @@ impl<K, R: ListerWatcher<K>> ListerWatcher<K> for FilteredListWatch<R> {
 /// The dynamic client lists and watches any resource for the informer factory's
 /// `for_resource` (client-go's dynamic informer factory), in the factory's namespace when the
 /// resource is namespaced, with its list-options tweak.
-impl kclient_cache::DynamicListerWatcherFor for DynamicClient {
+impl DynamicListerWatcherFor for DynamicClient {
     type ListerWatcher = FilteredListWatch;
 
     fn dynamic_lister_watcher(

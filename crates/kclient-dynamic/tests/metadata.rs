@@ -7,11 +7,10 @@ mod common;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kclient_cache::DynamicListerWatcherFor;
 use kclient_core::{
-    ApiResource, ApiStatus, DeleteOptions, GetOptions, GroupVersionKind, GroupVersionResource,
-    ListOptions, ListerWatcher, PartialObjectMetadata, Patch, PatchOptions, Resource, ResourceExt,
-    TypeMeta, WatchEvent,
+    ApiResource, ApiStatus, DeleteOptions, DynamicListerWatcherFor, GetOptions, GroupVersionKind,
+    GroupVersionResource, ListOptions, ListerWatcher, PartialObjectMetadata, Patch, PatchOptions,
+    Resource, ResourceExt, TypeMeta, WatchEvent,
 };
 use kclient_dynamic::{DeleteResponse, Error, MetadataClient, MetadataResource};
 use kclient_fake::{Failure, FakeApiServer};

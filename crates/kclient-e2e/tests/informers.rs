@@ -23,8 +23,9 @@ use kclient_core::{
 use kclient_dynamic::DynamicClient;
 use kclient_e2e::scenarios::Namespace;
 use kclient_e2e::Target;
+use kclient_informers::InformerFactoryExt;
 use kclient_rest::RestClient;
-use kclient_typed::{Clientset, InformerFactoryExt};
+use kclient_typed::Clientset;
 use parking_lot::Mutex;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

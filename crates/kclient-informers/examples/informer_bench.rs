@@ -5,7 +5,7 @@
 //!
 //! ```sh
 //! cargo build --release -p kclient-fake --features apiserver --bin kclient-fake-apiserver
-//! cargo build --release -p kclient-cache --example informer_bench
+//! cargo build --release -p kclient-informers --example informer_bench
 //! # sync <server> <pods> <strip|keep> <stream|list> [typed|metadata]: one measurement per process
 //! target/release/examples/informer_bench sync target/release/kclient-fake-apiserver 100000 strip stream
 //! # the same Pods cached as PartialObjectMetadata by a metadata informer (MetadataClient)
@@ -122,7 +122,7 @@ async fn sync(
             factory = factory.keep_managed_fields();
         }
         let informer = factory.informer_for::<Pod>(|client, settings| {
-            use kclient_cache::ListerWatcherFor;
+            use kclient_core::ListerWatcherFor;
             let mut options = settings.informer_options();
             options.reflector_options.use_watch_list = streaming;
             SharedIndexInformer::new(client.lister_watcher(None, None), options)

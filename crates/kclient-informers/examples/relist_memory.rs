@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo build --release -p kclient-fake --features apiserver --bin kclient-fake-apiserver
-//! cargo build --release -p kclient-cache --example relist_memory
+//! cargo build --release -p kclient-informers --example relist_memory
 //! for mode in list stream; do for objects in copy reuse; do
 //!   target/release/examples/relist_memory target/release/kclient-fake-apiserver 100000 $mode $objects
 //! done; done

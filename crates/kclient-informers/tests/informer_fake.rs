@@ -22,7 +22,8 @@ use kclient_cache::{
 use kclient_core::{ApiStatus, DynamicObject, PartialObjectMetadata, Resource, ResourceExt};
 use kclient_dynamic::{DynamicClient, MetadataClient};
 use kclient_fake::{Failure, FakeApiServer};
-use kclient_typed::{Clientset, InformerFactoryExt};
+use kclient_informers::InformerFactoryExt;
+use kclient_typed::Clientset;
 
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;

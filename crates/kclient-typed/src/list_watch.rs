@@ -1,16 +1,20 @@
-//! The [`ListerWatcher`] implementations that connect typed clients to the informer cache.
+//! The [`ListerWatcher`] implementations that connect typed clients to the informer cache,
+//! and the [`ListerWatcherFor`] through which an informer factory makes them from the
+//! [`Clientset`] — both kclient-core's seams, so this crate knows nothing of the cache.
 
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
 use kclient_core::{
-    FetchedList, ListOptions, ListerWatcher, ObjectList, Resource, TweakListOptions, WatchStream,
+    FetchedList, ListOptions, ListerWatcher, ListerWatcherFor, ObjectList, Resource,
+    TweakListOptions, WatchStream,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::client::ResourceClient;
+use crate::clientset::Clientset;
 use crate::error::Error;
 
 /// A typed client lists and watches its resource in its namespace (or all namespaces): the
@@ -133,5 +137,29 @@ where
     async fn fetch_list(&self, options: &ListOptions) -> Result<FetchedList<K, Error>, Error> {
         let options = self.tweaked(options);
         self.client.fetch_list(&options).await
+    }
+}
+
+/// The Clientset lists and watches any statically typed resource for an informer factory
+/// (kclient-cache's `SharedInformerFactory`, with kclient-informers' generated accessors), in
+/// the factory's namespace (cluster-scoped resources ignore it), with its list-options tweak.
+impl<K> ListerWatcherFor<K> for Clientset
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Send + Sync + 'static,
+{
+    type ListerWatcher = FilteredListWatch<K>;
+
+    fn lister_watcher(
+        &self,
+        namespace: Option<&str>,
+        tweak: Option<TweakListOptions>,
+    ) -> FilteredListWatch<K> {
+        let client = match namespace {
+            Some(namespace) => {
+                ResourceClient::<K>::namespaced(self.rest_client().clone(), namespace)
+            }
+            None => ResourceClient::<K>::all_namespaces(self.rest_client().clone()),
+        };
+        FilteredListWatch::new(client, tweak.unwrap_or_else(|| Arc::new(|_| {})))
     }
 }

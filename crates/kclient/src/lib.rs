@@ -12,6 +12,7 @@
 //! | `dynamic` | `kclient-dynamic`: `DynamicClient` | `dynamic` (default) |
 //! | `typed` | `kclient-typed`: `ResourceClient<K>`, `Clientset` | `typed` (default) |
 //! | `cache` | `kclient-cache`: `SharedIndexInformer`, `SharedInformerFactory`, event handlers, `Indexer`, `Lister`, the reflector and FIFOs | `cache` (default) |
+//! | `informers` | `kclient-informers`: the generated typed informers and listers, `factory.core_v1().pods()` | `informers` (default) |
 //! | `workqueue` | `kclient-workqueue`: client-go's workqueue | `workqueue` (default) |
 //! | `tools` | `kclient-tools`: leader election, events, watch utilities, retries, wait helpers | `tools` |
 //! | `fake` | `kclient-fake`: an in-memory API server for tests | `fake` |
@@ -22,7 +23,7 @@
 //! turning the defaults off and listing the layers with it:
 //!
 //! ```toml
-//! kclient = { version = "0.1", default-features = false, features = ["rest", "discovery", "dynamic", "typed", "cache", "workqueue", "v1_35"] }
+//! kclient = { version = "0.1", default-features = false, features = ["rest", "discovery", "dynamic", "typed", "cache", "informers", "workqueue", "v1_35"] }
 //! ```
 //!
 //! (`v1_35`, `v1_36` or `v1_37`, or the same feature on k8s-openapi). Libraries built on
@@ -70,6 +71,11 @@ pub use kclient_typed as typed;
 #[cfg(feature = "cache")]
 pub use kclient_cache as cache;
 
+/// The generated typed informers and listers, `factory.core_v1().pods().informer()` (the
+/// `kclient-informers` crate).
+#[cfg(feature = "informers")]
+pub use kclient_informers as informers;
+
 /// client-go's workqueue (the `kclient-workqueue` crate).
 #[cfg(feature = "workqueue")]
 pub use kclient_workqueue as workqueue;
@@ -99,10 +105,12 @@ pub mod prelude {
     };
     #[cfg(feature = "dynamic")]
     pub use kclient_dynamic::DynamicClient;
+    #[cfg(feature = "informers")]
+    pub use kclient_informers::InformerFactoryExt;
     #[cfg(feature = "rest")]
     pub use kclient_rest::{Config, RestClient};
     #[cfg(feature = "typed")]
-    pub use kclient_typed::{Clientset, InformerFactoryExt, ResourceClient};
+    pub use kclient_typed::{Clientset, ResourceClient};
     #[cfg(feature = "workqueue")]
     pub use kclient_workqueue::{
         default_controller_rate_limiter, DelayingInterface, DelayingQueue, Queue, QueueInterface,

@@ -21,24 +21,3 @@ impl crate::Clientset {
         CoreV1Client::new(self.client.clone())
     }
 }
-
-/// The typed informers of a [`SharedInformerFactory`](kclient_cache::SharedInformerFactory), by
-/// group-version (client-go's `factory.Core().V1().Pods()` is `factory.core_v1().pods()`): each
-/// resource that can be listed and watched gives its shared informer and lister.
-pub trait InformerFactoryExt<C> {
-    /// The `apps/v1` informers.
-    fn apps_v1(&self) -> apps_v1::AppsV1Informers<'_, C>;
-
-    /// The `v1` informers.
-    fn core_v1(&self) -> core_v1::CoreV1Informers<'_, C>;
-}
-
-impl<C> InformerFactoryExt<C> for kclient_cache::SharedInformerFactory<C> {
-    fn apps_v1(&self) -> apps_v1::AppsV1Informers<'_, C> {
-        apps_v1::AppsV1Informers::new(self)
-    }
-
-    fn core_v1(&self) -> core_v1::CoreV1Informers<'_, C> {
-        core_v1::CoreV1Informers::new(self)
-    }
-}
