@@ -24,8 +24,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kclient::cache::{wait_for_named_cache_sync, CancellationToken, Indexer, Indexers};
-use kclient::core::{CreateOptions, DeleteOptions, PartialObjectMetadata, Patch, PatchOptions};
+use kclient::cache::{wait_for_named_cache_sync, Indexer, Indexers};
+use kclient::core::{
+    CancellationToken, CreateOptions, DeleteOptions, PartialObjectMetadata, Patch, PatchOptions,
+};
 use kclient::dynamic::MetadataClient;
 use kclient::fake::FakeApiServer;
 use kclient::prelude::*;

@@ -6,10 +6,8 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kclient_cache::{
-    CancellationToken, IndexFuncError, SharedIndexInformer, SharedInformerFactory,
-};
-use kclient_core::ListerWatcherFor;
+use kclient_cache::{IndexFuncError, SharedIndexInformer, SharedInformerFactory};
+use kclient_core::{CancellationToken, ListerWatcherFor};
 use serde_json::{json, Value};
 
 use crate::args::Options;

@@ -29,8 +29,7 @@
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kclient_cache::testing::FakeControllerSource;
 //! use kclient_cache::SharedInformerFactory;
-//! use kclient_core::{ListerWatcherFor, TweakListOptions};
-//! use tokio_util::sync::CancellationToken;
+//! use kclient_core::{CancellationToken, ListerWatcherFor, TweakListOptions};
 //!
 //! // A test double: one FakeControllerSource of ConfigMaps.
 //! #[derive(Clone)]
@@ -61,13 +60,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kclient_core::{
-    ApiResource, DynamicListerWatcherFor, ListerWatcherFor, Resource, TweakListOptions,
+    ApiResource, CancellationToken, DynamicListerWatcherFor, ListerWatcherFor, Resource,
+    TweakListOptions,
 };
 #[cfg(doc)]
 use kclient_core::{DynamicObject, PartialObjectMetadata};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use crate::index::Indexers;
 use crate::lister::Lister;

@@ -127,7 +127,7 @@ pub mod thread_safe_store;
 pub mod transform;
 pub mod wait;
 
-pub use backoff::Backoff;
+pub use backoff::ExponentialBackoffManager;
 pub use controller::{
     new_indexer_informer, new_informer, Controller, ControllerConfig, ProcessFunc,
     ShouldResyncFunc, WaitBeforePop, WatchError, WatchErrorHandler,
@@ -157,15 +157,9 @@ pub use shared_informer::{
     HandlerOptions, InformerError, ResourceEventHandlerRegistration, SharedIndexInformer,
     SharedIndexInformerOptions, MINIMUM_RESYNC_PERIOD,
 };
-pub use store::{BoxError, KeyListerGetter, Store, StoreError};
+pub use store::{KeyListerGetter, Store, StoreError};
 pub use thread_safe_store::ThreadSafeStore;
 pub use transform::TransformFunc;
 pub use wait::{
     wait_for_cache_sync, wait_for_named_cache_sync, InformerSynced, Synced, SYNCED_POLL_PERIOD,
 };
-
-/// Re-exported from `kclient-core`: the tombstone and the deleted-object type deltas and
-/// notifications carry.
-pub use kclient_core::{DeletedFinalStateUnknown, DeletedObject};
-/// What stops informers, controllers and reflectors (tokio-util's, re-exported).
-pub use tokio_util::sync::CancellationToken;

@@ -24,7 +24,7 @@
 //!   resourceVersion. A watch that closes within a second with no event is an error. Internal
 //!   errors are retried for [`ReflectorOptions::max_internal_error_retry_duration`].
 //! * **Backoff** between runs and before re-watching: 800 ms doubling to 30 s, jitter 1.0,
-//!   reset after 2 minutes without one ([`Backoff`]), on tokio's clock.
+//!   reset after 2 minutes without one ([`ExponentialBackoffManager`]), on tokio's clock.
 //! * **Resync**: every [`ReflectorOptions::resync_period`] while watching, the store's
 //!   `resync` if [`should_resync`](Reflector::set_should_resync) agrees; an error ends the
 //!   run.
@@ -38,8 +38,7 @@
 //! use futures::stream::{self, StreamExt};
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kclient_cache::{new_store, KeyFunc, ListWatch, Reflector, ReflectorOptions};
-//! use kclient_core::{ApiError, ObjectList, ListOptions};
-//! use tokio_util::sync::CancellationToken;
+//! use kclient_core::{ApiError, CancellationToken, ListOptions, ObjectList};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
 //! let mut cm = ConfigMap::default();
@@ -81,15 +80,15 @@ use std::time::Duration;
 use futures::StreamExt;
 use kclient_core::options::ResourceVersionMatch;
 use kclient_core::{
-    ApiError, ApiStatus, DynamicObject, GroupVersionKind, ListOptions, ListPager, ListerWatcher,
-    Resource, ResourceExt, Status, WatchEvent, WatchStream, DEFAULT_PAGE_SIZE,
+    ApiError, ApiStatus, CancellationToken, DynamicObject, GroupVersionKind, ListOptions,
+    ListPager, ListerWatcher, Resource, ResourceExt, Status, WatchEvent, WatchStream,
+    DEFAULT_PAGE_SIZE,
 };
 use parking_lot::Mutex;
 use tokio::time::{sleep, sleep_until, Instant};
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::backoff::{Backoff, RetryWithDeadline};
+use crate::backoff::{ExponentialBackoffManager, RetryWithDeadline};
 use crate::indexer::Indexer;
 use crate::initial_events::InitialEvents;
 use crate::metrics::ReflectorMetrics;
@@ -126,7 +125,7 @@ pub struct ReflectorOptions {
     /// that refuses it is listed instead.
     pub use_watch_list: bool,
     /// The backoff between runs and before re-watching.
-    pub backoff: Backoff,
+    pub backoff: ExponentialBackoffManager,
     /// For dynamic objects: watch events of another group/version/kind are skipped (logged),
     /// not stored.
     pub expected_gvk: Option<GroupVersionKind>,
@@ -152,7 +151,7 @@ impl Default for ReflectorOptions {
             watch_list_page_size: 0,
             max_internal_error_retry_duration: Duration::ZERO,
             use_watch_list: true,
-            backoff: Backoff::default(),
+            backoff: ExponentialBackoffManager::default(),
             expected_gvk: None,
             metrics: None,
             compact_objects: true,
@@ -275,7 +274,7 @@ pub struct Reflector<K, L: ListerWatcher<K>, S> {
     expected_gvk: Option<GroupVersionKind>,
     metrics: Option<Arc<dyn ReflectorMetrics>>,
     compact_objects: bool,
-    backoff: Mutex<Backoff>,
+    backoff: Mutex<ExponentialBackoffManager>,
     state: Mutex<RvState>,
     watch_error_handler: Mutex<Option<Arc<WatchErrorHandler<L::Error>>>>,
     should_resync: Mutex<Option<Arc<ShouldResync>>>,

@@ -27,7 +27,7 @@
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kclient_cache::testing::FakeControllerSource;
 //! use kclient_cache::{ResourceEventHandlerFuncs, SharedIndexInformer, SharedIndexInformerOptions};
-//! use tokio_util::sync::CancellationToken;
+//! use kclient_core::CancellationToken;
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let source = FakeControllerSource::new();
@@ -63,10 +63,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use kclient_core::{ListerWatcher, Resource, ResourceExt};
+use kclient_core::{CancellationToken, ListerWatcher, Resource, ResourceExt};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 use crate::controller::{Controller, ControllerConfig, ProcessFunc, WatchErrorHandler};
 use crate::delta::Delta;

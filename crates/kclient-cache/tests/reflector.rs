@@ -13,13 +13,12 @@ use futures::channel::mpsc;
 use futures::stream::{self, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
-    new_store, DeletedObject, Indexer, KeyFunc, ListWatch, Reflector, ReflectorError,
-    ReflectorMetrics, ReflectorOptions, Store, StoreError, TransformFunc,
+    new_store, Indexer, KeyFunc, ListWatch, Reflector, ReflectorError, ReflectorMetrics,
+    ReflectorOptions, Store, StoreError, TransformFunc,
 };
-use kclient_core::options::ResourceVersionMatch;
 use kclient_core::{
-    ApiError, ApiStatus, Bookmark, ListOptions, ObjectList, Status, WatchEvent, WatchStream,
-    INITIAL_EVENTS_END_ANNOTATION,
+    options::ResourceVersionMatch, ApiError, ApiStatus, Bookmark, DeletedObject, ListOptions,
+    ObjectList, Status, WatchEvent, WatchStream, INITIAL_EVENTS_END_ANNOTATION,
 };
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;

@@ -81,11 +81,7 @@ fn root_module(
     );
     for (module, gv) in gvs {
         let gate = cfg(&gv.versions());
-        let _ = writeln!(
-            out,
-            "{gate}pub mod {module};\n{gate}pub use self::{module}::{};",
-            group_version_client(&gv.group, &gv.version)
-        );
+        let _ = writeln!(out, "{gate}pub mod {module};");
     }
     let _ = writeln!(out, "\nimpl {krate}::Clientset {{");
     let mut first = true;
@@ -98,7 +94,7 @@ fn root_module(
         let gate = cfg(&gv.versions());
         let api_version = gv.api_version();
         let method = format!(
-            "/// The `{api_version}` clients (client-go's `{}()`).\n{gate}pub fn {module}(&self) -> {client} {{\n    {client}::new(self.client.clone())\n}}\n",
+            "/// The `{api_version}` clients (client-go's `{}()`).\n{gate}pub fn {module}(&self) -> {module}::{client} {{\n    {module}::{client}::new(self.client.clone())\n}}\n",
             client.trim_end_matches("Client")
         );
         out.push_str(&indent(&method, 4));
@@ -234,7 +230,11 @@ mod tests {
         assert!(core.contains("impl crate::HasStatus for t::Pod {}"));
         assert!(!core.contains("HasScale"));
         let root = files.get("mod.rs").unwrap();
-        assert!(root.contains("pub fn core_v1(&self) -> CoreV1Client"));
+        assert!(root.contains("pub fn core_v1(&self) -> core_v1::CoreV1Client"));
+        assert!(
+            !root.contains("pub use"),
+            "each client has one path: its group-version module"
+        );
     }
 
     #[test]

@@ -13,12 +13,12 @@ use crds::widget::v1alpha1;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kclient_core::{
-    ApiStatus, CreateOptions, DeleteOptions, ListOptions, Patch, PatchOptions, Resource,
-    ResourceExt, UpdateOptions,
+    ApiStatus, CreateOptions, DeleteOptions, DeleteResponse, ListOptions, Patch, PatchOptions,
+    Resource, ResourceExt, UpdateOptions,
 };
 use kclient_fake::FakeApiServer;
 use kclient_rest::{Config, RestClient};
-use kclient_typed::{ApplyOptions, Clientset, DeleteResponse};
+use kclient_typed::{ApplyOptions, Clientset};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};

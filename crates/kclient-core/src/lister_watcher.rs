@@ -58,8 +58,8 @@ use crate::PartialObjectMetadata;
 pub type WatchStream<K, E> = BoxStream<'static, Result<WatchEvent<K>, E>>;
 
 /// The function a filtered lister applies to the options of every list and watch it makes,
-/// typically to add label or field selectors (client-go's `TweakListOptionsFunc`): the
-/// typed and dynamic clients' `FilteredListWatch` hold one.
+/// typically to add label or field selectors (client-go's `TweakListOptionsFunc`): a
+/// [`FilteredListWatch`] holds one.
 pub type TweakListOptions = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 
 /// Lists and watches one resource (client-go's `cache.ListerWatcher`).
@@ -150,6 +150,111 @@ impl<K, L: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<L> {
         options: &ListOptions,
     ) -> impl Future<Output = Result<FetchedList<K, Self::Error>, Self::Error>> + Send {
         (**self).fetch_list(options)
+    }
+}
+
+/// A [`ListerWatcher`] that adjusts the options of every list and watch it makes, typically to
+/// add label or field selectors (client-go's `NewFilteredListWatchFromClient` with its
+/// `optionsModifier`, and the informer factories' `WithTweakListOptions`): any lister-watcher
+/// `L` — a typed `ResourceClient<K>`, a `DynamicResource`, a `MetadataResource` — with a
+/// [`TweakListOptions`]. The clients make one with their `filtered_list_watch`, and their
+/// [`ListerWatcherFor`] / [`DynamicListerWatcherFor`] impls with the factory's tweak.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use futures::stream::{self, StreamExt};
+/// use kclient_core::{ApiError, DynamicObject, FilteredListWatch, ListOptions, ListerWatcher};
+/// use kclient_core::{ObjectList, WatchStream};
+///
+/// /// Records the label selector of each list it is asked for.
+/// #[derive(Default)]
+/// struct Recording(Mutex<Vec<Option<String>>>);
+///
+/// impl ListerWatcher<DynamicObject> for Recording {
+///     type Error = ApiError;
+///     async fn list(&self, o: &ListOptions) -> Result<ObjectList<DynamicObject>, ApiError> {
+///         self.0.lock().unwrap().push(o.label_selector.clone());
+///         Ok(ObjectList::new(Vec::new(), "1"))
+///     }
+///     async fn watch(&self, _: &ListOptions) -> Result<WatchStream<DynamicObject, ApiError>, ApiError> {
+///         Ok(stream::empty().boxed())
+///     }
+/// }
+///
+/// # futures::executor::block_on(async {
+/// let lw = FilteredListWatch::new(Recording::default(), Arc::new(|o: &mut ListOptions| {
+///     o.label_selector = Some("app=web".into());
+/// }));
+/// lw.list(&ListOptions::default()).await.unwrap();
+/// assert_eq!(*lw.inner().0.lock().unwrap(), [Some("app=web".to_string())]);
+/// # });
+/// ```
+pub struct FilteredListWatch<L> {
+    inner: L,
+    tweak: TweakListOptions,
+}
+
+impl<L: Clone> Clone for FilteredListWatch<L> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            tweak: Arc::clone(&self.tweak),
+        }
+    }
+}
+
+impl<L: std::fmt::Debug> std::fmt::Debug for FilteredListWatch<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FilteredListWatch")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<L> FilteredListWatch<L> {
+    /// `inner` listing and watching with `tweak` applied to the options of every request.
+    pub fn new(inner: L, tweak: TweakListOptions) -> Self {
+        Self { inner, tweak }
+    }
+
+    /// `inner` with `tweak` if there is one, else with the options unchanged: what an informer
+    /// factory makes with its optional tweak.
+    pub fn with_optional_tweak(inner: L, tweak: Option<TweakListOptions>) -> Self {
+        Self::new(inner, tweak.unwrap_or_else(|| Arc::new(|_| {})))
+    }
+
+    /// The options as they are sent: the caller's, adjusted by the tweak.
+    pub fn tweaked(&self, options: &ListOptions) -> ListOptions {
+        let mut options = options.clone();
+        (self.tweak)(&mut options);
+        options
+    }
+
+    /// The lister-watcher underneath.
+    pub fn inner(&self) -> &L {
+        &self.inner
+    }
+}
+
+impl<K, L: ListerWatcher<K>> ListerWatcher<K> for FilteredListWatch<L> {
+    type Error = L::Error;
+
+    async fn list(&self, options: &ListOptions) -> Result<ObjectList<K>, L::Error> {
+        let options = self.tweaked(options);
+        self.inner.list(&options).await
+    }
+
+    async fn watch(&self, options: &ListOptions) -> Result<WatchStream<K, L::Error>, L::Error> {
+        let options = self.tweaked(options);
+        self.inner.watch(&options).await
+    }
+
+    async fn fetch_list(
+        &self,
+        options: &ListOptions,
+    ) -> Result<FetchedList<K, L::Error>, L::Error> {
+        let options = self.tweaked(options);
+        self.inner.fetch_list(&options).await
     }
 }
 

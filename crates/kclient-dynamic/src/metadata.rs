@@ -39,15 +39,14 @@
 use futures::TryStreamExt as _;
 use kclient_core::{
     ApiResource, ApiStatus, DeleteOptions, DeleteResponse, DynamicListerWatcherFor, FetchedList,
-    GetOptions, ListOptions, ListPager, PartialObjectMetadata, PartialObjectMetadataList, Patch,
-    PatchOptions, TweakListOptions, WatchStream,
+    FilteredListWatch, GetOptions, ListOptions, ListPager, PartialObjectMetadata,
+    PartialObjectMetadataList, Patch, PatchOptions, TweakListOptions, WatchStream,
 };
 use kclient_rest::{Config, Request, RestClient};
 use serde::Serialize;
 
 use crate::client::{DynamicClient, DynamicResource, ResourceRef};
 use crate::error::Error;
-use crate::list_watch::FilteredListWatch;
 
 /// The `Accept` header of requests for one object and of watches.
 pub const ACCEPT_PARTIAL_OBJECT_METADATA: &str =
@@ -272,13 +271,14 @@ impl MetadataResource {
         self.pager().list(options).await
     }
 
-    /// A [`ListerWatcher`](kclient_core::ListerWatcher) over this resource that applies
-    /// `tweak` to the options of every list and watch (selectors, say).
+    /// A [`FilteredListWatch`] over this resource: a
+    /// [`ListerWatcher`](kclient_core::ListerWatcher) that applies `tweak` to the options of
+    /// every list and watch (selectors, say).
     pub fn filtered_list_watch(
         &self,
         tweak: impl Fn(&mut ListOptions) + Send + Sync + 'static,
     ) -> FilteredListWatch<MetadataResource> {
-        FilteredListWatch::new(self.clone(), Some(std::sync::Arc::new(tweak)))
+        FilteredListWatch::new(self.clone(), std::sync::Arc::new(tweak))
     }
 }
 
@@ -322,7 +322,7 @@ impl DynamicListerWatcherFor<PartialObjectMetadata> for MetadataClient {
         if let Some(namespace) = namespace.filter(|_| resource.namespaced) {
             client = client.namespace(namespace);
         }
-        FilteredListWatch::new(client, tweak)
+        FilteredListWatch::with_optional_tweak(client, tweak)
     }
 }
 

@@ -13,12 +13,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, ensure, Context, Result};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kclient_cache::{
-    DeletedObject, ResourceEventHandler, SharedIndexInformer, SharedInformerFactory,
-};
+use kclient_cache::{ResourceEventHandler, SharedIndexInformer, SharedInformerFactory};
 use kclient_core::{
-    ApiResource, CreateOptions, DeleteOptions, DynamicObject, GroupVersionKind, ListOptions,
-    Resource,
+    ApiResource, CreateOptions, DeleteOptions, DeletedObject, DynamicObject, GroupVersionKind,
+    ListOptions, Resource,
 };
 use kclient_dynamic::DynamicClient;
 use kclient_e2e::scenarios::Namespace;

@@ -13,11 +13,12 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Context, Result};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
-    process_deltas, DeletedObject, Indexer, Indexers, KeyFunc, Notification, ProcessError, Queue,
-    RealFifo, RealFifoOptions, Reflector, ReflectorOptions,
+    process_deltas, Indexer, Indexers, KeyFunc, Notification, ProcessError, Queue, RealFifo,
+    RealFifoOptions, Reflector, ReflectorOptions,
 };
 use kclient_core::{
-    CreateOptions, DeleteOptions, ListOptions, ListerWatcher, ObjectList, ResourceExt, WatchStream,
+    CreateOptions, DeleteOptions, DeletedObject, ListOptions, ListerWatcher, ObjectList,
+    ResourceExt, WatchStream,
 };
 use kclient_e2e::scenarios::Namespace;
 use kclient_e2e::Target;

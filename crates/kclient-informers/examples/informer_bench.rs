@@ -34,10 +34,10 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kclient_cache::{
-    CancellationToken, Indexers, ResourceEventHandler, SharedIndexInformer,
-    SharedIndexInformerOptions, SharedInformerFactory, TransformFunc,
+    Indexers, ResourceEventHandler, SharedIndexInformer, SharedIndexInformerOptions,
+    SharedInformerFactory, TransformFunc,
 };
-use kclient_core::{GroupResource, ObjectList, PartialObjectMetadata, Resource};
+use kclient_core::{CancellationToken, GroupResource, ObjectList, PartialObjectMetadata, Resource};
 use kclient_dynamic::MetadataClient;
 use kclient_fake::FakeApiServer;
 use kclient_typed::Clientset;

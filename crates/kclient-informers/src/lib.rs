@@ -28,7 +28,8 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use kclient_cache::{CancellationToken, SharedInformerFactory};
+//! use kclient_cache::SharedInformerFactory;
+//! use kclient_core::CancellationToken;
 //! use kclient_informers::InformerFactoryExt;
 //! use kclient_typed::Clientset;
 //!

@@ -16,10 +16,11 @@ use std::time::Duration;
 use fake_support::{change, configmaps, rest, seed};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
-    DeletedObject, IndexFuncError, Indexers, ResourceEventHandler, SharedIndexInformer,
-    SharedInformerFactory,
+    IndexFuncError, Indexers, ResourceEventHandler, SharedIndexInformer, SharedInformerFactory,
 };
-use kclient_core::{ApiStatus, DynamicObject, PartialObjectMetadata, Resource, ResourceExt};
+use kclient_core::{
+    ApiStatus, DeletedObject, DynamicObject, PartialObjectMetadata, Resource, ResourceExt,
+};
 use kclient_dynamic::{DynamicClient, MetadataClient};
 use kclient_fake::{Failure, FakeApiServer};
 use kclient_informers::InformerFactoryExt;

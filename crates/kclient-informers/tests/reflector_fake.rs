@@ -18,10 +18,12 @@ use std::time::Duration;
 use fake_support::{change, configmaps, rest, seed};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
-    process_deltas, DeletedObject, Indexer, Indexers, KeyFunc, Notification, PopError,
-    ProcessError, Queue, RealFifo, RealFifoOptions, Reflector, ReflectorOptions,
+    process_deltas, Indexer, Indexers, KeyFunc, Notification, PopError, ProcessError, Queue,
+    RealFifo, RealFifoOptions, Reflector, ReflectorOptions,
 };
-use kclient_core::{ListOptions, ListerWatcher, ObjectList, Resource, ResourceExt, WatchStream};
+use kclient_core::{
+    DeletedObject, ListOptions, ListerWatcher, ObjectList, Resource, ResourceExt, WatchStream,
+};
 use kclient_fake::{Failure, FakeApiServer};
 use kclient_typed::{Clientset, ResourceClient};
 use parking_lot::Mutex;

@@ -82,7 +82,7 @@ pub use config::{
     default_user_agent, BasicAuth, Config, ConfigError, ImpersonationConfig, Proxy, TlsConfig,
     DEFAULT_BURST, DEFAULT_EXEC_TIMEOUT, DEFAULT_NAMESPACE, DEFAULT_QPS,
 };
-pub use error::{BoxError, Error};
+pub use error::Error;
 /// The HTTP method of a [`RestClient::request`] (the `http` crate's, so callers need not depend
 /// on it).
 pub use http::Method;

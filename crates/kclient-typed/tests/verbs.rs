@@ -8,10 +8,11 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Node, Pod, PodSpec};
 use kclient_core::{
-    ApiStatus, CreateOptions, DeleteOptions, GetOptions, JsonPatch, ListOptions, ListerWatcher,
-    Patch, PatchOptions, ResourceExt, ResourceVersionMatch, UpdateOptions, WatchEvent,
+    ApiStatus, CreateOptions, DeleteOptions, DeleteResponse, GetOptions, JsonPatch, ListOptions,
+    ListerWatcher, Patch, PatchOptions, ResourceExt, ResourceVersionMatch, UpdateOptions,
+    WatchEvent,
 };
-use kclient_typed::{ApplyOptions, DeleteResponse, Error, ResourceClient};
+use kclient_typed::{ApplyOptions, Error, ResourceClient};
 use serde_json::json;
 
 use common::{config_map, deployment, fake, meta, SpecOf};

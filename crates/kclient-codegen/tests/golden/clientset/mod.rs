@@ -6,18 +6,16 @@
 //! [`ResourceClient`](crate::ResourceClient).
 
 pub mod apps_v1;
-pub use self::apps_v1::AppsV1Client;
 pub mod core_v1;
-pub use self::core_v1::CoreV1Client;
 
 impl crate::Clientset {
     /// The `apps/v1` clients (client-go's `AppsV1()`).
-    pub fn apps_v1(&self) -> AppsV1Client {
-        AppsV1Client::new(self.client.clone())
+    pub fn apps_v1(&self) -> apps_v1::AppsV1Client {
+        apps_v1::AppsV1Client::new(self.client.clone())
     }
 
     /// The `v1` clients (client-go's `CoreV1()`).
-    pub fn core_v1(&self) -> CoreV1Client {
-        CoreV1Client::new(self.client.clone())
+    pub fn core_v1(&self) -> core_v1::CoreV1Client {
+        core_v1::CoreV1Client::new(self.client.clone())
     }
 }
