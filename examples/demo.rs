@@ -852,8 +852,9 @@ async fn run(
     let recorder = broadcaster.new_recorder("kclient-demo", "demo");
 
     // The controller, built now, started by leader election.
-    let factory =
-        SharedInformerFactory::new(clientset.clone(), Duration::ZERO).namespace(namespace);
+    let factory = SharedInformerFactory::builder(clientset.clone())
+        .namespace(namespace)
+        .build();
     let controller = Controller::new(
         clientset.clone(),
         &factory,

@@ -129,8 +129,9 @@ async fn controller(
     token: CancellationToken,
 ) {
     println!("[{identity}] starting the controller");
-    let factory =
-        SharedInformerFactory::new(clientset.clone(), Duration::ZERO).namespace(namespace.as_str());
+    let factory = SharedInformerFactory::builder(clientset.clone())
+        .namespace(namespace.as_str())
+        .build();
     let informer = factory.core_v1().config_maps().informer();
     let lister = factory.core_v1().config_maps().lister();
     let queue = WorkQueue::<String>::new();

@@ -165,10 +165,11 @@ async fn run(
     cancel: CancellationToken,
     started: tokio::sync::oneshot::Sender<Counts>,
 ) -> Result<BTreeMap<String, usize>, Error> {
-    let mut factory = SharedInformerFactory::new(client, Duration::ZERO);
+    let mut builder = SharedInformerFactory::builder(client);
     if let Some(namespace) = namespace {
-        factory = factory.namespace(namespace);
+        builder = builder.namespace(namespace);
     }
+    let factory = builder.build();
     let counter = PodCounter::new(&factory, label)?;
     factory.start(&cancel);
     let pods = factory.for_resource::<PartialObjectMetadata>(&Pod::api_resource(&()));

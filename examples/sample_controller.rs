@@ -240,8 +240,10 @@ async fn run(
     namespace: &str,
     cancel: CancellationToken,
 ) -> Result<usize, Error> {
-    let factory = SharedInformerFactory::new(clientset.clone(), Duration::from_secs(10 * 60))
-        .namespace(namespace);
+    let factory = SharedInformerFactory::builder(clientset.clone())
+        .default_resync(Duration::from_secs(10 * 60))
+        .namespace(namespace)
+        .build();
     let controller = Controller::new(clientset, &factory)?;
     factory.start(&cancel);
     let synced = [

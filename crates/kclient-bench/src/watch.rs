@@ -72,10 +72,11 @@ impl ResourceEventHandler<ConfigMap> for Handler {
 }
 
 pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
-    let mut factory = SharedInformerFactory::new(o.clientset()?, Duration::ZERO);
+    let mut builder = SharedInformerFactory::builder(o.clientset()?);
     if let Some(ns) = o.namespace() {
-        factory = factory.namespace(ns);
+        builder = builder.namespace(ns);
     }
+    let factory = builder.build();
     let informer = factory.informer::<ConfigMap>();
     let queue = WorkQueue::<String>::new();
     let first = Arc::new(AtomicI64::new(0));

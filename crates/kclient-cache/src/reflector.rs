@@ -48,10 +48,8 @@
 //!     |_: ListOptions| async { Ok(stream::pending().boxed()) },
 //! );
 //! let store = new_store(KeyFunc::meta_namespace());
-//! let reflector = Arc::new(Reflector::new(lw, store.clone(), ReflectorOptions {
-//!     use_watch_list: false,
-//!     ..ReflectorOptions::default()
-//! }));
+//! let options = ReflectorOptions::default().use_watch_list(false);
+//! let reflector = Arc::new(Reflector::new(lw, store.clone(), options));
 //! let stop = CancellationToken::new();
 //! let running = tokio::spawn({
 //!     let (reflector, stop) = (reflector.clone(), stop.clone());
@@ -105,6 +103,10 @@ const SLOW_LIST: Duration = Duration::from_secs(10);
 const INITIAL_EVENTS_END_WARNING: Duration = Duration::from_secs(10);
 
 /// How a [`Reflector`] is configured (client-go's `ReflectorOptions` and its public fields).
+/// Non-exhaustive, so that an option added later is not a breaking change: start from
+/// [`Default`] and set what differs, with the setters
+/// (`ReflectorOptions::default().use_watch_list(false)`) or by assigning the public fields.
+#[non_exhaustive]
 pub struct ReflectorOptions {
     /// The name in logs; the type description when `None`.
     pub name: Option<String>,
@@ -156,6 +158,74 @@ impl Default for ReflectorOptions {
             metrics: None,
             compact_objects: true,
         }
+    }
+}
+
+impl ReflectorOptions {
+    /// Sets [`name`](Self::name).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets [`type_description`](Self::type_description).
+    pub fn type_description(mut self, description: impl Into<String>) -> Self {
+        self.type_description = Some(description.into());
+        self
+    }
+
+    /// Sets [`resync_period`](Self::resync_period).
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
+        self
+    }
+
+    /// Sets [`min_watch_timeout`](Self::min_watch_timeout).
+    pub fn min_watch_timeout(mut self, timeout: Duration) -> Self {
+        self.min_watch_timeout = timeout;
+        self
+    }
+
+    /// Sets [`watch_list_page_size`](Self::watch_list_page_size).
+    pub fn watch_list_page_size(mut self, size: i64) -> Self {
+        self.watch_list_page_size = size;
+        self
+    }
+
+    /// Sets [`max_internal_error_retry_duration`](Self::max_internal_error_retry_duration).
+    pub fn max_internal_error_retry_duration(mut self, duration: Duration) -> Self {
+        self.max_internal_error_retry_duration = duration;
+        self
+    }
+
+    /// Sets [`use_watch_list`](Self::use_watch_list).
+    pub fn use_watch_list(mut self, use_watch_list: bool) -> Self {
+        self.use_watch_list = use_watch_list;
+        self
+    }
+
+    /// Sets [`backoff`](Self::backoff).
+    pub fn backoff(mut self, backoff: ExponentialBackoffManager) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Sets [`expected_gvk`](Self::expected_gvk).
+    pub fn expected_gvk(mut self, gvk: GroupVersionKind) -> Self {
+        self.expected_gvk = Some(gvk);
+        self
+    }
+
+    /// Sets [`metrics`](Self::metrics).
+    pub fn metrics(mut self, metrics: Arc<dyn ReflectorMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Sets [`compact_objects`](Self::compact_objects).
+    pub fn compact_objects(mut self, compact: bool) -> Self {
+        self.compact_objects = compact;
+        self
     }
 }
 
@@ -652,15 +722,13 @@ where
             if cancel.is_cancelled() {
                 return Ok(None);
             }
-            let options = ListOptions {
-                resource_version: Some(self.rewatch_resource_version()),
-                resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
-                send_initial_events: Some(true),
-                allow_watch_bookmarks: true,
-                timeout_seconds: Some(self.watch_timeout_seconds()),
-                omit_managed_fields: self.omit_managed_fields(),
-                ..ListOptions::default()
-            };
+            let options = ListOptions::default()
+                .resource_version(self.rewatch_resource_version())
+                .resource_version_match(ResourceVersionMatch::NotOlderThan)
+                .send_initial_events(true)
+                .allow_watch_bookmarks(true)
+                .timeout_seconds(self.watch_timeout_seconds())
+                .omit_managed_fields(self.omit_managed_fields());
             let initial = InitialEvents::<K>::new();
             let watch_started = Instant::now();
             let opened = tokio::select! {
@@ -759,13 +827,11 @@ where
             let mut stream = match watch.take() {
                 Some(stream) => stream,
                 None => {
-                    let options = ListOptions {
-                        resource_version: Some(self.last_sync_resource_version()),
-                        timeout_seconds: Some(self.watch_timeout_seconds()),
-                        allow_watch_bookmarks: true,
-                        omit_managed_fields: self.omit_managed_fields(),
-                        ..ListOptions::default()
-                    };
+                    let options = ListOptions::default()
+                        .resource_version(self.last_sync_resource_version())
+                        .timeout_seconds(self.watch_timeout_seconds())
+                        .allow_watch_bookmarks(true)
+                        .omit_managed_fields(self.omit_managed_fields());
                     let opened = self
                         .with_resync(&mut resync, cancel, self.lister_watcher.watch(&options))
                         .await?;

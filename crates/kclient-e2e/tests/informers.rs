@@ -204,10 +204,14 @@ async fn run(
     dynamic: &DynamicClient,
     widgets: &ApiResource,
 ) -> Result<()> {
-    let typed = SharedInformerFactory::new(clientset.clone(), Duration::ZERO).namespace(namespace);
+    let typed = SharedInformerFactory::builder(clientset.clone())
+        .namespace(namespace)
+        .build();
     let pods = typed.core_v1().pods().informer();
     let config_maps = typed.core_v1().config_maps().informer();
-    let untyped = SharedInformerFactory::new(dynamic.clone(), Duration::ZERO).namespace(namespace);
+    let untyped = SharedInformerFactory::builder(dynamic.clone())
+        .namespace(namespace)
+        .build();
     let widget_informer = untyped.for_resource(widgets);
     let views: [Arc<View>; 3] = Default::default();
     pods.add_event_handler(Arc::clone(&views[0]))?;

@@ -109,7 +109,9 @@ async fn run(target: &Target, namespace: &str) -> Result<()> {
     }
 
     // The informer.
-    let factory = SharedInformerFactory::new(client.clone(), Duration::ZERO).namespace(namespace);
+    let factory = SharedInformerFactory::builder(client.clone())
+        .namespace(namespace)
+        .build();
     let informer = factory.for_resource::<PartialObjectMetadata>(&config_maps);
     let cancel = CancellationToken::new();
     factory.start(&cancel);

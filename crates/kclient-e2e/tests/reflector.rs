@@ -140,10 +140,7 @@ async fn reflect(target: &Target, streaming: bool) -> Result<()> {
     let reflector = Arc::new(Reflector::new(
         lw.clone(),
         Arc::clone(&fifo),
-        ReflectorOptions {
-            use_watch_list: streaming,
-            ..ReflectorOptions::default()
-        },
+        ReflectorOptions::default().use_watch_list(streaming),
     ));
     let history: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
     let stop = CancellationToken::new();

@@ -91,12 +91,10 @@ async fn sync(
         // managedFields transform unless kept), with the initial sync chosen here.
         let pods = Pod::api_resource(&());
         let lw = MetadataClient::for_config(server.config.clone())?.resource(&pods);
-        let mut options = SharedIndexInformerOptions::<PartialObjectMetadata> {
-            name: Some("v1/Pod".into()),
-            indexers: Indexers::namespace(),
-            transform: strip.then(TransformFunc::strip_managed_fields),
-            ..SharedIndexInformerOptions::default()
-        };
+        let mut options = SharedIndexInformerOptions::<PartialObjectMetadata>::default()
+            .name("v1/Pod")
+            .indexers(Indexers::namespace())
+            .transform(strip.then(TransformFunc::strip_managed_fields));
         options.reflector_options.use_watch_list = streaming;
         let informer = SharedIndexInformer::new_with(lw, options, &pods);
         let baseline = status_bytes("VmRSS:");
@@ -116,11 +114,11 @@ async fn sync(
         run.await?;
         (wall, cpu, baseline, peak, steady)
     } else {
-        let mut factory =
-            SharedInformerFactory::new(Clientset::new(server.config.clone())?, Duration::ZERO);
+        let mut builder = SharedInformerFactory::builder(Clientset::new(server.config.clone())?);
         if !strip {
-            factory = factory.keep_managed_fields();
+            builder = builder.keep_managed_fields();
         }
+        let factory = builder.build();
         let informer = factory.informer_for::<Pod>(|client, settings| {
             use kclient_core::ListerWatcherFor;
             let mut options = settings.informer_options();

@@ -67,11 +67,9 @@ async fn main() -> Result<(), support::Error> {
         let mut reflector = Reflector::new(
             pods.clone(),
             Arc::clone(&fifo),
-            ReflectorOptions {
-                use_watch_list: streaming,
-                watch_list_page_size: if one_page { 10_000_000 } else { 0 },
-                ..ReflectorOptions::default()
-            },
+            ReflectorOptions::default()
+                .use_watch_list(streaming)
+                .watch_list_page_size(if one_page { 10_000_000 } else { 0 }),
         );
         if reuse {
             reflector = reflector.with_known_objects(indexer.clone());

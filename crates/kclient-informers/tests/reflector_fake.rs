@@ -232,10 +232,7 @@ fn typed(server: &FakeApiServer) -> Counting<ResourceClient<ConfigMap>> {
 }
 
 fn list_watch() -> ReflectorOptions {
-    ReflectorOptions {
-        use_watch_list: false,
-        ..ReflectorOptions::default()
-    }
+    ReflectorOptions::default().use_watch_list(false)
 }
 
 /// A dropped watch is resumed from the last resourceVersion: no relist, nothing lost.
