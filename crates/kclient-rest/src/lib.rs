@@ -66,6 +66,7 @@ pub mod kubeconfig;
 pub mod metrics;
 pub mod rate_limit;
 pub mod request;
+pub mod resource_requests;
 pub mod response;
 pub mod retry;
 pub mod transport;
@@ -90,6 +91,7 @@ pub use kubeconfig::{Kubeconfig, KubeconfigError, KubeconfigOptions, LoadingRule
 pub use metrics::RequestMetrics;
 pub use rate_limit::RateLimiter;
 pub use request::{AsPatch, ByteStream, Request};
+pub use resource_requests::{object_name, RefusedRequest, ResourceRequests};
 pub use response::Response;
 pub use retry::DEFAULT_MAX_RETRIES;
 pub use transport::connector::{DIAL_TIMEOUT, TCP_KEEPALIVE, TLS_HANDSHAKE_TIMEOUT};

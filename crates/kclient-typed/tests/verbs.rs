@@ -347,6 +347,45 @@ async fn calls_on_one_object_need_a_namespace() {
     ));
 }
 
+/// The checks before sending are the dynamic client's too (kclient-rest's
+/// `ResourceRequests`): the refused resource is named by group and resource, a call on one
+/// object needs a name, and an apply configuration carrying managedFields is refused before
+/// anything is sent.
+#[tokio::test]
+async fn the_checks_before_sending_match_the_dynamic_clients() {
+    let (_server, clientset) = fake().await;
+    let everywhere = clientset.all_namespaces::<Deployment>();
+    match everywhere.get("web").await {
+        Err(Error::NamespaceRequired { verb, resource }) => {
+            assert_eq!(verb, "get");
+            assert_eq!(
+                resource,
+                kclient_core::GroupResource::new("apps", "deployments")
+            );
+        }
+        other => panic!("expected NamespaceRequired, got {other:?}"),
+    }
+    let cms = clientset.namespaced::<ConfigMap>("default");
+    assert!(matches!(
+        cms.get("").await,
+        Err(Error::MissingName { verb: "get" })
+    ));
+    let configuration = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "applied", "managedFields": [{"manager": "someone-else"}]},
+        "data": {"k": "v"}
+    });
+    assert!(matches!(
+        cms.apply("applied", &configuration, &ApplyOptions::new("me"))
+            .await,
+        Err(Error::ManagedFieldsSet)
+    ));
+    assert!(
+        cms.get_opt("applied").await.unwrap().is_none(),
+        "nothing was sent"
+    );
+}
+
 #[tokio::test]
 async fn invalid_options_are_refused_before_sending() {
     let (_server, clientset) = fake().await;
