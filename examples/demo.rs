@@ -49,7 +49,7 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kclient::core::labels::Selector;
-use kclient::core::{CreateOptions, DeleteOptions, GroupResource, UpdateOptions};
+use kclient::core::{BoxError, CreateOptions, DeleteOptions, GroupResource, UpdateOptions};
 use kclient::fake::{Failure, FakeApiServer, Faults};
 use kclient::prelude::*;
 use kclient::rest::KubeconfigOptions;
@@ -61,8 +61,6 @@ use kclient::tools::retry::{retry_on_conflict, DEFAULT_RETRY};
 use kclient::tools::wait::poll_until_timeout;
 use serde_json::{json, Value};
 use tokio::time::Instant;
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The label on the ConfigMaps the controller makes.
 const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "kclient-demo");
@@ -854,8 +852,9 @@ async fn run(
     let recorder = broadcaster.new_recorder("kclient-demo", "demo");
 
     // The controller, built now, started by leader election.
-    let factory =
-        SharedInformerFactory::new(clientset.clone(), Duration::ZERO).namespace(namespace);
+    let factory = SharedInformerFactory::builder(clientset.clone())
+        .namespace(namespace)
+        .build();
     let controller = Controller::new(
         clientset.clone(),
         &factory,

@@ -13,10 +13,12 @@
 //! `examples/dynamic_deployment.rs`.
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
-use kclient_core::{ApiStatus, CreateOptions, DeleteOptions, ListOptions, UpdateOptions};
+use kclient_core::{
+    ApiStatus, CreateOptions, DeleteOptions, DeleteResponse, ListOptions, UpdateOptions,
+};
 use kclient_fake::FakeApiServer;
 use kclient_rest::Config;
-use kclient_typed::{Clientset, DeleteResponse, ResourceClient};
+use kclient_typed::{Clientset, ResourceClient};
 use serde_json::json;
 
 const NAME: &str = "demo-deployment";

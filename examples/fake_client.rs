@@ -146,8 +146,9 @@ async fn start_stamper(
     server: &FakeApiServer,
 ) -> Result<(Stamper, SharedInformerFactory<Clientset>, CancellationToken), Error> {
     let clientset = Clientset::new(server.config()?)?;
-    let factory =
-        SharedInformerFactory::new(clientset.clone(), Duration::ZERO).namespace("default");
+    let factory = SharedInformerFactory::builder(clientset.clone())
+        .namespace("default")
+        .build();
     let (stamper, _worker) = Stamper::start(clientset, &factory)?;
     let cancel = CancellationToken::new();
     factory.start(&cancel);

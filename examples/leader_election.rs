@@ -30,8 +30,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kclient::cache::{CancellationToken, Lister};
-use kclient::core::{CreateOptions, UpdateOptions};
+use kclient::cache::Lister;
+use kclient::core::{CancellationToken, CreateOptions, UpdateOptions};
 use kclient::fake::FakeApiServer;
 use kclient::prelude::*;
 use kclient::rest::KubeconfigOptions;
@@ -39,7 +39,7 @@ use kclient::tools::leaderelection::{
     LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock, Lock, DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
 };
-use kclient::workqueue::Queue;
+use kclient::workqueue::WorkQueue;
 use serde_json::json;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -129,11 +129,12 @@ async fn controller(
     token: CancellationToken,
 ) {
     println!("[{identity}] starting the controller");
-    let factory =
-        SharedInformerFactory::new(clientset.clone(), Duration::ZERO).namespace(namespace.as_str());
+    let factory = SharedInformerFactory::builder(clientset.clone())
+        .namespace(namespace.as_str())
+        .build();
     let informer = factory.core_v1().config_maps().informer();
     let lister = factory.core_v1().config_maps().lister();
-    let queue = Queue::<String>::new();
+    let queue = WorkQueue::<String>::new();
     let (on_add, on_update) = (queue.clone(), queue.clone());
     let registered = informer.add_event_handler(
         ResourceEventHandlerFuncs::new()

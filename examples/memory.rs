@@ -35,12 +35,13 @@ async fn cached_bytes(
     keep_managed_fields: bool,
 ) -> Result<(usize, usize), Error> {
     let before = ALLOCATOR.allocated();
-    let factory = SharedInformerFactory::new(clientset.clone(), Duration::ZERO);
+    let builder = SharedInformerFactory::builder(clientset.clone());
     let factory = if keep_managed_fields {
-        factory.keep_managed_fields()
+        builder.keep_managed_fields()
     } else {
-        factory
-    };
+        builder
+    }
+    .build();
     let informer = factory.core_v1().pods().informer();
     let cancel = CancellationToken::new();
     factory.start(&cancel);

@@ -24,8 +24,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kclient::cache::{wait_for_named_cache_sync, CancellationToken, Indexer, Indexers};
-use kclient::core::{CreateOptions, DeleteOptions, PartialObjectMetadata, Patch, PatchOptions};
+use kclient::cache::{wait_for_named_cache_sync, Indexer, Indexers};
+use kclient::core::{
+    CancellationToken, CreateOptions, DeleteOptions, PartialObjectMetadata, Patch, PatchOptions,
+};
 use kclient::dynamic::MetadataClient;
 use kclient::fake::FakeApiServer;
 use kclient::prelude::*;
@@ -163,10 +165,11 @@ async fn run(
     cancel: CancellationToken,
     started: tokio::sync::oneshot::Sender<Counts>,
 ) -> Result<BTreeMap<String, usize>, Error> {
-    let mut factory = SharedInformerFactory::new(client, Duration::ZERO);
+    let mut builder = SharedInformerFactory::builder(client);
     if let Some(namespace) = namespace {
-        factory = factory.namespace(namespace);
+        builder = builder.namespace(namespace);
     }
+    let factory = builder.build();
     let counter = PodCounter::new(&factory, label)?;
     factory.start(&cancel);
     let pods = factory.for_resource::<PartialObjectMetadata>(&Pod::api_resource(&()));

@@ -25,8 +25,8 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kclient::cache::{wait_for_named_cache_sync, CancellationToken, Indexers, Lister};
-use kclient::core::{CreateOptions, ListOptions, UpdateOptions};
+use kclient::cache::{wait_for_named_cache_sync, Indexers, Lister};
+use kclient::core::{CancellationToken, CreateOptions, ListOptions, UpdateOptions};
 use kclient::fake::FakeApiServer;
 use kclient::prelude::*;
 use kclient::rest::KubeconfigOptions;
@@ -240,8 +240,10 @@ async fn run(
     namespace: &str,
     cancel: CancellationToken,
 ) -> Result<usize, Error> {
-    let factory = SharedInformerFactory::new(clientset.clone(), Duration::from_secs(10 * 60))
-        .namespace(namespace);
+    let factory = SharedInformerFactory::builder(clientset.clone())
+        .default_resync(Duration::from_secs(10 * 60))
+        .namespace(namespace)
+        .build();
     let controller = Controller::new(clientset, &factory)?;
     factory.start(&cancel);
     let synced = [

@@ -47,14 +47,14 @@ fn pod_informer(
 ) -> Result<SharedIndexInformer<Pod>, Error> {
     let informer = SharedIndexInformer::new(
         clientset.core_v1().pods(""),
-        SharedIndexInformerOptions {
-            indexers: Indexers::namespace()
-                .with(BY_NODE, |pod: &Pod| Ok(node_of(pod).into_iter().collect())),
-            transform: Some(TransformFunc::strip_managed_fields()),
+        SharedIndexInformerOptions::default()
+            .indexers(
+                Indexers::namespace()
+                    .with(BY_NODE, |pod: &Pod| Ok(node_of(pod).into_iter().collect())),
+            )
+            .transform(TransformFunc::strip_managed_fields())
             // client-go's examples often resync; this one does not need to.
-            resync_period: Duration::ZERO,
-            ..Default::default()
-        },
+            .resync_period(Duration::ZERO),
     );
     let (on_add, on_update, on_delete) = (seen.clone(), seen.clone(), seen);
     let log = |seen: &Mutex<Vec<String>>, line: String| {

@@ -22,11 +22,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kclient::core::{CreateOptions, ListOptions, UpdateOptions};
+use kclient::core::{CreateOptions, FilteredListWatch, ListOptions, UpdateOptions};
 use kclient::fake::FakeApiServer;
 use kclient::rest::{Config, KubeconfigOptions, RestClient};
 use kclient::tools::watch::{conditions, until_with_sync, Precondition};
-use kclient::typed::{Clientset, FilteredListWatch};
+use kclient::typed::Clientset;
 use serde_json::json;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;

@@ -190,8 +190,9 @@ async fn until_status(
 /// it. Returns the statuses the controller wrote.
 async fn scenario(clientset: Clientset, namespace: &str) -> Result<Vec<CronTabStatus>, Error> {
     let installed = install_crd(&clientset).await?;
-    let factory =
-        SharedInformerFactory::new(clientset.clone(), Duration::ZERO).namespace(namespace);
+    let factory = SharedInformerFactory::builder(clientset.clone())
+        .namespace(namespace)
+        .build();
     let controller = Controller::new(clientset.clone(), &factory)?;
     let cancel = CancellationToken::new();
     factory.start(&cancel);

@@ -110,6 +110,7 @@ mod tests {
             "dynamic",
             "typed",
             "cache",
+            "informers",
             "workqueue",
             "tools",
         ] {

@@ -1,8 +1,9 @@
 //! `cargo xtask codegen`: the generated code of kclient, from kclient-codegen.
 //!
-//! * `codegen [--check]` — the typed Clientset (`crates/kclient-typed/src/generated/`) from
-//!   the resource tables `crates/kclient-codegen/data/resources-v1.NN.json`; `--check` writes
-//!   nothing and fails if the checked-in code differs (the step `cargo xtask test` runs).
+//! * `codegen [--check]` — the typed Clientset (`crates/kclient-typed/src/generated/`) and the
+//!   typed informers (`crates/kclient-informers/src/generated/`) from the resource tables
+//!   `crates/kclient-codegen/data/resources-v1.NN.json`; `--check` writes nothing and fails if
+//!   the checked-in code differs (the step `cargo xtask test` runs).
 //! * `codegen table [--versions 1.35,1.36,1.37]` — the tables, from k8s-openapi's source (its
 //!   types, plus the verbs and subresources kclient-codegen knows).
 //! * `codegen refresh --kubeconfig <file>` — the table of the server's version, from its
@@ -19,8 +20,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use kclient_codegen::discovery::{fetch_discovery_blocking, minor_version};
 use kclient_codegen::{
-    generate_clientset, table_from_discovery, table_from_k8s_openapi, ClientsetOptions, CrdOptions,
-    GeneratedFiles, ResourceTable,
+    generate_clientset, generate_informers, table_from_discovery, table_from_k8s_openapi,
+    ClientsetOptions, CrdOptions, GeneratedFiles, InformersOptions, ResourceTable,
 };
 
 use crate::{cargo, workspace_root};
@@ -34,6 +35,10 @@ fn data_dir() -> PathBuf {
 
 fn generated_dir() -> PathBuf {
     workspace_root().join("crates/kclient-typed/src/generated")
+}
+
+fn informers_generated_dir() -> PathBuf {
+    workspace_root().join("crates/kclient-informers/src/generated")
 }
 
 fn table_path(version: &str) -> PathBuf {
@@ -86,11 +91,18 @@ fn load_tables() -> Result<Vec<ResourceTable>> {
         .collect()
 }
 
-/// Generates (or checks) the Clientset.
+/// Generates (or checks) the Clientset and the typed informers.
 fn clientset(check: bool) -> Result<()> {
     let tables = load_tables()?;
     let files = generate_clientset(&tables, &ClientsetOptions::default())?.rustfmt()?;
     write_or_check(&files, &generated_dir(), check, "cargo xtask codegen")?;
+    let informers = generate_informers(&tables, &InformersOptions::default())?.rustfmt()?;
+    write_or_check(
+        &informers,
+        &informers_generated_dir(),
+        check,
+        "cargo xtask codegen",
+    )?;
     crate::codegen_protobuf::codecs(check)?;
     if !check {
         for table in &tables {

@@ -1,13 +1,13 @@
 //! Project automation for kclient, run as `cargo xtask <command>`.
 //!
-//! * `test` — everything CI checks: formatting, clippy with `-D warnings`, the facade's
-//!   feature combinations (`check-features`), every test of the workspace (unit, integration
-//!   and doc tests), cargo-deny's licence, ban and source checks, and then the end-to-end
+//! * `test` — everything CI checks: formatting, the layering of the crates (`layering`),
+//!   clippy with `-D warnings`, the facade's feature combinations (`check-features`), every
+//!   test of the workspace (unit, integration and doc tests), cargo-deny's licence, ban and source checks, and then the end-to-end
 //!   suite against a real kube-apiserver (`e2e test`). It exits non-zero on the first
 //!   failure.
 //! * `codegen [--check] | table | refresh | crd | protobuf-refresh` — the generated typed
-//!   Clientset, CRD clients and protobuf codecs (see `codegen.rs`); `--check` fails when the
-//!   checked-in code drifts.
+//!   Clientset, typed informers, CRD clients and protobuf codecs (see `codegen.rs`); `--check`
+//!   fails when the checked-in code drifts.
 //! * `e2e up | down | test | status | build | gomod | kubectl` — a real kube-apiserver,
 //!   kube-controller-manager and etcd on 127.0.0.1, built from the Kubernetes Go module (see
 //!   `docs/e2e.md`).
@@ -18,6 +18,8 @@
 //!   committed regression files (see `fuzz.rs`).
 //! * `check-features` — the facade built with no layer and with each layer feature alone
 //!   (see `check_features.rs`).
+//! * `layering` — the crates' dependencies checked against the one allow-list of edges
+//!   between them (see `layering.rs`); `test` runs it right after the format check.
 //! * `demo` — the main job: `examples/demo.rs`, a small controller built from kclient's layers,
 //!   against kclient-fake or, with `--kubeconfig`/`KUBECONFIG`, a cluster (see `demo.rs`).
 
@@ -28,6 +30,7 @@ mod codegen_protobuf;
 mod demo;
 mod e2e;
 mod fuzz;
+mod layering;
 mod test;
 
 use std::env;
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         Some("e2e") => e2e::run(&args[1..]),
         Some("demo") => demo::run(&args[1..]),
         Some("check-features") => check_features::run(&args[1..]),
+        Some("layering") => layering::run(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
             print_help();
             Ok(())
@@ -69,7 +73,7 @@ fn print_help() {
     eprintln!(
         "usage: cargo xtask <command>\n\n\
          commands:\n  \
-           test    fmt check, clippy -D warnings, all tests and doc tests, cargo-deny,\n          \
+           test    fmt check, layering, clippy -D warnings, all tests and doc tests, cargo-deny,\n          \
                    then the e2e suite against a real kube-apiserver\n  \
            codegen the typed Clientset [--check] | table | refresh --kubeconfig <file> |\n          \
                    crd <crd.yaml>... --out <dir> | protobuf-refresh (`cargo xtask codegen help`)\n  \
@@ -81,7 +85,8 @@ fn print_help() {
                    [--seconds S] [--seed X] [SUITE...]; failures go to proptest-regressions/\n  \
            demo    run the main demo (against the embedded fake API server, or a cluster\n          \
                    when KUBECONFIG or --kubeconfig is given)\n  \
-           check-features  build the facade with no layer and with each layer alone\n"
+           check-features  build the facade with no layer and with each layer alone\n  \
+           layering  check the crates' dependencies against the allow-list of edges\n"
     );
 }
 

@@ -26,6 +26,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     fmt.args(["fmt", "--all", "--check"]);
     step("cargo fmt --check", fmt)?;
 
+    // The crates depend on each other only along the allowed edges (docs/architecture.md).
+    eprintln!("==> cargo xtask layering");
+    crate::layering::run(&[])?;
+
     eprintln!("==> cargo xtask codegen --check");
     crate::codegen::run(&["--check".to_owned()])?;
 

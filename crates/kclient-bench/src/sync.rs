@@ -3,12 +3,11 @@
 //! time, resident set before and after, peak; then, with `--lookups`, `by_index` lookups over a
 //! custom index of the synced Pods.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kclient_cache::{
-    CancellationToken, IndexFuncError, ListerWatcherFor, SharedIndexInformer, SharedInformerFactory,
-};
+use kclient_cache::{IndexFuncError, SharedIndexInformer, SharedInformerFactory};
+use kclient_core::{CancellationToken, ListerWatcherFor};
 use serde_json::{json, Value};
 
 use crate::args::Options;
@@ -49,13 +48,14 @@ where
         + Sync
         + 'static,
 {
-    let mut factory = SharedInformerFactory::new(o.clientset()?, Duration::ZERO);
+    let mut builder = SharedInformerFactory::builder(o.clientset()?);
     if let Some(ns) = o.namespace() {
-        factory = factory.namespace(ns);
+        builder = builder.namespace(ns);
     }
     if o.managed_fields == "keep" {
-        factory = factory.keep_managed_fields();
+        builder = builder.keep_managed_fields();
     }
+    let factory = builder.build();
     let streaming = o.mode == "stream";
     let index = index.filter(|_| o.lookups > 0);
     let with_index = index.is_some();

@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kclient_cache::{CancellationToken, ResourceEventHandler, SharedInformerFactory};
-use kclient_workqueue::Queue;
+use kclient_cache::{ResourceEventHandler, SharedInformerFactory};
+use kclient_core::CancellationToken;
+use kclient_workqueue::WorkQueue;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
@@ -31,7 +32,7 @@ pub(crate) fn unix_nanos() -> i64 {
 /// One of the three handlers: counts updates and adds each key to the queue; the first one
 /// also records latencies.
 struct Handler {
-    queue: Queue<String>,
+    queue: WorkQueue<String>,
     count: AtomicU64,
     target: u64,
     first: Arc<AtomicI64>,
@@ -71,12 +72,13 @@ impl ResourceEventHandler<ConfigMap> for Handler {
 }
 
 pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
-    let mut factory = SharedInformerFactory::new(o.clientset()?, Duration::ZERO);
+    let mut builder = SharedInformerFactory::builder(o.clientset()?);
     if let Some(ns) = o.namespace() {
-        factory = factory.namespace(ns);
+        builder = builder.namespace(ns);
     }
+    let factory = builder.build();
     let informer = factory.informer::<ConfigMap>();
-    let queue = Queue::<String>::new();
+    let queue = WorkQueue::<String>::new();
     let first = Arc::new(AtomicI64::new(0));
     let remaining = Arc::new(AtomicUsize::new(3));
     let all_done = Arc::new(Notify::new());

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use kclient_workqueue::Queue;
+use kclient_workqueue::WorkQueue;
 use serde_json::{json, Value};
 
 use crate::args::Options;
@@ -42,7 +42,7 @@ async fn benchmark_queue(iterations: usize) -> (f64, usize) {
     let keys: Vec<Arc<str>> = (0..100).map(|i| Arc::from(format!("key-{i}"))).collect();
     let start = Instant::now();
     for _ in 0..iterations {
-        let q = Queue::<Arc<str>>::new();
+        let q = WorkQueue::<Arc<str>>::new();
         for key in &keys {
             q.add(Arc::clone(key));
             if let Some(item) = q.get().await {
@@ -55,7 +55,7 @@ async fn benchmark_queue(iterations: usize) -> (f64, usize) {
 }
 
 async fn contended() -> Result<(f64, usize), Error> {
-    let q = Queue::<u64>::new();
+    let q = WorkQueue::<u64>::new();
     let left = Arc::new(AtomicU64::new(PRODUCERS * PER_PRODUCER));
     let start = Instant::now();
     let workers: Vec<_> = (0..WORKERS)

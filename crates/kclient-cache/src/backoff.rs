@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// Exponential backoff with jitter that resets after a quiet period: client-go's reflector
+/// Exponential backoff with jitter that resets after a quiet period (apimachinery's
+/// `ExponentialBackoffManager`, named so apart from kclient-tools' `retry::RetryBackoff`,
+/// client-go's `wait.Backoff` parameters, and its per-key `flowcontrol::Backoff`): client-go's reflector
 /// uses 800 ms doubling to a 30 s cap, jitter 1.0 (each wait is uniform in `[d, 2d)`, so
 /// `[30 s, 60 s)` at the cap: about 0.22 requests per second against a sick server), and a
 /// reset once 2 minutes pass without a backoff.
 #[derive(Debug, Clone)]
-pub struct Backoff {
+pub struct ExponentialBackoffManager {
     initial: Duration,
     cap: Duration,
     reset_after: Duration,
@@ -25,7 +27,7 @@ pub struct Backoff {
     last_backoff_start: Option<Instant>,
 }
 
-impl Default for Backoff {
+impl Default for ExponentialBackoffManager {
     /// client-go's reflector backoff: 800 ms, ×2, cap 30 s, jitter 1.0, reset after 2 min.
     fn default() -> Self {
         Self::new(
@@ -38,7 +40,7 @@ impl Default for Backoff {
     }
 }
 
-impl Backoff {
+impl ExponentialBackoffManager {
     /// A backoff starting at `initial`, multiplied by `factor` per step up to `cap`, each
     /// wait stretched by up to `jitter` times itself, and reset once `reset_after` passes
     /// without a backoff.
@@ -164,7 +166,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn reflector_backoff_doubles_to_the_cap_with_jitter_and_resets() {
-        let mut b = Backoff::default();
+        let mut b = ExponentialBackoffManager::default();
         for (lo, hi) in [
             (800, 1600),
             (1600, 3200),

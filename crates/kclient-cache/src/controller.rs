@@ -11,7 +11,7 @@
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kclient_cache::testing::FakeControllerSource;
 //! use kclient_cache::{new_informer, ResourceEventHandlerFuncs};
-//! use tokio_util::sync::CancellationToken;
+//! use kclient_core::CancellationToken;
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let source = FakeControllerSource::<ConfigMap>::new();
@@ -38,8 +38,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use kclient_core::{ApiStatus, ListerWatcher, Resource};
-use tokio_util::sync::CancellationToken;
+use kclient_core::{ApiStatus, CancellationToken, ListerWatcher, Resource};
 
 use crate::delta::Delta;
 use crate::delta_fifo::{DeltaFifo, DeltaFifoOptions};

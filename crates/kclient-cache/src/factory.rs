@@ -2,12 +2,14 @@
 //! ones): one shared informer per resource type, made on first request, started together,
 //! waited for together, shut down together.
 //!
-//! The factory makes its lister-watchers through a small trait, so this crate stays free of
-//! HTTP: [`ListerWatcherFor<K>`] for statically typed resources (kclient-typed's `Clientset`
+//! The factory makes its lister-watchers through two small traits of kclient-core, so this
+//! crate stays free of HTTP and the clients stay free of the cache:
+//! [`ListerWatcherFor<K>`] for statically typed resources (kclient-typed's `Clientset`
 //! implements it for every type) and [`DynamicListerWatcherFor`] for any resource described
 //! at run time, as `DynamicObject` (kclient-dynamic's `DynamicClient`: client-go's
 //! `dynamicinformer`) or as `PartialObjectMetadata` (its `MetadataClient`: client-go's
-//! `metadatainformer`); a test double can implement either.
+//! `metadatainformer`); a test double can implement either. The generated typed accessors
+//! (`factory.core_v1().pods()`) are kclient-informers'.
 //!
 //! client-go's rules, kept:
 //! * **Lazy**: an informer exists once [`informer`](SharedInformerFactory::informer) (or a
@@ -18,17 +20,27 @@
 //!   covers the started informers only; after [`shutdown`](SharedInformerFactory::shutdown)
 //!   `start` does nothing.
 //!
+//! * **Options fixed at construction**: the namespace, the list-options tweak, resync
+//!   periods, transforms and the name prefix are given to
+//!   [`SharedInformerFactory::builder`] (client-go's `NewSharedInformerFactoryWithOptions`)
+//!   and never change: every informer of a factory, and of its clones, is made with the
+//!   same ones. (A setter on the factory itself would change them for clones too, and give
+//!   one factory informers in two namespaces.)
+//! * **No user code under the factory's lock**: the constructor given to
+//!   [`informer_for`](SharedInformerFactory::informer_for) runs with the lock released, so
+//!   it may ask the factory for other informers (each type is still made once: a second
+//!   caller for the same type waits for the first).
+//!
 //! Unlike client-go, the factory strips `metadata.managedFields` from cached objects by
 //! default (most controllers never read them, and they are a quarter of a Pod's memory):
-//! [`keep_managed_fields`](SharedInformerFactory::keep_managed_fields) turns that off, and a
-//! transform set for a type replaces it for that type.
+//! the builder's [`keep_managed_fields`](SharedInformerFactoryBuilder::keep_managed_fields)
+//! turns that off, and a transform set for a type replaces it for that type.
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kclient_cache::testing::FakeControllerSource;
-//! use kclient_cache::{ListerWatcherFor, SharedInformerFactory};
-//! use kclient_core::TweakListOptions;
-//! use tokio_util::sync::CancellationToken;
+//! use kclient_cache::SharedInformerFactory;
+//! use kclient_core::{CancellationToken, ListerWatcherFor, TweakListOptions};
 //!
 //! // A test double: one FakeControllerSource of ConfigMaps.
 //! #[derive(Clone)]
@@ -55,57 +67,23 @@
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use kclient_core::{
+    ApiResource, CancellationToken, DynamicListerWatcherFor, ListerWatcherFor, Resource,
+    TweakListOptions,
+};
 #[cfg(doc)]
-use kclient_core::PartialObjectMetadata;
-use kclient_core::{ApiResource, DynamicObject, ListerWatcher, Resource, TweakListOptions};
+use kclient_core::{DynamicObject, PartialObjectMetadata};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use crate::index::Indexers;
 use crate::lister::Lister;
 use crate::shared_informer::{SharedIndexInformer, SharedIndexInformerOptions};
 use crate::transform::TransformFunc;
 use crate::wait::wait_for_cache_sync;
-
-/// Makes the lister-watcher of a statically typed resource for the factory.
-pub trait ListerWatcherFor<K>: Send + Sync + 'static {
-    /// What it makes.
-    type ListerWatcher: ListerWatcher<K> + Clone + 'static;
-
-    /// A lister-watcher of `K` in `namespace` (all namespaces when `None`; ignored for a
-    /// cluster-scoped resource) that applies `tweak` to every list and watch.
-    fn lister_watcher(
-        &self,
-        namespace: Option<&str>,
-        tweak: Option<TweakListOptions>,
-    ) -> Self::ListerWatcher;
-}
-
-/// Makes the lister-watcher of any resource for the factory's
-/// [`for_resource`](SharedInformerFactory::for_resource), its objects of type `K`: a
-/// [`DynamicObject`] (the default, kclient-dynamic's `DynamicClient`) or a
-/// [`PartialObjectMetadata`] (its `MetadataClient`) — any type whose dynamic type is the
-/// [`ApiResource`] it was read from.
-pub trait DynamicListerWatcherFor<K = DynamicObject>: Send + Sync + 'static
-where
-    K: Resource<DynamicType = ApiResource>,
-{
-    /// What it makes.
-    type ListerWatcher: ListerWatcher<K> + Clone + 'static;
-
-    /// A lister-watcher of `resource` in `namespace` (all namespaces when `None`; ignored
-    /// for a cluster-scoped resource) that applies `tweak` to every list and watch.
-    fn dynamic_lister_watcher(
-        &self,
-        resource: &ApiResource,
-        namespace: Option<&str>,
-        tweak: Option<TweakListOptions>,
-    ) -> Self::ListerWatcher;
-}
 
 /// Which informer: a static type, or a resource by group/version/resource and the type its
 /// objects are held as.
@@ -165,11 +143,16 @@ impl<K: Resource + Clone + Send + Sync + 'static> AnyInformer for SharedIndexInf
     }
 }
 
-struct Entry {
-    informer: Arc<dyn AnyInformer>,
+/// One informer of the factory: made once (the cell), started once (the task).
+#[derive(Default)]
+struct Slot {
+    /// Set by the first request for the informer, outside the factory's lock; a concurrent
+    /// request for the same informer waits for it.
+    informer: Arc<OnceLock<Arc<dyn AnyInformer>>>,
     task: Option<JoinHandle<()>>,
 }
 
+/// What a factory gives its informers, fixed when it is built.
 #[derive(Default)]
 struct Options {
     namespace: Option<String>,
@@ -182,11 +165,22 @@ struct Options {
 }
 
 /// One shared informer per resource type; see the [module docs](self). Cheap to clone:
-/// clones share the informers.
+/// clones share the informers and the options, which are fixed when the factory is built
+/// ([`SharedInformerFactory::builder`]).
+///
+/// No method of a built factory changes its options — in particular none sets the
+/// namespace, so one factory cannot hold informers of two namespaces:
+///
+/// ```compile_fail
+/// # use kclient_cache::SharedInformerFactory;
+/// # fn f<C: Send + Sync + 'static>(factory: SharedInformerFactory<C>) {
+/// let other = factory.namespace("dev"); // no such method: the namespace is the builder's
+/// # }
+/// ```
 pub struct SharedInformerFactory<C> {
     client: Arc<C>,
-    options: Arc<Mutex<Options>>,
-    informers: Arc<Mutex<HashMap<InformerKey, Entry>>>,
+    options: Arc<Options>,
+    informers: Arc<Mutex<HashMap<InformerKey, Slot>>>,
     shutdown: CancellationToken,
 }
 
@@ -204,82 +198,147 @@ impl<C> Clone for SharedInformerFactory<C> {
 impl<C> fmt::Debug for SharedInformerFactory<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let informers = self.informers.lock();
-        let options = self.options.lock();
         f.debug_struct("SharedInformerFactory")
-            .field("namespace", &options.namespace)
-            .field("default_resync", &options.default_resync)
+            .field("namespace", &self.options.namespace)
+            .field("default_resync", &self.options.default_resync)
             .field(
                 "informers",
                 &informers
                     .values()
-                    .map(|e| e.informer.name())
+                    .filter_map(|slot| slot.informer.get().map(|i| i.name()))
                     .collect::<Vec<_>>(),
             )
             .finish_non_exhaustive()
     }
 }
 
-impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
-    /// A factory over `client` whose informers resync every `default_resync` (zero never)
-    /// (client-go's `NewSharedInformerFactory`).
-    pub fn new(client: C, default_resync: Duration) -> Self {
-        Self {
-            client: Arc::new(client),
-            options: Arc::new(Mutex::new(Options {
-                default_resync,
-                ..Options::default()
-            })),
-            informers: Arc::new(Mutex::new(HashMap::new())),
-            shutdown: CancellationToken::new(),
-        }
+/// Builds a [`SharedInformerFactory`] with its options, which the factory keeps unchanged
+/// (client-go's `NewSharedInformerFactoryWithOptions` and its `SharedInformerOption`s).
+///
+/// ```
+/// use std::time::Duration;
+/// use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+/// use kclient_cache::testing::FakeControllerSource;
+/// use kclient_cache::{SharedInformerFactory, TransformFunc};
+/// use kclient_core::{ListerWatcherFor, TweakListOptions};
+///
+/// #[derive(Clone, Default)]
+/// struct Source(FakeControllerSource<ConfigMap>);
+/// impl ListerWatcherFor<ConfigMap> for Source {
+///     type ListerWatcher = FakeControllerSource<ConfigMap>;
+///     fn lister_watcher(&self, _: Option<&str>, _: Option<TweakListOptions>) -> Self::ListerWatcher {
+///         self.0.clone()
+///     }
+/// }
+///
+/// let factory = SharedInformerFactory::builder(Source::default())
+///     .default_resync(Duration::from_secs(600))
+///     .namespace("prod")
+///     .tweak_list_options(|options| options.label_selector = Some("app=web".into()))
+///     .custom_resync::<Secret>(Duration::from_secs(60))
+///     .transform(TransformFunc::<ConfigMap>::new(|cm| {
+///         cm.metadata.annotations = None;
+///         Ok(())
+///     }))
+///     .informer_name("web-controller")
+///     .build();
+/// assert_eq!(factory.informer::<ConfigMap>().name(), "web-controller/v1/ConfigMap");
+/// ```
+pub struct SharedInformerFactoryBuilder<C> {
+    client: C,
+    options: Options,
+}
+
+impl<C> fmt::Debug for SharedInformerFactoryBuilder<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedInformerFactoryBuilder")
+            .field("namespace", &self.options.namespace)
+            .field("default_resync", &self.options.default_resync)
+            .field("keep_managed_fields", &self.options.keep_managed_fields)
+            .field("informer_name", &self.options.informer_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Send + Sync + 'static> SharedInformerFactoryBuilder<C> {
+    /// How often the informers resync (zero never, the default), unless set per type with
+    /// [`custom_resync`](Self::custom_resync) (client-go's `defaultResync`).
+    pub fn default_resync(mut self, resync: Duration) -> Self {
+        self.options.default_resync = resync;
+        self
     }
 
     /// Watches only `namespace` (client-go's `WithNamespace`); cluster-scoped resources are
-    /// unaffected. Set it before asking for informers.
-    pub fn namespace(self, namespace: impl Into<String>) -> Self {
-        self.options.lock().namespace = Some(namespace.into()).filter(|n| !n.is_empty());
+    /// unaffected. The empty namespace means all namespaces, as does not calling this.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.options.namespace = Some(namespace.into()).filter(|n| !n.is_empty());
         self
     }
 
     /// Adjusts the options of every list and watch, typically with selectors (client-go's
     /// `WithTweakListOptions`).
     pub fn tweak_list_options(
-        self,
+        mut self,
         tweak: impl Fn(&mut kclient_core::ListOptions) + Send + Sync + 'static,
     ) -> Self {
-        self.options.lock().tweak = Some(Arc::new(tweak));
+        self.options.tweak = Some(Arc::new(tweak));
         self
     }
 
     /// The resync period of `K`'s informer (client-go's `WithCustomResyncConfig`).
-    pub fn custom_resync<K: 'static>(self, resync: Duration) -> Self {
-        self.options
-            .lock()
-            .custom_resync
-            .insert(TypeId::of::<K>(), resync);
+    pub fn custom_resync<K: 'static>(mut self, resync: Duration) -> Self {
+        self.options.custom_resync.insert(TypeId::of::<K>(), resync);
         self
     }
 
     /// The transform of `K`'s informer, instead of the default managedFields stripping
     /// (client-go's `WithTransform`, per type).
-    pub fn transform<K: Send + Sync + 'static>(self, transform: TransformFunc<K>) -> Self {
+    pub fn transform<K: Send + Sync + 'static>(mut self, transform: TransformFunc<K>) -> Self {
         self.options
-            .lock()
             .transforms
             .insert(TypeId::of::<K>(), Box::new(transform));
         self
     }
 
     /// Keeps `metadata.managedFields` in cached objects (the factory strips them by default).
-    pub fn keep_managed_fields(self) -> Self {
-        self.options.lock().keep_managed_fields = true;
+    pub fn keep_managed_fields(mut self) -> Self {
+        self.options.keep_managed_fields = true;
         self
     }
 
     /// Prefixes every informer's name in logs and metrics (client-go's `WithInformerName`).
-    pub fn informer_name(self, name: impl Into<String>) -> Self {
-        self.options.lock().informer_name = Some(name.into());
+    pub fn informer_name(mut self, name: impl Into<String>) -> Self {
+        self.options.informer_name = Some(name.into());
         self
+    }
+
+    /// The factory, with these options for good.
+    pub fn build(self) -> SharedInformerFactory<C> {
+        SharedInformerFactory {
+            client: Arc::new(self.client),
+            options: Arc::new(self.options),
+            informers: Arc::new(Mutex::new(HashMap::new())),
+            shutdown: CancellationToken::new(),
+        }
+    }
+}
+
+impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
+    /// A factory over `client` whose informers resync every `default_resync` (zero never),
+    /// with no other option (client-go's `NewSharedInformerFactory`); the same as
+    /// `SharedInformerFactory::builder(client).default_resync(default_resync).build()`.
+    pub fn new(client: C, default_resync: Duration) -> Self {
+        Self::builder(client).default_resync(default_resync).build()
+    }
+
+    /// A builder of a factory over `client`, for a namespace, a list-options tweak, resync
+    /// periods or transforms per type, the managedFields policy or a name (client-go's
+    /// `NewSharedInformerFactoryWithOptions`); see [`SharedInformerFactoryBuilder`].
+    pub fn builder(client: C) -> SharedInformerFactoryBuilder<C> {
+        SharedInformerFactoryBuilder {
+            client,
+            options: Options::default(),
+        }
     }
 
     /// The client the informers are made from.
@@ -314,7 +373,9 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
 
     /// The informer of `K` made by `make` on first request (client-go's `InformerFor`): for
     /// an informer with options of its own, still shared and started by the factory. `make`
-    /// runs under the factory's lock: it must not call back into the factory.
+    /// runs without the factory's lock held, so it may ask the factory for other informers;
+    /// a concurrent request for `K` waits for it (it runs once), so it must not ask for
+    /// `K`'s own informer, which it is making.
     pub fn informer_for<K>(
         &self,
         make: impl FnOnce(&C, &InformerSettings<K>) -> SharedIndexInformer<K>,
@@ -349,32 +410,27 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
     }
 
     /// The informer under `key`, made by `make` with `resource`'s settings the first time.
+    /// The factory's lock is held only to find (or add) the informer's slot: `make` runs
+    /// after it is released.
     fn get_or_make<K: Resource + Clone + Send + Sync + 'static>(
         &self,
         key: InformerKey,
         resource: &ApiResource,
         make: impl FnOnce(&C, &InformerSettings<K>) -> SharedIndexInformer<K>,
     ) -> SharedIndexInformer<K> {
-        let mut informers = self.informers.lock();
-        if let Some(found) = informers.get(&key) {
-            return downcast::<K>(found);
-        }
-        let informer = make(&self.client, &self.settings::<K>(resource));
-        informers.insert(
-            key,
-            Entry {
-                informer: Arc::new(informer.clone()),
-                task: None,
-            },
-        );
-        informer
+        let cell = Arc::clone(&self.informers.lock().entry(key).or_default().informer);
+        let informer = cell.get_or_init(|| {
+            let made = make(&self.client, &self.settings::<K>(resource));
+            Arc::new(made) as Arc<dyn AnyInformer>
+        });
+        downcast::<K>(informer)
     }
 
     fn settings<K: Resource + Clone + 'static>(
         &self,
         resource: &ApiResource,
     ) -> InformerSettings<K> {
-        let options = self.options.lock();
+        let options = &self.options;
         let transform = match options.transforms.get(&TypeId::of::<K>()) {
             Some(t) => t.downcast_ref::<TransformFunc<K>>().cloned(),
             None if options.keep_managed_fields => None,
@@ -409,11 +465,16 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
             return;
         }
         let mut informers = self.informers.lock();
-        for entry in informers.values_mut().filter(|e| e.task.is_none()) {
+        for slot in informers.values_mut().filter(|s| s.task.is_none()) {
+            // An informer still being made (by `informer_for` on another thread) is not
+            // started: it did not exist when `start` was called.
+            let Some(informer) = slot.informer.get() else {
+                continue;
+            };
             let token = self.shutdown.child_token();
             let user = cancel.clone();
-            let run = entry.informer.run(token.clone());
-            entry.task = Some(tokio::spawn(async move {
+            let run = informer.run(token.clone());
+            slot.task = Some(tokio::spawn(async move {
                 let stop = async {
                     tokio::select! {
                         _ = user.cancelled() => token.cancel(),
@@ -432,8 +493,8 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
             .informers
             .lock()
             .values()
-            .filter(|e| e.task.is_some())
-            .map(|e| Arc::clone(&e.informer))
+            .filter(|s| s.task.is_some())
+            .filter_map(|s| s.informer.get().cloned())
             .collect();
         let mut result = SyncResult::default();
         for informer in started {
@@ -451,7 +512,7 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
             .informers
             .lock()
             .values_mut()
-            .filter_map(|e| e.task.take())
+            .filter_map(|s| s.task.take())
             .collect();
         for task in tasks {
             let _ = task.await;
@@ -459,9 +520,10 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
     }
 }
 
-fn downcast<K: Resource + Clone + Send + Sync + 'static>(entry: &Entry) -> SharedIndexInformer<K> {
-    entry
-        .informer
+fn downcast<K: Resource + Clone + Send + Sync + 'static>(
+    informer: &Arc<dyn AnyInformer>,
+) -> SharedIndexInformer<K> {
+    informer
         .as_any()
         .downcast_ref::<SharedIndexInformer<K>>()
         .expect("an informer key always maps to the informer of its type")
@@ -469,7 +531,9 @@ fn downcast<K: Resource + Clone + Send + Sync + 'static>(entry: &Entry) -> Share
 }
 
 /// What the factory would give an informer of `K`: handed to
-/// [`SharedInformerFactory::informer_for`]'s constructor.
+/// [`SharedInformerFactory::informer_for`]'s constructor. Non-exhaustive: the factory may
+/// hand over more in a later version.
+#[non_exhaustive]
 pub struct InformerSettings<K> {
     /// The factory's namespace, if any.
     pub namespace: Option<String>,
@@ -498,12 +562,10 @@ impl<K: Resource + Clone + 'static> InformerSettings<K> {
     /// The informer options these settings give: the namespace index, the resync period, the
     /// transform and the name.
     pub fn informer_options(&self) -> SharedIndexInformerOptions<K> {
-        SharedIndexInformerOptions {
-            name: Some(self.name.clone()),
-            resync_period: self.resync,
-            indexers: Indexers::namespace(),
-            transform: self.transform.clone(),
-            ..SharedIndexInformerOptions::default()
-        }
+        SharedIndexInformerOptions::default()
+            .name(self.name.clone())
+            .resync_period(self.resync)
+            .indexers(Indexers::namespace())
+            .transform(self.transform.clone())
     }
 }

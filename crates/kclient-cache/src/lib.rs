@@ -11,11 +11,11 @@
 //! ```
 //!
 //! * [`SharedInformerFactory`]: one [`SharedIndexInformer`] per resource type, made on
-//!   request through [`ListerWatcherFor`] (kclient-typed's `Clientset`, with generated
-//!   accessors such as `factory.core_v1().pods()`) or [`DynamicListerWatcherFor`]
-//!   (`for_resource`: kclient-dynamic's `DynamicClient` for whole objects, its
-//!   `MetadataClient` for metadata-only informers); `start`, `wait_for_cache_sync`,
-//!   `shutdown`.
+//!   request through kclient-core's [`ListerWatcherFor`] (kclient-typed's `Clientset`;
+//!   kclient-informers generates accessors such as `factory.core_v1().pods()`) or
+//!   [`DynamicListerWatcherFor`] (`for_resource`: kclient-dynamic's `DynamicClient` for whole
+//!   objects, its `MetadataClient` for metadata-only informers); `start`,
+//!   `wait_for_cache_sync`, `shutdown`.
 //! * [`SharedIndexInformer`]: one reflector and indexed cache fanned out to any number of
 //!   [`ResourceEventHandler`]s ([`ResourceEventHandlerFuncs`] for closures,
 //!   [`FilteringResourceEventHandler`]), each with its own queue and task, its own resync
@@ -94,6 +94,8 @@
 //!
 //! [`DeletedFinalStateUnknown`]: kclient_core::DeletedFinalStateUnknown
 //! [`ListerWatcher`]: kclient_core::ListerWatcher
+//! [`ListerWatcherFor`]: kclient_core::ListerWatcherFor
+//! [`DynamicListerWatcherFor`]: kclient_core::DynamicListerWatcherFor
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -125,16 +127,14 @@ pub mod thread_safe_store;
 pub mod transform;
 pub mod wait;
 
-pub use backoff::Backoff;
+pub use backoff::ExponentialBackoffManager;
 pub use controller::{
     new_indexer_informer, new_informer, Controller, ControllerConfig, ProcessFunc,
     ShouldResyncFunc, WaitBeforePop, WatchError, WatchErrorHandler,
 };
 pub use delta::{Delta, DeltaType, Deltas, ReplacedAllInfo};
 pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
-pub use factory::{
-    DynamicListerWatcherFor, InformerSettings, ListerWatcherFor, SharedInformerFactory, SyncResult,
-};
+pub use factory::{InformerSettings, SharedInformerFactory, SyncResult};
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use index::{
     index_func_to_key_func_adapter, meta_namespace_index_func, IndexError, IndexFunc,
@@ -157,15 +157,9 @@ pub use shared_informer::{
     HandlerOptions, InformerError, ResourceEventHandlerRegistration, SharedIndexInformer,
     SharedIndexInformerOptions, MINIMUM_RESYNC_PERIOD,
 };
-pub use store::{BoxError, KeyListerGetter, Store, StoreError};
+pub use store::{KeyListerGetter, Store, StoreError};
 pub use thread_safe_store::ThreadSafeStore;
 pub use transform::TransformFunc;
 pub use wait::{
     wait_for_cache_sync, wait_for_named_cache_sync, InformerSynced, Synced, SYNCED_POLL_PERIOD,
 };
-
-/// Re-exported from `kclient-core`: the tombstone and the deleted-object type deltas and
-/// notifications carry.
-pub use kclient_core::{DeletedFinalStateUnknown, DeletedObject};
-/// What stops informers, controllers and reflectors (tokio-util's, re-exported).
-pub use tokio_util::sync::CancellationToken;

@@ -13,12 +13,13 @@ use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use kclient_core::BoxError;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::delta::{Delta, Deltas};
 use crate::metrics::CacheMetrics;
-use crate::store::{BoxError, Store};
+use crate::store::Store;
 
 /// What a pop's process function can answer besides success.
 #[derive(Debug, thiserror::Error)]

@@ -24,7 +24,7 @@
 //!   resourceVersion. A watch that closes within a second with no event is an error. Internal
 //!   errors are retried for [`ReflectorOptions::max_internal_error_retry_duration`].
 //! * **Backoff** between runs and before re-watching: 800 ms doubling to 30 s, jitter 1.0,
-//!   reset after 2 minutes without one ([`Backoff`]), on tokio's clock.
+//!   reset after 2 minutes without one ([`ExponentialBackoffManager`]), on tokio's clock.
 //! * **Resync**: every [`ReflectorOptions::resync_period`] while watching, the store's
 //!   `resync` if [`should_resync`](Reflector::set_should_resync) agrees; an error ends the
 //!   run.
@@ -38,8 +38,7 @@
 //! use futures::stream::{self, StreamExt};
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kclient_cache::{new_store, KeyFunc, ListWatch, Reflector, ReflectorOptions};
-//! use kclient_core::{ApiError, ObjectList, ListOptions};
-//! use tokio_util::sync::CancellationToken;
+//! use kclient_core::{ApiError, CancellationToken, ListOptions, ObjectList};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
 //! let mut cm = ConfigMap::default();
@@ -49,10 +48,8 @@
 //!     |_: ListOptions| async { Ok(stream::pending().boxed()) },
 //! );
 //! let store = new_store(KeyFunc::meta_namespace());
-//! let reflector = Arc::new(Reflector::new(lw, store.clone(), ReflectorOptions {
-//!     use_watch_list: false,
-//!     ..ReflectorOptions::default()
-//! }));
+//! let options = ReflectorOptions::default().use_watch_list(false);
+//! let reflector = Arc::new(Reflector::new(lw, store.clone(), options));
 //! let stop = CancellationToken::new();
 //! let running = tokio::spawn({
 //!     let (reflector, stop) = (reflector.clone(), stop.clone());
@@ -81,15 +78,15 @@ use std::time::Duration;
 use futures::StreamExt;
 use kclient_core::options::ResourceVersionMatch;
 use kclient_core::{
-    ApiError, ApiStatus, DynamicObject, GroupVersionKind, ListOptions, ListPager, ListerWatcher,
-    Resource, ResourceExt, Status, WatchEvent, WatchStream, DEFAULT_PAGE_SIZE,
+    ApiError, ApiStatus, CancellationToken, DynamicObject, GroupVersionKind, ListOptions,
+    ListPager, ListerWatcher, Resource, ResourceExt, Status, WatchEvent, WatchStream,
+    DEFAULT_PAGE_SIZE,
 };
 use parking_lot::Mutex;
 use tokio::time::{sleep, sleep_until, Instant};
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::backoff::{Backoff, RetryWithDeadline};
+use crate::backoff::{ExponentialBackoffManager, RetryWithDeadline};
 use crate::indexer::Indexer;
 use crate::initial_events::InitialEvents;
 use crate::metrics::ReflectorMetrics;
@@ -106,6 +103,10 @@ const SLOW_LIST: Duration = Duration::from_secs(10);
 const INITIAL_EVENTS_END_WARNING: Duration = Duration::from_secs(10);
 
 /// How a [`Reflector`] is configured (client-go's `ReflectorOptions` and its public fields).
+/// Non-exhaustive, so that an option added later is not a breaking change: start from
+/// [`Default`] and set what differs, with the setters
+/// (`ReflectorOptions::default().use_watch_list(false)`) or by assigning the public fields.
+#[non_exhaustive]
 pub struct ReflectorOptions {
     /// The name in logs; the type description when `None`.
     pub name: Option<String>,
@@ -126,7 +127,7 @@ pub struct ReflectorOptions {
     /// that refuses it is listed instead.
     pub use_watch_list: bool,
     /// The backoff between runs and before re-watching.
-    pub backoff: Backoff,
+    pub backoff: ExponentialBackoffManager,
     /// For dynamic objects: watch events of another group/version/kind are skipped (logged),
     /// not stored.
     pub expected_gvk: Option<GroupVersionKind>,
@@ -152,11 +153,79 @@ impl Default for ReflectorOptions {
             watch_list_page_size: 0,
             max_internal_error_retry_duration: Duration::ZERO,
             use_watch_list: true,
-            backoff: Backoff::default(),
+            backoff: ExponentialBackoffManager::default(),
             expected_gvk: None,
             metrics: None,
             compact_objects: true,
         }
+    }
+}
+
+impl ReflectorOptions {
+    /// Sets [`name`](Self::name).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets [`type_description`](Self::type_description).
+    pub fn type_description(mut self, description: impl Into<String>) -> Self {
+        self.type_description = Some(description.into());
+        self
+    }
+
+    /// Sets [`resync_period`](Self::resync_period).
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
+        self
+    }
+
+    /// Sets [`min_watch_timeout`](Self::min_watch_timeout).
+    pub fn min_watch_timeout(mut self, timeout: Duration) -> Self {
+        self.min_watch_timeout = timeout;
+        self
+    }
+
+    /// Sets [`watch_list_page_size`](Self::watch_list_page_size).
+    pub fn watch_list_page_size(mut self, size: i64) -> Self {
+        self.watch_list_page_size = size;
+        self
+    }
+
+    /// Sets [`max_internal_error_retry_duration`](Self::max_internal_error_retry_duration).
+    pub fn max_internal_error_retry_duration(mut self, duration: Duration) -> Self {
+        self.max_internal_error_retry_duration = duration;
+        self
+    }
+
+    /// Sets [`use_watch_list`](Self::use_watch_list).
+    pub fn use_watch_list(mut self, use_watch_list: bool) -> Self {
+        self.use_watch_list = use_watch_list;
+        self
+    }
+
+    /// Sets [`backoff`](Self::backoff).
+    pub fn backoff(mut self, backoff: ExponentialBackoffManager) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Sets [`expected_gvk`](Self::expected_gvk).
+    pub fn expected_gvk(mut self, gvk: GroupVersionKind) -> Self {
+        self.expected_gvk = Some(gvk);
+        self
+    }
+
+    /// Sets [`metrics`](Self::metrics).
+    pub fn metrics(mut self, metrics: Arc<dyn ReflectorMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Sets [`compact_objects`](Self::compact_objects).
+    pub fn compact_objects(mut self, compact: bool) -> Self {
+        self.compact_objects = compact;
+        self
     }
 }
 
@@ -275,7 +344,7 @@ pub struct Reflector<K, L: ListerWatcher<K>, S> {
     expected_gvk: Option<GroupVersionKind>,
     metrics: Option<Arc<dyn ReflectorMetrics>>,
     compact_objects: bool,
-    backoff: Mutex<Backoff>,
+    backoff: Mutex<ExponentialBackoffManager>,
     state: Mutex<RvState>,
     watch_error_handler: Mutex<Option<Arc<WatchErrorHandler<L::Error>>>>,
     should_resync: Mutex<Option<Arc<ShouldResync>>>,
@@ -653,15 +722,13 @@ where
             if cancel.is_cancelled() {
                 return Ok(None);
             }
-            let options = ListOptions {
-                resource_version: Some(self.rewatch_resource_version()),
-                resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
-                send_initial_events: Some(true),
-                allow_watch_bookmarks: true,
-                timeout_seconds: Some(self.watch_timeout_seconds()),
-                omit_managed_fields: self.omit_managed_fields(),
-                ..ListOptions::default()
-            };
+            let options = ListOptions::default()
+                .resource_version(self.rewatch_resource_version())
+                .resource_version_match(ResourceVersionMatch::NotOlderThan)
+                .send_initial_events(true)
+                .allow_watch_bookmarks(true)
+                .timeout_seconds(self.watch_timeout_seconds())
+                .omit_managed_fields(self.omit_managed_fields());
             let initial = InitialEvents::<K>::new();
             let watch_started = Instant::now();
             let opened = tokio::select! {
@@ -760,13 +827,11 @@ where
             let mut stream = match watch.take() {
                 Some(stream) => stream,
                 None => {
-                    let options = ListOptions {
-                        resource_version: Some(self.last_sync_resource_version()),
-                        timeout_seconds: Some(self.watch_timeout_seconds()),
-                        allow_watch_bookmarks: true,
-                        omit_managed_fields: self.omit_managed_fields(),
-                        ..ListOptions::default()
-                    };
+                    let options = ListOptions::default()
+                        .resource_version(self.last_sync_resource_version())
+                        .timeout_seconds(self.watch_timeout_seconds())
+                        .allow_watch_bookmarks(true)
+                        .omit_managed_fields(self.omit_managed_fields());
                     let opened = self
                         .with_resync(&mut resync, cancel, self.lister_watcher.watch(&options))
                         .await?;

@@ -27,7 +27,7 @@
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kclient_cache::testing::FakeControllerSource;
 //! use kclient_cache::{ResourceEventHandlerFuncs, SharedIndexInformer, SharedIndexInformerOptions};
-//! use tokio_util::sync::CancellationToken;
+//! use kclient_core::CancellationToken;
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let source = FakeControllerSource::new();
@@ -63,10 +63,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use kclient_core::{ListerWatcher, Resource, ResourceExt};
+use kclient_core::{CancellationToken, ListerWatcher, Resource, ResourceExt};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 use crate::controller::{Controller, ControllerConfig, ProcessFunc, WatchErrorHandler};
 use crate::delta::Delta;
@@ -108,7 +107,11 @@ pub enum InformerError {
     Index(#[from] IndexError),
 }
 
-/// How a [`SharedIndexInformer`] is built.
+/// How a [`SharedIndexInformer`] is built. Non-exhaustive, so that an option added later is
+/// not a breaking change: start from [`Default`] and set what differs, with the setters
+/// (`SharedIndexInformerOptions::default().resync_period(d).indexers(i)`) or by assigning
+/// the public fields.
+#[non_exhaustive]
 pub struct SharedIndexInformerOptions<K> {
     /// The informer's name in logs and metrics (client-go's `WithInformerName`); the
     /// resource's `apiVersion/Kind` when `None`.
@@ -143,6 +146,56 @@ impl<K> Default for SharedIndexInformerOptions<K> {
             metrics: None,
             fifo_metrics: None,
         }
+    }
+}
+
+impl<K> SharedIndexInformerOptions<K> {
+    /// Sets [`name`](Self::name).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets [`resync_period`](Self::resync_period).
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
+        self
+    }
+
+    /// Sets [`indexers`](Self::indexers).
+    pub fn indexers(mut self, indexers: Indexers<K>) -> Self {
+        self.indexers = indexers;
+        self
+    }
+
+    /// Sets [`fifo`](Self::fifo).
+    pub fn fifo(mut self, fifo: FifoKind) -> Self {
+        self.fifo = fifo;
+        self
+    }
+
+    /// Sets [`transform`](Self::transform) (`None` for none).
+    pub fn transform(mut self, transform: impl Into<Option<TransformFunc<K>>>) -> Self {
+        self.transform = transform.into();
+        self
+    }
+
+    /// Sets [`reflector_options`](Self::reflector_options).
+    pub fn reflector_options(mut self, options: ReflectorOptions) -> Self {
+        self.reflector_options = options;
+        self
+    }
+
+    /// Sets [`metrics`](Self::metrics).
+    pub fn metrics(mut self, metrics: Arc<dyn InformerMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Sets [`fifo_metrics`](Self::fifo_metrics).
+    pub fn fifo_metrics(mut self, metrics: Arc<dyn CacheMetrics>) -> Self {
+        self.fifo_metrics = Some(metrics);
+        self
     }
 }
 

@@ -12,13 +12,10 @@
 
 use std::sync::Arc;
 
-use kclient_core::DeletedObject;
+use kclient_core::{BoxError, DeletedObject};
 
 use crate::index::IndexError;
 use crate::key_func::KeyFuncError;
-
-/// A boxed error from user code (a transform, a pop's process function).
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why a store refused a write.
 #[derive(Debug, thiserror::Error)]

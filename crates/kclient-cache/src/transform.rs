@@ -26,10 +26,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use kclient_core::Resource;
+use kclient_core::{BoxError, Resource};
 
 use crate::key_func::describe;
-use crate::store::{BoxError, StoreError};
+use crate::store::StoreError;
 
 type TransformFn<K> = dyn Fn(&mut K) -> Result<(), BoxError> + Send + Sync;
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use tokio_util::sync::CancellationToken;
+use kclient_core::CancellationToken;
 
 /// Something that syncs once: an informer, a controller, a handler registration.
 pub trait Synced: Send + Sync {

@@ -10,10 +10,10 @@ use std::time::Duration;
 use common::{describe_all, known, obj, pop, pop_initial, val};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
-    process_deltas, CacheMetrics, DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo,
-    DeltaFifoOptions, DeltaType, Deltas, Indexer, Indexers, KeyFunc, KeyListerGetter, PopError,
-    ProcessError, Queue, TransformFunc,
+    process_deltas, CacheMetrics, Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, Indexer,
+    Indexers, KeyFunc, KeyListerGetter, PopError, ProcessError, Queue, TransformFunc,
 };
+use kclient_core::{DeletedFinalStateUnknown, DeletedObject};
 
 fn fifo() -> DeltaFifo<ConfigMap> {
     DeltaFifo::new(DeltaFifoOptions::default())

@@ -9,11 +9,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kclient_cache::testing::FakeControllerSource;
-use kclient_cache::{
-    DynamicListerWatcherFor, ListerWatcherFor, SharedInformerFactory, TransformFunc,
-};
+use kclient_cache::{SharedIndexInformer, SharedInformerFactory, TransformFunc};
 use kclient_core::{
-    ApiResource, DynamicObject, PartialObjectMetadata, Resource, ResourceExt, TweakListOptions,
+    ApiResource, DynamicListerWatcherFor, DynamicObject, ListerWatcherFor, PartialObjectMetadata,
+    Resource, ResourceExt, TweakListOptions,
 };
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -159,11 +158,13 @@ async fn the_start_token_stops_the_informers() {
 #[tokio::test(start_paused = true)]
 async fn options_reach_the_informers() {
     let sources = Sources::default();
-    let factory = SharedInformerFactory::new(sources.clone(), Duration::from_secs(30))
+    let factory = SharedInformerFactory::builder(sources.clone())
+        .default_resync(Duration::from_secs(30))
         .namespace("prod")
         .tweak_list_options(|o| o.label_selector = Some("app=web".into()))
         .custom_resync::<Secret>(Duration::from_secs(90))
-        .informer_name("my-controller");
+        .informer_name("my-controller")
+        .build();
     let config_maps = factory.informer::<ConfigMap>();
     let secrets = factory.informer::<Secret>();
     assert_eq!(
@@ -178,6 +179,77 @@ async fn options_reach_the_informers() {
     assert_eq!(config_maps.name(), "my-controller/v1/ConfigMap");
 }
 
+/// A factory's options are fixed when it is built: every informer of the factory and of its
+/// clones is made with the same namespace and tweak, whoever asks and in whatever order —
+/// one factory cannot hold informers of two namespaces (there is no setter left to call after
+/// an informer exists; `SharedInformerFactory`'s docs hold a `compile_fail` example).
+#[tokio::test(start_paused = true)]
+async fn one_factory_and_its_clones_watch_one_namespace() {
+    let sources = Sources::default();
+    let factory = SharedInformerFactory::builder(sources.clone())
+        .namespace("prod")
+        .build();
+    let clone = factory.clone();
+    factory.informer::<ConfigMap>();
+    let other = SharedInformerFactory::builder(sources.clone())
+        .namespace("dev")
+        .build();
+    other.informer::<ConfigMap>();
+    clone.informer::<Secret>();
+    clone.informer::<ConfigMap>();
+    assert_eq!(
+        *sources.asked.lock(),
+        [
+            "ConfigMap ns=Some(\"prod\") tweak=None",
+            "ConfigMap ns=Some(\"dev\") tweak=None",
+            "Secret ns=Some(\"prod\") tweak=None",
+        ],
+        "the clone shares the first factory's namespace and informers; another namespace is another factory"
+    );
+}
+
+/// `informer_for`'s constructor is user code: it runs without the factory's lock, so it may
+/// call back into the factory (here for another informer, a lister and the factory's debug
+/// form) without deadlocking, and it runs once however many ask.
+#[test]
+fn a_constructor_that_calls_back_into_the_factory_does_not_deadlock() {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let sources = Sources::default();
+        let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+        let calls = Arc::new(Mutex::new(0));
+        let make = |calls: &Arc<Mutex<i32>>| {
+            let calls = Arc::clone(calls);
+            let factory = &factory;
+            move |client: &Sources, settings: &kclient_cache::InformerSettings<ConfigMap>| {
+                *calls.lock() += 1;
+                let secrets = factory.informer::<Secret>();
+                let _ = factory.lister::<Secret>();
+                let _ = format!("{factory:?}");
+                assert_eq!(secrets.name(), "v1/Secret");
+                let lw = kclient_core::ListerWatcherFor::<ConfigMap>::lister_watcher(
+                    client,
+                    settings.namespace.as_deref(),
+                    settings.tweak.clone(),
+                );
+                SharedIndexInformer::new(lw, settings.informer_options())
+            }
+        };
+        let first = factory.informer_for::<ConfigMap>(make(&calls));
+        let again = factory.informer_for::<ConfigMap>(make(&calls));
+        assert_eq!(*calls.lock(), 1, "the constructor runs once");
+        assert_eq!(first.name(), again.name());
+        assert_eq!(
+            *sources.asked.lock(),
+            ["Secret ns=None tweak=None", "ConfigMap ns=None tweak=None"]
+        );
+        done.send(()).unwrap();
+    });
+    finished
+        .recv_timeout(Duration::from_secs(30))
+        .expect("informer_for's constructor deadlocked on the factory's lock");
+}
+
 /// managedFields are stripped by default; `keep_managed_fields` keeps them, and a transform
 /// set for a type replaces the default for that type.
 #[tokio::test(start_paused = true)]
@@ -189,12 +261,12 @@ async fn managed_fields_are_stripped_by_default() {
     ] {
         let sources = Sources::default();
         sources.config_maps.add(cm("a"));
-        let mut factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+        let mut builder = SharedInformerFactory::builder(sources.clone());
         if keep {
-            factory = factory.keep_managed_fields();
+            builder = builder.keep_managed_fields();
         }
         if custom {
-            factory = factory.transform(TransformFunc::new(|o: &mut ConfigMap| {
+            builder = builder.transform(TransformFunc::new(|o: &mut ConfigMap| {
                 o.metadata
                     .labels
                     .get_or_insert_with(Default::default)
@@ -202,6 +274,7 @@ async fn managed_fields_are_stripped_by_default() {
                 Ok(())
             }));
         }
+        let factory = builder.build();
         let informer = factory.informer::<ConfigMap>();
         let cancel = CancellationToken::new();
         factory.start(&cancel);
@@ -267,7 +340,9 @@ async fn for_resource_keeps_metadata_and_whole_object_informers_apart() {
     let mut partial = PartialObjectMetadata::from_resource(&cm("a"));
     partial.metadata.namespace = Some("ns".into());
     sources.metadata.add(partial);
-    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO).namespace("ns");
+    let factory = SharedInformerFactory::builder(sources.clone())
+        .namespace("ns")
+        .build();
     let config_maps = ConfigMap::api_resource(&());
     let metadata = factory.for_resource::<PartialObjectMetadata>(&config_maps);
     let objects = factory.for_resource::<DynamicObject>(&config_maps);
@@ -292,12 +367,12 @@ async fn for_resource_keeps_metadata_and_whole_object_informers_apart() {
     factory.shutdown().await;
 
     // A transform set for PartialObjectMetadata replaces the default for metadata informers.
-    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO).transform(
-        TransformFunc::new(|o: &mut PartialObjectMetadata| {
+    let factory = SharedInformerFactory::builder(sources.clone())
+        .transform(TransformFunc::new(|o: &mut PartialObjectMetadata| {
             o.metadata.annotations = Some([("seen".to_owned(), "yes".to_owned())].into());
             Ok(())
-        }),
-    );
+        }))
+        .build();
     let metadata = factory.for_resource::<PartialObjectMetadata>(&config_maps);
     factory.start(&cancel);
     assert!(factory.wait_for_cache_sync(&cancel).await.all_synced());

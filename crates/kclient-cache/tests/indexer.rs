@@ -10,9 +10,10 @@ use std::sync::Arc;
 use common::{obj, pod, val};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kclient_cache::{
-    new_store, DeletedFinalStateUnknown, IndexError, IndexFuncError, Indexer, Indexers, KeyFunc,
-    ThreadSafeStore, NAMESPACE_INDEX,
+    new_store, IndexError, IndexFuncError, Indexer, Indexers, KeyFunc, ThreadSafeStore,
+    NAMESPACE_INDEX,
 };
+use kclient_core::DeletedFinalStateUnknown;
 
 /// The `users` annotation, split on commas (client-go's `testUsersIndexFunc`).
 fn users(pod: &Pod) -> Result<Vec<String>, IndexFuncError> {

@@ -8,11 +8,12 @@ use std::sync::Arc;
 use common::{obj, pod};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kclient_cache::{
-    list_all, list_all_by_namespace, process_deltas, DeletedFinalStateUnknown, DeletedObject,
-    Delta, Indexer, Indexers, KeyFunc, Lister, Notification, ReplacedAllInfo,
+    list_all, list_all_by_namespace, process_deltas, Delta, Indexer, Indexers, KeyFunc, Lister,
+    Notification, ReplacedAllInfo,
 };
-use kclient_core::labels::Selector;
-use kclient_core::{ApiStatus, DynamicObject, Resource};
+use kclient_core::{
+    labels::Selector, ApiStatus, DeletedFinalStateUnknown, DeletedObject, DynamicObject, Resource,
+};
 
 fn indexer<K: Resource + 'static>() -> Indexer<K> {
     Indexer::new(

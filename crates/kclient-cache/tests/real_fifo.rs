@@ -9,9 +9,10 @@ use std::time::Duration;
 use common::{obj, pop, pop_initial};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
-    process_deltas, DeletedFinalStateUnknown, Indexer, Indexers, KeyFunc, PopError, ProcessError,
-    Queue, RealFifo, RealFifoOptions, TransformFunc, DEFAULT_BATCH_SIZE,
+    process_deltas, Indexer, Indexers, KeyFunc, PopError, ProcessError, Queue, RealFifo,
+    RealFifoOptions, TransformFunc, DEFAULT_BATCH_SIZE,
 };
+use kclient_core::DeletedFinalStateUnknown;
 
 fn fifo() -> RealFifo<ConfigMap> {
     RealFifo::new(RealFifoOptions::default())

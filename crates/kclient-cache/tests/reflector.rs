@@ -13,13 +13,12 @@ use futures::channel::mpsc;
 use futures::stream::{self, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
-    new_store, DeletedObject, Indexer, KeyFunc, ListWatch, Reflector, ReflectorError,
-    ReflectorMetrics, ReflectorOptions, Store, StoreError, TransformFunc,
+    new_store, Indexer, KeyFunc, ListWatch, Reflector, ReflectorError, ReflectorMetrics,
+    ReflectorOptions, Store, StoreError, TransformFunc,
 };
-use kclient_core::options::ResourceVersionMatch;
 use kclient_core::{
-    ApiError, ApiStatus, Bookmark, ListOptions, ObjectList, Status, WatchEvent, WatchStream,
-    INITIAL_EVENTS_END_ANNOTATION,
+    options::ResourceVersionMatch, ApiError, ApiStatus, Bookmark, DeletedObject, ListOptions,
+    ObjectList, Status, WatchEvent, WatchStream, INITIAL_EVENTS_END_ANNOTATION,
 };
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -231,10 +230,7 @@ fn too_many_requests() -> TestError {
 }
 
 fn list_watch_options() -> ReflectorOptions {
-    ReflectorOptions {
-        use_watch_list: false,
-        ..ReflectorOptions::default()
-    }
+    ReflectorOptions::default().use_watch_list(false)
 }
 
 type TestReflector = Reflector<ConfigMap, ListWatch<ConfigMap, TestError>, Recorder>;
@@ -315,10 +311,7 @@ async fn a_transform_that_strips_managed_fields_asks_for_objects_decoded_without
             let mut r = Reflector::new(
                 fake.lister_watcher(),
                 store.clone(),
-                ReflectorOptions {
-                    use_watch_list,
-                    ..ReflectorOptions::default()
-                },
+                ReflectorOptions::default().use_watch_list(use_watch_list),
             );
             if let Some(t) = &transform {
                 r = r.with_transformer(t.clone());
@@ -349,13 +342,7 @@ async fn watch_timeout_is_random_in_5_to_10_minutes_and_min_watch_timeout_only_r
         (Duration::from_secs(20 * 60), 1200..2400),
     ] {
         let fake = Fake::default();
-        let (r, _) = reflector(
-            &fake,
-            ReflectorOptions {
-                min_watch_timeout: min,
-                ..list_watch_options()
-            },
-        );
+        let (r, _) = reflector(&fake, list_watch_options().min_watch_timeout(min));
         let (stop, handle) = start(&r);
         settle().await;
         let timeout = fake.watch_calls()[0].timeout_seconds.unwrap();
@@ -546,13 +533,7 @@ async fn paging_rules() {
     let fake = Fake::default();
     fake.list(list_of(vec![], "10"));
     fake.watch(WatchAnswer::Events(vec![Err(gone())]));
-    let (r, _) = reflector(
-        &fake,
-        ReflectorOptions {
-            watch_list_page_size: 4,
-            ..list_watch_options()
-        },
-    );
+    let (r, _) = reflector(&fake, list_watch_options().watch_list_page_size(4));
     let (stop, handle) = start(&r);
     settle().await;
     tokio::time::advance(Duration::from_secs(2)).await;
@@ -630,10 +611,7 @@ async fn internal_errors_are_retried_within_the_window() {
         ]));
         let (r, _) = reflector(
             &fake,
-            ReflectorOptions {
-                max_internal_error_retry_duration: window,
-                ..list_watch_options()
-            },
+            list_watch_options().max_internal_error_retry_duration(window),
         );
         let (stop, handle) = start(&r);
         settle().await;
@@ -679,10 +657,7 @@ async fn resync_ticks_call_the_store_and_a_failure_ends_the_run() {
     fake.list(list_of(vec![], "10"));
     let (r, store) = reflector(
         &fake,
-        ReflectorOptions {
-            resync_period: Duration::from_secs(30),
-            ..list_watch_options()
-        },
+        list_watch_options().resync_period(Duration::from_secs(30)),
     );
     let allow = Arc::new(Mutex::new(false));
     r.set_should_resync({
@@ -805,10 +780,7 @@ async fn unexpected_kinds_are_skipped() {
     let r = Arc::new(Reflector::new_with(
         lw,
         store.clone(),
-        ReflectorOptions {
-            expected_gvk: Some(widgets.gvk()),
-            ..list_watch_options()
-        },
+        list_watch_options().expected_gvk(widgets.gvk()),
         &widgets,
     ));
     let stop = CancellationToken::new();
@@ -1097,10 +1069,7 @@ async fn listed_and_watched_objects_are_stored_compacted() {
         let r = Arc::new(Reflector::new(
             fake.lister_watcher(),
             indexer.clone(),
-            ReflectorOptions {
-                compact_objects: compact,
-                ..list_watch_options()
-            },
+            list_watch_options().compact_objects(compact),
         ));
         let stop = CancellationToken::new();
         let handle = tokio::spawn({
@@ -1159,13 +1128,7 @@ async fn metrics_count_lists_relists_watches_and_the_resource_version() {
     ]));
     fake.list(list_of(vec![at("a", 1, "10"), at("b", 1, "11")], "12"));
     let metrics = Arc::new(Counted::default());
-    let (r, _) = reflector(
-        &fake,
-        ReflectorOptions {
-            metrics: Some(metrics.clone()),
-            ..list_watch_options()
-        },
-    );
+    let (r, _) = reflector(&fake, list_watch_options().metrics(metrics.clone()));
     let (stop, handle) = start(&r);
     settle().await;
     tokio::time::advance(Duration::from_secs(2)).await;

@@ -105,11 +105,9 @@ fn informer(
 ) -> SharedIndexInformer<ConfigMap> {
     SharedIndexInformer::new(
         source.clone(),
-        SharedIndexInformerOptions {
-            resync_period: resync,
-            indexers: Indexers::namespace(),
-            ..SharedIndexInformerOptions::default()
-        },
+        SharedIndexInformerOptions::default()
+            .resync_period(resync)
+            .indexers(Indexers::namespace()),
     )
 }
 
@@ -450,10 +448,7 @@ async fn watch_disruption_loses_nothing() {
         let source = two_objects();
         let informer = SharedIndexInformer::new(
             source.clone(),
-            SharedIndexInformerOptions {
-                fifo,
-                ..SharedIndexInformerOptions::default()
-            },
+            SharedIndexInformerOptions::default().fifo(fifo),
         );
         let listener = TestListener::new();
         informer.add_event_handler(Arc::clone(&listener)).unwrap();
@@ -508,13 +503,8 @@ async fn list_errors_reach_the_watch_error_handler() {
     source.fail_next_list(ApiError::internal_error("Access Denied"));
     let informer = SharedIndexInformer::new(
         source.clone(),
-        SharedIndexInformerOptions {
-            reflector_options: kclient_cache::ReflectorOptions {
-                use_watch_list: false,
-                ..Default::default()
-            },
-            ..SharedIndexInformerOptions::default()
-        },
+        SharedIndexInformerOptions::default()
+            .reflector_options(kclient_cache::ReflectorOptions::default().use_watch_list(false)),
     );
     let errors = Arc::new(Mutex::new(Vec::new()));
     let record = Arc::clone(&errors);

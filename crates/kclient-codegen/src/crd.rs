@@ -5,8 +5,9 @@
 //! one struct per nested object, one enum per string enum, the impls of k8s-openapi's
 //! `Resource`, `ListableResource` and `Metadata` (so that kclient's `Resource`, and with it
 //! `ResourceClient`, informers and caches, work), `HasStatus`/`HasScale` when the CRD enables
-//! those subresources, and an accessor function named after the plural (`crontabs(&clientset,
-//! "ns")`).
+//! those subresources, an accessor function named after the plural (`cron_tabs(&clientset,
+//! "ns")`, kclient-typed) and an informer accessor (`cron_tabs_informer(&factory)`,
+//! kclient-informers over kclient-cache's factory).
 //!
 //! How the `openAPIV3Schema` maps to Rust:
 //!
@@ -41,8 +42,13 @@ use crate::output::{GeneratedFiles, HEADER};
 /// Where the generated code finds the crates it uses.
 #[derive(Debug, Clone)]
 pub struct CrdOptions {
-    /// The path of kclient-typed (`kclient_typed`).
+    /// The path of kclient-typed (`kclient_typed`), for the typed client accessor.
     pub typed_crate: String,
+    /// The path of kclient-informers (`kclient_informers`), for the informer accessor.
+    pub informers_crate: String,
+    /// The path of kclient-cache (`kclient_cache`), whose informer factory the informer
+    /// accessor takes.
+    pub cache_crate: String,
     /// The path of k8s-openapi (`k8s_openapi`).
     pub k8s_openapi_crate: String,
 }
@@ -51,6 +57,8 @@ impl Default for CrdOptions {
     fn default() -> Self {
         Self {
             typed_crate: "kclient_typed".to_owned(),
+            informers_crate: "kclient_informers".to_owned(),
+            cache_crate: "kclient_cache".to_owned(),
             k8s_openapi_crate: "k8s_openapi".to_owned(),
         }
     }
@@ -560,11 +568,13 @@ fn version_module(crd: &Crd, v: &CrdVersion, o: &CrdOptions) -> String {
             crd.plural
         );
     }
+    let informers = &o.informers_crate;
+    let cache = &o.cache_crate;
     let _ = writeln!(
         out,
         "\n    /// The shared informer and lister of `{}` in an informer factory (made on first request).\n    \
-         pub fn {method}_informer<C>(factory: &{typed}::SharedInformerFactory<C>) -> {typed}::TypedInformer<'_, C, {kind}> {{\n        \
-         {typed}::TypedInformer::new(factory)\n    }}",
+         pub fn {method}_informer<C>(factory: &{cache}::SharedInformerFactory<C>) -> {informers}::TypedInformer<'_, C, {kind}> {{\n        \
+         {informers}::TypedInformer::new(factory)\n    }}",
         crd.plural
     );
     render_defs(&defs.defs, o, &mut out);

@@ -7,9 +7,13 @@
 //!   generic `ResourceClient`. The checked-in tables live in this crate's `data/`; they are
 //!   made from k8s-openapi's source ([`table_from_k8s_openapi`]) and refreshed from a live
 //!   API server's discovery ([`table_from_discovery`]).
+//! * The typed informers: [`generate_informers`] turns the same tables into
+//!   kclient-informers' `generated/` tree (`factory.core_v1().pods().informer()`), glue over
+//!   its generic `TypedInformer`; the Clientset knows nothing of the cache.
 //! * CustomResourceDefinitions: [`generate_crd`] turns a CRD's `openAPIV3Schema` into Rust
 //!   types (serde, with k8s-openapi's `Resource` and `Metadata` impls, so kclient's
-//!   `Resource` works) and a typed client accessor, for every served version.
+//!   `Resource` works), a typed client accessor and an informer accessor, for every served
+//!   version.
 //! * [`GeneratedFiles`] writes the result, or compares it with what is on disk (the
 //!   `--check` that fails on drift), formatted with rustfmt.
 //!
@@ -37,7 +41,9 @@ mod clientset;
 pub mod crd;
 pub mod discovery;
 mod error;
+mod informers;
 pub mod k8s_openapi_source;
+mod merged;
 pub mod naming;
 mod output;
 pub mod protobuf;
@@ -47,6 +53,7 @@ pub use clientset::{generate_clientset, ClientsetOptions};
 pub use crd::{generate_crd, CrdOptions};
 pub use discovery::table_from_discovery;
 pub use error::Error;
+pub use informers::{generate_informers, InformersOptions};
 pub use k8s_openapi_source::table_from_k8s_openapi;
 pub use output::{rustfmt, Drift, GeneratedFiles, HEADER};
 pub use table::{ResourceEntry, ResourceTable, Scope};

@@ -13,12 +13,12 @@ use crds::widget::v1alpha1;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kclient_core::{
-    ApiStatus, CreateOptions, DeleteOptions, ListOptions, Patch, PatchOptions, Resource,
-    ResourceExt, UpdateOptions,
+    ApiStatus, CreateOptions, DeleteOptions, DeleteResponse, ListOptions, Patch, PatchOptions,
+    Resource, ResourceExt, UpdateOptions,
 };
 use kclient_fake::FakeApiServer;
 use kclient_rest::{Config, RestClient};
-use kclient_typed::{ApplyOptions, Clientset, DeleteResponse};
+use kclient_typed::{ApplyOptions, Clientset};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -333,7 +333,7 @@ async fn generated_informers_cache_custom_resources() {
         .create(&tab, &CreateOptions::default())
         .await
         .unwrap();
-    let factory = kclient_typed::SharedInformerFactory::new(clientset, std::time::Duration::ZERO);
+    let factory = kclient_cache::SharedInformerFactory::new(clientset, std::time::Duration::ZERO);
     let tabs = v1::cron_tabs_informer(&factory);
     let informer = tabs.informer();
     let cancel = tokio_util::sync::CancellationToken::new();

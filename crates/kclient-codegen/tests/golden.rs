@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use kclient_codegen::crd::generate_crds;
 use kclient_codegen::{
-    generate_clientset, ClientsetOptions, CrdOptions, GeneratedFiles, ResourceTable,
+    generate_clientset, generate_informers, ClientsetOptions, CrdOptions, GeneratedFiles,
+    InformersOptions, ResourceTable,
 };
 
 fn here(path: &str) -> PathBuf {
@@ -49,6 +50,30 @@ fn clientset_for_two_versions() {
 }
 
 #[test]
+fn informers_for_two_versions() {
+    let tables: Vec<ResourceTable> = ["resources-small.json", "resources-small-next.json"]
+        .iter()
+        .map(|f| ResourceTable::load(here(&format!("fixtures/{f}"))).unwrap())
+        .collect();
+    let files = generate_informers(&tables, &InformersOptions::default())
+        .unwrap()
+        .rustfmt()
+        .unwrap();
+    assert_eq!(files.len(), 3, "mod.rs, core_v1.rs, apps_v1.rs");
+    let apps = files.get("apps_v1.rs").unwrap();
+    assert!(apps.contains("pub fn deployments("));
+    assert!(
+        !apps.contains("replica_sets"),
+        "the fixture's ReplicaSet cannot be watched: no informer"
+    );
+    assert!(
+        !files.get("mod.rs").unwrap().contains("Clientset"),
+        "the informers know no client"
+    );
+    assert_golden(&files, &here("golden/informers"));
+}
+
+#[test]
 fn generation_is_deterministic() {
     let tables: Vec<ResourceTable> = ["resources-small-next.json", "resources-small.json"]
         .iter()
@@ -58,6 +83,9 @@ fn generation_is_deterministic() {
     let reversed: Vec<ResourceTable> = tables.iter().rev().cloned().collect();
     let b = generate_clientset(&reversed, &ClientsetOptions::default()).unwrap();
     assert_eq!(a, b, "the order of the tables does not matter");
+    let a = generate_informers(&tables, &InformersOptions::default()).unwrap();
+    let b = generate_informers(&reversed, &InformersOptions::default()).unwrap();
+    assert_eq!(a, b, "nor for the informers");
 }
 
 fn fixture_crds() -> Vec<(String, String)> {

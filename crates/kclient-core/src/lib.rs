@@ -19,8 +19,13 @@
 //!   apimachinery does.
 //! * Keys: [`meta_namespace_key`], [`split_meta_namespace_key`], [`ObjectKey`] and the
 //!   deletion tombstone [`DeletedFinalStateUnknown`].
-//! * The [`ListerWatcher`] trait: the seam between clients and the informer cache, and the
-//!   [`ListPager`] that pages any `ListerWatcher`'s lists.
+//! * The [`ListerWatcher`] trait: the seam between clients and the informer cache, with
+//!   [`ListerWatcherFor`] and [`DynamicListerWatcherFor`], through which an informer factory
+//!   makes lister-watchers from a client, and [`FilteredListWatch`] (any lister-watcher with
+//!   its options tweaked, [`TweakListOptions`]); and the [`ListPager`] that pages any
+//!   `ListerWatcher`'s lists.
+//! * Shared plumbing: [`CancellationToken`] (tokio-util's), which stops every layer's tasks,
+//!   and [`BoxError`], the boxed error of user code and lower layers.
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::Pod;
@@ -51,6 +56,7 @@
 
 pub mod api_error;
 pub mod api_resource;
+mod box_error;
 pub mod delete_response;
 pub mod dynamic_object;
 pub mod fetched_list;
@@ -78,6 +84,7 @@ pub mod yaml_nesting;
 
 pub use api_error::{ApiError, ApiStatus, RESOURCE_VERSION_TOO_LARGE};
 pub use api_resource::ApiResource;
+pub use box_error::BoxError;
 pub use delete_response::DeleteResponse;
 pub use dynamic_object::DynamicObject;
 pub use fetched_list::FetchedList;
@@ -86,7 +93,10 @@ pub use gvk::{
     GroupKind, GroupResource, GroupVersion, GroupVersionKind, GroupVersionParseError,
     GroupVersionResource,
 };
-pub use lister_watcher::{ListerWatcher, TweakListOptions, WatchStream};
+pub use lister_watcher::{
+    DynamicListerWatcherFor, FilteredListWatch, ListerWatcher, ListerWatcherFor, TweakListOptions,
+    WatchStream,
+};
 pub use managed_fields::WithoutManagedFields;
 pub use object_key::{
     deletion_handling_meta_namespace_key, meta_namespace_key, split_meta_namespace_key,
@@ -107,3 +117,8 @@ pub use status::{Status, StatusCause, StatusDetails, StatusReason};
 pub use type_meta::TypeMeta;
 pub use watch_event::{Bookmark, WatchDecodeError, WatchEvent, INITIAL_EVENTS_END_ANNOTATION};
 pub use watch_frame::JsonFrameDecoder;
+
+/// What stops informers, reflectors, controllers, leader election and the other long-running
+/// tasks of every layer: tokio-util's `CancellationToken`, re-exported here, at the bottom of
+/// the layering, so that each layer takes the same type without its own re-export.
+pub use tokio_util::sync::CancellationToken;

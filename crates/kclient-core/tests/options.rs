@@ -146,18 +146,18 @@ fn list_default_sends_no_parameters() {
 
 #[test]
 fn list_omits_empty_strings_zero_limit_and_false_bookmarks() {
-    let opts = ListOptions {
-        label_selector: Some(String::new()),
-        field_selector: Some(String::new()),
-        resource_version: Some(String::new()),
-        resource_version_match: None,
-        limit: Some(0),
-        continue_token: Some(String::new()),
-        timeout_seconds: None,
-        allow_watch_bookmarks: false,
-        send_initial_events: None,
-        omit_managed_fields: true,
-    };
+    // ListOptions is non-exhaustive: every field set through its setters.
+    let opts = ListOptions::default()
+        .labels("")
+        .fields("")
+        .resource_version("")
+        .limit(0)
+        .continue_token("")
+        .allow_watch_bookmarks(false)
+        .omit_managed_fields(true);
+    assert_eq!(opts.resource_version_match, None);
+    assert_eq!(opts.timeout_seconds, None);
+    assert_eq!(opts.send_initial_events, None);
     assert_eq!(
         opts.query_pairs(),
         vec![],

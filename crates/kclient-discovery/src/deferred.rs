@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kclient_core::{GroupResource, GroupVersionKind, GroupVersionResource};
+use kclient_core::{GroupKind, GroupResource, GroupVersionKind, GroupVersionResource};
 use parking_lot::{Mutex, RwLock};
 use tokio::time::Instant;
 
 use crate::discovery::Discovery;
-use crate::rest_mapper::{GroupKind, MapperError, RestMapper, RestMapping};
+use crate::rest_mapper::{MapperError, RestMapper, RestMapping};
 
 #[derive(Debug)]
 struct Current {

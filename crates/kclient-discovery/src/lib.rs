@@ -62,15 +62,6 @@ pub use disk::{
 pub use error::{Error, GroupDiscoveryFailed};
 pub use memcache::MemCacheClient;
 pub use rest_mapper::{
-    parse_kind_arg, parse_resource_arg, GroupKind, MapperError, RestMapper, RestMapping, Scope,
+    parse_kind_arg, parse_resource_arg, MapperError, RestMapper, RestMapping, Scope,
     ShortNameExpansion,
 };
-
-/// The discovery documents, re-exported from k8s-openapi (`metav1.APIGroupList`,
-/// `APIResourceList` ...) and `version.Info`.
-pub mod types {
-    pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-        APIGroup, APIGroupList, APIResource, APIResourceList, APIVersions, GroupVersionForDiscovery,
-    };
-    pub use k8s_openapi::apimachinery::pkg::version::Info;
-}

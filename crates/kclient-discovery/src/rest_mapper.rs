@@ -23,9 +23,8 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-pub use kclient_core::GroupKind;
 use kclient_core::{
-    ApiResource, GroupResource, GroupVersion, GroupVersionKind, GroupVersionResource,
+    ApiResource, GroupKind, GroupResource, GroupVersion, GroupVersionKind, GroupVersionResource,
 };
 
 use crate::discovery::{Discovery, ServerResources};

@@ -8,9 +8,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIGroupList, APIResourceList};
 use kclient_core::{ApiStatus, GroupVersion};
 use kclient_discovery::disk::{SERVER_GROUPS_FILE, SERVER_RESOURCES_FILE};
-use kclient_discovery::types::{APIGroupList, APIResourceList};
 use kclient_discovery::{
     kubectl_discovery_cache_dir, DeferredRestMapper, Discovery, DiscoveryClient,
     DiskCachedDiscoveryClient, Error, MemCacheClient, KUBECTL_DISCOVERY_TTL,

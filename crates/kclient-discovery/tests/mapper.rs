@@ -5,10 +5,9 @@ mod support;
 
 use std::time::Duration;
 
-use kclient_core::{GroupResource, GroupVersionKind, GroupVersionResource};
+use kclient_core::{GroupKind, GroupResource, GroupVersionKind, GroupVersionResource};
 use kclient_discovery::{
-    DeferredRestMapper, Discovery, DiscoveryClient, GroupKind, MapperError, MemCacheClient,
-    RestMapper,
+    DeferredRestMapper, Discovery, DiscoveryClient, MapperError, MemCacheClient, RestMapper,
 };
 use support::*;
 

@@ -7,7 +7,7 @@ use kclient_core::{
     GetOptions, GroupVersionResource, ListOptions, ObjectList, Patch, PatchOptions, TypeMeta,
     UpdateOptions, WatchEvent, WatchStream,
 };
-use kclient_rest::{Method, Request, RestClient};
+use kclient_rest::{object_name, Method, Request, ResourceRequests, RestClient};
 use serde::Serialize;
 
 use crate::error::Error;
@@ -160,25 +160,22 @@ impl DynamicResource {
         &self.rest
     }
 
-    fn check_scope(&self, verb: &'static str) -> Result<(), Error> {
-        if self.scope_known && self.resource.namespaced && self.namespace.is_none() {
-            return Err(Error::NamespaceRequired {
-                verb,
-                resource: self.resource.gvr().group_resource(),
-            });
-        }
-        Ok(())
+    /// The requests of this resource's verbs, with the checks before sending: kclient-rest's
+    /// [`ResourceRequests`], shared with the typed client. A namespace is required for calls
+    /// on one object only when the resource is known to be namespaced.
+    fn requests(&self) -> ResourceRequests<'_> {
+        ResourceRequests::new(
+            &self.rest,
+            &self.resource,
+            self.namespace_name(),
+            self.scope_known && self.resource.namespaced,
+        )
     }
 
-    fn base(&self, request: Request) -> Request {
-        request
-            .group_version(&self.resource.group_version())
-            .namespace_opt(self.namespace_name())
-            .resource(&self.resource.plural)
-    }
-
+    /// A request to the collection (the unit tests check the paths the scope gives).
+    #[cfg(test)]
     fn collection(&self, method: Method) -> Request {
-        self.base(self.rest.request(method))
+        self.requests().collection(method)
     }
 
     /// A request on one object (and maybe a subresource), checking the name and scope.
@@ -189,15 +186,9 @@ impl DynamicResource {
         name: &str,
         subresource: Option<&str>,
     ) -> Result<Request, Error> {
-        if name.is_empty() {
-            return Err(Error::MissingName { verb: verb_name });
-        }
-        self.check_scope(verb_name)?;
-        let request = self.collection(method).name(name);
-        Ok(match subresource {
-            Some(sub) => request.subresource(sub),
-            None => request,
-        })
+        Ok(self
+            .requests()
+            .object(verb_name, method, name, subresource)?)
     }
 
     /// Fills in `apiVersion` and `kind` of an object that lacks both, from the resource.
@@ -213,27 +204,17 @@ impl DynamicResource {
 
     /// The request of [`get`](Self::get) (the metadata client sends it too).
     pub(crate) fn get_request(&self, name: &str, options: &GetOptions) -> Result<Request, Error> {
-        Ok(self
-            .object("get", Method::GET, name, None)?
-            .params(options.query_pairs()))
+        Ok(self.requests().get("get", name, options, None)?)
     }
 
     /// The request of [`list`](Self::list) and [`fetch_list`](Self::fetch_list).
     pub(crate) fn list_request(&self, options: &ListOptions) -> Result<Request, Error> {
-        options.validate(false)?;
-        Ok(self
-            .collection(Method::GET)
-            .params(options.query_pairs())
-            .omit_managed_fields(options.omit_managed_fields))
+        Ok(self.requests().list(options)?)
     }
 
     /// The request of [`watch`](Self::watch).
     pub(crate) fn watch_request(&self, options: &ListOptions) -> Result<Request, Error> {
-        options.validate(true)?;
-        Ok(self
-            .collection(Method::GET)
-            .params(options.watch_query_pairs())
-            .omit_managed_fields(options.omit_managed_fields))
+        Ok(self.requests().watch(options)?)
     }
 
     /// Reads one object (client-go's `Get`).
@@ -251,8 +232,8 @@ impl DynamicResource {
         options: &GetOptions,
     ) -> Result<DynamicObject, Error> {
         Ok(self
-            .object("get", Method::GET, name, Some(subresource))?
-            .params(options.query_pairs())
+            .requests()
+            .get("get", name, options, Some(subresource))?
             .json()
             .await?)
     }
@@ -336,14 +317,7 @@ impl DynamicResource {
         object: &DynamicObject,
         options: &CreateOptions,
     ) -> Result<DynamicObject, Error> {
-        options.validate()?;
-        self.check_scope("create")?;
-        Ok(self
-            .collection(Method::POST)
-            .params(options.query_pairs())
-            .json_body(object)
-            .json()
-            .await?)
+        Ok(self.requests().create(object, options)?.json().await?)
     }
 
     /// Creates a subresource of an existing object (`pods/eviction`,
@@ -356,7 +330,7 @@ impl DynamicResource {
         options: &CreateOptions,
     ) -> Result<DynamicObject, Error> {
         options.validate()?;
-        let name = name_of(object, "create")?;
+        let name = object_name(object, "create")?;
         Ok(self
             .object("create", Method::POST, &name, Some(subresource))?
             .params(options.query_pairs())
@@ -401,12 +375,9 @@ impl DynamicResource {
         options: &UpdateOptions,
         subresource: Option<&str>,
     ) -> Result<DynamicObject, Error> {
-        options.validate()?;
-        let name = name_of(object, "update")?;
         Ok(self
-            .object("update", Method::PUT, &name, subresource)?
-            .params(options.query_pairs())
-            .json_body(object)
+            .requests()
+            .update_object("update", object, options, subresource)?
             .json()
             .await?)
     }
@@ -453,17 +424,9 @@ impl DynamicResource {
         options: &PatchOptions,
         subresource: Option<&str>,
     ) -> Result<Request, Error> {
-        options.validate_for(patch)?;
-        patch.validate()?;
-        if name.is_empty() {
-            return Err(Error::MissingName { verb: "patch" });
-        }
-        self.check_scope("patch")?;
-        let mut request = self.base(self.rest.patch(patch)).name(name);
-        if let Some(sub) = subresource {
-            request = request.subresource(sub);
-        }
-        Ok(request.params(options.query_pairs()))
+        Ok(self
+            .requests()
+            .patch("patch", name, patch, options, subresource)?)
     }
 
     async fn send_patch<P: Serialize>(
@@ -509,16 +472,10 @@ impl DynamicResource {
         options: &PatchOptions,
         subresource: Option<&str>,
     ) -> Result<DynamicObject, Error> {
-        if configuration
-            .metadata
-            .managed_fields
-            .as_ref()
-            .is_some_and(|m| !m.is_empty())
-        {
-            return Err(Error::ManagedFieldsSet);
-        }
-        self.send_patch(name, &Patch::Apply(configuration), options, subresource)
-            .await
+        let request = self
+            .requests()
+            .apply("patch", name, configuration, options, subresource)?;
+        Ok(request.json().await?)
     }
 
     /// Deletes an object (client-go's `Delete`). The server answers with the object (when
@@ -539,12 +496,7 @@ impl DynamicResource {
         name: &str,
         options: &DeleteOptions,
     ) -> Result<Request, Error> {
-        options.validate()?;
-        let body = options.to_body().map_err(Error::Serialize)?;
-        Ok(self
-            .object("delete", Method::DELETE, name, None)?
-            .header("Content-Type", "application/json")
-            .body(body))
+        Ok(self.requests().delete(name, options)?)
     }
 
     /// The request of [`delete_collection`](Self::delete_collection).
@@ -553,14 +505,9 @@ impl DynamicResource {
         delete_options: &DeleteOptions,
         list_options: &ListOptions,
     ) -> Result<Request, Error> {
-        delete_options.validate()?;
-        list_options.validate(false)?;
-        let body = delete_options.to_body().map_err(Error::Serialize)?;
         Ok(self
-            .collection(Method::DELETE)
-            .params(list_options.query_pairs())
-            .header("Content-Type", "application/json")
-            .body(body))
+            .requests()
+            .delete_collection(delete_options, list_options)?)
     }
 
     /// Deletes every object the list options select, in the namespace or across all
@@ -581,17 +528,6 @@ impl DynamicResource {
         }
         Ok(response)
     }
-}
-
-/// The name of an object about to be written.
-fn name_of(object: &DynamicObject, verb: &'static str) -> Result<String, Error> {
-    object
-        .metadata
-        .name
-        .as_deref()
-        .filter(|n| !n.is_empty())
-        .map(str::to_owned)
-        .ok_or(Error::MissingName { verb })
 }
 
 /// Gives list items without `apiVersion` and `kind` the list's (its kind without the `List`

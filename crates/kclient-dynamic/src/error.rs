@@ -1,6 +1,7 @@
 //! [`Error`]: what a dynamic client call can fail with.
 
 use kclient_core::{ApiStatus, GroupResource, GroupVersionResource, OptionsError, Status};
+use kclient_rest::RefusedRequest;
 
 /// The error of every dynamic client call.
 ///
@@ -73,6 +74,22 @@ pub enum Error {
         #[source]
         source: Box<kclient_rest::Error>,
     },
+}
+
+/// The checks before sending are kclient-rest's, shared with the typed client; each refusal
+/// is this crate's variant of the same name.
+impl From<RefusedRequest> for Error {
+    fn from(refused: RefusedRequest) -> Self {
+        match refused {
+            RefusedRequest::Options(e) => Error::Options(e),
+            RefusedRequest::NamespaceRequired { verb, resource } => {
+                Error::NamespaceRequired { verb, resource }
+            }
+            RefusedRequest::MissingName { verb } => Error::MissingName { verb },
+            RefusedRequest::ManagedFieldsSet => Error::ManagedFieldsSet,
+            RefusedRequest::Serialize(e) => Error::Serialize(e),
+        }
+    }
 }
 
 impl ApiStatus for Error {

@@ -14,8 +14,8 @@
 //! only the [`PartialObjectMetadata`](kclient_core::PartialObjectMetadata) of any resource
 //! (get, list, watch, patch, delete, delete-collection), and backs metadata-only informers.
 //!
-//! A `DynamicResource` (or a [`FilteredListWatch`] over one, with selectors) implements
-//! [`ListerWatcher`](kclient_core::ListerWatcher), so informers and pagers work for any
+//! A `DynamicResource` (or kclient-core's [`FilteredListWatch`](kclient_core::FilteredListWatch)
+//! over one, with selectors) implements [`ListerWatcher`](kclient_core::ListerWatcher), so informers and pagers work for any
 //! resource; [`list_all`](DynamicResource::list_all) and
 //! [`list_pages`](DynamicResource::list_pages) page its lists with kclient-core's
 //! [`ListPager`](kclient_core::ListPager).
@@ -60,6 +60,4 @@ mod pager;
 
 pub use client::{DynamicClient, DynamicResource, ResourceRef};
 pub use error::Error;
-pub use kclient_core::{DeleteResponse, TweakListOptions};
-pub use list_watch::FilteredListWatch;
 pub use metadata::{MetadataClient, MetadataResource};

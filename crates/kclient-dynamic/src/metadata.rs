@@ -12,15 +12,16 @@
 //!
 //! A [`MetadataResource`] (or a [`FilteredListWatch`] over one) is a
 //! [`ListerWatcher`](kclient_core::ListerWatcher), and the [`MetadataClient`] makes them for
-//! kclient-cache's informer factory: `SharedInformerFactory::new(metadata_client, resync)`
-//! with `for_resource(&api_resource)` is client-go's `metadatainformer` factory, its
-//! informers' listers (by namespace, by index) client-go's `metadatalister`. The factory
-//! strips `metadata.managedFields` by default, as for every informer.
+//! an informer factory through kclient-core's
+//! [`DynamicListerWatcherFor`]: kclient-cache's
+//! `SharedInformerFactory::new(metadata_client, resync)` with `for_resource(&api_resource)`
+//! is client-go's `metadatainformer` factory, its informers' listers (by namespace, by index)
+//! client-go's `metadatalister` (kclient-informers shows it whole). The factory strips
+//! `metadata.managedFields` by default, as for every informer.
 //!
 //! ```no_run
 //! use k8s_openapi::api::core::v1::Pod;
-//! use kclient_cache::{CancellationToken, SharedInformerFactory};
-//! use kclient_core::{ListOptions, PartialObjectMetadata, Resource, ResourceExt};
+//! use kclient_core::{ListOptions, Resource, ResourceExt};
 //! use kclient_dynamic::MetadataClient;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,30 +33,20 @@
 //! for pod in &list {
 //!     println!("{} owned by {:?}", pod.name_any(), pod.owner_references().first().map(|o| &o.name));
 //! }
-//!
-//! // A metadata-only informer of every Pod.
-//! let factory = SharedInformerFactory::new(client, std::time::Duration::ZERO);
-//! let informer = factory.for_resource::<PartialObjectMetadata>(&pods);
-//! let cancel = CancellationToken::new();
-//! factory.start(&cancel);
-//! factory.wait_for_cache_sync(&cancel).await;
-//! let web = informer.lister().namespaced("prod").list(&"app=web".parse()?);
-//! println!("{} web Pods", web.len());
 //! # Ok(()) }
 //! ```
 
 use futures::TryStreamExt as _;
 use kclient_core::{
-    ApiResource, ApiStatus, DeleteOptions, DeleteResponse, FetchedList, GetOptions, ListOptions,
-    ListPager, PartialObjectMetadata, PartialObjectMetadataList, Patch, PatchOptions,
-    TweakListOptions, WatchStream,
+    ApiResource, ApiStatus, DeleteOptions, DeleteResponse, DynamicListerWatcherFor, FetchedList,
+    FilteredListWatch, GetOptions, ListOptions, ListPager, PartialObjectMetadata,
+    PartialObjectMetadataList, Patch, PatchOptions, TweakListOptions, WatchStream,
 };
 use kclient_rest::{Config, Request, RestClient};
 use serde::Serialize;
 
 use crate::client::{DynamicClient, DynamicResource, ResourceRef};
 use crate::error::Error;
-use crate::list_watch::FilteredListWatch;
 
 /// The `Accept` header of requests for one object and of watches.
 pub const ACCEPT_PARTIAL_OBJECT_METADATA: &str =
@@ -280,13 +271,14 @@ impl MetadataResource {
         self.pager().list(options).await
     }
 
-    /// A [`ListerWatcher`](kclient_core::ListerWatcher) over this resource that applies
-    /// `tweak` to the options of every list and watch (selectors, say).
+    /// A [`FilteredListWatch`] over this resource: a
+    /// [`ListerWatcher`](kclient_core::ListerWatcher) that applies `tweak` to the options of
+    /// every list and watch (selectors, say).
     pub fn filtered_list_watch(
         &self,
         tweak: impl Fn(&mut ListOptions) + Send + Sync + 'static,
     ) -> FilteredListWatch<MetadataResource> {
-        FilteredListWatch::new(self.clone(), Some(std::sync::Arc::new(tweak)))
+        FilteredListWatch::new(self.clone(), std::sync::Arc::new(tweak))
     }
 }
 
@@ -317,7 +309,7 @@ impl kclient_core::ListerWatcher<PartialObjectMetadata> for MetadataResource {
 /// The metadata client lists and watches any resource for the informer factory's
 /// `for_resource` (client-go's `metadatainformer`), in the factory's namespace when the
 /// resource is namespaced, with its list-options tweak.
-impl kclient_cache::DynamicListerWatcherFor<PartialObjectMetadata> for MetadataClient {
+impl DynamicListerWatcherFor<PartialObjectMetadata> for MetadataClient {
     type ListerWatcher = FilteredListWatch<MetadataResource>;
 
     fn dynamic_lister_watcher(
@@ -330,7 +322,7 @@ impl kclient_cache::DynamicListerWatcherFor<PartialObjectMetadata> for MetadataC
         if let Some(namespace) = namespace.filter(|_| resource.namespaced) {
             client = client.namespace(namespace);
         }
-        FilteredListWatch::new(client, tweak)
+        FilteredListWatch::with_optional_tweak(client, tweak)
     }
 }
 

@@ -8,11 +8,11 @@ use std::collections::BTreeSet;
 
 use futures::StreamExt;
 use kclient_core::{
-    ApiResource, ApiStatus, CreateOptions, DeleteOptions, DynamicObject, GetOptions,
-    GroupVersionKind, GroupVersionResource, JsonPatch, ListOptions, ListerWatcher, Patch,
-    PatchOptions, ResourceExt, TypeMeta, UpdateOptions, WatchEvent,
+    ApiResource, ApiStatus, CreateOptions, DeleteOptions, DeleteResponse, DynamicObject,
+    GetOptions, GroupVersionKind, GroupVersionResource, JsonPatch, ListOptions, ListerWatcher,
+    Patch, PatchOptions, ResourceExt, TypeMeta, UpdateOptions, WatchEvent,
 };
-use kclient_dynamic::{DeleteResponse, DynamicClient, DynamicResource, Error};
+use kclient_dynamic::{DynamicClient, DynamicResource, Error};
 use kclient_fake::FakeApiServer;
 use kclient_rest::{Config, RestClient};
 use serde_json::{json, Value};
@@ -682,7 +682,7 @@ async fn the_shared_pager_pages_a_dynamic_resource() {
         .unwrap();
         cms.create(&cm, &CreateOptions::default()).await.unwrap();
     }
-    let pager = kclient_typed::ListPager::new(cms.clone()).page_size(5);
+    let pager = kclient_core::ListPager::new(cms.clone()).page_size(5);
     let all = pager.list(&ListOptions::default()).await.unwrap();
     assert_eq!(all.items.len(), 23);
     assert_eq!(all.continue_token(), None);

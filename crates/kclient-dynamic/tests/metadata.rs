@@ -7,13 +7,12 @@ mod common;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kclient_cache::DynamicListerWatcherFor;
 use kclient_core::{
-    ApiResource, ApiStatus, DeleteOptions, GetOptions, GroupVersionKind, GroupVersionResource,
-    ListOptions, ListerWatcher, PartialObjectMetadata, Patch, PatchOptions, Resource, ResourceExt,
-    TypeMeta, WatchEvent,
+    ApiResource, ApiStatus, DeleteOptions, DeleteResponse, DynamicListerWatcherFor, GetOptions,
+    GroupVersionKind, GroupVersionResource, ListOptions, ListerWatcher, PartialObjectMetadata,
+    Patch, PatchOptions, Resource, ResourceExt, TypeMeta, WatchEvent,
 };
-use kclient_dynamic::{DeleteResponse, Error, MetadataClient, MetadataResource};
+use kclient_dynamic::{Error, MetadataClient, MetadataResource};
 use kclient_fake::{Failure, FakeApiServer};
 use serde_json::json;
 
@@ -355,13 +354,13 @@ async fn lister_watchers_for_the_informer_factory() {
         })),
     );
     assert_eq!(names(&lw).await, ["cm-01", "cm-03"]);
-    assert_eq!(lw.resource().namespace_name(), Some("default"));
+    assert_eq!(lw.inner().namespace_name(), Some("default"));
     let namespaces = client.dynamic_lister_watcher(
         &k8s_openapi::api::core::v1::Namespace::api_resource(&()),
         Some("default"),
         None,
     );
-    assert_eq!(namespaces.resource().namespace_name(), None);
+    assert_eq!(namespaces.inner().namespace_name(), None);
     let events = lw.watch(&ListOptions::default()).await.unwrap();
     let initial: Vec<_> = events.take(2).collect().await;
     let names: Vec<_> = initial

@@ -13,18 +13,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, ensure, Context, Result};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kclient_cache::{
-    DeletedObject, ResourceEventHandler, SharedIndexInformer, SharedInformerFactory,
-};
+use kclient_cache::{ResourceEventHandler, SharedIndexInformer, SharedInformerFactory};
 use kclient_core::{
-    ApiResource, CreateOptions, DeleteOptions, DynamicObject, GroupVersionKind, ListOptions,
-    Resource,
+    ApiResource, CreateOptions, DeleteOptions, DeletedObject, DynamicObject, GroupVersionKind,
+    ListOptions, Resource,
 };
 use kclient_dynamic::DynamicClient;
 use kclient_e2e::scenarios::Namespace;
 use kclient_e2e::Target;
+use kclient_informers::InformerFactoryExt;
 use kclient_rest::RestClient;
-use kclient_typed::{Clientset, InformerFactoryExt};
+use kclient_typed::Clientset;
 use parking_lot::Mutex;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -205,10 +204,14 @@ async fn run(
     dynamic: &DynamicClient,
     widgets: &ApiResource,
 ) -> Result<()> {
-    let typed = SharedInformerFactory::new(clientset.clone(), Duration::ZERO).namespace(namespace);
+    let typed = SharedInformerFactory::builder(clientset.clone())
+        .namespace(namespace)
+        .build();
     let pods = typed.core_v1().pods().informer();
     let config_maps = typed.core_v1().config_maps().informer();
-    let untyped = SharedInformerFactory::new(dynamic.clone(), Duration::ZERO).namespace(namespace);
+    let untyped = SharedInformerFactory::builder(dynamic.clone())
+        .namespace(namespace)
+        .build();
     let widget_informer = untyped.for_resource(widgets);
     let views: [Arc<View>; 3] = Default::default();
     pods.add_event_handler(Arc::clone(&views[0]))?;

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kclient_cache::{CancellationToken, SharedInformerFactory};
+use kclient_cache::SharedInformerFactory;
 use kclient_core::{
-    DeleteOptions, GetOptions, ListOptions, PartialObjectMetadata, Patch, PatchOptions, Resource,
-    ResourceExt, TypeMeta, WatchEvent,
+    CancellationToken, DeleteOptions, DeleteResponse, GetOptions, ListOptions,
+    PartialObjectMetadata, Patch, PatchOptions, Resource, ResourceExt, TypeMeta, WatchEvent,
 };
-use kclient_dynamic::{DeleteResponse, MetadataClient};
+use kclient_dynamic::MetadataClient;
 use kclient_e2e::scenarios::Namespace;
 use kclient_e2e::Target;
 use serde_json::json;
@@ -109,7 +109,9 @@ async fn run(target: &Target, namespace: &str) -> Result<()> {
     }
 
     // The informer.
-    let factory = SharedInformerFactory::new(client.clone(), Duration::ZERO).namespace(namespace);
+    let factory = SharedInformerFactory::builder(client.clone())
+        .namespace(namespace)
+        .build();
     let informer = factory.for_resource::<PartialObjectMetadata>(&config_maps);
     let cancel = CancellationToken::new();
     factory.start(&cancel);

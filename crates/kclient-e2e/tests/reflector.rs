@@ -13,11 +13,12 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Context, Result};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
-    process_deltas, DeletedObject, Indexer, Indexers, KeyFunc, Notification, ProcessError, Queue,
-    RealFifo, RealFifoOptions, Reflector, ReflectorOptions,
+    process_deltas, Indexer, Indexers, KeyFunc, Notification, ProcessError, Queue, RealFifo,
+    RealFifoOptions, Reflector, ReflectorOptions,
 };
 use kclient_core::{
-    CreateOptions, DeleteOptions, ListOptions, ListerWatcher, ObjectList, ResourceExt, WatchStream,
+    CreateOptions, DeleteOptions, DeletedObject, ListOptions, ListerWatcher, ObjectList,
+    ResourceExt, WatchStream,
 };
 use kclient_e2e::scenarios::Namespace;
 use kclient_e2e::Target;
@@ -139,10 +140,7 @@ async fn reflect(target: &Target, streaming: bool) -> Result<()> {
     let reflector = Arc::new(Reflector::new(
         lw.clone(),
         Arc::clone(&fifo),
-        ReflectorOptions {
-            use_watch_list: streaming,
-            ..ReflectorOptions::default()
-        },
+        ReflectorOptions::default().use_watch_list(streaming),
     ));
     let history: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
     let stop = CancellationToken::new();

@@ -1,31 +1,26 @@
-//! The HTTP handler: authentication, injected faults, routing, and the verbs (get, list,
-//! watch, create, update, patch, delete, deletecollection) on resources and their `status`,
-//! `scale` and `finalize` subresources.
+//! The HTTP handler: authentication, injected faults, routing to discovery or to a resource,
+//! the request options the verbs share, and the `status`, `scale` and `finalize`
+//! subresources. Each verb on a resource (get, list, watch, create, update, patch, delete,
+//! deletecollection) is a function of [`crate::verbs`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use kclient_core::{
-    ApiError, DeleteOptions, DeletionPropagation, FieldError, Status, StatusDetails,
-};
-use serde_json::{json, Value};
+use kclient_core::{ApiError, DeleteOptions, DeletionPropagation, FieldError, Status};
+use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
 use crate::discovery;
-use crate::errors::{self, status_json};
-use crate::meta::meta_str;
-use crate::negotiate::{self, Conversion, Endpoint, Negotiated};
-use crate::query::{ListParams, Query, RvMatch};
-use crate::registry::{FieldValidation, ListError, Part, WriteOptions};
+use crate::errors;
+use crate::query::Query;
+use crate::registry::{FieldValidation, Part, WriteOptions};
 use crate::response::{self, Body};
 use crate::router::{route, ResourcePath, Route};
-use crate::selectors::Predicate;
 use crate::server::Shared;
-use crate::watch;
+use crate::verbs::{self, Call};
 
 /// The largest request body accepted (kube-apiserver's default, 3 MiB).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -238,7 +233,7 @@ fn options_kind(method: &Method) -> &'static str {
     }
 }
 
-fn write_options(
+pub(crate) fn write_options(
     q: &Query,
     headers: &HeaderMap,
     method: &Method,
@@ -283,7 +278,7 @@ fn write_options(
 }
 
 /// Adds a write's warnings to its response (`Warning: 299 - "text"`).
-fn with_warnings(mut res: Response<Body>, opts: &WriteOptions) -> Response<Body> {
+pub(crate) fn with_warnings(mut res: Response<Body>, opts: &WriteOptions) -> Response<Body> {
     for text in opts.warnings.take() {
         let value = format!("299 - {}", kclient_core::go_format::quote(&text));
         if let Ok(v) = header::HeaderValue::from_str(&value) {
@@ -293,6 +288,8 @@ fn with_warnings(mut res: Response<Body>, opts: &WriteOptions) -> Response<Body>
     res
 }
 
+/// A request on a resource: found in the catalogue, then handed to its subresource or to
+/// the function of its verb (`crate::verbs`).
 async fn resource(
     shared: &Arc<Shared>,
     req: &ApiRequest,
@@ -309,144 +306,29 @@ async fn resource(
         return Err(errors::resource_not_found());
     }
     let q = Query::parse(req.query.as_deref());
-    let namespace = path.namespace.clone().unwrap_or_default();
-    let gr = info.group_resource();
+    let call = Call {
+        shared,
+        req,
+        info: &info,
+        q: &q,
+        namespace: path.namespace.as_deref(),
+        watch_prefix: path.watch_prefix,
+    };
     if let Some(sub) = path.subresource.as_deref() {
         let name = path.name.as_deref().unwrap_or_default();
-        return subresource(shared, req, &info, &namespace, name, sub, &q).await;
+        return subresource(shared, req, &info, call.namespace_or_all(), name, sub, &q).await;
     }
     match (&req.method, path.name.as_deref()) {
-        (&Method::GET, Some(name)) => {
-            if path.watch_prefix || q.bool("watch")?.unwrap_or(false) {
-                let endpoint = if path.watch_prefix {
-                    Endpoint::ListOrWatch
-                } else {
-                    Endpoint::Object
-                };
-                let negotiated = negotiate::negotiate(req, &info, endpoint)?;
-                let mut params = ListParams::from_query(&q, true)?;
-                params.field_selector = if params.field_selector.is_empty() {
-                    format!("metadata.name={name}")
-                } else {
-                    format!("{},metadata.name={name}", params.field_selector)
-                };
-                let namespace = path.namespace.as_deref();
-                return watch_collection(shared, &info, namespace, params, negotiated).await;
-            }
-            require(&info, "get")?;
-            let negotiated = negotiate::negotiate(req, &info, Endpoint::Object)?;
-            if let Some(rv) = crate::query::parse_rv(q.str("resourceVersion"))? {
-                shared.registry.wait_for_rv(rv).await?;
-            }
-            let obj = shared.registry.get(&info, &namespace, name)?;
-            respond(req, &info, negotiated, StatusCode::OK, &obj)
+        (&Method::GET, Some(name)) if path.watch_prefix || q.bool("watch")?.unwrap_or(false) => {
+            verbs::watch_one(&call, name).await
         }
-        (&Method::GET, None) => {
-            let negotiated = negotiate::negotiate(req, &info, Endpoint::ListOrWatch)?;
-            let params = ListParams::from_query(&q, path.watch_prefix)?;
-            let namespace = path.namespace.as_deref();
-            if params.watch {
-                return watch_collection(shared, &info, namespace, params, negotiated).await;
-            }
-            require(&info, "list")?;
-            list(shared, &info, namespace, params, negotiated).await
-        }
-        (&Method::POST, None) => {
-            require(&info, "create")?;
-            let negotiated = negotiate::negotiate(req, &info, Endpoint::Collection)?;
-            if info.namespaced() && path.namespace.is_none() {
-                return Err(ApiError::method_not_supported(&gr, "create"));
-            }
-            let body = parse_body(req, &info)?;
-            let opts = write_options(&q, &req.headers, &req.method)?;
-            let obj = shared.registry.create(&info, &namespace, body, &opts)?;
-            let response = respond(req, &info, negotiated, StatusCode::CREATED, &obj)?;
-            Ok(with_warnings(response, &opts))
-        }
-        (&Method::PUT, Some(name)) => {
-            require(&info, "update")?;
-            let negotiated = negotiate::negotiate(req, &info, Endpoint::Object)?;
-            let body = parse_body(req, &info)?;
-            let opts = write_options(&q, &req.headers, &req.method)?;
-            let (obj, created) =
-                shared
-                    .registry
-                    .update_with(&info, &namespace, name, Part::Main, &opts, |_| Ok(body))?;
-            let code = if created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            };
-            Ok(with_warnings(
-                respond(req, &info, negotiated, code, &obj)?,
-                &opts,
-            ))
-        }
-        (&Method::PATCH, Some(name)) => {
-            require(&info, "patch")?;
-            let negotiated = negotiate::negotiate(req, &info, Endpoint::Object)?;
-            let opts = write_options(&q, &req.headers, &req.method)?;
-            let (obj, created) =
-                crate::patch::handle(shared, req, &info, &namespace, name, Part::Main, &q, &opts)?;
-            let code = if created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            };
-            Ok(with_warnings(
-                respond(req, &info, negotiated, code, &obj)?,
-                &opts,
-            ))
-        }
-        (&Method::DELETE, Some(name)) => {
-            require(&info, "delete")?;
-            let negotiated = negotiate::negotiate(req, &info, Endpoint::Object)?;
-            let (opts, orphan_dependents) = delete_options(req, &q)?;
-            let deleted = shared.registry.delete(
-                &info,
-                &namespace,
-                name,
-                opts.preconditions.as_ref(),
-                opts.propagation_policy,
-                opts.dry_run,
-            )?;
-            if info.returns_deleted_object || !deleted.removed {
-                // kube-apiserver answers 202 only to the deprecated `orphanDependents: false`
-                // when the object stays (a foreground deletion still answers 200).
-                let code = if !deleted.removed && orphan_dependents == Some(false) {
-                    StatusCode::ACCEPTED
-                } else {
-                    StatusCode::OK
-                };
-                // A Table is not made of a deleted object (as before): the object itself.
-                let conversion = negotiated.conversion;
-                match negotiate::convert_object(&info, conversion, &deleted.object)? {
-                    Some(converted) => Ok(response::json_bytes(code, converted)),
-                    None => Ok(response::json(code, &deleted.object)),
-                }
-            } else {
-                let status = Status {
-                    status: Status::SUCCESS.into(),
-                    details: Some(StatusDetails {
-                        name: meta_str(&deleted.object, "name").to_string(),
-                        group: info.api.group.clone(),
-                        kind: info.api.plural.clone(),
-                        uid: meta_str(&deleted.object, "uid").to_string(),
-                        ..StatusDetails::default()
-                    }),
-                    ..Status::default()
-                };
-                Ok(response::json(StatusCode::OK, &status_json(&status)))
-            }
-        }
-        (&Method::DELETE, None) => {
-            require(&info, "deletecollection")?;
-            let negotiated = negotiate::negotiate(req, &info, Endpoint::Collection)?;
-            let (opts, _) = delete_options(req, &q)?;
-            let params = ListParams::from_query(&q, false)?;
-            let namespace = path.namespace.as_deref();
-            delete_collection(shared, &info, namespace, params, opts, negotiated)
-        }
+        (&Method::GET, Some(name)) => verbs::get(&call, name).await,
+        (&Method::GET, None) => verbs::list_or_watch(&call).await,
+        (&Method::POST, None) => verbs::create(&call),
+        (&Method::PUT, Some(name)) => verbs::update(&call, name),
+        (&Method::PATCH, Some(name)) => verbs::patch(&call, name),
+        (&Method::DELETE, Some(name)) => verbs::delete(&call, name),
+        (&Method::DELETE, None) => verbs::delete_collection(&call),
         (method, _) => {
             let verb = match *method {
                 Method::POST => "create",
@@ -454,43 +336,17 @@ async fn resource(
                 Method::PATCH => "patch",
                 _ => "method",
             };
-            Err(ApiError::method_not_supported(&gr, verb))
+            Err(ApiError::method_not_supported(&info.group_resource(), verb))
         }
-    }
-}
-
-/// The answer of a verb on one object: the object converted as negotiated (a `Table`,
-/// `PartialObjectMetadata`), or the conversion's error (after the verb did its work, as on
-/// kube-apiserver).
-fn respond(
-    req: &ApiRequest,
-    info: &ResourceInfo,
-    negotiated: Negotiated,
-    code: StatusCode,
-    obj: &Value,
-) -> Result<Response<Body>, ApiError> {
-    if negotiated.conversion == Conversion::Table {
-        return Ok(crate::table::respond(req, info, code, obj));
-    }
-    Ok(
-        match negotiate::convert_object(info, negotiated.conversion, obj)? {
-            Some(converted) => response::json_bytes(code, converted),
-            None => response::json(code, obj),
-        },
-    )
-}
-
-fn require(info: &ResourceInfo, verb: &str) -> Result<(), ApiError> {
-    if info.supports(verb) {
-        Ok(())
-    } else {
-        Err(ApiError::method_not_supported(&info.group_resource(), verb))
     }
 }
 
 /// The delete options of a request (body and query), and the deprecated `orphanDependents`
 /// when given (it also sets the propagation policy when there is none).
-fn delete_options(req: &ApiRequest, q: &Query) -> Result<(DeleteOptions, Option<bool>), ApiError> {
+pub(crate) fn delete_options(
+    req: &ApiRequest,
+    q: &Query,
+) -> Result<(DeleteOptions, Option<bool>), ApiError> {
     let blank = req.body.iter().all(u8::is_ascii_whitespace);
     let mut opts = if blank {
         DeleteOptions::default()
@@ -540,209 +396,6 @@ fn delete_options(req: &ApiRequest, q: &Query) -> Result<(DeleteOptions, Option<
         }
     }
     Ok((opts, orphan_dependents))
-}
-
-async fn list(
-    shared: &Arc<Shared>,
-    info: &Arc<ResourceInfo>,
-    namespace: Option<&str>,
-    params: ListParams,
-    negotiated: Negotiated,
-) -> Result<Response<Body>, ApiError> {
-    let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
-    if params.rv_match == RvMatch::NotOlderThan
-        || (params.rv_match == RvMatch::Unset && params.limit == 0)
-    {
-        if let Some(rv) = crate::query::parse_rv(&params.resource_version)?.filter(|r| *r > 0) {
-            if params.continue_token.is_empty() {
-                shared.registry.wait_for_rv(rv).await?;
-            }
-        }
-    }
-    let page = match shared.registry.list(info, namespace, &params, &predicate) {
-        Ok(p) => p,
-        Err(ListError::Api(e)) => return Err(e),
-        Err(ListError::ExpiredContinue(e)) => {
-            let mut body = status_json(&e.error.status);
-            body["metadata"] = json!({"continue": e.continue_token});
-            return Ok(response::json(StatusCode::GONE, &body));
-        }
-    };
-    let mut metadata = json!({"resourceVersion": page.rv.to_string()});
-    if let Some(c) = &page.continue_token {
-        metadata["continue"] = json!(c);
-    }
-    if let Some(r) = page.remaining {
-        metadata["remainingItemCount"] = json!(r);
-    }
-    match negotiated.conversion {
-        Conversion::Table => return Ok(crate::table::list_table(info, &page)),
-        Conversion::Metadata(_) => return Err(negotiate::list_as_object(info)),
-        Conversion::MetadataList(version) => {
-            let items = page.items.iter().map(|i| &i.value);
-            let body = negotiate::partial_list(version, &metadata, items);
-            return Ok(response::json_bytes(StatusCode::OK, body));
-        }
-        Conversion::None => {}
-    }
-
-    // Built-in types' lists leave the items' apiVersion and kind out, as kube-apiserver's
-    // typed lists do; custom resources' (unstructured) keep them.
-    let custom = info.custom;
-    fn item(i: &crate::store::StoredObject, custom: bool) -> &[u8] {
-        if custom {
-            &i.json
-        } else {
-            &i.item_json
-        }
-    }
-    let size: usize = page.items.iter().map(|i| item(i, custom).len() + 1).sum();
-    let rewrite = page
-        .items
-        .first()
-        .is_some_and(|i| crate::registry::needs_version_rewrite(info, &i.value));
-    let body = if rewrite {
-        let items: Vec<Vec<u8>> = page
-            .items
-            .iter()
-            .map(|i| {
-                let mut value = crate::registry::for_version(info, &i.value);
-                if !info.custom {
-                    if let Some(map) = value.as_object_mut() {
-                        map.remove("apiVersion");
-                        map.remove("kind");
-                    }
-                }
-                serde_json::to_vec(&value).unwrap_or_default()
-            })
-            .collect();
-        response::list_body(
-            &info.list_kind(),
-            info.api_version(),
-            &metadata,
-            items.iter().map(Vec::as_slice),
-            size,
-        )
-    } else {
-        response::list_body(
-            &info.list_kind(),
-            info.api_version(),
-            &metadata,
-            page.items.iter().map(|i| item(i, custom)),
-            size,
-        )
-    };
-    Ok(response::json_bytes(StatusCode::OK, body))
-}
-
-async fn watch_collection(
-    shared: &Arc<Shared>,
-    info: &Arc<ResourceInfo>,
-    namespace: Option<&str>,
-    params: ListParams,
-    negotiated: Negotiated,
-) -> Result<Response<Body>, ApiError> {
-    require(info, "watch")?;
-    let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
-    let start = watch::start_of(
-        &params.resource_version,
-        params.send_initial_events,
-        params.allow_watch_bookmarks,
-    )?;
-    if let watch::Start::Initial { .. } = start {
-        // A streaming list at NotOlderThan N waits (three seconds at most) for N, as the
-        // watch cache does.
-        if let Some(rv) = crate::query::parse_rv(&params.resource_version)?.filter(|r| *r > 0) {
-            shared.registry.wait_for_rv(rv).await?;
-        }
-    }
-    // As the API server: a positive timeoutSeconds bounds the watch, anything else gets the
-    // server's default.
-    let timeout = match params.timeout_seconds {
-        Some(s) if s > 0 => Duration::from_secs(s as u64),
-        _ => shared.settings.watch_timeout,
-    };
-    negotiated.check_stream()?;
-    let spec = watch::WatchSpec {
-        info: info.clone(),
-        namespace: namespace.map(str::to_string),
-        predicate,
-        start,
-        bookmarks: params.allow_watch_bookmarks,
-        timeout,
-        conversion: negotiated.conversion,
-    };
-    let body = watch::stream(shared.clone(), spec);
-    let mut res = Response::new(body);
-    res.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static(response::JSON),
-    );
-    res.headers_mut().insert(
-        header::CACHE_CONTROL,
-        header::HeaderValue::from_static("no-cache, private"),
-    );
-    Ok(res)
-}
-
-fn delete_collection(
-    shared: &Arc<Shared>,
-    info: &Arc<ResourceInfo>,
-    namespace: Option<&str>,
-    params: ListParams,
-    opts: DeleteOptions,
-    negotiated: Negotiated,
-) -> Result<Response<Body>, ApiError> {
-    let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
-    let all = ListParams {
-        limit: 0,
-        continue_token: String::new(),
-        resource_version: String::new(),
-        rv_match: RvMatch::Unset,
-        ..params
-    };
-    let page = match shared.registry.list(info, namespace, &all, &predicate) {
-        Ok(p) => p,
-        Err(ListError::Api(e)) => return Err(e),
-        Err(ListError::ExpiredContinue(e)) => return Err(e.error),
-    };
-    let mut items = Vec::new();
-    for item in &page.items {
-        let ns = meta_str(&item.value, "namespace").to_string();
-        let name = meta_str(&item.value, "name").to_string();
-        match shared.registry.delete(
-            info,
-            &ns,
-            &name,
-            opts.preconditions.as_ref(),
-            opts.propagation_policy,
-            opts.dry_run,
-        ) {
-            Ok(d) => items.push(d.object),
-            Err(e) if e.code() == 404 => {}
-            Err(e) => return Err(e),
-        }
-    }
-    let rv = shared.registry.store.read().current_rv();
-    let metadata = json!({"resourceVersion": rv.to_string()});
-    // The conversion comes after the deletion: a refused one still deleted (a Table of the
-    // deleted objects is not made, as before).
-    match negotiated.conversion {
-        Conversion::Metadata(_) => Err(negotiate::list_as_object(info)),
-        Conversion::MetadataList(version) => {
-            let body = negotiate::partial_list(version, &metadata, items.iter());
-            Ok(response::json_bytes(StatusCode::OK, body))
-        }
-        Conversion::None | Conversion::Table => Ok(response::json(
-            StatusCode::OK,
-            &json!({
-                "kind": info.list_kind(),
-                "apiVersion": info.api_version(),
-                "metadata": metadata,
-                "items": items,
-            }),
-        )),
-    }
 }
 
 async fn subresource(

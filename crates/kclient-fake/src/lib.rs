@@ -156,6 +156,7 @@ mod server;
 mod store;
 mod table;
 mod tls;
+mod verbs;
 mod watch;
 
 pub use catalogue::{ExtraSubresource, GenerationBumps, ResourceInfo, ScaleSpec};

@@ -8,15 +8,12 @@
 use std::error::Error as StdError;
 use std::time::Duration;
 
-use kclient_core::{snippet, ApiError, ApiStatus, Status, WatchDecodeError};
+use kclient_core::{snippet, ApiError, ApiStatus, BoxError, Status, WatchDecodeError};
 
 use crate::auth::exec::ExecError;
 use crate::config::ConfigError;
 use crate::kubeconfig::KubeconfigError;
 use crate::transport::tls::TlsError;
-
-/// A boxed error from a lower layer (hyper, rustls, I/O).
-pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 
 /// The error of every fallible operation of this crate.
 #[derive(Debug, thiserror::Error)]

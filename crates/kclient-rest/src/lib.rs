@@ -66,6 +66,7 @@ pub mod kubeconfig;
 pub mod metrics;
 pub mod rate_limit;
 pub mod request;
+pub mod resource_requests;
 pub mod response;
 pub mod retry;
 pub mod transport;
@@ -82,7 +83,7 @@ pub use config::{
     default_user_agent, BasicAuth, Config, ConfigError, ImpersonationConfig, Proxy, TlsConfig,
     DEFAULT_BURST, DEFAULT_EXEC_TIMEOUT, DEFAULT_NAMESPACE, DEFAULT_QPS,
 };
-pub use error::{BoxError, Error};
+pub use error::Error;
 /// The HTTP method of a [`RestClient::request`] (the `http` crate's, so callers need not depend
 /// on it).
 pub use http::Method;
@@ -90,6 +91,7 @@ pub use kubeconfig::{Kubeconfig, KubeconfigError, KubeconfigOptions, LoadingRule
 pub use metrics::RequestMetrics;
 pub use rate_limit::RateLimiter;
 pub use request::{AsPatch, ByteStream, Request};
+pub use resource_requests::{object_name, RefusedRequest, ResourceRequests};
 pub use response::Response;
 pub use retry::DEFAULT_MAX_RETRIES;
 pub use transport::connector::{DIAL_TIMEOUT, TCP_KEEPALIVE, TLS_HANDSHAKE_TIMEOUT};

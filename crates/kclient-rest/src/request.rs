@@ -27,7 +27,7 @@ use tracing::Instrument as _;
 use crate::client::RestClient;
 use crate::error::Error;
 use crate::response::{decode_json, error_from_response, Response};
-use crate::retry::{RetryState, DEFAULT_MAX_RETRIES};
+use crate::retry::{Failure, Retry, RetryState, DEFAULT_MAX_RETRIES};
 use crate::transport::url::{encode_path, encode_query};
 use crate::transport::{is_connection_reset_or_eof, is_network_timeout, OutgoingRequest};
 use crate::warnings::{parse_warning_headers, Warning};
@@ -131,9 +131,10 @@ fn check_segment(kind: &str, value: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Which terminal runs the request.
+/// Which terminal runs the request (how it reads the response, and so which failures the
+/// retry decision may retry).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Mode {
+pub(crate) enum Mode {
     /// Read the whole body.
     Full,
     /// Hand the body over as a stream.
@@ -577,10 +578,15 @@ impl Request {
         let metrics = self.client.inner().metrics.clone();
         let template = metrics.as_ref().map(|_| self.url_template());
         let start = Instant::now();
-        let result = self
-            .attempts(mode, &outgoing, template.as_deref())
-            .instrument(span.clone())
-            .await;
+        // Boxed: the future of the attempts (the retry loop, the transport's send, the body
+        // read) is deep, and every caller's future would carry its whole type; behind one
+        // allocation per request, the futures of programs built on the clients stay within
+        // the compiler's layout depth limit (the kubectl_get example's main went past it).
+        let result = Box::pin(
+            self.attempts(mode, &outgoing, template.as_deref())
+                .instrument(span.clone()),
+        )
+        .await;
         let latency = start.elapsed();
         span.record("latency_ms", latency.as_millis() as u64);
         if let (Some(m), Some(t)) = (&metrics, &template) {
@@ -622,143 +628,138 @@ impl Request {
         Ok(())
     }
 
+    /// Sends the request until an attempt succeeds, fails for good, or the deadline passes:
+    /// the first rate-limiter wait, then [`attempt`](Self::attempt) after attempt, waiting
+    /// between them as the retry decision ([`RetryState::decide`]) says.
     async fn attempts(
         &self,
         mode: Mode,
         outgoing: &OutgoingRequest,
         template: Option<&str>,
     ) -> Result<Outcome, Error> {
-        let inner = self.client.inner();
-        let metrics = inner.metrics.as_deref();
-        let host = inner.transport.base().host().to_owned();
-        let verb = outgoing.method.as_str();
         // As client-go, the first wait for the rate limiter does not count against the timeout.
         self.throttle(outgoing, template, None, None).await?;
-        let timeout = self.timeout;
-        // A timeout too long for the clock to add is no deadline at all.
-        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        let timed_out = |previous: Option<Error>| Error::Timeout {
-            timeout: timeout.unwrap_or_default(),
-            previous: previous.map(Box::new),
-        };
+        let deadline = Deadline::starting_now(self.timeout);
         let mut retry = RetryState::new(self.max_retries);
         let mut previous: Option<Error> = None;
         loop {
-            let sent = match deadline {
-                Some(d) => match tokio::time::timeout_at(d, inner.transport.send(outgoing)).await {
-                    Ok(r) => r,
-                    Err(_) => return Err(timed_out(previous)),
-                },
-                None => inner.transport.send(outgoing).await,
+            let (Retry { wait, reason }, error) = match self
+                .attempt(mode, outgoing, &deadline, &mut retry, previous.take())
+                .await
+            {
+                Attempt::Done(result) => return result,
+                Attempt::Retry(retry, error) => (retry, error),
             };
-            let (wait, reason, error) = match sent {
-                Err(e) => {
-                    if let Some(m) = metrics {
-                        m.request_result("<error>", verb, &host);
-                    }
-                    let retryable = match mode {
-                        Mode::Full => {
-                            outgoing.method == Method::GET && is_connection_reset_or_eof(&e)
-                        }
-                        Mode::Stream => false,
-                        Mode::Watch => is_connection_reset_or_eof(&e) || is_network_timeout(&e),
-                    };
-                    match retry.after_error(retryable) {
-                        Some(wait) => {
-                            let reason = format!("retryable error: {e}");
-                            (wait, reason, e)
-                        }
-                        None => return Err(e),
-                    }
-                }
-                Ok(response) => {
-                    let status = response.status();
-                    if let Some(m) = metrics {
-                        m.request_result(status.as_str(), verb, &host);
-                    }
-                    let success = match mode {
-                        Mode::Watch => status == StatusCode::OK,
-                        _ => status.is_success(),
-                    };
-                    if success {
-                        tracing::Span::current().record("status", status.as_u16());
-                        tracing::Span::current().record("retries", retry.retries());
-                        let warnings = self.handle_warnings(response.headers());
-                        return match mode {
-                            Mode::Full => {
-                                let url = outgoing.uri.to_string();
-                                let read = read_full(response, &url, warnings);
-                                match deadline {
-                                    Some(d) => tokio::time::timeout_at(d, read)
-                                        .await
-                                        .unwrap_or_else(|_| Err(timed_out(None))),
-                                    None => read.await,
-                                }
-                                .map(Outcome::Full)
-                            }
-                            Mode::Stream | Mode::Watch => Ok(Outcome::Streaming(Streaming {
-                                response,
-                                url: outgoing.uri.to_string(),
-                            })),
-                        };
-                    }
-                    let retry_wait = retry.after_response(status, response.headers());
-                    let flow_schema = response
-                        .headers()
-                        .get("x-kubernetes-pf-flowschema-uid")
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_owned);
-                    if retry_wait.is_none() {
-                        self.handle_warnings(response.headers());
-                    }
-                    let error = read_error(response, deadline).await;
-                    match retry_wait {
-                        Some(wait) => {
-                            let reason = match (status, flow_schema) {
-                                (StatusCode::TOO_MANY_REQUESTS, uid) => format!(
-                                    "retries: {}, retry-after: {}s - retry-reason: due to server-side throttling, FlowSchema UID: {:?}",
-                                    retry.retries(),
-                                    wait.as_secs(),
-                                    uid.unwrap_or_default()
-                                ),
-                                (code, _) => format!(
-                                    "retries: {}, retry-after: {}s - retry-reason: {}",
-                                    retry.retries(),
-                                    wait.as_secs(),
-                                    code.as_u16()
-                                ),
-                            };
-                            (wait, reason, error)
-                        }
-                        None => {
-                            tracing::Span::current().record("status", status.as_u16());
-                            tracing::Span::current().record("retries", retry.retries());
-                            return Err(error);
-                        }
-                    }
-                }
-            };
-            if let Some(m) = metrics {
-                let code = match error.http_code() {
-                    Some(c) => c.to_string(),
-                    None => "<error>".to_owned(),
-                };
-                m.request_retry(&code, verb, &host);
-            }
+            self.record_retry(&outgoing.method, &error);
             tracing::debug!(delay = ?wait, %reason, url = %outgoing.uri, "retrying request");
-            if let Some(d) = deadline {
-                if Instant::now()
-                    .checked_add(wait)
-                    .is_none_or(|ready| ready > d)
-                {
-                    tokio::time::sleep_until(d).await;
-                    return Err(timed_out(Some(error)));
-                }
+            if deadline.passes_within(wait) {
+                deadline.sleep_until().await;
+                return Err(deadline.timed_out(Some(error)));
             }
             tokio::time::sleep(wait).await;
-            self.throttle(outgoing, template, deadline, Some(&reason))
+            self.throttle(outgoing, template, deadline.at, Some(&reason))
                 .await?;
             previous = Some(error);
+        }
+    }
+
+    /// One attempt: sends, then reads the response as `mode` says, or asks `retry` whether a
+    /// failure is worth another attempt. `previous` is the error that caused this attempt,
+    /// kept in the timeout error if the deadline passes while sending.
+    async fn attempt(
+        &self,
+        mode: Mode,
+        outgoing: &OutgoingRequest,
+        deadline: &Deadline,
+        retry: &mut RetryState,
+        previous: Option<Error>,
+    ) -> Attempt {
+        let inner = self.client.inner();
+        // The deadline is applied here rather than through a helper future: each async layer
+        // deepens the future types of every request, which the compiler must lay out.
+        let sent = match deadline.at {
+            Some(at) => match tokio::time::timeout_at(at, inner.transport.send(outgoing)).await {
+                Ok(sent) => sent,
+                Err(_) => return Attempt::Done(Err(deadline.timed_out(previous))),
+            },
+            None => inner.transport.send(outgoing).await,
+        };
+        let response = match sent {
+            Ok(response) => response,
+            Err(error) => {
+                self.record_result(&outgoing.method, "<error>");
+                let failure = Failure::Transport {
+                    error: &error,
+                    method: &outgoing.method,
+                    mode,
+                };
+                return match retry.decide(failure) {
+                    Some(next) => Attempt::Retry(next, error),
+                    None => Attempt::Done(Err(error)),
+                };
+            }
+        };
+        let status = response.status();
+        self.record_result(&outgoing.method, status.as_str());
+        let success = match mode {
+            Mode::Watch => status == StatusCode::OK,
+            Mode::Full | Mode::Stream => status.is_success(),
+        };
+        if success {
+            record_final(status, retry);
+            let warnings = self.handle_warnings(response.headers());
+            return Attempt::Done(match mode {
+                Mode::Full => {
+                    let url = outgoing.uri.to_string();
+                    let read = read_full(response, &url, warnings);
+                    match deadline.at {
+                        Some(at) => tokio::time::timeout_at(at, read)
+                            .await
+                            .unwrap_or_else(|_| Err(deadline.timed_out(None))),
+                        None => read.await,
+                    }
+                    .map(Outcome::Full)
+                }
+                Mode::Stream | Mode::Watch => Ok(Outcome::Streaming(Streaming {
+                    response,
+                    url: outgoing.uri.to_string(),
+                })),
+            });
+        }
+        let next = retry.decide(Failure::Response {
+            status,
+            headers: response.headers(),
+        });
+        if next.is_none() {
+            self.handle_warnings(response.headers());
+        }
+        let error = read_error(response, deadline.at).await;
+        match next {
+            Some(next) => Attempt::Retry(next, error),
+            None => {
+                record_final(status, retry);
+                Attempt::Done(Err(error))
+            }
+        }
+    }
+
+    /// Counts an attempt's result in the request metrics (client-go's `RequestResult`).
+    fn record_result(&self, verb: &Method, code: &str) {
+        let inner = self.client.inner();
+        if let Some(m) = &inner.metrics {
+            m.request_result(code, verb.as_str(), inner.transport.base().host());
+        }
+    }
+
+    /// Counts a retry in the request metrics (client-go's `RequestRetry`).
+    fn record_retry(&self, verb: &Method, error: &Error) {
+        let inner = self.client.inner();
+        if let Some(m) = &inner.metrics {
+            let code = match error.http_code() {
+                Some(c) => c.to_string(),
+                None => "<error>".to_owned(),
+            };
+            m.request_retry(&code, verb.as_str(), inner.transport.base().host());
         }
     }
 
@@ -776,6 +777,62 @@ impl Request {
 enum Outcome {
     Full(Response),
     Streaming(Streaming),
+}
+
+/// How one attempt ended.
+enum Attempt {
+    /// For good: the outcome, or a final error.
+    Done(Result<Outcome, Error>),
+    /// With a failure worth another attempt (after the wait the decision gives).
+    Retry(Retry, Error),
+}
+
+/// Records the final status and the number of retries in the request's span.
+fn record_final(status: StatusCode, retry: &RetryState) {
+    tracing::Span::current().record("status", status.as_u16());
+    tracing::Span::current().record("retries", retry.retries());
+}
+
+/// A request's deadline: its timeout, counted from the first send (after the first
+/// rate-limiter wait). Without a timeout, nothing ever times out.
+struct Deadline {
+    /// When the request times out; `None` without a timeout, or with one too long for the
+    /// clock to add (no deadline at all).
+    at: Option<Instant>,
+    timeout: Duration,
+}
+
+impl Deadline {
+    fn starting_now(timeout: Option<Duration>) -> Self {
+        Self {
+            at: timeout.and_then(|t| Instant::now().checked_add(t)),
+            timeout: timeout.unwrap_or_default(),
+        }
+    }
+
+    /// Whether waiting `wait` from now would end after the deadline.
+    fn passes_within(&self, wait: Duration) -> bool {
+        self.at.is_some_and(|at| {
+            Instant::now()
+                .checked_add(wait)
+                .is_none_or(|ready| ready > at)
+        })
+    }
+
+    /// Sleeps until the deadline (at once without one).
+    async fn sleep_until(&self) {
+        if let Some(at) = self.at {
+            tokio::time::sleep_until(at).await;
+        }
+    }
+
+    /// The timeout error, with the error that caused the last retry, if any.
+    fn timed_out(&self, previous: Option<Error>) -> Error {
+        Error::Timeout {
+            timeout: self.timeout,
+            previous: previous.map(Box::new),
+        }
+    }
 }
 
 /// Reads a whole body into one buffer. A body of one chunk is kept as it is (no copy); from

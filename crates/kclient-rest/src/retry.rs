@@ -12,7 +12,11 @@
 
 use std::time::Duration;
 
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, Method, StatusCode};
+
+use crate::error::Error;
+use crate::request::Mode;
+use crate::transport::{is_connection_reset_or_eof, is_network_timeout};
 
 /// client-go's default ceiling on retries (`maxRetries: 10`).
 pub const DEFAULT_MAX_RETRIES: u32 = 10;
@@ -34,6 +38,48 @@ pub fn retry_after_seconds(headers: &HeaderMap) -> Option<i64> {
         .trim()
         .parse()
         .ok()
+}
+
+/// How an attempt failed, as the retry decision sees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Failure<'a> {
+    /// The request got no response: the transport failed with `error`.
+    Transport {
+        /// The transport's error.
+        error: &'a Error,
+        /// The request's method (only `GET`s retry a broken connection, watches aside).
+        method: &'a Method,
+        /// How the request reads its response.
+        mode: Mode,
+    },
+    /// The server answered with an unsuccessful status.
+    Response {
+        /// The status.
+        status: StatusCode,
+        /// The response's headers (`Retry-After`, the FlowSchema of a 429).
+        headers: &'a HeaderMap,
+    },
+}
+
+/// The decision to try again: how long to wait first, and why (for the log and the rate
+/// limiter's wait message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Retry {
+    /// The wait before the next attempt.
+    pub(crate) wait: Duration,
+    /// Why, as client-go words it.
+    pub(crate) reason: String,
+}
+
+/// Whether a transport error is worth another attempt (client-go's `IsRetryableResponse`
+/// and the watch's own rule): a connection that broke under a `GET`, or under a watch, which
+/// also retries network timeouts; never a stream, whose caller may have read part of it.
+pub(crate) fn is_retryable_transport_error(error: &Error, method: &Method, mode: Mode) -> bool {
+    match mode {
+        Mode::Full => method == Method::GET && is_connection_reset_or_eof(error),
+        Mode::Stream => false,
+        Mode::Watch => is_connection_reset_or_eof(error) || is_network_timeout(error),
+    }
 }
 
 /// Counts attempts and decides on retries.
@@ -83,6 +129,47 @@ impl RetryState {
             return None;
         }
         Some(CONNECTION_ERROR_RETRY_DELAY)
+    }
+
+    /// After a failed attempt: whether to try again, after how long and why; `None` when the
+    /// failure is final. Counts the attempt.
+    pub(crate) fn decide(&mut self, failure: Failure<'_>) -> Option<Retry> {
+        match failure {
+            Failure::Transport {
+                error,
+                method,
+                mode,
+            } => {
+                let wait = self.after_error(is_retryable_transport_error(error, method, mode))?;
+                Some(Retry {
+                    wait,
+                    reason: format!("retryable error: {error}"),
+                })
+            }
+            Failure::Response { status, headers } => {
+                let wait = self.after_response(status, headers)?;
+                let reason = if status == StatusCode::TOO_MANY_REQUESTS {
+                    let flow_schema = headers
+                        .get("x-kubernetes-pf-flowschema-uid")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    format!(
+                        "retries: {}, retry-after: {}s - retry-reason: due to server-side throttling, FlowSchema UID: {:?}",
+                        self.retries(),
+                        wait.as_secs(),
+                        flow_schema.unwrap_or_default()
+                    )
+                } else {
+                    format!(
+                        "retries: {}, retry-after: {}s - retry-reason: {}",
+                        self.retries(),
+                        wait.as_secs(),
+                        status.as_u16()
+                    )
+                };
+                Some(Retry { wait, reason })
+            }
+        }
     }
 }
 
@@ -151,6 +238,46 @@ mod tests {
             r.after_response(StatusCode::TOO_MANY_REQUESTS, &with_retry_after("-4")),
             Some(Duration::ZERO)
         );
+    }
+
+    #[test]
+    fn decisions_carry_client_gos_reasons() {
+        let mut r = RetryState::new(10);
+        let mut h = with_retry_after("2");
+        h.insert("x-kubernetes-pf-flowschema-uid", "fs-1".parse().unwrap());
+        let throttled = r
+            .decide(Failure::Response {
+                status: StatusCode::TOO_MANY_REQUESTS,
+                headers: &h,
+            })
+            .unwrap();
+        assert_eq!(throttled.wait, Duration::from_secs(2));
+        assert_eq!(
+            throttled.reason,
+            "retries: 1, retry-after: 2s - retry-reason: due to server-side throttling, FlowSchema UID: \"fs-1\""
+        );
+        let unavailable = r
+            .decide(Failure::Response {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                headers: &with_retry_after("1"),
+            })
+            .unwrap();
+        assert_eq!(
+            unavailable.reason,
+            "retries: 2, retry-after: 1s - retry-reason: 503"
+        );
+        let refused = Error::InvalidRequest("not a transport error".into());
+        for mode in [Mode::Full, Mode::Stream, Mode::Watch] {
+            assert_eq!(
+                r.decide(Failure::Transport {
+                    error: &refused,
+                    method: &Method::GET,
+                    mode,
+                }),
+                None,
+                "only broken connections (and a watch's timeouts) are retried"
+            );
+        }
     }
 
     #[test]

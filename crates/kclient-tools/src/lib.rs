@@ -4,7 +4,7 @@
 //! * [`retry`]: [`retry_on_conflict`](retry::retry_on_conflict) and
 //!   [`on_error`](retry::on_error) with client-go's [`DEFAULT_RETRY`](retry::DEFAULT_RETRY)
 //!   and [`DEFAULT_BACKOFF`](retry::DEFAULT_BACKOFF), and the
-//!   [`Backoff`](retry::Backoff)/[`exponential_backoff`](retry::exponential_backoff) they
+//!   [`RetryBackoff`](retry::RetryBackoff)/[`exponential_backoff`](retry::exponential_backoff) they
 //!   run on, with `wait.Backoff`'s exact stepping.
 //! * [`wait`]: [`poll_until_cancelled`](wait::poll_until_cancelled) and
 //!   [`poll_until_timeout`](wait::poll_until_timeout) (client-go's `PollUntilContextCancel`

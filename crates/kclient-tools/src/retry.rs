@@ -1,7 +1,7 @@
 //! Retrying an operation with exponential backoff (client-go's `util/retry` and
 //! `wait.Backoff`/`wait.ExponentialBackoff`), on tokio's clock.
 //!
-//! * [`Backoff`]: client-go's `wait.Backoff` — `duration`, `factor`, `jitter`, `steps`,
+//! * [`RetryBackoff`]: client-go's `wait.Backoff` — `duration`, `factor`, `jitter`, `steps`,
 //!   `cap` — with its exact stepping rules, and [`DEFAULT_RETRY`] / [`DEFAULT_BACKOFF`].
 //! * [`exponential_backoff`]: runs a condition up to `steps` times, sleeping a step between
 //!   tries; [`WaitError::Timeout`] when it never held.
@@ -34,9 +34,11 @@ use std::time::Duration;
 
 use kclient_core::ApiStatus;
 
-/// How to back off between tries (client-go's `wait.Backoff`).
+/// How to back off between tries (client-go's `wait.Backoff`; named so apart from the
+/// per-key [`flowcontrol::Backoff`](crate::flowcontrol::Backoff) and kclient-cache's
+/// reflector `ExponentialBackoffManager`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Backoff {
+pub struct RetryBackoff {
     /// The first wait.
     pub duration: Duration,
     /// Each wait is the previous one times this (0 or 1: constant).
@@ -51,7 +53,7 @@ pub struct Backoff {
 
 /// client-go's `retry.DefaultRetry`: 5 tries, 10 ms apart with 10% jitter — for conflicts,
 /// where another try soon usually succeeds.
-pub const DEFAULT_RETRY: Backoff = Backoff {
+pub const DEFAULT_RETRY: RetryBackoff = RetryBackoff {
     duration: Duration::from_millis(10),
     factor: 1.0,
     jitter: 0.1,
@@ -61,7 +63,7 @@ pub const DEFAULT_RETRY: Backoff = Backoff {
 
 /// client-go's `retry.DefaultBackoff`: 4 tries, 10 ms then ×5 each time (10, 50, 250 ms),
 /// 10% jitter — for errors that take longer to clear.
-pub const DEFAULT_BACKOFF: Backoff = Backoff {
+pub const DEFAULT_BACKOFF: RetryBackoff = RetryBackoff {
     duration: Duration::from_millis(10),
     factor: 5.0,
     jitter: 0.1,
@@ -69,7 +71,7 @@ pub const DEFAULT_BACKOFF: Backoff = Backoff {
     cap: Duration::ZERO,
 };
 
-impl Backoff {
+impl RetryBackoff {
     /// The next wait, advancing the backoff (client-go's `Backoff.Step`): with steps left,
     /// returns the current duration (jittered) and grows it by `factor` up to `cap` (reaching
     /// the cap ends the steps); with none left, returns the current duration, jittered.
@@ -119,7 +121,7 @@ pub enum WaitError<E> {
 /// `backoff.step()` between checks (client-go's `wait.ExponentialBackoff`). An `Err` ends
 /// it at once.
 pub async fn exponential_backoff<E, F, Fut>(
-    mut backoff: Backoff,
+    mut backoff: RetryBackoff,
     mut condition: F,
 ) -> Result<(), WaitError<E>>
 where
@@ -142,7 +144,7 @@ where
 /// its error is worth another try (client-go's `retry.OnError`). Returns the first error
 /// that is not retriable, or the last retriable one once the steps run out.
 pub async fn on_error<T, E, F, Fut>(
-    backoff: Backoff,
+    backoff: RetryBackoff,
     retriable: impl Fn(&E) -> bool,
     mut operation: F,
 ) -> Result<T, E>
@@ -174,7 +176,7 @@ where
 
 /// [`on_error`] retrying `409 Conflict` errors only (client-go's `retry.RetryOnConflict`):
 /// wrap the whole read-modify-write so that each try reads the object afresh.
-pub async fn retry_on_conflict<T, E, F, Fut>(backoff: Backoff, operation: F) -> Result<T, E>
+pub async fn retry_on_conflict<T, E, F, Fut>(backoff: RetryBackoff, operation: F) -> Result<T, E>
 where
     E: ApiStatus,
     F: FnMut() -> Fut,

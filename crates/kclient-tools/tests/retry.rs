@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use kclient_core::{ApiError, ApiStatus, GroupResource};
 use kclient_tools::retry::{
-    exponential_backoff, jitter, on_error, retry_on_conflict, Backoff, WaitError, DEFAULT_BACKOFF,
-    DEFAULT_RETRY,
+    exponential_backoff, jitter, on_error, retry_on_conflict, RetryBackoff, WaitError,
+    DEFAULT_BACKOFF, DEFAULT_RETRY,
 };
 use tokio::time::Instant;
 
@@ -49,7 +49,7 @@ fn the_defaults_are_client_gos() {
 /// the cap, the duration stays and the steps end; with no steps left, the same duration.
 #[test]
 fn step_follows_wait_backoff() {
-    let mut b = Backoff {
+    let mut b = RetryBackoff {
         duration: Duration::from_secs(1),
         factor: 2.0,
         jitter: 0.0,
@@ -60,7 +60,7 @@ fn step_follows_wait_backoff() {
     assert_eq!(waits, [1, 2, 4, 5, 5, 5]);
     assert_eq!(b.steps, 0, "reaching the cap ends the steps");
 
-    let mut constant = Backoff { factor: 0.0, ..b };
+    let mut constant = RetryBackoff { factor: 0.0, ..b };
     constant.steps = 2;
     assert_eq!(constant.step(), Duration::from_secs(5));
 
@@ -73,7 +73,7 @@ fn step_follows_wait_backoff() {
     }
     assert_eq!(jitter(Duration::from_secs(1), 0.0), Duration::from_secs(1));
     // Huge factors saturate instead of panicking.
-    let mut huge = Backoff {
+    let mut huge = RetryBackoff {
         duration: Duration::MAX,
         factor: 10.0,
         jitter: 1.0,
@@ -186,7 +186,7 @@ async fn exponential_backoff_semantics() {
     assert_eq!(r, Err(WaitError::Failed("broken")));
 
     let mut checks = 0;
-    let none = Backoff {
+    let none = RetryBackoff {
         steps: 0,
         ..DEFAULT_RETRY
     };

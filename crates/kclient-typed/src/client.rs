@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use kclient_core::{
     ApiResource, CreateOptions, DeleteOptions, DeleteResponse, FetchedList, GetOptions,
-    ListOptions, ObjectList, Patch, PatchOptions, Resource, ResourceExt, UpdateOptions,
-    WatchStream,
+    ListOptions, ObjectList, Patch, PatchOptions, Resource, UpdateOptions, WatchStream,
 };
-use kclient_rest::{Method, Request, RestClient};
+use kclient_rest::{Method, Request, ResourceRequests, RestClient};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -157,63 +156,27 @@ impl<K: Resource> ResourceClient<K> {
         &self.client
     }
 
-    /// A request addressed to the collection (`.../namespaces/{ns}/{plural}`).
-    pub(crate) fn collection_request(&self, method: Method) -> Request {
-        self.client
-            .request(method)
-            .namespace_opt(self.namespace.as_deref())
-            .api_resource(&self.resource)
+    /// The requests of this client's verbs, with the checks before sending: kclient-rest's
+    /// [`ResourceRequests`], shared with the dynamic client.
+    pub(crate) fn requests(&self) -> ResourceRequests<'_> {
+        ResourceRequests::new(
+            &self.client,
+            &self.resource,
+            self.namespace.as_deref(),
+            self.resource.namespaced,
+        )
     }
 
-    /// Checks that a call on one object (or a create) has the namespace it needs.
-    pub(crate) fn check_scope(&self, verb: &'static str) -> Result<(), Error> {
-        if self.resource.namespaced && self.namespace.is_none() {
-            return Err(Error::NamespaceRequired {
-                verb,
-                resource: self.resource.plural.clone(),
-            });
-        }
-        Ok(())
-    }
-
-    /// A request addressed to one object (`.../{plural}/{name}`).
+    /// A request addressed to one object (`.../{plural}/{name}`), for the verbs of the
+    /// expansions (logs, eviction, binding).
     pub(crate) fn object_request(
         &self,
         verb: &'static str,
         method: Method,
         name: &str,
     ) -> Result<Request, Error> {
-        self.check_scope(verb)?;
-        Ok(self.collection_request(method).name(name))
+        Ok(self.requests().object(verb, method, name, None)?)
     }
-
-    /// A `PATCH` request addressed to one object.
-    pub(crate) fn patch_request<P: Serialize>(
-        &self,
-        verb: &'static str,
-        name: &str,
-        patch: &Patch<P>,
-        options: &PatchOptions,
-    ) -> Result<Request, Error> {
-        options.validate_for(patch)?;
-        self.check_scope(verb)?;
-        Ok(self
-            .client
-            .patch(patch)
-            .namespace_opt(self.namespace.as_deref())
-            .api_resource(&self.resource)
-            .name(name)
-            .params(options.query_pairs()))
-    }
-}
-
-/// The name of an object about to be updated.
-pub(crate) fn name_of<K: Resource>(object: &K, verb: &'static str) -> Result<String, Error> {
-    object
-        .name()
-        .filter(|n| !n.is_empty())
-        .map(str::to_owned)
-        .ok_or(Error::MissingName { verb })
 }
 
 impl<K> ResourceClient<K>
@@ -228,8 +191,8 @@ where
     /// Reads one object with options (`resourceVersion`).
     pub async fn get_with(&self, name: &str, options: &GetOptions) -> Result<K, Error> {
         Ok(self
-            .object_request("get", Method::GET, name)?
-            .params(options.query_pairs())
+            .requests()
+            .get("get", name, options, None)?
             .json()
             .await?)
     }
@@ -264,11 +227,9 @@ where
     /// [`ListerWatcher::fetch_list`](kclient_core::ListerWatcher::fetch_list)): the pager
     /// requests the next page while this one decodes.
     pub async fn fetch_list(&self, options: &ListOptions) -> Result<FetchedList<K, Error>, Error> {
-        options.validate(false)?;
         Ok(self
-            .collection_request(Method::GET)
-            .params(options.query_pairs())
-            .omit_managed_fields(options.omit_managed_fields)
+            .requests()
+            .list(options)?
             .fetch_list::<K>()
             .await?
             .map_err(Error::from))
@@ -280,38 +241,22 @@ where
     /// `WatchEvent::Error`; a broken stream as an `Err` item.
     pub async fn watch(&self, options: &ListOptions) -> Result<WatchStream<K, Error>, Error> {
         use futures::TryStreamExt as _;
-        options.validate(true)?;
-        let stream = self
-            .collection_request(Method::GET)
-            .params(options.watch_query_pairs())
-            .omit_managed_fields(options.omit_managed_fields)
-            .watch::<K>()
-            .await?;
+        let stream = self.requests().watch(options)?.watch::<K>().await?;
         Ok(Box::pin(stream.map_err(Error::from)))
     }
 
     /// Creates an object and returns it as stored.
     pub async fn create(&self, object: &K, options: &CreateOptions) -> Result<K, Error> {
-        options.validate()?;
-        self.check_scope("create")?;
-        Ok(self
-            .collection_request(Method::POST)
-            .params(options.query_pairs())
-            .json_body(object)
-            .json()
-            .await?)
+        Ok(self.requests().create(object, options)?.json().await?)
     }
 
     /// Replaces an object (a `PUT`); the name comes from `object.metadata.name`, and the
     /// object's `resourceVersion`, when set, makes it a compare-and-swap (`409 Conflict` if
     /// the object changed meanwhile).
     pub async fn update(&self, object: &K, options: &UpdateOptions) -> Result<K, Error> {
-        options.validate()?;
-        let name = name_of(object, "update")?;
         Ok(self
-            .object_request("update", Method::PUT, &name)?
-            .params(options.query_pairs())
-            .json_body(object)
+            .requests()
+            .update_object("update", object, options, None)?
             .json()
             .await?)
     }
@@ -325,26 +270,29 @@ where
         options: &PatchOptions,
     ) -> Result<K, Error> {
         Ok(self
-            .patch_request("patch", name, patch, options)?
+            .requests()
+            .patch("patch", name, patch, options, None)?
             .json()
             .await?)
     }
 
     /// Server-side apply (client-go's `Apply`): sends `configuration`, the fields this field
     /// manager wants to own (a `K` with only those fields set, or any serializable value with
-    /// `apiVersion`, `kind` and `metadata.name`), and returns the merged object.
+    /// `apiVersion`, `kind` and `metadata.name`), and returns the merged object. A
+    /// configuration carrying `metadata.managedFields` is refused
+    /// ([`Error::ManagedFieldsSet`]), as by the dynamic client and client-go.
     pub async fn apply<P: Serialize>(
         &self,
         name: &str,
         configuration: &P,
         options: &ApplyOptions,
     ) -> Result<K, Error> {
-        self.patch(
-            name,
-            &Patch::Apply(configuration),
-            &options.to_patch_options(),
-        )
-        .await
+        let options = options.to_patch_options();
+        Ok(self
+            .requests()
+            .apply("patch", name, configuration, &options, None)?
+            .json()
+            .await?)
     }
 
     /// Deletes an object. The server answers with the object (when finalizers or graceful
@@ -355,13 +303,7 @@ where
         name: &str,
         options: &DeleteOptions,
     ) -> Result<DeleteResponse<K>, Error> {
-        options.validate()?;
-        let body = options.to_body().map_err(Error::Serialize)?;
-        let response = self
-            .object_request("delete", Method::DELETE, name)?
-            .body(body)
-            .send()
-            .await?;
+        let response = self.requests().delete(name, options)?.send().await?;
         Ok(response.delete_response()?)
     }
 
@@ -372,13 +314,9 @@ where
         delete_options: &DeleteOptions,
         list_options: &ListOptions,
     ) -> Result<DeleteResponse<ObjectList<K>>, Error> {
-        delete_options.validate()?;
-        list_options.validate(false)?;
-        let body = delete_options.to_body().map_err(Error::Serialize)?;
         let response = self
-            .collection_request(Method::DELETE)
-            .params(list_options.query_pairs())
-            .body(body)
+            .requests()
+            .delete_collection(delete_options, list_options)?
             .send()
             .await?;
         Ok(response.delete_response()?)

@@ -1,6 +1,7 @@
 //! [`Error`]: what a typed client call can fail with.
 
-use kclient_core::{ApiStatus, OptionsError, Status};
+use kclient_core::{ApiStatus, GroupResource, OptionsError, Status};
+use kclient_rest::RefusedRequest;
 
 /// The error of every typed client call.
 ///
@@ -38,20 +39,42 @@ pub enum Error {
     NamespaceRequired {
         /// The verb (`create`, `get`, `update` ...).
         verb: &'static str,
-        /// The resource's plural name.
-        resource: String,
+        /// The resource.
+        resource: GroupResource,
     },
 
-    /// The object passed to `update` or `update_status` has no `metadata.name`.
+    /// The call needs an object name, and none was given (an empty name, or an object
+    /// passed to `update` or `update_status` without `metadata.name`).
     #[error("{verb} needs the object's metadata.name, which is not set")]
     MissingName {
         /// The verb.
         verb: &'static str,
     },
 
+    /// An apply configuration must not carry `metadata.managedFields` (as in client-go: the
+    /// server would take them as the fields to own).
+    #[error("cannot apply an object with managed fields already set; remove metadata.managedFields (or extract the apply configuration of your field manager) first")]
+    ManagedFieldsSet,
+
     /// A body could not be serialized.
     #[error("cannot serialize the request body: {0}")]
     Serialize(#[source] serde_json::Error),
+}
+
+/// The checks before sending are kclient-rest's, shared with the dynamic client; each
+/// refusal is this crate's variant of the same name.
+impl From<RefusedRequest> for Error {
+    fn from(refused: RefusedRequest) -> Self {
+        match refused {
+            RefusedRequest::Options(e) => Error::Options(e),
+            RefusedRequest::NamespaceRequired { verb, resource } => {
+                Error::NamespaceRequired { verb, resource }
+            }
+            RefusedRequest::MissingName { verb } => Error::MissingName { verb },
+            RefusedRequest::ManagedFieldsSet => Error::ManagedFieldsSet,
+            RefusedRequest::Serialize(e) => Error::Serialize(e),
+        }
+    }
 }
 
 impl ApiStatus for Error {

@@ -3,10 +3,16 @@
 //! * [`ResourceClient<K>`] is the one typed client, for any [`Resource`](kclient_core::Resource)
 //!   `K` (client-go's `gentype.ClientWithListAndApply[T]`, kube-rs's `Api<K>`): get, list,
 //!   paged lists ([`list_all`](ResourceClient::list_all), [`list_pages`](ResourceClient::list_pages),
-//!   [`ListPager`]), watch, create, update, patch (every kind), server-side apply, delete
-//!   ([`DeleteResponse`]) and delete-collection, with the `status` and `scale` subresources on
+//!   kclient-core's [`ListPager`](kclient_core::ListPager)), watch, create, update, patch
+//!   (every kind), server-side apply, delete ([`DeleteResponse`](kclient_core::DeleteResponse))
+//!   and delete-collection, with the `status` and `scale` subresources on
 //!   the types that have them ([`HasStatus`], [`HasScale`]). It implements
-//!   [`ListerWatcher`](kclient_core::ListerWatcher), so informers run on it.
+//!   [`ListerWatcher`](kclient_core::ListerWatcher), so informers run on it, and the
+//!   [`Clientset`] implements [`ListerWatcherFor`](kclient_core::ListerWatcherFor), so an
+//!   informer factory makes informers from it; `filtered_list_watch` gives kclient-core's
+//!   [`FilteredListWatch`](kclient_core::FilteredListWatch) over it. This crate knows nothing of the cache: the
+//!   factory is kclient-cache's, its typed accessors (`factory.core_v1().pods()`)
+//!   kclient-informers'.
 //! * [`Clientset`] hands out those clients the way client-go's does:
 //!   `clientset.core_v1().pods("ns")`, `clientset.apps_v1().deployments("ns")`, one accessor
 //!   per group-version and one method per resource, for every resource of the chosen
@@ -75,8 +81,7 @@ mod client;
 mod clientset;
 mod error;
 mod expansion;
-pub mod generated;
-pub mod informers;
+mod generated;
 mod list_watch;
 mod pager;
 mod subresource;
@@ -87,11 +92,6 @@ pub use clientset::Clientset;
 pub use error::Error;
 pub use expansion::{LogLines, LogOptions, LogStream, LogStreamKind};
 pub use generated::*;
-pub use informers::TypedInformer;
-/// The informer factory the generated accessors extend (from kclient-cache).
-pub use kclient_cache::SharedInformerFactory;
-pub use kclient_core::{DeleteResponse, ListPager, TweakListOptions, DEFAULT_PAGE_SIZE};
-pub use list_watch::FilteredListWatch;
 pub use subresource::{HasScale, HasStatus};
 
 /// The Kubernetes version this build targets (`"1.35"`, `"1.36"` or `"1.37"`): k8s-openapi's.

@@ -1,6 +1,6 @@
 //! Paged lists on a [`ResourceClient`]: [`pager`](ResourceClient::pager),
 //! [`list_all`](ResourceClient::list_all) and [`list_pages`](ResourceClient::list_pages),
-//! over kclient-core's [`ListPager`] (client-go's `tools/pager`), which this crate re-exports.
+//! over kclient-core's [`ListPager`] (client-go's `tools/pager`).
 
 use futures::stream::BoxStream;
 use kclient_core::{ListOptions, ListPager, ObjectList, Resource};
@@ -19,8 +19,8 @@ where
     /// ```no_run
     /// use futures::TryStreamExt;
     /// use k8s_openapi::api::core::v1::Pod;
-    /// use kclient_core::ListOptions;
-    /// use kclient_typed::{ListPager, ResourceClient};
+    /// use kclient_core::{ListOptions, ListPager};
+    /// use kclient_typed::ResourceClient;
     ///
     /// # async fn run(pods: ResourceClient<Pod>) -> Result<(), kclient_typed::Error> {
     /// // Everything, 100 at a time, falling back to a full list if the snapshot expires.
@@ -36,7 +36,7 @@ where
         ListPager::new(self.clone())
     }
 
-    /// Lists every object in pages of [`DEFAULT_PAGE_SIZE`](crate::DEFAULT_PAGE_SIZE) (or
+    /// Lists every object in pages of [`DEFAULT_PAGE_SIZE`](kclient_core::DEFAULT_PAGE_SIZE) (or
     /// `options.limit`), falling back to one full list if the continue token expires:
     /// [`ListPager::list`].
     pub async fn list_all(&self, options: &ListOptions) -> Result<ObjectList<K>, Error> {

@@ -11,10 +11,10 @@ use kclient_core::{Patch, PatchOptions, Resource, UpdateOptions};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::apply::ApplyOptions;
 use kclient_rest::Method;
 
-use crate::client::{name_of, ResourceClient};
+use crate::apply::ApplyOptions;
+use crate::client::ResourceClient;
 use crate::error::Error;
 
 /// A resource with the `status` subresource: its status is written through
@@ -32,13 +32,9 @@ where
     /// Replaces the object's status (a `PUT` to `status`); only the status is written. The
     /// name comes from `object.metadata.name`, and a set `resourceVersion` is checked.
     pub async fn update_status(&self, object: &K, options: &UpdateOptions) -> Result<K, Error> {
-        options.validate()?;
-        let name = name_of(object, "update_status")?;
         Ok(self
-            .object_request("update_status", Method::PUT, &name)?
-            .subresource("status")
-            .params(options.query_pairs())
-            .json_body(object)
+            .requests()
+            .update_object("update_status", object, options, Some("status"))?
             .json()
             .await?)
     }
@@ -51,25 +47,32 @@ where
         options: &PatchOptions,
     ) -> Result<K, Error> {
         Ok(self
-            .patch_request("patch_status", name, patch, options)?
-            .subresource("status")
+            .requests()
+            .patch("patch_status", name, patch, options, Some("status"))?
             .json()
             .await?)
     }
 
-    /// Server-side apply of the status (client-go's `ApplyStatus`).
+    /// Server-side apply of the status (client-go's `ApplyStatus`); a configuration carrying
+    /// `metadata.managedFields` is refused, as by [`apply`](Self::apply).
     pub async fn apply_status<P: Serialize>(
         &self,
         name: &str,
         configuration: &P,
         options: &ApplyOptions,
     ) -> Result<K, Error> {
-        self.patch_status(
-            name,
-            &Patch::Apply(configuration),
-            &options.to_patch_options(),
-        )
-        .await
+        let options = options.to_patch_options();
+        Ok(self
+            .requests()
+            .apply(
+                "patch_status",
+                name,
+                configuration,
+                &options,
+                Some("status"),
+            )?
+            .json()
+            .await?)
     }
 }
 
@@ -80,8 +83,8 @@ where
     /// Reads the object's scale (client-go's `GetScale`).
     pub async fn get_scale(&self, name: &str) -> Result<Scale, Error> {
         Ok(self
-            .object_request("get_scale", Method::GET, name)?
-            .subresource("scale")
+            .requests()
+            .object("get_scale", Method::GET, name, Some("scale"))?
             .json()
             .await?)
     }
@@ -94,12 +97,9 @@ where
         scale: &Scale,
         options: &UpdateOptions,
     ) -> Result<Scale, Error> {
-        options.validate()?;
         Ok(self
-            .object_request("update_scale", Method::PUT, name)?
-            .subresource("scale")
-            .params(options.query_pairs())
-            .json_body(scale)
+            .requests()
+            .update("update_scale", name, scale, options, Some("scale"))?
             .json()
             .await?)
     }
@@ -112,8 +112,8 @@ where
         options: &PatchOptions,
     ) -> Result<Scale, Error> {
         Ok(self
-            .patch_request("patch_scale", name, patch, options)?
-            .subresource("scale")
+            .requests()
+            .patch("patch_scale", name, patch, options, Some("scale"))?
             .json()
             .await?)
     }

@@ -8,7 +8,8 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use kclient_core::{CreateOptions, ListOptions, Resource, ResourceExt};
 use kclient_rest::Config;
-use kclient_typed::{Clientset, CoreV1Client, KUBERNETES_VERSION};
+use kclient_typed::core_v1::CoreV1Client;
+use kclient_typed::{Clientset, KUBERNETES_VERSION};
 
 use common::{config_map, deployment, fake, meta, pod_template};
 

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_core::{
-    ApiStatus, ListOptions, ListerWatcher, ObjectList, ResourceExt, ResourceVersionMatch,
-    WatchStream,
+    ApiStatus, ListOptions, ListPager, ListerWatcher, ObjectList, ResourceExt,
+    ResourceVersionMatch, WatchStream, DEFAULT_PAGE_SIZE,
 };
 use kclient_fake::{FakeApiServer, Faults};
-use kclient_typed::{Error, ListPager, ResourceClient, DEFAULT_PAGE_SIZE};
+use kclient_typed::{Error, ResourceClient};
 use serde_json::json;
 
 use common::fake;

@@ -8,10 +8,11 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Node, Pod, PodSpec};
 use kclient_core::{
-    ApiStatus, CreateOptions, DeleteOptions, GetOptions, JsonPatch, ListOptions, ListerWatcher,
-    Patch, PatchOptions, ResourceExt, ResourceVersionMatch, UpdateOptions, WatchEvent,
+    ApiStatus, CreateOptions, DeleteOptions, DeleteResponse, GetOptions, JsonPatch, ListOptions,
+    ListerWatcher, Patch, PatchOptions, ResourceExt, ResourceVersionMatch, UpdateOptions,
+    WatchEvent,
 };
-use kclient_typed::{ApplyOptions, DeleteResponse, Error, ResourceClient};
+use kclient_typed::{ApplyOptions, Error, ResourceClient};
 use serde_json::json;
 
 use common::{config_map, deployment, fake, meta, SpecOf};
@@ -344,6 +345,45 @@ async fn calls_on_one_object_need_a_namespace() {
         cms.update(&nameless, &UpdateOptions::default()).await,
         Err(Error::MissingName { verb: "update" })
     ));
+}
+
+/// The checks before sending are the dynamic client's too (kclient-rest's
+/// `ResourceRequests`): the refused resource is named by group and resource, a call on one
+/// object needs a name, and an apply configuration carrying managedFields is refused before
+/// anything is sent.
+#[tokio::test]
+async fn the_checks_before_sending_match_the_dynamic_clients() {
+    let (_server, clientset) = fake().await;
+    let everywhere = clientset.all_namespaces::<Deployment>();
+    match everywhere.get("web").await {
+        Err(Error::NamespaceRequired { verb, resource }) => {
+            assert_eq!(verb, "get");
+            assert_eq!(
+                resource,
+                kclient_core::GroupResource::new("apps", "deployments")
+            );
+        }
+        other => panic!("expected NamespaceRequired, got {other:?}"),
+    }
+    let cms = clientset.namespaced::<ConfigMap>("default");
+    assert!(matches!(
+        cms.get("").await,
+        Err(Error::MissingName { verb: "get" })
+    ));
+    let configuration = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "applied", "managedFields": [{"manager": "someone-else"}]},
+        "data": {"k": "v"}
+    });
+    assert!(matches!(
+        cms.apply("applied", &configuration, &ApplyOptions::new("me"))
+            .await,
+        Err(Error::ManagedFieldsSet)
+    ));
+    assert!(
+        cms.get_opt("applied").await.unwrap().is_none(),
+        "nothing was sent"
+    );
 }
 
 #[tokio::test]

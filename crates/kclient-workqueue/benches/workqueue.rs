@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use kclient_workqueue::{DelayingQueue, Queue};
+use kclient_workqueue::{DelayingQueue, WorkQueue};
 
 fn xorshift(seed: &mut u64) -> u64 {
     *seed ^= *seed << 13;
@@ -36,7 +36,7 @@ fn queue(c: &mut Criterion) {
     let arc_keys: Vec<Arc<str>> = (0..100).map(|i| Arc::from(format!("key-{i}"))).collect();
     group.bench_function("arc_str", |b| {
         b.iter_batched(
-            Queue::<Arc<str>>::new,
+            WorkQueue::<Arc<str>>::new,
             |q| {
                 runtime.block_on(async {
                     for key in &arc_keys {
@@ -54,7 +54,7 @@ fn queue(c: &mut Criterion) {
     let string_keys: Vec<String> = (0..100).map(|i| format!("key-{i}")).collect();
     group.bench_function("string", |b| {
         b.iter_batched(
-            Queue::<String>::new,
+            WorkQueue::<String>::new,
             |q| {
                 runtime.block_on(async {
                     for key in &string_keys {
@@ -117,7 +117,7 @@ fn contended(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 total += runtime.block_on(async {
-                    let q = Queue::<u64>::new();
+                    let q = WorkQueue::<u64>::new();
                     let start = Instant::now();
                     let workers: Vec<_> = (0..WORKERS)
                         .map(|_| {

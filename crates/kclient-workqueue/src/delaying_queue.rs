@@ -1,4 +1,4 @@
-//! [`DelayingQueue`]: a [`Queue`] that can also add an item after a delay (client-go's
+//! [`DelayingQueue`]: a [`WorkQueue`] that can also add an item after a delay (client-go's
 //! `TypedDelayingInterface`).
 
 use std::fmt;
@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::metrics::MetricsProvider;
-use crate::queue::{Queue, QueueConfig, TryGetError};
+use crate::queue::{TryGetError, WorkQueue, WorkQueueConfig};
 
 /// Options for [`DelayingQueue::with_config`] (client-go's `TypedDelayingQueueConfig`).
 pub struct DelayingQueueConfig<T> {
@@ -21,7 +21,7 @@ pub struct DelayingQueueConfig<T> {
     /// own name, metrics and storage (its provider also makes the retries counter), and
     /// `name` and `metrics_provider` are then ignored. This is how a delaying queue gets a
     /// [`QueueStorage`](crate::QueueStorage) of its own, as in client-go.
-    pub queue: Option<Queue<T>>,
+    pub queue: Option<WorkQueue<T>>,
 }
 
 impl<T> Default for DelayingQueueConfig<T> {
@@ -76,13 +76,13 @@ impl<T> DelayingQueueConfig<T> {
 
     /// Adds the delay to an existing queue instead of creating one.
     #[must_use]
-    pub fn queue(mut self, queue: Queue<T>) -> Self {
+    pub fn queue(mut self, queue: WorkQueue<T>) -> Self {
         self.queue = Some(queue);
         self
     }
 }
 
-/// A [`Queue`] that can also add an item once a delay has passed (client-go's
+/// A [`WorkQueue`] that can also add an item once a delay has passed (client-go's
 /// `TypedDelayingInterface`), which is how a controller re-queues work after a failure
 /// without a hot loop.
 ///
@@ -101,9 +101,9 @@ impl<T> DelayingQueueConfig<T> {
 /// runtime with the time driver enabled (as `#[tokio::main]` and `#[tokio::test]` do);
 /// producers may call `add_after` from any thread.
 ///
-/// A cheap handle, like [`Queue`]: clone it freely.
+/// A cheap handle, like [`WorkQueue`]: clone it freely.
 pub struct DelayingQueue<T> {
-    queue: Queue<T>,
+    queue: WorkQueue<T>,
 }
 
 impl<T> Clone for DelayingQueue<T> {
@@ -140,7 +140,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> DelayingQueue<T> {
             queue,
         } = config;
         let queue = queue.unwrap_or_else(|| {
-            Queue::with_config(QueueConfig {
+            WorkQueue::with_config(WorkQueueConfig {
                 name,
                 metrics_provider,
                 storage: None,
@@ -158,8 +158,8 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> DelayingQueue<T> {
         self.queue.shared.add_after(item, delay);
     }
 
-    /// The plain [`Queue`] handle under this delaying queue (same queue, same items).
-    pub fn queue(&self) -> &Queue<T> {
+    /// The plain [`WorkQueue`] handle under this delaying queue (same queue, same items).
+    pub fn queue(&self) -> &WorkQueue<T> {
         &self.queue
     }
 
@@ -168,28 +168,28 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> DelayingQueue<T> {
         self.queue.name()
     }
 
-    /// Marks `item` as needing processing now; see [`Queue::add`].
+    /// Marks `item` as needing processing now; see [`WorkQueue::add`].
     pub fn add(&self, item: T) {
         self.queue.add(item);
     }
 
     /// The number of items ready to be handed out; delayed items count once due. See
-    /// [`Queue::len`].
+    /// [`WorkQueue::len`].
     pub fn len(&self) -> usize {
         self.queue.len()
     }
 
-    /// Whether no item is ready to be handed out; see [`Queue::is_empty`].
+    /// Whether no item is ready to be handed out; see [`WorkQueue::is_empty`].
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()
     }
 
-    /// Waits for the next item, or `None` once shut down and drained; see [`Queue::get`].
+    /// Waits for the next item, or `None` once shut down and drained; see [`WorkQueue::get`].
     pub async fn get(&self) -> Option<T> {
         self.queue.get().await
     }
 
-    /// Takes the next item if one is ready, without waiting; see [`Queue::try_get`].
+    /// Takes the next item if one is ready, without waiting; see [`WorkQueue::try_get`].
     ///
     /// # Errors
     ///
@@ -199,30 +199,30 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> DelayingQueue<T> {
         self.queue.try_get()
     }
 
-    /// Marks `item` as finished; see [`Queue::done`].
+    /// Marks `item` as finished; see [`WorkQueue::done`].
     pub fn done(&self, item: &T) {
         self.queue.done(item);
     }
 
     /// Stops the queue and drops the delayed items that are not due yet; see
-    /// [`Queue::shut_down`].
+    /// [`WorkQueue::shut_down`].
     pub fn shut_down(&self) {
         self.queue.shut_down();
     }
 
     /// Stops the queue and waits for the items being processed; see
-    /// [`Queue::shut_down_with_drain`].
+    /// [`WorkQueue::shut_down_with_drain`].
     pub async fn shut_down_with_drain(&self) {
         self.queue.shut_down_with_drain().await;
     }
 
-    /// Whether the queue is shutting down; see [`Queue::shutting_down`].
+    /// Whether the queue is shutting down; see [`WorkQueue::shutting_down`].
     pub fn shutting_down(&self) -> bool {
         self.queue.shutting_down()
     }
 }
 
-impl<T> From<DelayingQueue<T>> for Queue<T> {
+impl<T> From<DelayingQueue<T>> for WorkQueue<T> {
     fn from(queue: DelayingQueue<T>) -> Self {
         queue.queue
     }

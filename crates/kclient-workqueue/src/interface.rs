@@ -3,7 +3,7 @@
 //! `TypedRateLimitingInterface`), for code that works on any queue of a layer or above.
 //!
 //! Each trait is implemented by its queue and by the queues built on it: a function taking
-//! `impl QueueInterface<T>` takes a [`Queue`], a [`DelayingQueue`] or a
+//! `impl QueueInterface<T>` takes a [`WorkQueue`], a [`DelayingQueue`] or a
 //! [`RateLimitingQueue`]; one taking `impl DelayingInterface<T>` takes the last two. The
 //! queues keep their inherent methods, so calling them needs no import of these traits.
 //!
@@ -45,16 +45,16 @@ use std::hash::Hash;
 use std::time::Duration;
 
 use crate::delaying_queue::DelayingQueue;
-use crate::queue::{Queue, TryGetError};
+use crate::queue::{TryGetError, WorkQueue};
 use crate::rate_limiting_queue::RateLimitingQueue;
 
 /// A work queue: fair, stingy, with the dirty/processing rules (client-go's
-/// `TypedInterface`). See [`Queue`] for the exact semantics of each method.
+/// `TypedInterface`). See [`WorkQueue`] for the exact semantics of each method.
 pub trait QueueInterface<T>: Send + Sync {
-    /// Marks `item` as needing processing; see [`Queue::add`].
+    /// Marks `item` as needing processing; see [`WorkQueue::add`].
     fn add(&self, item: T);
 
-    /// The number of items waiting to be handed out; see [`Queue::len`].
+    /// The number of items waiting to be handed out; see [`WorkQueue::len`].
     fn len(&self) -> usize;
 
     /// Whether no item is waiting to be handed out.
@@ -62,10 +62,10 @@ pub trait QueueInterface<T>: Send + Sync {
         self.len() == 0
     }
 
-    /// Waits for the next item, or `None` once shut down and empty; see [`Queue::get`].
+    /// Waits for the next item, or `None` once shut down and empty; see [`WorkQueue::get`].
     fn get(&self) -> impl Future<Output = Option<T>> + Send;
 
-    /// Takes the next item if one is waiting, without waiting; see [`Queue::try_get`].
+    /// Takes the next item if one is waiting, without waiting; see [`WorkQueue::try_get`].
     ///
     /// # Errors
     ///
@@ -73,17 +73,17 @@ pub trait QueueInterface<T>: Send + Sync {
     /// queue is shut down and empty.
     fn try_get(&self) -> Result<T, TryGetError>;
 
-    /// Marks `item` as finished; see [`Queue::done`].
+    /// Marks `item` as finished; see [`WorkQueue::done`].
     fn done(&self, item: &T);
 
-    /// Stops the queue; see [`Queue::shut_down`].
+    /// Stops the queue; see [`WorkQueue::shut_down`].
     fn shut_down(&self);
 
     /// Stops the queue and waits for the items being processed; see
-    /// [`Queue::shut_down_with_drain`].
+    /// [`WorkQueue::shut_down_with_drain`].
     fn shut_down_with_drain(&self) -> impl Future<Output = ()> + Send;
 
-    /// Whether the queue is shutting down; see [`Queue::shutting_down`].
+    /// Whether the queue is shutting down; see [`WorkQueue::shutting_down`].
     fn shutting_down(&self) -> bool;
 }
 
@@ -148,7 +148,7 @@ macro_rules! queue_interface_by_inherent_methods {
     };
 }
 
-queue_interface_by_inherent_methods!(Queue);
+queue_interface_by_inherent_methods!(WorkQueue);
 queue_interface_by_inherent_methods!(DelayingQueue);
 queue_interface_by_inherent_methods!(RateLimitingQueue);
 

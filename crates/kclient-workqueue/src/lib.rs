@@ -11,18 +11,18 @@
 //! The crate has the three layers of client-go's `util/workqueue` (v0.35), with the same
 //! semantics and names in Rust spelling:
 //!
-//! * [`Queue`]: `add`, `get`, `done`, `len`, `shut_down`, `shut_down_with_drain`,
+//! * [`WorkQueue`]: `add`, `get`, `done`, `len`, `shut_down`, `shut_down_with_drain`,
 //!   `shutting_down`, and a non-blocking `try_get`;
 //! * [`DelayingQueue`]: plus `add_after`;
 //! * [`RateLimitingQueue`]: plus `add_rate_limited`, `forget`, `num_requeues`, paced by a
-//!   [`RateLimiter`] from [`rate_limiter`] (usually [`default_controller_rate_limiter`]).
+//!   [`TypedRateLimiter`] from [`rate_limiter`] (usually [`default_controller_rate_limiter`]).
 //!
 //! Code generic over a queue uses the traits of these layers, [`QueueInterface`],
 //! [`DelayingInterface`] and [`RateLimitingInterface`] (client-go's `TypedInterface`,
 //! `TypedDelayingInterface` and `TypedRateLimitingInterface`); each queue implements the
 //! traits of its layer and of the layers below. The order in which waiting items are handed
 //! out is the [`QueueStorage`]'s, first in, first out unless
-//! [`QueueConfig::storage`] supplies another (client-go's `TypedQueueConfig.Queue`, for a
+//! [`WorkQueueConfig::storage`] supplies another (client-go's `TypedQueueConfig.Queue`, for a
 //! priority queue for instance).
 //!
 //! Any `T: Clone + Eq + Hash + Send + Sync + 'static` can be an item. Queues are cheap handles
@@ -52,8 +52,8 @@
 //!
 //! The invariants (client-go's `Typed` comments): every item in the queue is dirty and not
 //! processing; the processing set never meets the queue; so no item is queued twice, and no
-//! item is handed to two workers at once. [`Queue::len`] counts only the queue. After
-//! [`Queue::shut_down`], adds are ignored but queued items are still handed out, and `get`
+//! item is handed to two workers at once. [`WorkQueue::len`] counts only the queue. After
+//! [`WorkQueue::shut_down`], adds are ignored but queued items are still handed out, and `get`
 //! returns `None` once the queue is empty.
 //!
 //! Delayed items ([`DelayingQueue::add_after`]) wait in a separate min-heap indexed by item
@@ -127,9 +127,9 @@ mod storage;
 
 pub use delaying_queue::{DelayingQueue, DelayingQueueConfig};
 pub use interface::{DelayingInterface, QueueInterface, RateLimitingInterface};
-pub use queue::{Queue, QueueConfig, TryGetError};
+pub use queue::{TryGetError, WorkQueue, WorkQueueConfig};
 pub use rate_limiter::{
-    default_controller_rate_limiter, default_item_based_rate_limiter, RateLimiter,
+    default_controller_rate_limiter, default_item_based_rate_limiter, TypedRateLimiter,
 };
 pub use rate_limiting_queue::{RateLimitingQueue, RateLimitingQueueConfig};
 pub use storage::{FifoStorage, QueueStorage};

@@ -100,7 +100,7 @@ impl HistogramMetric for NoopMetric {
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicI64, Ordering};
 /// use kclient_workqueue::metrics::{GaugeMetric, MetricsProvider};
-/// use kclient_workqueue::{Queue, QueueConfig};
+/// use kclient_workqueue::{WorkQueue, WorkQueueConfig};
 ///
 /// #[derive(Default)]
 /// struct Depth(Arc<AtomicI64>);
@@ -118,7 +118,7 @@ impl HistogramMetric for NoopMetric {
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let provider = Arc::new(Depth::default());
 /// let depth = provider.0.clone();
-/// let queue = Queue::with_config(QueueConfig::new().name("pods").metrics_provider(provider));
+/// let queue = WorkQueue::with_config(WorkQueueConfig::new().name("pods").metrics_provider(provider));
 /// queue.add("default/nginx".to_string());
 /// assert_eq!(depth.load(Ordering::Relaxed), 1);
 /// # }

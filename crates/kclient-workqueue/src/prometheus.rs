@@ -18,12 +18,12 @@
 //! use std::sync::Arc;
 //! use prometheus_client::registry::Registry;
 //! use kclient_workqueue::prometheus::PrometheusMetricsProvider;
-//! use kclient_workqueue::{Queue, QueueConfig};
+//! use kclient_workqueue::{WorkQueue, WorkQueueConfig};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let mut registry = Registry::default();
 //! let provider = Arc::new(PrometheusMetricsProvider::new(&mut registry));
-//! let queue = Queue::with_config(QueueConfig::new().name("pods").metrics_provider(provider));
+//! let queue = WorkQueue::with_config(WorkQueueConfig::new().name("pods").metrics_provider(provider));
 //! queue.add("default/web-0".to_string());
 //!
 //! let mut text = String::new();

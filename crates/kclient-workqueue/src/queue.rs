@@ -1,4 +1,4 @@
-//! [`Queue`]: the fair, stingy work queue (client-go's `workqueue.Typed`).
+//! [`WorkQueue`]: the fair, stingy work queue (client-go's `workqueue.Typed`).
 //!
 //! This module also holds the state shared with the delaying layer: the waiting room of
 //! delayed items sits under the same lock as the queue, so that an item that becomes due is
@@ -35,8 +35,8 @@ pub(crate) const MAX_WAIT: Duration = Duration::from_secs(10);
 /// Used when `now + delay` cannot be represented: about thirty years.
 const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
 
-/// Options for [`Queue::with_config`] (client-go's `TypedQueueConfig`).
-pub struct QueueConfig<T> {
+/// Options for [`WorkQueue::with_config`] (client-go's `TypedQueueConfig`).
+pub struct WorkQueueConfig<T> {
     /// The queue's name, used as the metrics label and in log events. An unnamed queue
     /// reports no metrics, as in client-go.
     pub name: String,
@@ -48,7 +48,7 @@ pub struct QueueConfig<T> {
     pub storage: Option<Box<dyn QueueStorage<T>>>,
 }
 
-impl<T> Default for QueueConfig<T> {
+impl<T> Default for WorkQueueConfig<T> {
     fn default() -> Self {
         Self {
             name: String::new(),
@@ -58,7 +58,7 @@ impl<T> Default for QueueConfig<T> {
     }
 }
 
-impl<T> QueueConfig<T> {
+impl<T> WorkQueueConfig<T> {
     /// An unnamed configuration without a metrics provider, with the FIFO storage.
     pub fn new() -> Self {
         Self::default()
@@ -87,9 +87,9 @@ impl<T> QueueConfig<T> {
     }
 }
 
-impl<T> fmt::Debug for QueueConfig<T> {
+impl<T> fmt::Debug for WorkQueueConfig<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("QueueConfig")
+        f.debug_struct("WorkQueueConfig")
             .field("name", &self.name)
             .field("metrics_provider", &self.metrics_provider.is_some())
             .field("storage", &self.storage.is_some())
@@ -98,7 +98,9 @@ impl<T> fmt::Debug for QueueConfig<T> {
 }
 
 /// A work queue that is fair, stingy and safe for many producers and workers (client-go's
-/// `workqueue.TypedInterface` and its implementation `Typed`).
+/// `workqueue.TypedInterface` and its implementation `Typed`). Named `WorkQueue`, not
+/// `Queue`: client-go's `Queue` is kclient-cache's FIFO interface (`cache.Queue`) and this
+/// crate's [`QueueStorage`](crate::QueueStorage) (`workqueue.Queue[T]`).
 ///
 /// * **Fair**: items are handed out in the order in which they were first added.
 /// * **Stingy**: an item added several times before a worker takes it is handed out once, and
@@ -111,13 +113,13 @@ impl<T> fmt::Debug for QueueConfig<T> {
 /// finished with it; until then the item stays in the processing set and further adds only
 /// mark it dirty.
 ///
-/// `Queue` is a cheap handle (an [`Arc`] inside): clone it into every producer and worker.
+/// `WorkQueue` is a cheap handle (an [`Arc`] inside): clone it into every producer and worker.
 /// See the [crate documentation](crate) for the dirty/processing model.
-pub struct Queue<T> {
+pub struct WorkQueue<T> {
     pub(crate) shared: Arc<Shared<T>>,
 }
 
-impl<T> Clone for Queue<T> {
+impl<T> Clone for WorkQueue<T> {
     fn clone(&self) -> Self {
         Self {
             shared: Arc::clone(&self.shared),
@@ -125,10 +127,10 @@ impl<T> Clone for Queue<T> {
     }
 }
 
-impl<T> fmt::Debug for Queue<T> {
+impl<T> fmt::Debug for WorkQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.shared.state.lock();
-        f.debug_struct("Queue")
+        f.debug_struct("WorkQueue")
             .field("name", &self.shared.name)
             .field("queued", &state.queue.len())
             .field("processing", &state.processing)
@@ -138,23 +140,23 @@ impl<T> fmt::Debug for Queue<T> {
     }
 }
 
-impl<T: Clone + Eq + Hash + Send + Sync + 'static> Default for Queue<T> {
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> Default for WorkQueue<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// An unnamed queue without metrics (client-go's `NewTyped`).
     pub fn new() -> Self {
-        Self::with_config(QueueConfig::default())
+        Self::with_config(WorkQueueConfig::default())
     }
 
     /// A queue built from `config` (client-go's `NewTypedWithConfig`).
     ///
     /// When the queue reports metrics, the unfinished-work gauges are refreshed every 500 ms by
     /// a task on the current tokio runtime, or by a small thread when there is no runtime.
-    pub fn with_config(config: QueueConfig<T>) -> Self {
+    pub fn with_config(config: WorkQueueConfig<T>) -> Self {
         let provider = resolve_provider(&config.name, config.metrics_provider.as_ref());
         let metrics = provider
             .as_deref()
@@ -363,12 +365,12 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
     }
 }
 
-/// Why [`Queue::try_get`] returned no item.
+/// Why [`WorkQueue::try_get`] returned no item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TryGetError {
     /// No item is waiting now; one may be added later.
     Empty,
-    /// The queue is shut down and empty: no item will come (where [`Queue::get`] returns
+    /// The queue is shut down and empty: no item will come (where [`WorkQueue::get`] returns
     /// `None`).
     ShutDown,
 }
@@ -756,12 +758,12 @@ mod tests {
 
     use super::*;
 
-    fn waiting_getters<T>(q: &Queue<T>) -> usize {
+    fn waiting_getters<T>(q: &WorkQueue<T>) -> usize {
         q.shared.state.lock().waiting_getters
     }
 
     /// Checks the dirty/processing invariants on the internal state.
-    fn assert_invariants<T: Clone + Eq + Hash + fmt::Debug>(q: &Queue<T>) {
+    fn assert_invariants<T: Clone + Eq + Hash + fmt::Debug>(q: &WorkQueue<T>) {
         let state = q.shared.state.lock();
         let queued = state.marks.values().filter(|m| **m == Mark::Queued).count();
         let processing = state.marks.len() - queued;
@@ -779,7 +781,7 @@ mod tests {
 
     #[test]
     fn marks_follow_the_lifecycle() {
-        let q: Queue<&str> = Queue::new();
+        let q: WorkQueue<&str> = WorkQueue::new();
         q.add("a");
         q.add("b");
         assert_invariants(&q);
@@ -807,7 +809,7 @@ mod tests {
 
     #[test]
     fn a_dropped_waiting_get_is_uncounted() {
-        let q: Queue<u8> = Queue::new();
+        let q: WorkQueue<u8> = WorkQueue::new();
         {
             let mut get = pin!(q.get());
             assert!(poll_once(get.as_mut()).is_pending());
@@ -818,7 +820,7 @@ mod tests {
 
     #[test]
     fn a_served_get_is_uncounted() {
-        let q: Queue<u8> = Queue::new();
+        let q: WorkQueue<u8> = WorkQueue::new();
         let mut get = pin!(q.get());
         assert!(poll_once(get.as_mut()).is_pending());
         assert_eq!(waiting_getters(&q), 1);
@@ -834,7 +836,7 @@ mod tests {
 
     #[test]
     fn the_fast_path_never_registers() {
-        let q: Queue<u8> = Queue::new();
+        let q: WorkQueue<u8> = WorkQueue::new();
         q.add(1);
         let mut get = pin!(q.get());
         assert_eq!(poll_once(get.as_mut()), Poll::Ready(Some(1)));
@@ -844,7 +846,7 @@ mod tests {
     /// A random mix of operations keeps the internal state consistent.
     #[test]
     fn invariants_hold_under_random_operations() {
-        let q: Queue<u8> = Queue::new();
+        let q: WorkQueue<u8> = WorkQueue::new();
         let mut held: Vec<u8> = Vec::new();
         let mut rng = 0x1234_5678_9ABC_DEF1u64;
         for _ in 0..20_000 {

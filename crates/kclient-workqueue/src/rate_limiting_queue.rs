@@ -1,4 +1,4 @@
-//! [`RateLimitingQueue`]: a [`DelayingQueue`] that asks a [`RateLimiter`] how long to delay
+//! [`RateLimitingQueue`]: a [`DelayingQueue`] that asks a [`TypedRateLimiter`] how long to delay
 //! a retry (client-go's `TypedRateLimitingInterface`).
 
 use std::fmt;
@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::delaying_queue::{DelayingQueue, DelayingQueueConfig};
 use crate::metrics::MetricsProvider;
-use crate::queue::{Queue, TryGetError};
-use crate::rate_limiter::RateLimiter;
+use crate::queue::{TryGetError, WorkQueue};
+use crate::rate_limiter::TypedRateLimiter;
 
 /// Options for [`RateLimitingQueue::with_config`] (client-go's
 /// `TypedRateLimitingQueueConfig`).
@@ -83,7 +83,7 @@ impl<T> RateLimitingQueueConfig<T> {
     }
 }
 
-/// A [`DelayingQueue`] whose retries are paced by a [`RateLimiter`] (client-go's
+/// A [`DelayingQueue`] whose retries are paced by a [`TypedRateLimiter`] (client-go's
 /// `TypedRateLimitingInterface`): the queue a controller's workers use.
 ///
 /// The worker protocol, as in client-go:
@@ -119,11 +119,11 @@ impl<T> RateLimitingQueueConfig<T> {
 /// # }
 /// ```
 ///
-/// A cheap handle, like [`Queue`]: clone it freely; the clones share the queue and the
+/// A cheap handle, like [`WorkQueue`]: clone it freely; the clones share the queue and the
 /// limiter.
 pub struct RateLimitingQueue<T> {
     queue: DelayingQueue<T>,
-    rate_limiter: Arc<dyn RateLimiter<T>>,
+    rate_limiter: Arc<dyn TypedRateLimiter<T>>,
 }
 
 impl<T> Clone for RateLimitingQueue<T> {
@@ -147,14 +147,14 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingQueue<T> {
     /// An unnamed rate-limiting queue without metrics (client-go's
     /// `NewTypedRateLimitingQueue`). Remember to `forget` items, or the limiter tracks their
     /// failures forever.
-    pub fn new(rate_limiter: impl RateLimiter<T> + 'static) -> Self {
+    pub fn new(rate_limiter: impl TypedRateLimiter<T> + 'static) -> Self {
         Self::with_config(rate_limiter, RateLimitingQueueConfig::default())
     }
 
     /// A rate-limiting queue built from `config` (client-go's
     /// `NewTypedRateLimitingQueueWithConfig`).
     pub fn with_config(
-        rate_limiter: impl RateLimiter<T> + 'static,
+        rate_limiter: impl TypedRateLimiter<T> + 'static,
         config: RateLimitingQueueConfig<T>,
     ) -> Self {
         let RateLimitingQueueConfig {
@@ -196,7 +196,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingQueue<T> {
     }
 
     /// The rate limiter.
-    pub fn rate_limiter(&self) -> &dyn RateLimiter<T> {
+    pub fn rate_limiter(&self) -> &dyn TypedRateLimiter<T> {
         &*self.rate_limiter
     }
 
@@ -205,8 +205,8 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingQueue<T> {
         &self.queue
     }
 
-    /// The plain [`Queue`] handle under this queue (same queue, same items).
-    pub fn queue(&self) -> &Queue<T> {
+    /// The plain [`WorkQueue`] handle under this queue (same queue, same items).
+    pub fn queue(&self) -> &WorkQueue<T> {
         self.queue.queue()
     }
 
@@ -220,27 +220,27 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingQueue<T> {
         self.queue.name()
     }
 
-    /// Marks `item` as needing processing now; see [`Queue::add`].
+    /// Marks `item` as needing processing now; see [`WorkQueue::add`].
     pub fn add(&self, item: T) {
         self.queue.add(item);
     }
 
-    /// The number of items ready to be handed out; see [`Queue::len`].
+    /// The number of items ready to be handed out; see [`WorkQueue::len`].
     pub fn len(&self) -> usize {
         self.queue.len()
     }
 
-    /// Whether no item is ready to be handed out; see [`Queue::is_empty`].
+    /// Whether no item is ready to be handed out; see [`WorkQueue::is_empty`].
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()
     }
 
-    /// Waits for the next item, or `None` once shut down and drained; see [`Queue::get`].
+    /// Waits for the next item, or `None` once shut down and drained; see [`WorkQueue::get`].
     pub async fn get(&self) -> Option<T> {
         self.queue.get().await
     }
 
-    /// Takes the next item if one is ready, without waiting; see [`Queue::try_get`].
+    /// Takes the next item if one is ready, without waiting; see [`WorkQueue::try_get`].
     ///
     /// # Errors
     ///
@@ -250,23 +250,23 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingQueue<T> {
         self.queue.try_get()
     }
 
-    /// Marks `item` as finished; see [`Queue::done`].
+    /// Marks `item` as finished; see [`WorkQueue::done`].
     pub fn done(&self, item: &T) {
         self.queue.done(item);
     }
 
-    /// Stops the queue; see [`Queue::shut_down`].
+    /// Stops the queue; see [`WorkQueue::shut_down`].
     pub fn shut_down(&self) {
         self.queue.shut_down();
     }
 
     /// Stops the queue and waits for the items being processed; see
-    /// [`Queue::shut_down_with_drain`].
+    /// [`WorkQueue::shut_down_with_drain`].
     pub async fn shut_down_with_drain(&self) {
         self.queue.shut_down_with_drain().await;
     }
 
-    /// Whether the queue is shutting down; see [`Queue::shutting_down`].
+    /// Whether the queue is shutting down; see [`WorkQueue::shutting_down`].
     pub fn shutting_down(&self) -> bool {
         self.queue.shutting_down()
     }

@@ -1,16 +1,16 @@
-//! [`QueueStorage`]: where a [`Queue`](crate::Queue) keeps the items waiting for a worker
+//! [`QueueStorage`]: where a [`WorkQueue`](crate::WorkQueue) keeps the items waiting for a worker
 //! (client-go's `workqueue.Queue[T]`, supplied through `TypedQueueConfig.Queue`).
 //!
 //! The queue decides *whether* an item waits (the dirty/processing rules, dedup, shut down);
 //! the storage decides *in which order* waiting items are handed out. The default,
 //! [`FifoStorage`], hands them out in the order they were first added (client-go's
 //! `DefaultQueue`). Another order, such as a priority queue, plugs in through
-//! [`QueueConfig::storage`](crate::QueueConfig::storage):
+//! [`WorkQueueConfig::storage`](crate::WorkQueueConfig::storage):
 //!
 //! ```
 //! use std::collections::BinaryHeap;
 //! use std::cmp::Reverse;
-//! use kclient_workqueue::{Queue, QueueConfig, QueueStorage};
+//! use kclient_workqueue::{WorkQueue, WorkQueueConfig, QueueStorage};
 //!
 //! /// Lowest number first, whatever the order of the adds.
 //! #[derive(Default)]
@@ -28,7 +28,7 @@
 //!     }
 //! }
 //!
-//! let queue = Queue::with_config(QueueConfig::new().storage(LowestFirst::default()));
+//! let queue = WorkQueue::with_config(WorkQueueConfig::new().storage(LowestFirst::default()));
 //! for n in [30, 10, 20, 10] {
 //!     queue.add(n);
 //! }
@@ -40,7 +40,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-/// The storage of the items waiting in a [`Queue`](crate::Queue) (client-go's
+/// The storage of the items waiting in a [`WorkQueue`](crate::WorkQueue) (client-go's
 /// `workqueue.Queue[T]` interface).
 ///
 /// The queue calls these methods under its lock, one at a time (client-go: "always called
@@ -120,7 +120,7 @@ impl<T: Send> QueueStorage<T> for FifoStorage<T> {
 pub(crate) enum Storage<T> {
     /// The default, [`FifoStorage`]'s order.
     Fifo(VecDeque<T>),
-    /// A storage from [`QueueConfig::storage`](crate::QueueConfig::storage).
+    /// A storage from [`WorkQueueConfig::storage`](crate::WorkQueueConfig::storage).
     Custom(Box<dyn QueueStorage<T>>),
 }
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kclient_workqueue::rate_limiter::ItemExponentialFailureRateLimiter;
-use kclient_workqueue::{Queue, RateLimitingQueue};
+use kclient_workqueue::{RateLimitingQueue, WorkQueue};
 
 const KEYS: usize = 256;
 
@@ -80,7 +80,7 @@ fn xorshift(seed: &mut u64) -> u64 {
 /// 8 producer tasks and 8 worker tasks on a 4-thread runtime.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_producers_many_workers_on_a_multi_thread_runtime() {
-    let q: Queue<usize> = Queue::new();
+    let q: WorkQueue<usize> = WorkQueue::new();
     let ledger = Arc::new(Ledger::new());
 
     let workers: Vec<_> = (0..8)
@@ -131,7 +131,7 @@ async fn many_producers_many_workers_on_a_multi_thread_runtime() {
 /// that each drive their own current-thread runtime, all sharing one queue.
 #[test]
 fn producers_and_workers_on_separate_threads_and_runtimes() {
-    let q: Queue<usize> = Queue::new();
+    let q: WorkQueue<usize> = WorkQueue::new();
     let ledger = Arc::new(Ledger::new());
 
     let workers: Vec<_> = (0..4)

@@ -8,7 +8,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use futures::poll;
-use kclient_workqueue::{DelayingQueue, DelayingQueueConfig, Queue};
+use kclient_workqueue::{DelayingQueue, DelayingQueueConfig, WorkQueue};
 use tokio::time::{advance, Instant};
 
 fn ms(n: u64) -> Duration {
@@ -202,13 +202,13 @@ async fn shut_down_wakes_a_worker_sleeping_on_a_timer() {
 
 #[tokio::test(start_paused = true)]
 async fn wrapping_an_existing_queue_shares_it() {
-    let plain: Queue<u32> = Queue::new();
+    let plain: WorkQueue<u32> = WorkQueue::new();
     let delaying = DelayingQueue::with_config(DelayingQueueConfig::new().queue(plain.clone()));
     delaying.add_after(7, ms(5));
     advance(ms(5)).await;
     assert_eq!(plain.len(), 1);
     assert_eq!(plain.get().await, Some(7));
-    let back: Queue<u32> = delaying.clone().into();
+    let back: WorkQueue<u32> = delaying.clone().into();
     back.done(&7);
     assert_eq!(delaying.queue().len(), 0);
     assert!(format!("{delaying:?}").contains("DelayingQueue"));

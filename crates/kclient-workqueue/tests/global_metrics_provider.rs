@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use kclient_workqueue::metrics::{set_provider, CounterMetric, MetricsProvider};
-use kclient_workqueue::{Queue, QueueConfig};
+use kclient_workqueue::{WorkQueue, WorkQueueConfig};
 
 struct CountingAdds(Arc<AtomicUsize>);
 struct AddCounter(Arc<AtomicUsize>);
@@ -32,12 +32,12 @@ async fn the_first_global_provider_serves_named_queues_without_their_own() {
         "only the first call takes effect"
     );
 
-    let named: Queue<u8> = Queue::with_config(QueueConfig::new().name("global"));
+    let named: WorkQueue<u8> = WorkQueue::with_config(WorkQueueConfig::new().name("global"));
     named.add(1);
     named.add(2);
     assert_eq!(global.load(Ordering::SeqCst), 2);
 
-    let unnamed: Queue<u8> = Queue::new();
+    let unnamed: WorkQueue<u8> = WorkQueue::new();
     unnamed.add(1);
     assert_eq!(
         global.load(Ordering::SeqCst),
@@ -46,8 +46,8 @@ async fn the_first_global_provider_serves_named_queues_without_their_own() {
     );
 
     let own = Arc::new(AtomicUsize::new(0));
-    let with_own: Queue<u8> = Queue::with_config(
-        QueueConfig::new()
+    let with_own: WorkQueue<u8> = WorkQueue::with_config(
+        WorkQueueConfig::new()
             .name("own")
             .metrics_provider(Arc::new(CountingAdds(own.clone()))),
     );

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use kclient_workqueue::rate_limiter::ItemExponentialFailureRateLimiter;
 use kclient_workqueue::{
-    default_controller_rate_limiter, DelayingInterface, DelayingQueue, Queue, QueueInterface,
-    RateLimitingInterface, RateLimitingQueue, TryGetError,
+    default_controller_rate_limiter, DelayingInterface, DelayingQueue, QueueInterface,
+    RateLimitingInterface, RateLimitingQueue, TryGetError, WorkQueue,
 };
 
 /// A worker written once for any queue: takes keys until the queue shuts down.
@@ -36,7 +36,7 @@ fn feed<Q: QueueInterface<String>>(queue: &Q, keys: &[&str]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_generic_worker_runs_on_every_queue_and_can_be_spawned() {
     let keys = ["default/a", "default/b", "kube-system/c"];
-    let plain: Queue<String> = Queue::new();
+    let plain: WorkQueue<String> = WorkQueue::new();
     let delaying: DelayingQueue<String> = DelayingQueue::new();
     let rate_limited: RateLimitingQueue<String> =
         RateLimitingQueue::new(default_controller_rate_limiter());
@@ -142,7 +142,7 @@ async fn add_after_through_the_delaying_interface() {
 
 #[tokio::test]
 async fn try_get_takes_a_waiting_item_without_waiting() {
-    let q: Queue<&str> = Queue::new();
+    let q: WorkQueue<&str> = WorkQueue::new();
     assert_eq!(q.try_get(), Err(TryGetError::Empty));
     q.add("a");
     q.add("b");
@@ -161,7 +161,7 @@ async fn try_get_takes_a_waiting_item_without_waiting() {
 
 #[tokio::test]
 async fn try_get_after_shut_down_hands_out_what_is_left_then_says_so() {
-    let q: Queue<u8> = Queue::new();
+    let q: WorkQueue<u8> = WorkQueue::new();
     q.add(1);
     q.add(2);
     q.shut_down();

@@ -14,8 +14,8 @@ use kclient_workqueue::metrics::{
     UNFINISHED_WORK_UPDATE_PERIOD,
 };
 use kclient_workqueue::{
-    DelayingQueue, DelayingQueueConfig, Queue, QueueConfig, RateLimitingQueue,
-    RateLimitingQueueConfig,
+    DelayingQueue, DelayingQueueConfig, RateLimitingQueue, RateLimitingQueueConfig, WorkQueue,
+    WorkQueueConfig,
 };
 use tokio::time::advance;
 
@@ -143,7 +143,7 @@ impl MetricsProvider for RecordingProvider {
     }
 }
 
-async fn get_now<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>(q: &Queue<T>) -> T {
+async fn get_now<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>(q: &WorkQueue<T>) -> T {
     let mut get = pin!(q.get());
     match poll!(get.as_mut()) {
         Poll::Ready(Some(item)) => item,
@@ -165,8 +165,8 @@ async fn until_sets(mp: &RecordingProvider, key: &str, count: usize) {
 #[tokio::test(start_paused = true)]
 async fn client_go_test_metrics_sequence() {
     let mp = RecordingProvider::default();
-    let q = Queue::with_config(
-        QueueConfig::new()
+    let q = WorkQueue::with_config(
+        WorkQueueConfig::new()
             .name("test")
             .metrics_provider(Arc::new(mp.clone())),
     );
@@ -216,8 +216,8 @@ async fn client_go_test_metrics_sequence() {
 #[tokio::test(start_paused = true)]
 async fn unfinished_work_sums_ages_and_takes_the_oldest() {
     let mp = RecordingProvider::default();
-    let q = Queue::with_config(
-        QueueConfig::new()
+    let q = WorkQueue::with_config(
+        WorkQueueConfig::new()
             .name("busy")
             .metrics_provider(Arc::new(mp.clone())),
     );
@@ -237,8 +237,8 @@ async fn unfinished_work_sums_ages_and_takes_the_oldest() {
 #[tokio::test(start_paused = true)]
 async fn the_refresh_stops_after_shut_down() {
     let mp = RecordingProvider::default();
-    let q: Queue<u8> = Queue::with_config(
-        QueueConfig::new()
+    let q: WorkQueue<u8> = WorkQueue::with_config(
+        WorkQueueConfig::new()
             .name("stops")
             .metrics_provider(Arc::new(mp.clone())),
     );
@@ -300,8 +300,8 @@ async fn rate_limiting_queues_count_retries() {
 #[tokio::test(start_paused = true)]
 async fn plain_queues_have_no_retries_metric_and_unnamed_queues_no_metrics() {
     let mp = RecordingProvider::default();
-    let named: Queue<u8> = Queue::with_config(
-        QueueConfig::new()
+    let named: WorkQueue<u8> = WorkQueue::with_config(
+        WorkQueueConfig::new()
             .name("plain")
             .metrics_provider(Arc::new(mp.clone())),
     );

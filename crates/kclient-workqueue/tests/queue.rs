@@ -1,14 +1,14 @@
-//! Behaviour of the plain [`Queue`]: client-go's invariants (fair, stingy, dirty/processing,
+//! Behaviour of the plain [`WorkQueue`]: client-go's invariants (fair, stingy, dirty/processing,
 //! re-add while processing, `len`, shut down and drain) and seed items 22 and 23.
 
 use std::pin::pin;
 use std::task::Poll;
 
 use futures::poll;
-use kclient_workqueue::{Queue, QueueConfig};
+use kclient_workqueue::{WorkQueue, WorkQueueConfig};
 
-fn queue() -> Queue<String> {
-    Queue::new()
+fn queue() -> WorkQueue<String> {
+    WorkQueue::new()
 }
 
 fn s(v: &str) -> String {
@@ -16,7 +16,7 @@ fn s(v: &str) -> String {
 }
 
 /// Gets an item that must already be there.
-async fn get_now(q: &Queue<String>) -> Option<String> {
+async fn get_now(q: &WorkQueue<String>) -> Option<String> {
     let mut get = pin!(q.get());
     match poll!(get.as_mut()) {
         Poll::Ready(item) => item,
@@ -347,7 +347,7 @@ async fn handles_share_one_queue() {
 
 #[tokio::test]
 async fn name_and_debug() {
-    let q: Queue<u32> = Queue::with_config(QueueConfig::new().name("pods"));
+    let q: WorkQueue<u32> = WorkQueue::with_config(WorkQueueConfig::new().name("pods"));
     assert_eq!(q.name(), "pods");
     q.add(1);
     let debug = format!("{q:?}");
@@ -355,13 +355,13 @@ async fn name_and_debug() {
         debug.contains("pods") && debug.contains("queued: 1"),
         "{debug}"
     );
-    assert_eq!(Queue::<u32>::default().name(), "");
-    assert!(format!("{:?}", QueueConfig::<u8>::new().name("x")).contains("\"x\""));
+    assert_eq!(WorkQueue::<u32>::default().name(), "");
+    assert!(format!("{:?}", WorkQueueConfig::<u8>::new().name("x")).contains("\"x\""));
 }
 
 #[tokio::test]
 async fn a_large_queue_stays_fifo() {
-    let q: Queue<u32> = Queue::new();
+    let q: WorkQueue<u32> = WorkQueue::new();
     for i in 0..10_000 {
         q.add(i);
     }
@@ -380,7 +380,7 @@ async fn a_large_queue_stays_fifo() {
 #[test]
 fn works_without_a_runtime_until_get() {
     // Construction, add, len, done and shut_down need no tokio runtime.
-    let q: Queue<u8> = Queue::with_config(QueueConfig::new().name("no-runtime"));
+    let q: WorkQueue<u8> = WorkQueue::with_config(WorkQueueConfig::new().name("no-runtime"));
     q.add(1);
     assert_eq!(q.len(), 1);
     q.shut_down();
@@ -390,11 +390,11 @@ fn works_without_a_runtime_until_get() {
 #[test]
 fn futures_are_send() {
     fn assert_send<F: Send>(_: F) {}
-    let q: Queue<String> = Queue::new();
+    let q: WorkQueue<String> = WorkQueue::new();
     assert_send(q.get());
     assert_send(q.shut_down_with_drain());
     fn assert_handle<H: Clone + Send + Sync + 'static>() {}
-    assert_handle::<Queue<String>>();
+    assert_handle::<WorkQueue<String>>();
     assert_handle::<kclient_workqueue::DelayingQueue<String>>();
     assert_handle::<kclient_workqueue::RateLimitingQueue<String>>();
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures::poll;
 use kclient_workqueue::rate_limiter::{
-    ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, RateLimiter,
+    ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, TypedRateLimiter,
 };
 use kclient_workqueue::{
     default_controller_rate_limiter, DelayingQueue, RateLimitingQueue, RateLimitingQueueConfig,

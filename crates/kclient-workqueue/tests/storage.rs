@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kclient_workqueue::{
-    DelayingQueue, DelayingQueueConfig, FifoStorage, Queue, QueueConfig, QueueStorage, TryGetError,
+    DelayingQueue, DelayingQueueConfig, FifoStorage, QueueStorage, TryGetError, WorkQueue,
+    WorkQueueConfig,
 };
 use parking_lot::Mutex;
 
@@ -71,7 +72,7 @@ fn priorities(table: &[(&'static str, u32)]) -> Arc<Mutex<HashMap<&'static str, 
     Arc::new(Mutex::new(table.iter().copied().collect()))
 }
 
-fn drain_now<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>(q: &Queue<T>) -> Vec<T> {
+fn drain_now<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>(q: &WorkQueue<T>) -> Vec<T> {
     let mut out = Vec::new();
     while let Ok(item) = q.try_get() {
         q.done(&item);
@@ -83,7 +84,7 @@ fn drain_now<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>(q: &Queue<
 #[tokio::test]
 async fn a_priority_storage_orders_the_waiting_items() {
     let table = priorities(&[("low", 1), ("high", 10), ("mid", 5)]);
-    let q = Queue::with_config(QueueConfig::new().storage(PriorityStorage::new(table)));
+    let q = WorkQueue::with_config(WorkQueueConfig::new().storage(PriorityStorage::new(table)));
     for item in ["low", "mid", "high", "other"] {
         q.add(item);
     }
@@ -94,7 +95,7 @@ async fn a_priority_storage_orders_the_waiting_items() {
 #[tokio::test]
 async fn the_queue_still_dedups_and_keeps_an_item_from_two_workers() {
     let table = priorities(&[("a", 1), ("b", 2)]);
-    let q = Queue::with_config(QueueConfig::new().storage(PriorityStorage::new(table)));
+    let q = WorkQueue::with_config(WorkQueueConfig::new().storage(PriorityStorage::new(table)));
     q.add("a");
     q.add("a");
     q.add("b");
@@ -149,7 +150,7 @@ async fn touch_is_called_for_a_waiting_item_only() {
     // processing only marks it dirty, and Done pushes it again.
     let storage = Recording::default();
     let calls = Arc::clone(&storage.calls);
-    let q = Queue::with_config(QueueConfig::new().storage(storage));
+    let q = WorkQueue::with_config(WorkQueueConfig::new().storage(storage));
     q.add("a");
     q.add("a");
     let a = q.try_get().unwrap();
@@ -168,8 +169,9 @@ async fn touch_is_called_for_a_waiting_item_only() {
 #[tokio::test]
 async fn touch_lets_a_priority_storage_re_rank_a_waiting_item() {
     let table = priorities(&[("a", 1), ("b", 2), ("c", 3)]);
-    let q =
-        Queue::with_config(QueueConfig::new().storage(PriorityStorage::new(Arc::clone(&table))));
+    let q = WorkQueue::with_config(
+        WorkQueueConfig::new().storage(PriorityStorage::new(Arc::clone(&table))),
+    );
     for item in ["a", "b", "c"] {
         q.add(item);
     }
@@ -200,7 +202,7 @@ impl QueueStorage<u32> for Stutter {
 
 #[tokio::test]
 async fn a_storage_that_hands_an_item_out_twice_cannot_give_it_to_two_workers() {
-    let q = Queue::with_config(QueueConfig::new().storage(Stutter::default()));
+    let q = WorkQueue::with_config(WorkQueueConfig::new().storage(Stutter::default()));
     q.add(1);
     q.add(2);
     let first = q.try_get().unwrap();
@@ -221,8 +223,8 @@ async fn a_storage_that_hands_an_item_out_twice_cannot_give_it_to_two_workers() 
 #[tokio::test(start_paused = true)]
 async fn a_delaying_queue_on_a_custom_storage_orders_due_items_by_it() {
     let table = priorities(&[("soon-low", 1), ("later-high", 9), ("now", 5)]);
-    let q = DelayingQueue::with_config(DelayingQueueConfig::new().queue(Queue::with_config(
-        QueueConfig::new().storage(PriorityStorage::new(table)),
+    let q = DelayingQueue::with_config(DelayingQueueConfig::new().queue(WorkQueue::with_config(
+        WorkQueueConfig::new().storage(PriorityStorage::new(table)),
     )));
     q.add_after("soon-low", Duration::from_millis(10));
     q.add_after("later-high", Duration::from_millis(20));
@@ -251,13 +253,14 @@ fn the_default_storage_is_first_in_first_out() {
         [Some(3), Some(1), Some(2), None]
     );
     assert!(format!("{fifo:?}").contains("len: 0"));
-    let q = Queue::with_config(QueueConfig::new().storage(FifoStorage::new()));
+    let q = WorkQueue::with_config(WorkQueueConfig::new().storage(FifoStorage::new()));
     for n in [3u8, 1, 2, 1] {
         q.add(n);
     }
     assert_eq!(drain_now(&q), [3, 1, 2]);
-    assert!(
-        format!("{:?}", QueueConfig::<u8>::new().storage(FifoStorage::new()))
-            .contains("storage: true")
-    );
+    assert!(format!(
+        "{:?}",
+        WorkQueueConfig::<u8>::new().storage(FifoStorage::new())
+    )
+    .contains("storage: true"));
 }

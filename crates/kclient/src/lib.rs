@@ -1,28 +1,37 @@
 //! kclient: Kubernetes' client-go, done in Rust.
 //!
 //! This facade re-exports the kclient crates behind cargo features, so one dependency gives a
-//! program every layer it enables. Programs that need a single layer can depend on that crate
-//! directly instead (`kclient-core`, `kclient-workqueue`, ...); the types are the same.
+//! program every layer it enables, and its documentation is the whole library: each module
+//! below is a layer's crate, inlined, with the feature that enables it. Programs that need a
+//! single layer can depend on that crate directly instead (`kclient-core`,
+//! `kclient-workqueue`, ...); the types are the same.
+//!
+//! Each item has one path: a layer's crate defines it and no other layer re-exports it
+//! (`ListPager` is `kclient::core::ListPager`, not also `kclient::typed::ListPager`), and the
+//! [`prelude`] adds a second, short path for the names most programs use, no two of which
+//! share a name.
 //!
 //! | module | crate | feature |
 //! |---|---|---|
-//! | [`core`] | `kclient-core`: GVK, `Resource`, `DynamicObject`, options, watch events, errors, selectors, keys | always |
+//! | [`core`] | `kclient-core`: GVK, `Resource`, `DynamicObject`, options, watch events, errors, selectors, keys, `ListerWatcher`, `ListPager`, `CancellationToken` | always |
 //! | `rest` | `kclient-rest`: `Config`, `RestClient` | `rest` (default) |
 //! | `discovery` | `kclient-discovery`: `DiscoveryClient`, caches, `RestMapper` | `discovery` (default) |
 //! | `dynamic` | `kclient-dynamic`: `DynamicClient` | `dynamic` (default) |
 //! | `typed` | `kclient-typed`: `ResourceClient<K>`, `Clientset` | `typed` (default) |
 //! | `cache` | `kclient-cache`: `SharedIndexInformer`, `SharedInformerFactory`, event handlers, `Indexer`, `Lister`, the reflector and FIFOs | `cache` (default) |
+//! | `informers` | `kclient-informers`: the generated typed informers and listers, `factory.core_v1().pods()` | `informers` (default) |
 //! | `workqueue` | `kclient-workqueue`: client-go's workqueue | `workqueue` (default) |
 //! | `tools` | `kclient-tools`: leader election, events, watch utilities, retries, wait helpers | `tools` |
 //! | `fake` | `kclient-fake`: an in-memory API server for tests | `fake` |
 //!
-//! Built-in types come from k8s-openapi, which needs exactly one Kubernetes version. The
-//! default features include `v1_37` (Kubernetes 1.37, the version the e2e suite's
-//! kube-apiserver runs). k8s-openapi refuses two versions at once, so another version means
-//! turning the defaults off and listing the layers with it:
+//! Built-in types come from k8s-openapi, re-exported as [`k8s_openapi`] so that `kclient` is
+//! the one dependency a program lists (`kclient::k8s_openapi::api::core::v1::Pod`). It needs
+//! exactly one Kubernetes version. The default features include `v1_37` (Kubernetes 1.37,
+//! the version the e2e suite's kube-apiserver runs). k8s-openapi refuses two versions at
+//! once, so another version means turning the defaults off and listing the layers with it:
 //!
 //! ```toml
-//! kclient = { version = "0.1", default-features = false, features = ["rest", "discovery", "dynamic", "typed", "cache", "workqueue", "v1_35"] }
+//! kclient = { version = "0.1", default-features = false, features = ["rest", "discovery", "dynamic", "typed", "cache", "informers", "workqueue", "v1_35"] }
 //! ```
 //!
 //! (`v1_35`, `v1_36` or `v1_37`, or the same feature on k8s-openapi). Libraries built on
@@ -42,71 +51,129 @@
 //! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// The feature badges of the re-exported layers, on docs.rs only (rustdoc's `doc_cfg` is not
+// stable; `[package.metadata.docs.rs]` passes `--cfg docsrs`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod error;
 
 pub use error::{Error, Result};
+
+/// The Kubernetes API types: the k8s-openapi crate, re-exported, so that one dependency line
+/// (`kclient = "0.1"`) gives a program kclient and the types it works on, in the version
+/// kclient's own crates were built against (`kclient::k8s_openapi::api::core::v1::Pod`).
+///
+/// A build has exactly one Kubernetes version, chosen by a feature of this crate: `v1_37`
+/// (the default, the e2e suite's kube-apiserver), `v1_36` or `v1_35`. Choose the version of
+/// the oldest API server the program must talk to: a newer version's types may carry fields
+/// and resources that server does not serve. To choose another version, turn the default
+/// features off and list the layers with the version (see the [crate docs](crate)).
+/// Libraries built on kclient enable no version; the final program picks it.
+#[doc(no_inline)]
+pub use k8s_openapi;
+
+#[doc(inline)]
 pub use kclient_core as core;
 
 /// Config, transport and the REST client (the `kclient-rest` crate).
 #[cfg(feature = "rest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rest")))]
+#[doc(inline)]
 pub use kclient_rest as rest;
 
 /// Discovery, its caches and the RestMapper (the `kclient-discovery` crate).
 #[cfg(feature = "discovery")]
+#[cfg_attr(docsrs, doc(cfg(feature = "discovery")))]
+#[doc(inline)]
 pub use kclient_discovery as discovery;
 
-/// The dynamic client (the `kclient-dynamic` crate).
+/// The dynamic and metadata clients (the `kclient-dynamic` crate).
 #[cfg(feature = "dynamic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic")))]
+#[doc(inline)]
 pub use kclient_dynamic as dynamic;
 
-/// Typed clients and the generated Clientset (the `kclient-typed` crate).
+/// Typed clients and the generated Clientset (the `kclient-typed` crate). Without the cache:
+/// the typed informers are in `informers` (kclient-informers).
 #[cfg(feature = "typed")]
+#[cfg_attr(docsrs, doc(cfg(feature = "typed")))]
+#[doc(inline)]
 pub use kclient_typed as typed;
 
 /// client-go's informer cache: shared informers and their factory, event handlers, the
 /// store and indexer, listers, the reflector, DeltaFIFO and RealFIFO (the `kclient-cache`
 /// crate).
 #[cfg(feature = "cache")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cache")))]
+#[doc(inline)]
 pub use kclient_cache as cache;
+
+/// The generated typed informers and listers, `factory.core_v1().pods().informer()` (the
+/// `kclient-informers` crate).
+#[cfg(feature = "informers")]
+#[cfg_attr(docsrs, doc(cfg(feature = "informers")))]
+#[doc(inline)]
+pub use kclient_informers as informers;
 
 /// client-go's workqueue (the `kclient-workqueue` crate).
 #[cfg(feature = "workqueue")]
+#[cfg_attr(docsrs, doc(cfg(feature = "workqueue")))]
+#[doc(inline)]
 pub use kclient_workqueue as workqueue;
 
 /// What controllers need beyond informers: leader election, events, watch utilities, retry
 /// on conflict, wait/poll helpers (the `kclient-tools` crate).
 #[cfg(feature = "tools")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
+#[doc(inline)]
 pub use kclient_tools as tools;
 
 /// An in-memory Kubernetes API server over real HTTP, for tests and demos (the
 /// `kclient-fake` crate).
 #[cfg(feature = "fake")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fake")))]
+#[doc(inline)]
 pub use kclient_fake as fake;
 
-/// The names most programs use, in one import.
+/// The names most programs use, in one import: a second, short path to items of the layers
+/// above (each also at its one path in its layer's module), no two with the same name.
 pub mod prelude {
     #[cfg(feature = "cache")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "cache")))]
+    #[doc(no_inline)]
     pub use kclient_cache::{
-        wait_for_cache_sync, wait_for_named_cache_sync, CancellationToken, DeletedObject, Indexer,
-        Indexers, KeyFunc, Lister, ResourceEventHandler, ResourceEventHandlerFuncs,
-        SharedIndexInformer, SharedInformerFactory,
+        wait_for_cache_sync, wait_for_named_cache_sync, Indexer, Indexers, KeyFunc, Lister,
+        ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
+        SharedInformerFactory,
     };
+    #[doc(no_inline)]
     pub use kclient_core::{
-        ApiError, ApiResource, ApiStatus, DynamicObject, GroupVersion, GroupVersionKind,
-        GroupVersionResource, ListerWatcher, ObjectKey, ObjectList, Resource, ResourceExt,
-        WatchEvent,
+        ApiError, ApiResource, ApiStatus, CancellationToken, DeletedObject, DynamicObject,
+        GroupVersion, GroupVersionKind, GroupVersionResource, ListerWatcher, ObjectKey, ObjectList,
+        Resource, ResourceExt, WatchEvent,
     };
     #[cfg(feature = "dynamic")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "dynamic")))]
+    #[doc(no_inline)]
     pub use kclient_dynamic::DynamicClient;
+    #[cfg(feature = "informers")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "informers")))]
+    #[doc(no_inline)]
+    pub use kclient_informers::InformerFactoryExt;
     #[cfg(feature = "rest")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rest")))]
+    #[doc(no_inline)]
     pub use kclient_rest::{Config, RestClient};
     #[cfg(feature = "typed")]
-    pub use kclient_typed::{Clientset, InformerFactoryExt, ResourceClient};
+    #[cfg_attr(docsrs, doc(cfg(feature = "typed")))]
+    #[doc(no_inline)]
+    pub use kclient_typed::{Clientset, ResourceClient};
     #[cfg(feature = "workqueue")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "workqueue")))]
+    #[doc(no_inline)]
     pub use kclient_workqueue::{
-        default_controller_rate_limiter, DelayingInterface, DelayingQueue, Queue, QueueInterface,
-        RateLimitingInterface, RateLimitingQueue,
+        default_controller_rate_limiter, DelayingInterface, DelayingQueue, QueueInterface,
+        RateLimitingInterface, RateLimitingQueue, WorkQueue,
     };
 }
 

@@ -99,7 +99,7 @@ fn cache_errors_convert() {
 #[cfg(feature = "workqueue")]
 #[test]
 fn workqueue_errors_convert() {
-    let queue: kclient::workqueue::Queue<String> = kclient::workqueue::Queue::new();
+    let queue: kclient::workqueue::WorkQueue<String> = kclient::workqueue::WorkQueue::new();
     let err = Error::from(queue.try_get().unwrap_err());
     assert!(matches!(
         err,

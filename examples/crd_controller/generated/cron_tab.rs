@@ -94,9 +94,9 @@ pub mod v1 {
 
     /// The shared informer and lister of `crontabs` in an informer factory (made on first request).
     pub fn cron_tabs_informer<C>(
-        factory: &kclient_typed::SharedInformerFactory<C>,
-    ) -> kclient_typed::TypedInformer<'_, C, CronTab> {
-        kclient_typed::TypedInformer::new(factory)
+        factory: &kclient_cache::SharedInformerFactory<C>,
+    ) -> kclient_informers::TypedInformer<'_, C, CronTab> {
+        kclient_informers::TypedInformer::new(factory)
     }
 
     /// What to run, and when.

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kclient_cache::{DeletedObject, Delta, KeyListerGetter, ProcessError, Queue};
-use kclient_core::meta_namespace_key;
+use kclient_cache::{Delta, KeyListerGetter, ProcessError, Queue};
+use kclient_core::{meta_namespace_key, DeletedObject};
 
 /// A cluster-scoped-looking test object: name `name`, value `v` in its data (client-go's
 /// `mkFifoObj(name, val)`).

@@ -88,9 +88,9 @@ pub mod v1alpha1 {
 
     /// The shared informer and lister of `widgets` in an informer factory (made on first request).
     pub fn widgets_informer<C>(
-        factory: &kclient_typed::SharedInformerFactory<C>,
-    ) -> kclient_typed::TypedInformer<'_, C, Widget> {
-        kclient_typed::TypedInformer::new(factory)
+        factory: &kclient_cache::SharedInformerFactory<C>,
+    ) -> kclient_informers::TypedInformer<'_, C, Widget> {
+        kclient_informers::TypedInformer::new(factory)
     }
 
     /// The `WidgetSpec` object.

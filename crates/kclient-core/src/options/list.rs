@@ -47,6 +47,9 @@ impl fmt::Display for ResourceVersionMatch {
 /// strings in the API server's syntax (`"app=web,tier!=db"`); URL-encoding them is the
 /// transport's job.
 ///
+/// Non-exhaustive (the API server gains list options over time): build it from
+/// [`Default`] with the setters, or assign the public fields.
+///
 /// ```
 /// use kclient_core::options::{ListOptions, ResourceVersionMatch};
 ///
@@ -67,6 +70,7 @@ impl fmt::Display for ResourceVersionMatch {
 /// );
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListOptions {
     /// `labelSelector`: restricts the result to objects whose labels match. Unset: everything.
     pub label_selector: Option<String>,

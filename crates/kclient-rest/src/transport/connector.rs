@@ -14,11 +14,11 @@ use hyper_util::client::legacy::connect::proxy::{SocksV5, Tunnel};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioIo;
+use kclient_core::BoxError;
 use tokio::net::TcpStream;
 use tower_service::Service;
 
 use crate::config::{ConfigError, Proxy};
-use crate::error::BoxError;
 
 /// client-go's dial timeout (`transport/cache.go`: `Timeout: 30 * time.Second`).
 pub const DIAL_TIMEOUT: Duration = Duration::from_secs(30);

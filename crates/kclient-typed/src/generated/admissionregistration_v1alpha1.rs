@@ -43,39 +43,3 @@ impl AdmissionregistrationV1alpha1Client {
         ResourceClient::cluster_scoped(self.client.clone())
     }
 }
-
-/// The informers of `admissionregistration.k8s.io/v1alpha1` of an informer factory (client-go's `informers/admissionregistration/v1alpha1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct AdmissionregistrationV1alpha1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> AdmissionregistrationV1alpha1Informers<'a, C> {
-    /// The `admissionregistration.k8s.io/v1alpha1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `mutatingadmissionpolicies` (kind `MutatingAdmissionPolicy`): its shared informer and lister.
-    pub fn mutating_admission_policies(
-        &self,
-    ) -> crate::TypedInformer<
-        'a,
-        C,
-        k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicy,
-    > {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `mutatingadmissionpolicybindings` (kind `MutatingAdmissionPolicyBinding`): its shared informer and lister.
-    pub fn mutating_admission_policy_bindings(
-        &self,
-    ) -> crate::TypedInformer<
-        'a,
-        C,
-        k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding,
-    > {
-        crate::TypedInformer::new(self.factory)
-    }
-}

@@ -30,25 +30,6 @@ impl ApiextensionsV1Client {
     }
 }
 
-/// The informers of `apiextensions.k8s.io/v1` of an informer factory (client-go's `informers/apiextensions/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct ApiextensionsV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> ApiextensionsV1Informers<'a, C> {
-    /// The `apiextensions.k8s.io/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `customresourcedefinitions` (kind `CustomResourceDefinition`): its shared informer and lister.
-    pub fn custom_resource_definitions(&self) -> crate::TypedInformer<'a, C, k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>{
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition
 {

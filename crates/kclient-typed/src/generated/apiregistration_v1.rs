@@ -33,29 +33,4 @@ impl ApiregistrationV1Client {
     }
 }
 
-/// The informers of `apiregistration.k8s.io/v1` of an informer factory (client-go's `informers/apiregistration/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct ApiregistrationV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> ApiregistrationV1Informers<'a, C> {
-    /// The `apiregistration.k8s.io/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `apiservices` (kind `APIService`): its shared informer and lister.
-    pub fn api_services(
-        &self,
-    ) -> crate::TypedInformer<
-        'a,
-        C,
-        k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService,
-    > {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService {}

@@ -73,55 +73,6 @@ impl AppsV1Client {
     }
 }
 
-/// The informers of `apps/v1` of an informer factory (client-go's `informers/apps/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct AppsV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> AppsV1Informers<'a, C> {
-    /// The `apps/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `controllerrevisions` (kind `ControllerRevision`): its shared informer and lister.
-    pub fn controller_revisions(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::apps::v1::ControllerRevision> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `daemonsets` (kind `DaemonSet`): its shared informer and lister.
-    pub fn daemon_sets(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::apps::v1::DaemonSet> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `deployments` (kind `Deployment`): its shared informer and lister.
-    pub fn deployments(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::apps::v1::Deployment> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `replicasets` (kind `ReplicaSet`): its shared informer and lister.
-    pub fn replica_sets(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::apps::v1::ReplicaSet> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `statefulsets` (kind `StatefulSet`): its shared informer and lister.
-    pub fn stateful_sets(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::apps::v1::StatefulSet> {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::apps::v1::DaemonSet {}
 
 impl crate::HasStatus for k8s_openapi::api::apps::v1::Deployment {}

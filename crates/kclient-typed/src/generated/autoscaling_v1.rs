@@ -33,26 +33,4 @@ impl AutoscalingV1Client {
     }
 }
 
-/// The informers of `autoscaling/v1` of an informer factory (client-go's `informers/autoscaling/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct AutoscalingV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> AutoscalingV1Informers<'a, C> {
-    /// The `autoscaling/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `horizontalpodautoscalers` (kind `HorizontalPodAutoscaler`): its shared informer and lister.
-    pub fn horizontal_pod_autoscalers(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler>
-    {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler {}

@@ -40,30 +40,6 @@ impl BatchV1Client {
     }
 }
 
-/// The informers of `batch/v1` of an informer factory (client-go's `informers/batch/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct BatchV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> BatchV1Informers<'a, C> {
-    /// The `batch/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `cronjobs` (kind `CronJob`): its shared informer and lister.
-    pub fn cron_jobs(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::batch::v1::CronJob> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `jobs` (kind `Job`): its shared informer and lister.
-    pub fn jobs(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::batch::v1::Job> {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::batch::v1::CronJob {}
 
 impl crate::HasStatus for k8s_openapi::api::batch::v1::Job {}

@@ -53,45 +53,6 @@ impl CertificatesV1Client {
     }
 }
 
-/// The informers of `certificates.k8s.io/v1` of an informer factory (client-go's `informers/certificates/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct CertificatesV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> CertificatesV1Informers<'a, C> {
-    /// The `certificates.k8s.io/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `certificatesigningrequests` (kind `CertificateSigningRequest`): its shared informer and lister.
-    pub fn certificate_signing_requests(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::certificates::v1::CertificateSigningRequest>
-    {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `clustertrustbundles` (kind `ClusterTrustBundle`): its shared informer and lister.
-    #[cfg(kclient_k8s = "1.37")]
-    pub fn cluster_trust_bundles(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::certificates::v1::ClusterTrustBundle> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `podcertificaterequests` (kind `PodCertificateRequest`): its shared informer and lister.
-    #[cfg(kclient_k8s = "1.37")]
-    pub fn pod_certificate_requests(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::certificates::v1::PodCertificateRequest>
-    {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::certificates::v1::CertificateSigningRequest {}
 
 #[cfg(kclient_k8s = "1.37")]

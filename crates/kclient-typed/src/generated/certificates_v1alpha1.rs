@@ -32,26 +32,3 @@ impl CertificatesV1alpha1Client {
         ResourceClient::cluster_scoped(self.client.clone())
     }
 }
-
-/// The informers of `certificates.k8s.io/v1alpha1` of an informer factory (client-go's `informers/certificates/v1alpha1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct CertificatesV1alpha1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> CertificatesV1alpha1Informers<'a, C> {
-    /// The `certificates.k8s.io/v1alpha1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `clustertrustbundles` (kind `ClusterTrustBundle`): its shared informer and lister.
-    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-    pub fn cluster_trust_bundles(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::certificates::v1alpha1::ClusterTrustBundle>
-    {
-        crate::TypedInformer::new(self.factory)
-    }
-}

@@ -42,34 +42,4 @@ impl CertificatesV1beta1Client {
     }
 }
 
-/// The informers of `certificates.k8s.io/v1beta1` of an informer factory (client-go's `informers/certificates/v1beta1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct CertificatesV1beta1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> CertificatesV1beta1Informers<'a, C> {
-    /// The `certificates.k8s.io/v1beta1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `clustertrustbundles` (kind `ClusterTrustBundle`): its shared informer and lister.
-    pub fn cluster_trust_bundles(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle>
-    {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `podcertificaterequests` (kind `PodCertificateRequest`): its shared informer and lister.
-    pub fn pod_certificate_requests(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::certificates::v1beta1::PodCertificateRequest>
-    {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::certificates::v1beta1::PodCertificateRequest {}

@@ -32,22 +32,3 @@ impl CoordinationV1Client {
         ResourceClient::namespaced(self.client.clone(), namespace)
     }
 }
-
-/// The informers of `coordination.k8s.io/v1` of an informer factory (client-go's `informers/coordination/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct CoordinationV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> CoordinationV1Informers<'a, C> {
-    /// The `coordination.k8s.io/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `leases` (kind `Lease`): its shared informer and lister.
-    pub fn leases(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::coordination::v1::Lease> {
-        crate::TypedInformer::new(self.factory)
-    }
-}

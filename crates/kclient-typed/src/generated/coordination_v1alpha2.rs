@@ -32,24 +32,3 @@ impl CoordinationV1alpha2Client {
         ResourceClient::namespaced(self.client.clone(), namespace)
     }
 }
-
-/// The informers of `coordination.k8s.io/v1alpha2` of an informer factory (client-go's `informers/coordination/v1alpha2`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct CoordinationV1alpha2Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> CoordinationV1alpha2Informers<'a, C> {
-    /// The `coordination.k8s.io/v1alpha2` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `leasecandidates` (kind `LeaseCandidate`): its shared informer and lister.
-    pub fn lease_candidates(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::coordination::v1alpha2::LeaseCandidate> {
-        crate::TypedInformer::new(self.factory)
-    }
-}

@@ -32,24 +32,3 @@ impl DiscoveryV1Client {
         ResourceClient::namespaced(self.client.clone(), namespace)
     }
 }
-
-/// The informers of `discovery.k8s.io/v1` of an informer factory (client-go's `informers/discovery/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct DiscoveryV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> DiscoveryV1Informers<'a, C> {
-    /// The `discovery.k8s.io/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `endpointslices` (kind `EndpointSlice`): its shared informer and lister.
-    pub fn endpoint_slices(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::discovery::v1::EndpointSlice> {
-        crate::TypedInformer::new(self.factory)
-    }
-}

@@ -29,22 +29,3 @@ impl EventsV1Client {
         ResourceClient::namespaced(self.client.clone(), namespace)
     }
 }
-
-/// The informers of `events.k8s.io/v1` of an informer factory (client-go's `informers/events/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct EventsV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> EventsV1Informers<'a, C> {
-    /// The `events.k8s.io/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `events` (kind `Event`): its shared informer and lister.
-    pub fn events(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::events::v1::Event> {
-        crate::TypedInformer::new(self.factory)
-    }
-}

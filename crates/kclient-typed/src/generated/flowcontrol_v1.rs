@@ -39,35 +39,6 @@ impl FlowcontrolV1Client {
     }
 }
 
-/// The informers of `flowcontrol.apiserver.k8s.io/v1` of an informer factory (client-go's `informers/flowcontrol/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct FlowcontrolV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> FlowcontrolV1Informers<'a, C> {
-    /// The `flowcontrol.apiserver.k8s.io/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `flowschemas` (kind `FlowSchema`): its shared informer and lister.
-    pub fn flow_schemas(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::flowcontrol::v1::FlowSchema> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `prioritylevelconfigurations` (kind `PriorityLevelConfiguration`): its shared informer and lister.
-    pub fn priority_level_configurations(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration>
-    {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::flowcontrol::v1::FlowSchema {}
 
 impl crate::HasStatus for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration {}

@@ -32,26 +32,4 @@ impl InternalV1alpha1Client {
     }
 }
 
-/// The informers of `internal.apiserver.k8s.io/v1alpha1` of an informer factory (client-go's `informers/internal/v1alpha1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct InternalV1alpha1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> InternalV1alpha1Informers<'a, C> {
-    /// The `internal.apiserver.k8s.io/v1alpha1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `storageversions` (kind `StorageVersion`): its shared informer and lister.
-    pub fn storage_versions(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion>
-    {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion {}

@@ -45,36 +45,6 @@ impl LifecycleV1alpha1Client {
     }
 }
 
-/// The informers of `lifecycle.k8s.io/v1alpha1` of an informer factory (client-go's `informers/lifecycle/v1alpha1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct LifecycleV1alpha1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> LifecycleV1alpha1Informers<'a, C> {
-    /// The `lifecycle.k8s.io/v1alpha1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `evictions` (kind `Eviction`): its shared informer and lister.
-    #[cfg(kclient_k8s = "1.37")]
-    pub fn evictions(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::lifecycle::v1alpha1::Eviction> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `evictionrequests` (kind `EvictionRequest`): its shared informer and lister.
-    #[cfg(kclient_k8s = "1.37")]
-    pub fn eviction_requests(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest> {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 #[cfg(kclient_k8s = "1.37")]
 impl crate::HasStatus for k8s_openapi::api::lifecycle::v1alpha1::Eviction {}
 

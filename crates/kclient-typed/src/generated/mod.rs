@@ -6,632 +6,278 @@
 //! [`ResourceClient`](crate::ResourceClient).
 
 pub mod admissionregistration_v1;
-pub use self::admissionregistration_v1::AdmissionregistrationV1Client;
 pub mod admissionregistration_v1alpha1;
-pub use self::admissionregistration_v1alpha1::AdmissionregistrationV1alpha1Client;
 pub mod admissionregistration_v1beta1;
-pub use self::admissionregistration_v1beta1::AdmissionregistrationV1beta1Client;
 pub mod apiextensions_v1;
-pub use self::apiextensions_v1::ApiextensionsV1Client;
 pub mod apiregistration_v1;
-pub use self::apiregistration_v1::ApiregistrationV1Client;
 pub mod apps_v1;
-pub use self::apps_v1::AppsV1Client;
 pub mod authentication_v1;
-pub use self::authentication_v1::AuthenticationV1Client;
 pub mod authorization_v1;
-pub use self::authorization_v1::AuthorizationV1Client;
 pub mod autoscaling_v1;
-pub use self::autoscaling_v1::AutoscalingV1Client;
 pub mod autoscaling_v2;
-pub use self::autoscaling_v2::AutoscalingV2Client;
 pub mod batch_v1;
-pub use self::batch_v1::BatchV1Client;
 pub mod certificates_v1;
-pub use self::certificates_v1::CertificatesV1Client;
 #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
 pub mod certificates_v1alpha1;
-#[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-pub use self::certificates_v1alpha1::CertificatesV1alpha1Client;
 pub mod certificates_v1beta1;
-pub use self::certificates_v1beta1::CertificatesV1beta1Client;
 pub mod coordination_v1;
-pub use self::coordination_v1::CoordinationV1Client;
 pub mod coordination_v1alpha2;
-pub use self::coordination_v1alpha2::CoordinationV1alpha2Client;
 pub mod coordination_v1beta1;
-pub use self::coordination_v1beta1::CoordinationV1beta1Client;
 pub mod core_v1;
-pub use self::core_v1::CoreV1Client;
 pub mod discovery_v1;
-pub use self::discovery_v1::DiscoveryV1Client;
 pub mod events_v1;
-pub use self::events_v1::EventsV1Client;
 pub mod flowcontrol_v1;
-pub use self::flowcontrol_v1::FlowcontrolV1Client;
 pub mod internal_v1alpha1;
-pub use self::internal_v1alpha1::InternalV1alpha1Client;
 #[cfg(kclient_k8s = "1.37")]
 pub mod lifecycle_v1alpha1;
-#[cfg(kclient_k8s = "1.37")]
-pub use self::lifecycle_v1alpha1::LifecycleV1alpha1Client;
 pub mod networking_v1;
-pub use self::networking_v1::NetworkingV1Client;
 #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
 pub mod networking_v1beta1;
-#[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-pub use self::networking_v1beta1::NetworkingV1beta1Client;
 pub mod node_v1;
-pub use self::node_v1::NodeV1Client;
 pub mod policy_v1;
-pub use self::policy_v1::PolicyV1Client;
 pub mod rbac_v1;
-pub use self::rbac_v1::RbacV1Client;
 pub mod resource_v1;
-pub use self::resource_v1::ResourceV1Client;
 pub mod resource_v1alpha3;
-pub use self::resource_v1alpha3::ResourceV1alpha3Client;
 pub mod resource_v1beta1;
-pub use self::resource_v1beta1::ResourceV1beta1Client;
 pub mod resource_v1beta2;
-pub use self::resource_v1beta2::ResourceV1beta2Client;
 pub mod scheduling_v1;
-pub use self::scheduling_v1::SchedulingV1Client;
 #[cfg(kclient_k8s = "1.35")]
 pub mod scheduling_v1alpha1;
-#[cfg(kclient_k8s = "1.35")]
-pub use self::scheduling_v1alpha1::SchedulingV1alpha1Client;
 #[cfg(kclient_k8s = "1.36")]
 pub mod scheduling_v1alpha2;
-#[cfg(kclient_k8s = "1.36")]
-pub use self::scheduling_v1alpha2::SchedulingV1alpha2Client;
 #[cfg(kclient_k8s = "1.37")]
 pub mod scheduling_v1alpha3;
 #[cfg(kclient_k8s = "1.37")]
-pub use self::scheduling_v1alpha3::SchedulingV1alpha3Client;
-#[cfg(kclient_k8s = "1.37")]
 pub mod scheduling_v1beta1;
-#[cfg(kclient_k8s = "1.37")]
-pub use self::scheduling_v1beta1::SchedulingV1beta1Client;
 pub mod storage_v1;
-pub use self::storage_v1::StorageV1Client;
 #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
 pub mod storage_v1beta1;
-#[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-pub use self::storage_v1beta1::StorageV1beta1Client;
 #[cfg(kclient_k8s = "1.37")]
 pub mod storagemigration_v1;
-#[cfg(kclient_k8s = "1.37")]
-pub use self::storagemigration_v1::StoragemigrationV1Client;
 pub mod storagemigration_v1beta1;
-pub use self::storagemigration_v1beta1::StoragemigrationV1beta1Client;
 
 impl crate::Clientset {
     /// The `admissionregistration.k8s.io/v1` clients (client-go's `AdmissionregistrationV1()`).
-    pub fn admissionregistration_v1(&self) -> AdmissionregistrationV1Client {
-        AdmissionregistrationV1Client::new(self.client.clone())
+    pub fn admissionregistration_v1(
+        &self,
+    ) -> admissionregistration_v1::AdmissionregistrationV1Client {
+        admissionregistration_v1::AdmissionregistrationV1Client::new(self.client.clone())
     }
 
     /// The `admissionregistration.k8s.io/v1alpha1` clients (client-go's `AdmissionregistrationV1alpha1()`).
-    pub fn admissionregistration_v1alpha1(&self) -> AdmissionregistrationV1alpha1Client {
-        AdmissionregistrationV1alpha1Client::new(self.client.clone())
+    pub fn admissionregistration_v1alpha1(
+        &self,
+    ) -> admissionregistration_v1alpha1::AdmissionregistrationV1alpha1Client {
+        admissionregistration_v1alpha1::AdmissionregistrationV1alpha1Client::new(
+            self.client.clone(),
+        )
     }
 
     /// The `admissionregistration.k8s.io/v1beta1` clients (client-go's `AdmissionregistrationV1beta1()`).
-    pub fn admissionregistration_v1beta1(&self) -> AdmissionregistrationV1beta1Client {
-        AdmissionregistrationV1beta1Client::new(self.client.clone())
+    pub fn admissionregistration_v1beta1(
+        &self,
+    ) -> admissionregistration_v1beta1::AdmissionregistrationV1beta1Client {
+        admissionregistration_v1beta1::AdmissionregistrationV1beta1Client::new(self.client.clone())
     }
 
     /// The `apiextensions.k8s.io/v1` clients (client-go's `ApiextensionsV1()`).
-    pub fn apiextensions_v1(&self) -> ApiextensionsV1Client {
-        ApiextensionsV1Client::new(self.client.clone())
+    pub fn apiextensions_v1(&self) -> apiextensions_v1::ApiextensionsV1Client {
+        apiextensions_v1::ApiextensionsV1Client::new(self.client.clone())
     }
 
     /// The `apiregistration.k8s.io/v1` clients (client-go's `ApiregistrationV1()`).
-    pub fn apiregistration_v1(&self) -> ApiregistrationV1Client {
-        ApiregistrationV1Client::new(self.client.clone())
+    pub fn apiregistration_v1(&self) -> apiregistration_v1::ApiregistrationV1Client {
+        apiregistration_v1::ApiregistrationV1Client::new(self.client.clone())
     }
 
     /// The `apps/v1` clients (client-go's `AppsV1()`).
-    pub fn apps_v1(&self) -> AppsV1Client {
-        AppsV1Client::new(self.client.clone())
+    pub fn apps_v1(&self) -> apps_v1::AppsV1Client {
+        apps_v1::AppsV1Client::new(self.client.clone())
     }
 
     /// The `authentication.k8s.io/v1` clients (client-go's `AuthenticationV1()`).
-    pub fn authentication_v1(&self) -> AuthenticationV1Client {
-        AuthenticationV1Client::new(self.client.clone())
+    pub fn authentication_v1(&self) -> authentication_v1::AuthenticationV1Client {
+        authentication_v1::AuthenticationV1Client::new(self.client.clone())
     }
 
     /// The `authorization.k8s.io/v1` clients (client-go's `AuthorizationV1()`).
-    pub fn authorization_v1(&self) -> AuthorizationV1Client {
-        AuthorizationV1Client::new(self.client.clone())
+    pub fn authorization_v1(&self) -> authorization_v1::AuthorizationV1Client {
+        authorization_v1::AuthorizationV1Client::new(self.client.clone())
     }
 
     /// The `autoscaling/v1` clients (client-go's `AutoscalingV1()`).
-    pub fn autoscaling_v1(&self) -> AutoscalingV1Client {
-        AutoscalingV1Client::new(self.client.clone())
+    pub fn autoscaling_v1(&self) -> autoscaling_v1::AutoscalingV1Client {
+        autoscaling_v1::AutoscalingV1Client::new(self.client.clone())
     }
 
     /// The `autoscaling/v2` clients (client-go's `AutoscalingV2()`).
-    pub fn autoscaling_v2(&self) -> AutoscalingV2Client {
-        AutoscalingV2Client::new(self.client.clone())
+    pub fn autoscaling_v2(&self) -> autoscaling_v2::AutoscalingV2Client {
+        autoscaling_v2::AutoscalingV2Client::new(self.client.clone())
     }
 
     /// The `batch/v1` clients (client-go's `BatchV1()`).
-    pub fn batch_v1(&self) -> BatchV1Client {
-        BatchV1Client::new(self.client.clone())
+    pub fn batch_v1(&self) -> batch_v1::BatchV1Client {
+        batch_v1::BatchV1Client::new(self.client.clone())
     }
 
     /// The `certificates.k8s.io/v1` clients (client-go's `CertificatesV1()`).
-    pub fn certificates_v1(&self) -> CertificatesV1Client {
-        CertificatesV1Client::new(self.client.clone())
+    pub fn certificates_v1(&self) -> certificates_v1::CertificatesV1Client {
+        certificates_v1::CertificatesV1Client::new(self.client.clone())
     }
 
     /// The `certificates.k8s.io/v1alpha1` clients (client-go's `CertificatesV1alpha1()`).
     #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-    pub fn certificates_v1alpha1(&self) -> CertificatesV1alpha1Client {
-        CertificatesV1alpha1Client::new(self.client.clone())
+    pub fn certificates_v1alpha1(&self) -> certificates_v1alpha1::CertificatesV1alpha1Client {
+        certificates_v1alpha1::CertificatesV1alpha1Client::new(self.client.clone())
     }
 
     /// The `certificates.k8s.io/v1beta1` clients (client-go's `CertificatesV1beta1()`).
-    pub fn certificates_v1beta1(&self) -> CertificatesV1beta1Client {
-        CertificatesV1beta1Client::new(self.client.clone())
+    pub fn certificates_v1beta1(&self) -> certificates_v1beta1::CertificatesV1beta1Client {
+        certificates_v1beta1::CertificatesV1beta1Client::new(self.client.clone())
     }
 
     /// The `coordination.k8s.io/v1` clients (client-go's `CoordinationV1()`).
-    pub fn coordination_v1(&self) -> CoordinationV1Client {
-        CoordinationV1Client::new(self.client.clone())
+    pub fn coordination_v1(&self) -> coordination_v1::CoordinationV1Client {
+        coordination_v1::CoordinationV1Client::new(self.client.clone())
     }
 
     /// The `coordination.k8s.io/v1alpha2` clients (client-go's `CoordinationV1alpha2()`).
-    pub fn coordination_v1alpha2(&self) -> CoordinationV1alpha2Client {
-        CoordinationV1alpha2Client::new(self.client.clone())
+    pub fn coordination_v1alpha2(&self) -> coordination_v1alpha2::CoordinationV1alpha2Client {
+        coordination_v1alpha2::CoordinationV1alpha2Client::new(self.client.clone())
     }
 
     /// The `coordination.k8s.io/v1beta1` clients (client-go's `CoordinationV1beta1()`).
-    pub fn coordination_v1beta1(&self) -> CoordinationV1beta1Client {
-        CoordinationV1beta1Client::new(self.client.clone())
+    pub fn coordination_v1beta1(&self) -> coordination_v1beta1::CoordinationV1beta1Client {
+        coordination_v1beta1::CoordinationV1beta1Client::new(self.client.clone())
     }
 
     /// The `v1` clients (client-go's `CoreV1()`).
-    pub fn core_v1(&self) -> CoreV1Client {
-        CoreV1Client::new(self.client.clone())
+    pub fn core_v1(&self) -> core_v1::CoreV1Client {
+        core_v1::CoreV1Client::new(self.client.clone())
     }
 
     /// The `discovery.k8s.io/v1` clients (client-go's `DiscoveryV1()`).
-    pub fn discovery_v1(&self) -> DiscoveryV1Client {
-        DiscoveryV1Client::new(self.client.clone())
+    pub fn discovery_v1(&self) -> discovery_v1::DiscoveryV1Client {
+        discovery_v1::DiscoveryV1Client::new(self.client.clone())
     }
 
     /// The `events.k8s.io/v1` clients (client-go's `EventsV1()`).
-    pub fn events_v1(&self) -> EventsV1Client {
-        EventsV1Client::new(self.client.clone())
+    pub fn events_v1(&self) -> events_v1::EventsV1Client {
+        events_v1::EventsV1Client::new(self.client.clone())
     }
 
     /// The `flowcontrol.apiserver.k8s.io/v1` clients (client-go's `FlowcontrolV1()`).
-    pub fn flowcontrol_v1(&self) -> FlowcontrolV1Client {
-        FlowcontrolV1Client::new(self.client.clone())
+    pub fn flowcontrol_v1(&self) -> flowcontrol_v1::FlowcontrolV1Client {
+        flowcontrol_v1::FlowcontrolV1Client::new(self.client.clone())
     }
 
     /// The `internal.apiserver.k8s.io/v1alpha1` clients (client-go's `InternalV1alpha1()`).
-    pub fn internal_v1alpha1(&self) -> InternalV1alpha1Client {
-        InternalV1alpha1Client::new(self.client.clone())
+    pub fn internal_v1alpha1(&self) -> internal_v1alpha1::InternalV1alpha1Client {
+        internal_v1alpha1::InternalV1alpha1Client::new(self.client.clone())
     }
 
     /// The `lifecycle.k8s.io/v1alpha1` clients (client-go's `LifecycleV1alpha1()`).
     #[cfg(kclient_k8s = "1.37")]
-    pub fn lifecycle_v1alpha1(&self) -> LifecycleV1alpha1Client {
-        LifecycleV1alpha1Client::new(self.client.clone())
+    pub fn lifecycle_v1alpha1(&self) -> lifecycle_v1alpha1::LifecycleV1alpha1Client {
+        lifecycle_v1alpha1::LifecycleV1alpha1Client::new(self.client.clone())
     }
 
     /// The `networking.k8s.io/v1` clients (client-go's `NetworkingV1()`).
-    pub fn networking_v1(&self) -> NetworkingV1Client {
-        NetworkingV1Client::new(self.client.clone())
+    pub fn networking_v1(&self) -> networking_v1::NetworkingV1Client {
+        networking_v1::NetworkingV1Client::new(self.client.clone())
     }
 
     /// The `networking.k8s.io/v1beta1` clients (client-go's `NetworkingV1beta1()`).
     #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-    pub fn networking_v1beta1(&self) -> NetworkingV1beta1Client {
-        NetworkingV1beta1Client::new(self.client.clone())
+    pub fn networking_v1beta1(&self) -> networking_v1beta1::NetworkingV1beta1Client {
+        networking_v1beta1::NetworkingV1beta1Client::new(self.client.clone())
     }
 
     /// The `node.k8s.io/v1` clients (client-go's `NodeV1()`).
-    pub fn node_v1(&self) -> NodeV1Client {
-        NodeV1Client::new(self.client.clone())
+    pub fn node_v1(&self) -> node_v1::NodeV1Client {
+        node_v1::NodeV1Client::new(self.client.clone())
     }
 
     /// The `policy/v1` clients (client-go's `PolicyV1()`).
-    pub fn policy_v1(&self) -> PolicyV1Client {
-        PolicyV1Client::new(self.client.clone())
+    pub fn policy_v1(&self) -> policy_v1::PolicyV1Client {
+        policy_v1::PolicyV1Client::new(self.client.clone())
     }
 
     /// The `rbac.authorization.k8s.io/v1` clients (client-go's `RbacV1()`).
-    pub fn rbac_v1(&self) -> RbacV1Client {
-        RbacV1Client::new(self.client.clone())
+    pub fn rbac_v1(&self) -> rbac_v1::RbacV1Client {
+        rbac_v1::RbacV1Client::new(self.client.clone())
     }
 
     /// The `resource.k8s.io/v1` clients (client-go's `ResourceV1()`).
-    pub fn resource_v1(&self) -> ResourceV1Client {
-        ResourceV1Client::new(self.client.clone())
+    pub fn resource_v1(&self) -> resource_v1::ResourceV1Client {
+        resource_v1::ResourceV1Client::new(self.client.clone())
     }
 
     /// The `resource.k8s.io/v1alpha3` clients (client-go's `ResourceV1alpha3()`).
-    pub fn resource_v1alpha3(&self) -> ResourceV1alpha3Client {
-        ResourceV1alpha3Client::new(self.client.clone())
+    pub fn resource_v1alpha3(&self) -> resource_v1alpha3::ResourceV1alpha3Client {
+        resource_v1alpha3::ResourceV1alpha3Client::new(self.client.clone())
     }
 
     /// The `resource.k8s.io/v1beta1` clients (client-go's `ResourceV1beta1()`).
-    pub fn resource_v1beta1(&self) -> ResourceV1beta1Client {
-        ResourceV1beta1Client::new(self.client.clone())
+    pub fn resource_v1beta1(&self) -> resource_v1beta1::ResourceV1beta1Client {
+        resource_v1beta1::ResourceV1beta1Client::new(self.client.clone())
     }
 
     /// The `resource.k8s.io/v1beta2` clients (client-go's `ResourceV1beta2()`).
-    pub fn resource_v1beta2(&self) -> ResourceV1beta2Client {
-        ResourceV1beta2Client::new(self.client.clone())
+    pub fn resource_v1beta2(&self) -> resource_v1beta2::ResourceV1beta2Client {
+        resource_v1beta2::ResourceV1beta2Client::new(self.client.clone())
     }
 
     /// The `scheduling.k8s.io/v1` clients (client-go's `SchedulingV1()`).
-    pub fn scheduling_v1(&self) -> SchedulingV1Client {
-        SchedulingV1Client::new(self.client.clone())
+    pub fn scheduling_v1(&self) -> scheduling_v1::SchedulingV1Client {
+        scheduling_v1::SchedulingV1Client::new(self.client.clone())
     }
 
     /// The `scheduling.k8s.io/v1alpha1` clients (client-go's `SchedulingV1alpha1()`).
     #[cfg(kclient_k8s = "1.35")]
-    pub fn scheduling_v1alpha1(&self) -> SchedulingV1alpha1Client {
-        SchedulingV1alpha1Client::new(self.client.clone())
+    pub fn scheduling_v1alpha1(&self) -> scheduling_v1alpha1::SchedulingV1alpha1Client {
+        scheduling_v1alpha1::SchedulingV1alpha1Client::new(self.client.clone())
     }
 
     /// The `scheduling.k8s.io/v1alpha2` clients (client-go's `SchedulingV1alpha2()`).
     #[cfg(kclient_k8s = "1.36")]
-    pub fn scheduling_v1alpha2(&self) -> SchedulingV1alpha2Client {
-        SchedulingV1alpha2Client::new(self.client.clone())
+    pub fn scheduling_v1alpha2(&self) -> scheduling_v1alpha2::SchedulingV1alpha2Client {
+        scheduling_v1alpha2::SchedulingV1alpha2Client::new(self.client.clone())
     }
 
     /// The `scheduling.k8s.io/v1alpha3` clients (client-go's `SchedulingV1alpha3()`).
     #[cfg(kclient_k8s = "1.37")]
-    pub fn scheduling_v1alpha3(&self) -> SchedulingV1alpha3Client {
-        SchedulingV1alpha3Client::new(self.client.clone())
+    pub fn scheduling_v1alpha3(&self) -> scheduling_v1alpha3::SchedulingV1alpha3Client {
+        scheduling_v1alpha3::SchedulingV1alpha3Client::new(self.client.clone())
     }
 
     /// The `scheduling.k8s.io/v1beta1` clients (client-go's `SchedulingV1beta1()`).
     #[cfg(kclient_k8s = "1.37")]
-    pub fn scheduling_v1beta1(&self) -> SchedulingV1beta1Client {
-        SchedulingV1beta1Client::new(self.client.clone())
+    pub fn scheduling_v1beta1(&self) -> scheduling_v1beta1::SchedulingV1beta1Client {
+        scheduling_v1beta1::SchedulingV1beta1Client::new(self.client.clone())
     }
 
     /// The `storage.k8s.io/v1` clients (client-go's `StorageV1()`).
-    pub fn storage_v1(&self) -> StorageV1Client {
-        StorageV1Client::new(self.client.clone())
+    pub fn storage_v1(&self) -> storage_v1::StorageV1Client {
+        storage_v1::StorageV1Client::new(self.client.clone())
     }
 
     /// The `storage.k8s.io/v1beta1` clients (client-go's `StorageV1beta1()`).
     #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-    pub fn storage_v1beta1(&self) -> StorageV1beta1Client {
-        StorageV1beta1Client::new(self.client.clone())
+    pub fn storage_v1beta1(&self) -> storage_v1beta1::StorageV1beta1Client {
+        storage_v1beta1::StorageV1beta1Client::new(self.client.clone())
     }
 
     /// The `storagemigration.k8s.io/v1` clients (client-go's `StoragemigrationV1()`).
     #[cfg(kclient_k8s = "1.37")]
-    pub fn storagemigration_v1(&self) -> StoragemigrationV1Client {
-        StoragemigrationV1Client::new(self.client.clone())
+    pub fn storagemigration_v1(&self) -> storagemigration_v1::StoragemigrationV1Client {
+        storagemigration_v1::StoragemigrationV1Client::new(self.client.clone())
     }
 
     /// The `storagemigration.k8s.io/v1beta1` clients (client-go's `StoragemigrationV1beta1()`).
-    pub fn storagemigration_v1beta1(&self) -> StoragemigrationV1beta1Client {
-        StoragemigrationV1beta1Client::new(self.client.clone())
-    }
-}
-
-/// The typed informers of a [`SharedInformerFactory`](kclient_cache::SharedInformerFactory), by
-/// group-version (client-go's `factory.Core().V1().Pods()` is `factory.core_v1().pods()`): each
-/// resource that can be listed and watched gives its shared informer and lister.
-pub trait InformerFactoryExt<C> {
-    /// The `admissionregistration.k8s.io/v1` informers.
-    fn admissionregistration_v1(
+    pub fn storagemigration_v1beta1(
         &self,
-    ) -> admissionregistration_v1::AdmissionregistrationV1Informers<'_, C>;
-
-    /// The `admissionregistration.k8s.io/v1alpha1` informers.
-    fn admissionregistration_v1alpha1(
-        &self,
-    ) -> admissionregistration_v1alpha1::AdmissionregistrationV1alpha1Informers<'_, C>;
-
-    /// The `admissionregistration.k8s.io/v1beta1` informers.
-    fn admissionregistration_v1beta1(
-        &self,
-    ) -> admissionregistration_v1beta1::AdmissionregistrationV1beta1Informers<'_, C>;
-
-    /// The `apiextensions.k8s.io/v1` informers.
-    fn apiextensions_v1(&self) -> apiextensions_v1::ApiextensionsV1Informers<'_, C>;
-
-    /// The `apiregistration.k8s.io/v1` informers.
-    fn apiregistration_v1(&self) -> apiregistration_v1::ApiregistrationV1Informers<'_, C>;
-
-    /// The `apps/v1` informers.
-    fn apps_v1(&self) -> apps_v1::AppsV1Informers<'_, C>;
-
-    /// The `autoscaling/v1` informers.
-    fn autoscaling_v1(&self) -> autoscaling_v1::AutoscalingV1Informers<'_, C>;
-
-    /// The `autoscaling/v2` informers.
-    fn autoscaling_v2(&self) -> autoscaling_v2::AutoscalingV2Informers<'_, C>;
-
-    /// The `batch/v1` informers.
-    fn batch_v1(&self) -> batch_v1::BatchV1Informers<'_, C>;
-
-    /// The `certificates.k8s.io/v1` informers.
-    fn certificates_v1(&self) -> certificates_v1::CertificatesV1Informers<'_, C>;
-
-    /// The `certificates.k8s.io/v1alpha1` informers.
-    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-    fn certificates_v1alpha1(&self) -> certificates_v1alpha1::CertificatesV1alpha1Informers<'_, C>;
-
-    /// The `certificates.k8s.io/v1beta1` informers.
-    fn certificates_v1beta1(&self) -> certificates_v1beta1::CertificatesV1beta1Informers<'_, C>;
-
-    /// The `coordination.k8s.io/v1` informers.
-    fn coordination_v1(&self) -> coordination_v1::CoordinationV1Informers<'_, C>;
-
-    /// The `coordination.k8s.io/v1alpha2` informers.
-    fn coordination_v1alpha2(&self) -> coordination_v1alpha2::CoordinationV1alpha2Informers<'_, C>;
-
-    /// The `coordination.k8s.io/v1beta1` informers.
-    fn coordination_v1beta1(&self) -> coordination_v1beta1::CoordinationV1beta1Informers<'_, C>;
-
-    /// The `v1` informers.
-    fn core_v1(&self) -> core_v1::CoreV1Informers<'_, C>;
-
-    /// The `discovery.k8s.io/v1` informers.
-    fn discovery_v1(&self) -> discovery_v1::DiscoveryV1Informers<'_, C>;
-
-    /// The `events.k8s.io/v1` informers.
-    fn events_v1(&self) -> events_v1::EventsV1Informers<'_, C>;
-
-    /// The `flowcontrol.apiserver.k8s.io/v1` informers.
-    fn flowcontrol_v1(&self) -> flowcontrol_v1::FlowcontrolV1Informers<'_, C>;
-
-    /// The `internal.apiserver.k8s.io/v1alpha1` informers.
-    fn internal_v1alpha1(&self) -> internal_v1alpha1::InternalV1alpha1Informers<'_, C>;
-
-    /// The `lifecycle.k8s.io/v1alpha1` informers.
-    #[cfg(kclient_k8s = "1.37")]
-    fn lifecycle_v1alpha1(&self) -> lifecycle_v1alpha1::LifecycleV1alpha1Informers<'_, C>;
-
-    /// The `networking.k8s.io/v1` informers.
-    fn networking_v1(&self) -> networking_v1::NetworkingV1Informers<'_, C>;
-
-    /// The `networking.k8s.io/v1beta1` informers.
-    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-    fn networking_v1beta1(&self) -> networking_v1beta1::NetworkingV1beta1Informers<'_, C>;
-
-    /// The `node.k8s.io/v1` informers.
-    fn node_v1(&self) -> node_v1::NodeV1Informers<'_, C>;
-
-    /// The `policy/v1` informers.
-    fn policy_v1(&self) -> policy_v1::PolicyV1Informers<'_, C>;
-
-    /// The `rbac.authorization.k8s.io/v1` informers.
-    fn rbac_v1(&self) -> rbac_v1::RbacV1Informers<'_, C>;
-
-    /// The `resource.k8s.io/v1` informers.
-    fn resource_v1(&self) -> resource_v1::ResourceV1Informers<'_, C>;
-
-    /// The `resource.k8s.io/v1alpha3` informers.
-    fn resource_v1alpha3(&self) -> resource_v1alpha3::ResourceV1alpha3Informers<'_, C>;
-
-    /// The `resource.k8s.io/v1beta1` informers.
-    fn resource_v1beta1(&self) -> resource_v1beta1::ResourceV1beta1Informers<'_, C>;
-
-    /// The `resource.k8s.io/v1beta2` informers.
-    fn resource_v1beta2(&self) -> resource_v1beta2::ResourceV1beta2Informers<'_, C>;
-
-    /// The `scheduling.k8s.io/v1` informers.
-    fn scheduling_v1(&self) -> scheduling_v1::SchedulingV1Informers<'_, C>;
-
-    /// The `scheduling.k8s.io/v1alpha1` informers.
-    #[cfg(kclient_k8s = "1.35")]
-    fn scheduling_v1alpha1(&self) -> scheduling_v1alpha1::SchedulingV1alpha1Informers<'_, C>;
-
-    /// The `scheduling.k8s.io/v1alpha2` informers.
-    #[cfg(kclient_k8s = "1.36")]
-    fn scheduling_v1alpha2(&self) -> scheduling_v1alpha2::SchedulingV1alpha2Informers<'_, C>;
-
-    /// The `scheduling.k8s.io/v1alpha3` informers.
-    #[cfg(kclient_k8s = "1.37")]
-    fn scheduling_v1alpha3(&self) -> scheduling_v1alpha3::SchedulingV1alpha3Informers<'_, C>;
-
-    /// The `scheduling.k8s.io/v1beta1` informers.
-    #[cfg(kclient_k8s = "1.37")]
-    fn scheduling_v1beta1(&self) -> scheduling_v1beta1::SchedulingV1beta1Informers<'_, C>;
-
-    /// The `storage.k8s.io/v1` informers.
-    fn storage_v1(&self) -> storage_v1::StorageV1Informers<'_, C>;
-
-    /// The `storage.k8s.io/v1beta1` informers.
-    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-    fn storage_v1beta1(&self) -> storage_v1beta1::StorageV1beta1Informers<'_, C>;
-
-    /// The `storagemigration.k8s.io/v1` informers.
-    #[cfg(kclient_k8s = "1.37")]
-    fn storagemigration_v1(&self) -> storagemigration_v1::StoragemigrationV1Informers<'_, C>;
-
-    /// The `storagemigration.k8s.io/v1beta1` informers.
-    fn storagemigration_v1beta1(
-        &self,
-    ) -> storagemigration_v1beta1::StoragemigrationV1beta1Informers<'_, C>;
-}
-
-impl<C> InformerFactoryExt<C> for kclient_cache::SharedInformerFactory<C> {
-    fn admissionregistration_v1(
-        &self,
-    ) -> admissionregistration_v1::AdmissionregistrationV1Informers<'_, C> {
-        admissionregistration_v1::AdmissionregistrationV1Informers::new(self)
-    }
-
-    fn admissionregistration_v1alpha1(
-        &self,
-    ) -> admissionregistration_v1alpha1::AdmissionregistrationV1alpha1Informers<'_, C> {
-        admissionregistration_v1alpha1::AdmissionregistrationV1alpha1Informers::new(self)
-    }
-
-    fn admissionregistration_v1beta1(
-        &self,
-    ) -> admissionregistration_v1beta1::AdmissionregistrationV1beta1Informers<'_, C> {
-        admissionregistration_v1beta1::AdmissionregistrationV1beta1Informers::new(self)
-    }
-
-    fn apiextensions_v1(&self) -> apiextensions_v1::ApiextensionsV1Informers<'_, C> {
-        apiextensions_v1::ApiextensionsV1Informers::new(self)
-    }
-
-    fn apiregistration_v1(&self) -> apiregistration_v1::ApiregistrationV1Informers<'_, C> {
-        apiregistration_v1::ApiregistrationV1Informers::new(self)
-    }
-
-    fn apps_v1(&self) -> apps_v1::AppsV1Informers<'_, C> {
-        apps_v1::AppsV1Informers::new(self)
-    }
-
-    fn autoscaling_v1(&self) -> autoscaling_v1::AutoscalingV1Informers<'_, C> {
-        autoscaling_v1::AutoscalingV1Informers::new(self)
-    }
-
-    fn autoscaling_v2(&self) -> autoscaling_v2::AutoscalingV2Informers<'_, C> {
-        autoscaling_v2::AutoscalingV2Informers::new(self)
-    }
-
-    fn batch_v1(&self) -> batch_v1::BatchV1Informers<'_, C> {
-        batch_v1::BatchV1Informers::new(self)
-    }
-
-    fn certificates_v1(&self) -> certificates_v1::CertificatesV1Informers<'_, C> {
-        certificates_v1::CertificatesV1Informers::new(self)
-    }
-
-    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-    fn certificates_v1alpha1(&self) -> certificates_v1alpha1::CertificatesV1alpha1Informers<'_, C> {
-        certificates_v1alpha1::CertificatesV1alpha1Informers::new(self)
-    }
-
-    fn certificates_v1beta1(&self) -> certificates_v1beta1::CertificatesV1beta1Informers<'_, C> {
-        certificates_v1beta1::CertificatesV1beta1Informers::new(self)
-    }
-
-    fn coordination_v1(&self) -> coordination_v1::CoordinationV1Informers<'_, C> {
-        coordination_v1::CoordinationV1Informers::new(self)
-    }
-
-    fn coordination_v1alpha2(&self) -> coordination_v1alpha2::CoordinationV1alpha2Informers<'_, C> {
-        coordination_v1alpha2::CoordinationV1alpha2Informers::new(self)
-    }
-
-    fn coordination_v1beta1(&self) -> coordination_v1beta1::CoordinationV1beta1Informers<'_, C> {
-        coordination_v1beta1::CoordinationV1beta1Informers::new(self)
-    }
-
-    fn core_v1(&self) -> core_v1::CoreV1Informers<'_, C> {
-        core_v1::CoreV1Informers::new(self)
-    }
-
-    fn discovery_v1(&self) -> discovery_v1::DiscoveryV1Informers<'_, C> {
-        discovery_v1::DiscoveryV1Informers::new(self)
-    }
-
-    fn events_v1(&self) -> events_v1::EventsV1Informers<'_, C> {
-        events_v1::EventsV1Informers::new(self)
-    }
-
-    fn flowcontrol_v1(&self) -> flowcontrol_v1::FlowcontrolV1Informers<'_, C> {
-        flowcontrol_v1::FlowcontrolV1Informers::new(self)
-    }
-
-    fn internal_v1alpha1(&self) -> internal_v1alpha1::InternalV1alpha1Informers<'_, C> {
-        internal_v1alpha1::InternalV1alpha1Informers::new(self)
-    }
-
-    #[cfg(kclient_k8s = "1.37")]
-    fn lifecycle_v1alpha1(&self) -> lifecycle_v1alpha1::LifecycleV1alpha1Informers<'_, C> {
-        lifecycle_v1alpha1::LifecycleV1alpha1Informers::new(self)
-    }
-
-    fn networking_v1(&self) -> networking_v1::NetworkingV1Informers<'_, C> {
-        networking_v1::NetworkingV1Informers::new(self)
-    }
-
-    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-    fn networking_v1beta1(&self) -> networking_v1beta1::NetworkingV1beta1Informers<'_, C> {
-        networking_v1beta1::NetworkingV1beta1Informers::new(self)
-    }
-
-    fn node_v1(&self) -> node_v1::NodeV1Informers<'_, C> {
-        node_v1::NodeV1Informers::new(self)
-    }
-
-    fn policy_v1(&self) -> policy_v1::PolicyV1Informers<'_, C> {
-        policy_v1::PolicyV1Informers::new(self)
-    }
-
-    fn rbac_v1(&self) -> rbac_v1::RbacV1Informers<'_, C> {
-        rbac_v1::RbacV1Informers::new(self)
-    }
-
-    fn resource_v1(&self) -> resource_v1::ResourceV1Informers<'_, C> {
-        resource_v1::ResourceV1Informers::new(self)
-    }
-
-    fn resource_v1alpha3(&self) -> resource_v1alpha3::ResourceV1alpha3Informers<'_, C> {
-        resource_v1alpha3::ResourceV1alpha3Informers::new(self)
-    }
-
-    fn resource_v1beta1(&self) -> resource_v1beta1::ResourceV1beta1Informers<'_, C> {
-        resource_v1beta1::ResourceV1beta1Informers::new(self)
-    }
-
-    fn resource_v1beta2(&self) -> resource_v1beta2::ResourceV1beta2Informers<'_, C> {
-        resource_v1beta2::ResourceV1beta2Informers::new(self)
-    }
-
-    fn scheduling_v1(&self) -> scheduling_v1::SchedulingV1Informers<'_, C> {
-        scheduling_v1::SchedulingV1Informers::new(self)
-    }
-
-    #[cfg(kclient_k8s = "1.35")]
-    fn scheduling_v1alpha1(&self) -> scheduling_v1alpha1::SchedulingV1alpha1Informers<'_, C> {
-        scheduling_v1alpha1::SchedulingV1alpha1Informers::new(self)
-    }
-
-    #[cfg(kclient_k8s = "1.36")]
-    fn scheduling_v1alpha2(&self) -> scheduling_v1alpha2::SchedulingV1alpha2Informers<'_, C> {
-        scheduling_v1alpha2::SchedulingV1alpha2Informers::new(self)
-    }
-
-    #[cfg(kclient_k8s = "1.37")]
-    fn scheduling_v1alpha3(&self) -> scheduling_v1alpha3::SchedulingV1alpha3Informers<'_, C> {
-        scheduling_v1alpha3::SchedulingV1alpha3Informers::new(self)
-    }
-
-    #[cfg(kclient_k8s = "1.37")]
-    fn scheduling_v1beta1(&self) -> scheduling_v1beta1::SchedulingV1beta1Informers<'_, C> {
-        scheduling_v1beta1::SchedulingV1beta1Informers::new(self)
-    }
-
-    fn storage_v1(&self) -> storage_v1::StorageV1Informers<'_, C> {
-        storage_v1::StorageV1Informers::new(self)
-    }
-
-    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-    fn storage_v1beta1(&self) -> storage_v1beta1::StorageV1beta1Informers<'_, C> {
-        storage_v1beta1::StorageV1beta1Informers::new(self)
-    }
-
-    #[cfg(kclient_k8s = "1.37")]
-    fn storagemigration_v1(&self) -> storagemigration_v1::StoragemigrationV1Informers<'_, C> {
-        storagemigration_v1::StoragemigrationV1Informers::new(self)
-    }
-
-    fn storagemigration_v1beta1(
-        &self,
-    ) -> storagemigration_v1beta1::StoragemigrationV1beta1Informers<'_, C> {
-        storagemigration_v1beta1::StoragemigrationV1beta1Informers::new(self)
+    ) -> storagemigration_v1beta1::StoragemigrationV1beta1Client {
+        storagemigration_v1beta1::StoragemigrationV1beta1Client::new(self.client.clone())
     }
 }

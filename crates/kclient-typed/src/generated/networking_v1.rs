@@ -66,55 +66,6 @@ impl NetworkingV1Client {
     }
 }
 
-/// The informers of `networking.k8s.io/v1` of an informer factory (client-go's `informers/networking/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct NetworkingV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> NetworkingV1Informers<'a, C> {
-    /// The `networking.k8s.io/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `ipaddresses` (kind `IPAddress`): its shared informer and lister.
-    pub fn ip_addresses(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::networking::v1::IPAddress> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `ingresses` (kind `Ingress`): its shared informer and lister.
-    pub fn ingresses(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::networking::v1::Ingress> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `ingressclasses` (kind `IngressClass`): its shared informer and lister.
-    pub fn ingress_classes(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::networking::v1::IngressClass> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `networkpolicies` (kind `NetworkPolicy`): its shared informer and lister.
-    pub fn network_policies(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::networking::v1::NetworkPolicy> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `servicecidrs` (kind `ServiceCIDR`): its shared informer and lister.
-    pub fn service_cidrs(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::networking::v1::ServiceCIDR> {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::networking::v1::Ingress {}
 
 impl crate::HasStatus for k8s_openapi::api::networking::v1::ServiceCIDR {}

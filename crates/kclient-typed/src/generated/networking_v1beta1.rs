@@ -41,35 +41,5 @@ impl NetworkingV1beta1Client {
     }
 }
 
-/// The informers of `networking.k8s.io/v1beta1` of an informer factory (client-go's `informers/networking/v1beta1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct NetworkingV1beta1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> NetworkingV1beta1Informers<'a, C> {
-    /// The `networking.k8s.io/v1beta1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `ipaddresses` (kind `IPAddress`): its shared informer and lister.
-    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-    pub fn ip_addresses(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::networking::v1beta1::IPAddress> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `servicecidrs` (kind `ServiceCIDR`): its shared informer and lister.
-    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-    pub fn service_cidrs(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::networking::v1beta1::ServiceCIDR> {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
 impl crate::HasStatus for k8s_openapi::api::networking::v1beta1::ServiceCIDR {}

@@ -29,24 +29,3 @@ impl NodeV1Client {
         ResourceClient::cluster_scoped(self.client.clone())
     }
 }
-
-/// The informers of `node.k8s.io/v1` of an informer factory (client-go's `informers/node/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct NodeV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> NodeV1Informers<'a, C> {
-    /// The `node.k8s.io/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `runtimeclasses` (kind `RuntimeClass`): its shared informer and lister.
-    pub fn runtime_classes(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::node::v1::RuntimeClass> {
-        crate::TypedInformer::new(self.factory)
-    }
-}

@@ -33,25 +33,4 @@ impl PolicyV1Client {
     }
 }
 
-/// The informers of `policy/v1` of an informer factory (client-go's `informers/policy/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct PolicyV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> PolicyV1Informers<'a, C> {
-    /// The `policy/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `poddisruptionbudgets` (kind `PodDisruptionBudget`): its shared informer and lister.
-    pub fn pod_disruption_budgets(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::policy::v1::PodDisruptionBudget> {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::policy::v1::PodDisruptionBudget {}

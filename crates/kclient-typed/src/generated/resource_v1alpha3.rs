@@ -42,36 +42,6 @@ impl ResourceV1alpha3Client {
     }
 }
 
-/// The informers of `resource.k8s.io/v1alpha3` of an informer factory (client-go's `informers/resource/v1alpha3`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct ResourceV1alpha3Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> ResourceV1alpha3Informers<'a, C> {
-    /// The `resource.k8s.io/v1alpha3` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `devicetaintrules` (kind `DeviceTaintRule`): its shared informer and lister.
-    pub fn device_taint_rules(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::resource::v1alpha3::DeviceTaintRule> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `resourcepoolstatusrequests` (kind `ResourcePoolStatusRequest`): its shared informer and lister.
-    #[cfg(any(kclient_k8s = "1.36", kclient_k8s = "1.37"))]
-    pub fn resource_pool_status_requests(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest>
-    {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::resource::v1alpha3::DeviceTaintRule {}
 
 #[cfg(any(kclient_k8s = "1.36", kclient_k8s = "1.37"))]

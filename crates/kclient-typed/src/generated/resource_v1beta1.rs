@@ -61,47 +61,4 @@ impl ResourceV1beta1Client {
     }
 }
 
-/// The informers of `resource.k8s.io/v1beta1` of an informer factory (client-go's `informers/resource/v1beta1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct ResourceV1beta1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> ResourceV1beta1Informers<'a, C> {
-    /// The `resource.k8s.io/v1beta1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `deviceclasses` (kind `DeviceClass`): its shared informer and lister.
-    pub fn device_classes(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::resource::v1beta1::DeviceClass> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `resourceclaims` (kind `ResourceClaim`): its shared informer and lister.
-    pub fn resource_claims(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::resource::v1beta1::ResourceClaim> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `resourceclaimtemplates` (kind `ResourceClaimTemplate`): its shared informer and lister.
-    pub fn resource_claim_templates(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate>
-    {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `resourceslices` (kind `ResourceSlice`): its shared informer and lister.
-    pub fn resource_slices(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::resource::v1beta1::ResourceSlice> {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::resource::v1beta1::ResourceClaim {}

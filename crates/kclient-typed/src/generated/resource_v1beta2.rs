@@ -71,57 +71,6 @@ impl ResourceV1beta2Client {
     }
 }
 
-/// The informers of `resource.k8s.io/v1beta2` of an informer factory (client-go's `informers/resource/v1beta2`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct ResourceV1beta2Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> ResourceV1beta2Informers<'a, C> {
-    /// The `resource.k8s.io/v1beta2` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `deviceclasses` (kind `DeviceClass`): its shared informer and lister.
-    pub fn device_classes(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::resource::v1beta2::DeviceClass> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `devicetaintrules` (kind `DeviceTaintRule`): its shared informer and lister.
-    #[cfg(any(kclient_k8s = "1.36", kclient_k8s = "1.37"))]
-    pub fn device_taint_rules(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::resource::v1beta2::DeviceTaintRule> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `resourceclaims` (kind `ResourceClaim`): its shared informer and lister.
-    pub fn resource_claims(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::resource::v1beta2::ResourceClaim> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `resourceclaimtemplates` (kind `ResourceClaimTemplate`): its shared informer and lister.
-    pub fn resource_claim_templates(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate>
-    {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `resourceslices` (kind `ResourceSlice`): its shared informer and lister.
-    pub fn resource_slices(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::resource::v1beta2::ResourceSlice> {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 #[cfg(any(kclient_k8s = "1.36", kclient_k8s = "1.37"))]
 impl crate::HasStatus for k8s_openapi::api::resource::v1beta2::DeviceTaintRule {}
 

@@ -31,24 +31,3 @@ impl SchedulingV1Client {
         ResourceClient::cluster_scoped(self.client.clone())
     }
 }
-
-/// The informers of `scheduling.k8s.io/v1` of an informer factory (client-go's `informers/scheduling/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct SchedulingV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> SchedulingV1Informers<'a, C> {
-    /// The `scheduling.k8s.io/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `priorityclasses` (kind `PriorityClass`): its shared informer and lister.
-    pub fn priority_classes(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::scheduling::v1::PriorityClass> {
-        crate::TypedInformer::new(self.factory)
-    }
-}

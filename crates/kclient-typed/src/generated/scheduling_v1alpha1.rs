@@ -33,25 +33,3 @@ impl SchedulingV1alpha1Client {
         ResourceClient::namespaced(self.client.clone(), namespace)
     }
 }
-
-/// The informers of `scheduling.k8s.io/v1alpha1` of an informer factory (client-go's `informers/scheduling/v1alpha1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct SchedulingV1alpha1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> SchedulingV1alpha1Informers<'a, C> {
-    /// The `scheduling.k8s.io/v1alpha1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `workloads` (kind `Workload`): its shared informer and lister.
-    #[cfg(kclient_k8s = "1.35")]
-    pub fn workloads(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::scheduling::v1alpha1::Workload> {
-        crate::TypedInformer::new(self.factory)
-    }
-}

@@ -56,45 +56,6 @@ impl SchedulingV1alpha3Client {
     }
 }
 
-/// The informers of `scheduling.k8s.io/v1alpha3` of an informer factory (client-go's `informers/scheduling/v1alpha3`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct SchedulingV1alpha3Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> SchedulingV1alpha3Informers<'a, C> {
-    /// The `scheduling.k8s.io/v1alpha3` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `compositepodgroups` (kind `CompositePodGroup`): its shared informer and lister.
-    #[cfg(kclient_k8s = "1.37")]
-    pub fn composite_pod_groups(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup>
-    {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `podgroups` (kind `PodGroup`): its shared informer and lister.
-    #[cfg(kclient_k8s = "1.37")]
-    pub fn pod_groups(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::scheduling::v1alpha3::PodGroup> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `workloads` (kind `Workload`): its shared informer and lister.
-    #[cfg(kclient_k8s = "1.37")]
-    pub fn workloads(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::scheduling::v1alpha3::Workload> {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 #[cfg(kclient_k8s = "1.37")]
 impl crate::HasStatus for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {}
 

@@ -45,35 +45,5 @@ impl SchedulingV1beta1Client {
     }
 }
 
-/// The informers of `scheduling.k8s.io/v1beta1` of an informer factory (client-go's `informers/scheduling/v1beta1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct SchedulingV1beta1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> SchedulingV1beta1Informers<'a, C> {
-    /// The `scheduling.k8s.io/v1beta1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `podgroups` (kind `PodGroup`): its shared informer and lister.
-    #[cfg(kclient_k8s = "1.37")]
-    pub fn pod_groups(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::scheduling::v1beta1::PodGroup> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `workloads` (kind `Workload`): its shared informer and lister.
-    #[cfg(kclient_k8s = "1.37")]
-    pub fn workloads(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::scheduling::v1beta1::Workload> {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 #[cfg(kclient_k8s = "1.37")]
 impl crate::HasStatus for k8s_openapi::api::scheduling::v1beta1::PodGroup {}

@@ -72,60 +72,6 @@ impl StorageV1Client {
     }
 }
 
-/// The informers of `storage.k8s.io/v1` of an informer factory (client-go's `informers/storage/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct StorageV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> StorageV1Informers<'a, C> {
-    /// The `storage.k8s.io/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `csidrivers` (kind `CSIDriver`): its shared informer and lister.
-    pub fn csi_drivers(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::storage::v1::CSIDriver> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `csinodes` (kind `CSINode`): its shared informer and lister.
-    pub fn csi_nodes(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::storage::v1::CSINode> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `csistoragecapacities` (kind `CSIStorageCapacity`): its shared informer and lister.
-    pub fn csi_storage_capacities(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::storage::v1::CSIStorageCapacity> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `storageclasses` (kind `StorageClass`): its shared informer and lister.
-    pub fn storage_classes(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::storage::v1::StorageClass> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `volumeattachments` (kind `VolumeAttachment`): its shared informer and lister.
-    pub fn volume_attachments(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::storage::v1::VolumeAttachment> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `volumeattributesclasses` (kind `VolumeAttributesClass`): its shared informer and lister.
-    pub fn volume_attributes_classes(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::storage::v1::VolumeAttributesClass> {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 #[cfg(kclient_k8s = "1.37")]
 impl crate::HasStatus for k8s_openapi::api::storage::v1::CSINode {}
 

@@ -32,26 +32,3 @@ impl StorageV1beta1Client {
         ResourceClient::cluster_scoped(self.client.clone())
     }
 }
-
-/// The informers of `storage.k8s.io/v1beta1` of an informer factory (client-go's `informers/storage/v1beta1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct StorageV1beta1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> StorageV1beta1Informers<'a, C> {
-    /// The `storage.k8s.io/v1beta1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `volumeattributesclasses` (kind `VolumeAttributesClass`): its shared informer and lister.
-    #[cfg(any(kclient_k8s = "1.35", kclient_k8s = "1.36"))]
-    pub fn volume_attributes_classes(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::storage::v1beta1::VolumeAttributesClass>
-    {
-        crate::TypedInformer::new(self.factory)
-    }
-}

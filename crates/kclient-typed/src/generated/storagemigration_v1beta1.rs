@@ -32,29 +32,4 @@ impl StoragemigrationV1beta1Client {
     }
 }
 
-/// The informers of `storagemigration.k8s.io/v1beta1` of an informer factory (client-go's `informers/storagemigration/v1beta1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct StoragemigrationV1beta1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> StoragemigrationV1beta1Informers<'a, C> {
-    /// The `storagemigration.k8s.io/v1beta1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `storageversionmigrations` (kind `StorageVersionMigration`): its shared informer and lister.
-    pub fn storage_version_migrations(
-        &self,
-    ) -> crate::TypedInformer<
-        'a,
-        C,
-        k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration,
-    > {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration {}

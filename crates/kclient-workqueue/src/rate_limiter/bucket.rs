@@ -6,7 +6,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use super::RateLimiter;
+use super::TypedRateLimiter;
 
 /// The delay that means "never" (Go's `rate.InfDuration`: the largest signed 64-bit count of
 /// nanoseconds, about 292 years). [`BucketRateLimiter`] answers it when it can never grant a
@@ -16,12 +16,12 @@ pub const INF_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
 /// An overall token bucket: `qps` tokens per second, holding at most `burst`, starting full
 /// (client-go's `TypedBucketRateLimiter` over Go's `rate.NewLimiter(qps, burst)`).
 ///
-/// Each [`when`](RateLimiter::when) **reserves** one token, whatever the item, and returns
+/// Each [`when`](TypedRateLimiter::when) **reserves** one token, whatever the item, and returns
 /// how long until that token is available: zero while the bucket has tokens, then growing by
 /// `1/qps` per call as the bucket goes into debt. This is Go's `Limiter.Reserve().Delay()`,
 /// arithmetic included (a float token count, refilled by elapsed seconds times the rate,
-/// capped at the burst). [`forget`](RateLimiter::forget) does nothing and
-/// [`num_requeues`](RateLimiter::num_requeues) is always 0: the bucket keeps no per-item
+/// capped at the burst). [`forget`](TypedRateLimiter::forget) does nothing and
+/// [`num_requeues`](TypedRateLimiter::num_requeues) is always 0: the bucket keeps no per-item
 /// state.
 ///
 /// A rate of `f64::INFINITY` never delays. A rate that is zero, negative or NaN refills
@@ -34,7 +34,7 @@ pub const INF_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
 ///
 /// ```
 /// use std::time::Duration;
-/// use kclient_workqueue::rate_limiter::{BucketRateLimiter, RateLimiter};
+/// use kclient_workqueue::rate_limiter::{BucketRateLimiter, TypedRateLimiter};
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
 /// let bucket = BucketRateLimiter::new(10.0, 2);
@@ -150,7 +150,7 @@ fn duration_from_tokens(limit: f64, tokens: f64) -> Duration {
     Duration::from_nanos(nanos as u64)
 }
 
-impl<T> RateLimiter<T> for BucketRateLimiter {
+impl<T> TypedRateLimiter<T> for BucketRateLimiter {
     fn when(&self, _item: &T) -> Duration {
         self.reserve(Instant::now())
     }
@@ -175,23 +175,26 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn reserves_a_token_per_call() {
         let bucket = BucketRateLimiter::new(1.0, 1);
-        assert_eq!(RateLimiter::<&str>::when(&bucket, &"one"), Duration::ZERO);
         assert_eq!(
-            RateLimiter::<&str>::when(&bucket, &"two"),
+            TypedRateLimiter::<&str>::when(&bucket, &"one"),
+            Duration::ZERO
+        );
+        assert_eq!(
+            TypedRateLimiter::<&str>::when(&bucket, &"two"),
             Duration::from_secs(1)
         );
         assert_eq!(
-            RateLimiter::<&str>::when(&bucket, &"three"),
+            TypedRateLimiter::<&str>::when(&bucket, &"three"),
             Duration::from_secs(2)
         );
         assert_eq!(
-            RateLimiter::<&str>::when(&bucket, &"three"),
+            TypedRateLimiter::<&str>::when(&bucket, &"three"),
             Duration::from_secs(3)
         );
-        assert_eq!(RateLimiter::<&str>::num_requeues(&bucket, &"three"), 0);
-        RateLimiter::<&str>::forget(&bucket, &"three");
+        assert_eq!(TypedRateLimiter::<&str>::num_requeues(&bucket, &"three"), 0);
+        TypedRateLimiter::<&str>::forget(&bucket, &"three");
         assert_eq!(
-            RateLimiter::<&str>::when(&bucket, &"three"),
+            TypedRateLimiter::<&str>::when(&bucket, &"three"),
             Duration::from_secs(4)
         );
     }

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::RateLimiter;
+use super::TypedRateLimiter;
 use crate::ItemMap;
 
 /// Per-item exponential backoff: the n-th failure of an item (n from 1) waits
 /// `base_delay * 2^(n-1)`, capped at `max_delay` (client-go's
 /// `TypedItemExponentialFailureRateLimiter`). Giving up after some number of failures is the
-/// caller's business (see [`num_requeues`](RateLimiter::num_requeues)).
+/// caller's business (see [`num_requeues`](TypedRateLimiter::num_requeues)).
 ///
 /// The arithmetic is exact integer arithmetic on nanoseconds. Like client-go, a backoff that
 /// does not fit in a signed 64-bit count of nanoseconds (about 292 years) returns
@@ -20,7 +20,7 @@ use crate::ItemMap;
 ///
 /// ```
 /// use std::time::Duration;
-/// use kclient_workqueue::rate_limiter::{ItemExponentialFailureRateLimiter, RateLimiter};
+/// use kclient_workqueue::rate_limiter::{ItemExponentialFailureRateLimiter, TypedRateLimiter};
 ///
 /// let limiter = ItemExponentialFailureRateLimiter::new(Duration::from_millis(5), Duration::from_secs(1));
 /// assert_eq!(limiter.when(&"key"), Duration::from_millis(5));
@@ -87,7 +87,9 @@ pub(crate) fn exponential_backoff(base: Duration, max: Duration, exponent: usize
     }
 }
 
-impl<T: Clone + Eq + Hash + Send + Sync> RateLimiter<T> for ItemExponentialFailureRateLimiter<T> {
+impl<T: Clone + Eq + Hash + Send + Sync> TypedRateLimiter<T>
+    for ItemExponentialFailureRateLimiter<T>
+{
     fn when(&self, item: &T) -> Duration {
         let exponent = {
             let mut failures = self.failures.lock();

@@ -6,19 +6,19 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::RateLimiter;
+use super::TypedRateLimiter;
 use crate::ItemMap;
 
 /// Retries an item quickly for its first `max_fast_attempts` failures, then slowly
 /// (client-go's `TypedItemFastSlowRateLimiter`).
 ///
-/// The failure being recorded counts: the n-th call of [`when`](RateLimiter::when) for an
+/// The failure being recorded counts: the n-th call of [`when`](TypedRateLimiter::when) for an
 /// item (n from 1) returns `fast_delay` while `n <= max_fast_attempts`. (One of the seed
 /// articles says "<"; client-go uses "<=".)
 ///
 /// ```
 /// use std::time::Duration;
-/// use kclient_workqueue::rate_limiter::{ItemFastSlowRateLimiter, RateLimiter};
+/// use kclient_workqueue::rate_limiter::{ItemFastSlowRateLimiter, TypedRateLimiter};
 ///
 /// let fast = Duration::from_millis(5);
 /// let slow = Duration::from_secs(10);
@@ -58,7 +58,7 @@ impl<T: Clone + Eq + Hash> ItemFastSlowRateLimiter<T> {
     }
 }
 
-impl<T: Clone + Eq + Hash + Send + Sync> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
+impl<T: Clone + Eq + Hash + Send + Sync> TypedRateLimiter<T> for ItemFastSlowRateLimiter<T> {
     fn when(&self, item: &T) -> Duration {
         let failures = {
             let mut map = self.failures.lock();

@@ -3,18 +3,18 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::RateLimiter;
+use super::TypedRateLimiter;
 
 /// Asks every limiter and answers the largest delay (client-go's `TypedMaxOfRateLimiter`).
 ///
-/// [`when`](RateLimiter::when) calls `when` on **every** limiter, so each records the failure;
-/// [`num_requeues`](RateLimiter::num_requeues) is the largest count; [`forget`](RateLimiter::forget)
+/// [`when`](TypedRateLimiter::when) calls `when` on **every** limiter, so each records the failure;
+/// [`num_requeues`](TypedRateLimiter::num_requeues) is the largest count; [`forget`](TypedRateLimiter::forget)
 /// forgets in all of them. With no limiters the delay and the count are 0.
 ///
 /// As client-go notes, combined with a token bucket the burst can appear to be exceeded:
 /// items that another limiter delays longer still took a token each.
 pub struct MaxOfRateLimiter<T> {
-    limiters: Vec<Box<dyn RateLimiter<T>>>,
+    limiters: Vec<Box<dyn TypedRateLimiter<T>>>,
 }
 
 impl<T> fmt::Debug for MaxOfRateLimiter<T> {
@@ -35,13 +35,13 @@ impl<T> Default for MaxOfRateLimiter<T> {
 
 impl<T> MaxOfRateLimiter<T> {
     /// The worst case of `limiters`.
-    pub fn new(limiters: Vec<Box<dyn RateLimiter<T>>>) -> Self {
+    pub fn new(limiters: Vec<Box<dyn TypedRateLimiter<T>>>) -> Self {
         Self { limiters }
     }
 
     /// Adds one more limiter.
     #[must_use]
-    pub fn with(mut self, limiter: impl RateLimiter<T> + 'static) -> Self {
+    pub fn with(mut self, limiter: impl TypedRateLimiter<T> + 'static) -> Self {
         self.limiters.push(Box::new(limiter));
         self
     }
@@ -57,7 +57,7 @@ impl<T> MaxOfRateLimiter<T> {
     }
 }
 
-impl<T> RateLimiter<T> for MaxOfRateLimiter<T> {
+impl<T> TypedRateLimiter<T> for MaxOfRateLimiter<T> {
     fn when(&self, item: &T) -> Duration {
         self.limiters
             .iter()

@@ -1,11 +1,11 @@
 //! Rate limiters: how long a failed item waits before it is retried (client-go's
 //! `default_rate_limiters.go`).
 //!
-//! A [`RateLimiter`] answers [`when`](RateLimiter::when) an item may be retried. Asking is
+//! A [`TypedRateLimiter`] answers [`when`](TypedRateLimiter::when) an item may be retried. Asking is
 //! not free: `when` **records a failure** (or, for the token bucket, reserves a token), so it
 //! must be called once per retry, which is what
 //! [`RateLimitingQueue::add_rate_limited`](crate::RateLimitingQueue::add_rate_limited) does.
-//! [`forget`](RateLimiter::forget) clears an item's history once it succeeded or was given
+//! [`forget`](TypedRateLimiter::forget) clears an item's history once it succeeded or was given
 //! up on.
 //!
 //! | limiter | delay for the n-th failure (n from 1) |
@@ -35,10 +35,12 @@ pub use fast_slow::ItemFastSlowRateLimiter;
 pub use max_of::MaxOfRateLimiter;
 pub use with_max_wait::WithMaxWaitRateLimiter;
 
-/// Decides how long an item waits before it is retried (client-go's `TypedRateLimiter`).
+/// Decides how long an item waits before it is retried (client-go's
+/// `workqueue.TypedRateLimiter`; kclient-rest's `RateLimiter` is the other one, client-go's
+/// client-side `flowcontrol.RateLimiter`).
 ///
 /// Implementations are shared by all workers of a queue, hence `Send + Sync`.
-pub trait RateLimiter<T>: Send + Sync {
+pub trait TypedRateLimiter<T>: Send + Sync {
     /// How long `item` should wait before its next attempt. Records a failure for the item
     /// (or consumes capacity), so each call counts.
     fn when(&self, item: &T) -> Duration;
@@ -51,7 +53,7 @@ pub trait RateLimiter<T>: Send + Sync {
     fn num_requeues(&self, item: &T) -> usize;
 }
 
-impl<T, R: RateLimiter<T> + ?Sized> RateLimiter<T> for Box<R> {
+impl<T, R: TypedRateLimiter<T> + ?Sized> TypedRateLimiter<T> for Box<R> {
     fn when(&self, item: &T) -> Duration {
         (**self).when(item)
     }
@@ -63,7 +65,7 @@ impl<T, R: RateLimiter<T> + ?Sized> RateLimiter<T> for Box<R> {
     }
 }
 
-impl<T, R: RateLimiter<T> + ?Sized> RateLimiter<T> for Arc<R> {
+impl<T, R: TypedRateLimiter<T> + ?Sized> TypedRateLimiter<T> for Arc<R> {
     fn when(&self, item: &T) -> Duration {
         (**self).when(item)
     }
@@ -166,9 +168,9 @@ mod tests {
 
     #[test]
     fn smart_pointers_delegate() {
-        let boxed: Box<dyn RateLimiter<u8>> =
+        let boxed: Box<dyn TypedRateLimiter<u8>> =
             Box::new(ItemFastSlowRateLimiter::new(ms(1), ms(9), 1));
-        let shared: Arc<dyn RateLimiter<u8>> = Arc::new(boxed);
+        let shared: Arc<dyn TypedRateLimiter<u8>> = Arc::new(boxed);
         assert_eq!(shared.when(&1), ms(1));
         assert_eq!(shared.when(&1), ms(9));
         assert_eq!(shared.num_requeues(&1), 2);

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::RateLimiter;
+use super::TypedRateLimiter;
 
 /// Wraps a limiter and caps its delays at `max_delay`, so that no item waits too long
 /// (client-go's `TypedWithMaxWaitRateLimiter`). `forget` and `num_requeues` pass through.
@@ -10,7 +10,7 @@ use super::RateLimiter;
 /// ```
 /// use std::time::Duration;
 /// use kclient_workqueue::rate_limiter::{
-///     ItemExponentialFailureRateLimiter, RateLimiter, WithMaxWaitRateLimiter,
+///     ItemExponentialFailureRateLimiter, TypedRateLimiter, WithMaxWaitRateLimiter,
 /// };
 ///
 /// let inner = ItemExponentialFailureRateLimiter::new(Duration::from_secs(1), Duration::from_secs(3600));
@@ -43,7 +43,7 @@ impl<R> WithMaxWaitRateLimiter<R> {
     }
 }
 
-impl<T, R: RateLimiter<T>> RateLimiter<T> for WithMaxWaitRateLimiter<R> {
+impl<T, R: TypedRateLimiter<T>> TypedRateLimiter<T> for WithMaxWaitRateLimiter<R> {
     fn when(&self, item: &T) -> Duration {
         self.limiter.when(item).min(self.max_delay)
     }
@@ -71,7 +71,7 @@ mod tests {
         max: Duration,
     }
 
-    impl RateLimiter<usize> for StepRateLimiter {
+    impl TypedRateLimiter<usize> for StepRateLimiter {
         fn when(&self, _: &usize) -> Duration {
             if self.count.fetch_add(1, Ordering::SeqCst) < self.threshold {
                 self.base

@@ -44,27 +44,6 @@ impl AppsV1Client {
     }
 }
 
-/// The informers of `apps/v1` of an informer factory (client-go's `informers/apps/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct AppsV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> AppsV1Informers<'a, C> {
-    /// The `apps/v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `deployments` (kind `Deployment`): its shared informer and lister.
-    pub fn deployments(
-        &self,
-    ) -> crate::TypedInformer<'a, C, k8s_openapi::api::apps::v1::Deployment> {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::apps::v1::Deployment {}
 
 impl crate::HasScale for k8s_openapi::api::apps::v1::Deployment {}

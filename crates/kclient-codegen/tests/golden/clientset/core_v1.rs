@@ -37,30 +37,6 @@ impl CoreV1Client {
     }
 }
 
-/// The informers of `v1` of an informer factory (client-go's `informers/core/v1`):
-/// one method per resource that can be listed and watched.
-#[derive(Debug)]
-pub struct CoreV1Informers<'a, C> {
-    factory: &'a kclient_cache::SharedInformerFactory<C>,
-}
-
-impl<'a, C> CoreV1Informers<'a, C> {
-    /// The `v1` informers of `factory`.
-    pub fn new(factory: &'a kclient_cache::SharedInformerFactory<C>) -> Self {
-        Self { factory }
-    }
-
-    /// `nodes` (kind `Node`): its shared informer and lister.
-    pub fn nodes(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::Node> {
-        crate::TypedInformer::new(self.factory)
-    }
-
-    /// `pods` (kind `Pod`): its shared informer and lister.
-    pub fn pods(&self) -> crate::TypedInformer<'a, C, k8s_openapi::api::core::v1::Pod> {
-        crate::TypedInformer::new(self.factory)
-    }
-}
-
 impl crate::HasStatus for k8s_openapi::api::core::v1::Node {}
 
 impl crate::HasStatus for k8s_openapi::api::core::v1::Pod {}

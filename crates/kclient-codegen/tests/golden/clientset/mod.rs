@@ -6,39 +6,16 @@
 //! [`ResourceClient`](crate::ResourceClient).
 
 pub mod apps_v1;
-pub use self::apps_v1::AppsV1Client;
 pub mod core_v1;
-pub use self::core_v1::CoreV1Client;
 
 impl crate::Clientset {
     /// The `apps/v1` clients (client-go's `AppsV1()`).
-    pub fn apps_v1(&self) -> AppsV1Client {
-        AppsV1Client::new(self.client.clone())
+    pub fn apps_v1(&self) -> apps_v1::AppsV1Client {
+        apps_v1::AppsV1Client::new(self.client.clone())
     }
 
     /// The `v1` clients (client-go's `CoreV1()`).
-    pub fn core_v1(&self) -> CoreV1Client {
-        CoreV1Client::new(self.client.clone())
-    }
-}
-
-/// The typed informers of a [`SharedInformerFactory`](kclient_cache::SharedInformerFactory), by
-/// group-version (client-go's `factory.Core().V1().Pods()` is `factory.core_v1().pods()`): each
-/// resource that can be listed and watched gives its shared informer and lister.
-pub trait InformerFactoryExt<C> {
-    /// The `apps/v1` informers.
-    fn apps_v1(&self) -> apps_v1::AppsV1Informers<'_, C>;
-
-    /// The `v1` informers.
-    fn core_v1(&self) -> core_v1::CoreV1Informers<'_, C>;
-}
-
-impl<C> InformerFactoryExt<C> for kclient_cache::SharedInformerFactory<C> {
-    fn apps_v1(&self) -> apps_v1::AppsV1Informers<'_, C> {
-        apps_v1::AppsV1Informers::new(self)
-    }
-
-    fn core_v1(&self) -> core_v1::CoreV1Informers<'_, C> {
-        core_v1::CoreV1Informers::new(self)
+    pub fn core_v1(&self) -> core_v1::CoreV1Client {
+        core_v1::CoreV1Client::new(self.client.clone())
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo build --release -p kclient-fake --features apiserver --bin kclient-fake-apiserver
-//! cargo build --release -p kclient-cache --example relist_memory
+//! cargo build --release -p kclient-informers --example relist_memory
 //! for mode in list stream; do for objects in copy reuse; do
 //!   target/release/examples/relist_memory target/release/kclient-fake-apiserver 100000 $mode $objects
 //! done; done
@@ -67,11 +67,9 @@ async fn main() -> Result<(), support::Error> {
         let mut reflector = Reflector::new(
             pods.clone(),
             Arc::clone(&fifo),
-            ReflectorOptions {
-                use_watch_list: streaming,
-                watch_list_page_size: if one_page { 10_000_000 } else { 0 },
-                ..ReflectorOptions::default()
-            },
+            ReflectorOptions::default()
+                .use_watch_list(streaming)
+                .watch_list_page_size(if one_page { 10_000_000 } else { 0 }),
         );
         if reuse {
             reflector = reflector.with_known_objects(indexer.clone());

@@ -4,7 +4,7 @@
 //! `PartialObjectMetadata` (a metadata informer's cached object) allocates.
 //!
 //! ```sh
-//! cargo run --release -p kclient-cache --example pod_bytes
+//! cargo run --release -p kclient-informers --example pod_bytes
 //! ```
 
 use std::alloc::System;

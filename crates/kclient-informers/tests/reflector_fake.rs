@@ -18,10 +18,12 @@ use std::time::Duration;
 use fake_support::{change, configmaps, rest, seed};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
-    process_deltas, DeletedObject, Indexer, Indexers, KeyFunc, Notification, PopError,
-    ProcessError, Queue, RealFifo, RealFifoOptions, Reflector, ReflectorOptions,
+    process_deltas, Indexer, Indexers, KeyFunc, Notification, PopError, ProcessError, Queue,
+    RealFifo, RealFifoOptions, Reflector, ReflectorOptions,
 };
-use kclient_core::{ListOptions, ListerWatcher, ObjectList, Resource, ResourceExt, WatchStream};
+use kclient_core::{
+    DeletedObject, ListOptions, ListerWatcher, ObjectList, Resource, ResourceExt, WatchStream,
+};
 use kclient_fake::{Failure, FakeApiServer};
 use kclient_typed::{Clientset, ResourceClient};
 use parking_lot::Mutex;
@@ -230,10 +232,7 @@ fn typed(server: &FakeApiServer) -> Counting<ResourceClient<ConfigMap>> {
 }
 
 fn list_watch() -> ReflectorOptions {
-    ReflectorOptions {
-        use_watch_list: false,
-        ..ReflectorOptions::default()
-    }
+    ReflectorOptions::default().use_watch_list(false)
 }
 
 /// A dropped watch is resumed from the last resourceVersion: no relist, nothing lost.

@@ -16,13 +16,15 @@ use std::time::Duration;
 use fake_support::{change, configmaps, rest, seed};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
-    DeletedObject, IndexFuncError, Indexers, ResourceEventHandler, SharedIndexInformer,
-    SharedInformerFactory,
+    IndexFuncError, Indexers, ResourceEventHandler, SharedIndexInformer, SharedInformerFactory,
 };
-use kclient_core::{ApiStatus, DynamicObject, PartialObjectMetadata, Resource, ResourceExt};
+use kclient_core::{
+    ApiStatus, DeletedObject, DynamicObject, PartialObjectMetadata, Resource, ResourceExt,
+};
 use kclient_dynamic::{DynamicClient, MetadataClient};
 use kclient_fake::{Failure, FakeApiServer};
-use kclient_typed::{Clientset, InformerFactoryExt};
+use kclient_informers::InformerFactoryExt;
+use kclient_typed::Clientset;
 
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -142,8 +144,9 @@ async fn typed_factory_informers_ride_out_faults() {
     for name in ["a", "b", "c"] {
         seed(&server, name, "1");
     }
-    let factory = SharedInformerFactory::new(Clientset::from_client(rest(&server)), Duration::ZERO)
-        .namespace("default");
+    let factory = SharedInformerFactory::builder(Clientset::from_client(rest(&server)))
+        .namespace("default")
+        .build();
     let config_maps = factory.core_v1().config_maps();
     let informer = config_maps.informer();
     let views: Vec<Arc<View>> = (0..3).map(|_| Arc::new(View::default())).collect();
@@ -213,8 +216,9 @@ async fn typed_factory_informers_ride_out_faults() {
 async fn dynamic_factory_informers_ride_out_faults() {
     let server = FakeApiServer::builder().start().await.unwrap();
     seed(&server, "a", "1");
-    let factory = SharedInformerFactory::new(DynamicClient::new(rest(&server)), Duration::ZERO)
-        .namespace("default");
+    let factory = SharedInformerFactory::builder(DynamicClient::new(rest(&server)))
+        .namespace("default")
+        .build();
     let resource = ConfigMap::api_resource(&());
     let informer = factory.for_resource(&resource);
     let view = Arc::new(View::default());
@@ -270,8 +274,9 @@ async fn metadata_factory_informers_ride_out_faults() {
         .managed_fields
         .is_some());
 
-    let factory = SharedInformerFactory::new(MetadataClient::new(rest(&server)), Duration::ZERO)
-        .namespace("default");
+    let factory = SharedInformerFactory::builder(MetadataClient::new(rest(&server)))
+        .namespace("default")
+        .build();
     let informer = factory.for_resource::<PartialObjectMetadata>(&resource);
     informer
         .add_indexers(

@@ -5,7 +5,7 @@
 //!
 //! ```sh
 //! cargo build --release -p kclient-fake --features apiserver --bin kclient-fake-apiserver
-//! cargo build --release -p kclient-cache --example informer_bench
+//! cargo build --release -p kclient-informers --example informer_bench
 //! # sync <server> <pods> <strip|keep> <stream|list> [typed|metadata]: one measurement per process
 //! target/release/examples/informer_bench sync target/release/kclient-fake-apiserver 100000 strip stream
 //! # the same Pods cached as PartialObjectMetadata by a metadata informer (MetadataClient)
@@ -34,10 +34,10 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kclient_cache::{
-    CancellationToken, Indexers, ResourceEventHandler, SharedIndexInformer,
-    SharedIndexInformerOptions, SharedInformerFactory, TransformFunc,
+    Indexers, ResourceEventHandler, SharedIndexInformer, SharedIndexInformerOptions,
+    SharedInformerFactory, TransformFunc,
 };
-use kclient_core::{GroupResource, ObjectList, PartialObjectMetadata, Resource};
+use kclient_core::{CancellationToken, GroupResource, ObjectList, PartialObjectMetadata, Resource};
 use kclient_dynamic::MetadataClient;
 use kclient_fake::FakeApiServer;
 use kclient_typed::Clientset;
@@ -91,12 +91,10 @@ async fn sync(
         // managedFields transform unless kept), with the initial sync chosen here.
         let pods = Pod::api_resource(&());
         let lw = MetadataClient::for_config(server.config.clone())?.resource(&pods);
-        let mut options = SharedIndexInformerOptions::<PartialObjectMetadata> {
-            name: Some("v1/Pod".into()),
-            indexers: Indexers::namespace(),
-            transform: strip.then(TransformFunc::strip_managed_fields),
-            ..SharedIndexInformerOptions::default()
-        };
+        let mut options = SharedIndexInformerOptions::<PartialObjectMetadata>::default()
+            .name("v1/Pod")
+            .indexers(Indexers::namespace())
+            .transform(strip.then(TransformFunc::strip_managed_fields));
         options.reflector_options.use_watch_list = streaming;
         let informer = SharedIndexInformer::new_with(lw, options, &pods);
         let baseline = status_bytes("VmRSS:");
@@ -116,13 +114,13 @@ async fn sync(
         run.await?;
         (wall, cpu, baseline, peak, steady)
     } else {
-        let mut factory =
-            SharedInformerFactory::new(Clientset::new(server.config.clone())?, Duration::ZERO);
+        let mut builder = SharedInformerFactory::builder(Clientset::new(server.config.clone())?);
         if !strip {
-            factory = factory.keep_managed_fields();
+            builder = builder.keep_managed_fields();
         }
+        let factory = builder.build();
         let informer = factory.informer_for::<Pod>(|client, settings| {
-            use kclient_cache::ListerWatcherFor;
+            use kclient_core::ListerWatcherFor;
             let mut options = settings.informer_options();
             options.reflector_options.use_watch_list = streaming;
             SharedIndexInformer::new(client.lister_watcher(None, None), options)

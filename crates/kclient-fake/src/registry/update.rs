@@ -1,0 +1,284 @@
+//! Update (`PUT`, and the writes of `PATCH` and the subresources): resourceVersion
+//! preconditions, what clients cannot change, the status subresource's rules, `generation`
+//! on spec changes, no write when nothing changed.
+
+use std::sync::Arc;
+
+use kclient_core::ApiError;
+use serde_json::{json, Value};
+
+use crate::catalogue::{GenerationBumps, ResourceInfo};
+use crate::meta::meta_str;
+use crate::store::object_key;
+use crate::{errors, meta};
+
+use super::{
+    check_name, copy_managed_fields, for_version, keep_protected_metadata,
+    namespace_finalizers_left, owner_uids, take_container_resources, Part, Registry, Work,
+    WriteOptions,
+};
+
+impl Registry {
+    /// Writes a new state of an existing object computed by `change` from the current one
+    /// (`None` when it does not exist; `change` may then create it). Runs under the store
+    /// lock, so there is no race between reading and writing. Returns the object and whether
+    /// it was created.
+    pub fn update_with(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: &str,
+        name: &str,
+        part: Part,
+        opts: &WriteOptions,
+        change: impl FnOnce(Option<&Value>) -> Result<Value, ApiError>,
+    ) -> Result<(Value, bool), ApiError> {
+        let gr = info.group_resource();
+        let key = object_key(namespace, name);
+        let result = self
+            .store
+            .mutate(|state| -> Result<(Value, bool, bool), ApiError> {
+                let storage_schema = self.storage_schema(info);
+                let current = state.get(&gr, &key).map(|o| match &storage_schema {
+                    Some(schema) => {
+                        // The server defaults what it reads from storage, then converts it.
+                        let mut stored = o.value.clone();
+                        crate::schema::default(schema, &mut stored);
+                        for_version(info, &stored)
+                    }
+                    None => for_version(info, &o.value),
+                });
+                let mut new = change(current.as_ref())?;
+                self.check_type(info, &mut new)?;
+                self.decode_custom(info, &mut new, opts)?;
+                check_name(&new, name, namespace, info)?;
+                let Some(old) = current else {
+                    if !info.allow_create_on_update || part != Part::Main {
+                        return Err(ApiError::not_found(&gr, name));
+                    }
+                    drop(key);
+                    // Create through the normal path, outside this closure.
+                    return Ok((new, true, false));
+                };
+                let mut new = self.prepare_update(info, &old, new, part, opts)?;
+                if let Some(schema) = &info.schema {
+                    // Only custom resources have a schema; the pod-only parts never get here.
+                    let errs = match part {
+                        Part::Status => crate::schema::validate_status_update(schema, &new, &old),
+                        Part::Main | Part::EphemeralContainers | Part::Resize => {
+                            crate::schema::validate_update(schema, &new, &old)
+                        }
+                    };
+                    if !errs.is_empty() {
+                        return Err(ApiError::invalid(&info.qualified_kind(), name, errs));
+                    }
+                    crate::schema::default(schema, &mut new);
+                }
+                if part == Part::Main {
+                    crate::crd::validate_update(info, &old, &new)?;
+                }
+                if new == old {
+                    return Ok((old, false, true));
+                }
+                self.to_storage(info, &mut new);
+                if meta::is_terminating(&new)
+                    && meta::finalizers(&new).is_empty()
+                    && !namespace_finalizers_left(&gr, &new)
+                {
+                    // The last finalizer went: the object goes, without storing the update
+                    // first (kube-apiserver's deleteWithoutFinalizers): watchers see one
+                    // DELETED event carrying the stored state, finalizers included; the
+                    // writer gets its update back.
+                    if opts.dry_run {
+                        return Ok((new, false, true));
+                    }
+                    let last = state
+                        .remove(&gr, namespace, &key)
+                        .map(|o| o.value.clone())
+                        .unwrap_or_default();
+                    self.push_work(Work::Removed {
+                        uid: meta_str(&last, "uid").to_string(),
+                        owners: owner_uids(&last),
+                        namespace: namespace.to_string(),
+                    });
+                    let mut answer = new;
+                    if let Some(rv) = last.pointer("/metadata/resourceVersion").cloned() {
+                        meta::metadata_mut(&mut answer).insert("resourceVersion".into(), rv);
+                    }
+                    return Ok((answer, false, true));
+                }
+                let started_terminating = false;
+                if opts.dry_run {
+                    return Ok((new, false, true));
+                }
+                let stored = state.put(&gr, namespace, &key, new).value.clone();
+                if meta::is_terminating(&stored) || started_terminating {
+                    self.push_work(Work::Terminating {
+                        resource: gr.clone(),
+                        key: key.clone(),
+                    });
+                    if !namespace.is_empty() {
+                        self.push_work(Work::Namespace(namespace.to_string()));
+                    }
+                }
+                Ok((stored, false, true))
+            })?;
+        let (value, created, done) = result;
+        if !done && created {
+            let v = self.create(info, namespace, value, opts)?;
+            return Ok((v, true));
+        }
+        crate::crd::after_write(self, info, Some(&value));
+        Ok((for_version(info, &value), false))
+    }
+
+    /// Applies the update rules to `new` given `old`.
+    fn prepare_update(
+        &self,
+        info: &ResourceInfo,
+        old: &Value,
+        mut new: Value,
+        part: Part,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        crate::defaults::drop_empty(info, &mut new);
+        let gr = info.group_resource();
+        let name = meta_str(old, "name").to_string();
+        let new_rv = meta_str(&new, "resourceVersion").to_string();
+        if !new_rv.is_empty() && new_rv != meta_str(old, "resourceVersion") {
+            return Err(errors::stale_resource_version(&gr, &name));
+        }
+        let new_uid = meta_str(&new, "uid").to_string();
+        if !new_uid.is_empty() && new_uid != meta_str(old, "uid") {
+            return Err(ApiError::conflict(
+                &gr,
+                &name,
+                &format!(
+                    "Precondition failed: UID in precondition: {new_uid}, UID in object meta: {}",
+                    meta_str(old, "uid")
+                ),
+            ));
+        }
+        if part == Part::Status {
+            // Only status changes, and, for built-in resources, the metadata a client may
+            // change (kube-apiserver's status strategies reset the spec only; a custom
+            // resource's resets everything but status and managedFields).
+            let mut out = old.clone();
+            if !info.custom {
+                if let Some(meta) = new.get("metadata").cloned() {
+                    if let Some(o) = out.as_object_mut() {
+                        o.insert("metadata".into(), meta);
+                    }
+                }
+                keep_protected_metadata(info, old, &mut out, &name)?;
+                let meta = meta::metadata_mut(&mut out);
+                // Per-resource exceptions of the status strategies.
+                let kept: &[&str] = match (info.api.group.as_str(), info.api.plural.as_str()) {
+                    ("apps", "deployments") => &["labels"],
+                    ("", "pods") => &["ownerReferences"],
+                    _ => &[],
+                };
+                let old_meta = old.get("metadata");
+                for field in kept {
+                    match old_meta.and_then(|m| m.get(*field)) {
+                        Some(v) => meta.insert((*field).into(), v.clone()),
+                        None => meta.remove(*field),
+                    };
+                }
+            }
+            if let (Some(o), Some(n)) = (out.as_object_mut(), new.as_object_mut()) {
+                match n.remove("status") {
+                    Some(s) => o.insert("status".into(), s),
+                    None => o.remove("status"),
+                };
+            }
+            copy_managed_fields(&new, &mut out);
+            if !opts.field_manager.is_empty() && out != *old {
+                crate::patch::apply::record_update(
+                    info,
+                    &opts.field_manager,
+                    Part::Status,
+                    Some(old),
+                    &mut out,
+                );
+            }
+            return Ok(out);
+        }
+        if matches!(part, Part::EphemeralContainers | Part::Resize) {
+            // kube-apiserver's pod subresource strategies: the stored pod with only what the
+            // subresource changes taken from the request.
+            let mut out = old.clone();
+            if part == Part::EphemeralContainers {
+                let given = new.pointer("/spec/ephemeralContainers").cloned();
+                if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
+                    match given {
+                        Some(v) => spec.insert("ephemeralContainers".into(), v),
+                        None => spec.remove("ephemeralContainers"),
+                    };
+                }
+            } else {
+                for list in ["containers", "initContainers"] {
+                    take_container_resources(&mut out, &new, list);
+                }
+            }
+            copy_managed_fields(&new, &mut out);
+            if info.tracks_generation && meta::spec_changed(old, &out) {
+                let g = old
+                    .pointer("/metadata/generation")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                meta::metadata_mut(&mut out).insert("generation".into(), json!(g + 1));
+            }
+            if !opts.field_manager.is_empty() && out != *old {
+                crate::patch::apply::record_update(
+                    info,
+                    &opts.field_manager,
+                    part,
+                    Some(old),
+                    &mut out,
+                );
+            }
+            return Ok(out);
+        }
+        // The main resource: keep what clients cannot change.
+        keep_protected_metadata(info, old, &mut new, &name)?;
+        if info.status_subresource {
+            if let Some(o) = new.as_object_mut() {
+                match old.get("status") {
+                    Some(s) => o.insert("status".into(), s.clone()),
+                    None => o.remove("status"),
+                };
+            }
+        }
+        let bumps = match info.generation_bumps {
+            GenerationBumps::Spec => meta::spec_changed(old, &new),
+            GenerationBumps::SpecOrLabels => {
+                // An absent and an empty map are equal (apimachinery's semantic equality).
+                let labels = |o: &Value| {
+                    o.pointer("/metadata/labels")
+                        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+                        .cloned()
+                };
+                meta::spec_changed(old, &new) || labels(old) != labels(&new)
+            }
+            GenerationBumps::Never => false,
+        };
+        if info.tracks_generation && bumps {
+            let g = old
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            meta::metadata_mut(&mut new).insert("generation".into(), json!(g + 1));
+        }
+        crate::defaults::on_update(info, old, &mut new)?;
+        if !opts.field_manager.is_empty() && new != *old {
+            crate::patch::apply::record_update(
+                info,
+                &opts.field_manager,
+                Part::Main,
+                Some(old),
+                &mut new,
+            );
+        }
+        Ok(new)
+    }
+}

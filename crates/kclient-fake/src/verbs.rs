@@ -1,0 +1,475 @@
+//! The verbs on a resource, one function each, as kube-apiserver serves them: [`get`],
+//! [`watch_one`], [`list_or_watch`], [`create`], [`update`], [`patch`], [`delete`] and
+//! [`delete_collection`]. The handler finds the resource and calls the verb's function with
+//! the [`Call`]; the object writes (update, patch) share [`write_one`]. What the verbs do to
+//! the stored objects is the registry's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{header, Response, StatusCode};
+use kclient_core::{ApiError, DeleteOptions, Status, StatusDetails};
+use serde_json::{json, Value};
+
+use crate::catalogue::ResourceInfo;
+use crate::errors::status_json;
+use crate::handler::{delete_options, parse_body, with_warnings, write_options, ApiRequest};
+use crate::meta::meta_str;
+use crate::negotiate::{self, Conversion, Endpoint, Negotiated};
+use crate::query::{ListParams, Query, RvMatch};
+use crate::registry::{ListError, Part, WriteOptions};
+use crate::response::{self, Body};
+use crate::selectors::Predicate;
+use crate::server::Shared;
+use crate::watch;
+
+/// A request on one resource, as the verbs see it.
+pub(crate) struct Call<'a> {
+    /// The server.
+    pub(crate) shared: &'a Arc<Shared>,
+    /// The request.
+    pub(crate) req: &'a ApiRequest,
+    /// The resource.
+    pub(crate) info: &'a Arc<ResourceInfo>,
+    /// The query.
+    pub(crate) q: &'a Query,
+    /// The namespace from the path, if any.
+    pub(crate) namespace: Option<&'a str>,
+    /// Whether the deprecated `/watch/` prefix was used.
+    pub(crate) watch_prefix: bool,
+}
+
+impl Call<'_> {
+    /// The namespace from the path, or `""` (all namespaces, or a cluster-scoped resource).
+    pub(crate) fn namespace_or_all(&self) -> &str {
+        self.namespace.unwrap_or_default()
+    }
+}
+
+/// GET of one object.
+pub(crate) async fn get(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
+    require(call.info, "get")?;
+    let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::Object)?;
+    if let Some(rv) = crate::query::parse_rv(call.q.str("resourceVersion"))? {
+        call.shared.registry.wait_for_rv(rv).await?;
+    }
+    let obj = call
+        .shared
+        .registry
+        .get(call.info, call.namespace_or_all(), name)?;
+    respond(call.req, call.info, negotiated, StatusCode::OK, &obj)
+}
+
+/// A watch of one object (`?watch=true` on its path, or the deprecated `/watch/` prefix): a
+/// watch of the collection narrowed to its name.
+pub(crate) async fn watch_one(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
+    let endpoint = if call.watch_prefix {
+        Endpoint::ListOrWatch
+    } else {
+        Endpoint::Object
+    };
+    let negotiated = negotiate::negotiate(call.req, call.info, endpoint)?;
+    let mut params = ListParams::from_query(call.q, true)?;
+    params.field_selector = if params.field_selector.is_empty() {
+        format!("metadata.name={name}")
+    } else {
+        format!("{},metadata.name={name}", params.field_selector)
+    };
+    watch_collection(call.shared, call.info, call.namespace, params, negotiated).await
+}
+
+/// GET of the collection: a list, or a watch when asked for.
+pub(crate) async fn list_or_watch(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
+    let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::ListOrWatch)?;
+    let params = ListParams::from_query(call.q, call.watch_prefix)?;
+    if params.watch {
+        return watch_collection(call.shared, call.info, call.namespace, params, negotiated).await;
+    }
+    require(call.info, "list")?;
+    list_page(call.shared, call.info, call.namespace, params, negotiated).await
+}
+
+/// POST to the collection.
+pub(crate) fn create(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
+    require(call.info, "create")?;
+    let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::Collection)?;
+    if call.info.namespaced() && call.namespace.is_none() {
+        return Err(ApiError::method_not_supported(
+            &call.info.group_resource(),
+            "create",
+        ));
+    }
+    let body = parse_body(call.req, call.info)?;
+    let opts = write_options(call.q, &call.req.headers, &call.req.method)?;
+    let obj = call
+        .shared
+        .registry
+        .create(call.info, call.namespace_or_all(), body, &opts)?;
+    let response = respond(call.req, call.info, negotiated, StatusCode::CREATED, &obj)?;
+    Ok(with_warnings(response, &opts))
+}
+
+/// PUT of one object: replaces it (or creates it, where the resource allows).
+pub(crate) fn update(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
+    write_one(
+        call,
+        "update",
+        || parse_body(call.req, call.info),
+        |body, opts| {
+            call.shared.registry.update_with(
+                call.info,
+                call.namespace_or_all(),
+                name,
+                Part::Main,
+                opts,
+                |_| Ok(body),
+            )
+        },
+    )
+}
+
+/// PATCH of one object, in any of the patch types (server-side apply included).
+pub(crate) fn patch(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
+    write_one(
+        call,
+        "patch",
+        || Ok(()),
+        |(), opts| {
+            crate::patch::handle(
+                call.shared,
+                call.req,
+                call.info,
+                call.namespace_or_all(),
+                name,
+                Part::Main,
+                call.q,
+                opts,
+            )
+        },
+    )
+}
+
+/// What update and patch share: the verb is served, the answer's form negotiated, the input
+/// read (`read`), the write options parsed, then `write` stores the object and says whether
+/// it created it; the answer is the object (`201 Created` or `200 OK`) with the write's
+/// warnings.
+fn write_one<I>(
+    call: &Call<'_>,
+    verb: &str,
+    read: impl FnOnce() -> Result<I, ApiError>,
+    write: impl FnOnce(I, &WriteOptions) -> Result<(Value, bool), ApiError>,
+) -> Result<Response<Body>, ApiError> {
+    require(call.info, verb)?;
+    let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::Object)?;
+    let input = read()?;
+    let opts = write_options(call.q, &call.req.headers, &call.req.method)?;
+    let (obj, created) = write(input, &opts)?;
+    let code = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(with_warnings(
+        respond(call.req, call.info, negotiated, code, &obj)?,
+        &opts,
+    ))
+}
+
+/// DELETE of one object: the deleted object, or a `Status` for resources that answer with
+/// one; `202 Accepted` only for the deprecated `orphanDependents: false` when the object
+/// stays.
+pub(crate) fn delete(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
+    let info = call.info;
+    require(info, "delete")?;
+    let negotiated = negotiate::negotiate(call.req, info, Endpoint::Object)?;
+    let (opts, orphan_dependents) = delete_options(call.req, call.q)?;
+    let deleted = call.shared.registry.delete(
+        info,
+        call.namespace_or_all(),
+        name,
+        opts.preconditions.as_ref(),
+        opts.propagation_policy,
+        opts.dry_run,
+    )?;
+    if info.returns_deleted_object || !deleted.removed {
+        // kube-apiserver answers 202 only to the deprecated `orphanDependents: false`
+        // when the object stays (a foreground deletion still answers 200).
+        let code = if !deleted.removed && orphan_dependents == Some(false) {
+            StatusCode::ACCEPTED
+        } else {
+            StatusCode::OK
+        };
+        // A Table is not made of a deleted object (as before): the object itself.
+        let conversion = negotiated.conversion;
+        match negotiate::convert_object(info, conversion, &deleted.object)? {
+            Some(converted) => Ok(response::json_bytes(code, converted)),
+            None => Ok(response::json(code, &deleted.object)),
+        }
+    } else {
+        let status = Status {
+            status: Status::SUCCESS.into(),
+            details: Some(StatusDetails {
+                name: meta_str(&deleted.object, "name").to_string(),
+                group: info.api.group.clone(),
+                kind: info.api.plural.clone(),
+                uid: meta_str(&deleted.object, "uid").to_string(),
+                ..StatusDetails::default()
+            }),
+            ..Status::default()
+        };
+        Ok(response::json(StatusCode::OK, &status_json(&status)))
+    }
+}
+
+/// DELETE of the collection (deletecollection).
+pub(crate) fn delete_collection(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
+    require(call.info, "deletecollection")?;
+    let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::Collection)?;
+    let (opts, _) = delete_options(call.req, call.q)?;
+    let params = ListParams::from_query(call.q, false)?;
+    delete_matching(
+        call.shared,
+        call.info,
+        call.namespace,
+        params,
+        opts,
+        negotiated,
+    )
+}
+
+/// The answer of a verb on one object: the object converted as negotiated (a `Table`,
+/// `PartialObjectMetadata`), or the conversion's error (after the verb did its work, as on
+/// kube-apiserver).
+pub(crate) fn respond(
+    req: &ApiRequest,
+    info: &ResourceInfo,
+    negotiated: Negotiated,
+    code: StatusCode,
+    obj: &Value,
+) -> Result<Response<Body>, ApiError> {
+    if negotiated.conversion == Conversion::Table {
+        return Ok(crate::table::respond(req, info, code, obj));
+    }
+    Ok(
+        match negotiate::convert_object(info, negotiated.conversion, obj)? {
+            Some(converted) => response::json_bytes(code, converted),
+            None => response::json(code, obj),
+        },
+    )
+}
+
+/// Refuses a verb the resource does not serve (`405 MethodNotSupported`).
+fn require(info: &ResourceInfo, verb: &str) -> Result<(), ApiError> {
+    if info.supports(verb) {
+        Ok(())
+    } else {
+        Err(ApiError::method_not_supported(&info.group_resource(), verb))
+    }
+}
+
+/// A page of the collection, as a list or converted as negotiated.
+async fn list_page(
+    shared: &Arc<Shared>,
+    info: &Arc<ResourceInfo>,
+    namespace: Option<&str>,
+    params: ListParams,
+    negotiated: Negotiated,
+) -> Result<Response<Body>, ApiError> {
+    let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
+    if params.rv_match == RvMatch::NotOlderThan
+        || (params.rv_match == RvMatch::Unset && params.limit == 0)
+    {
+        if let Some(rv) = crate::query::parse_rv(&params.resource_version)?.filter(|r| *r > 0) {
+            if params.continue_token.is_empty() {
+                shared.registry.wait_for_rv(rv).await?;
+            }
+        }
+    }
+    let page = match shared.registry.list(info, namespace, &params, &predicate) {
+        Ok(p) => p,
+        Err(ListError::Api(e)) => return Err(e),
+        Err(ListError::ExpiredContinue(e)) => {
+            let mut body = status_json(&e.error.status);
+            body["metadata"] = json!({"continue": e.continue_token});
+            return Ok(response::json(StatusCode::GONE, &body));
+        }
+    };
+    let mut metadata = json!({"resourceVersion": page.rv.to_string()});
+    if let Some(c) = &page.continue_token {
+        metadata["continue"] = json!(c);
+    }
+    if let Some(r) = page.remaining {
+        metadata["remainingItemCount"] = json!(r);
+    }
+    match negotiated.conversion {
+        Conversion::Table => return Ok(crate::table::list_table(info, &page)),
+        Conversion::Metadata(_) => return Err(negotiate::list_as_object(info)),
+        Conversion::MetadataList(version) => {
+            let items = page.items.iter().map(|i| &i.value);
+            let body = negotiate::partial_list(version, &metadata, items);
+            return Ok(response::json_bytes(StatusCode::OK, body));
+        }
+        Conversion::None => {}
+    }
+
+    // Built-in types' lists leave the items' apiVersion and kind out, as kube-apiserver's
+    // typed lists do; custom resources' (unstructured) keep them.
+    let custom = info.custom;
+    fn item(i: &crate::store::StoredObject, custom: bool) -> &[u8] {
+        if custom {
+            &i.json
+        } else {
+            &i.item_json
+        }
+    }
+    let size: usize = page.items.iter().map(|i| item(i, custom).len() + 1).sum();
+    let rewrite = page
+        .items
+        .first()
+        .is_some_and(|i| crate::registry::needs_version_rewrite(info, &i.value));
+    let body = if rewrite {
+        let items: Vec<Vec<u8>> = page
+            .items
+            .iter()
+            .map(|i| {
+                let mut value = crate::registry::for_version(info, &i.value);
+                if !info.custom {
+                    if let Some(map) = value.as_object_mut() {
+                        map.remove("apiVersion");
+                        map.remove("kind");
+                    }
+                }
+                serde_json::to_vec(&value).unwrap_or_default()
+            })
+            .collect();
+        response::list_body(
+            &info.list_kind(),
+            info.api_version(),
+            &metadata,
+            items.iter().map(Vec::as_slice),
+            size,
+        )
+    } else {
+        response::list_body(
+            &info.list_kind(),
+            info.api_version(),
+            &metadata,
+            page.items.iter().map(|i| item(i, custom)),
+            size,
+        )
+    };
+    Ok(response::json_bytes(StatusCode::OK, body))
+}
+
+/// A watch of the collection (or of one object, its name in the field selector).
+async fn watch_collection(
+    shared: &Arc<Shared>,
+    info: &Arc<ResourceInfo>,
+    namespace: Option<&str>,
+    params: ListParams,
+    negotiated: Negotiated,
+) -> Result<Response<Body>, ApiError> {
+    require(info, "watch")?;
+    let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
+    let start = watch::start_of(
+        &params.resource_version,
+        params.send_initial_events,
+        params.allow_watch_bookmarks,
+    )?;
+    if let watch::Start::Initial { .. } = start {
+        // A streaming list at NotOlderThan N waits (three seconds at most) for N, as the
+        // watch cache does.
+        if let Some(rv) = crate::query::parse_rv(&params.resource_version)?.filter(|r| *r > 0) {
+            shared.registry.wait_for_rv(rv).await?;
+        }
+    }
+    // As the API server: a positive timeoutSeconds bounds the watch, anything else gets the
+    // server's default.
+    let timeout = match params.timeout_seconds {
+        Some(s) if s > 0 => Duration::from_secs(s as u64),
+        _ => shared.settings.watch_timeout,
+    };
+    negotiated.check_stream()?;
+    let spec = watch::WatchSpec {
+        info: info.clone(),
+        namespace: namespace.map(str::to_string),
+        predicate,
+        start,
+        bookmarks: params.allow_watch_bookmarks,
+        timeout,
+        conversion: negotiated.conversion,
+    };
+    let body = watch::stream(shared.clone(), spec);
+    let mut res = Response::new(body);
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(response::JSON),
+    );
+    res.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache, private"),
+    );
+    Ok(res)
+}
+
+/// Deletes the objects of the collection that match, one by one (as kube-apiserver's
+/// deletecollection), and answers with them.
+fn delete_matching(
+    shared: &Arc<Shared>,
+    info: &Arc<ResourceInfo>,
+    namespace: Option<&str>,
+    params: ListParams,
+    opts: DeleteOptions,
+    negotiated: Negotiated,
+) -> Result<Response<Body>, ApiError> {
+    let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
+    let all = ListParams {
+        limit: 0,
+        continue_token: String::new(),
+        resource_version: String::new(),
+        rv_match: RvMatch::Unset,
+        ..params
+    };
+    let page = match shared.registry.list(info, namespace, &all, &predicate) {
+        Ok(p) => p,
+        Err(ListError::Api(e)) => return Err(e),
+        Err(ListError::ExpiredContinue(e)) => return Err(e.error),
+    };
+    let mut items = Vec::new();
+    for item in &page.items {
+        let ns = meta_str(&item.value, "namespace").to_string();
+        let name = meta_str(&item.value, "name").to_string();
+        match shared.registry.delete(
+            info,
+            &ns,
+            &name,
+            opts.preconditions.as_ref(),
+            opts.propagation_policy,
+            opts.dry_run,
+        ) {
+            Ok(d) => items.push(d.object),
+            Err(e) if e.code() == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let rv = shared.registry.store.read().current_rv();
+    let metadata = json!({"resourceVersion": rv.to_string()});
+    // The conversion comes after the deletion: a refused one still deleted (a Table of the
+    // deleted objects is not made, as before).
+    match negotiated.conversion {
+        Conversion::Metadata(_) => Err(negotiate::list_as_object(info)),
+        Conversion::MetadataList(version) => {
+            let body = negotiate::partial_list(version, &metadata, items.iter());
+            Ok(response::json_bytes(StatusCode::OK, body))
+        }
+        Conversion::None | Conversion::Table => Ok(response::json(
+            StatusCode::OK,
+            &json!({
+                "kind": info.list_kind(),
+                "apiVersion": info.api_version(),
+                "metadata": metadata,
+                "items": items,
+            }),
+        )),
+    }
+}
