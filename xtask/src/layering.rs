@@ -17,10 +17,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde::Deserialize;
 
-use crate::{cargo, workspace_root};
+use crate::{workspace_metadata, workspace_root};
 
 /// The allow-list: each workspace crate and the workspace crates it may depend on (normal
 /// and build dependencies). Lower layers first. Changing the layering means changing this
@@ -144,16 +144,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     if let Some(unknown) = args.first() {
         bail!("`cargo xtask layering` takes no arguments (got {unknown:?})");
     }
-    let output = cargo()
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .context("could not run cargo metadata")?;
-    if !output.status.success() {
-        bail!("cargo metadata failed ({})", output.status);
-    }
-    let metadata: Metadata =
-        serde_json::from_slice(&output.stdout).context("cannot read cargo metadata's output")?;
+    let metadata: Metadata = workspace_metadata()?;
     let edges = check(&metadata.packages, ALLOWED)?;
     eprintln!(
         "layering: {} crates, {edges} dependencies between them, all along the allowed edges",
@@ -451,12 +442,7 @@ mod tests {
 
     #[test]
     fn the_workspace_layers_as_allowed() {
-        let output = cargo()
-            .args(["metadata", "--format-version", "1", "--no-deps"])
-            .output()
-            .unwrap();
-        assert!(output.status.success());
-        let metadata: Metadata = serde_json::from_slice(&output.stdout).unwrap();
+        let metadata: Metadata = workspace_metadata().unwrap();
         check(&metadata.packages, ALLOWED).unwrap();
         for (from, _) in ALLOWED {
             assert!(

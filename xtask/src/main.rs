@@ -98,14 +98,8 @@ pub(crate) fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The directory cargo builds into, found the way cargo finds it (`CARGO_TARGET_DIR`,
-/// `build.target-dir` in a config file, or `<workspace>/target`): `cargo metadata`'s
-/// `target_directory`. Asked once per run.
-pub(crate) fn target_dir() -> Result<PathBuf> {
-    static TARGET_DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    if let Some(dir) = TARGET_DIR.get() {
-        return Ok(dir.clone());
-    }
+/// `cargo metadata --no-deps` of this workspace, read as `T` (the fields the caller needs).
+pub(crate) fn workspace_metadata<T: serde::de::DeserializeOwned>() -> Result<T> {
     let output = cargo()
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .stderr(std::process::Stdio::inherit())
@@ -114,19 +108,25 @@ pub(crate) fn target_dir() -> Result<PathBuf> {
     if !output.status.success() {
         bail!("cargo metadata failed ({})", output.status);
     }
-    let dir = target_directory_of(&output.stdout)?;
-    Ok(TARGET_DIR.get_or_init(|| dir).clone())
+    serde_json::from_slice(&output.stdout).context("cannot read cargo metadata's output")
 }
 
-/// The `target_directory` of `cargo metadata`'s JSON output.
-fn target_directory_of(metadata: &[u8]) -> Result<PathBuf> {
-    #[derive(serde::Deserialize)]
-    struct Metadata {
-        target_directory: PathBuf,
+/// The part of `cargo metadata`'s output that names the target directory.
+#[derive(serde::Deserialize)]
+struct TargetDirectory {
+    target_directory: PathBuf,
+}
+
+/// The directory cargo builds into, found the way cargo finds it (`CARGO_TARGET_DIR`,
+/// `build.target-dir` in a config file, or `<workspace>/target`): `cargo metadata`'s
+/// `target_directory`. Asked once per run.
+pub(crate) fn target_dir() -> Result<PathBuf> {
+    static TARGET_DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(dir) = TARGET_DIR.get() {
+        return Ok(dir.clone());
     }
-    let metadata: Metadata =
-        serde_json::from_slice(metadata).context("cannot read cargo metadata's output")?;
-    Ok(metadata.target_directory)
+    let TargetDirectory { target_directory } = workspace_metadata()?;
+    Ok(TARGET_DIR.get_or_init(|| target_directory).clone())
 }
 
 /// `cargo` (the one running this xtask), run from the workspace root.
@@ -177,11 +177,12 @@ mod tests {
 
     #[test]
     fn the_target_directory_is_read_from_cargo_metadata() {
+        let read = |json: &[u8]| serde_json::from_slice::<TargetDirectory>(json);
         let json = br#"{"packages":[],"target_directory":"/elsewhere/target","version":1}"#;
         assert_eq!(
-            target_directory_of(json).unwrap(),
+            read(json).unwrap().target_directory,
             PathBuf::from("/elsewhere/target")
         );
-        assert!(target_directory_of(b"{}").is_err());
+        assert!(read(b"{}").is_err());
     }
 }
