@@ -30,10 +30,10 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("kclient-core", &[]),
     ("kclient-workqueue", &[]),
     ("kclient-testkit", &[]),
-    // Protobuf codecs on the k8s-openapi types (issue 26; the REST layer will use it).
-    ("kclient-protobuf", &[]),
+    // Protobuf codecs on the k8s-openapi types and kclient-core's own (the REST layer's wire).
+    ("kclient-protobuf", &["kclient-core"]),
     // HTTP, and the cache (which knows only kclient-core's ListerWatcher seams).
-    ("kclient-rest", &["kclient-core"]),
+    ("kclient-rest", &["kclient-core", "kclient-protobuf"]),
     ("kclient-cache", &["kclient-core"]),
     // The clients: none of them knows the cache.
     ("kclient-discovery", &["kclient-core", "kclient-rest"]),

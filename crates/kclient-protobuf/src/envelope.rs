@@ -62,9 +62,20 @@ pub fn decode_envelope(body: &[u8]) -> Result<Unknown<'_>, DecodeError> {
 /// magic, `typeMeta` (both strings always), `raw`, then the empty `contentEncoding` and
 /// `contentType`, which Go writes too.
 pub fn encode_envelope(api_version: &str, kind: &str, msg: &impl Encode) -> Vec<u8> {
+    encode_envelope_with(api_version, kind, msg.encoded_len(), |out| {
+        msg.encode_raw(out)
+    })
+}
+
+/// [`encode_envelope`] for a message of `raw_len` bytes that `write_raw` appends.
+pub fn encode_envelope_with(
+    api_version: &str,
+    kind: &str,
+    raw_len: usize,
+    write_raw: impl FnOnce(&mut Vec<u8>),
+) -> Vec<u8> {
     let type_meta_len =
         wire::delimited_len(1, api_version.len()) + wire::delimited_len(2, kind.len());
-    let raw_len = msg.encoded_len();
     let total = MAGIC.len()
         + wire::delimited_len(1, type_meta_len)
         + wire::delimited_len(2, raw_len)
@@ -76,7 +87,9 @@ pub fn encode_envelope(api_version: &str, kind: &str, msg: &impl Encode) -> Vec<
     wire::put_bytes(1, api_version.as_bytes(), &mut out);
     wire::put_bytes(2, kind.as_bytes(), &mut out);
     wire::put_header(2, raw_len, &mut out);
-    msg.encode_raw(&mut out);
+    let start = out.len();
+    write_raw(&mut out);
+    debug_assert_eq!(out.len() - start, raw_len);
     wire::put_bytes(3, b"", &mut out);
     wire::put_bytes(4, b"", &mut out);
     debug_assert_eq!(out.len(), total);

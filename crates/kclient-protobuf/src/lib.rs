@@ -57,9 +57,11 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod core_types;
 pub mod envelope;
 pub mod field;
 mod generated;
+pub mod registry;
 pub mod special;
 pub mod wire;
 

@@ -70,6 +70,7 @@ pub fn generate_protobuf(
         .map(|(i, n)| ((*n).clone(), i))
         .collect();
     let mut table = String::new();
+    let mut resources = Vec::new();
     for (name, fields) in &input.messages {
         if SPECIAL.contains(&name.as_str()) {
             continue;
@@ -88,6 +89,9 @@ pub fn generate_protobuf(
                     index: &index,
                 };
                 let schema = ctx.message(out, name, fields, def)?;
+                if def.resource {
+                    resources.push(def.rust_path.clone());
+                }
                 let _ = writeln!(
                     table,
                     "Type {{ name: {name:?}, check: check::<{0}>, check_stable: check_stable::<{0}>, fields: &[{1}] }},",
@@ -147,6 +151,14 @@ pub fn generate_protobuf(
         );
         files.insert(format!("{version_dir}/{file}.rs"), content);
     }
+    let _ = writeln!(
+        module,
+        "\n/// The codec of every kind (every k8s-openapi type with an `apiVersion` and `kind`), for\n/// `crate::registry`.\npub(crate) static RESOURCES: &[&dyn crate::registry::Entry] = &["
+    );
+    for path in &resources {
+        let _ = writeln!(module, "    &crate::registry::Codec::<{path}>::RESOURCE,");
+    }
+    module.push_str("];\n");
     files.insert(format!("{version_dir}/mod.rs"), module);
     let tests = format!(
         "{HEADER}\n\n//! The test schema of the {count} messages of Kubernetes {}: per k8s-openapi type, the JSON\n//! fields the property tests fill (`tests/roundtrip.rs`).\n\nuse super::{{check, check_stable, Container, Field, Kind, Type}};\n\n/// Every type with a codec; `Kind::Message(i)` refers to `TYPES[i]`.\npub static TYPES: &[Type] = &[\n{table}];\n",

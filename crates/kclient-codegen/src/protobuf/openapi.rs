@@ -33,6 +33,8 @@ pub struct Definition {
     pub json: BTreeMap<String, String>,
     /// Whether the type implements `Default`.
     pub has_default: bool,
+    /// Whether the type implements k8s-openapi's `Resource` (a kind with an `apiVersion`).
+    pub resource: bool,
 }
 
 /// Reads every definition of one version directory (`…/k8s-openapi-0.29.0/src/v1_37`), by
@@ -136,6 +138,7 @@ pub fn parse_definition(source: &str, module: &[String]) -> Option<Definition> {
         .take_while(|l| !l.starts_with("pub struct") && !l.starts_with("pub enum"))
         .any(|l| l.starts_with("#[derive(") && l.contains("Default"));
     let has_default = derive_default || source.contains(&format!("impl Default for {type_name} "));
+    let resource = source.contains(&format!("impl crate::Resource for {type_name} {{"));
     let mut path = vec!["k8s_openapi".to_owned()];
     path.extend(module.iter().cloned());
     path.push(type_name);
@@ -145,6 +148,7 @@ pub fn parse_definition(source: &str, module: &[String]) -> Option<Definition> {
         fields,
         json,
         has_default,
+        resource,
     })
 }
 

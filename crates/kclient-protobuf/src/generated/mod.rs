@@ -7,3 +7,10 @@ mod v1_35;
 mod v1_36;
 #[cfg(kclient_k8s = "1.37")]
 mod v1_37;
+
+#[cfg(kclient_k8s = "1.35")]
+pub(crate) use v1_35::RESOURCES;
+#[cfg(kclient_k8s = "1.36")]
+pub(crate) use v1_36::RESOURCES;
+#[cfg(kclient_k8s = "1.37")]
+pub(crate) use v1_37::RESOURCES;

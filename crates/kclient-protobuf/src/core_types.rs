@@ -1,0 +1,231 @@
+//! kclient-core's own types on the wire: `PartialObjectMetadata` (the metadata client's
+//! objects), `Status` (errors in protobuf) and watch events decoded into
+//! [`kclient_core::WatchEvent`] (bookmarks read from any object's `metadata`, field 1 of every
+//! kind).
+//!
+//! ```
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+//! use kclient_core::WatchEvent;
+//! use kclient_protobuf::core_types::{decode_event, encode_event};
+//! use kclient_protobuf::{registry, Ctx};
+//!
+//! let codec = registry::codec::<ConfigMap>().unwrap();
+//! let cm = ConfigMap {
+//!     metadata: ObjectMeta { name: Some("a".into()), ..Default::default() },
+//!     ..Default::default()
+//! };
+//! let frame = encode_event("ADDED", &codec.encode_body(&cm));
+//! assert_eq!(decode_event(&frame, codec, Ctx::default()).unwrap(), WatchEvent::Added(cm));
+//! ```
+
+use bytes::BufMut;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kclient_core::{Bookmark, PartialObjectMetadata, Status, WatchEvent};
+
+use crate::envelope;
+use crate::field::{self, Message};
+use crate::registry::Codec;
+use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+
+/// `metav1.PartialObjectMetadata { ObjectMeta metadata = 1; }`. Decoded objects carry the
+/// `meta.k8s.io/v1` type, as the JSON the server sends does (a list's items have no envelope).
+impl Decode for PartialObjectMetadata {
+    fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {
+        let mut metadata = ObjectMeta::default();
+        while !buf.is_empty() {
+            let (tag, wt) = wire::key(&mut buf)?;
+            match tag {
+                1 => metadata = wire::message(wt, &mut buf, ctx).at("metadata")?,
+                _ => wire::skip(tag, wt, &mut buf)?,
+            }
+        }
+        Ok(PartialObjectMetadata::new(metadata))
+    }
+}
+
+impl Encode for PartialObjectMetadata {
+    fn encoded_len(&self) -> usize {
+        field::len_req(1, &self.metadata)
+    }
+
+    fn encode_raw(&self, buf: &mut impl BufMut) {
+        field::put_req(1, &self.metadata, buf);
+    }
+}
+
+impl Message for PartialObjectMetadata {
+    fn zero_len() -> usize {
+        field::len_req(1, &ObjectMeta::default())
+    }
+
+    fn put_zero(buf: &mut impl BufMut) {
+        field::put_req(1, &ObjectMeta::default(), buf);
+    }
+}
+
+/// The failure `Status` of an error response in protobuf (`k8s\0`, envelope `v1` `Status`),
+/// under the rules of [`Status::from_failure_body`]: `None` for another kind or a success.
+pub fn decode_failure_status(body: &[u8]) -> Option<Status> {
+    let unknown = envelope::decode_envelope(body).ok()?;
+    if unknown.kind != "Status" {
+        return None;
+    }
+    let status =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Status::decode(unknown.raw, Ctx::default())
+            .ok()?;
+    Status::from_failure_body(&serde_json::to_vec(&status).ok()?)
+}
+
+/// Decodes one `;stream=watch` frame (a bare `metav1.WatchEvent` whose object is a whole
+/// protobuf body) into an event of `K`: `ADDED`, `MODIFIED` and `DELETED` objects with
+/// `codec`, a `BOOKMARK`'s resourceVersion and annotations from its object's metadata, an
+/// `ERROR`'s `Status`.
+pub fn decode_event<K>(
+    frame: &[u8],
+    codec: &Codec<K>,
+    ctx: Ctx,
+) -> Result<WatchEvent<K>, DecodeError> {
+    let (event_type, body) = envelope::decode_watch_event(frame)?;
+    let object = |what: &'static str| codec.decode_body(body, ctx).map_err(|e| e.at(what));
+    Ok(match event_type.as_str() {
+        "ADDED" => WatchEvent::Added(object("ADDED object")?),
+        "MODIFIED" => WatchEvent::Modified(object("MODIFIED object")?),
+        "DELETED" => WatchEvent::Deleted(object("DELETED object")?),
+        "BOOKMARK" => {
+            let unknown = envelope::decode_envelope(body).at("BOOKMARK object")?;
+            let meta = PartialObjectMetadata::decode(unknown.raw, Ctx::default())
+                .at("BOOKMARK object")?
+                .metadata;
+            WatchEvent::Bookmark(Bookmark {
+                resource_version: meta.resource_version.unwrap_or_default(),
+                annotations: meta.annotations.unwrap_or_default(),
+            })
+        }
+        "ERROR" => {
+            let unknown = envelope::decode_envelope(body).at("ERROR object")?;
+            let status = k8s_openapi::apimachinery::pkg::apis::meta::v1::Status::decode(
+                unknown.raw,
+                Ctx::default(),
+            )
+            .at("ERROR object")?;
+            let json = serde_json::to_value(&status)
+                .map_err(|e| DecodeError::new(format!("ERROR object: {e}")))?;
+            WatchEvent::Error(
+                serde_json::from_value(json)
+                    .map_err(|e| DecodeError::new(format!("ERROR object: {e}")))?,
+            )
+        }
+        other => {
+            return Err(DecodeError::new(format!(
+                "unknown watch event type {other:?}"
+            )))
+        }
+    })
+}
+
+/// One watch frame's bytes without the length prefix: a `metav1.WatchEvent` of `event_type`
+/// whose object is `body` (a whole protobuf body, as [`Codec::encode_body`] writes it).
+pub fn encode_event(event_type: &str, body: &[u8]) -> Vec<u8> {
+    let object_len = wire::delimited_len(1, body.len());
+    let mut out = Vec::with_capacity(
+        wire::delimited_len(1, event_type.len()) + wire::delimited_len(2, object_len),
+    );
+    wire::put_bytes(1, event_type.as_bytes(), &mut out);
+    wire::put_header(2, object_len, &mut out);
+    wire::put_bytes(1, body, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn meta(rv: &str) -> ObjectMeta {
+        ObjectMeta {
+            name: Some("a".into()),
+            resource_version: Some(rv.into()),
+            annotations: Some([("k8s.io/initial-events-end".into(), "true".into())].into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn partial_object_metadata_round_trips_with_its_type() {
+        let codec = registry::codec::<PartialObjectMetadata>().unwrap();
+        let pom = PartialObjectMetadata::new(meta("3"));
+        let body = codec.encode_body(&pom);
+        let back = codec.decode_body(&body, Ctx::default()).unwrap();
+        assert_eq!(back, pom);
+        assert_eq!(
+            back.types.map(|t| (t.api_version, t.kind)),
+            Some(("meta.k8s.io/v1".into(), "PartialObjectMetadata".into()))
+        );
+    }
+
+    #[test]
+    fn every_event_type_decodes() {
+        let codec = registry::codec::<ConfigMap>().unwrap();
+        let cm = ConfigMap {
+            metadata: meta("7"),
+            ..Default::default()
+        };
+        let body = codec.encode_body(&cm);
+        for (ty, want) in [
+            ("ADDED", WatchEvent::Added(cm.clone())),
+            ("MODIFIED", WatchEvent::Modified(cm.clone())),
+            ("DELETED", WatchEvent::Deleted(cm.clone())),
+        ] {
+            assert_eq!(
+                decode_event(&encode_event(ty, &body), codec, Ctx::default()).unwrap(),
+                want
+            );
+        }
+        let WatchEvent::Bookmark(b) =
+            decode_event(&encode_event("BOOKMARK", &body), codec, Ctx::default()).unwrap()
+        else {
+            panic!("not a bookmark")
+        };
+        assert_eq!(b.resource_version, "7");
+        assert!(b.is_initial_events_end());
+
+        let status = k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
+            status: Some("Failure".into()),
+            code: Some(410),
+            reason: Some("Expired".into()),
+            message: Some("too old resource version".into()),
+            ..Default::default()
+        };
+        let status_body =
+            registry::codec::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>()
+                .unwrap()
+                .encode_body(&status);
+        let WatchEvent::Error(s) =
+            decode_event(&encode_event("ERROR", &status_body), codec, Ctx::default()).unwrap()
+        else {
+            panic!("not an error")
+        };
+        assert_eq!(
+            (s.code, s.message.as_str()),
+            (410, "too old resource version")
+        );
+        assert_eq!(
+            decode_failure_status(&status_body).map(|s| s.code),
+            Some(410)
+        );
+        assert!(decode_failure_status(&body).is_none());
+
+        let err =
+            decode_event(&encode_event("SOMETHING", &body), codec, Ctx::default()).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown watch event type"),
+            "{err}"
+        );
+        // The object of the wrong kind is refused, with where it was.
+        let secret = envelope::encode_envelope("v1", "Secret", &cm);
+        let err = decode_event(&encode_event("ADDED", &secret), codec, Ctx::default()).unwrap_err();
+        assert!(err.to_string().contains("ADDED object"), "{err}");
+    }
+}
