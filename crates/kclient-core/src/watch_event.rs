@@ -100,6 +100,13 @@ pub enum WatchDecodeError {
         /// How many bytes of the incomplete frame were buffered.
         buffered: usize,
     },
+    /// A protobuf frame (`application/vnd.kubernetes.protobuf;stream=watch`) could not be
+    /// decoded: a malformed event, an object of another kind, a frame over the limit.
+    #[error("malformed protobuf watch event: {message}")]
+    Protobuf {
+        /// What failed, with the path of the field.
+        message: String,
+    },
     /// Bytes between frames that cannot start a JSON object.
     #[error("unexpected byte {byte:#04x} between watch frames at offset {offset}")]
     UnexpectedByte {

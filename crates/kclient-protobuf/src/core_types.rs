@@ -64,6 +64,16 @@ impl Message for PartialObjectMetadata {
     }
 }
 
+/// A `Status` message (the `raw` of an envelope typed `v1` `Status`) as kclient-core's
+/// [`Status`].
+pub fn decode_status(raw: &[u8]) -> Result<Status, DecodeError> {
+    let status =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Status::decode(raw, Ctx::default())?;
+    let json =
+        serde_json::to_value(&status).map_err(|e| DecodeError::new(format!("Status: {e}")))?;
+    serde_json::from_value(json).map_err(|e| DecodeError::new(format!("Status: {e}")))
+}
+
 /// The failure `Status` of an error response in protobuf (`k8s\0`, envelope `v1` `Status`),
 /// under the rules of [`Status::from_failure_body`]: `None` for another kind or a success.
 pub fn decode_failure_status(body: &[u8]) -> Option<Status> {
@@ -71,10 +81,9 @@ pub fn decode_failure_status(body: &[u8]) -> Option<Status> {
     if unknown.kind != "Status" {
         return None;
     }
-    let status =
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Status::decode(unknown.raw, Ctx::default())
-            .ok()?;
-    Status::from_failure_body(&serde_json::to_vec(&status).ok()?)
+    decode_status(unknown.raw)
+        .ok()
+        .filter(|s| s.status == Status::FAILURE)
 }
 
 /// Decodes one `;stream=watch` frame (a bare `metav1.WatchEvent` whose object is a whole
@@ -104,17 +113,7 @@ pub fn decode_event<K>(
         }
         "ERROR" => {
             let unknown = envelope::decode_envelope(body).at("ERROR object")?;
-            let status = k8s_openapi::apimachinery::pkg::apis::meta::v1::Status::decode(
-                unknown.raw,
-                Ctx::default(),
-            )
-            .at("ERROR object")?;
-            let json = serde_json::to_value(&status)
-                .map_err(|e| DecodeError::new(format!("ERROR object: {e}")))?;
-            WatchEvent::Error(
-                serde_json::from_value(json)
-                    .map_err(|e| DecodeError::new(format!("ERROR object: {e}")))?,
-            )
+            WatchEvent::Error(decode_status(unknown.raw).at("ERROR object")?)
         }
         other => {
             return Err(DecodeError::new(format!(

@@ -126,8 +126,18 @@ pub fn peek_list_meta(mut raw: &[u8]) -> Result<ListMeta, DecodeError> {
 /// Decodes a list message (`XxxList`: `metadata` = 1, `items` = 2), handing each item to `sink`
 /// as soon as it is decoded; returns the list's metadata.
 pub fn decode_list<T: Decode>(
+    raw: &[u8],
+    ctx: Ctx,
+    sink: &mut dyn FnMut(T),
+) -> Result<ListMeta, DecodeError> {
+    decode_list_with(raw, ctx, T::decode, sink)
+}
+
+/// [`decode_list`] with the items' decoder given (a registry codec's).
+pub fn decode_list_with<T>(
     mut raw: &[u8],
     ctx: Ctx,
+    decode_item: impl Fn(&[u8], Ctx) -> Result<T, DecodeError>,
     sink: &mut dyn FnMut(T),
 ) -> Result<ListMeta, DecodeError> {
     let mut meta = ListMeta::default();
@@ -136,7 +146,8 @@ pub fn decode_list<T: Decode>(
         match tag {
             1 => meta = wire::message(wt, &mut raw, ctx).at("metadata")?,
             2 => {
-                let item = wire::message(wt, &mut raw, ctx).map_err(|e| e.at("items"))?;
+                let bytes = wire::delimited(wt, &mut raw).at("items")?;
+                let item = decode_item(bytes, ctx.enter()?).map_err(|e| e.at("items"))?;
                 sink(item);
             }
             _ => wire::skip(tag, wt, &mut raw)?,
@@ -206,6 +217,11 @@ impl FrameDecoder {
     /// Whether a partial frame is left (a truncated stream when the body ends).
     pub fn has_partial(&self) -> bool {
         self.pos < self.buf.len()
+    }
+
+    /// How many bytes of an incomplete frame are buffered.
+    pub fn partial_len(&self) -> usize {
+        self.buf.len() - self.pos
     }
 }
 

@@ -1,5 +1,6 @@
 //! [`RestClient`]: the HTTP client of one API server (client-go's `rest.RESTClient`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -53,6 +54,9 @@ pub(crate) struct Inner {
     pub(crate) warning_handler: Arc<dyn WarningHandler>,
     pub(crate) metrics: Option<Arc<dyn RequestMetrics>>,
     pub(crate) config: Config,
+    /// Set when the server answered a protobuf-first request with `406 Not Acceptable`: the
+    /// client speaks JSON from then on.
+    protobuf_refused: AtomicBool,
 }
 
 impl std::fmt::Debug for RestClient {
@@ -95,6 +99,7 @@ impl RestClient {
                     .unwrap_or_else(default_warning_handler),
                 metrics: config.metrics.clone(),
                 config,
+                protobuf_refused: AtomicBool::new(false),
             }),
             group_version: None,
         })
@@ -137,6 +142,23 @@ impl RestClient {
     /// Whether two clients share one connection pool and client state.
     pub fn shares_state_with(&self, other: &RestClient) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Whether requests that prefer protobuf ask for it: not when the configuration says
+    /// [`disable_protobuf`](Config::disable_protobuf), nor after the server refused it with a
+    /// `406` (the client and its clones then speak JSON for their lifetime).
+    pub fn speaks_protobuf(&self) -> bool {
+        !self.inner.config.disable_protobuf && !self.inner.protobuf_refused.load(Ordering::Relaxed)
+    }
+
+    /// Stops asking for protobuf (after the server refused it).
+    pub(crate) fn refuse_protobuf(&self) {
+        if !self.inner.protobuf_refused.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                server = %self.base_url(),
+                "the server refused protobuf (406 Not Acceptable): this client speaks JSON from now on"
+            );
+        }
     }
 
     pub(crate) fn inner(&self) -> &Inner {

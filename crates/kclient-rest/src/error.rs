@@ -49,6 +49,19 @@ pub enum Error {
         source: serde_json::Error,
     },
 
+    /// A successful response in protobuf whose body could not be decoded as the expected
+    /// type (or whose type has no protobuf codec).
+    #[error("cannot decode the protobuf response body as {what}: {source}; body starts with {snippet:?}")]
+    ProtobufDecode {
+        /// The type the body was decoded as.
+        what: &'static str,
+        /// The start of the body.
+        snippet: String,
+        /// The protobuf error, with the path of the field.
+        #[source]
+        source: kclient_protobuf::DecodeError,
+    },
+
     /// A request body could not be serialized.
     #[error("cannot serialize the request body: {0}")]
     Serialize(#[source] serde_json::Error),

@@ -26,6 +26,7 @@ use tracing::Instrument as _;
 
 use crate::client::RestClient;
 use crate::error::Error;
+use crate::protobuf::{self, PROTOBUF_ACCEPT};
 use crate::response::{decode_json, error_from_response, Response};
 use crate::retry::{Failure, Retry, RetryState, DEFAULT_MAX_RETRIES};
 use crate::transport::url::{encode_path, encode_query};
@@ -65,7 +66,16 @@ pub struct Request {
     max_retries: u32,
     max_frame_len: usize,
     omit_managed_fields: bool,
+    negotiation: Option<Negotiation>,
     error: Option<Error>,
+}
+
+/// The `Accept` headers of a request that prefers protobuf: the one it sends while the client
+/// speaks protobuf, and the JSON one otherwise.
+#[derive(Clone, Copy, Debug)]
+struct Negotiation {
+    protobuf: &'static str,
+    json: &'static str,
 }
 
 impl std::fmt::Debug for Request {
@@ -169,6 +179,7 @@ impl Request {
             max_retries: DEFAULT_MAX_RETRIES,
             max_frame_len: DEFAULT_MAX_WATCH_FRAME_LEN,
             omit_managed_fields: false,
+            negotiation: None,
             error: None,
         }
     }
@@ -369,6 +380,25 @@ impl Request {
         self
     }
 
+    /// Prefers protobuf (client-go's generated clients of built-in kinds): asks for
+    /// `application/vnd.kubernetes.protobuf,application/json` while the client
+    /// [speaks protobuf](RestClient::speaks_protobuf), else for JSON. The terminals decode
+    /// whatever comes back, by its `Content-Type`; [`decode`](Self::decode),
+    /// [`fetch_list`](Self::fetch_list) and [`watch`](Self::watch) need a type with a protobuf
+    /// codec (kclient-protobuf's registry) for a protobuf answer. A `406` answer makes the
+    /// client speak JSON from then on, and a `GET` is sent again at once in JSON. An `Accept`
+    /// header set on the request wins.
+    pub fn accept_protobuf(self) -> Self {
+        self.negotiate(PROTOBUF_ACCEPT, DEFAULT_ACCEPT)
+    }
+
+    /// [`accept_protobuf`](Self::accept_protobuf) with other `Accept` headers: `protobuf` while
+    /// the client speaks protobuf, `json` otherwise (the metadata client's conversions).
+    pub fn negotiate(mut self, protobuf: &'static str, json: &'static str) -> Self {
+        self.negotiation = Some(Negotiation { protobuf, json });
+        self
+    }
+
     /// The request path (before the base URL's prefix), unencoded.
     pub fn path(&self) -> String {
         self.build_path(false)
@@ -455,9 +485,14 @@ impl Request {
             .base()
             .uri(&encode_path(&self.path()), &encode_query(&params))?;
         let mut headers = self.headers.clone();
+        let accept = match self.negotiation {
+            Some(n) if self.client.speaks_protobuf() => n.protobuf,
+            Some(n) => n.json,
+            None => DEFAULT_ACCEPT,
+        };
         headers
             .entry(ACCEPT)
-            .or_insert(HeaderValue::from_static(DEFAULT_ACCEPT));
+            .or_insert(HeaderValue::from_static(accept));
         if self.body.is_some() {
             headers
                 .entry(CONTENT_TYPE)
@@ -493,10 +528,17 @@ impl Request {
         decode_json(response.body())
     }
 
+    /// Sends the request and decodes the body by its `Content-Type`: protobuf with `K`'s codec
+    /// (see [`accept_protobuf`](Self::accept_protobuf)), JSON otherwise.
+    pub async fn decode<K: DeserializeOwned + 'static>(self) -> Result<K, Error> {
+        self.send().await?.decode()
+    }
+
     /// Sends a list request and reads the whole body, leaving its items to decode later: the
     /// list's metadata is read ahead (kclient-core's `peek_list_metadata`), so that a pager can
     /// request the next page while this one decodes. A body whose metadata cannot be read is
-    /// decoded at once, to report the error as [`json`](Self::json) does.
+    /// decoded at once, to report the error as [`json`](Self::json) does. A protobuf answer
+    /// (see [`accept_protobuf`](Self::accept_protobuf)) is read the same way, item by item.
     pub async fn fetch_list<K>(self) -> Result<kclient_core::FetchedList<K, Error>, Error>
     where
         K: DeserializeOwned + Send + 'static,
@@ -513,7 +555,11 @@ impl Request {
                 decode_list_mapped(json, sink)
             }
         };
-        let body = self.send().await?.into_body();
+        let response = self.send().await?;
+        if protobuf::is_protobuf(response.content_type(), response.body()) {
+            return protobuf::fetched_list(response.into_body(), omit);
+        }
+        let body = response.into_body();
         let what = std::any::type_name::<ObjectList<K>>();
         let metadata = peek_list_metadata(&body);
         let peeked = metadata.is_ok();
@@ -549,7 +595,15 @@ impl Request {
     {
         let (max_frame_len, omit) = (self.max_frame_len, self.omit_managed_fields);
         match self.run(Mode::Watch).await {
-            Ok(Outcome::Streaming(s)) => Ok(decode_watch(body_stream(s), max_frame_len, omit)),
+            Ok(Outcome::Streaming(s)) => {
+                let content_type = s.response.headers().get(CONTENT_TYPE);
+                let content_type = content_type.and_then(|v| v.to_str().ok());
+                Ok(if protobuf::is_protobuf(content_type, b"") {
+                    protobuf::decode_watch(body_stream(s), max_frame_len, omit)
+                } else {
+                    decode_watch(body_stream(s), max_frame_len, omit)
+                })
+            }
             Ok(Outcome::Full(_)) => Err(Error::InvalidRequest(
                 "internal: unexpected full body".into(),
             )),
@@ -567,6 +621,41 @@ impl Request {
         }
         self.preflight()?;
         let outgoing = self.outgoing()?;
+        let result = self.send_outgoing(mode, &outgoing).await;
+        match result {
+            Err(e) if e.http_code() == Some(406) && self.asked_for_protobuf(&outgoing) => {
+                self.client.refuse_protobuf();
+                // A read is sent again in JSON; a write may have happened before the server
+                // failed to encode its answer, so it is not repeated.
+                if self.method == Method::GET {
+                    let outgoing = self.outgoing()?;
+                    self.send_outgoing(mode, &outgoing).await
+                } else {
+                    Err(e)
+                }
+            }
+            result => result,
+        }
+    }
+
+    /// Whether `outgoing` asked for protobuf on this request's behalf (not an `Accept`
+    /// header the caller set).
+    fn asked_for_protobuf(&self, outgoing: &OutgoingRequest) -> bool {
+        self.negotiation.is_some_and(|n| {
+            !self.headers.contains_key(ACCEPT)
+                && outgoing
+                    .headers
+                    .get(ACCEPT)
+                    .is_some_and(|a| a == n.protobuf)
+        })
+    }
+
+    /// Sends `outgoing`, retrying as the retry policy says, in a span with its metrics.
+    async fn send_outgoing(
+        &self,
+        mode: Mode,
+        outgoing: &OutgoingRequest,
+    ) -> Result<Outcome, Error> {
         let span = tracing::debug_span!(
             "kclient_rest.request",
             verb = %outgoing.method,
@@ -583,7 +672,7 @@ impl Request {
         // allocation per request, the futures of programs built on the clients stay within
         // the compiler's layout depth limit (the kubectl_get example's main went past it).
         let result = Box::pin(
-            self.attempts(mode, &outgoing, template.as_deref())
+            self.attempts(mode, outgoing, template.as_deref())
                 .instrument(span.clone()),
         )
         .await;

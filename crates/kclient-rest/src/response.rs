@@ -61,6 +61,21 @@ impl Response {
         decode_json(&self.body)
     }
 
+    /// Whether the body is Kubernetes protobuf (by its `Content-Type`).
+    pub fn is_protobuf(&self) -> bool {
+        crate::protobuf::is_protobuf(self.content_type(), &self.body)
+    }
+
+    /// Decodes the body by its `Content-Type`: protobuf with `K`'s codec (kclient-protobuf's
+    /// registry; an [`Error::ProtobufDecode`] for a type without one), JSON otherwise.
+    pub fn decode<K: DeserializeOwned + 'static>(&self) -> Result<K, Error> {
+        if self.is_protobuf() {
+            crate::protobuf::decode_object(&self.body)
+        } else {
+            decode_json(&self.body)
+        }
+    }
+
     /// Decodes the body of a successful delete (or delete-collection): a `Status` when it is
     /// one — kind `Status` in the core or `meta.k8s.io` `v1`, or with no apiVersion — and the
     /// object (or list) `T` otherwise, so that a custom resource whose kind happens to be
@@ -121,7 +136,12 @@ pub(crate) fn decode_with<T>(
 /// The error for a non-2xx response: the `Status` it carries (client-go's `Result.Error`), or an
 /// unstructured error with the code and the start of the body.
 pub(crate) fn error_from_response(status: StatusCode, body: &[u8]) -> Error {
-    if let Some(mut s) = Status::from_failure_body(body) {
+    let failure = if body.starts_with(&kclient_protobuf::envelope::MAGIC) {
+        kclient_protobuf::core_types::decode_failure_status(body)
+    } else {
+        Status::from_failure_body(body)
+    };
+    if let Some(mut s) = failure {
         if s.code == 0 {
             s.code = status.as_u16();
         }
@@ -144,6 +164,29 @@ mod tests {
         assert_eq!(
             err.to_string(),
             r#"pods "x" not found (reason NotFound, code 404)"#
+        );
+    }
+
+    #[test]
+    fn protobuf_status_bodies_become_api_errors() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+        let status = meta::Status {
+            status: Some("Failure".into()),
+            message: Some("pods \"x\" not found".into()),
+            reason: Some("NotFound".into()),
+            code: Some(404),
+            ..Default::default()
+        };
+        let body = kclient_protobuf::registry::codec::<meta::Status>()
+            .unwrap()
+            .encode_body(&status);
+        let err = error_from_response(StatusCode::NOT_FOUND, &body);
+        assert!(err.is_not_found(), "{err:?}");
+        // A protobuf body that is not a failure Status is an unstructured error.
+        let err = error_from_response(StatusCode::BAD_GATEWAY, &body[..body.len() / 2]);
+        assert!(
+            matches!(err, Error::HttpStatus { code: 502, .. }),
+            "{err:?}"
         );
     }
 

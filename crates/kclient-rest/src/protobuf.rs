@@ -1,0 +1,312 @@
+//! The protobuf side of requests: what a request asks for when it prefers protobuf, how a
+//! response in protobuf is recognised, and the decoding of its objects, lists and watch frames
+//! with kclient-protobuf's codecs.
+//!
+//! As in client-go, a request that prefers protobuf sends
+//! `Accept: application/vnd.kubernetes.protobuf,application/json` and decodes whatever comes
+//! back by its `Content-Type`: a server (or a type, such as a custom resource) that answers
+//! JSON is decoded as JSON. A type without a codec never asks for protobuf.
+
+use bytes::Bytes;
+use futures::stream::{self, BoxStream, StreamExt};
+use kclient_core::{FetchedList, ObjectList, TypeMeta, WatchDecodeError, WatchEvent, WatchStream};
+use kclient_protobuf::envelope::{self, FrameDecoder};
+use kclient_protobuf::registry::{self, Codec};
+use kclient_protobuf::{core_types, Ctx, DecodeError};
+
+use crate::error::{Error, DECODE_SNIPPET_LEN};
+
+/// The media type of Kubernetes protobuf.
+pub const PROTOBUF_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+
+/// The `Accept` header of a request that prefers protobuf (client-go's generated clients').
+pub const PROTOBUF_ACCEPT: &str = "application/vnd.kubernetes.protobuf,application/json";
+
+/// Whether a response body is protobuf: by its `Content-Type`, or, without one, by the
+/// `k8s\0` magic.
+pub(crate) fn is_protobuf(content_type: Option<&str>, body: &[u8]) -> bool {
+    match content_type {
+        Some(ct) => ct
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with(PROTOBUF_MEDIA_TYPE),
+        None => body.starts_with(&envelope::MAGIC),
+    }
+}
+
+/// The codec of `K`, or the error of a protobuf answer for a type that has none (a server
+/// that answered protobuf to a request that did not ask for it).
+fn codec_of<K: 'static>(body: &[u8]) -> Result<&'static Codec<K>, Error> {
+    registry::codec::<K>().ok_or_else(|| {
+        decode_error::<K>(
+            body,
+            DecodeError::new("the server answered protobuf, and this type has no protobuf codec"),
+        )
+    })
+}
+
+fn decode_error<K>(body: &[u8], source: DecodeError) -> Error {
+    Error::ProtobufDecode {
+        what: std::any::type_name::<K>(),
+        snippet: kclient_core::snippet(body, DECODE_SNIPPET_LEN),
+        source,
+    }
+}
+
+/// Decodes a protobuf body as one `K`.
+pub(crate) fn decode_object<K: 'static>(body: &[u8]) -> Result<K, Error> {
+    codec_of::<K>(body)?
+        .decode_body(body, Ctx::default())
+        .map_err(|e| decode_error::<K>(body, e))
+}
+
+/// A protobuf list body, its metadata read ahead and its items decoded later, one by one
+/// (each item a slice of `body`: no copy), without `metadata.managedFields` if
+/// `omit_managed_fields`.
+pub(crate) fn fetched_list<K: Send + 'static>(
+    body: Bytes,
+    omit_managed_fields: bool,
+) -> Result<FetchedList<K, Error>, Error> {
+    let codec = codec_of::<K>(&body)?;
+    let unknown = envelope::decode_envelope(&body).map_err(|e| decode_error::<K>(&body, e))?;
+    let metadata =
+        envelope::peek_list_meta(unknown.raw).map_err(|e| decode_error::<K>(&body, e))?;
+    let types = TypeMeta::new(unknown.api_version, unknown.kind);
+    let ctx = Ctx {
+        skip_managed_fields: omit_managed_fields,
+        ..Ctx::default()
+    };
+    Ok(FetchedList::encoded(metadata, move |sink| {
+        let raw = envelope::decode_envelope(&body)
+            .map_err(|e| decode_error::<K>(&body, e))?
+            .raw;
+        let metadata =
+            envelope::decode_list_with(raw, ctx, |item, ctx| codec.decode_message(item, ctx), sink)
+                .map_err(|e| decode_error::<ObjectList<K>>(&body, e))?;
+        let mut list = ObjectList::new(Vec::new(), "");
+        list.types = Some(types);
+        list.metadata = metadata;
+        Ok(list)
+    }))
+}
+
+struct WatchState<K: 'static> {
+    body: BoxStream<'static, Result<Bytes, Error>>,
+    frames: FrameDecoder,
+    codec: &'static Codec<K>,
+    ctx: Ctx,
+    done: bool,
+}
+
+fn watch_error(e: DecodeError) -> Error {
+    Error::Watch(WatchDecodeError::Protobuf {
+        message: e.to_string(),
+    })
+}
+
+/// Turns a `;stream=watch` protobuf body into a watch stream of `K` (see
+/// [`decode_watch`](crate::watch) for the JSON one: the same ending rules).
+pub(crate) fn decode_watch<K: Send + 'static>(
+    body: BoxStream<'static, Result<Bytes, Error>>,
+    max_frame_len: usize,
+    omit_managed_fields: bool,
+) -> WatchStream<K, Error> {
+    let Some(codec) = registry::codec::<K>() else {
+        let error = watch_error(DecodeError::new(format!(
+            "the server answered protobuf, and {} has no protobuf codec",
+            std::any::type_name::<K>()
+        )));
+        return stream::once(async move { Err(error) }).boxed();
+    };
+    let state = WatchState {
+        body,
+        frames: FrameDecoder::new(max_frame_len),
+        codec,
+        ctx: Ctx {
+            skip_managed_fields: omit_managed_fields,
+            ..Ctx::default()
+        },
+        done: false,
+    };
+    stream::unfold(state, |mut state| async move {
+        if state.done {
+            return None;
+        }
+        loop {
+            if let Some(frame) = state.frames.next_frame() {
+                let event =
+                    frame.and_then(|f| core_types::decode_event(&f, state.codec, state.ctx));
+                return Some(match event {
+                    Ok(event) => (Ok::<WatchEvent<K>, Error>(event), state),
+                    Err(e) => {
+                        state.done = true;
+                        (Err(watch_error(e)), state)
+                    }
+                });
+            }
+            match state.body.next().await {
+                Some(Ok(chunk)) => state.frames.push(&chunk),
+                Some(Err(e)) => {
+                    state.done = true;
+                    return Some((Err(e), state));
+                }
+                None => {
+                    state.done = true;
+                    if !state.frames.has_partial() {
+                        return None;
+                    }
+                    let buffered = state.frames.partial_len();
+                    return Some((
+                        Err(Error::Watch(WatchDecodeError::Truncated { buffered })),
+                        state,
+                    ));
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn cm(name: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                resource_version: Some("5".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn framed(events: &[(&str, &ConfigMap)]) -> Vec<u8> {
+        let codec = registry::codec::<ConfigMap>().unwrap();
+        let mut out = Vec::new();
+        for (ty, object) in events {
+            let frame = core_types::encode_event(ty, &codec.encode_body(object));
+            out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+            out.extend_from_slice(&frame);
+        }
+        out
+    }
+
+    fn watch(body: Vec<u8>, split: usize) -> Vec<Result<WatchEvent<ConfigMap>, Error>> {
+        let chunks: Vec<Result<Bytes, Error>> = body
+            .chunks(split)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
+        futures::executor::block_on(
+            decode_watch::<ConfigMap>(stream::iter(chunks).boxed(), 1 << 20, false).collect(),
+        )
+    }
+
+    #[test]
+    fn content_types_and_magic_are_recognised() {
+        assert!(is_protobuf(
+            Some("application/vnd.kubernetes.protobuf"),
+            b"{"
+        ));
+        assert!(is_protobuf(
+            Some("application/vnd.kubernetes.protobuf;stream=watch"),
+            b""
+        ));
+        assert!(!is_protobuf(Some("application/json"), &envelope::MAGIC));
+        assert!(is_protobuf(None, &envelope::MAGIC));
+        assert!(!is_protobuf(None, b"{}"));
+    }
+
+    #[test]
+    fn watch_frames_split_anywhere_decode() {
+        let (a, b) = (cm("a"), cm("b"));
+        let body = framed(&[("ADDED", &a), ("MODIFIED", &b), ("DELETED", &a)]);
+        for split in [1, 3, 7, body.len()] {
+            let events: Vec<_> = watch(body.clone(), split)
+                .into_iter()
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(
+                events,
+                [
+                    WatchEvent::Added(a.clone()),
+                    WatchEvent::Modified(b.clone()),
+                    WatchEvent::Deleted(a.clone())
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn a_truncated_or_malformed_watch_ends_with_one_error() {
+        let mut body = framed(&[("ADDED", &cm("a"))]);
+        body.extend_from_slice(&[0, 0, 0, 9, 1, 2]);
+        let events = watch(body, 4);
+        assert_eq!(events.len(), 2);
+        assert!(matches!(
+            events[1],
+            Err(Error::Watch(WatchDecodeError::Truncated { buffered: 6 }))
+        ));
+
+        let bad = [0, 0, 0, 2, 0xff, 0xff];
+        let events = watch(bad.to_vec(), 6);
+        assert!(
+            matches!(
+                &events[..],
+                [Err(Error::Watch(WatchDecodeError::Protobuf { .. }))]
+            ),
+            "{events:?}"
+        );
+        let events = futures::executor::block_on(
+            decode_watch::<ConfigMap>(
+                stream::iter([Ok(Bytes::from_static(&[0, 0, 1, 0]))]).boxed(),
+                16,
+                false,
+            )
+            .collect::<Vec<_>>(),
+        );
+        assert!(
+            matches!(&events[..], [Err(Error::Watch(WatchDecodeError::Protobuf { message }))] if message.contains("limit")),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn lists_decode_item_by_item_with_their_type() {
+        use kclient_protobuf::wire;
+        let codec = registry::codec::<ConfigMap>().unwrap();
+        let mut raw = Vec::new();
+        let meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
+            resource_version: Some("9".into()),
+            continue_: Some("next".into()),
+            ..Default::default()
+        };
+        kclient_protobuf::field::put_req(1, &meta, &mut raw);
+        for name in ["a", "b"] {
+            let item = codec.encode_message(&cm(name));
+            wire::put_bytes(2, &item, &mut raw);
+        }
+        let body = envelope::encode_envelope_with("v1", "ConfigMapList", raw.len(), |out| {
+            out.extend_from_slice(&raw)
+        });
+        let fetched = fetched_list::<ConfigMap>(Bytes::from(body), false).unwrap();
+        assert_eq!(fetched.continue_token(), Some("next"));
+        let list = fetched.decode().unwrap();
+        assert_eq!(list.items, [cm("a"), cm("b")]);
+        assert_eq!(list.metadata.resource_version.as_deref(), Some("9"));
+        assert_eq!(list.types.unwrap().kind, "ConfigMapList");
+    }
+
+    #[test]
+    fn a_type_without_codec_is_a_typed_error() {
+        let body = registry::codec::<ConfigMap>()
+            .unwrap()
+            .encode_body(&cm("a"));
+        let err = decode_object::<serde_json::Value>(&body).unwrap_err();
+        assert!(matches!(err, Error::ProtobufDecode { .. }), "{err:?}");
+        assert!(err.to_string().contains("no protobuf codec"), "{err}");
+    }
+}

@@ -1,0 +1,237 @@
+//! Protobuf negotiation against a test server: what a request that prefers protobuf asks
+//! for, decoding whatever comes back by its `Content-Type`, the `406` fallback to JSON for the
+//! client's lifetime, the force-JSON option, protobuf watches and errors.
+
+mod support;
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Status};
+use kclient_core::{ApiStatus, GroupVersion, WatchEvent};
+use kclient_protobuf::core_types::encode_event;
+use kclient_protobuf::registry;
+use kclient_rest::{Error, RestClient, PROTOBUF_ACCEPT};
+use support::{config, full, json, Recorded, TestServer};
+
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+fn configmap(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            resource_version: Some("7".into()),
+            ..Default::default()
+        },
+        data: Some([("k".to_owned(), "v".to_owned())].into()),
+        ..Default::default()
+    }
+}
+
+fn protobuf(status: u16, content_type: &str, body: Vec<u8>) -> http::Response<support::Body> {
+    http::Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(full(body))
+        .unwrap()
+}
+
+/// Answers as kube-apiserver does: protobuf when the `Accept` header allows it.
+fn negotiating(request: &Recorded) -> http::Response<support::Body> {
+    let cm = configmap("a");
+    if request
+        .header("accept")
+        .is_some_and(|a| a.contains(PROTOBUF))
+    {
+        let body = registry::codec::<ConfigMap>().unwrap().encode_body(&cm);
+        protobuf(200, PROTOBUF, body)
+    } else {
+        json(200, serde_json::to_value(&cm).unwrap())
+    }
+}
+
+fn get_a(client: &RestClient) -> kclient_rest::Request {
+    client
+        .get()
+        .group_version(&GroupVersion::new("", "v1"))
+        .namespace("ns")
+        .resource("configmaps")
+        .name("a")
+}
+
+#[tokio::test]
+async fn a_request_preferring_protobuf_decodes_either_answer() {
+    let server = TestServer::http(|r| async move { negotiating(&r) }).await;
+    let client = RestClient::new(config(&server.url())).unwrap();
+    assert!(client.speaks_protobuf());
+    let got: ConfigMap = get_a(&client).accept_protobuf().decode().await.unwrap();
+    assert_eq!(got, configmap("a"));
+    let got: ConfigMap = get_a(&client).decode().await.unwrap();
+    assert_eq!(got, configmap("a"));
+    let seen = server.requests();
+    assert_eq!(seen[0].header("accept"), Some(PROTOBUF_ACCEPT));
+    assert_eq!(seen[1].header("accept"), Some("application/json, */*"));
+
+    // An Accept header set on the request wins.
+    let _: ConfigMap = get_a(&client)
+        .accept_protobuf()
+        .header("Accept", "application/json")
+        .decode()
+        .await
+        .unwrap();
+    assert_eq!(
+        server.requests()[2].header("accept"),
+        Some("application/json")
+    );
+}
+
+#[tokio::test]
+async fn disable_protobuf_forces_json() {
+    let server = TestServer::http(|r| async move { negotiating(&r) }).await;
+    let mut config = config(&server.url());
+    config.disable_protobuf = true;
+    let client = RestClient::new(config).unwrap();
+    assert!(!client.speaks_protobuf());
+    let got: ConfigMap = get_a(&client).accept_protobuf().decode().await.unwrap();
+    assert_eq!(got, configmap("a"));
+    assert_eq!(
+        server.requests()[0].header("accept"),
+        Some("application/json, */*")
+    );
+}
+
+#[tokio::test]
+async fn a_406_makes_the_client_speak_json_and_repeats_a_read() {
+    // A server (or an aggregated API) that refuses protobuf.
+    let server = TestServer::http(|r| async move {
+        if r.header("accept").is_some_and(|a| a.contains(PROTOBUF)) {
+            support::status(406, "NotAcceptable", "only application/json is accepted")
+        } else {
+            negotiating(&r)
+        }
+    })
+    .await;
+    let client = RestClient::new(config(&server.url())).unwrap();
+    let clone = client.clone();
+    let got: ConfigMap = get_a(&client).accept_protobuf().decode().await.unwrap();
+    assert_eq!(got, configmap("a"));
+    assert!(!client.speaks_protobuf() && !clone.speaks_protobuf());
+    let _: ConfigMap = get_a(&clone).accept_protobuf().decode().await.unwrap();
+    let accepts: Vec<_> = server
+        .requests()
+        .iter()
+        .map(|r| r.header("accept").unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        accepts,
+        [
+            PROTOBUF_ACCEPT,
+            "application/json, */*",
+            "application/json, */*"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_406_on_a_write_is_not_repeated() {
+    let server = TestServer::http(|_| async {
+        support::status(406, "NotAcceptable", "cannot encode the answer")
+    })
+    .await;
+    let client = RestClient::new(config(&server.url())).unwrap();
+    let err = client
+        .post()
+        .group_version(&GroupVersion::new("", "v1"))
+        .namespace("ns")
+        .resource("configmaps")
+        .json_body(&configmap("a"))
+        .accept_protobuf()
+        .decode::<ConfigMap>()
+        .await
+        .unwrap_err();
+    assert_eq!(err.http_code(), Some(406));
+    assert_eq!(server.requests().len(), 1, "a write must not be sent twice");
+    assert!(!client.speaks_protobuf());
+}
+
+#[tokio::test]
+async fn protobuf_errors_are_api_errors() {
+    let server = TestServer::http(|_| async {
+        let status = Status {
+            status: Some("Failure".into()),
+            message: Some("configmaps \"a\" not found".into()),
+            reason: Some("NotFound".into()),
+            code: Some(404),
+            ..Default::default()
+        };
+        protobuf(
+            404,
+            PROTOBUF,
+            registry::codec::<Status>().unwrap().encode_body(&status),
+        )
+    })
+    .await;
+    let client = RestClient::new(config(&server.url())).unwrap();
+    let err = get_a(&client)
+        .accept_protobuf()
+        .decode::<ConfigMap>()
+        .await
+        .unwrap_err();
+    assert!(err.is_not_found(), "{err:?}");
+    assert!(matches!(err, Error::Api(_)));
+    assert!(client.speaks_protobuf());
+}
+
+#[tokio::test]
+async fn a_protobuf_answer_for_a_type_without_codec_is_a_typed_error() {
+    let server = TestServer::http(|r| async move { negotiating(&r) }).await;
+    let client = RestClient::new(config(&server.url())).unwrap();
+    let err = get_a(&client)
+        .accept_protobuf()
+        .decode::<serde_json::Value>()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::ProtobufDecode { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn protobuf_watches_decode_frame_by_frame() {
+    let codec = registry::codec::<ConfigMap>().unwrap();
+    let mut body = Vec::new();
+    for (ty, name) in [("ADDED", "a"), ("MODIFIED", "b"), ("DELETED", "a")] {
+        let frame = encode_event(ty, &codec.encode_body(&configmap(name)));
+        body.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+        body.extend_from_slice(&frame);
+    }
+    let chunks: Vec<Vec<u8>> = body.chunks(5).map(<[u8]>::to_vec).collect();
+    let server = TestServer::http(move |_| {
+        let mut response = support::chunked(chunks.clone());
+        response.headers_mut().insert(
+            "content-type",
+            http::HeaderValue::from_static("application/vnd.kubernetes.protobuf;stream=watch"),
+        );
+        async move { response }
+    })
+    .await;
+    let client = RestClient::new(config(&server.url())).unwrap();
+    let events: Vec<_> = client
+        .get()
+        .group_version(&GroupVersion::new("", "v1"))
+        .resource("configmaps")
+        .param("watch", "true")
+        .accept_protobuf()
+        .watch::<ConfigMap>()
+        .await
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(
+        events,
+        [
+            WatchEvent::Added(configmap("a")),
+            WatchEvent::Modified(configmap("b")),
+            WatchEvent::Deleted(configmap("a")),
+        ]
+    );
+}
