@@ -94,6 +94,7 @@ pub struct ResourceRequests<'a> {
     resource: &'a ApiResource,
     namespace: Option<&'a str>,
     namespace_required: bool,
+    protobuf: bool,
 }
 
 impl<'a> ResourceRequests<'a> {
@@ -112,6 +113,27 @@ impl<'a> ResourceRequests<'a> {
             resource,
             namespace,
             namespace_required,
+            protobuf: false,
+        }
+    }
+
+    /// Asks for protobuf answers ([`Request::accept_protobuf`]) to get, list, watch, create,
+    /// update and patch (and apply) when `K` has a protobuf codec — a built-in kind — as
+    /// client-go's generated clients do; custom resources and `DynamicObject` stay JSON.
+    /// Request bodies stay JSON (see `docs/design/protobuf.md`); deletes, and the other
+    /// subresources (logs, eviction), are JSON.
+    pub fn prefer_protobuf_for<K: 'static>(mut self) -> Self {
+        self.protobuf = kclient_protobuf::registry::codec::<K>().is_some();
+        self
+    }
+
+    /// `request`, preferring protobuf if [`prefer_protobuf_for`](Self::prefer_protobuf_for)
+    /// said so.
+    fn negotiated(&self, request: Request) -> Request {
+        if self.protobuf {
+            request.accept_protobuf()
+        } else {
+            request
         }
     }
 
@@ -168,16 +190,15 @@ impl<'a> ResourceRequests<'a> {
         options: &GetOptions,
         subresource: Option<&str>,
     ) -> Result<Request, RefusedRequest> {
-        Ok(self
-            .object(verb, Method::GET, name, subresource)?
-            .params(options.query_pairs()))
+        let request = self.object(verb, Method::GET, name, subresource)?;
+        Ok(self.negotiated(request).params(options.query_pairs()))
     }
 
     /// `GET` of the collection: a list (a page of one with `options.limit`).
     pub fn list(&self, options: &ListOptions) -> Result<Request, RefusedRequest> {
         options.validate(false)?;
         Ok(self
-            .collection(Method::GET)
+            .negotiated(self.collection(Method::GET))
             .params(options.query_pairs())
             .omit_managed_fields(options.omit_managed_fields))
     }
@@ -186,7 +207,7 @@ impl<'a> ResourceRequests<'a> {
     pub fn watch(&self, options: &ListOptions) -> Result<Request, RefusedRequest> {
         options.validate(true)?;
         Ok(self
-            .collection(Method::GET)
+            .negotiated(self.collection(Method::GET))
             .params(options.watch_query_pairs())
             .omit_managed_fields(options.omit_managed_fields))
     }
@@ -200,7 +221,7 @@ impl<'a> ResourceRequests<'a> {
         options.validate()?;
         self.check_scope("create")?;
         Ok(self
-            .collection(Method::POST)
+            .negotiated(self.collection(Method::POST))
             .params(options.query_pairs())
             .json_body(object))
     }
@@ -215,8 +236,9 @@ impl<'a> ResourceRequests<'a> {
         subresource: Option<&str>,
     ) -> Result<Request, RefusedRequest> {
         options.validate()?;
+        let request = self.object(verb, Method::PUT, name, subresource)?;
         Ok(self
-            .object(verb, Method::PUT, name, subresource)?
+            .negotiated(request)
             .params(options.query_pairs())
             .json_body(object))
     }
@@ -256,7 +278,7 @@ impl<'a> ResourceRequests<'a> {
             Some(sub) => request.subresource(sub),
             None => request,
         };
-        Ok(request.params(options.query_pairs()))
+        Ok(self.negotiated(request).params(options.query_pairs()))
     }
 
     /// Server-side apply of `configuration` to one object (or a subresource): an apply

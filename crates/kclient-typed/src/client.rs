@@ -183,6 +183,12 @@ impl<K> ResourceClient<K>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Send + Sync + 'static,
 {
+    /// [`requests`](Self::requests) asking for protobuf when `K` is a built-in kind (see
+    /// [`ResourceRequests::prefer_protobuf_for`]).
+    pub(crate) fn verbs(&self) -> ResourceRequests<'_> {
+        self.requests().prefer_protobuf_for::<K>()
+    }
+
     /// Reads one object (client-go's `Get(ctx, name, metav1.GetOptions{})`).
     pub async fn get(&self, name: &str) -> Result<K, Error> {
         self.get_with(name, &GetOptions::default()).await
@@ -191,9 +197,9 @@ where
     /// Reads one object with options (`resourceVersion`).
     pub async fn get_with(&self, name: &str, options: &GetOptions) -> Result<K, Error> {
         Ok(self
-            .requests()
+            .verbs()
             .get("get", name, options, None)?
-            .json()
+            .decode()
             .await?)
     }
 
@@ -228,7 +234,7 @@ where
     /// requests the next page while this one decodes.
     pub async fn fetch_list(&self, options: &ListOptions) -> Result<FetchedList<K, Error>, Error> {
         Ok(self
-            .requests()
+            .verbs()
             .list(options)?
             .fetch_list::<K>()
             .await?
@@ -241,13 +247,13 @@ where
     /// `WatchEvent::Error`; a broken stream as an `Err` item.
     pub async fn watch(&self, options: &ListOptions) -> Result<WatchStream<K, Error>, Error> {
         use futures::TryStreamExt as _;
-        let stream = self.requests().watch(options)?.watch::<K>().await?;
+        let stream = self.verbs().watch(options)?.watch::<K>().await?;
         Ok(Box::pin(stream.map_err(Error::from)))
     }
 
     /// Creates an object and returns it as stored.
     pub async fn create(&self, object: &K, options: &CreateOptions) -> Result<K, Error> {
-        Ok(self.requests().create(object, options)?.json().await?)
+        Ok(self.verbs().create(object, options)?.decode().await?)
     }
 
     /// Replaces an object (a `PUT`); the name comes from `object.metadata.name`, and the
@@ -255,9 +261,9 @@ where
     /// the object changed meanwhile).
     pub async fn update(&self, object: &K, options: &UpdateOptions) -> Result<K, Error> {
         Ok(self
-            .requests()
+            .verbs()
             .update_object("update", object, options, None)?
-            .json()
+            .decode()
             .await?)
     }
 
@@ -270,9 +276,9 @@ where
         options: &PatchOptions,
     ) -> Result<K, Error> {
         Ok(self
-            .requests()
+            .verbs()
             .patch("patch", name, patch, options, None)?
-            .json()
+            .decode()
             .await?)
     }
 
@@ -289,9 +295,9 @@ where
     ) -> Result<K, Error> {
         let options = options.to_patch_options();
         Ok(self
-            .requests()
+            .verbs()
             .apply("patch", name, configuration, &options, None)?
-            .json()
+            .decode()
             .await?)
     }
 
@@ -303,7 +309,7 @@ where
         name: &str,
         options: &DeleteOptions,
     ) -> Result<DeleteResponse<K>, Error> {
-        let response = self.requests().delete(name, options)?.send().await?;
+        let response = self.verbs().delete(name, options)?.send().await?;
         Ok(response.delete_response()?)
     }
 
@@ -315,7 +321,7 @@ where
         list_options: &ListOptions,
     ) -> Result<DeleteResponse<ObjectList<K>>, Error> {
         let response = self
-            .requests()
+            .verbs()
             .delete_collection(delete_options, list_options)?
             .send()
             .await?;

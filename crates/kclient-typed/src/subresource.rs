@@ -7,11 +7,9 @@
 //! CustomResourceDefinition implement them when the CRD enables the subresource.
 
 use k8s_openapi::api::autoscaling::v1::Scale;
-use kclient_core::{Patch, PatchOptions, Resource, UpdateOptions};
+use kclient_core::{GetOptions, Patch, PatchOptions, Resource, UpdateOptions};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-
-use kclient_rest::Method;
 
 use crate::apply::ApplyOptions;
 use crate::client::ResourceClient;
@@ -33,9 +31,9 @@ where
     /// name comes from `object.metadata.name`, and a set `resourceVersion` is checked.
     pub async fn update_status(&self, object: &K, options: &UpdateOptions) -> Result<K, Error> {
         Ok(self
-            .requests()
+            .verbs()
             .update_object("update_status", object, options, Some("status"))?
-            .json()
+            .decode()
             .await?)
     }
 
@@ -47,9 +45,9 @@ where
         options: &PatchOptions,
     ) -> Result<K, Error> {
         Ok(self
-            .requests()
+            .verbs()
             .patch("patch_status", name, patch, options, Some("status"))?
-            .json()
+            .decode()
             .await?)
     }
 
@@ -63,7 +61,7 @@ where
     ) -> Result<K, Error> {
         let options = options.to_patch_options();
         Ok(self
-            .requests()
+            .verbs()
             .apply(
                 "patch_status",
                 name,
@@ -71,7 +69,7 @@ where
                 &options,
                 Some("status"),
             )?
-            .json()
+            .decode()
             .await?)
     }
 }
@@ -83,9 +81,9 @@ where
     /// Reads the object's scale (client-go's `GetScale`).
     pub async fn get_scale(&self, name: &str) -> Result<Scale, Error> {
         Ok(self
-            .requests()
-            .object("get_scale", Method::GET, name, Some("scale"))?
-            .json()
+            .verbs()
+            .get("get_scale", name, &GetOptions::default(), Some("scale"))?
+            .decode()
             .await?)
     }
 
@@ -98,9 +96,9 @@ where
         options: &UpdateOptions,
     ) -> Result<Scale, Error> {
         Ok(self
-            .requests()
+            .verbs()
             .update("update_scale", name, scale, options, Some("scale"))?
-            .json()
+            .decode()
             .await?)
     }
 
@@ -112,9 +110,9 @@ where
         options: &PatchOptions,
     ) -> Result<Scale, Error> {
         Ok(self
-            .requests()
+            .verbs()
             .patch("patch_scale", name, patch, options, Some("scale"))?
-            .json()
+            .decode()
             .await?)
     }
 
