@@ -177,3 +177,9 @@ async fn metadata_custom_resource() -> Result<()> {
 async fn metadata_watch() -> Result<()> {
     run_everywhere("metadata_watch", differential("metadata_watch"), true).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protobuf_built_in_kinds() -> Result<()> {
+    let name = "protobuf_built_in_kinds";
+    run_everywhere(name, differential(name), true).await
+}

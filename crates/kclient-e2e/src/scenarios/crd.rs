@@ -168,6 +168,26 @@ pub async fn crd_create_then_use(target: &Target) -> Result<Transcript> {
     let first = first.expect(StatusCode::CREATED)?;
     t.record("created spec", first.body["spec"].clone());
 
+    // A custom resource has no protobuf: asked for protobuf first (as client-go's generated
+    // clients ask for built-in kinds), the server answers JSON.
+    let negotiated = client
+        .get_accepting(&item, kclient_rest::PROTOBUF_ACCEPT)
+        .await?
+        .expect(StatusCode::OK)?;
+    let media_type = negotiated
+        .content_type
+        .as_deref()
+        .and_then(|ct| ct.split(';').next())
+        .map(str::to_owned);
+    t.record(
+        "custom object asked for protobuf first",
+        json!({"media type": media_type, "spec": negotiated.body["spec"]}),
+    );
+    ensure!(
+        media_type.as_deref() == Some("application/json"),
+        "a custom resource answered {media_type:?}"
+    );
+
     for (step, spec) in [
         ("invalid enum value", json!({"size": 3, "colour": "green"})),
         ("below minimum", json!({"size": 0})),

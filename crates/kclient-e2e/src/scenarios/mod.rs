@@ -24,6 +24,7 @@ mod finalizers;
 mod garbage_collection;
 mod metadata;
 mod patch;
+mod protobuf;
 mod status;
 mod writes;
 
@@ -35,6 +36,7 @@ pub use finalizers::finalizers;
 pub use garbage_collection::garbage_collection;
 pub use metadata::{metadata_accept_variants, metadata_custom_resource, metadata_watch};
 pub use patch::{patches, strategic_merge_patch};
+pub use protobuf::protobuf_built_in_kinds;
 pub use status::status_subresource;
 pub use writes::{watch_selector_transitions, writes};
 
@@ -86,6 +88,9 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
         Box::pin(metadata_custom_resource(t))
     }),
     ("metadata_watch", |t| Box::pin(metadata_watch(t))),
+    ("protobuf_built_in_kinds", |t| {
+        Box::pin(protobuf_built_in_kinds(t))
+    }),
 ];
 
 /// A namespace for one scenario run, with a unique name.
