@@ -57,9 +57,9 @@ pub enum Error {
         what: &'static str,
         /// The start of the body.
         snippet: String,
-        /// The protobuf error, with the path of the field.
+        /// The protobuf error, with the path of the field (boxed: errors stay small).
         #[source]
-        source: kclient_protobuf::DecodeError,
+        source: Box<kclient_protobuf::DecodeError>,
     },
 
     /// A request body could not be serialized.

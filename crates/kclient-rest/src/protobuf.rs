@@ -49,7 +49,7 @@ fn decode_error<K>(body: &[u8], source: DecodeError) -> Error {
     Error::ProtobufDecode {
         what: std::any::type_name::<K>(),
         snippet: kclient_core::snippet(body, DECODE_SNIPPET_LEN),
-        source,
+        source: Box::new(source),
     }
 }
 
