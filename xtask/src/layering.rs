@@ -39,7 +39,10 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("kclient-discovery", &["kclient-core", "kclient-rest"]),
     ("kclient-dynamic", &["kclient-core", "kclient-rest"]),
     ("kclient-typed", &["kclient-core", "kclient-rest"]),
-    ("kclient-fake", &["kclient-core", "kclient-rest"]),
+    (
+        "kclient-fake",
+        &["kclient-core", "kclient-rest", "kclient-protobuf"],
+    ),
     // The typed informers: the cache with generated accessors, no client.
     ("kclient-informers", &["kclient-core", "kclient-cache"]),
     // Controllers' tools sit on the clients and the cache.

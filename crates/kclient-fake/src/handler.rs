@@ -10,6 +10,7 @@ use http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use kclient_core::{ApiError, DeleteOptions, DeletionPropagation, FieldError, Status};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
@@ -126,12 +127,12 @@ pub async fn handle(shared: Arc<Shared>, req: ApiRequest) -> Response<Body> {
         }
         Route::ApiGroup(group) => match discovery::api_group(&shared.registry.catalogue, &group) {
             Some(v) => response::json(StatusCode::OK, &v),
-            None => not_served(&shared, &group),
+            None => not_served(&shared, &req.headers, &group),
         },
         Route::ResourceList { group, version } => {
             match discovery::resource_list(&shared.registry.catalogue, &group, &version) {
                 Some(v) => response::json(StatusCode::OK, &v),
-                None => not_served(&shared, &group),
+                None => not_served(&shared, &req.headers, &group),
             }
         }
         Route::Resource(path) => {
@@ -139,7 +140,7 @@ pub async fn handle(shared: Arc<Shared>, req: ApiRequest) -> Response<Body> {
             shared.registry.settle();
             match result {
                 Ok(res) => res,
-                Err(e) => response::error(&e),
+                Err(e) => response::error_negotiated(&req.headers, &e),
             }
         }
         Route::NotFound => response::text(StatusCode::NOT_FOUND, "404 page not found\n"),
@@ -147,9 +148,9 @@ pub async fn handle(shared: Arc<Shared>, req: ApiRequest) -> Response<Body> {
 }
 
 /// The 404 for a path that no served resource answers: inside kube-apiserver's built-in
-/// groups a JSON `NotFound`; elsewhere (a group only CRDs serve, or nothing) the plain
-/// `404 page not found` of its mux, as after a CRD is deleted.
-fn not_served(shared: &Shared, group: &str) -> Response<Body> {
+/// groups a `NotFound` (negotiated as errors are); elsewhere (a group only CRDs serve, or
+/// nothing) the plain `404 page not found` of its mux, as after a CRD is deleted.
+fn not_served(shared: &Shared, headers: &HeaderMap, group: &str) -> Response<Body> {
     let built_in = group.is_empty()
         || shared
             .registry
@@ -158,7 +159,7 @@ fn not_served(shared: &Shared, group: &str) -> Response<Body> {
             .iter()
             .any(|r| !r.custom && r.api.group == group);
     if built_in {
-        response::error(&errors::resource_not_found())
+        response::error_negotiated(headers, &errors::resource_not_found())
     } else {
         response::text(StatusCode::NOT_FOUND, "404 page not found\n")
     }
@@ -176,15 +177,25 @@ fn aggregated(shared: &Shared, legacy: bool) -> Response<Body> {
     res
 }
 
-/// Parses a request body as JSON (or YAML, when the Content-Type says so).
+/// Whether a request's body is Kubernetes protobuf (by its Content-Type).
+pub(crate) fn protobuf_body(req: &ApiRequest) -> bool {
+    let content_type = header_str(&req.headers, header::CONTENT_TYPE);
+    content_type.split(';').next().unwrap_or("").trim() == crate::protobuf::PROTOBUF
+}
+
+/// Parses a request body as JSON (or YAML, or Kubernetes protobuf, when the Content-Type
+/// says so: a protobuf body is read into JSON, see [`crate::protobuf::decode_body`]).
 pub fn parse_body(req: &ApiRequest, info: &ResourceInfo) -> Result<Value, ApiError> {
     let content_type = header_str(&req.headers, header::CONTENT_TYPE);
     let media = content_type.split(';').next().unwrap_or("").trim();
+    if media == crate::protobuf::PROTOBUF {
+        return crate::protobuf::decode_body(&req.body, info);
+    }
     if media.contains("protobuf") || media.contains("cbor") {
         return Err(Status::failure(
             kclient_core::StatusReason::UnsupportedMediaType,
             415,
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         )
         .into());
     }
@@ -300,7 +311,7 @@ async fn resource(
         .catalogue
         .get(&path.group, &path.version, &path.resource)
     else {
-        return Ok(not_served(shared, &path.group));
+        return Ok(not_served(shared, &req.headers, &path.group));
     };
     if path.namespace.is_some() && !info.namespaced() {
         return Err(errors::resource_not_found());
@@ -348,18 +359,26 @@ pub(crate) fn delete_options(
     q: &Query,
 ) -> Result<(DeleteOptions, Option<bool>), ApiError> {
     let blank = req.body.iter().all(u8::is_ascii_whitespace);
-    let mut opts = if blank {
-        DeleteOptions::default()
-    } else {
-        serde_json::from_slice::<DeleteOptions>(&req.body)
-            .map_err(|e| ApiError::bad_request(e.to_string()))?
-    };
-    let in_body = if blank {
+    // client-go sends its delete options in protobuf (as its other bodies).
+    let protobuf = if blank || !protobuf_body(req) {
         None
     } else {
-        serde_json::from_slice::<Value>(&req.body)
+        Some(crate::protobuf::decode_delete_options(&req.body)?)
+    };
+    let mut opts = match &protobuf {
+        _ if blank => DeleteOptions::default(),
+        Some(body) => {
+            DeleteOptions::deserialize(body).map_err(|e| ApiError::bad_request(e.to_string()))?
+        }
+        None => serde_json::from_slice::<DeleteOptions>(&req.body)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?,
+    };
+    let in_body = match &protobuf {
+        _ if blank => None,
+        Some(body) => body.get("orphanDependents").and_then(Value::as_bool),
+        None => serde_json::from_slice::<Value>(&req.body)
             .ok()
-            .and_then(|b| b.get("orphanDependents").and_then(Value::as_bool))
+            .and_then(|b| b.get("orphanDependents").and_then(Value::as_bool)),
     };
     if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
         opts.propagation_policy = Some(match p {
@@ -420,7 +439,7 @@ async fn subresource(
         return match req.method {
             Method::GET => {
                 let obj = shared.registry.get(info, namespace, name)?;
-                Ok(response::json(StatusCode::OK, &obj))
+                subresource_answer(req, info, StatusCode::OK, &obj)
             }
             Method::PUT => {
                 let body = parse_body(req, info)?;
@@ -428,12 +447,18 @@ async fn subresource(
                     shared
                         .registry
                         .update_with(info, namespace, name, part, &opts, |_| Ok(body))?;
-                Ok(with_warnings(response::json(StatusCode::OK, &obj), &opts))
+                Ok(with_warnings(
+                    subresource_answer(req, info, StatusCode::OK, &obj)?,
+                    &opts,
+                ))
             }
             Method::PATCH => {
                 let (obj, _) =
                     crate::patch::handle(shared, req, info, namespace, name, part, q, &opts)?;
-                Ok(with_warnings(response::json(StatusCode::OK, &obj), &opts))
+                Ok(with_warnings(
+                    subresource_answer(req, info, StatusCode::OK, &obj)?,
+                    &opts,
+                ))
             }
             _ => Err(errors::method_not_allowed()),
         };
@@ -463,26 +488,36 @@ async fn subresource(
     match (sub, &req.method) {
         ("scale", &Method::GET) => {
             let obj = shared.registry.get(info, namespace, name)?;
-            Ok(response::json(
+            subresource_answer(
+                req,
+                info,
                 StatusCode::OK,
                 &crate::scale::to_scale(info, &obj),
-            ))
+            )
         }
         ("scale", &Method::PUT) => {
-            let body: Value = serde_json::from_slice(&req.body)
-                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            let body: Value = if protobuf_body(req) {
+                crate::protobuf::decode_body(&req.body, info)?
+            } else {
+                serde_json::from_slice(&req.body)
+                    .map_err(|e| ApiError::bad_request(e.to_string()))?
+            };
             let obj = crate::scale::update(shared, info, namespace, name, body, &opts)?;
-            Ok(response::json(
+            subresource_answer(
+                req,
+                info,
                 StatusCode::OK,
                 &crate::scale::to_scale(info, &obj),
-            ))
+            )
         }
         ("scale", &Method::PATCH) => {
             let obj = crate::scale::patch(shared, req, info, namespace, name, &opts)?;
-            Ok(response::json(
+            subresource_answer(
+                req,
+                info,
                 StatusCode::OK,
                 &crate::scale::to_scale(info, &obj),
-            ))
+            )
         }
         ("finalize", &Method::PUT) => {
             let body = parse_body(req, info)?;
@@ -492,8 +527,36 @@ async fn subresource(
                 .cloned()
                 .unwrap_or_default();
             let obj = shared.registry.finalize_namespace(info, name, keep)?;
-            Ok(response::json(StatusCode::OK, &obj))
+            subresource_answer(req, info, StatusCode::OK, &obj)
         }
         (_, _) => Err(errors::method_not_allowed()),
+    }
+}
+
+/// The answer of a subresource (`status`, `scale`, `finalize`): `obj` in protobuf, with the
+/// codec of its own kind (a `Scale` is `autoscaling/v1`), when the request negotiates
+/// protobuf for the resource's objects; JSON otherwise (the subresources convert nothing,
+/// and answer JSON to an `Accept` the resource's own verbs refuse, as they always did).
+fn subresource_answer(
+    req: &ApiRequest,
+    info: &ResourceInfo,
+    code: StatusCode,
+    obj: &Value,
+) -> Result<Response<Body>, ApiError> {
+    let protobuf = matches!(
+        crate::negotiate::negotiate(req, info, crate::negotiate::Endpoint::Object),
+        Ok(crate::negotiate::Negotiated {
+            conversion: crate::negotiate::Conversion::None,
+            wire: crate::negotiate::Wire::Protobuf(Some(_)),
+            ..
+        })
+    );
+    let str_of = |field: &str| obj.get(field).and_then(Value::as_str).unwrap_or("");
+    match kclient_protobuf::registry::by_kind(str_of("apiVersion"), str_of("kind")) {
+        Some(codec) if protobuf => Ok(crate::protobuf::response(
+            code,
+            crate::protobuf::object(codec, obj)?,
+        )),
+        _ => Ok(response::json(code, obj)),
     }
 }

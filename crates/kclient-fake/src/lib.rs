@@ -96,11 +96,18 @@
 //!   `Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1` (or `v1beta1`,
 //!   `…List` for lists) gets the metadata of any resource, custom ones included, on get,
 //!   list (paged), watch and the writes' answers; an unsupported `as=`, group or version, or
-//!   media type is a `406` worded as the server words it. Answers are always JSON.
-//! - **Tables** have the default `Name`/`Created At` columns; there is no
-//!   protobuf or CBOR (a protobuf request body gets `415`, so kubectl's typed generators
-//!   such as `kubectl create configmap` fail; `kubectl create -f`/`apply` work), and
-//!   `/openapi/v3` has paths but no schemas.
+//!   media type is a `406` worded as the server words it.
+//! - **Protobuf** (`application/vnd.kubernetes.protobuf`, what client-go's typed clients ask
+//!   for) is served as kube-apiserver serves it, byte for byte, for every built-in kind
+//!   kclient-protobuf has a codec of (those of the Kubernetes version k8s-openapi is built
+//!   for): objects, lists, `;stream=watch` watches, the writes' answers, `Status` errors and
+//!   the `PartialObjectMetadata(List)` conversions (of custom resources too); protobuf request
+//!   bodies of those kinds are read (a custom resource's is a `400`, as its decoder fails).
+//!   Custom resources and Tables answer JSON; so do the pod subresources (`eviction`,
+//!   `binding`, `log`), `serviceaccounts/token` and the discovery and OpenAPI documents.
+//!   YAML wins negotiation as on the real server but is answered in JSON.
+//! - **Tables** have the default `Name`/`Created At` columns; there is no CBOR (a CBOR
+//!   request body gets `415`), and `/openapi/v3` has paths but no schemas.
 //! - **Watches** send bookmarks every bookmark interval (60 s by default) and two seconds
 //!   before their timeout, as the watch cache does, but exactly once (the watch cache's
 //!   one-second timer may send that last one twice); they last 30 minutes unless
@@ -144,6 +151,7 @@ mod negotiate;
 mod openapi;
 mod patch;
 mod pods;
+mod protobuf;
 mod query;
 mod registry;
 mod response;

@@ -27,13 +27,22 @@
 //!    `PartialObjectMetadataList` ends at its first object, sending nothing (the server fails
 //!    to encode it).
 //!
-//! Everything is answered in JSON (the fake speaks no YAML or protobuf; a request that wins
-//! with one of those gets JSON, as before). `Table` requests are recognised as they always
-//! were, by [`crate::table::wants_table`] (the first entry asks for a `meta.k8s.io` Table):
-//! a Table winning only further down the header is served as the plain object.
+//! The winner's media type decides the answer's [`Wire`]: protobuf (kube-apiserver's bytes,
+//! [`crate::protobuf`]) for a built-in kind kclient-protobuf has a codec of and for the
+//! `PartialObjectMetadata(List)` conversions of any resource; JSON otherwise — JSON itself,
+//! YAML (the fake writes no YAML: a YAML winner gets JSON, as before), a Table, and the rare
+//! built-in kind without a codec. `Table` requests are recognised as they always were, by
+//! [`crate::table::wants_table`] (the first entry asks for a `meta.k8s.io` Table): a Table
+//! winning only further down the header is served as the plain object.
+//!
+//! Errors are written in their own negotiation ([`errors_in_protobuf`], apiserver's
+//! `ErrorNegotiated`): the same clauses with no conversion allowed, so a protobuf-first
+//! `Accept` gets its `Status` in protobuf while the metadata client's (`as=…` on its
+//! protobuf clause, plain JSON last) gets JSON; a header no clause of which passes gets JSON.
 
-use http::header;
+use http::{header, HeaderMap};
 use kclient_core::{ApiError, Status, StatusDetails, StatusReason};
+use kclient_protobuf::registry::Entry;
 use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
@@ -104,11 +113,37 @@ pub enum Endpoint {
     Object,
 }
 
+/// What an answer is written in.
+#[derive(Clone, Copy)]
+pub enum Wire {
+    /// JSON.
+    Json,
+    /// Kubernetes protobuf, with the codec of the kind served (`None` only under a
+    /// `PartialObjectMetadata(List)` conversion, which needs none).
+    Protobuf(Option<&'static dyn Entry>),
+}
+
+impl std::fmt::Debug for Wire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Json => f.write_str("Json"),
+            Self::Protobuf(codec) => f
+                .debug_tuple("Protobuf")
+                .field(&codec.map(|c| (c.api_version(), c.kind())))
+                .finish(),
+        }
+    }
+}
+
 /// The outcome of negotiation for one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Negotiated {
     /// The conversion asked for.
     pub conversion: Conversion,
+    /// What the answer is written in.
+    pub wire: Wire,
+    /// Whether the request's errors are written in protobuf ([`errors_in_protobuf`]).
+    pub protobuf_errors: bool,
     /// Whether the winning media type can carry a watch stream (YAML cannot).
     streams: bool,
 }
@@ -141,15 +176,20 @@ pub fn negotiate(
     if !info.custom {
         check_route(accept, endpoint)?;
     }
+    let protobuf_errors = errors_in_protobuf(&req.headers);
     if crate::table::wants_table(req) {
         return Ok(Negotiated {
             conversion: Conversion::Table,
+            wire: Wire::Json,
+            protobuf_errors,
             streams: true,
         });
     }
     if accept.is_empty() {
         return Ok(Negotiated {
             conversion: Conversion::None,
+            wire: Wire::Json,
+            protobuf_errors,
             streams: true,
         });
     }
@@ -168,8 +208,21 @@ pub fn negotiate(
                     Conversion::Table => Conversion::None,
                     other => other,
                 };
+                let wire = match (index, conversion) {
+                    (2, Conversion::None) => match crate::protobuf::codec(info) {
+                        Some(codec) => Wire::Protobuf(Some(codec)),
+                        // A built-in kind without a codec: JSON, as the fake always answered.
+                        None => Wire::Json,
+                    },
+                    (2, Conversion::Metadata(_) | Conversion::MetadataList(_)) => {
+                        Wire::Protobuf(None)
+                    }
+                    _ => Wire::Json,
+                };
                 return Ok(Negotiated {
                     conversion,
+                    wire,
+                    protobuf_errors,
                     streams: !yaml,
                 });
             }
@@ -178,6 +231,43 @@ pub fn negotiate(
     Err(not_acceptable(format!(
         "only the following media types are accepted: {MEDIA_LIST}"
     )))
+}
+
+/// Whether an error is written in protobuf: apiserver's `ErrorNegotiated`, which negotiates
+/// the `Status` with the default endpoint restrictions — the clauses in goautoneg's order
+/// against JSON, YAML and protobuf, a clause naming a conversion (`as`, `g`, `v`) or a server
+/// version (`sv`) refused, `stream` only `watch` on JSON or protobuf — and, when no clause
+/// passes, writes JSON. The served resource does not matter: a custom resource's serializer
+/// offers protobuf too, which only its objects are refused.
+pub fn errors_in_protobuf(headers: &HeaderMap) -> bool {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if accept.is_empty() {
+        return false;
+    }
+    for clause in parse_accept(accept) {
+        for (index, (kind, subtype)) in MEDIA_TYPES.iter().enumerate() {
+            let matches = (clause.kind == *kind
+                && (clause.subtype == *subtype || clause.subtype == "*"))
+                || (clause.kind == "*" && clause.subtype == "*");
+            if !matches {
+                continue;
+            }
+            let yaml = index == 1;
+            let refused = clause.params.iter().any(|(key, value)| match key.as_str() {
+                "as" | "g" | "v" => true,
+                "stream" => !value.is_empty() && (yaml || value != "watch"),
+                "sv" => !value.is_empty(),
+                _ => false,
+            });
+            if !refused {
+                return index == 2;
+            }
+        }
+    }
+    false
 }
 
 /// go-restful's route selection by `Accept`: an empty header, `*/*`, or one of the route's
@@ -340,17 +430,26 @@ pub fn partial_object(obj: &Value, version: MetaVersion) -> Vec<u8> {
     out
 }
 
-/// A single object (not a list) converted as asked: `Ok(None)` when it is served as it is
-/// (or as a Table, by the caller), the converted object encoded, or the conversion's error.
-pub fn convert_object(
+/// What a single object (not a list) is served as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectForm {
+    /// The object as it is (or as a Table, by the caller; a `Status` is never converted).
+    AsIs,
+    /// Its `PartialObjectMetadata` in this version.
+    Metadata(MetaVersion),
+}
+
+/// What a single object (not a list) is served as under `conversion`, or the conversion's
+/// error.
+pub fn object_form(
     info: &ResourceInfo,
     conversion: Conversion,
     obj: &Value,
-) -> Result<Option<Vec<u8>>, ApiError> {
+) -> Result<ObjectForm, ApiError> {
     match conversion {
-        Conversion::None | Conversion::Table => Ok(None),
-        _ if obj.get("kind").and_then(Value::as_str) == Some("Status") => Ok(None),
-        Conversion::Metadata(version) => Ok(Some(partial_object(obj, version))),
+        Conversion::None | Conversion::Table => Ok(ObjectForm::AsIs),
+        _ if obj.get("kind").and_then(Value::as_str) == Some("Status") => Ok(ObjectForm::AsIs),
+        Conversion::Metadata(version) => Ok(ObjectForm::Metadata(version)),
         Conversion::MetadataList(_) if info.custom => Err(Status {
             status: Status::FAILURE.into(),
             message: "content is not a list".into(),

@@ -1,10 +1,11 @@
 //! HTTP responses: JSON objects and lists (assembled from stored bytes, never re-encoded),
-//! `Status` errors, and the body type shared by every handler.
+//! `Status` errors (in protobuf where the request negotiates it, see [`crate::protobuf`]),
+//! and the body type shared by every handler.
 
 use std::convert::Infallible;
 
 use bytes::{Bytes, BytesMut};
-use http::{header, HeaderValue, Response, StatusCode};
+use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use kclient_core::ApiError;
@@ -37,10 +38,24 @@ pub fn json(code: StatusCode, value: &Value) -> Response<Body> {
     json_bytes(code, serde_json::to_vec(value).unwrap_or_default())
 }
 
-/// The `Status` response for an error.
+/// The `Status` response for an error, in JSON.
 pub fn error(err: &ApiError) -> Response<Body> {
     let code = StatusCode::from_u16(err.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut res = json(code, &status_json(&err.status));
+    with_retry_after(json(code, &status_json(&err.status)), err)
+}
+
+/// The `Status` response for an error of a request with these headers: in protobuf when its
+/// `Accept` negotiates protobuf for errors ([`crate::negotiate::errors_in_protobuf`]), in
+/// JSON otherwise.
+pub fn error_negotiated(headers: &HeaderMap, err: &ApiError) -> Response<Body> {
+    if crate::negotiate::errors_in_protobuf(headers) {
+        with_retry_after(crate::protobuf::error(err), err)
+    } else {
+        error(err)
+    }
+}
+
+fn with_retry_after(mut res: Response<Body>, err: &ApiError) -> Response<Body> {
     if let Some(d) = err.details() {
         // As kube-apiserver's responsewriters: any status that suggests a delay says so.
         if d.retry_after_seconds > 0 {

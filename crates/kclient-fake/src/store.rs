@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use kclient_core::GroupResource;
@@ -34,6 +34,9 @@ pub struct StoredObject {
     /// The resourceVersion of this state.
     #[allow(dead_code)] // read by the store's tests; the value's metadata carries it too
     pub rv: u64,
+    /// `value`'s protobuf message (no envelope), encoded the first time the object is served
+    /// in protobuf (see [`StoredObject::protobuf_message`]).
+    protobuf: OnceLock<Bytes>,
 }
 
 impl StoredObject {
@@ -60,7 +63,22 @@ impl StoredObject {
             json,
             item_json,
             rv,
+            protobuf: OnceLock::new(),
         }
+    }
+
+    /// `value`'s protobuf message: `encode`d on first use and kept (a built-in kind is stored
+    /// in one version, its codec's, so one message serves every protobuf answer), as the JSON
+    /// bytes are kept. Only a success is kept.
+    pub fn protobuf_message<E>(
+        &self,
+        encode: impl FnOnce(&Value) -> Result<Vec<u8>, E>,
+    ) -> Result<Bytes, E> {
+        if let Some(message) = self.protobuf.get() {
+            return Ok(message.clone());
+        }
+        let message = Bytes::from(encode(&self.value)?);
+        Ok(self.protobuf.get_or_init(|| message).clone())
     }
 }
 

@@ -15,7 +15,8 @@ use crate::catalogue::ResourceInfo;
 use crate::errors::status_json;
 use crate::handler::{delete_options, parse_body, with_warnings, write_options, ApiRequest};
 use crate::meta::meta_str;
-use crate::negotiate::{self, Conversion, Endpoint, Negotiated};
+use crate::negotiate::{self, Conversion, Endpoint, Negotiated, ObjectForm, Wire};
+use crate::protobuf;
 use crate::query::{ListParams, Query, RvMatch};
 use crate::registry::{ListError, Part, WriteOptions};
 use crate::response::{self, Body};
@@ -200,11 +201,8 @@ pub(crate) fn delete(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiE
             StatusCode::OK
         };
         // A Table is not made of a deleted object (as before): the object itself.
-        let conversion = negotiated.conversion;
-        match negotiate::convert_object(info, conversion, &deleted.object)? {
-            Some(converted) => Ok(response::json_bytes(code, converted)),
-            None => Ok(response::json(code, &deleted.object)),
-        }
+        let form = negotiate::object_form(info, negotiated.conversion, &deleted.object)?;
+        answer(negotiated.wire, form, code, &deleted.object)
     } else {
         let status = Status {
             status: Status::SUCCESS.into(),
@@ -217,7 +215,12 @@ pub(crate) fn delete(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiE
             }),
             ..Status::default()
         };
-        Ok(response::json(StatusCode::OK, &status_json(&status)))
+        Ok(match negotiated.wire {
+            Wire::Protobuf(_) => {
+                protobuf::response(StatusCode::OK, protobuf::status(&status_json(&status)))
+            }
+            Wire::Json => response::json(StatusCode::OK, &status_json(&status)),
+        })
     }
 }
 
@@ -250,12 +253,24 @@ pub(crate) fn respond(
     if negotiated.conversion == Conversion::Table {
         return Ok(crate::table::respond(req, info, code, obj));
     }
-    Ok(
-        match negotiate::convert_object(info, negotiated.conversion, obj)? {
-            Some(converted) => response::json_bytes(code, converted),
-            None => response::json(code, obj),
-        },
-    )
+    let form = negotiate::object_form(info, negotiated.conversion, obj)?;
+    answer(negotiated.wire, form, code, obj)
+}
+
+/// `obj` served as `form`, written in `wire`.
+fn answer(
+    wire: Wire,
+    form: ObjectForm,
+    code: StatusCode,
+    obj: &Value,
+) -> Result<Response<Body>, ApiError> {
+    Ok(match (wire, form) {
+        (Wire::Protobuf(codec), form) => return protobuf::object_response(codec, form, code, obj),
+        (Wire::Json, ObjectForm::AsIs) => response::json(code, obj),
+        (Wire::Json, ObjectForm::Metadata(version)) => {
+            response::json_bytes(code, negotiate::partial_object(obj, version))
+        }
+    })
 }
 
 /// Refuses a verb the resource does not serve (`405 MethodNotSupported`).
@@ -291,7 +306,11 @@ async fn list_page(
         Err(ListError::ExpiredContinue(e)) => {
             let mut body = status_json(&e.error.status);
             body["metadata"] = json!({"continue": e.continue_token});
-            return Ok(response::json(StatusCode::GONE, &body));
+            return Ok(if negotiated.protobuf_errors {
+                protobuf::response(StatusCode::GONE, protobuf::status(&body))
+            } else {
+                response::json(StatusCode::GONE, &body)
+            });
         }
     };
     let mut metadata = json!({"resourceVersion": page.rv.to_string()});
@@ -306,10 +325,23 @@ async fn list_page(
         Conversion::Metadata(_) => return Err(negotiate::list_as_object(info)),
         Conversion::MetadataList(version) => {
             let items = page.items.iter().map(|i| &i.value);
-            let body = negotiate::partial_list(version, &metadata, items);
-            return Ok(response::json_bytes(StatusCode::OK, body));
+            return Ok(match negotiated.wire {
+                Wire::Protobuf(_) => protobuf::response(
+                    StatusCode::OK,
+                    protobuf::partial_list(version, &metadata, items)?,
+                ),
+                Wire::Json => response::json_bytes(
+                    StatusCode::OK,
+                    negotiate::partial_list(version, &metadata, items),
+                ),
+            });
         }
         Conversion::None => {}
+    }
+    if let Wire::Protobuf(codec) = negotiated.wire {
+        let items = page.items.iter().map(|i| &**i);
+        let body = protobuf::stored_list(protobuf::require(codec)?, info, &metadata, items)?;
+        return Ok(protobuf::response(StatusCode::OK, body));
     }
 
     // Built-in types' lists leave the items' apiVersion and kind out, as kube-apiserver's
@@ -398,12 +430,17 @@ async fn watch_collection(
         bookmarks: params.allow_watch_bookmarks,
         timeout,
         conversion: negotiated.conversion,
+        wire: negotiated.wire,
     };
     let body = watch::stream(shared.clone(), spec);
     let mut res = Response::new(body);
+    let content_type = match negotiated.wire {
+        Wire::Protobuf(_) => protobuf::PROTOBUF_WATCH,
+        Wire::Json => response::JSON,
+    };
     res.headers_mut().insert(
         header::CONTENT_TYPE,
-        header::HeaderValue::from_static(response::JSON),
+        header::HeaderValue::from_static(content_type),
     );
     res.headers_mut().insert(
         header::CACHE_CONTROL,
@@ -456,13 +493,21 @@ fn delete_matching(
     let metadata = json!({"resourceVersion": rv.to_string()});
     // The conversion comes after the deletion: a refused one still deleted (a Table of the
     // deleted objects is not made, as before).
-    match negotiated.conversion {
-        Conversion::Metadata(_) => Err(negotiate::list_as_object(info)),
-        Conversion::MetadataList(version) => {
+    match (negotiated.conversion, negotiated.wire) {
+        (Conversion::Metadata(_), _) => Err(negotiate::list_as_object(info)),
+        (Conversion::MetadataList(version), Wire::Protobuf(_)) => Ok(protobuf::response(
+            StatusCode::OK,
+            protobuf::partial_list(version, &metadata, items.iter())?,
+        )),
+        (Conversion::MetadataList(version), Wire::Json) => {
             let body = negotiate::partial_list(version, &metadata, items.iter());
             Ok(response::json_bytes(StatusCode::OK, body))
         }
-        Conversion::None | Conversion::Table => Ok(response::json(
+        (Conversion::None | Conversion::Table, Wire::Protobuf(codec)) => Ok(protobuf::response(
+            StatusCode::OK,
+            protobuf::value_list(protobuf::require(codec)?, info, &metadata, &items)?,
+        )),
+        (Conversion::None | Conversion::Table, Wire::Json) => Ok(response::json(
             StatusCode::OK,
             &json!({
                 "kind": info.list_kind(),

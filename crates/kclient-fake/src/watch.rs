@@ -1,5 +1,6 @@
-//! Watches: a stream of newline-delimited JSON events, as kube-apiserver's watch cache sends
-//! them.
+//! Watches: a stream of newline-delimited JSON events, or of length-prefixed protobuf
+//! `WatchEvent`s where the request negotiates protobuf ([`crate::protobuf::watch_frame`]), as
+//! kube-apiserver's watch cache sends them.
 //!
 //! - Starting point: `resourceVersion` `""`/`"0"` send the current objects as `ADDED` first;
 //!   `N` resumes after `N` if the history still has it, otherwise the stream carries one
@@ -15,7 +16,8 @@
 //! - `Accept: …;as=PartialObjectMetadata;g=meta.k8s.io;v=v1` turns every event's object
 //!   (bookmarks included) into its `PartialObjectMetadata`; `ERROR` events keep their
 //!   `Status`. Asking for `PartialObjectMetadataList` ends the watch at its first object,
-//!   unsent, as the server fails to encode it (see [`crate::negotiate`]).
+//!   unsent, as the server fails to encode it (see [`crate::negotiate`]); so does an object
+//!   that has no protobuf form in a protobuf watch (a value k8s-openapi cannot read).
 //!
 //! Every watcher reads the shared event history when the store's resourceVersion moves (a
 //! `tokio::sync::watch` wakes them): one write is fanned out without copying the object or
@@ -36,7 +38,8 @@ use tokio::time::Instant;
 
 use crate::catalogue::ResourceInfo;
 use crate::errors::status_json;
-use crate::negotiate::{partial_object, Conversion};
+use crate::negotiate::{partial_object, Conversion, Wire};
+use crate::protobuf;
 use crate::registry::needs_version_rewrite;
 use crate::response::Body;
 use crate::selectors::Predicate;
@@ -75,6 +78,8 @@ pub struct WatchSpec {
     pub timeout: Duration,
     /// What each event's object is turned into (a Table watch sends the objects).
     pub conversion: Conversion,
+    /// What the events are written in.
+    pub wire: Wire,
 }
 
 /// One JSON watch frame, newline-terminated.
@@ -92,6 +97,17 @@ fn frame(event_type: &str, object: &[u8]) -> Bytes {
 /// conversion cannot be encoded (a `PartialObjectMetadataList` of one object), which ends
 /// the watch.
 fn object_frame(spec: &WatchSpec, event_type: &str, obj: &StoredObject) -> Option<Bytes> {
+    if let (Wire::Protobuf(codec), Conversion::None | Conversion::Table) =
+        (spec.wire, spec.conversion)
+    {
+        // The stored object's message, kept with it: an event fanned out to many watchers is
+        // encoded once.
+        let body = protobuf::require(codec).and_then(|codec| {
+            let message = protobuf::stored_message(codec, &spec.info, obj)?;
+            Ok(protobuf::body(codec.api_version(), codec.kind(), &message))
+        });
+        return protobuf_frame(event_type, body);
+    }
     match spec.conversion {
         Conversion::Metadata(_) | Conversion::MetadataList(_) => {
             value_frame(spec, event_type, &obj.value)
@@ -106,6 +122,16 @@ fn object_frame(spec: &WatchSpec, event_type: &str, obj: &StoredObject) -> Optio
 /// The frame of an event carrying `value` (served in the watched version), converted as the
 /// watch asks; `None` as [`object_frame`].
 fn value_frame(spec: &WatchSpec, event_type: &str, value: &serde_json::Value) -> Option<Bytes> {
+    if let Wire::Protobuf(codec) = spec.wire {
+        let body = match spec.conversion {
+            Conversion::Metadata(version) => protobuf::partial_object(value, version),
+            Conversion::MetadataList(_) => return None,
+            Conversion::None | Conversion::Table => protobuf::require(codec).and_then(|codec| {
+                protobuf::object(codec, &crate::registry::for_version(&spec.info, value))
+            }),
+        };
+        return protobuf_frame(event_type, body);
+    }
     let object = match spec.conversion {
         Conversion::Metadata(version) => partial_object(value, version),
         Conversion::MetadataList(_) => return None,
@@ -117,12 +143,25 @@ fn value_frame(spec: &WatchSpec, event_type: &str, value: &serde_json::Value) ->
     Some(frame(event_type, &object))
 }
 
-/// The `ERROR` frame for `err`.
-pub fn error_frame(err: &ApiError) -> Bytes {
-    frame(
-        "ERROR",
-        &serde_json::to_vec(&status_json(&err.status)).unwrap_or_default(),
-    )
+/// The protobuf frame of an event whose object's body is `body`; `None` (the watch ends, as
+/// kube-apiserver's does when it cannot encode an event) when there is none.
+fn protobuf_frame(event_type: &str, body: Result<Vec<u8>, ApiError>) -> Option<Bytes> {
+    match body {
+        Ok(body) => Some(protobuf::watch_frame(event_type, &body)),
+        Err(e) => {
+            tracing::warn!("kclient-fake: ending a protobuf watch: {}", e.message());
+            None
+        }
+    }
+}
+
+/// The `ERROR` frame for `err`, in the watch's wire.
+pub fn error_frame(wire: Wire, err: &ApiError) -> Bytes {
+    let status = status_json(&err.status);
+    match wire {
+        Wire::Protobuf(_) => protobuf::watch_frame("ERROR", &protobuf::status(&status)),
+        Wire::Json => frame("ERROR", &serde_json::to_vec(&status).unwrap_or_default()),
+    }
 }
 
 /// A `BOOKMARK` at `rv`, converted as the watch asks (a `PartialObjectMetadata` bookmark has
@@ -131,6 +170,19 @@ fn bookmark_frame(spec: &WatchSpec, rv: u64, initial_end: bool) -> Option<Bytes>
     let mut metadata = json!({"resourceVersion": rv.to_string()});
     if initial_end {
         metadata["annotations"] = json!({INITIAL_EVENTS_END_ANNOTATION: "true"});
+    }
+    if let Wire::Protobuf(codec) = spec.wire {
+        // An object of the watched kind with only this metadata (Go writes the rest as the
+        // zero values of its non-pointer fields, as the codec does).
+        let body = match spec.conversion {
+            Conversion::Metadata(version) => {
+                protobuf::partial_object(&json!({"metadata": metadata}), version)
+            }
+            Conversion::MetadataList(_) => return None,
+            Conversion::None | Conversion::Table => protobuf::require(codec)
+                .and_then(|codec| protobuf::object(codec, &json!({"metadata": metadata}))),
+        };
+        return protobuf_frame("BOOKMARK", body);
     }
     let object = match spec.conversion {
         Conversion::Metadata(version) => partial_object(&json!({"metadata": metadata}), version),
@@ -225,7 +277,7 @@ impl WatchState {
                     "too old resource version: {} ({})",
                     self.next_rv, c.compacted
                 ));
-                self.queue.push_back(error_frame(&err));
+                self.queue.push_back(error_frame(self.spec.wire, &err));
                 self.done = true;
             }
         }
@@ -314,7 +366,7 @@ pub fn stream(shared: Arc<Shared>, spec: WatchSpec) -> Body {
                         "too old resource version: {rv} ({})",
                         state.compacted_rv()
                     ));
-                    queue.push_back(error_frame(&err));
+                    queue.push_back(error_frame(spec.wire, &err));
                     done = true;
                 }
                 next_rv = *rv;

@@ -364,7 +364,25 @@ async fn bad_bodies() {
             b"k8s\0".to_vec(),
         )
         .await;
+    // A protobuf body is decoded (see tests/protobuf.rs): the magic alone is an empty one.
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.body["message"],
+        "the object provided is unrecognized (must be of type Pod): empty body (6b387300)"
+    );
+    let r = c
+        .send(
+            http::Method::POST,
+            "/api/v1/namespaces/default/pods",
+            "application/cbor",
+            vec![0xa0],
+        )
+        .await;
     assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(
+        r.body["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    );
     let big = vec![b' '; 3 * 1024 * 1024 + 10];
     let r = c
         .send(
