@@ -88,6 +88,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-typed",
             "kclient-workqueue",
             "kclient-fake",
+            "kclient-protobuf",
         ],
     ),
     ("xtask", &["kclient-codegen", "kclient-rest"]),

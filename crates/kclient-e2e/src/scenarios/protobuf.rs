@@ -171,7 +171,12 @@ where
             break;
         }
     }
-    t.record(format!("{kind}: list in pages of one"), json!(pages));
+    // kube-apiserver may end with an empty page (its selector is applied to etcd's pages,
+    // which hold other objects too); kclient-fake knows the last match: compare the items.
+    t.record(
+        format!("{kind}: list in pages of one"),
+        json!({"items": pages.iter().sum::<usize>(), "at most one per page": pages.iter().all(|n| *n <= 1)}),
+    );
 
     // Update (PUT) and patch answers.
     let current: K = pb()
