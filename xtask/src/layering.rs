@@ -77,7 +77,12 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     // Not published: the e2e suite, the benchmark scenarios, the project's automation.
     (
         "kclient-e2e",
-        &["kclient-core", "kclient-rest", "kclient-fake"],
+        &[
+            "kclient-core",
+            "kclient-rest",
+            "kclient-fake",
+            "kclient-protobuf",
+        ],
     ),
     (
         "kclient-bench",

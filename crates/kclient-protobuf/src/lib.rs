@@ -4,8 +4,9 @@
 //!
 //! kube-apiserver answers every built-in type in protobuf as well as JSON; protobuf costs the
 //! server less CPU to produce and is about three quarters of the bytes. This crate holds the
-//! codecs; sending and negotiating protobuf is the REST layer's business (not wired yet, see
-//! [Status](#status) below).
+//! codecs; sending and negotiating protobuf is the REST layer's business (kclient-rest's
+//! `Request::accept_protobuf`, used by the typed clients of built-in kinds and the metadata
+//! client), and kclient-fake serves it with them.
 //!
 //! * [`Decode`] and [`Encode`] are implemented on the k8s-openapi types of every built-in
 //!   message of the Kubernetes version k8s-openapi is built for (features `v1_35`, `v1_36`,
@@ -21,6 +22,10 @@
 //!   bounded: every length is checked against what remains before it is used, nesting is
 //!   bounded by [`Ctx::depth`], unknown fields are skipped, and malformed input is a
 //!   [`DecodeError`], never a panic.
+//! * [`registry`]: which types have a codec — by Rust type for a client
+//!   (`registry::codec::<Pod>()`), by `apiVersion` and `kind` for a server turning JSON into
+//!   protobuf — and [`core_types`]: kclient-core's `PartialObjectMetadata`, `Status` and watch
+//!   events on the wire.
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
@@ -41,19 +46,14 @@
 //! assert_eq!(back, cm);
 //! ```
 //!
-//! # Status
+//! # Checked how
 //!
-//! Done: the runtime above and the generated codecs of every message that has a k8s-openapi
-//! struct — 639 (1.35), 670 (1.36) and 756 (1.37) messages — checked byte for byte against
-//! Go's `Marshal` on the spike's goldens (ConfigMap, ObjectMeta, Status, lists, watch frames,
-//! the special types), by a round-trip property test over every generated type, and by a fuzz
-//! suite with an allocation bound.
-//!
-//! Not done yet (the rest of issue 26, see `docs/design/protobuf.md`): the codecs of
-//! kclient-core's own `Status` and `PartialObjectMetadata` and a codec registry by `TypeId`;
-//! negotiation and decoding in kclient-rest, kclient-typed and the metadata client; protobuf in
-//! kclient-fake; goldens captured from kube-apiserver; e2e scenarios and benchmarks. Nothing in
-//! kclient uses this crate yet.
+//! The generated codecs of every message that has a k8s-openapi struct — 639 (1.35), 670 (1.36)
+//! and 756 (1.37) messages — are checked byte for byte against Go's `Marshal` on goldens
+//! (ConfigMap, ObjectMeta, Status, lists, watch frames, the special types), by a round-trip
+//! property test over every generated type, and by a fuzz suite with an allocation bound; the
+//! wire as a whole by kclient-fake's tests and the e2e scenario `protobuf_built_in_kinds`
+//! against kube-apiserver 1.37.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -11,7 +11,13 @@
 //! - [`Request`] builds a request the way the API is laid out (group-version, namespace,
 //!   resource, name, subresource) and sends it with client-go's retries (`Retry-After` on 429
 //!   and 5xx; connection resets on `GET`), returning bytes, a decoded value, a byte stream or a
-//!   watch stream of [`kclient_core::WatchEvent`]s decoded incrementally.
+//!   watch stream of [`kclient_core::WatchEvent`]s decoded incrementally. A request that
+//!   [prefers protobuf](Request::accept_protobuf) (the typed clients of built-in kinds, the
+//!   metadata client) asks for `application/vnd.kubernetes.protobuf,application/json` as
+//!   client-go's do, and whatever the server answers is decoded by its `Content-Type`: objects,
+//!   lists item by item and watch frames with kclient-protobuf's codecs, `Status` errors in
+//!   either encoding. [`Config::disable_protobuf`] forces JSON; a `406` makes the client speak
+//!   JSON for its lifetime.
 //! - [`Error`] is typed: the server's `Status` ([`Error::Api`], with `is_not_found()` and the
 //!   other [`kclient_core::ApiStatus`] predicates), TLS, connection, exec plugin, kubeconfig and
 //!   timeout failures each have a variant, and every cause stays in the source chain.

@@ -276,9 +276,12 @@ fn rows(results: &Results) -> Vec<Row> {
                 let protobuf_decode = kclient_median("protobuf_decode_s");
                 let json_in_turn = kclient_median("json_parse_in_turn_s");
                 let protobuf_transfer = kclient_median("protobuf_transfer_s");
-                if let (Some(b), Some(d), Some(j), Some(t)) =
-                    (protobuf_bytes, protobuf_decode, json_in_turn, protobuf_transfer)
-                {
+                if let (Some(b), Some(d), Some(j), Some(t)) = (
+                    protobuf_bytes,
+                    protobuf_decode,
+                    json_in_turn,
+                    protobuf_transfer,
+                ) {
                     let _ = write!(
                         row.note,
                         "; as protobuf: {:.0} MB, transfer alone {} s, kclient-protobuf decode {} s against `serde_json` {} s in turn ({:.2}× as fast)",
