@@ -9,6 +9,8 @@
 //! kclient-bench watch     --kubeconfig K --namespace NS --count N
 //! kclient-bench workqueue --shape queue|contended --iterations I [--repeat R]
 //! kclient-bench decode    --kubeconfig K [--namespace NS] --count N [--repeat R] [--http1]
+//! kclient-bench decode-local --count N [--repeat R]   (the two decoders alone, in memory)
+//! kclient-bench write-bodies --kubeconfig K --namespace NS --count N [--repeat R] [--concurrency C]   (JSON against protobuf request bodies)
 //!
 //! kclient-bench manifest  --path FILE --count N --namespace NS --objects M   (N Pods, M ConfigMaps in NS)
 //! kclient-bench seed      --kubeconfig K --namespace NS --count N --objects M
@@ -20,11 +22,13 @@
 
 mod args;
 mod decode;
+mod decode_local;
 mod objects;
 mod proc_stats;
 mod sync;
 mod watch;
 mod workqueue;
+mod write_bodies;
 
 use std::process::ExitCode;
 
@@ -62,6 +66,8 @@ async fn run(scenario: &str, rest: &[String]) -> Result<Option<serde_json::Value
         "watch" => Some(watch::run(&options).await?),
         "workqueue" => Some(workqueue::run(&options).await?),
         "decode" => Some(decode::run(&options).await?),
+        "write-bodies" => Some(write_bodies::run(&options).await?),
+        "decode-local" => Some(decode_local::run(&options)?),
         "manifest" => {
             objects::write_manifest(&options)?;
             None

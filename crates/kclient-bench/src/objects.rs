@@ -45,7 +45,11 @@ pub(crate) fn write_manifest(o: &Options) -> Result<(), Error> {
 }
 
 /// Runs `f(i)` for `i` in `0..n` on `concurrency` tasks.
-async fn for_each_concurrently<F, Fut>(n: usize, concurrency: usize, f: F) -> Result<(), Error>
+pub(crate) async fn for_each_concurrently<F, Fut>(
+    n: usize,
+    concurrency: usize,
+    f: F,
+) -> Result<(), Error>
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<(), Error>> + Send,

@@ -26,7 +26,12 @@ pub(crate) fn reset_peak() {
 
 /// User plus system CPU time of this process so far (`/proc/self/stat`, 10 ms ticks).
 pub(crate) fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    cpu_time_of("/proc/self/stat")
+}
+
+/// User plus system CPU time of the process whose `stat` file is `path` (10 ms ticks).
+pub(crate) fn cpu_time_of(path: &str) -> Duration {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
     // The fields after the command name (in parentheses, which may hold spaces).
     let fields: Vec<&str> = stat
         .rsplit_once(')')

@@ -1,0 +1,77 @@
+//! `decode-local`: the decoders alone, no server: `--count` of kclient-fake's realistic Pods
+//! (with managedFields) as one JSON list and one protobuf list in memory, decoded `--repeat`
+//! times each, in turn — `serde_json` into k8s-openapi Pods against kclient-protobuf — with and
+//! without managedFields (skipped while decoding, as informers do).
+
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::Pod;
+use kclient_core::ObjectList;
+use kclient_protobuf::{envelope, field, registry, wire, Ctx};
+use serde_json::{json, Value};
+
+use crate::args::Options;
+use crate::proc_stats::median;
+use crate::Error;
+
+pub(crate) fn run(o: &Options) -> Result<Value, Error> {
+    let codec = registry::codec::<Pod>().ok_or("no Pod codec")?;
+    let pods: Vec<Pod> = (0..o.count)
+        .map(|i| serde_json::from_value(kclient_fake::samples::realistic_pod(i, true)))
+        .collect::<Result<_, _>>()?;
+    let json_body = serde_json::to_vec(&json!({
+        "apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "1"}, "items": pods,
+    }))?;
+    let mut raw = Vec::new();
+    field::put_req(
+        1,
+        &k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta::default(),
+        &mut raw,
+    );
+    for pod in &pods {
+        wire::put_bytes(2, &codec.encode_message(pod), &mut raw);
+    }
+    let protobuf_body = envelope::encode_envelope_with("v1", "PodList", raw.len(), |out| {
+        out.extend_from_slice(&raw)
+    });
+    drop(pods);
+    let mut times: [Vec<f64>; 4] = Default::default();
+    for _ in 0..o.repeat {
+        for (slot, skip) in [(0, false), (2, true)] {
+            let start = Instant::now();
+            let list: ObjectList<Pod> = if skip {
+                kclient_core::object_list::decode_list_mapped_without_managed_fields(
+                    &json_body,
+                    |p: Pod| p,
+                )?
+            } else {
+                serde_json::from_slice(&json_body)?
+            };
+            times[slot].push(start.elapsed().as_secs_f64());
+            drop(list);
+            let start = Instant::now();
+            let mut decoded: Vec<Pod> = Vec::new();
+            let raw = envelope::decode_envelope(&protobuf_body)?.raw;
+            let ctx = Ctx {
+                skip_managed_fields: skip,
+                ..Ctx::default()
+            };
+            envelope::decode_list_with(
+                raw,
+                ctx,
+                |b, c| codec.decode_message(b, c),
+                &mut |p: Pod| decoded.push(p),
+            )?;
+            times[slot + 1].push(start.elapsed().as_secs_f64());
+            if decoded.len() != o.count {
+                return Err("the protobuf list lost Pods".into());
+            }
+        }
+    }
+    Ok(json!({
+        "count": o.count, "json_bytes": json_body.len(), "protobuf_bytes": protobuf_body.len(),
+        "json_s": median(&times[0]), "protobuf_s": median(&times[1]),
+        "json_without_managed_fields_s": median(&times[2]),
+        "protobuf_without_managed_fields_s": median(&times[3]),
+    }))
+}
