@@ -101,6 +101,10 @@ pub struct Config {
     /// `application/vnd.kubernetes.protobuf,application/json`, as client-go's do: the API
     /// server spends less CPU writing protobuf and sends fewer bytes.
     pub disable_protobuf: bool,
+    /// Do not ask for gzip-compressed answers (client-go's `DisableCompression`). By default
+    /// requests whose answer is read whole send `Accept-Encoding: gzip`, as Go's transport
+    /// does for client-go, and kube-apiserver compresses answers of 128 KiB and more.
+    pub disable_compression: bool,
 }
 
 /// TLS settings: which CAs to trust, which client certificate to present.
@@ -278,6 +282,7 @@ impl Default for Config {
             namespace: None,
             disable_http2: false,
             disable_protobuf: false,
+            disable_compression: false,
         }
     }
 }
@@ -415,6 +420,7 @@ impl fmt::Debug for Config {
             .field("namespace", &self.namespace)
             .field("disable_http2", &self.disable_http2)
             .field("disable_protobuf", &self.disable_protobuf)
+            .field("disable_compression", &self.disable_compression)
             .finish()
     }
 }

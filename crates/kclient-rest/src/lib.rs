@@ -65,6 +65,7 @@
 
 mod auth;
 mod client;
+mod compression;
 pub mod config;
 pub mod error;
 pub mod incluster;

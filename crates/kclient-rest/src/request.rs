@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt};
-use http::header::{ACCEPT, CONTENT_TYPE};
+use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use http_body_util::{BodyExt, BodyStream, Limited};
 use hyper::body::Incoming;
@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use crate::client::RestClient;
+use crate::compression;
 use crate::error::Error;
 use crate::protobuf::{self, PROTOBUF_ACCEPT};
 use crate::response::{decode_json, error_from_response, Response};
@@ -472,7 +473,7 @@ impl Request {
     }
 
     /// The request as the transport sends it.
-    fn outgoing(&self) -> Result<OutgoingRequest, Error> {
+    fn outgoing(&self, mode: Mode) -> Result<OutgoingRequest, Error> {
         let mut params = self.params.clone();
         if let Some(t) = self.timeout {
             params.retain(|(k, _)| k != "timeout");
@@ -493,6 +494,11 @@ impl Request {
         headers
             .entry(ACCEPT)
             .or_insert(HeaderValue::from_static(accept));
+        if mode == Mode::Full && !self.client.config().disable_compression {
+            headers
+                .entry(ACCEPT_ENCODING)
+                .or_insert(HeaderValue::from_static(compression::ACCEPT_ENCODING));
+        }
         if self.body.is_some() {
             headers
                 .entry(CONTENT_TYPE)
@@ -620,7 +626,7 @@ impl Request {
             return Err(e);
         }
         self.preflight()?;
-        let outgoing = self.outgoing()?;
+        let outgoing = self.outgoing(mode)?;
         let result = self.send_outgoing(mode, &outgoing).await;
         match result {
             Err(e) if e.http_code() == Some(406) && self.asked_for_protobuf(&outgoing) => {
@@ -628,7 +634,7 @@ impl Request {
                 // A read is sent again in JSON; a write may have happened before the server
                 // failed to encode its answer, so it is not repeated.
                 if self.method == Method::GET {
-                    let outgoing = self.outgoing()?;
+                    let outgoing = self.outgoing(mode)?;
                     self.send_outgoing(mode, &outgoing).await
                 } else {
                     Err(e)
@@ -957,11 +963,21 @@ async fn read_full(
     url: &str,
     warnings: Vec<Warning>,
 ) -> Result<Response, Error> {
-    let (parts, body) = response.into_parts();
-    let body = read_body(body).await.map_err(|e| Error::Transport {
+    let (mut parts, body) = response.into_parts();
+    let transport = |e: Box<dyn std::error::Error + Send + Sync>| Error::Transport {
         url: url.to_owned(),
-        source: Box::new(e),
-    })?;
+        source: e,
+    };
+    let body = if compression::is_gzip(&parts.headers) {
+        // Inflated frame by frame as it arrives, overlapping the transfer.
+        let mut inflater = compression::Inflater::new(&mut parts.headers);
+        read_frames(body, |data| inflater.push(&data))
+            .await
+            .map_err(transport)?;
+        inflater.finish().map_err(|e| transport(Box::new(e)))?
+    } else {
+        read_body(body).await.map_err(|e| transport(Box::new(e)))?
+    };
     Ok(Response {
         status: parts.status,
         headers: parts.headers,
@@ -970,18 +986,35 @@ async fn read_full(
     })
 }
 
+/// Hands each data frame of `body` to `sink`, which may fail.
+async fn read_frames(
+    mut body: Incoming,
+    mut sink: impl FnMut(Bytes) -> Result<(), std::io::Error>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            sink(data)?;
+        }
+    }
+    Ok(())
+}
+
 /// Reads (at most [`MAX_ERROR_BODY`] of) a failed response and turns it into an error.
 async fn read_error(response: http::Response<Incoming>, deadline: Option<Instant>) -> Error {
     let status = response.status();
+    let mut headers = response.headers().clone();
     let url_free = Limited::new(response.into_body(), MAX_ERROR_BODY).collect();
     let collected = match deadline {
         Some(d) => tokio::time::timeout_at(d, url_free).await.ok(),
         None => Some(url_free.await),
     };
-    let body = match collected {
+    let mut body = match collected {
         Some(Ok(c)) => c.to_bytes(),
         _ => Bytes::new(),
     };
+    if compression::is_gzip(&headers) {
+        body = compression::inflate(&mut headers, &body, MAX_ERROR_BODY as u64).unwrap_or_default();
+    }
     error_from_response(status, &body)
 }
 
@@ -1186,13 +1219,19 @@ mod tests {
             .abs_path("/api")
             .param("labelSelector", "a=b,c in (d)")
             .timeout(Duration::from_secs(30))
-            .outgoing()
+            .outgoing(Mode::Full)
             .unwrap();
         assert_eq!(
             out.uri.to_string(),
             "https://h/api?labelSelector=a%3Db%2Cc+in+%28d%29&timeout=30s"
         );
         assert_eq!(out.headers[ACCEPT], DEFAULT_ACCEPT);
+        assert_eq!(out.headers[ACCEPT_ENCODING], "gzip");
+        let watch = c.get().abs_path("/api").outgoing(Mode::Watch).unwrap();
+        assert!(
+            !watch.headers.contains_key(ACCEPT_ENCODING),
+            "watches are not compressed"
+        );
         assert!(
             !out.headers.contains_key(CONTENT_TYPE),
             "no body, no content type"
@@ -1201,19 +1240,19 @@ mod tests {
             .post()
             .abs_path("/x")
             .json_body(&serde_json::json!({"a": 1}))
-            .outgoing()
+            .outgoing(Mode::Full)
             .unwrap();
         assert_eq!(out.headers[CONTENT_TYPE], "application/json");
         assert_eq!(&out.body[..], br#"{"a":1}"#);
         let patch = Patch::Merge(serde_json::json!({"spec": {}}));
-        let out = c.patch(&patch).abs_path("/x").outgoing().unwrap();
+        let out = c.patch(&patch).abs_path("/x").outgoing(Mode::Full).unwrap();
         assert_eq!(out.headers[CONTENT_TYPE], "application/merge-patch+json");
         assert_eq!(&out.body[..], br#"{"spec":{}}"#);
         let out = c
             .patch(PatchType::Apply)
             .abs_path("/x")
             .body("{}")
-            .outgoing()
+            .outgoing(Mode::Full)
             .unwrap();
         assert_eq!(out.headers[CONTENT_TYPE], "application/apply-patch+yaml");
     }
@@ -1235,7 +1274,7 @@ mod tests {
             "the client's timeout is the default"
         );
         assert!(r
-            .outgoing()
+            .outgoing(Mode::Full)
             .unwrap()
             .uri
             .to_string()

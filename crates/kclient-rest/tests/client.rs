@@ -536,3 +536,47 @@ fn clients_errors_futures_and_streams_are_send() {
     let watch = client.get().watch::<kclient_core::DynamicObject>();
     assert_send(&watch);
 }
+
+fn gzipped(status: u16, value: serde_json::Value) -> http::Response<support::Body> {
+    use std::io::Write as _;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(value.to_string().as_bytes()).unwrap();
+    http::Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .header("content-encoding", "gzip")
+        .body(support::full(e.finish().unwrap()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn compressed_answers_are_asked_for_and_inflated() {
+    let server = TestServer::http(|r| async move {
+        if r.uri.path().ends_with("/missing") {
+            gzipped(404, json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "message": "gone", "code": 404}))
+        } else {
+            gzipped(200, configmap("a"))
+        }
+    })
+    .await;
+    let client = RestClient::new(config(&server.url())).unwrap();
+    let get = |name: &'static str| {
+        client
+            .get()
+            .group_version(&core())
+            .namespace("ns")
+            .resource("configmaps")
+            .name(name)
+    };
+    let cm: ConfigMap = get("a").decode().await.unwrap();
+    assert_eq!(cm.metadata.name.as_deref(), Some("a"));
+    let err = get("missing").decode::<ConfigMap>().await.unwrap_err();
+    assert!(err.is_not_found(), "{err:?}");
+    assert_eq!(server.requests()[0].header("accept-encoding"), Some("gzip"));
+
+    let mut config = config(&server.url());
+    config.disable_compression = true;
+    let plain = RestClient::new(config).unwrap();
+    let _ = plain.get().abs_path("/x").bytes().await;
+    assert_eq!(server.requests()[2].header("accept-encoding"), None);
+}

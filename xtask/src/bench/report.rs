@@ -23,7 +23,7 @@ pub(crate) const END: &str = "<!-- END peers -->";
 const SERVERS: [(&str, &str); 2] = [
     (
         "kclient-fake",
-        "kclient-fake (JSON only; every client reads the same bytes)",
+        "kclient-fake (serving protobuf since issue 26: kclient and client-go ask for it, kube-rs reads JSON)",
     ),
     (
         "kube-apiserver",
