@@ -17,7 +17,9 @@
 //!   client-go's do, and whatever the server answers is decoded by its `Content-Type`: objects,
 //!   lists item by item and watch frames with kclient-protobuf's codecs, `Status` errors in
 //!   either encoding. [`Config::disable_protobuf`] forces JSON; a `406` makes the client speak
-//!   JSON for its lifetime.
+//!   JSON for its lifetime. Requests whose answer is read whole ask for gzip, as Go's
+//!   transport does for client-go, and inflate it as it arrives
+//!   ([`Config::disable_compression`] turns that off).
 //! - [`Error`] is typed: the server's `Status` ([`Error::Api`], with `is_not_found()` and the
 //!   other [`kclient_core::ApiStatus`] predicates), TLS, connection, exec plugin, kubeconfig and
 //!   timeout failures each have a variant, and every cause stays in the source chain.
