@@ -27,7 +27,7 @@
 //!   reset after 2 minutes without one ([`ExponentialBackoffManager`]), on tokio's clock.
 //! * **Resync**: every [`ReflectorOptions::resync_period`] while watching, the store's
 //!   `resync` if [`should_resync`](Reflector::set_should_resync) agrees; an error ends the
-//!   run.
+//!   run, logged, without reaching the watch-error handler (client-go does not pass it up).
 //!
 //! Errors that end a run go to the watch-error handler (client-go's
 //! `DefaultWatchErrorHandler` logs them; see [`Reflector::set_watch_error_handler`]) and the
@@ -110,7 +110,10 @@ const INITIAL_EVENTS_END_WARNING: Duration = Duration::from_secs(10);
 pub struct ReflectorOptions {
     /// The name in logs; the type description when `None`.
     pub name: Option<String>,
-    /// What is reflected, for logs (`"*v1.Pod"` in client-go); the kind when `None`.
+    /// What is reflected, for logs and errors; when `None`, as client-go describes it
+    /// (`getTypeDescriptionFromObject`): the group-version-kind (`mygroup/v1, Kind=MyKind`,
+    /// `/v1, Kind=Pod`), or the Rust type's name when the kind is unknown (client-go names
+    /// typed objects by their Go type, `*v1.Pod`, and unstructured ones by their GVK).
     pub type_description: Option<String>,
     /// How often to call the store's `resync` while watching; zero never does.
     pub resync_period: Duration,
@@ -273,7 +276,8 @@ pub enum ReflectorError<E> {
     /// The store refused a list's content.
     #[error("unable to sync list result: {0}")]
     Store(StoreError),
-    /// The store's resync failed (it ends the run, as in client-go).
+    /// The store's resync failed. It ends the watch phase; [`Reflector::list_and_watch`] logs
+    /// it and returns `Ok`, as client-go's reflector does not pass it up.
     #[error("resync failed: {0}")]
     Resync(StoreError),
 }
@@ -395,11 +399,9 @@ where
         options: ReflectorOptions,
         dt: &K::DynamicType,
     ) -> Self {
-        let resource = K::api_resource(dt);
-        let type_description = options.type_description.unwrap_or_else(|| {
-            let gv = resource.group_version();
-            format!("{}/{}", gv.api_version(), resource.kind)
-        });
+        let type_description = options
+            .type_description
+            .unwrap_or_else(|| default_type_description::<K>(dt));
         Self {
             name: options.name.unwrap_or_else(|| type_description.clone()),
             type_description,
@@ -584,7 +586,16 @@ where
             }
         }
         tracing::debug!(reflector = %self.name, "caches populated");
-        self.watch_with_resync(watch, cancel).await
+        match self.watch_with_resync(watch, cancel).await {
+            // client-go's `watch` logs what ended it and returns nil: a failed resync ends the
+            // run without reaching the watch-error handler ("error from Resync is not
+            // propagated up"), and the next run relists.
+            Err(ReflectorError::Resync(err)) => {
+                tracing::warn!(reflector = %self.name, error = %err, "resync failed; the watch ends and the reflector lists again");
+                Ok(())
+            }
+            ended => ended,
+        }
     }
 
     /// Lists at the relist resourceVersion (again at `""` after an expired or too-large
@@ -1112,5 +1123,17 @@ impl Resync {
         } else {
             Instant::now().checked_add(self.period)
         };
+    }
+}
+
+/// client-go's `getTypeDescriptionFromObject`: the group-version-kind as apimachinery displays
+/// it (`mygroup/v1, Kind=MyKind`; `/v1, Kind=Pod` for the core group) when there is one, the
+/// Rust type's name otherwise (client-go's Go type name).
+fn default_type_description<K: Resource>(dt: &K::DynamicType) -> String {
+    let resource = K::api_resource(dt);
+    if resource.kind.is_empty() {
+        std::any::type_name::<K>().to_owned()
+    } else {
+        resource.gvk().to_string()
     }
 }

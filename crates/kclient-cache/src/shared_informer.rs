@@ -102,6 +102,9 @@ pub enum InformerError {
         /// The handler's name.
         handler: String,
     },
+    /// The informer has stopped: indexers added now would never be kept up to date.
+    #[error("indexer was not added because it has stopped already")]
+    IndexersAfterStop,
     /// The indexer refused the indexers.
     #[error(transparent)]
     Index(#[from] IndexError),
@@ -500,12 +503,14 @@ where
         Ok(())
     }
 
-    /// Adds indices to the cache (client-go's `AddIndexers`): refused once the informer has
-    /// started (even after it stopped), or by the indexer (a name already taken).
+    /// Adds indices to the cache (client-go's `AddIndexers`, with its rule since v0.30): before
+    /// or while the informer runs — the new indices are built over the objects already cached,
+    /// under the cache's write lock, and kept from then on — but not once it has stopped
+    /// ([`InformerError::IndexersAfterStop`]); the indexer refuses a name already taken.
     pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), InformerError> {
         let state = self.inner.state.lock();
-        if state.started {
-            return Err(InformerError::AlreadyStarted);
+        if state.stopped {
+            return Err(InformerError::IndexersAfterStop);
         }
         self.inner.indexer.add_indexers(indexers)?;
         Ok(())

@@ -353,10 +353,11 @@ async fn removing_handlers() {
     task.await.unwrap();
 }
 
-/// client-go's TestStateSharedInformer and seed-semantics 3.15 (informer part): indexers
-/// and the transform can be set only before the start, and not again after a stop.
+/// client-go's TestStateSharedInformer and TestAddOnStoppedSharedInformer (v0.30+ rules):
+/// indexers can be added before the start and while running — built over what is cached —
+/// but not after a stop; the transform and the watch-error handler only before the start.
 #[tokio::test(start_paused = true)]
-async fn add_indexers_and_set_transform_only_before_the_start() {
+async fn add_indexers_until_stopped_and_set_transform_only_before_the_start() {
     let source = two_objects();
     let informer = informer(&source, Duration::ZERO);
     let by_name = Indexers::new().with("by-name", |o: &ConfigMap| {
@@ -381,10 +382,16 @@ async fn add_indexers_and_set_transform_only_before_the_start() {
         1
     );
     let late = Indexers::new().with("late", |o: &ConfigMap| Ok(vec![o.name_any().to_string()]));
-    assert!(matches!(
-        informer.add_indexers(late),
-        Err(InformerError::AlreadyStarted)
-    ));
+    informer.add_indexers(late).unwrap();
+    assert_eq!(
+        informer
+            .get_indexer()
+            .by_index("late", "pod1")
+            .unwrap()
+            .len(),
+        1,
+        "an index added while running covers the objects already cached"
+    );
     assert!(matches!(
         informer.set_transform(TransformFunc::strip_managed_fields()),
         Err(InformerError::AlreadyStarted)
@@ -398,7 +405,7 @@ async fn add_indexers_and_set_transform_only_before_the_start() {
     let after = Indexers::new().with("after", |o: &ConfigMap| Ok(vec![o.name_any().to_string()]));
     assert!(matches!(
         informer.add_indexers(after),
-        Err(InformerError::AlreadyStarted)
+        Err(InformerError::IndexersAfterStop)
     ));
 }
 

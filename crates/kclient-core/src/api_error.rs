@@ -325,19 +325,21 @@ pub trait ApiStatus {
         has(self.api_status(), StatusReason::NotAcceptable, 406)
     }
 
-    /// A timeout caused by a resourceVersion newer than the server has (a cause of type
-    /// `ResourceVersionTooLarge`, or the API server's `Too large resource version` message).
+    /// A resourceVersion newer than the server has, in every form API servers have said it
+    /// (client-go's `isTooLargeResourceVersionError`): a cause of type
+    /// `ResourceVersionTooLarge` (whatever the status); or, on a timeout, a cause whose message
+    /// is `Too large resource version` (kube-apiserver 1.17.0–1.18.5) or a status message
+    /// containing it (before 1.17).
     fn is_too_large_resource_version(&self) -> bool {
-        if !self.is_timeout() {
+        let Some(s) = self.api_status() else {
             return false;
+        };
+        const MESSAGE: &str = "Too large resource version";
+        let causes = || s.details.iter().flat_map(|d| d.causes.iter());
+        if causes().any(|c| c.cause_type == RESOURCE_VERSION_TOO_LARGE) {
+            return true;
         }
-        self.api_status().is_some_and(|s| {
-            s.details.as_ref().is_some_and(|d| {
-                d.causes
-                    .iter()
-                    .any(|c| c.cause_type == RESOURCE_VERSION_TOO_LARGE)
-            }) || s.message.contains("Too large resource version")
-        })
+        self.is_timeout() && (causes().any(|c| c.message == MESSAGE) || s.message.contains(MESSAGE))
     }
 
     /// The delay the server suggests before retrying, as apimachinery's
@@ -563,6 +565,43 @@ mod tests {
         );
         assert!(by_message.is_too_large_resource_version());
         assert!(!ApiError::timeout("slow", 0).is_too_large_resource_version());
+    }
+
+    /// client-go's `TestReflectorFullListIfTooLarge` and `isTooLargeResourceVersionError`:
+    /// every form API servers have sent.
+    #[test]
+    fn too_large_resource_version_in_every_form() {
+        let cause = |cause_type: &str, message: &str| StatusDetails {
+            causes: vec![StatusCause {
+                cause_type: cause_type.into(),
+                message: message.into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        // The cause type, with or without a Timeout status.
+        for (reason, code) in [
+            (StatusReason::Timeout, 504),
+            (StatusReason::InternalError, 500),
+        ] {
+            let s = Status::failure(reason, code, "x")
+                .with_details(cause(RESOURCE_VERSION_TOO_LARGE, ""));
+            assert!(s.is_too_large_resource_version(), "{s:?}");
+        }
+        // 1.17.0–1.18.5: a timeout whose cause's message says it.
+        let old = Status::failure(StatusReason::Timeout, 504, "Timeout: x")
+            .with_details(cause("", "Too large resource version"));
+        assert!(old.is_too_large_resource_version());
+        // The message alone counts only on a timeout.
+        let not_timeout = Status::failure(StatusReason::InternalError, 500, "x")
+            .with_details(cause("", "Too large resource version"));
+        assert!(!not_timeout.is_too_large_resource_version());
+        let not_timeout = Status::failure(
+            StatusReason::InternalError,
+            500,
+            "Too large resource version",
+        );
+        assert!(!not_timeout.is_too_large_resource_version());
     }
 
     #[test]
