@@ -275,7 +275,8 @@ where
     Ok(())
 }
 
-/// See the [module docs](self).
+/// Every verb's answer in protobuf for ConfigMaps, Pods, Deployments, Services and Nodes,
+/// compared with a JSON-only client's reading (see this scenario module's documentation).
 pub async fn protobuf_built_in_kinds(target: &Target) -> Result<Transcript> {
     let ns = Namespace::create(&target.client()?, "protobuf").await?;
     let mut json_config = target.config.clone();
