@@ -132,7 +132,9 @@ pub struct ReflectorOptions {
     /// The backoff between runs and before re-watching.
     pub backoff: ExponentialBackoffManager,
     /// For dynamic objects: watch events of another group/version/kind are skipped (logged),
-    /// not stored.
+    /// not stored. When `None`, the reflector's resource's GVK (client-go's `expectedGVK`
+    /// taken from an unstructured expected type), so a dynamic informer of widgets stores only
+    /// widgets; typed objects are never checked.
     pub expected_gvk: Option<GroupVersionKind>,
     /// Receives lists, watches, relists, items per list and the last resourceVersion.
     pub metrics: Option<Arc<dyn ReflectorMetrics>>,
@@ -412,7 +414,10 @@ where
             watch_list_page_size: options.watch_list_page_size,
             max_internal_error_retry_duration: options.max_internal_error_retry_duration,
             use_watch_list: options.use_watch_list,
-            expected_gvk: options.expected_gvk,
+            expected_gvk: options.expected_gvk.or_else(|| {
+                let resource = K::api_resource(dt);
+                (!resource.kind.is_empty()).then(|| resource.gvk())
+            }),
             metrics: options.metrics,
             compact_objects: options.compact_objects,
             backoff: Mutex::new(options.backoff),

@@ -749,9 +749,17 @@ async fn stop_during_a_list_returns_promptly() {
     assert_eq!(r.last_sync_resource_version(), "");
 }
 
-/// seed-semantics §3.20: objects of another kind are skipped, not fatal (dynamic objects).
+/// seed-semantics §3.20: objects of another kind are skipped, not fatal (dynamic objects);
+/// the expected kind is the one set in the options, or by default the reflector's resource's
+/// (client-go's `expectedGVK` of an unstructured expected type).
 #[tokio::test(start_paused = true)]
 async fn unexpected_kinds_are_skipped() {
+    for explicit in [true, false] {
+        unexpected_kinds_are_skipped_with(explicit).await;
+    }
+}
+
+async fn unexpected_kinds_are_skipped_with(explicit: bool) {
     use kclient_core::{ApiResource, DynamicObject, GroupVersionKind};
     let widgets = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::new("example.com", "v1", "Widget"),
@@ -781,7 +789,11 @@ async fn unexpected_kinds_are_skipped() {
     let r = Arc::new(Reflector::new_with(
         lw,
         store.clone(),
-        list_watch_options().expected_gvk(widgets.gvk()),
+        if explicit {
+            list_watch_options().expected_gvk(widgets.gvk())
+        } else {
+            list_watch_options()
+        },
         &widgets,
     ));
     let stop = CancellationToken::new();
