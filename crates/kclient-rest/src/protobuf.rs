@@ -15,6 +15,7 @@ use kclient_protobuf::registry::{self, Codec};
 use kclient_protobuf::{core_types, Ctx, DecodeError};
 
 use crate::error::{Error, DECODE_SNIPPET_LEN};
+use crate::watch::{decode_events, EventFrames};
 
 /// The media type of Kubernetes protobuf.
 pub const PROTOBUF_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
@@ -90,81 +91,67 @@ pub(crate) fn fetched_list<K: Send + 'static>(
     }))
 }
 
-struct WatchState<K: 'static> {
-    body: BoxStream<'static, Result<Bytes, Error>>,
+/// Length-prefixed protobuf frames, each a `metav1.WatchEvent` decoded with `K`'s codec.
+struct ProtobufEvents<K: 'static> {
     frames: FrameDecoder,
     codec: &'static Codec<K>,
     ctx: Ctx,
-    done: bool,
 }
 
-fn watch_error(e: DecodeError) -> Error {
-    Error::Watch(WatchDecodeError::Protobuf {
+fn watch_error(e: DecodeError) -> WatchDecodeError {
+    WatchDecodeError::Protobuf {
         message: e.to_string(),
-    })
+    }
 }
 
-/// Turns a `;stream=watch` protobuf body into a watch stream of `K` (see
-/// [`decode_watch`](crate::watch) for the JSON one: the same ending rules).
+impl<K: Send + 'static> EventFrames<K> for ProtobufEvents<K> {
+    fn push(&mut self, chunk: &[u8]) {
+        self.frames.push(chunk);
+    }
+
+    fn next_event(&mut self) -> Option<Result<WatchEvent<K>, WatchDecodeError>> {
+        let frame = self.frames.next_frame()?;
+        Some(
+            frame
+                .and_then(|f| core_types::decode_event(&f, self.codec, self.ctx))
+                .map_err(watch_error),
+        )
+    }
+
+    fn finish(&self) -> Result<(), WatchDecodeError> {
+        if self.frames.has_partial() {
+            return Err(WatchDecodeError::Truncated {
+                buffered: self.frames.partial_len(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Turns a `;stream=watch` protobuf body into a watch stream of `K`, as
+/// [`decode_watch`](crate::watch::decode_watch) does for JSON (the same loop, the same ending
+/// rules).
 pub(crate) fn decode_watch<K: Send + 'static>(
     body: BoxStream<'static, Result<Bytes, Error>>,
     max_frame_len: usize,
     omit_managed_fields: bool,
 ) -> WatchStream<K, Error> {
     let Some(codec) = registry::codec::<K>() else {
-        let error = watch_error(DecodeError::new(format!(
+        let error = Error::Watch(watch_error(DecodeError::new(format!(
             "the server answered protobuf, and {} has no protobuf codec",
             std::any::type_name::<K>()
-        )));
+        ))));
         return stream::once(async move { Err(error) }).boxed();
     };
-    let state = WatchState {
-        body,
+    let frames = ProtobufEvents {
         frames: FrameDecoder::new(max_frame_len),
         codec,
         ctx: Ctx {
             skip_managed_fields: omit_managed_fields,
             ..Ctx::default()
         },
-        done: false,
     };
-    stream::unfold(state, |mut state| async move {
-        if state.done {
-            return None;
-        }
-        loop {
-            if let Some(frame) = state.frames.next_frame() {
-                let event =
-                    frame.and_then(|f| core_types::decode_event(&f, state.codec, state.ctx));
-                return Some(match event {
-                    Ok(event) => (Ok::<WatchEvent<K>, Error>(event), state),
-                    Err(e) => {
-                        state.done = true;
-                        (Err(watch_error(e)), state)
-                    }
-                });
-            }
-            match state.body.next().await {
-                Some(Ok(chunk)) => state.frames.push(&chunk),
-                Some(Err(e)) => {
-                    state.done = true;
-                    return Some((Err(e), state));
-                }
-                None => {
-                    state.done = true;
-                    if !state.frames.has_partial() {
-                        return None;
-                    }
-                    let buffered = state.frames.partial_len();
-                    return Some((
-                        Err(Error::Watch(WatchDecodeError::Truncated { buffered })),
-                        state,
-                    ));
-                }
-            }
-        }
-    })
-    .boxed()
+    decode_events(body, frames)
 }
 
 #[cfg(test)]

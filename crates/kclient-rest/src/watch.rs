@@ -1,6 +1,7 @@
 //! Decoding a watch response: bytes in, [`WatchEvent`]s out.
 //!
-//! Frames are found incrementally with kclient-core's [`JsonFrameDecoder`]: each chunk is
+//! Frames are found incrementally — JSON with kclient-core's [`JsonFrameDecoder`], protobuf
+//! with kclient-protobuf's length-prefixed frames, one loop for both: each chunk is
 //! scanned once and only the incomplete frame is buffered, up to a size limit, so a stream is
 //! never buffered whole. The stream ends cleanly when the server closes it between frames; a
 //! malformed, truncated or oversized frame, or a broken connection, yields one typed error and
@@ -8,7 +9,7 @@
 
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
-use kclient_core::{JsonFrameDecoder, WatchEvent, WatchStream};
+use kclient_core::{JsonFrameDecoder, WatchDecodeError, WatchEvent, WatchStream};
 use serde::de::DeserializeOwned;
 
 use crate::error::Error;
@@ -17,14 +18,46 @@ use crate::error::Error;
 /// object size limits).
 pub const DEFAULT_MAX_WATCH_FRAME_LEN: usize = JsonFrameDecoder::DEFAULT_MAX_FRAME_LEN;
 
-struct State<S> {
-    body: S,
-    decoder: JsonFrameDecoder,
-    omit_managed_fields: bool,
-    done: bool,
+/// How a watch body is cut into events: kclient-core's JSON frames here, kclient-protobuf's
+/// length-prefixed frames in [`crate::protobuf`]. [`decode_events`] drives either.
+pub(crate) trait EventFrames<K>: Send + 'static {
+    /// Adds bytes read from the body.
+    fn push(&mut self, chunk: &[u8]);
+    /// The next complete event, if one is buffered; an error for a malformed or oversized
+    /// frame.
+    fn next_event(&mut self) -> Option<Result<WatchEvent<K>, WatchDecodeError>>;
+    /// At the end of the body: an error if an incomplete frame is left.
+    fn finish(&self) -> Result<(), WatchDecodeError>;
 }
 
-/// Turns a byte stream into a watch stream, its objects decoded without
+/// JSON frames, their objects decoded without `metadata.managedFields` if asked.
+struct JsonEvents {
+    decoder: JsonFrameDecoder,
+    omit_managed_fields: bool,
+}
+
+impl<K: DeserializeOwned + Send + 'static> EventFrames<K> for JsonEvents {
+    fn push(&mut self, chunk: &[u8]) {
+        self.decoder.push(chunk);
+    }
+
+    fn next_event(&mut self) -> Option<Result<WatchEvent<K>, WatchDecodeError>> {
+        let frame = self.decoder.next_frame()?;
+        Some(frame.and_then(|frame| {
+            if self.omit_managed_fields {
+                WatchEvent::<K>::from_json_without_managed_fields(&frame)
+            } else {
+                WatchEvent::<K>::from_json(&frame)
+            }
+        }))
+    }
+
+    fn finish(&self) -> Result<(), WatchDecodeError> {
+        self.decoder.finish()
+    }
+}
+
+/// Turns a byte stream of JSON frames into a watch stream, its objects decoded without
 /// `metadata.managedFields` if `omit_managed_fields`.
 pub(crate) fn decode_watch<K>(
     body: BoxStream<'static, Result<Bytes, Error>>,
@@ -34,10 +67,33 @@ pub(crate) fn decode_watch<K>(
 where
     K: DeserializeOwned + Send + 'static,
 {
-    let state = State {
-        body,
+    let frames = JsonEvents {
         decoder: JsonFrameDecoder::with_max_frame_len(max_frame_len),
         omit_managed_fields,
+    };
+    decode_events(body, frames)
+}
+
+struct State<F> {
+    body: BoxStream<'static, Result<Bytes, Error>>,
+    frames: F,
+    done: bool,
+}
+
+/// Turns a byte stream into a watch stream with `frames`: events as their frames complete;
+/// after a decoding error, a broken body, or a body ending inside a frame, one error and the
+/// end.
+pub(crate) fn decode_events<K, F>(
+    body: BoxStream<'static, Result<Bytes, Error>>,
+    frames: F,
+) -> WatchStream<K, Error>
+where
+    K: Send + 'static,
+    F: EventFrames<K>,
+{
+    let state = State {
+        body,
+        frames,
         done: false,
     };
     stream::unfold(state, |mut state| async move {
@@ -45,34 +101,21 @@ where
             return None;
         }
         loop {
-            if let Some(frame) = state.decoder.next_frame() {
-                return match frame {
-                    Ok(frame) => match if state.omit_managed_fields {
-                        WatchEvent::<K>::from_json_without_managed_fields(&frame)
-                    } else {
-                        WatchEvent::<K>::from_json(&frame)
-                    } {
-                        Ok(event) => Some((Ok(event), state)),
-                        Err(e) => {
-                            state.done = true;
-                            Some((Err(Error::Watch(e)), state))
-                        }
-                    },
-                    Err(e) => {
-                        state.done = true;
-                        Some((Err(Error::Watch(e)), state))
-                    }
-                };
+            if let Some(event) = state.frames.next_event() {
+                if event.is_err() {
+                    state.done = true;
+                }
+                return Some((event.map_err(Error::Watch), state));
             }
             match state.body.next().await {
-                Some(Ok(chunk)) => state.decoder.push(&chunk),
+                Some(Ok(chunk)) => state.frames.push(&chunk),
                 Some(Err(e)) => {
                     state.done = true;
                     return Some((Err(e), state));
                 }
                 None => {
                     state.done = true;
-                    return match state.decoder.finish() {
+                    return match state.frames.finish() {
                         Ok(()) => None,
                         Err(e) => Some((Err(Error::Watch(e)), state)),
                     };
