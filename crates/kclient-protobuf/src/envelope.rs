@@ -98,14 +98,24 @@ pub fn encode_envelope_with(
 
 /// Decodes one object from a protobuf body, checking the envelope's kind.
 pub fn decode_object<T: Decode>(body: &[u8], kind: &str, ctx: Ctx) -> Result<T, DecodeError> {
+    decode_object_with(body, kind, ctx, T::decode)
+}
+
+/// [`decode_object`] with the message's decoder given (a registry codec's).
+pub fn decode_object_with<T>(
+    body: &[u8],
+    kind: &str,
+    ctx: Ctx,
+    decode: impl FnOnce(&[u8], Ctx) -> Result<T, DecodeError>,
+) -> Result<T, DecodeError> {
     let unk = decode_envelope(body)?;
     if unk.kind != kind {
         return Err(DecodeError::new(format!(
-            "expected kind {kind}, got {}",
+            "expected a {kind}, got a {:?}",
             unk.kind
         )));
     }
-    T::decode(unk.raw, ctx)
+    decode(unk.raw, ctx)
 }
 
 /// Reads the `metadata` (field 1) of a list message without decoding its items (a list's items

@@ -81,14 +81,7 @@ impl<K> Codec<K> {
     /// Decodes a whole body: the magic, the envelope (whose kind must be this codec's), the
     /// message.
     pub fn decode_body(&self, body: &[u8], ctx: Ctx) -> Result<K, DecodeError> {
-        let unknown = envelope::decode_envelope(body)?;
-        if unknown.kind != self.kind {
-            return Err(DecodeError::new(format!(
-                "expected a {}, got a {:?}",
-                self.kind, unknown.kind
-            )));
-        }
-        self.decode_message(unknown.raw, ctx)
+        envelope::decode_object_with(body, self.kind, ctx, self.decode)
     }
 
     /// The bare message's bytes.

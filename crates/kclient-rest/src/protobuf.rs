@@ -72,18 +72,21 @@ pub(crate) fn fetched_list<K: Send + 'static>(
     let unknown = envelope::decode_envelope(&body).map_err(|e| decode_error::<K>(&body, e))?;
     let metadata =
         envelope::peek_list_meta(unknown.raw).map_err(|e| decode_error::<K>(&body, e))?;
+    // The list message, sharing the body's allocation: the envelope is read once.
+    let raw = body.slice_ref(unknown.raw);
     let types = TypeMeta::new(unknown.api_version, unknown.kind);
     let ctx = Ctx {
         skip_managed_fields: omit_managed_fields,
         ..Ctx::default()
     };
     Ok(FetchedList::encoded(metadata, move |sink| {
-        let raw = envelope::decode_envelope(&body)
-            .map_err(|e| decode_error::<K>(&body, e))?
-            .raw;
-        let metadata =
-            envelope::decode_list_with(raw, ctx, |item, ctx| codec.decode_message(item, ctx), sink)
-                .map_err(|e| decode_error::<ObjectList<K>>(&body, e))?;
+        let metadata = envelope::decode_list_with(
+            &raw,
+            ctx,
+            |item, ctx| codec.decode_message(item, ctx),
+            sink,
+        )
+        .map_err(|e| decode_error::<ObjectList<K>>(&body, e))?;
         let mut list = ObjectList::new(Vec::new(), "");
         list.types = Some(types);
         list.metadata = metadata;
