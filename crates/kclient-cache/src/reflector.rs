@@ -401,9 +401,11 @@ where
         options: ReflectorOptions,
         dt: &K::DynamicType,
     ) -> Self {
+        let resource = K::api_resource(dt);
+        let gvk = (!resource.kind.is_empty()).then(|| resource.gvk());
         let type_description = options
             .type_description
-            .unwrap_or_else(|| default_type_description::<K>(dt));
+            .unwrap_or_else(|| default_type_description::<K>(gvk.as_ref()));
         Self {
             name: options.name.unwrap_or_else(|| type_description.clone()),
             type_description,
@@ -414,10 +416,7 @@ where
             watch_list_page_size: options.watch_list_page_size,
             max_internal_error_retry_duration: options.max_internal_error_retry_duration,
             use_watch_list: options.use_watch_list,
-            expected_gvk: options.expected_gvk.or_else(|| {
-                let resource = K::api_resource(dt);
-                (!resource.kind.is_empty()).then(|| resource.gvk())
-            }),
+            expected_gvk: options.expected_gvk.or(gvk),
             metrics: options.metrics,
             compact_objects: options.compact_objects,
             backoff: Mutex::new(options.backoff),
@@ -1131,14 +1130,12 @@ impl Resync {
     }
 }
 
-/// client-go's `getTypeDescriptionFromObject`: the group-version-kind as apimachinery displays
-/// it (`mygroup/v1, Kind=MyKind`; `/v1, Kind=Pod` for the core group) when there is one, the
-/// Rust type's name otherwise (client-go's Go type name).
-fn default_type_description<K: Resource>(dt: &K::DynamicType) -> String {
-    let resource = K::api_resource(dt);
-    if resource.kind.is_empty() {
-        std::any::type_name::<K>().to_owned()
-    } else {
-        resource.gvk().to_string()
+/// client-go's `getTypeDescriptionFromObject`: the group-version-kind (of a resource with a
+/// kind) as apimachinery displays it (`mygroup/v1, Kind=MyKind`; `/v1, Kind=Pod` for the core
+/// group), the Rust type's name otherwise (client-go's Go type name).
+fn default_type_description<K>(gvk: Option<&GroupVersionKind>) -> String {
+    match gvk {
+        Some(gvk) => gvk.to_string(),
+        None => std::any::type_name::<K>().to_owned(),
     }
 }
