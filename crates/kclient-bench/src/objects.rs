@@ -81,6 +81,23 @@ where
 /// server records its own), their node and their owner: kube-controller-manager would delete
 /// them during the run (the Pod GC a Pod bound to a node that does not exist, the garbage
 /// collector one whose owner does not exist).
+/// kclient-fake's realistic Pod `i` in `namespace`, as a client creates one: without the
+/// status, the owner (no ReplicaSet exists) and the node (the scheduler's to set).
+pub(crate) fn creatable_pod(i: usize, namespace: &str) -> Value {
+    let mut pod = kclient_fake::samples::realistic_pod(i, false);
+    pod["metadata"]["namespace"] = json!(namespace);
+    if let Some(o) = pod.as_object_mut() {
+        o.remove("status");
+    }
+    if let Some(meta) = pod["metadata"].as_object_mut() {
+        meta.remove("ownerReferences");
+    }
+    if let Some(spec) = pod["spec"].as_object_mut() {
+        spec.remove("nodeName");
+    }
+    pod
+}
+
 pub(crate) async fn seed(o: &Options) -> Result<Value, Error> {
     let clientset = o.clientset()?;
     let namespaces = ResourceClient::<Namespace>::cluster_scoped(clientset.rest_client().clone());
@@ -93,17 +110,7 @@ pub(crate) async fn seed(o: &Options) -> Result<Value, Error> {
     let ns = o.namespace.clone();
     for_each_concurrently(o.count, o.concurrency, move |i| {
         let pods = pods.clone();
-        let mut pod = kclient_fake::samples::realistic_pod(i, false);
-        pod["metadata"]["namespace"] = json!(ns);
-        if let Some(o) = pod.as_object_mut() {
-            o.remove("status");
-        }
-        if let Some(meta) = pod["metadata"].as_object_mut() {
-            meta.remove("ownerReferences");
-        }
-        if let Some(spec) = pod["spec"].as_object_mut() {
-            spec.remove("nodeName");
-        }
+        let pod = creatable_pod(i, &ns);
         async move {
             let pod: Pod = serde_json::from_value(pod)?;
             pods.create(&pod, &CreateOptions::default()).await?;

@@ -14,7 +14,7 @@ use kclient_rest::{RestClient, PROTOBUF_ACCEPT, PROTOBUF_MEDIA_TYPE};
 use serde_json::{json, Value};
 
 use crate::args::Options;
-use crate::objects::for_each_concurrently;
+use crate::objects::{creatable_pod, for_each_concurrently};
 use crate::proc_stats::{cpu_time_of, median};
 use crate::Error;
 
@@ -30,15 +30,12 @@ fn apiserver_stat() -> Option<String> {
         })
 }
 
+/// A creatable Pod named `name`, with only a name, a namespace and labels in its metadata.
 fn pod(namespace: &str, name: &str, i: usize) -> Result<Pod, Error> {
-    let mut pod = kclient_fake::samples::realistic_pod(i, false);
-    pod["metadata"] =
-        json!({"name": name, "namespace": namespace, "labels": pod["metadata"]["labels"]});
-    if let Some(o) = pod.as_object_mut() {
-        o.remove("status");
-    }
-    if let Some(spec) = pod["spec"].as_object_mut() {
-        spec.remove("nodeName");
+    let mut pod = creatable_pod(i, namespace);
+    if let Some(meta) = pod["metadata"].as_object_mut() {
+        meta.insert("name".into(), json!(name));
+        meta.remove("annotations");
     }
     Ok(serde_json::from_value(pod)?)
 }
