@@ -93,6 +93,21 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
     Ok(result)
 }
 
+/// The Pods of a protobuf `PodList` body, decoded by kclient-protobuf straight into
+/// k8s-openapi Pods.
+pub(crate) fn protobuf_pods(body: &[u8], ctx: kclient_protobuf::Ctx) -> Result<Vec<Pod>, Error> {
+    use kclient_protobuf::{envelope, registry};
+    let codec = registry::codec::<Pod>().ok_or("no protobuf codec for Pods")?;
+    let mut pods = Vec::new();
+    envelope::decode_list_with(
+        envelope::decode_envelope(body)?.raw,
+        ctx,
+        |b, ctx| codec.decode_message(b, ctx),
+        &mut |pod| pods.push(pod),
+    )?;
+    Ok(pods)
+}
+
 /// The protobuf pair of measurements: see the module docs.
 struct ProtobufDecode {
     bytes: usize,
@@ -106,7 +121,7 @@ async fn protobuf_decode(
     path: &str,
     objects: usize,
 ) -> Result<Option<ProtobufDecode>, Error> {
-    use kclient_protobuf::{envelope, registry, Ctx};
+    use kclient_protobuf::Ctx;
     let rest = o.clientset()?.rest_client().clone();
     let fetch = |accept: &'static str| {
         rest.get()
@@ -115,7 +130,6 @@ async fn protobuf_decode(
             .send()
     };
     let json_body = fetch("application/json").await?.into_body();
-    let codec = registry::codec::<Pod>().ok_or("no protobuf codec for Pods")?;
     let mut p = ProtobufDecode {
         bytes: 0,
         transfer: Vec::new(),
@@ -132,14 +146,7 @@ async fn protobuf_decode(
         let body = response.into_body();
         p.bytes = body.len();
         let start = Instant::now();
-        let raw = envelope::decode_envelope(&body)?.raw;
-        let mut pods: Vec<Pod> = Vec::new();
-        envelope::decode_list_with(
-            raw,
-            Ctx::default(),
-            |b, ctx| codec.decode_message(b, ctx),
-            &mut |pod| pods.push(pod),
-        )?;
+        let pods = protobuf_pods(&body, Ctx::default())?;
         p.decode.push(start.elapsed().as_secs_f64());
         if pods.len() != objects {
             return Err("the protobuf list and the typed list differ in length".into());

@@ -11,6 +11,7 @@ use kclient_protobuf::{envelope, field, registry, wire, Ctx};
 use serde_json::{json, Value};
 
 use crate::args::Options;
+use crate::decode::protobuf_pods;
 use crate::proc_stats::median;
 use crate::Error;
 
@@ -50,18 +51,11 @@ pub(crate) fn run(o: &Options) -> Result<Value, Error> {
             times[slot].push(start.elapsed().as_secs_f64());
             drop(list);
             let start = Instant::now();
-            let mut decoded: Vec<Pod> = Vec::new();
-            let raw = envelope::decode_envelope(&protobuf_body)?.raw;
             let ctx = Ctx {
                 skip_managed_fields: skip,
                 ..Ctx::default()
             };
-            envelope::decode_list_with(
-                raw,
-                ctx,
-                |b, c| codec.decode_message(b, c),
-                &mut |p: Pod| decoded.push(p),
-            )?;
+            let decoded = protobuf_pods(&protobuf_body, ctx)?;
             times[slot + 1].push(start.elapsed().as_secs_f64());
             if decoded.len() != o.count {
                 return Err("the protobuf list lost Pods".into());
