@@ -26,7 +26,8 @@
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta_v1;
-use kclient_core::{ApiError, Status};
+use kclient_core::{ApiError, PartialObjectMetadata, Status};
+use kclient_protobuf::core_types;
 use kclient_protobuf::envelope::{self, MAGIC};
 use kclient_protobuf::registry::{self, Entry};
 use kclient_protobuf::{wire, Ctx, Decode, Encode};
@@ -103,11 +104,7 @@ pub fn partial_message(obj: &Value) -> Result<Vec<u8>, ApiError> {
             .map_err(|e| encode_error("PartialObjectMetadata", e))?,
         None => meta_v1::ObjectMeta::default(),
     };
-    let len = meta.encoded_len();
-    let mut out = Vec::with_capacity(wire::delimited_len(1, len));
-    wire::put_header(1, len, &mut out);
-    meta.encode_raw(&mut out);
-    Ok(out)
+    Ok(PartialObjectMetadata::new(meta).encode_to_vec())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,17 +280,7 @@ pub fn partial_list<'a>(
 /// `event_type` whose object is `object_body` (a whole body, magic and envelope), written in
 /// one buffer.
 pub fn watch_frame(event_type: &str, object_body: &[u8]) -> Bytes {
-    let extension_len = wire::delimited_len(1, object_body.len());
-    let event_len =
-        wire::delimited_len(1, event_type.len()) + wire::delimited_len(2, extension_len);
-    let mut out = Vec::with_capacity(4 + event_len);
-    // A frame over 4 GiB cannot be written (kube-apiserver's bodies stop far below).
-    out.extend_from_slice(&u32::try_from(event_len).unwrap_or(u32::MAX).to_be_bytes());
-    wire::put_bytes(1, event_type.as_bytes(), &mut out);
-    wire::put_header(2, extension_len, &mut out);
-    wire::put_bytes(1, object_body, &mut out);
-    debug_assert_eq!(out.len(), 4 + event_len);
-    Bytes::from(out)
+    Bytes::from(core_types::encode_event_frame(event_type, object_body))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -126,14 +126,31 @@ pub fn decode_event<K>(
 /// One watch frame's bytes without the length prefix: a `metav1.WatchEvent` of `event_type`
 /// whose object is `body` (a whole protobuf body, as [`Codec::encode_body`] writes it).
 pub fn encode_event(event_type: &str, body: &[u8]) -> Vec<u8> {
-    let object_len = wire::delimited_len(1, body.len());
-    let mut out = Vec::with_capacity(
-        wire::delimited_len(1, event_type.len()) + wire::delimited_len(2, object_len),
-    );
-    wire::put_bytes(1, event_type.as_bytes(), &mut out);
-    wire::put_header(2, object_len, &mut out);
-    wire::put_bytes(1, body, &mut out);
+    let mut out = Vec::with_capacity(event_len(event_type, body));
+    put_event(event_type, body, &mut out);
     out
+}
+
+/// One whole watch frame, in one buffer: the 4-byte big-endian length of the
+/// [`encode_event`] bytes, then those bytes (a frame over 4 GiB, which no API server writes,
+/// gets the largest length the prefix holds).
+pub fn encode_event_frame(event_type: &str, body: &[u8]) -> Vec<u8> {
+    let len = event_len(event_type, body);
+    let mut out = Vec::with_capacity(4 + len);
+    out.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes());
+    put_event(event_type, body, &mut out);
+    out
+}
+
+fn event_len(event_type: &str, body: &[u8]) -> usize {
+    wire::delimited_len(1, event_type.len())
+        + wire::delimited_len(2, wire::delimited_len(1, body.len()))
+}
+
+fn put_event(event_type: &str, body: &[u8], out: &mut Vec<u8>) {
+    wire::put_bytes(1, event_type.as_bytes(), out);
+    wire::put_header(2, wire::delimited_len(1, body.len()), out);
+    wire::put_bytes(1, body, out);
 }
 
 #[cfg(test)]

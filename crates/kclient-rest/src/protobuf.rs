@@ -178,9 +178,10 @@ mod tests {
         let codec = registry::codec::<ConfigMap>().unwrap();
         let mut out = Vec::new();
         for (ty, object) in events {
-            let frame = core_types::encode_event(ty, &codec.encode_body(object));
-            out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
-            out.extend_from_slice(&frame);
+            out.extend_from_slice(&core_types::encode_event_frame(
+                ty,
+                &codec.encode_body(object),
+            ));
         }
         out
     }

@@ -8,7 +8,7 @@ use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Status};
 use kclient_core::{ApiStatus, GroupVersion, WatchEvent};
-use kclient_protobuf::core_types::encode_event;
+use kclient_protobuf::core_types::encode_event_frame;
 use kclient_protobuf::registry;
 use kclient_rest::{Error, RestClient, PROTOBUF_ACCEPT};
 use support::{config, full, json, Recorded, TestServer};
@@ -199,9 +199,10 @@ async fn protobuf_watches_decode_frame_by_frame() {
     let codec = registry::codec::<ConfigMap>().unwrap();
     let mut body = Vec::new();
     for (ty, name) in [("ADDED", "a"), ("MODIFIED", "b"), ("DELETED", "a")] {
-        let frame = encode_event(ty, &codec.encode_body(&configmap(name)));
-        body.extend_from_slice(&(frame.len() as u32).to_be_bytes());
-        body.extend_from_slice(&frame);
+        body.extend_from_slice(&encode_event_frame(
+            ty,
+            &codec.encode_body(&configmap(name)),
+        ));
     }
     let chunks: Vec<Vec<u8>> = body.chunks(5).map(<[u8]>::to_vec).collect();
     let server = TestServer::http(move |_| {
