@@ -1,7 +1,7 @@
 //! Concurrency: readers and a writer replacing 100k objects at once see no torn state and do
 //! not deadlock; a read does not wait while a replace (or an index function) runs.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;

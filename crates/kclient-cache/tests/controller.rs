@@ -3,7 +3,7 @@
 //! test's per-object consistency, updates in order, the transforming informer), plus a
 //! stress test of a shared informer with eight handlers, one of them slow.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

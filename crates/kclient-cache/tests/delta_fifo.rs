@@ -1,7 +1,7 @@
 //! DeltaFIFO: the cases of client-go's `delta_fifo_test.go`, written anew against this API,
 //! and each DeltaFIFO behaviour of seed-semantics §3 under its own name.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

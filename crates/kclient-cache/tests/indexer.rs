@@ -2,7 +2,7 @@
 //! `store_test.go`, `index_test.go` and `thread_safe_store_test.go`, written anew against
 //! this API, and the store and index behaviours of seed-semantics §3 by name.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

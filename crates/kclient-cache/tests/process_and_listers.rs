@@ -1,7 +1,7 @@
 //! `process_deltas` (what the informer does with popped deltas) and the listers: client-go's
 //! `processDeltas` rules and `listers_test.go`, with the seed-semantics §3 behaviours by name.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

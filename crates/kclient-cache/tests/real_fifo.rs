@@ -1,7 +1,7 @@
 //! RealFIFO: the cases of client-go's `the_real_fifo_test.go` that apply to its atomic mode
 //! (the one whose process function runs without the lock), written anew against this API.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! cases of client-go's `reflector_test.go` and `reflector_watchlist_test.go`, written anew
 //! against this API, and the reflector behaviours of seed-semantics §3 by name.
 
-mod common;
+use crate::common;
 
 use std::collections::VecDeque;
 use std::sync::Arc;

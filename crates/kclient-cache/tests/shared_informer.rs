@@ -4,7 +4,7 @@
 //! by name. Timing runs on tokio's paused clock; waiting for handlers yields to the runtime
 //! and never sleeps.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

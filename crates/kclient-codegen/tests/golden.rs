@@ -1,6 +1,6 @@
 //! Golden tests of the generator: the output for fixture inputs is compared with checked-in
 //! files. After an intended change, regenerate them with `KCLIENT_BLESS=1 cargo test -p
-//! kclient-codegen --test golden` and review the diff.
+//! kclient-codegen --test integration golden::` and review the diff.
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! semantics, invalidation, kubectl's file layout, TTL by file age and by an injected clock,
 //! corrupt files, and concurrent writers.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Arc;

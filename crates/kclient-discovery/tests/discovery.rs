@@ -2,7 +2,7 @@
 //! partial failures (a failing group-version, a stale aggregated group) and preferred
 //! resources.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

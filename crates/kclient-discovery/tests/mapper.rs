@@ -1,7 +1,7 @@
 //! RestMapper and DeferredRestMapper against kclient-fake: built-in names, a CRD registered
 //! after start and found through one refresh, unknown names, refresh throttling.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! built-ins, lossless round trips of unknown fields, list type filling, watch, the
 //! ListerWatcher implementations, the shared pager, scope checks and typed errors.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -3,7 +3,7 @@
 //! paged lists fetched ahead, watches, the lister-watchers the informer factory makes, and
 //! the typed 406.
 
-mod common;
+use crate::common;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -2,7 +2,7 @@
 //! kclient-fake: `pager()`, `list_all()`, `list_pages()`, and the full-list fallback when a
 //! continue token expires.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

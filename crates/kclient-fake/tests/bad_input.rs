@@ -2,7 +2,7 @@
 //! raw bytes on the socket all get an answer (or a closed connection for garbage that is not
 //! HTTP), and the server keeps serving.
 
-mod common;
+use crate::common;
 
 use common::*;
 use http::{Method, StatusCode};

@@ -2,7 +2,7 @@
 //! (generation tracking, create on update, what a delete answers, visible defaults), as
 //! kube-apiserver v1.37.1 answered the same requests.
 
-mod common;
+use crate::common;
 
 use common::*;
 use http::StatusCode;

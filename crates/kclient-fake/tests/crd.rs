@@ -1,7 +1,6 @@
 //! CustomResourceDefinitions registering and unregistering custom resources.
-#![recursion_limit = "256"]
 
-mod common;
+use crate::common;
 
 use common::*;
 use http::StatusCode;

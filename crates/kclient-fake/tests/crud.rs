@@ -1,6 +1,6 @@
 //! Create, get, update, delete over HTTP, with kube-apiserver's status codes and error bodies.
 
-mod common;
+use crate::common;
 
 use common::*;
 use http::StatusCode;

@@ -1,7 +1,7 @@
 //! Deletes: responses, preconditions, finalizers, propagation policies, deletecollection,
 //! namespace deletion.
 
-mod common;
+use crate::common;
 
 use common::*;
 use http::StatusCode;

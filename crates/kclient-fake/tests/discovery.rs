@@ -1,6 +1,6 @@
 //! Discovery endpoints, legacy and aggregated.
 
-mod common;
+use crate::common;
 
 use common::*;
 use http::StatusCode;

@@ -1,7 +1,7 @@
 //! Lists and watches: selectors, pagination over snapshots, resourceVersion semantics,
 //! watch resumption, 410s, selector transitions, bookmarks, streaming lists, timeouts, fan-out.
 
-mod common;
+use crate::common;
 
 use common::*;
 use http::StatusCode;

@@ -3,7 +3,7 @@
 //! watch and the writes' answers, for built-in and custom resources, the three kinds of
 //! `406`, and the order in which the header's clauses are tried.
 
-mod common;
+use crate::common;
 
 use common::*;
 use http::{Method, StatusCode};

@@ -1,6 +1,6 @@
 //! PATCH over HTTP: JSON patch, merge patch, strategic merge patch, server-side apply.
 
-mod common;
+use crate::common;
 
 use common::*;
 use http::StatusCode;

@@ -1,6 +1,6 @@
 //! The pod subresources: log, eviction, binding.
 
-mod common;
+use crate::common;
 
 use common::*;
 use http::{Method, StatusCode};

@@ -5,7 +5,7 @@
 //! Tables, a JSON `Accept`). Every protobuf answer is decoded with kclient-protobuf and
 //! compared with the JSON answer to the same request.
 
-mod common;
+use crate::common;
 
 use std::fmt::Debug;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! `portforward`, `proxy`) with nothing to connect to, `serviceaccounts/token`,
 //! `namespaces/finalize`. Expectations checked against kube-apiserver v1.37.1.
 
-mod common;
+use crate::common;
 
 use base64::Engine as _;
 use common::*;

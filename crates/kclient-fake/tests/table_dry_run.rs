@@ -1,6 +1,6 @@
 //! Server-side printing (`as=Table`) and `dryRun=All`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use http::StatusCode;

@@ -1,7 +1,7 @@
 //! HTTPS with bearer-token and client-certificate authentication, kubeconfigs, and fault
 //! injection.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

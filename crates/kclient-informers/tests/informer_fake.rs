@@ -7,7 +7,7 @@
 //! in a consistent order (an add only for an absent object, an update or a delete only for a
 //! present one; deletions missed during an outage arrive as tombstones).
 
-mod fake_support;
+use crate::fake_support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

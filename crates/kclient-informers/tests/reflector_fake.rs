@@ -7,7 +7,7 @@
 //! directly from it), and each object's notifications make sense in order (an add only for
 //! an absent object, an update or a delete only for a present one).
 
-mod fake_support;
+use crate::fake_support;
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -2,7 +2,7 @@
 //! plugins (small shell scripts written to a temporary directory).
 #![cfg(unix)]
 
-mod support;
+use crate::support;
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! RestClient and Request against a plain HTTP test server: addressing, encoding, headers,
 //! typed errors, warnings, timeouts and metrics hooks.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The in-cluster configuration, with the service-account files in a temporary directory and
 //! the environment given explicitly.
 
-mod support;
+use crate::support;
 
 use kclient_rest::incluster::{
     InCluster, SERVICE_ACCOUNT_CA_FILE, SERVICE_ACCOUNT_NAMESPACE_FILE, SERVICE_ACCOUNT_TOKEN_FILE,

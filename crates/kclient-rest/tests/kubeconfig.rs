@@ -1,7 +1,7 @@
 //! kubeconfig loading, merging, path resolution, overrides and validation, with fixture files
 //! written to temporary directories.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! for, decoding whatever comes back by its `Content-Type`, the `406` fallback to JSON for the
 //! client's lifetime, the force-JSON option, protobuf watches and errors.
 
-mod support;
+use crate::support;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -1,7 +1,7 @@
 //! Proxies: an HTTP `CONNECT` proxy on loopback tunnels TLS to the test server, with the
 //! credentials of the proxy URL.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! Client-side rate limiting over real requests, with tokio's paused clock: the default 5 QPS /
 //! burst 10, one bucket shared by clones, the 50 ms tracing event, and turning it off.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

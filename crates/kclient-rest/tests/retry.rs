@@ -1,7 +1,7 @@
 //! Retries as client-go's `with_retry.go`: `Retry-After` on 429 and 5xx, connection resets on
 //! GET, the retry ceiling and timeouts. Time is tokio's paused clock.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! Alone in its test binary: tracing caches per-callsite interest process-wide, so a
 //! thread-local subscriber can miss events while other tests run concurrently.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! TLS against an HTTPS test server with a CA made in the test: trust, server names, client
 //! certificates, HTTP/2 negotiation and the typed failures.
 
-mod support;
+use crate::support;
 
 use http::Version;
 use kclient_rest::{Error, RestClient, TlsError};

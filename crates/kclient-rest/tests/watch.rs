@@ -1,7 +1,7 @@
 //! Watch streams over real HTTP: framing across chunk boundaries, clean ends, truncated and
 //! malformed streams, huge objects and failed watch requests.
 
-mod support;
+use crate::support;
 
 use bytes::Bytes;
 use futures::StreamExt;

@@ -3,7 +3,7 @@
 //! observed time, the hard stop at the renew deadline, release, transitions, conflicts,
 //! jitter, the health check, and no two leaders under random faults.
 
-mod election_support;
+use crate::election_support;
 
 use std::sync::Arc;
 use std::time::Duration;

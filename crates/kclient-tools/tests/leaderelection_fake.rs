@@ -5,7 +5,7 @@
 //! a release; no split brain while the server is slower than the renew deadline or answers
 //! with storms of `500`s.
 
-mod election_support;
+use crate::election_support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The generated Clientset: accessors per group-version and resource, over one shared
 //! transport, against kclient-fake.
 
-mod common;
+use crate::common;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};

@@ -1,7 +1,7 @@
 //! The pager (client-go's tools/pager) against kclient-fake: pages, the merged list, and the
 //! full-list fallback when a continue token expires.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The status and scale subresources against kclient-fake, and the pod extensions (logs,
 //! eviction, binding).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! Every verb of `ResourceClient` against kclient-fake over HTTP.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

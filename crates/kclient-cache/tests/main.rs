@@ -1,0 +1,15 @@
+//! The integration tests of kclient-cache, one module per file, linked into one test binary
+//! (a binary per file made ~130 test executables of ~100 MB each in a workspace build).
+//! `tests/memory.rs`, `tests/properties.rs` stay targets of their own (see Cargo.toml).
+
+mod common;
+
+mod concurrency;
+mod controller;
+mod delta_fifo;
+mod factory;
+mod indexer;
+mod process_and_listers;
+mod real_fifo;
+mod reflector;
+mod shared_informer;

@@ -1,0 +1,10 @@
+//! The integration tests of kclient-typed, one module per file, linked into one test binary
+//! (a binary per file made ~130 test executables of ~100 MB each in a workspace build).
+
+mod common;
+
+mod clientset;
+mod pager;
+mod pod_expansion;
+mod subresources;
+mod verbs;
