@@ -32,9 +32,10 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("kclient-testkit", &[]),
     // Protobuf codecs on the k8s-openapi types and kclient-core's own (the REST layer's wire).
     ("kclient-protobuf", &["kclient-core"]),
-    // HTTP, and the cache (which knows only kclient-core's ListerWatcher seams).
+    // HTTP, and the cache (which knows only kclient-core's ListerWatcher seams; its compact
+    // representation keeps built-in kinds as protobuf).
     ("kclient-rest", &["kclient-core", "kclient-protobuf"]),
-    ("kclient-cache", &["kclient-core"]),
+    ("kclient-cache", &["kclient-core", "kclient-protobuf"]),
     // The clients: none of them knows the cache.
     ("kclient-discovery", &["kclient-core", "kclient-rest"]),
     ("kclient-dynamic", &["kclient-core", "kclient-rest"]),

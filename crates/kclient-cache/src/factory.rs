@@ -81,6 +81,7 @@ use tokio::task::JoinHandle;
 
 use crate::index::Indexers;
 use crate::lister::Lister;
+use crate::representation::{CacheRepresentation, ObjectCodec, DEFAULT_RECENTLY_DECODED};
 use crate::shared_informer::{SharedIndexInformer, SharedIndexInformerOptions};
 use crate::transform::TransformFunc;
 use crate::wait::wait_for_cache_sync;
@@ -162,6 +163,9 @@ struct Options {
     transforms: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
     keep_managed_fields: bool,
     informer_name: Option<String>,
+    /// Built-in kinds are cached compact (protobuf) unless `representations` says otherwise.
+    compact_built_in: bool,
+    representations: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
 }
 
 /// One shared informer per resource type; see the [module docs](self). Cheap to clone:
@@ -306,6 +310,29 @@ impl<C: Send + Sync + 'static> SharedInformerFactoryBuilder<C> {
         self
     }
 
+    /// Caches every built-in kind (and `PartialObjectMetadata`) in the compact
+    /// representation: each object kept as its protobuf message and decoded when read (see
+    /// [`CacheRepresentation`] for the trade-off). Other types — custom resources,
+    /// `DynamicObject` — stay decoded unless [`representation`](Self::representation) says
+    /// otherwise for their type.
+    pub fn compact_cache(mut self) -> Self {
+        self.options.compact_built_in = true;
+        self
+    }
+
+    /// How `K`'s informer caches its objects (e.g. `CacheRepresentation::compact()` for a
+    /// custom resource, kept as compact JSON), whatever [`compact_cache`](Self::compact_cache)
+    /// says.
+    pub fn representation<K: Send + Sync + 'static>(
+        mut self,
+        representation: CacheRepresentation<K>,
+    ) -> Self {
+        self.options
+            .representations
+            .insert(TypeId::of::<K>(), Box::new(representation));
+        self
+    }
+
     /// Prefixes every informer's name in logs and metrics (client-go's `WithInformerName`).
     pub fn informer_name(mut self, name: impl Into<String>) -> Self {
         self.options.informer_name = Some(name.into());
@@ -436,12 +463,28 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
             None if options.keep_managed_fields => None,
             None => Some(TransformFunc::strip_managed_fields()),
         };
+        let representation = match options.representations.get(&TypeId::of::<K>()) {
+            Some(r) => r
+                .downcast_ref::<CacheRepresentation<K>>()
+                .cloned()
+                .unwrap_or_default(),
+            None if options.compact_built_in => {
+                ObjectCodec::protobuf().map_or(CacheRepresentation::Decoded, |codec| {
+                    CacheRepresentation::Compact {
+                        codec,
+                        recently_decoded: DEFAULT_RECENTLY_DECODED,
+                    }
+                })
+            }
+            None => CacheRepresentation::Decoded,
+        };
         let kind = format!(
             "{}/{}",
             resource.group_version().api_version(),
             resource.kind
         );
         InformerSettings {
+            representation,
             namespace: options.namespace.clone(),
             tweak: options.tweak.clone(),
             resync: options
@@ -545,6 +588,8 @@ pub struct InformerSettings<K> {
     pub transform: Option<TransformFunc<K>>,
     /// The informer's name.
     pub name: String,
+    /// How `K`'s cache holds its objects.
+    pub representation: CacheRepresentation<K>,
 }
 
 impl<K> fmt::Debug for InformerSettings<K> {
@@ -554,18 +599,20 @@ impl<K> fmt::Debug for InformerSettings<K> {
             .field("resync", &self.resync)
             .field("transform", &self.transform.is_some())
             .field("name", &self.name)
+            .field("representation", &self.representation)
             .finish_non_exhaustive()
     }
 }
 
 impl<K: Resource + Clone + 'static> InformerSettings<K> {
     /// The informer options these settings give: the namespace index, the resync period, the
-    /// transform and the name.
+    /// transform, the name and the cache's representation.
     pub fn informer_options(&self) -> SharedIndexInformerOptions<K> {
         SharedIndexInformerOptions::default()
             .name(self.name.clone())
             .resync_period(self.resync)
             .indexers(Indexers::namespace())
             .transform(self.transform.clone())
+            .representation(self.representation.clone())
     }
 }

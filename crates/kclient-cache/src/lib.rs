@@ -119,9 +119,11 @@ mod processor;
 pub mod queue;
 pub mod real_fifo;
 pub mod reflector;
+pub mod representation;
 pub mod shared_informer;
 pub mod store;
 mod store_key;
+mod stored;
 pub mod testing;
 pub mod thread_safe_store;
 pub mod transform;
@@ -153,6 +155,7 @@ pub use reflector::{
     default_watch_error_handler, Reflector, ReflectorError, ReflectorOptions,
     DEFAULT_MIN_WATCH_TIMEOUT,
 };
+pub use representation::{CacheRepresentation, ObjectCodec, DEFAULT_RECENTLY_DECODED};
 pub use shared_informer::{
     HandlerOptions, InformerError, ResourceEventHandlerRegistration, SharedIndexInformer,
     SharedIndexInformerOptions, MINIMUM_RESYNC_PERIOD,

@@ -83,6 +83,8 @@ use crate::processor::{determine_resync_period, Processor};
 use crate::queue::{ProcessError, Queue};
 use crate::real_fifo::{RealFifo, RealFifoOptions, DEFAULT_BATCH_SIZE};
 use crate::reflector::ReflectorOptions;
+use crate::representation::CacheRepresentation;
+use crate::thread_safe_store::ThreadSafeStore;
 use crate::transform::TransformFunc;
 use crate::wait::{InformerSynced, Synced};
 
@@ -135,6 +137,8 @@ pub struct SharedIndexInformerOptions<K> {
     pub metrics: Option<Arc<dyn InformerMetrics>>,
     /// The FIFO's depth, pops and processing latency.
     pub fifo_metrics: Option<Arc<dyn CacheMetrics>>,
+    /// How the cache holds its objects: decoded (the default) or compact.
+    pub representation: CacheRepresentation<K>,
 }
 
 impl<K> Default for SharedIndexInformerOptions<K> {
@@ -148,6 +152,7 @@ impl<K> Default for SharedIndexInformerOptions<K> {
             reflector_options: ReflectorOptions::default(),
             metrics: None,
             fifo_metrics: None,
+            representation: CacheRepresentation::Decoded,
         }
     }
 }
@@ -200,6 +205,12 @@ impl<K> SharedIndexInformerOptions<K> {
         self.fifo_metrics = Some(metrics);
         self
     }
+
+    /// Sets [`representation`](Self::representation).
+    pub fn representation(mut self, representation: CacheRepresentation<K>) -> Self {
+        self.representation = representation;
+        self
+    }
 }
 
 impl<K> fmt::Debug for SharedIndexInformerOptions<K> {
@@ -209,6 +220,7 @@ impl<K> fmt::Debug for SharedIndexInformerOptions<K> {
             .field("resync_period", &self.resync_period)
             .field("fifo", &self.fifo)
             .field("transform", &self.transform.is_some())
+            .field("representation", &self.representation)
             .finish_non_exhaustive()
     }
 }
@@ -337,9 +349,9 @@ where
         Self {
             inner: Arc::new(Inner {
                 name,
-                indexer: Indexer::new(
+                indexer: Indexer::from_store(
                     KeyFunc::deletion_handling_meta_namespace(),
-                    options.indexers,
+                    ThreadSafeStore::with_representation(options.indexers, options.representation),
                 ),
                 processor: Arc::new(Processor::new()),
                 make_controller,

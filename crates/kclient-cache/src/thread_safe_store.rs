@@ -49,26 +49,29 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::index::{IndexError, IndexFunc, Indexers};
 use crate::metrics::CacheMetrics;
+use crate::representation::CacheRepresentation;
 use crate::store_key::StoreKey;
+use crate::stored::{Representation, Slot, Stored};
 
 type Map<Key, V> = HashMap<Key, V, RandomState>;
 /// The objects under one indexed value, by storage key: client-go's set of keys, with each
 /// key's object next to it, so that a lookup reads the objects without going through `items`
-/// (hashing each key again and probing a map of every object). Each `Arc` is the one in
+/// (hashing each key again and probing a map of every object). Each entry shares the one in
 /// `items`: a write replaces both under the same lock.
-type Bucket<K> = Map<StoreKey, Arc<K>>;
+type Bucket<S> = Map<StoreKey, S>;
 /// Indexed value → the objects that have it (client-go's `Index`).
-type Index<K> = Map<String, Bucket<K>>;
+type Index<S> = Map<String, Bucket<S>>;
 
-/// What readers see: the objects and their indices, always consistent with each other.
-struct Data<K> {
-    items: Map<StoreKey, Arc<K>>,
+/// What readers see: the objects (each in its slot `S`, see `stored.rs`) and their indices,
+/// always consistent with each other.
+struct Data<K, S> {
+    items: Map<StoreKey, S>,
     indexers: Arc<Indexers<K>>,
     /// Index name → index. An index with no entries may be absent.
-    indices: Map<String, Index<K>>,
+    indices: Map<String, Index<S>>,
 }
 
-impl<K> Data<K> {
+impl<K, S: Clone> Data<K, S> {
     fn empty(indexers: Arc<Indexers<K>>) -> Self {
         Self {
             items: Map::default(),
@@ -78,13 +81,7 @@ impl<K> Data<K> {
     }
 
     /// Files `obj` under `values` of `index`, replacing the object a value held for `key`.
-    fn insert_index_values(
-        &mut self,
-        index: &str,
-        values: &[String],
-        key: &StoreKey,
-        obj: &Arc<K>,
-    ) {
+    fn insert_index_values(&mut self, index: &str, values: &[String], key: &StoreKey, obj: &S) {
         let index = match self.indices.get_mut(index) {
             Some(index) => index,
             None => self.indices.entry(index.to_owned()).or_default(),
@@ -92,14 +89,14 @@ impl<K> Data<K> {
         for value in values {
             match index.get_mut(value.as_str()) {
                 Some(bucket) => match bucket.get_mut(key.as_bytes()) {
-                    Some(filed) => *filed = Arc::clone(obj),
+                    Some(filed) => *filed = obj.clone(),
                     None => {
-                        bucket.insert(key.clone(), Arc::clone(obj));
+                        bucket.insert(key.clone(), obj.clone());
                     }
                 },
                 None => {
                     let mut bucket = Bucket::default();
-                    bucket.insert(key.clone(), Arc::clone(obj));
+                    bucket.insert(key.clone(), obj.clone());
                     index.insert(value.clone(), bucket);
                 }
             }
@@ -108,7 +105,7 @@ impl<K> Data<K> {
 
     /// Gives the entries of `key` under `values` of `index` (which hold an older version of
     /// the object) the new object: an update whose indexed values did not change.
-    fn refresh_index_values(&mut self, index: &str, values: &[String], key: &[u8], obj: &Arc<K>) {
+    fn refresh_index_values(&mut self, index: &str, values: &[String], key: &[u8], obj: &S) {
         let Some(index) = self.indices.get_mut(index) else {
             return;
         };
@@ -117,7 +114,7 @@ impl<K> Data<K> {
                 .get_mut(value.as_str())
                 .and_then(|bucket| bucket.get_mut(key))
             {
-                *filed = Arc::clone(obj);
+                *filed = obj.clone();
             }
         }
     }
@@ -138,7 +135,18 @@ impl<K> Data<K> {
         }
     }
 
-    fn bucket(&self, index: &str, value: &str) -> Result<Option<&Bucket<K>>, IndexError> {
+    /// Removes `key` from every index, whatever its values: for an old object that cannot be
+    /// decoded (so its values are unknown).
+    fn remove_from_every_index(&mut self, key: &[u8]) {
+        for index in self.indices.values_mut() {
+            index.retain(|_, bucket| {
+                bucket.remove(key);
+                !bucket.is_empty()
+            });
+        }
+    }
+
+    fn bucket(&self, index: &str, value: &str) -> Result<Option<&Bucket<S>>, IndexError> {
         if !self.indexers.contains(index) {
             return Err(IndexError::NoSuchIndex(index.to_owned()));
         }
@@ -174,30 +182,73 @@ fn index_values_of<K>(
 /// (client-go's `ThreadSafeStore`). Most code uses it through an
 /// [`Indexer`](crate::Indexer), which computes the keys.
 ///
-/// Every read hands out the stored `Arc`s themselves: no object is ever cloned. Objects are
-/// immutable once stored (Rust enforces what client-go can only ask for), so an index can
-/// never go stale because someone changed a cached object.
+/// In the default, decoded representation every read hands out the stored `Arc`s
+/// themselves: no object is ever cloned. Objects are immutable once stored (Rust enforces what
+/// client-go can only ask for), so an index can never go stale because someone changed a
+/// cached object. In the compact representation
+/// ([`with_representation`](Self::with_representation)) objects are kept encoded and every
+/// read decodes a fresh `Arc` (outside the lock).
 pub struct ThreadSafeStore<K> {
-    data: RwLock<Data<K>>,
+    core: Core<K>,
+}
+
+/// The store in one of its representations: the same code over the slot type, so that the
+/// decoded representation's map and index entries stay one pointer each.
+enum Core<K> {
+    Decoded(Store<K, Arc<K>>),
+    Compact(Store<K, Stored<K>>),
+}
+
+/// Calls the same method of whichever store `core` holds.
+macro_rules! on_core {
+    ($core:expr, $store:ident => $call:expr) => {
+        match $core {
+            Core::Decoded($store) => $call,
+            Core::Compact($store) => $call,
+        }
+    };
+}
+
+/// The store proper, generic over how it holds an object.
+struct Store<K, S> {
+    data: RwLock<Data<K, S>>,
     /// Serialises writers, so the slow part of a write can run without the `RwLock`.
     writer: Mutex<()>,
     metrics: Option<Arc<dyn CacheMetrics>>,
+    representation: Representation<K>,
 }
 
-impl<K> ThreadSafeStore<K> {
-    /// An empty store with these indices.
-    pub fn new(indexers: Indexers<K>) -> Self {
+/// Objects read under the lock: the decoded ones ready, the encoded ones to decode once the
+/// lock is released.
+struct Gathered<K, S> {
+    ready: Vec<Arc<K>>,
+    encoded: Vec<(StoreKey, S)>,
+}
+
+impl<K, S: Slot<K>> Gathered<K, S> {
+    fn with_capacity(n: usize) -> Self {
         Self {
-            data: RwLock::new(Data::empty(Arc::new(indexers))),
-            writer: Mutex::new(()),
-            metrics: None,
+            ready: Vec::with_capacity(n),
+            encoded: Vec::new(),
         }
     }
 
-    /// Reports the store's size to `metrics` after every change.
-    pub fn with_metrics(mut self, metrics: Arc<dyn CacheMetrics>) -> Self {
-        self.metrics = Some(metrics);
-        self
+    fn push(&mut self, key: &StoreKey, stored: &S) {
+        match stored.decoded() {
+            Some(obj) => self.ready.push(Arc::clone(obj)),
+            None => self.encoded.push((key.clone(), stored.clone())),
+        }
+    }
+}
+
+impl<K, S: Slot<K>> Store<K, S> {
+    fn new(indexers: Arc<Indexers<K>>, representation: Representation<K>) -> Self {
+        Self {
+            data: RwLock::new(Data::empty(indexers)),
+            writer: Mutex::new(()),
+            metrics: None,
+            representation,
+        }
     }
 
     fn report_size(&self, len: usize) {
@@ -206,36 +257,56 @@ impl<K> ThreadSafeStore<K> {
         }
     }
 
-    /// Stores `obj` under `key`, replacing what was there (client-go's `Add`; `Add` and
-    /// `Update` are the same operation). Indices are updated by difference: only the values
-    /// that changed are touched. If an index function fails, nothing changes.
-    ///
-    /// Cost: the index functions on the new and the old object, outside any lock readers
-    /// wait on; then `O(changed values)` under the write lock.
-    pub fn add(&self, key: &str, obj: Arc<K>) -> Result<(), IndexError> {
+    fn load(&self, key: &[u8], stored: &S) -> Option<Arc<K>> {
+        stored.load(&self.representation, key)
+    }
+
+    fn store(&self, key: &[u8], obj: &Arc<K>) -> S {
+        S::store(&self.representation, key, obj)
+    }
+
+    /// Decodes what was gathered under the lock (call it after releasing the lock).
+    fn finish(&self, gathered: Gathered<K, S>) -> Vec<Arc<K>> {
+        let Gathered { mut ready, encoded } = gathered;
+        ready.extend(
+            encoded
+                .iter()
+                .filter_map(|(key, stored)| self.load(key.as_bytes(), stored)),
+        );
+        ready
+    }
+
+    /// See [`ThreadSafeStore::add`].
+    fn add(&self, key: &str, obj: Arc<K>) -> Result<(), IndexError> {
         let _writer = self.writer.lock();
         let (indexers, old, stored_key) = {
             let data = self.data.read();
             let stored = data.items.get_key_value(key.as_bytes());
             (
                 Arc::clone(&data.indexers),
-                stored.map(|(_, o)| Arc::clone(o)),
+                stored.map(|(_, o)| o.clone()),
                 stored.map(|(k, _)| k.clone()),
             )
         };
+        // `Some(None)`: an old object whose encoded form does not decode.
+        let old = old.map(|o| self.load(key.as_bytes(), &o));
         let new_values = index_values(&indexers, key.as_bytes(), &obj)?;
-        let old_values = old
-            .as_ref()
-            .map(|o| index_values(&indexers, key.as_bytes(), o))
-            .transpose()?;
+        let old_values = match &old {
+            Some(Some(o)) => Some(index_values(&indexers, key.as_bytes(), o)?),
+            _ => None,
+        };
+        let stored = self.store(key.as_bytes(), &obj);
         let key = stored_key.unwrap_or_else(|| StoreKey::new(key));
         let len = {
             let mut data = self.data.write();
+            if matches!(old, Some(None)) {
+                data.remove_from_every_index(key.as_bytes());
+            }
             for (i, name) in indexers.names().enumerate() {
                 let new = &new_values[i];
                 match &old_values {
                     Some(old) if old[i] == *new => {
-                        data.refresh_index_values(name, new, key.as_bytes(), &obj);
+                        data.refresh_index_values(name, new, key.as_bytes(), &stored);
                     }
                     Some(old) => {
                         let removed: Vec<String> = old[i]
@@ -245,17 +316,316 @@ impl<K> ThreadSafeStore<K> {
                             .collect();
                         data.remove_index_values(name, &removed, key.as_bytes());
                         // Values kept are filed again: their entries must hold the new object.
-                        data.insert_index_values(name, new, &key, &obj);
+                        data.insert_index_values(name, new, &key, &stored);
                     }
-                    None => data.insert_index_values(name, new, &key, &obj),
+                    None => data.insert_index_values(name, new, &key, &stored),
                 }
             }
-            data.items.insert(key, obj);
+            data.items.insert(key, stored);
             data.items.len()
         };
         drop(old);
         self.report_size(len);
         Ok(())
+    }
+
+    /// See [`ThreadSafeStore::delete`].
+    fn delete(&self, key: &str) -> Result<Option<Arc<K>>, IndexError> {
+        let _writer = self.writer.lock();
+        let (indexers, old) = {
+            let data = self.data.read();
+            (
+                Arc::clone(&data.indexers),
+                data.items.get(key.as_bytes()).cloned(),
+            )
+        };
+        let Some(old) = old else {
+            return Ok(None);
+        };
+        let old = self.load(key.as_bytes(), &old);
+        let old_values = old
+            .as_ref()
+            .map(|o| index_values(&indexers, key.as_bytes(), o))
+            .transpose()?;
+        let len = {
+            let mut data = self.data.write();
+            match &old_values {
+                Some(old_values) => {
+                    for (name, values) in indexers.names().zip(old_values) {
+                        data.remove_index_values(name, values, key.as_bytes());
+                    }
+                }
+                None => data.remove_from_every_index(key.as_bytes()),
+            }
+            data.items.remove(key.as_bytes());
+            data.items.len()
+        };
+        self.report_size(len);
+        Ok(old)
+    }
+
+    /// See [`ThreadSafeStore::get`].
+    fn get(&self, key: &str) -> Option<Arc<K>> {
+        let stored = self.data.read().items.get(key.as_bytes()).cloned()?;
+        self.load(key.as_bytes(), &stored)
+    }
+
+    /// See [`ThreadSafeStore::contains_key`].
+    fn contains_key(&self, key: &str) -> bool {
+        self.data.read().items.contains_key(key.as_bytes())
+    }
+
+    /// See [`ThreadSafeStore::list`].
+    fn list(&self) -> Vec<Arc<K>> {
+        let gathered = {
+            let data = self.data.read();
+            let mut gathered = Gathered::with_capacity(data.items.len());
+            for (key, stored) in &data.items {
+                gathered.push(key, stored);
+            }
+            gathered
+        };
+        self.finish(gathered)
+    }
+
+    /// See [`ThreadSafeStore::list_filtered`].
+    fn list_filtered(&self, mut keep: impl FnMut(&K) -> bool) -> Vec<Arc<K>> {
+        let Gathered { mut ready, encoded } = {
+            let data = self.data.read();
+            let mut gathered = Gathered::with_capacity(0);
+            for (key, stored) in &data.items {
+                match stored.decoded() {
+                    Some(obj) if !keep(obj) => {}
+                    _ => gathered.push(key, stored),
+                }
+            }
+            gathered
+        };
+        ready.extend(
+            encoded
+                .iter()
+                .filter_map(|(key, stored)| self.load(key.as_bytes(), stored))
+                .filter(|obj| keep(obj)),
+        );
+        ready
+    }
+
+    /// See [`ThreadSafeStore::list_keys`].
+    fn list_keys(&self) -> Vec<String> {
+        self.data
+            .read()
+            .items
+            .keys()
+            .map(StoreKey::to_text)
+            .collect()
+    }
+
+    /// See [`ThreadSafeStore::len`].
+    fn len(&self) -> usize {
+        self.data.read().items.len()
+    }
+
+    /// See [`ThreadSafeStore::replace`].
+    fn replace(&self, items: impl IntoIterator<Item = (String, Arc<K>)>) -> Result<(), IndexError> {
+        let _writer = self.writer.lock();
+        let indexers = Arc::clone(&self.data.read().indexers);
+        let items = items.into_iter();
+        // Sized once: a map grown by doubling to a million entries copies itself twenty times.
+        let mut latest: Map<StoreKey, Arc<K>> = Map::default();
+        latest.reserve(items.size_hint().0);
+        for (key, obj) in items {
+            latest.insert(StoreKey::new(&key), obj);
+        }
+        let mut next = Data::empty(Arc::clone(&indexers));
+        next.items.reserve(latest.len());
+        for (key, obj) in latest {
+            let values = index_values(&indexers, key.as_bytes(), &obj)?;
+            let stored = self.store(key.as_bytes(), &obj);
+            for (name, values) in indexers.names().zip(&values) {
+                next.insert_index_values(name, values, &key, &stored);
+            }
+            next.items.insert(key, stored);
+        }
+        let len = next.items.len();
+        let old = std::mem::replace(&mut *self.data.write(), next);
+        drop(old);
+        self.report_size(len);
+        Ok(())
+    }
+
+    /// See [`ThreadSafeStore::index`].
+    fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>, IndexError> {
+        let f = self
+            .data
+            .read()
+            .indexers
+            .get(index_name)
+            .cloned()
+            .ok_or_else(|| IndexError::NoSuchIndex(index_name.to_owned()))?;
+        let values = index_values_of(index_name, &f, b"", obj)?;
+        let gathered = {
+            let data = self.data.read();
+            let Some(index) = data.indices.get(index_name) else {
+                return Ok(Vec::new());
+            };
+            let mut matches: Map<&StoreKey, &S> = Map::default();
+            for value in &values {
+                if let Some(bucket) = index.get(value.as_str()) {
+                    matches.extend(bucket.iter());
+                }
+            }
+            let mut gathered = Gathered::with_capacity(matches.len());
+            for (key, stored) in matches {
+                gathered.push(key, stored);
+            }
+            gathered
+        };
+        Ok(self.finish(gathered))
+    }
+
+    /// See [`ThreadSafeStore::index_keys`].
+    fn index_keys(&self, index_name: &str, indexed_value: &str) -> Result<Vec<String>, IndexError> {
+        let data = self.data.read();
+        let mut keys: Vec<String> = data
+            .bucket(index_name, indexed_value)?
+            .map_or_else(Vec::new, |bucket| {
+                bucket.keys().map(StoreKey::to_text).collect()
+            });
+        drop(data);
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
+    /// See [`ThreadSafeStore::by_index`].
+    fn by_index(&self, index_name: &str, indexed_value: &str) -> Result<Vec<Arc<K>>, IndexError> {
+        let gathered = {
+            let data = self.data.read();
+            let bucket = data.bucket(index_name, indexed_value)?;
+            let mut gathered = Gathered::with_capacity(bucket.map_or(0, Bucket::len));
+            for (key, stored) in bucket.into_iter().flatten() {
+                gathered.push(key, stored);
+            }
+            gathered
+        };
+        Ok(self.finish(gathered))
+    }
+
+    /// See [`ThreadSafeStore::count_by_index`].
+    fn count_by_index(&self, index_name: &str, indexed_value: &str) -> Result<usize, IndexError> {
+        Ok(self
+            .data
+            .read()
+            .bucket(index_name, indexed_value)?
+            .map_or(0, Bucket::len))
+    }
+
+    /// See [`ThreadSafeStore::list_index_func_values`].
+    fn list_index_func_values(&self, index_name: &str) -> Vec<String> {
+        self.data
+            .read()
+            .indices
+            .get(index_name)
+            .map_or_else(Vec::new, |index| index.keys().cloned().collect())
+    }
+
+    /// See [`ThreadSafeStore::get_indexers`].
+    fn get_indexers(&self) -> Indexers<K> {
+        Indexers::clone(&self.data.read().indexers)
+    }
+
+    /// See [`ThreadSafeStore::add_indexers`].
+    fn add_indexers(&self, new: Indexers<K>) -> Result<(), IndexError> {
+        let _writer = self.writer.lock();
+        let (current, stored) = {
+            let data = self.data.read();
+            let stored: Vec<(StoreKey, S)> = data
+                .items
+                .iter()
+                .map(|(k, o)| (k.clone(), o.clone()))
+                .collect();
+            (Arc::clone(&data.indexers), stored)
+        };
+        let conflicts: Vec<String> = new
+            .names()
+            .filter(|n| current.contains(n))
+            .map(str::to_owned)
+            .collect();
+        if !conflicts.is_empty() {
+            return Err(IndexError::Conflict(conflicts));
+        }
+        let objects: Vec<(StoreKey, S, Arc<K>)> = stored
+            .into_iter()
+            .filter_map(|(key, stored)| {
+                let obj = self.load(key.as_bytes(), &stored)?;
+                Some((key, stored, obj))
+            })
+            .collect();
+        let mut built: Vec<(String, Index<S>)> = Vec::with_capacity(new.len());
+        for (name, f) in new.iter() {
+            let mut index = Index::default();
+            for (key, stored, obj) in &objects {
+                for value in index_values_of(name, f, key.as_bytes(), obj)? {
+                    index
+                        .entry(value)
+                        .or_default()
+                        .insert(key.clone(), stored.clone());
+                }
+            }
+            built.push((name.to_owned(), index));
+        }
+        let mut merged = Indexers::clone(&current);
+        for (name, f) in new.iter() {
+            merged.insert(name, f.clone());
+        }
+        let mut data = self.data.write();
+        data.indexers = Arc::new(merged);
+        data.indices.extend(built);
+        Ok(())
+    }
+}
+
+impl<K> ThreadSafeStore<K> {
+    /// An empty store with these indices, holding objects decoded.
+    pub fn new(indexers: Indexers<K>) -> Self {
+        Self::with_representation(indexers, CacheRepresentation::Decoded)
+    }
+
+    /// An empty store with these indices, holding objects in `representation` (see
+    /// [`CacheRepresentation`]).
+    pub fn with_representation(
+        indexers: Indexers<K>,
+        representation: CacheRepresentation<K>,
+    ) -> Self {
+        let indexers = Arc::new(indexers);
+        let representation = Representation::new(representation);
+        let core = if representation.is_compact() {
+            Core::Compact(Store::new(indexers, representation))
+        } else {
+            Core::Decoded(Store::new(indexers, representation))
+        };
+        Self { core }
+    }
+
+    /// Reports the store's size to `metrics` after every change.
+    pub fn with_metrics(mut self, metrics: Arc<dyn CacheMetrics>) -> Self {
+        on_core!(&mut self.core, store => store.metrics = Some(metrics));
+        self
+    }
+
+    /// Whether objects are kept in the compact representation.
+    pub fn is_compact(&self) -> bool {
+        matches!(self.core, Core::Compact(_))
+    }
+
+    /// Stores `obj` under `key`, replacing what was there (client-go's `Add`; `Add` and
+    /// `Update` are the same operation). Indices are updated by difference: only the values
+    /// that changed are touched. If an index function fails, nothing changes.
+    ///
+    /// Cost: the index functions on the new and the old object (and, in the compact
+    /// representation, encoding the new one), outside any lock readers wait on; then
+    /// `O(changed values)` under the write lock.
+    pub fn add(&self, key: &str, obj: Arc<K>) -> Result<(), IndexError> {
+        on_core!(&self.core, store => store.add(key, obj))
     }
 
     /// The same as [`add`](Self::add) (client-go's `Update`).
@@ -266,71 +636,41 @@ impl<K> ThreadSafeStore<K> {
     /// Removes the object under `key` and its index entries; a missing key is no error.
     /// Returns the removed object.
     pub fn delete(&self, key: &str) -> Result<Option<Arc<K>>, IndexError> {
-        let _writer = self.writer.lock();
-        let (indexers, old) = {
-            let data = self.data.read();
-            (
-                Arc::clone(&data.indexers),
-                data.items.get(key.as_bytes()).map(Arc::clone),
-            )
-        };
-        let Some(old) = old else {
-            return Ok(None);
-        };
-        let old_values = index_values(&indexers, key.as_bytes(), &old)?;
-        let len = {
-            let mut data = self.data.write();
-            for (name, values) in indexers.names().zip(&old_values) {
-                data.remove_index_values(name, values, key.as_bytes());
-            }
-            data.items.remove(key.as_bytes());
-            data.items.len()
-        };
-        self.report_size(len);
-        Ok(Some(old))
+        on_core!(&self.core, store => store.delete(key))
     }
 
-    /// The object under `key`: the stored `Arc`, no allocation.
+    /// The object under `key`: the stored `Arc` (decoded representation, no allocation) or a
+    /// decoded copy (compact).
     pub fn get(&self, key: &str) -> Option<Arc<K>> {
-        self.data.read().items.get(key.as_bytes()).map(Arc::clone)
+        on_core!(&self.core, store => store.get(key))
     }
 
     /// Whether an object is stored under `key`.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.data.read().items.contains_key(key.as_bytes())
+        on_core!(&self.core, store => store.contains_key(key))
     }
 
-    /// Every object, in no particular order. Cost: one `Vec` and one `Arc` clone per object.
+    /// Every object, in no particular order. Cost: one `Vec` and one `Arc` clone per object
+    /// (and a decode per object in the compact representation).
     pub fn list(&self) -> Vec<Arc<K>> {
-        self.data.read().items.values().map(Arc::clone).collect()
+        on_core!(&self.core, store => store.list())
     }
 
     /// The objects for which `keep` is true, in no particular order, cloning only their
-    /// `Arc`s. `keep` runs under the read lock: it should be quick and must not write to
-    /// this store.
-    pub fn list_filtered(&self, mut keep: impl FnMut(&K) -> bool) -> Vec<Arc<K>> {
-        self.data
-            .read()
-            .items
-            .values()
-            .filter(|o| keep(o))
-            .map(Arc::clone)
-            .collect()
+    /// `Arc`s. In the decoded representation `keep` runs under the read lock: it should be
+    /// quick and must not write to this store.
+    pub fn list_filtered(&self, keep: impl FnMut(&K) -> bool) -> Vec<Arc<K>> {
+        on_core!(&self.core, store => store.list_filtered(keep))
     }
 
     /// Every storage key, in no particular order.
     pub fn list_keys(&self) -> Vec<String> {
-        self.data
-            .read()
-            .items
-            .keys()
-            .map(StoreKey::to_text)
-            .collect()
+        on_core!(&self.core, store => store.list_keys())
     }
 
     /// How many objects are stored.
     pub fn len(&self) -> usize {
-        self.data.read().items.len()
+        on_core!(&self.core, store => store.len())
     }
 
     /// Whether the store is empty.
@@ -348,60 +688,13 @@ impl<K> ThreadSafeStore<K> {
         &self,
         items: impl IntoIterator<Item = (String, Arc<K>)>,
     ) -> Result<(), IndexError> {
-        let _writer = self.writer.lock();
-        let indexers = Arc::clone(&self.data.read().indexers);
-        let mut next = Data::empty(Arc::clone(&indexers));
-        let items = items.into_iter();
-        // Sized once: a map grown by doubling to a million entries copies itself twenty times.
-        next.items.reserve(items.size_hint().0);
-        for (key, obj) in items {
-            next.items.insert(StoreKey::new(&key), obj);
-        }
-        let mut indexed: Vec<(StoreKey, Arc<K>, IndexValues)> =
-            Vec::with_capacity(next.items.len());
-        for (key, obj) in &next.items {
-            let values = index_values(&indexers, key.as_bytes(), obj)?;
-            indexed.push((key.clone(), Arc::clone(obj), values));
-        }
-        for (key, obj, values) in indexed {
-            for (name, values) in indexers.names().zip(&values) {
-                next.insert_index_values(name, values, &key, &obj);
-            }
-        }
-        let len = next.items.len();
-        let old = std::mem::replace(&mut *self.data.write(), next);
-        drop(old);
-        self.report_size(len);
-        Ok(())
+        on_core!(&self.core, store => store.replace(items))
     }
 
     /// The objects whose values under `index_name` meet the values `obj` has under it,
     /// each once (client-go's `Index`). The index function runs outside the lock.
     pub fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>, IndexError> {
-        let f = self
-            .data
-            .read()
-            .indexers
-            .get(index_name)
-            .cloned()
-            .ok_or_else(|| IndexError::NoSuchIndex(index_name.to_owned()))?;
-        let values = index_values_of(index_name, &f, b"", obj)?;
-        let data = self.data.read();
-        let Some(index) = data.indices.get(index_name) else {
-            return Ok(Vec::new());
-        };
-        if let [value] = values.as_slice() {
-            return Ok(index
-                .get(value.as_str())
-                .map_or_else(Vec::new, |bucket| bucket.values().map(Arc::clone).collect()));
-        }
-        let mut matches: Map<&StoreKey, &Arc<K>> = Map::default();
-        for value in &values {
-            if let Some(bucket) = index.get(value.as_str()) {
-                matches.extend(bucket.iter());
-            }
-        }
-        Ok(matches.into_values().map(Arc::clone).collect())
+        on_core!(&self.core, store => store.index(index_name, obj))
     }
 
     /// The storage keys whose objects have `indexed_value` under `index_name`, sorted
@@ -411,29 +704,19 @@ impl<K> ThreadSafeStore<K> {
         index_name: &str,
         indexed_value: &str,
     ) -> Result<Vec<String>, IndexError> {
-        let data = self.data.read();
-        let mut keys: Vec<String> = data
-            .bucket(index_name, indexed_value)?
-            .map_or_else(Vec::new, |bucket| {
-                bucket.keys().map(StoreKey::to_text).collect()
-            });
-        drop(data);
-        keys.sort_unstable();
-        Ok(keys)
+        on_core!(&self.core, store => store.index_keys(index_name, indexed_value))
     }
 
     /// The objects that have `indexed_value` under `index_name` (client-go's `ByIndex`), in
     /// no particular order. An unknown index is an error. Cost: one `Vec` and one `Arc`
-    /// clone per match, read from the index itself (no lookup per key).
+    /// clone per match, read from the index itself (no lookup per key), and in the compact
+    /// representation a decode per match.
     pub fn by_index(
         &self,
         index_name: &str,
         indexed_value: &str,
     ) -> Result<Vec<Arc<K>>, IndexError> {
-        let data = self.data.read();
-        Ok(data
-            .bucket(index_name, indexed_value)?
-            .map_or_else(Vec::new, |bucket| bucket.values().map(Arc::clone).collect()))
+        on_core!(&self.core, store => store.by_index(index_name, indexed_value))
     }
 
     /// How many objects have `indexed_value` under `index_name`, without collecting them.
@@ -442,80 +725,34 @@ impl<K> ThreadSafeStore<K> {
         index_name: &str,
         indexed_value: &str,
     ) -> Result<usize, IndexError> {
-        Ok(self
-            .data
-            .read()
-            .bucket(index_name, indexed_value)?
-            .map_or(0, Bucket::len))
+        on_core!(&self.core, store => store.count_by_index(index_name, indexed_value))
     }
 
     /// Every value present under `index_name` (client-go's `ListIndexFuncValues`); empty,
     /// not an error, for an unknown index. Values whose last object left are gone.
     pub fn list_index_func_values(&self, index_name: &str) -> Vec<String> {
-        self.data
-            .read()
-            .indices
-            .get(index_name)
-            .map_or_else(Vec::new, |index| index.keys().cloned().collect())
+        on_core!(&self.core, store => store.list_index_func_values(index_name))
     }
 
     /// The index functions (client-go's `GetIndexers`).
     pub fn get_indexers(&self) -> Indexers<K> {
-        Indexers::clone(&self.data.read().indexers)
+        on_core!(&self.core, store => store.get_indexers())
     }
 
     /// Adds indices (client-go's `AddIndexers`). A name that exists already is a conflict
     /// and nothing is added. On a populated store the new indices are built over every
     /// object (client-go ≥ 1.30 does the same); if an index function fails, nothing is added.
     pub fn add_indexers(&self, new: Indexers<K>) -> Result<(), IndexError> {
-        let _writer = self.writer.lock();
-        let (current, objects) = {
-            let data = self.data.read();
-            let objects: Vec<(StoreKey, Arc<K>)> = data
-                .items
-                .iter()
-                .map(|(k, o)| (k.clone(), Arc::clone(o)))
-                .collect();
-            (Arc::clone(&data.indexers), objects)
-        };
-        let conflicts: Vec<String> = new
-            .names()
-            .filter(|n| current.contains(n))
-            .map(str::to_owned)
-            .collect();
-        if !conflicts.is_empty() {
-            return Err(IndexError::Conflict(conflicts));
-        }
-        let mut built: Vec<(String, Index<K>)> = Vec::with_capacity(new.len());
-        for (name, f) in new.iter() {
-            let mut index = Index::default();
-            for (key, obj) in &objects {
-                for value in index_values_of(name, f, key.as_bytes(), obj)? {
-                    index
-                        .entry(value)
-                        .or_default()
-                        .insert(key.clone(), Arc::clone(obj));
-                }
-            }
-            built.push((name.to_owned(), index));
-        }
-        let mut merged = Indexers::clone(&current);
-        for (name, f) in new.iter() {
-            merged.insert(name, f.clone());
-        }
-        let mut data = self.data.write();
-        data.indexers = Arc::new(merged);
-        data.indices.extend(built);
-        Ok(())
+        on_core!(&self.core, store => store.add_indexers(new))
     }
 }
 
 impl<K> std::fmt::Debug for ThreadSafeStore<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let data = self.data.read();
         f.debug_struct("ThreadSafeStore")
-            .field("len", &data.items.len())
-            .field("indexers", &*data.indexers)
+            .field("len", &self.len())
+            .field("indexers", &self.get_indexers())
+            .field("compact", &self.is_compact())
             .finish()
     }
 }

@@ -12,4 +12,5 @@ mod indexer;
 mod process_and_listers;
 mod real_fifo;
 mod reflector;
+mod representation;
 mod shared_informer;

@@ -1,0 +1,210 @@
+//! [`CacheRepresentation`]: how a store holds its objects — decoded (`Arc<K>`, the default)
+//! or compact (each object as bytes of an [`ObjectCodec`], decoded when read).
+//!
+//! The compact representation trades CPU on reads for memory: a cached Pod is its protobuf
+//! message (~2.5 KB without managedFields) instead of a tree of `String`s, `Option`s and
+//! B-tree maps (~20 KB). Indices are still computed when an object is stored, so `by_index`
+//! finds its matches without decoding anything but the matches; event handlers still get
+//! decoded objects; every read (`get`, `list`, `by_index`) decodes what it returns, helped by
+//! a small cache of recently decoded objects. The figures, and when to choose which, are in
+//! `docs/benchmarks.md` ("Choosing a cache representation").
+//!
+//! What a read gives back is what was stored, as the codec sees it. For protobuf that is
+//! exactly the object for everything an API server sends; the one thing protobuf cannot tell
+//! apart is an absent nested struct that Go declares as a struct rather than a pointer (a
+//! Pod's `status`, a Deployment's `spec`): Go, and so every server, always sends it, and it
+//! comes back as `Some` of an empty struct if it was stored as `None`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kclient_cache::{CacheRepresentation, Indexers, ThreadSafeStore};
+//!
+//! let store =
+//!     ThreadSafeStore::<Pod>::with_representation(Indexers::namespace(), CacheRepresentation::compact());
+//! let mut pod = Pod::default();
+//! pod.metadata.name = Some("web".into());
+//! store.add("web", Arc::new(pod.clone())).unwrap();
+//! // What comes back is a decoded copy, equal to what went in.
+//! assert_eq!(*store.get("web").unwrap(), pod);
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use kclient_core::BoxError;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// How many recently decoded objects a compact store keeps by default (see
+/// [`CacheRepresentation::Compact`]).
+pub const DEFAULT_RECENTLY_DECODED: usize = 256;
+
+/// How a store holds its objects.
+pub enum CacheRepresentation<K> {
+    /// Each object as the `Arc<K>` it was stored as: reads hand out that `Arc` (no copy, no
+    /// decoding), at the memory cost of the decoded Rust value.
+    Decoded,
+    /// Each object encoded by `codec`, decoded on every read (reads hand out a fresh `Arc`).
+    Compact {
+        /// The encoding.
+        codec: ObjectCodec<K>,
+        /// How many decoded objects are kept for reads of an object that has not changed
+        /// since it was last decoded or stored (0 for none). The informer's own update path
+        /// reads the old object twice (to tell handlers and to update indices): one entry
+        /// per object being processed is enough for that.
+        recently_decoded: usize,
+    },
+}
+
+impl<K> Default for CacheRepresentation<K> {
+    fn default() -> Self {
+        Self::Decoded
+    }
+}
+
+impl<K> Clone for CacheRepresentation<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Decoded => Self::Decoded,
+            Self::Compact {
+                codec,
+                recently_decoded,
+            } => Self::Compact {
+                codec: codec.clone(),
+                recently_decoded: *recently_decoded,
+            },
+        }
+    }
+}
+
+impl<K> fmt::Debug for CacheRepresentation<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Decoded => f.write_str("Decoded"),
+            Self::Compact {
+                codec,
+                recently_decoded,
+            } => f
+                .debug_struct("Compact")
+                .field("codec", &codec.name())
+                .field("recently_decoded", recently_decoded)
+                .finish(),
+        }
+    }
+}
+
+impl<K> CacheRepresentation<K> {
+    /// The compact representation with the type's own encoding ([`ObjectCodec::for_type`]:
+    /// protobuf for built-in kinds, JSON for the rest) and [`DEFAULT_RECENTLY_DECODED`].
+    pub fn compact() -> Self
+    where
+        K: Serialize + DeserializeOwned + 'static,
+    {
+        Self::Compact {
+            codec: ObjectCodec::for_type(),
+            recently_decoded: DEFAULT_RECENTLY_DECODED,
+        }
+    }
+
+    /// Whether this is [`Compact`](Self::Compact).
+    pub fn is_compact(&self) -> bool {
+        matches!(self, Self::Compact { .. })
+    }
+}
+
+type EncodeFn<K> = dyn Fn(&K) -> Result<Vec<u8>, BoxError> + Send + Sync;
+type DecodeFn<K> = dyn Fn(&[u8]) -> Result<K, BoxError> + Send + Sync;
+
+/// An encoding of `K` to bytes and back, for [`CacheRepresentation::Compact`]. Cheap to
+/// clone.
+///
+/// Decoding what was encoded must give the object back. A compact store checks that with
+/// its first object (encode, decode, encode again: the same bytes) and, if it does not hold
+/// — a type whose serde attributes skip fields, say — keeps its objects decoded, with a
+/// warning in the log.
+pub struct ObjectCodec<K> {
+    name: &'static str,
+    encode: Arc<EncodeFn<K>>,
+    decode: Arc<DecodeFn<K>>,
+}
+
+impl<K> Clone for ObjectCodec<K> {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name,
+            encode: Arc::clone(&self.encode),
+            decode: Arc::clone(&self.decode),
+        }
+    }
+}
+
+impl<K> fmt::Debug for ObjectCodec<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ObjectCodec").field(&self.name).finish()
+    }
+}
+
+impl<K> ObjectCodec<K> {
+    /// A codec of your own: `name` appears in logs.
+    pub fn new(
+        name: &'static str,
+        encode: impl Fn(&K) -> Result<Vec<u8>, BoxError> + Send + Sync + 'static,
+        decode: impl Fn(&[u8]) -> Result<K, BoxError> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            name,
+            encode: Arc::new(encode),
+            decode: Arc::new(decode),
+        }
+    }
+
+    /// The type's protobuf message (kclient-protobuf's generated codec), for built-in kinds
+    /// and `PartialObjectMetadata`; `None` for any other type.
+    pub fn protobuf() -> Option<Self>
+    where
+        K: 'static,
+    {
+        let codec = kclient_protobuf::registry::codec::<K>()?;
+        Some(Self::new(
+            "protobuf",
+            move |obj| Ok(codec.encode_message(obj)),
+            move |bytes| Ok(codec.decode_message(bytes, kclient_protobuf::Ctx::default())?),
+        ))
+    }
+
+    /// Compact JSON (serde_json), for any serde type: custom resources, `DynamicObject`.
+    pub fn json() -> Self
+    where
+        K: Serialize + DeserializeOwned,
+    {
+        Self::new(
+            "json",
+            |obj| Ok(serde_json::to_vec(obj)?),
+            |bytes| Ok(serde_json::from_slice(bytes)?),
+        )
+    }
+
+    /// [`protobuf`](Self::protobuf) where the type has it, else [`json`](Self::json).
+    pub fn for_type() -> Self
+    where
+        K: Serialize + DeserializeOwned + 'static,
+    {
+        Self::protobuf().unwrap_or_else(Self::json)
+    }
+
+    /// The codec's name (`protobuf`, `json` or yours).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Encodes `obj`.
+    pub fn encode(&self, obj: &K) -> Result<Vec<u8>, BoxError> {
+        (self.encode)(obj)
+    }
+
+    /// Decodes `bytes`.
+    pub fn decode(&self, bytes: &[u8]) -> Result<K, BoxError> {
+        (self.decode)(bytes)
+    }
+}
