@@ -41,7 +41,7 @@ const writtenAt = "bench.kclient.io/written-at"
 
 type options struct {
 	kubeconfig, namespace, mode, managedFields, shape, contentType, kind string
-	count, lookups, repeat, iterations                                   int
+	count, lookups, repeat, iterations, settle                           int
 }
 
 func main() {
@@ -60,6 +60,7 @@ func main() {
 	fs.StringVar(&o.contentType, "content-type", "", "json: ask for JSON only")
 	fs.IntVar(&o.count, "count", 0, "objects (sync, decode) or updates (watch)")
 	fs.IntVar(&o.lookups, "lookups", 0, "by-index lookups after the sync")
+	fs.IntVar(&o.settle, "settle", 0, "seconds after the sync before reading the resident set again (0: not read)")
 	fs.IntVar(&o.repeat, "repeat", 3, "repetitions inside the process")
 	fs.IntVar(&o.iterations, "iterations", 10000, "workqueue iterations")
 	if err := fs.Parse(os.Args[2:]); err != nil {
@@ -190,6 +191,14 @@ func syncScenario(o options) (map[string]any, error) {
 		"objects": objects, "mode": o.mode, "managed_fields": o.managedFields, "kind": o.kind,
 		"wall_s": wall.Seconds(), "cpu_s": cpu.Seconds(),
 		"rss_before": before, "rss_after": after, "rss_peak": peak,
+	}
+	if o.settle > 0 {
+		// What the process holds once garbage is collected and the runtime has had time
+		// to return freed memory.
+		runtime.GC()
+		time.Sleep(time.Duration(o.settle) * time.Second)
+		res["rss_settled"] = statusBytes("VmRSS:")
+		res["settle_s"] = o.settle
 	}
 	if o.lookups > 0 {
 		indexer := informer.GetIndexer()

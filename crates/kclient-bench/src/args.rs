@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use kclient_cache::SharedInformerFactory;
 use kclient_rest::Config;
 use kclient_typed::Clientset;
 
@@ -17,8 +18,15 @@ pub(crate) struct Options {
     pub(crate) mode: String,
     /// `keep` or `strip`.
     pub(crate) managed_fields: String,
-    /// What the sync scenario caches: `pods` or `configmaps`.
+    /// What the sync scenario caches: `pods`, `configmaps` or `pod-view` (a projection of
+    /// Pods: name, node, images).
     pub(crate) kind: String,
+    /// How the informers cache objects: `decoded` or `compact` (kclient only).
+    pub(crate) cache: String,
+    /// Lister `get`s timed one by one after the sync (kclient only).
+    pub(crate) gets: usize,
+    /// Seconds to wait after the sync before reading the resident set again (0: not read).
+    pub(crate) settle: u64,
     /// Objects (sync, decode, seed) or updates (watch, write).
     pub(crate) count: usize,
     /// Watched objects (ConfigMaps) of the watch scenario.
@@ -42,6 +50,9 @@ impl Options {
             mode: "list".into(),
             managed_fields: "strip".into(),
             kind: "pods".into(),
+            cache: "decoded".into(),
+            gets: 0,
+            settle: 0,
             count: 0,
             objects: 1000,
             lookups: 0,
@@ -74,12 +85,15 @@ impl Options {
                 "mode" => o.mode = value,
                 "managed-fields" => o.managed_fields = value,
                 "kind" => o.kind = value,
+                "cache" => o.cache = value,
                 "shape" => o.shape = value,
                 "path" => o.path = value,
                 "content-type" => {} // client-go's option; kclient speaks JSON
                 "count" => o.count = number(&value)?,
                 "objects" => o.objects = number(&value)?,
                 "lookups" => o.lookups = number(&value)?,
+                "gets" => o.gets = number(&value)?,
+                "settle" => o.settle = number(&value)? as u64,
                 "repeat" => o.repeat = number(&value)?.max(1),
                 "iterations" => o.iterations = number(&value)?,
                 "concurrency" => o.concurrency = number(&value)?.max(1),
@@ -102,6 +116,24 @@ impl Options {
 
     pub(crate) fn clientset(&self) -> Result<Clientset, Error> {
         Ok(Clientset::new(self.config()?)?)
+    }
+
+    /// An informer factory over the clientset with these options: the namespace, managedFields
+    /// kept or stripped, the cache's representation.
+    pub(crate) fn factory(&self) -> Result<SharedInformerFactory<Clientset>, Error> {
+        let mut builder = SharedInformerFactory::builder(self.clientset()?);
+        if let Some(ns) = self.namespace() {
+            builder = builder.namespace(ns);
+        }
+        if self.managed_fields == "keep" {
+            builder = builder.keep_managed_fields();
+        }
+        match self.cache.as_str() {
+            "decoded" => {}
+            "compact" => builder = builder.compact_cache(),
+            other => return Err(format!("--cache {other:?}: decoded or compact").into()),
+        }
+        Ok(builder.build())
     }
 
     /// The namespace, `None` for all.

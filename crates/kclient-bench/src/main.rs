@@ -5,7 +5,7 @@
 //! the watch scenario).
 //!
 //! ```text
-//! kclient-bench sync      --kubeconfig K [--namespace NS] [--kind pods|configmaps] --count N --mode list|stream --managed-fields keep|strip [--lookups L] [--http1]
+//! kclient-bench sync      --kubeconfig K [--namespace NS] [--kind pods|configmaps|pod-view] --count N --mode list|stream --managed-fields keep|strip [--cache decoded|compact] [--lookups L] [--gets G] [--settle S] [--http1]
 //! kclient-bench watch     --kubeconfig K --namespace NS --count N
 //! kclient-bench workqueue --shape queue|contended --iterations I [--repeat R]
 //! kclient-bench decode    --kubeconfig K [--namespace NS] --count N [--repeat R] [--http1]
@@ -24,6 +24,7 @@ mod args;
 mod decode;
 mod decode_local;
 mod objects;
+mod pod_view;
 mod proc_stats;
 mod sync;
 mod watch;

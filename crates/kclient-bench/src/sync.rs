@@ -1,16 +1,19 @@
-//! Scenarios 1, 4 and 6: an informer of Pods (or, with `--kind configmaps`, of ConfigMaps)
-//! from start to synced (paged or streaming list, managedFields kept or stripped): wall and CPU
-//! time, resident set before and after, peak; then, with `--lookups`, `by_index` lookups over a
-//! custom index of the synced Pods.
+//! Scenarios 1, 4 and 6: an informer of Pods (or, with `--kind configmaps`, of ConfigMaps; with
+//! `--kind pod-view`, of a projection of Pods) from start to synced (paged or streaming list,
+//! managedFields kept or stripped, `--cache decoded` or `compact`): wall and CPU time, resident
+//! set before and after, peak; then, with `--lookups`, `by_index` lookups over a custom index of
+//! the synced Pods, with `--gets`, lister `get`s timed one by one (p50, p99), and with
+//! `--settle S`, the resident set again S seconds after the sync.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kclient_cache::{IndexFuncError, SharedIndexInformer, SharedInformerFactory};
-use kclient_core::{CancellationToken, ListerWatcherFor};
+use kclient_cache::{IndexFuncError, SharedIndexInformer};
+use kclient_core::{CancellationToken, ListerWatcherFor, ResourceExt};
 use serde_json::{json, Value};
 
 use crate::args::Options;
+use crate::pod_view::PodView;
 use crate::proc_stats::{cpu_time, reset_peak, status_bytes};
 use crate::Error;
 
@@ -21,6 +24,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
     match o.kind.as_str() {
         "pods" => sync::<Pod>(o, Some(by_node)).await,
         "configmaps" => sync::<ConfigMap>(o, None).await,
+        "pod-view" => sync::<PodView>(o, Some(PodView::node)).await,
         other => Err(format!("unknown kind {other:?}").into()),
     }
 }
@@ -48,14 +52,7 @@ where
         + Sync
         + 'static,
 {
-    let mut builder = SharedInformerFactory::builder(o.clientset()?);
-    if let Some(ns) = o.namespace() {
-        builder = builder.namespace(ns);
-    }
-    if o.managed_fields == "keep" {
-        builder = builder.keep_managed_fields();
-    }
-    let factory = builder.build();
+    let factory = o.factory()?;
     let streaming = o.mode == "stream";
     let index = index.filter(|_| o.lookups > 0);
     let with_index = index.is_some();
@@ -99,6 +96,54 @@ where
         result["lookups_per_s"] = json!(o.lookups as f64 / took);
         result["found_per_lookup"] = json!(found as f64 / o.lookups as f64);
     }
+    if o.settle > 0 {
+        // What the process holds once the allocator has had time to return what the sync
+        // freed (the list's decoded objects in the compact representation).
+        tokio::time::sleep(Duration::from_secs(o.settle)).await;
+        result["rss_settled"] = json!(status_bytes("VmRSS:"));
+        result["settle_s"] = json!(o.settle);
+    }
+    if o.gets > 0 {
+        let (p50, p99) = get_latencies(&informer, o.gets)?;
+        result["get_p50_us"] = json!(p50);
+        result["get_p99_us"] = json!(p99);
+    }
     factory.shutdown().await;
     Ok(result)
+}
+
+/// Times `gets` lister `get`s of cached objects (in a fixed shuffled order) one by one: the
+/// p50 and p99 in microseconds.
+fn get_latencies<K>(informer: &SharedIndexInformer<K>, gets: usize) -> Result<(f64, f64), Error>
+where
+    K: kclient_core::Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
+    let lister = informer.lister();
+    let mut names: Vec<(String, String)> = informer
+        .get_store()
+        .list()
+        .iter()
+        .map(|o| {
+            (
+                o.namespace().unwrap_or_default().to_owned(),
+                o.name_any().to_owned(),
+            )
+        })
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        return Err("no object cached to get".into());
+    }
+    let mut latencies = Vec::with_capacity(gets);
+    for i in 0..gets {
+        // A prime stride walks the objects in a scattered order.
+        let (namespace, name) = &names[(i * 7919) % names.len()];
+        let start = Instant::now();
+        let found = lister.namespaced(namespace.clone()).get(name);
+        latencies.push(start.elapsed().as_secs_f64() * 1e6);
+        found.map_err(|e| format!("{namespace}/{name}: {e}"))?;
+    }
+    latencies.sort_by(f64::total_cmp);
+    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q).round() as usize];
+    Ok((at(0.50), at(0.99)))
 }

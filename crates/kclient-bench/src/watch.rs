@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kclient_cache::{ResourceEventHandler, SharedInformerFactory};
+use kclient_cache::ResourceEventHandler;
 use kclient_core::CancellationToken;
 use kclient_workqueue::WorkQueue;
 use serde_json::{json, Value};
@@ -72,11 +72,7 @@ impl ResourceEventHandler<ConfigMap> for Handler {
 }
 
 pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
-    let mut builder = SharedInformerFactory::builder(o.clientset()?);
-    if let Some(ns) = o.namespace() {
-        builder = builder.namespace(ns);
-    }
-    let factory = builder.build();
+    let factory = o.factory()?;
     let informer = factory.informer::<ConfigMap>();
     let queue = WorkQueue::<String>::new();
     let first = Arc::new(AtomicI64::new(0));

@@ -57,6 +57,8 @@ pub enum CacheRepresentation<K> {
     },
 }
 
+// Written out: a derived `Default` would require `K: Default`.
+#[allow(clippy::derivable_impls)]
 impl<K> Default for CacheRepresentation<K> {
     fn default() -> Self {
         Self::Decoded

@@ -52,7 +52,7 @@ fn pod(i: u64, generation: u64) -> Pod {
         ("tier".to_owned(), format!("tier-{}", generation % 2)),
     ]));
     pod.spec = Some(PodSpec {
-        node_name: (generation % 5 != 0).then(|| format!("node-{}", (i * generation) % 4)),
+        node_name: (!generation.is_multiple_of(5)).then(|| format!("node-{}", (i * generation) % 4)),
         ..PodSpec::default()
     });
     as_served(pod)

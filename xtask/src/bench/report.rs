@@ -11,7 +11,8 @@ use plotters::prelude::*;
 use serde_json::Value;
 
 use super::scenarios::{
-    Kind, Scenario, CLIENT_GO, CLIENT_GO_JSON, KCLIENT, KCLIENT_HTTP1, KUBE_RS,
+    Kind, Scenario, CLIENT_GO, CLIENT_GO_JSON, KCLIENT, KCLIENT_COMPACT, KCLIENT_HTTP1,
+    KCLIENT_PROJECTION, KUBE_RS,
 };
 use super::Results;
 
@@ -32,7 +33,15 @@ const SERVERS: [(&str, &str); 2] = [
 ];
 
 /// The clients, in the order of the columns.
-const CLIENTS: [&str; 5] = [KCLIENT, KCLIENT_HTTP1, CLIENT_GO, CLIENT_GO_JSON, KUBE_RS];
+const CLIENTS: [&str; 7] = [
+    KCLIENT,
+    KCLIENT_HTTP1,
+    KCLIENT_COMPACT,
+    KCLIENT_PROJECTION,
+    CLIENT_GO,
+    CLIENT_GO_JSON,
+    KUBE_RS,
+];
 
 /// Reads the result files and rewrites the generated section and the plots.
 pub(crate) fn render(root: &Path) -> Result<()> {
@@ -187,6 +196,31 @@ fn rows(results: &Results) -> Vec<Row> {
                 rows.push(figure("peak RSS MiB", Better::Lower, false, true, &|v| {
                     Some(num(v, "rss_peak")? / 1048576.0)
                 }));
+                // Scenario 7 reads the resident set again once the sync has settled, and
+                // times lister gets (kclient only).
+                rows.push(figure(
+                    "bytes per cached object, settled",
+                    Better::Lower,
+                    false,
+                    true,
+                    &|v| {
+                        Some((num(v, "rss_settled")? - num(v, "rss_before")?) / num(v, "objects")?)
+                    },
+                ));
+                rows.push(figure(
+                    "lister get p50 µs",
+                    Better::Lower,
+                    false,
+                    false,
+                    &|v| num(v, "get_p50_us"),
+                ));
+                rows.push(figure(
+                    "lister get p99 µs",
+                    Better::Lower,
+                    false,
+                    false,
+                    &|v| num(v, "get_p99_us"),
+                ));
             }
             Kind::Index => rows.push(figure("lookups/s", Better::Higher, true, false, &|v| {
                 num(v, "lookups_per_s")
@@ -303,6 +337,9 @@ fn rows(results: &Results) -> Vec<Row> {
             }
         }
     }
+    // A figure no client reported in a scenario (the settled set outside scenario 7) has no
+    // row.
+    rows.retain(|row| !row.values.is_empty());
     rows
 }
 

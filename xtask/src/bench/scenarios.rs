@@ -63,6 +63,8 @@ fn client(name: &str, program: Program, args: &[&str]) -> Client {
 
 pub(crate) const KCLIENT: &str = "kclient";
 pub(crate) const KCLIENT_HTTP1: &str = "kclient (HTTP/1.1)";
+pub(crate) const KCLIENT_COMPACT: &str = "kclient (compact cache)";
+pub(crate) const KCLIENT_PROJECTION: &str = "kclient (PodView projection)";
 pub(crate) const CLIENT_GO: &str = "client-go";
 pub(crate) const CLIENT_GO_JSON: &str = "client-go (JSON)";
 pub(crate) const KUBE_RS: &str = "kube-rs";
@@ -160,6 +162,48 @@ fn syncs(
             )
         })
         .collect()
+}
+
+/// Scenario 7: the cache's representations (issue 27) side by side with client-go — decoded,
+/// compact, a projection — with the resident set read again once the sync is `settle`
+/// seconds old and lister `get`s timed.
+fn representations(pods: usize, rounds: usize, namespace: Option<&str>) -> Scenario {
+    let mut args = strings(&[
+        "sync",
+        "--count",
+        &pods.to_string(),
+        "--mode",
+        "list",
+        "--managed-fields",
+        "strip",
+        "--settle",
+        "10",
+        "--gets",
+        "20000",
+    ]);
+    if let Some(ns) = namespace {
+        args.extend(strings(&["--namespace", ns]));
+    }
+    scenario(
+        format!("representations-{}", thousands(pods)),
+        format!(
+            "7. cache representations, {} Pods, paged list, managedFields stripped",
+            thousands(pods)
+        ),
+        Kind::Sync,
+        rounds,
+        args,
+        vec![
+            client(KCLIENT, Program::Kclient, &[]),
+            client(KCLIENT_COMPACT, Program::Kclient, &["--cache", "compact"]),
+            client(
+                KCLIENT_PROJECTION,
+                Program::Kclient,
+                &["--kind", "pod-view"],
+            ),
+            client(CLIENT_GO, Program::ClientGo, &[]),
+        ],
+    )
 }
 
 fn watch(updates: usize, rounds: usize, namespace: &str, clients: &[Client]) -> Scenario {
@@ -371,6 +415,7 @@ pub(crate) fn fake(mode: Mode) -> Vec<FakeRun> {
     );
     second.push(index(large, 3));
     second.push(decode(large, 3, 2, None, &http));
+    second.push(representations(large, 3, None));
     let scale_objects = 1_000_000;
     vec![
         FakeRun {
@@ -426,5 +471,6 @@ pub(crate) fn real(mode: Mode, namespace: &str) -> (usize, Vec<Scenario>) {
     );
     scenarios.push(decode(pods, rounds, 3, Some(namespace), &decoders));
     scenarios.push(watch(updates, rounds.min(3), namespace, &all));
+    scenarios.push(representations(pods, rounds, Some(namespace)));
     (pods, scenarios)
 }

@@ -38,6 +38,8 @@ struct Options {
     kind: String,
     count: usize,
     repeat: usize,
+    /// Seconds after the sync before reading the resident set again (0: not read).
+    settle: u64,
 }
 
 fn options(args: &[String]) -> Result<Options, Error> {
@@ -59,6 +61,7 @@ fn options(args: &[String]) -> Result<Options, Error> {
         kind: get("kind", "pods"),
         count: get("count", "0").parse()?,
         repeat: get("repeat", "3").parse()?,
+        settle: get("settle", "0").parse()?,
     })
 }
 
@@ -178,12 +181,18 @@ where
     let (wall, cpu) = (start.elapsed(), cpu_time() - cpu0);
     let (peak, after) = (status_bytes("VmHWM:"), status_bytes("VmRSS:"));
     let objects = reader.len();
-    task.abort();
-    Ok(json!({
+    let mut result = json!({
         "objects": objects, "mode": o.mode, "managed_fields": o.managed_fields, "kind": o.kind,
         "wall_s": wall.as_secs_f64(), "cpu_s": cpu.as_secs_f64(),
         "rss_before": before, "rss_after": after, "rss_peak": peak,
-    }))
+    });
+    if o.settle > 0 {
+        tokio::time::sleep(std::time::Duration::from_secs(o.settle)).await;
+        result["rss_settled"] = json!(status_bytes("VmRSS:"));
+        result["settle_s"] = json!(o.settle);
+    }
+    task.abort();
+    Ok(result)
 }
 
 fn unix_nanos() -> i64 {
