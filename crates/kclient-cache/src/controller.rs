@@ -50,6 +50,7 @@ use crate::key_func::KeyFunc;
 use crate::process_deltas::process_deltas;
 use crate::queue::{PopError, ProcessError, Queue};
 use crate::reflector::{Reflector, ReflectorError, ReflectorOptions};
+use crate::representation::ObjectCodec;
 use crate::transform::TransformFunc;
 use crate::wait::{InformerSynced, Synced};
 
@@ -103,6 +104,9 @@ pub struct ControllerConfig<K> {
     pub known_objects: Option<Indexer<K>>,
     /// Awaited before each pop; pops at once when `None`.
     pub wait_before_pop: Option<WaitBeforePop>,
+    /// Lists are held encoded by this codec until the queue gets them (see
+    /// [`Reflector::with_encoded_lists`]); a compact informer sets it.
+    pub list_codec: Option<ObjectCodec<K>>,
 }
 
 impl<K> ControllerConfig<K> {
@@ -120,6 +124,7 @@ impl<K> ControllerConfig<K> {
             transform: None,
             known_objects: None,
             wait_before_pop: None,
+            list_codec: None,
         }
     }
 }
@@ -211,6 +216,9 @@ where
         }
         if let Some(known) = config.known_objects {
             reflector = reflector.with_known_objects(known);
+        }
+        if let Some(codec) = config.list_codec {
+            reflector = reflector.with_encoded_lists(codec);
         }
         if let Some(handler) = config.watch_error_handler {
             reflector.set_watch_error_handler(move |name, err| handler(name, err));

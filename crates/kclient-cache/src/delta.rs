@@ -28,6 +28,7 @@ use std::sync::Arc;
 use kclient_core::DeletedObject;
 
 use crate::key_func::{KeyFunc, KeyFuncError};
+use crate::representation::EncodedList;
 
 /// The kind of a change (client-go's `DeltaType`, with the same spelling in `Display`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,14 +77,31 @@ impl fmt::Display for DeltaType {
 pub struct ReplacedAllInfo<K> {
     /// The objects the list returned.
     pub objects: Vec<Arc<K>>,
+    /// The objects the list returned, still encoded: what a compact informer's reflector
+    /// queues ([`Store::replace_encoded`](crate::Store::replace_encoded)); `objects` is then
+    /// empty. `None` for a list of decoded objects.
+    pub encoded: Option<EncodedList<K>>,
     /// The list's resourceVersion.
     pub resource_version: String,
+}
+
+impl<K> ReplacedAllInfo<K> {
+    /// How many objects the list returned.
+    pub fn len(&self) -> usize {
+        self.objects.len() + self.encoded.as_ref().map_or(0, EncodedList::len)
+    }
+
+    /// Whether the list was empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl<K> Clone for ReplacedAllInfo<K> {
     fn clone(&self) -> Self {
         Self {
             objects: self.objects.clone(),
+            encoded: self.encoded.clone(),
             resource_version: self.resource_version.clone(),
         }
     }
@@ -92,7 +110,7 @@ impl<K> Clone for ReplacedAllInfo<K> {
 impl<K> fmt::Debug for ReplacedAllInfo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReplacedAllInfo")
-            .field("objects", &self.objects.len())
+            .field("objects", &self.len())
             .field("resource_version", &self.resource_version)
             .finish()
     }

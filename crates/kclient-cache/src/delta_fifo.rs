@@ -68,6 +68,7 @@ use crate::metrics::CacheMetrics;
 use crate::queue::{
     fifo_store_and_queue, pop_result, Guarded, PopError, ProcessError, Queue, SyncedState,
 };
+use crate::representation::EncodedList;
 use crate::store::{KeyListerGetter, Store, StoreError};
 use crate::transform::{transform, TransformFunc};
 
@@ -277,6 +278,17 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
         };
         self.guarded.queued(depth);
         Ok(())
+    }
+
+    /// [`replace`](Self::replace) with the objects decoded first: a DeltaFIFO files deltas by
+    /// object, so it cannot keep a list encoded.
+    pub fn replace_encoded(
+        &self,
+        list: EncodedList<K>,
+        resource_version: &str,
+    ) -> Result<(), StoreError> {
+        let objects = list.decode_all().map_err(StoreError::Codec)?;
+        self.replace(objects, resource_version)
     }
 
     /// client-go's `Replace`: a `Replaced` (or `Sync`) delta for each object, then a

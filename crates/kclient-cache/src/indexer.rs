@@ -27,6 +27,7 @@ use kclient_core::{DeletedObject, Resource};
 
 use crate::index::{IndexError, Indexers};
 use crate::key_func::KeyFunc;
+use crate::representation::EncodedList;
 use crate::store::{KeyListerGetter, Store, StoreError};
 use crate::thread_safe_store::ThreadSafeStore;
 
@@ -155,6 +156,12 @@ impl<K> Indexer<K> {
             .map(|obj| Ok((self.key_func.key(&obj)?, obj)))
             .collect::<Result<Vec<_>, StoreError>>()?;
         Ok(self.store.replace(items)?)
+    }
+
+    /// [`replace`](Self::replace) with a list of encoded objects (see
+    /// [`ThreadSafeStore::replace_encoded`]).
+    pub fn replace_encoded(&self, list: &EncodedList<K>) -> Result<(), StoreError> {
+        self.store.replace_encoded(list)
     }
 
     /// A no-op: a plain store has nothing to replay (client-go's `cache.Resync`).

@@ -9,6 +9,7 @@ use crate::delta::{Delta, Deltas};
 use crate::delta_fifo::DeltaFifo;
 use crate::queue::{PopError, ProcessError, Queue};
 use crate::real_fifo::RealFifo;
+use crate::representation::EncodedList;
 use crate::store::{Store, StoreError};
 
 /// Which FIFO an informer uses.
@@ -96,6 +97,14 @@ impl<K: Resource + Clone + Send + Sync + 'static> Store<K> for InformerQueue<K> 
 
     fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
         forward!(self, q => q.replace(list, resource_version))
+    }
+
+    fn replace_encoded(
+        &self,
+        list: EncodedList<K>,
+        resource_version: &str,
+    ) -> Result<(), StoreError> {
+        forward!(self, q => q.replace_encoded(list, resource_version))
     }
 
     fn resync(&self) -> Result<(), StoreError> {

@@ -15,13 +15,17 @@ use kclient_core::Resource;
 use parking_lot::Mutex;
 
 use crate::key_func::KeyFunc;
+use crate::representation::{EncodedList, Listed, ObjectCodec};
 use crate::store::{Store, StoreError};
+use crate::stored::Encoded;
 use kclient_core::DeletedObject;
 
 /// The objects of a streaming list's initial events, by key (the deletion-handling
 /// namespace/name key), in order of arrival.
+/// With a codec (a compact informer's), each object is kept encoded from its event on.
 pub(crate) struct InitialEvents<K> {
     key_func: KeyFunc<K>,
+    codec: Option<ObjectCodec<K>>,
     gathered: Mutex<Gathered<K>>,
 }
 
@@ -29,30 +33,66 @@ struct Gathered<K> {
     /// Key → position in `objects`.
     positions: HashMap<String, usize, RandomState>,
     /// The objects; `None` where one was deleted.
-    objects: Vec<Option<Arc<K>>>,
+    objects: Vec<Option<Held<K>>>,
+}
+
+/// One gathered object: decoded, or encoded under its key.
+enum Held<K> {
+    Object(Arc<K>),
+    Encoded(String, Encoded),
+}
+
+impl<K> Default for Gathered<K> {
+    fn default() -> Self {
+        Self {
+            positions: HashMap::default(),
+            objects: Vec::new(),
+        }
+    }
 }
 
 impl<K: Resource + 'static> InitialEvents<K> {
-    pub(crate) fn new() -> Self {
+    /// Gathers decoded objects, or, given a codec, encoded ones.
+    pub(crate) fn new(codec: Option<ObjectCodec<K>>) -> Self {
         Self {
             key_func: KeyFunc::deletion_handling_meta_namespace(),
-            gathered: Mutex::new(Gathered {
-                positions: HashMap::default(),
-                objects: Vec::new(),
-            }),
+            codec,
+            gathered: Mutex::new(Gathered::default()),
         }
     }
 
     /// The objects gathered, in order of first arrival.
-    pub(crate) fn into_objects(self) -> Vec<Arc<K>> {
+    pub(crate) fn into_listed(self) -> Listed<K> {
         let gathered = self.gathered.into_inner();
-        let mut objects = Vec::with_capacity(gathered.positions.len());
-        objects.extend(gathered.objects.into_iter().flatten());
-        objects
+        let held = gathered.objects.into_iter().flatten();
+        match self.codec {
+            None => Listed::Decoded(
+                held.filter_map(|h| match h {
+                    Held::Object(obj) => Some(obj),
+                    Held::Encoded(..) => None,
+                })
+                .collect(),
+            ),
+            Some(codec) => Listed::Encoded(EncodedList::from_entries(
+                codec,
+                held.filter_map(|h| match h {
+                    Held::Encoded(key, bytes) => Some((key, bytes)),
+                    Held::Object(_) => None,
+                })
+                .collect(),
+            )),
+        }
     }
 
     fn put(&self, obj: Arc<K>) -> Result<(), StoreError> {
         let key = self.key_func.key(&obj)?;
+        let obj = match &self.codec {
+            None => Held::Object(obj),
+            Some(codec) => Held::Encoded(
+                key.clone(),
+                EncodedList::encode_one(codec, &obj).map_err(StoreError::Codec)?,
+            ),
+        };
         let mut gathered = self.gathered.lock();
         let Gathered { positions, objects } = &mut *gathered;
         match positions.get(&key) {
@@ -86,10 +126,7 @@ impl<K: Resource + Send + Sync + 'static> Store<K> for InitialEvents<K> {
     }
 
     fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
-        *self.gathered.lock() = Gathered {
-            positions: HashMap::default(),
-            objects: Vec::new(),
-        };
+        *self.gathered.lock() = Gathered::default();
         list.into_iter().try_for_each(|obj| self.put(obj))
     }
 
@@ -117,6 +154,13 @@ mod tests {
         Arc::new(cm)
     }
 
+    fn objects(events: InitialEvents<ConfigMap>) -> Vec<Arc<ConfigMap>> {
+        match events.into_listed() {
+            Listed::Decoded(objects) => objects,
+            Listed::Encoded(list) => list.decode_all().unwrap(),
+        }
+    }
+
     fn described(objects: &[Arc<ConfigMap>]) -> Vec<String> {
         objects
             .iter()
@@ -135,7 +179,7 @@ mod tests {
     /// object or a tombstone) removes it; a key seen again after its deletion comes last.
     #[test]
     fn keeps_the_last_state_of_each_key_in_order_of_arrival() {
-        let events = InitialEvents::<ConfigMap>::new();
+        let events = InitialEvents::<ConfigMap>::new(None);
         events.add(cm("a", "x", "1")).unwrap();
         events.add(cm("a", "y", "2")).unwrap();
         events.add(cm("b", "x", "3")).unwrap();
@@ -153,16 +197,30 @@ mod tests {
         let mut keys = events.list_keys();
         keys.sort();
         assert_eq!(keys, ["a/x", "a/y"]);
-        assert_eq!(described(&events.into_objects()), ["a/x@4", "a/y@6"]);
+        assert_eq!(described(&objects(events)), ["a/x@4", "a/y@6"]);
+    }
+
+    /// With a codec, the same objects in the same order come out of an encoded list.
+    #[test]
+    fn keeps_them_encoded_given_a_codec() {
+        let events = InitialEvents::<ConfigMap>::new(Some(ObjectCodec::for_type()));
+        events.add(cm("a", "x", "1")).unwrap();
+        events.add(cm("a", "y", "2")).unwrap();
+        events.update(cm("a", "x", "3")).unwrap();
+        let Listed::Encoded(list) = events.into_listed() else {
+            panic!("decoded objects gathered")
+        };
+        assert_eq!(list.keys().collect::<Vec<_>>(), ["a/x", "a/y"]);
+        assert_eq!(described(&list.decode_all().unwrap()), ["a/x@3", "a/y@2"]);
     }
 
     /// The objects are handed over, not copied: the `Arc`s are the ones that came in.
     #[test]
     fn hands_the_objects_over_without_cloning() {
-        let events = InitialEvents::<ConfigMap>::new();
+        let events = InitialEvents::<ConfigMap>::new(None);
         let obj = cm("a", "x", "1");
         events.add(Arc::clone(&obj)).unwrap();
-        let objects = events.into_objects();
+        let objects = objects(events);
         assert!(Arc::ptr_eq(&objects[0], &obj));
         assert_eq!(Arc::strong_count(&obj), 2);
     }

@@ -155,7 +155,7 @@ pub use reflector::{
     default_watch_error_handler, Reflector, ReflectorError, ReflectorOptions,
     DEFAULT_MIN_WATCH_TIMEOUT,
 };
-pub use representation::{CacheRepresentation, ObjectCodec, DEFAULT_RECENTLY_DECODED};
+pub use representation::{CacheRepresentation, EncodedList, ObjectCodec, DEFAULT_RECENTLY_DECODED};
 pub use shared_informer::{
     HandlerOptions, InformerError, ResourceEventHandlerRegistration, SharedIndexInformer,
     SharedIndexInformerOptions, MINIMUM_RESYNC_PERIOD,

@@ -49,6 +49,7 @@ use kclient_core::{DeletedFinalStateUnknown, DeletedObject};
 
 use crate::delta::{Delta, ReplacedAllInfo};
 use crate::indexer::Indexer;
+use crate::representation::EncodedList;
 use crate::store::StoreError;
 
 /// What an event handler is told (client-go's `OnAdd`, `OnUpdate`, `OnDelete` calls).
@@ -114,6 +115,18 @@ pub fn process_deltas<K>(
     indexer: &Indexer<K>,
     deltas: &[Delta<K>],
     is_in_initial_list: bool,
+    notify: impl FnMut(Notification<K>),
+) -> Result<(), StoreError> {
+    process_deltas_for(indexer, deltas, is_in_initial_list, true, notify)
+}
+
+/// [`process_deltas`], told whether anyone listens: without listeners, the objects of an
+/// encoded list are not decoded a second time just to be announced to no one.
+pub(crate) fn process_deltas_for<K>(
+    indexer: &Indexer<K>,
+    deltas: &[Delta<K>],
+    is_in_initial_list: bool,
+    listened: bool,
     mut notify: impl FnMut(Notification<K>),
 ) -> Result<(), StoreError> {
     for delta in deltas {
@@ -140,6 +153,12 @@ pub fn process_deltas<K>(
                 indexer.delete(obj.clone())?;
                 notify(Notification::Delete(obj.clone()));
             }
+            Delta::ReplacedAll(ReplacedAllInfo {
+                encoded: Some(list),
+                ..
+            }) => {
+                process_replaced_encoded(indexer, list, is_in_initial_list, listened, &mut notify)?;
+            }
             Delta::ReplacedAll(info) => {
                 process_replaced_all(indexer, info, is_in_initial_list, &mut notify)?;
             }
@@ -152,6 +171,52 @@ pub fn process_deltas<K>(
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// [`process_replaced_all`] for a list of encoded objects: the same rules, with each listed
+/// object decoded only while it is stored and (if `listened`) while it is announced. A relist
+/// holds the objects it replaces, decoded, until they are announced.
+fn process_replaced_encoded<K>(
+    indexer: &Indexer<K>,
+    list: &EncodedList<K>,
+    is_in_initial_list: bool,
+    listened: bool,
+    notify: &mut impl FnMut(Notification<K>),
+) -> Result<(), StoreError> {
+    let listed: HashSet<&str, RandomState> = list.keys().collect();
+    let replaced: Vec<Option<Arc<K>>> = if indexer.is_empty() || !listened {
+        Vec::new()
+    } else {
+        list.keys().map(|key| indexer.get_by_key(key)).collect()
+    };
+    let deletions: Vec<DeletedFinalStateUnknown<K>> = indexer
+        .list_keys()
+        .into_iter()
+        .filter(|k| !listed.contains(k.as_str()))
+        .map(|key| {
+            let obj = indexer.get_by_key(&key);
+            DeletedFinalStateUnknown { key, obj }
+        })
+        .collect();
+    indexer.replace_encoded(list)?;
+    for tombstone in deletions {
+        notify(Notification::Delete(DeletedObject::Tombstone(tombstone)));
+    }
+    if !listened {
+        return Ok(());
+    }
+    for i in 0..list.len() {
+        let Some(decoded) = list.decode(i) else { break };
+        let new = Arc::new(decoded.map_err(StoreError::Codec)?);
+        notify(match replaced.get(i).cloned().flatten() {
+            Some(old) => Notification::Update { old, new },
+            None => Notification::Add {
+                obj: new,
+                is_in_initial_list,
+            },
+        });
     }
     Ok(())
 }

@@ -227,6 +227,14 @@ macro_rules! fifo_store_and_queue {
                 $fifo::replace(self, list, resource_version)
             }
 
+            fn replace_encoded(
+                &self,
+                list: $crate::representation::EncodedList<K>,
+                resource_version: &str,
+            ) -> Result<(), StoreError> {
+                $fifo::replace_encoded(self, list, resource_version)
+            }
+
             fn resync(&self) -> Result<(), StoreError> {
                 $fifo::resync(self)
             }

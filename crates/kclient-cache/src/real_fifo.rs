@@ -57,6 +57,7 @@ use crate::metrics::CacheMetrics;
 use crate::queue::{
     fifo_store_and_queue, pop_result, Guarded, PopError, ProcessError, Queue, SyncedState,
 };
+use crate::representation::EncodedList;
 use crate::store::{Store, StoreError};
 use crate::transform::{transform, TransformFunc};
 
@@ -206,6 +207,24 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
         }
         let info = ReplacedAllInfo {
             objects,
+            encoded: None,
+            resource_version: resource_version.to_owned(),
+        };
+        self.push(Delta::ReplacedAll(info), true);
+        Ok(())
+    }
+
+    /// Queues one `ReplacedAll` delta with the listed objects still encoded (a compact
+    /// informer's list; see [`Store::replace_encoded`]). They were transformed and keyed when
+    /// listed: the transformer and key function are not applied again.
+    pub fn replace_encoded(
+        &self,
+        list: EncodedList<K>,
+        resource_version: &str,
+    ) -> Result<(), StoreError> {
+        let info = ReplacedAllInfo {
+            objects: Vec::new(),
+            encoded: Some(list),
             resource_version: resource_version.to_owned(),
         };
         self.push(Delta::ReplacedAll(info), true);

@@ -90,6 +90,7 @@ use crate::backoff::{ExponentialBackoffManager, RetryWithDeadline};
 use crate::indexer::Indexer;
 use crate::initial_events::InitialEvents;
 use crate::metrics::ReflectorMetrics;
+use crate::representation::{EncodedList, Listed, ObjectCodec};
 use crate::store::{Store, StoreError};
 use crate::transform::{transform, TransformFunc};
 
@@ -101,6 +102,14 @@ const SLOW_LIST: Duration = Duration::from_secs(10);
 
 /// How often a streaming list without its closing bookmark is reported.
 const INITIAL_EVENTS_END_WARNING: Duration = Duration::from_secs(10);
+
+/// One list: its resourceVersion, whether it came in pages, its objects (or the first
+/// error admitting one).
+struct Listing<K> {
+    resource_version: String,
+    paginated: bool,
+    items: Result<Listed<K>, StoreError>,
+}
 
 /// How a [`Reflector`] is configured (client-go's `ReflectorOptions` and its public fields).
 /// Non-exhaustive, so that an option added later is not a breaking change: start from
@@ -358,6 +367,7 @@ pub struct Reflector<K, L: ListerWatcher<K>, S> {
     listed_before: AtomicBool,
     transformer: Option<TransformFunc<K>>,
     known_objects: Option<Indexer<K>>,
+    list_codec: Option<ObjectCodec<K>>,
     _kind: std::marker::PhantomData<fn() -> K>,
 }
 
@@ -426,6 +436,7 @@ where
             watch_list_refusal_logged: AtomicBool::new(false),
             listed_before: AtomicBool::new(false),
             transformer: None,
+            list_codec: None,
             known_objects: None,
             _kind: std::marker::PhantomData,
         }
@@ -458,6 +469,17 @@ where
     /// on every write.
     pub fn with_known_objects(mut self, known: Indexer<K>) -> Self {
         self.known_objects = Some(known);
+        self
+    }
+
+    /// Holds each list's objects encoded by `codec` from the moment its page arrives until
+    /// the store's content is replaced ([`Store::replace_encoded`]), so that a list never has
+    /// every object decoded at once: what a compact informer asks (the objects are
+    /// transformed, keyed `namespace/name` and encoded one by one). Relists then do not reuse
+    /// the consumer's objects ([`with_known_objects`](Self::with_known_objects)): reading them
+    /// would decode them. Streaming lists' initial events are kept encoded the same way.
+    pub fn with_encoded_lists(mut self, codec: ObjectCodec<K>) -> Self {
+        self.list_codec = Some(codec);
         self
     }
 
@@ -626,51 +648,55 @@ where
         if elapsed > SLOW_LIST {
             tracing::warn!(reflector = %self.name, ?elapsed, "slow list");
         }
-        let (paged, listed_at) = result.map_err(|source| ReflectorError::List {
+        let (listing, listed_at) = result.map_err(|source| ReflectorError::List {
             what: self.type_description.clone(),
             source,
         })?;
-        if listed_at == "0" && paged.paginated {
+        if listed_at == "0" && listing.paginated {
             self.state.lock().paginated_result = true;
         }
         self.set_unavailable(false);
-        let resource_version = paged.list.resource_version().unwrap_or_default().to_owned();
-        let items = paged
-            .list
-            .items
-            .into_iter()
-            .collect::<Result<Vec<_>, StoreError>>()
-            .map_err(ReflectorError::Store)?;
-        self.sync_with(items, &resource_version, elapsed)
+        let listed = listing.items.map_err(ReflectorError::Store)?;
+        self.sync_with(listed, &listing.resource_version, elapsed)
+    }
+
+    /// Tells the metrics about a list of `len` objects.
+    fn report_list(&self, len: usize, elapsed: Duration) {
+        if let Some(m) = &self.metrics {
+            m.list(len, elapsed);
+            if self.listed_before.swap(true, Ordering::Relaxed) {
+                m.relist();
+            }
+        }
     }
 
     /// Replaces the store's content with a list's (or a streaming list's) objects and
     /// records its resourceVersion (client-go's `syncWith`), reporting the list.
     fn sync_with(
         &self,
-        items: Vec<Arc<K>>,
+        listed: Listed<K>,
         resource_version: &str,
         elapsed: Duration,
     ) -> Result<(), ReflectorError<L::Error>> {
-        if let Some(m) = &self.metrics {
-            m.list(items.len(), elapsed);
-            if self.listed_before.swap(true, Ordering::Relaxed) {
-                m.relist();
+        match listed {
+            Listed::Decoded(items) => {
+                self.report_list(items.len(), elapsed);
+                self.store.replace(items, resource_version)
+            }
+            Listed::Encoded(list) => {
+                self.report_list(list.len(), elapsed);
+                self.store.replace_encoded(list, resource_version)
             }
         }
-        self.store
-            .replace(items, resource_version)
-            .map_err(ReflectorError::Store)?;
+        .map_err(ReflectorError::Store)?;
         self.set_last_sync_resource_version(resource_version);
         Ok(())
     }
 
-    /// One list at `resource_version`, paged by client-go's rules, each item wrapped in an
-    /// `Arc` as its page arrives.
-    async fn list_at(
-        &self,
-        resource_version: &str,
-    ) -> Result<kclient_core::PagedList<Result<Arc<K>, StoreError>>, L::Error> {
+    /// One list at `resource_version`, paged by client-go's rules, each item admitted
+    /// ([`admit`](Self::admit), or encoded with [`with_encoded_lists`](Self::with_encoded_lists))
+    /// as its page arrives.
+    async fn list_at(&self, resource_version: &str) -> Result<Listing<K>, L::Error> {
         let page_size = if self.watch_list_page_size != 0 {
             self.watch_list_page_size
         } else if self.state.lock().paginated_result {
@@ -684,10 +710,46 @@ where
         let options = ListOptions::default()
             .resource_version(resource_version)
             .omit_managed_fields(self.omit_managed_fields());
-        ListPager::new(self.lister_watcher.clone())
-            .page_size(page_size)
-            .list_map(&options, |obj| self.admit(obj))
-            .await
+        let pager = ListPager::new(self.lister_watcher.clone()).page_size(page_size);
+        let Some(codec) = &self.list_codec else {
+            let paged = pager.list_map(&options, |obj| self.admit(obj)).await?;
+            return Ok(Listing {
+                resource_version: paged.list.resource_version().unwrap_or_default().to_owned(),
+                paginated: paged.paginated,
+                items: paged
+                    .list
+                    .items
+                    .into_iter()
+                    .collect::<Result<_, _>>()
+                    .map(Listed::Decoded),
+            });
+        };
+        let encoded = parking_lot::Mutex::new(EncodedList::new(codec.clone()));
+        let paged = pager
+            .list_map(&options, |obj| self.admit_encoded(obj, &encoded))
+            .await?;
+        Ok(Listing {
+            resource_version: paged.list.resource_version().unwrap_or_default().to_owned(),
+            paginated: paged.paginated,
+            items: paged
+                .list
+                .items
+                .into_iter()
+                .collect::<Result<(), StoreError>>()
+                .map(|()| Listed::Encoded(encoded.into_inner())),
+        })
+    }
+
+    /// [`admit`](Self::admit) for an encoded list: the object transformed, then keyed and
+    /// appended to `list` encoded (and dropped).
+    fn admit_encoded(
+        &self,
+        obj: K,
+        list: &parking_lot::Mutex<EncodedList<K>>,
+    ) -> Result<(), StoreError> {
+        let obj = transform(self.transformer.as_ref(), Arc::new(obj))?;
+        let key = kclient_core::meta_namespace_key(&*obj);
+        list.lock().push(key, &obj).map_err(StoreError::Codec)
     }
 
     /// Whether the transform drops managedFields, so lists and watches may skip them while
@@ -744,7 +806,7 @@ where
                 .allow_watch_bookmarks(true)
                 .timeout_seconds(self.watch_timeout_seconds())
                 .omit_managed_fields(self.omit_managed_fields());
-            let initial = InitialEvents::<K>::new();
+            let initial = InitialEvents::<K>::new(self.list_codec.clone());
             let watch_started = Instant::now();
             let opened = tokio::select! {
                 _ = cancel.cancelled() => return Ok(None),
@@ -782,7 +844,7 @@ where
                         tracing::warn!(reflector = %self.name, ?elapsed, "slow streaming list");
                     }
                     self.set_unavailable(false);
-                    self.sync_with(initial.into_objects(), &resource_version, elapsed)?;
+                    self.sync_with(initial.into_listed(), &resource_version, elapsed)?;
                     return Ok(Some(stream));
                 }
                 // Closed before the bookmark: start over with a clean temporary store.

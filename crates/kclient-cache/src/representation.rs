@@ -36,6 +36,8 @@ use kclient_core::BoxError;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::stored::Encoded;
+
 /// How many recently decoded objects a compact store keeps by default (see
 /// [`CacheRepresentation::Compact`]).
 pub const DEFAULT_RECENTLY_DECODED: usize = 256;
@@ -195,6 +197,11 @@ impl<K> ObjectCodec<K> {
         Self::protobuf().unwrap_or_else(Self::json)
     }
 
+    /// Whether `other` is this codec (a clone of it): bytes one encoded the other decodes.
+    pub fn same_as(&self, other: &ObjectCodec<K>) -> bool {
+        Arc::ptr_eq(&self.encode, &other.encode) && Arc::ptr_eq(&self.decode, &other.decode)
+    }
+
     /// The codec's name (`protobuf`, `json` or yours).
     pub fn name(&self) -> &'static str {
         self.name
@@ -209,4 +216,111 @@ impl<K> ObjectCodec<K> {
     pub fn decode(&self, bytes: &[u8]) -> Result<K, BoxError> {
         (self.decode)(bytes)
     }
+}
+
+/// A list's objects as a compact informer's reflector keeps them until they are stored: each
+/// one transformed, keyed (`namespace/name`) and encoded as its page arrived, so that no
+/// moment of a sync holds every decoded object (see [`Store::replace_encoded`]).
+///
+/// [`Store::replace_encoded`]: crate::Store::replace_encoded
+pub struct EncodedList<K> {
+    codec: ObjectCodec<K>,
+    items: Vec<(String, Encoded)>,
+}
+
+impl<K> Clone for EncodedList<K> {
+    fn clone(&self) -> Self {
+        Self {
+            codec: self.codec.clone(),
+            items: self.items.clone(),
+        }
+    }
+}
+
+impl<K> fmt::Debug for EncodedList<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EncodedList")
+            .field("codec", &self.codec.name())
+            .field("len", &self.items.len())
+            .finish()
+    }
+}
+
+impl<K> EncodedList<K> {
+    /// An empty list of objects encoded by `codec`.
+    pub fn new(codec: ObjectCodec<K>) -> Self {
+        Self {
+            codec,
+            items: Vec::new(),
+        }
+    }
+
+    /// Encodes `obj` and appends it under `key`.
+    pub fn push(&mut self, key: String, obj: &K) -> Result<(), BoxError> {
+        let bytes = Self::encode_one(&self.codec, obj)?;
+        self.items.push((key, bytes));
+        Ok(())
+    }
+
+    /// `obj` encoded by `codec`, as a list holds it.
+    pub(crate) fn encode_one(codec: &ObjectCodec<K>, obj: &K) -> Result<Encoded, BoxError> {
+        Ok(Encoded::from_header_and_slice((), &codec.encode(obj)?))
+    }
+
+    /// A list of objects already encoded by `codec`.
+    pub(crate) fn from_entries(codec: ObjectCodec<K>, items: Vec<(String, Encoded)>) -> Self {
+        Self { codec, items }
+    }
+
+    /// Appends the objects of `other` (encoded by the same kind of codec).
+    pub fn append(&mut self, other: EncodedList<K>) {
+        self.items.extend(other.items);
+    }
+
+    /// How many objects.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The codec the objects are encoded with.
+    pub fn codec(&self) -> &ObjectCodec<K> {
+        &self.codec
+    }
+
+    /// The keys, in list order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.items.iter().map(|(key, _)| key.as_str())
+    }
+
+    /// Decodes the object at `index` (in list order).
+    pub fn decode(&self, index: usize) -> Option<Result<K, BoxError>> {
+        let (_, bytes) = self.items.get(index)?;
+        Some(self.codec.decode(&bytes.slice))
+    }
+
+    /// Every object decoded, in list order (what a store without a compact representation
+    /// gets).
+    pub fn decode_all(&self) -> Result<Vec<Arc<K>>, BoxError> {
+        self.items
+            .iter()
+            .map(|(_, bytes)| self.codec.decode(&bytes.slice).map(Arc::new))
+            .collect()
+    }
+
+    /// The keys and encoded objects, for a store that keeps them as they are.
+    pub(crate) fn entries(&self) -> &[(String, Encoded)] {
+        &self.items
+    }
+}
+
+/// A list's objects as a reflector holds them until it replaces its store's content: decoded,
+/// or encoded for a compact consumer.
+pub(crate) enum Listed<K> {
+    Decoded(Vec<Arc<K>>),
+    Encoded(EncodedList<K>),
 }

@@ -78,12 +78,12 @@ use crate::key_func::KeyFunc;
 use crate::listener::Listener;
 use crate::lister::Lister;
 use crate::metrics::{CacheMetrics, InformerMetrics};
-use crate::process_deltas::{process_deltas, Notification};
+use crate::process_deltas::{process_deltas_for, Notification};
 use crate::processor::{determine_resync_period, Processor};
 use crate::queue::{ProcessError, Queue};
 use crate::real_fifo::{RealFifo, RealFifoOptions, DEFAULT_BATCH_SIZE};
 use crate::reflector::ReflectorOptions;
-use crate::representation::CacheRepresentation;
+use crate::representation::{CacheRepresentation, ObjectCodec};
 use crate::thread_safe_store::ThreadSafeStore;
 use crate::transform::TransformFunc;
 use crate::wait::{InformerSynced, Synced};
@@ -257,6 +257,8 @@ struct State<K> {
     fifo: FifoKind,
     reflector_options: Option<ReflectorOptions>,
     fifo_metrics: Option<Arc<dyn CacheMetrics>>,
+    /// The compact cache's codec, for the reflector to hold lists in.
+    list_codec: Option<ObjectCodec<K>>,
     controller: Option<Controller<K>>,
 }
 
@@ -342,6 +344,11 @@ where
         let make_controller: MakeController<K> =
             Box::new(move |config| Controller::new_with(lister_watcher.clone(), config, &make_dt));
         let lister_dt = dt.clone();
+        // A compact cache's lists stay encoded, in the cache's own codec, until stored.
+        let list_codec = match &options.representation {
+            CacheRepresentation::Compact { codec, .. } => Some(codec.clone()),
+            CacheRepresentation::Decoded => None,
+        };
         let mut reflector_options = options.reflector_options;
         if reflector_options.name.is_none() {
             reflector_options.name = Some(name.to_string());
@@ -365,6 +372,7 @@ where
                     fifo: options.fifo,
                     reflector_options: Some(reflector_options),
                     fifo_metrics: options.fifo_metrics,
+                    list_codec,
                     controller: None,
                 }),
                 block_deltas: Arc::new(Mutex::new(())),
@@ -634,6 +642,7 @@ where
             config.transform = state.transform.clone();
             config.known_objects = Some(inner.indexer.clone());
             config.wait_before_pop = Some(self.wait_for_bounded_handlers());
+            config.list_codec = state.list_codec.clone();
             let controller = (inner.make_controller)(config);
             state.controller = Some(controller.clone());
             controller
@@ -656,13 +665,20 @@ where
         let name = Arc::clone(&self.inner.name);
         Arc::new(move |deltas: &[Delta<K>], is_in_initial_list| {
             let _paused = block_deltas.lock();
-            process_deltas(&indexer, deltas, is_in_initial_list, |notification| {
-                // An update that did not change the resourceVersion comes from a resync
-                // (or a relist that found the object unchanged): only due handlers get it.
-                let is_sync = matches!(&notification, Notification::Update { old, new }
+            let listened = !processor.listeners().is_empty();
+            process_deltas_for(
+                &indexer,
+                deltas,
+                is_in_initial_list,
+                listened,
+                |notification| {
+                    // An update that did not change the resourceVersion comes from a resync
+                    // (or a relist that found the object unchanged): only due handlers get it.
+                    let is_sync = matches!(&notification, Notification::Update { old, new }
                     if old.resource_version() == new.resource_version());
-                processor.distribute(notification, is_sync);
-            })
+                    processor.distribute(notification, is_sync);
+                },
+            )
             .map_err(|e| ProcessError::Failed(e.into()))?;
             if let Some(m) = &metrics {
                 if let Some(rv) = deltas.last().and_then(newest_resource_version) {

@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 use kclient_core::{BoxError, DeletedObject};
 
+use crate::representation::EncodedList;
+
 use crate::index::IndexError;
 use crate::key_func::KeyFuncError;
 
@@ -34,6 +36,10 @@ pub enum StoreError {
         /// The transform's error.
         source: BoxError,
     },
+    /// An object could not be encoded for, or decoded from, an [`EncodedList`] (a compact
+    /// informer's list).
+    #[error("couldn't encode or decode a listed object: {0}")]
+    Codec(BoxError),
 }
 
 /// What a reflector writes into: the write half of client-go's `Store` interface.
@@ -48,6 +54,18 @@ pub trait Store<K>: Send + Sync {
     fn delete(&self, obj: DeletedObject<K>) -> Result<(), StoreError>;
     /// The whole content is `list`, as of `resource_version` (after a list).
     fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError>;
+    /// The same with the objects still encoded (a compact informer's list). A store that
+    /// cannot keep them so decodes them all and calls [`replace`](Self::replace); a
+    /// [`RealFifo`](crate::RealFifo) queues them as they are, for a compact cache to adopt one
+    /// by one.
+    fn replace_encoded(
+        &self,
+        list: EncodedList<K>,
+        resource_version: &str,
+    ) -> Result<(), StoreError> {
+        let objects = list.decode_all().map_err(StoreError::Codec)?;
+        self.replace(objects, resource_version)
+    }
     /// A periodic resync: replay what the consumer knows (a no-op for a plain store).
     fn resync(&self) -> Result<(), StoreError>;
     /// The keys of what the store holds (for a FIFO, of what is queued).
@@ -71,6 +89,14 @@ impl<K, S: Store<K> + ?Sized> Store<K> for Arc<S> {
 
     fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
         (**self).replace(list, resource_version)
+    }
+
+    fn replace_encoded(
+        &self,
+        list: EncodedList<K>,
+        resource_version: &str,
+    ) -> Result<(), StoreError> {
+        (**self).replace_encoded(list, resource_version)
     }
 
     fn resync(&self) -> Result<(), StoreError> {

@@ -107,6 +107,29 @@ impl<K> Representation<K> {
         Stored::Encoded(bytes)
     }
 
+    /// The form in which `obj`, listed as `bytes` by `codec`, is kept: those very bytes when
+    /// they are in this store's encoding (no second encode), else as [`store`](Self::store)
+    /// would keep it.
+    pub(crate) fn adopt(
+        &self,
+        codec: &ObjectCodec<K>,
+        key: &[u8],
+        bytes: &Encoded,
+        obj: &Arc<K>,
+    ) -> Stored<K> {
+        let Some(compact) = &self.compact else {
+            return Stored::Object(Arc::clone(obj));
+        };
+        let round_trip = compact.round_trip.load(Ordering::Relaxed);
+        if !compact.codec.same_as(codec)
+            || round_trip == DOES_NOT_ROUND_TRIP
+            || (round_trip == UNCHECKED && !compact.check(&bytes.slice))
+        {
+            return self.store(key, obj);
+        }
+        Stored::Encoded(bytes.clone())
+    }
+
     /// The object `stored` holds; `None` only if encoded bytes fail to decode (logged as an
     /// error: the codec broke its round-trip promise).
     pub(crate) fn load(&self, key: &[u8], stored: &Stored<K>) -> Option<Arc<K>> {
@@ -198,6 +221,14 @@ impl<K> Compact<K> {
 pub(crate) trait Slot<K>: Clone {
     /// The slot for `obj`.
     fn store(representation: &Representation<K>, key: &[u8], obj: &Arc<K>) -> Self;
+    /// The slot for `obj`, listed as `bytes` by `codec` (see [`Representation::adopt`]).
+    fn adopt(
+        representation: &Representation<K>,
+        codec: &ObjectCodec<K>,
+        key: &[u8],
+        bytes: &Encoded,
+        obj: &Arc<K>,
+    ) -> Self;
     /// The object, if the slot holds it decoded (no work to read it).
     fn decoded(&self) -> Option<&Arc<K>>;
     /// The object (decoding it if need be); `None` only if it does not decode.
@@ -206,6 +237,16 @@ pub(crate) trait Slot<K>: Clone {
 
 impl<K> Slot<K> for Arc<K> {
     fn store(_: &Representation<K>, _: &[u8], obj: &Arc<K>) -> Self {
+        Arc::clone(obj)
+    }
+
+    fn adopt(
+        _: &Representation<K>,
+        _: &ObjectCodec<K>,
+        _: &[u8],
+        _: &Encoded,
+        obj: &Arc<K>,
+    ) -> Self {
         Arc::clone(obj)
     }
 
@@ -221,6 +262,16 @@ impl<K> Slot<K> for Arc<K> {
 impl<K> Slot<K> for Stored<K> {
     fn store(representation: &Representation<K>, key: &[u8], obj: &Arc<K>) -> Self {
         representation.store(key, obj)
+    }
+
+    fn adopt(
+        representation: &Representation<K>,
+        codec: &ObjectCodec<K>,
+        key: &[u8],
+        bytes: &Encoded,
+        obj: &Arc<K>,
+    ) -> Self {
+        representation.adopt(codec, key, bytes, obj)
     }
 
     fn decoded(&self) -> Option<&Arc<K>> {

@@ -49,7 +49,8 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::index::{IndexError, IndexFunc, Indexers};
 use crate::metrics::CacheMetrics;
-use crate::representation::CacheRepresentation;
+use crate::representation::{CacheRepresentation, EncodedList};
+use crate::store::StoreError;
 use crate::store_key::StoreKey;
 use crate::stored::{Representation, Slot, Stored};
 
@@ -453,6 +454,49 @@ impl<K, S: Slot<K>> Store<K, S> {
         Ok(())
     }
 
+    /// See [`ThreadSafeStore::replace_encoded`].
+    fn replace_encoded(&self, list: &EncodedList<K>) -> Result<(), StoreError> {
+        let _writer = self.writer.lock();
+        let indexers = Arc::clone(&self.data.read().indexers);
+        // For a repeated key the last one wins, as in `replace`.
+        let mut last: Map<&str, usize> = Map::default();
+        last.reserve(list.len());
+        for (i, (key, _)) in list.entries().iter().enumerate() {
+            last.insert(key.as_str(), i);
+        }
+        let mut next = Data::empty(Arc::clone(&indexers));
+        next.items.reserve(last.len());
+        for (i, (key, bytes)) in list.entries().iter().enumerate() {
+            if last.get(key.as_str()) != Some(&i) {
+                continue;
+            }
+            // Decoded one at a time, for the index functions only.
+            let obj = Arc::new(
+                list.codec()
+                    .decode(&bytes.slice)
+                    .map_err(StoreError::Codec)?,
+            );
+            let key = StoreKey::new(key);
+            let values = index_values(&indexers, key.as_bytes(), &obj)?;
+            let stored = S::adopt(
+                &self.representation,
+                list.codec(),
+                key.as_bytes(),
+                bytes,
+                &obj,
+            );
+            for (name, values) in indexers.names().zip(&values) {
+                next.insert_index_values(name, values, &key, &stored);
+            }
+            next.items.insert(key, stored);
+        }
+        let len = next.items.len();
+        let old = std::mem::replace(&mut *self.data.write(), next);
+        drop(old);
+        self.report_size(len);
+        Ok(())
+    }
+
     /// See [`ThreadSafeStore::index`].
     fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>, IndexError> {
         let f = self
@@ -689,6 +733,14 @@ impl<K> ThreadSafeStore<K> {
         items: impl IntoIterator<Item = (String, Arc<K>)>,
     ) -> Result<(), IndexError> {
         on_core!(&self.core, store => store.replace(items))
+    }
+
+    /// [`replace`](Self::replace) with a list of encoded objects (a compact informer's list):
+    /// each is decoded for the index functions only, and a compact store keeps the listed
+    /// bytes themselves. Never holds more than one of the list's objects decoded. If an index
+    /// function fails or an object does not decode, nothing changes.
+    pub fn replace_encoded(&self, list: &EncodedList<K>) -> Result<(), StoreError> {
+        on_core!(&self.core, store => store.replace_encoded(list))
     }
 
     /// The objects whose values under `index_name` meet the values `obj` has under it,

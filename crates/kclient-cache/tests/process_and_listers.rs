@@ -112,6 +112,7 @@ fn replaced_all_makes_tombstones_then_adds_and_updates() {
     let mut deleted_obj = None;
     let mut events = Vec::new();
     let info = ReplacedAllInfo {
+        encoded: None,
         objects: vec![obj("c", 1), obj("a", 2)],
         resource_version: "9".into(),
     };

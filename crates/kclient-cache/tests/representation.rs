@@ -9,10 +9,11 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, PodSpec};
 use kclient_cache::testing::FakeControllerSource;
 use kclient_cache::{
-    CacheRepresentation, IndexFuncError, Indexers, ObjectCodec, ResourceEventHandlerFuncs,
-    SharedInformerFactory, ThreadSafeStore,
+    process_deltas, CacheRepresentation, Delta, DeltaFifo, DeltaFifoOptions, EncodedList,
+    IndexFuncError, Indexer, Indexers, KeyFunc, Notification, ObjectCodec, ReplacedAllInfo,
+    ResourceEventHandlerFuncs, SharedInformerFactory, Store, StoreError, ThreadSafeStore,
 };
-use kclient_core::{ListerWatcherFor, ResourceExt, TweakListOptions};
+use kclient_core::{DeletedObject, ListerWatcherFor, ResourceExt, TweakListOptions};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -52,7 +53,8 @@ fn pod(i: u64, generation: u64) -> Pod {
         ("tier".to_owned(), format!("tier-{}", generation % 2)),
     ]));
     pod.spec = Some(PodSpec {
-        node_name: (!generation.is_multiple_of(5)).then(|| format!("node-{}", (i * generation) % 4)),
+        node_name: (!generation.is_multiple_of(5))
+            .then(|| format!("node-{}", (i * generation) % 4)),
         ..PodSpec::default()
     });
     as_served(pod)
@@ -404,4 +406,173 @@ fn node(pod: &Pod) -> String {
         .as_ref()
         .and_then(|s| s.node_name.clone())
         .unwrap_or_default()
+}
+
+/// What a notification says, comparably.
+fn told(n: &Notification<Pod>) -> String {
+    match n {
+        Notification::Add {
+            obj,
+            is_in_initial_list,
+        } => format!("add {} initial={is_in_initial_list}", describe(obj)),
+        Notification::Update { old, new } => {
+            format!("update {} -> {}", describe(old), describe(new))
+        }
+        Notification::Delete(DeletedObject::Object(obj)) => format!("delete {}", describe(obj)),
+        Notification::Delete(DeletedObject::Tombstone(t)) => {
+            format!("tombstone {} {:?}", t.key, t.obj.as_deref().map(describe))
+        }
+    }
+}
+
+fn describe(pod: &Pod) -> String {
+    format!(
+        "{}@{}",
+        key(pod),
+        pod.resource_version().unwrap_or_default()
+    )
+}
+
+/// Processes the same lists as decoded and as encoded `ReplacedAll` deltas, into a decoded
+/// and a compact indexer: the notifications and the caches agree.
+#[test]
+fn an_encoded_list_is_processed_as_a_decoded_one() {
+    let lists: Vec<Vec<Pod>> = vec![
+        (0..6).map(|i| pod(i, 1)).collect(),
+        // A relist: some changed, one gone, one new, one listed twice (the last one wins).
+        vec![
+            pod(0, 1),
+            pod(1, 2),
+            pod(3, 2),
+            pod(6, 2),
+            pod(2, 3),
+            pod(1, 4),
+        ],
+        Vec::new(),
+    ];
+    let new_indexer = |representation| {
+        Indexer::from_store(
+            KeyFunc::deletion_handling_meta_namespace(),
+            ThreadSafeStore::with_representation(indexers(), representation),
+        )
+    };
+    let decoded = new_indexer(CacheRepresentation::Decoded);
+    let codec = ObjectCodec::<Pod>::for_type();
+    let compact = new_indexer(CacheRepresentation::Compact {
+        codec: codec.clone(),
+        recently_decoded: 0,
+    });
+    for (round, list) in lists.into_iter().enumerate() {
+        let objects: Vec<Arc<Pod>> = list.iter().cloned().map(Arc::new).collect();
+        let mut encoded = EncodedList::new(codec.clone());
+        for pod in &list {
+            encoded.push(key(pod), pod).unwrap();
+        }
+        let plain = Delta::ReplacedAll(ReplacedAllInfo {
+            objects,
+            encoded: None,
+            resource_version: round.to_string(),
+        });
+        let held = Delta::ReplacedAll(ReplacedAllInfo {
+            objects: Vec::new(),
+            encoded: Some(encoded),
+            resource_version: round.to_string(),
+        });
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        process_deltas(&decoded, &[plain], round == 0, |n| a.push(told(&n))).unwrap();
+        process_deltas(&compact, &[held], round == 0, |n| b.push(told(&n))).unwrap();
+        // Tombstones come in the cache's key order, which is a hash map's (as in client-go).
+        let in_order = |mut told: Vec<String>| {
+            let tombstones = told.iter().take_while(|t| t.starts_with("tombstone")).count();
+            told[..tombstones].sort();
+            told
+        };
+        assert_eq!(in_order(a), in_order(b), "round {round}");
+        assert_eq!(
+            snapshot(decoded.thread_safe_store()),
+            snapshot(compact.thread_safe_store()),
+            "round {round}"
+        );
+    }
+}
+
+/// A compact store keeps a list's bytes when they are in its own encoding (no second
+/// encode) and re-encodes them otherwise; an object that does not decode fails the replace
+/// and changes nothing.
+#[test]
+fn replace_encoded_adopts_the_listed_bytes_and_fails_whole() {
+    let encodes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counting = {
+        let json = ObjectCodec::<Pod>::json();
+        let decode = json.clone();
+        let encodes = Arc::clone(&encodes);
+        ObjectCodec::new(
+            "counting-json",
+            move |pod: &Pod| {
+                encodes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                json.encode(pod)
+            },
+            move |bytes: &[u8]| decode.decode(bytes),
+        )
+    };
+    let store = ThreadSafeStore::with_representation(
+        indexers(),
+        CacheRepresentation::Compact {
+            codec: counting.clone(),
+            recently_decoded: 0,
+        },
+    );
+    let mut list = EncodedList::new(counting.clone());
+    for i in 0..5 {
+        list.push(format!("ns-{}/pod-{i}", i % 3), &pod(i, 1))
+            .unwrap();
+    }
+    let before = encodes.load(std::sync::atomic::Ordering::Relaxed);
+    store.replace_encoded(&list).unwrap();
+    // One encode: the round-trip check of the store's first object.
+    assert_eq!(
+        encodes.load(std::sync::atomic::Ordering::Relaxed) - before,
+        1
+    );
+    assert_eq!(store.len(), 5);
+    assert_eq!(*store.get("ns-1/pod-1").unwrap(), pod(1, 1));
+
+    // Another codec's bytes are decoded and encoded again in the store's own.
+    let mut other = EncodedList::new(ObjectCodec::<Pod>::protobuf().unwrap());
+    other.push("ns-0/pod-9".into(), &pod(9, 1)).unwrap();
+    let before = encodes.load(std::sync::atomic::Ordering::Relaxed);
+    store.replace_encoded(&other).unwrap();
+    assert_eq!(
+        encodes.load(std::sync::atomic::Ordering::Relaxed) - before,
+        1
+    );
+    assert_eq!(store.list_keys(), ["ns-0/pod-9"]);
+
+    // Bytes that do not decode: an error, and the store as it was.
+    let broken = ObjectCodec::<Pod>::new(
+        "broken",
+        |_| Ok(b"{".to_vec()),
+        |bytes| Ok(serde_json::from_slice(bytes)?),
+    );
+    let mut list = EncodedList::new(broken);
+    list.push("ns-0/pod-1".into(), &pod(1, 1)).unwrap();
+    assert!(matches!(
+        store.replace_encoded(&list),
+        Err(StoreError::Codec(_))
+    ));
+    assert_eq!(store.list_keys(), ["ns-0/pod-9"]);
+}
+
+/// A DeltaFIFO cannot keep a list encoded: it decodes it and replaces as usual.
+#[test]
+fn a_delta_fifo_decodes_an_encoded_list() {
+    let fifo = DeltaFifo::<Pod>::new(DeltaFifoOptions::default());
+    let mut list = EncodedList::new(ObjectCodec::for_type());
+    for i in 0..3 {
+        list.push(key(&pod(i, 1)), &pod(i, 1)).unwrap();
+    }
+    Store::replace_encoded(&fifo, list, "7").unwrap();
+    let mut keys = Store::list_keys(&fifo);
+    keys.sort();
+    assert_eq!(keys, ["ns-0/pod-0", "ns-1/pod-1", "ns-2/pod-2"]);
 }
