@@ -483,7 +483,10 @@ fn an_encoded_list_is_processed_as_a_decoded_one() {
         process_deltas(&compact, &[held], round == 0, |n| b.push(told(&n))).unwrap();
         // Tombstones come in the cache's key order, which is a hash map's (as in client-go).
         let in_order = |mut told: Vec<String>| {
-            let tombstones = told.iter().take_while(|t| t.starts_with("tombstone")).count();
+            let tombstones = told
+                .iter()
+                .take_while(|t| t.starts_with("tombstone"))
+                .count();
             told[..tombstones].sort();
             told
         };

@@ -13,7 +13,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, ensure, Context, Result};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kclient_cache::{ResourceEventHandler, SharedIndexInformer, SharedInformerFactory};
+use kclient_cache::{
+    CacheRepresentation, ResourceEventHandler, SharedIndexInformer, SharedInformerFactory,
+};
 use kclient_core::{
     ApiResource, CreateOptions, DeleteOptions, DeletedObject, DynamicObject, GroupVersionKind,
     ListOptions, Resource,
@@ -164,13 +166,19 @@ fn widget_crd(group: &str) -> Result<CustomResourceDefinition> {
     }))?)
 }
 
-async fn informers_on(target: &Target) -> Result<()> {
+/// The scenario with the caches decoded, or `compact` (issue 27: built-in kinds kept as
+/// protobuf, the custom resource as JSON).
+async fn informers_on(target: &Target, compact: bool) -> Result<()> {
     let api = target.client()?;
     let ns = Namespace::create(&api, "informers").await?;
     let clientset = Clientset::new(target.config.clone())?;
     let dynamic = DynamicClient::new(RestClient::new(target.config.clone())?);
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.subsec_nanos();
-    let group = format!("informers-{:05x}.example.com", nanos & 0xfffff);
+    let group = format!(
+        "informers-{}{:05x}.example.com",
+        if compact { "c" } else { "d" },
+        nanos & 0xfffff
+    );
     let crds = clientset.apiextensions_v1().custom_resource_definitions();
     crds.create(&widget_crd(&group)?, &CreateOptions::default())
         .await?;
@@ -190,7 +198,7 @@ async fn informers_on(target: &Target) -> Result<()> {
     }
     ensure!(served, "the Widget resource was never served");
 
-    let outcome = run(target, &ns.name, &clientset, &dynamic, &widgets).await;
+    let outcome = run(target, &ns.name, &clientset, &dynamic, &widgets, compact).await;
     ns.delete().await?;
     crds.delete(&format!("widgets.{group}"), &DeleteOptions::default())
         .await?;
@@ -203,15 +211,17 @@ async fn run(
     clientset: &Clientset,
     dynamic: &DynamicClient,
     widgets: &ApiResource,
+    compact: bool,
 ) -> Result<()> {
-    let typed = SharedInformerFactory::builder(clientset.clone())
-        .namespace(namespace)
-        .build();
+    let mut typed = SharedInformerFactory::builder(clientset.clone()).namespace(namespace);
+    let mut untyped = SharedInformerFactory::builder(dynamic.clone()).namespace(namespace);
+    if compact {
+        typed = typed.compact_cache();
+        untyped = untyped.representation::<DynamicObject>(CacheRepresentation::compact());
+    }
+    let (typed, untyped) = (typed.build(), untyped.build());
     let pods = typed.core_v1().pods().informer();
     let config_maps = typed.core_v1().config_maps().informer();
-    let untyped = SharedInformerFactory::builder(dynamic.clone())
-        .namespace(namespace)
-        .build();
     let widget_informer = untyped.for_resource(widgets);
     let views: [Arc<View>; 3] = Default::default();
     pods.add_event_handler(Arc::clone(&views[0]))?;
@@ -301,6 +311,16 @@ async fn run(
         .await?;
         ensure!(cached(&pods).contains_key("web"), "the pod is cached");
         ensure!(
+            pods.get_indexer().thread_safe_store().is_compact() == compact
+                && widget_informer
+                    .get_indexer()
+                    .thread_safe_store()
+                    .is_compact()
+                    == compact,
+            "the caches are {}",
+            if compact { "compact" } else { "decoded" }
+        );
+        ensure!(
             config_maps
                 .lister()
                 .namespaced(namespace)
@@ -361,8 +381,13 @@ async fn factories_with_typed_and_dynamic_informers_follow_the_server() -> Resul
     let targets = Target::available().await?;
     let mut failures = Vec::new();
     for target in &targets {
-        if let Err(e) = informers_on(target).await {
-            failures.push(format!("against {}: {e:#}", target.kind));
+        for compact in [false, true] {
+            if let Err(e) = informers_on(target, compact).await {
+                failures.push(format!(
+                    "against {} (compact: {compact}): {e:#}",
+                    target.kind
+                ));
+            }
         }
     }
     ensure!(failures.is_empty(), "{}", failures.join("; "));
