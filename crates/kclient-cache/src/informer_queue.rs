@@ -114,6 +114,10 @@ impl<K: Resource + Clone + Send + Sync + 'static> Store<K> for InformerQueue<K> 
     fn list_keys(&self) -> Vec<String> {
         forward!(self, q => q.list_keys())
     }
+
+    fn update_resource_version(&self, resource_version: &str) {
+        forward!(self, q => q.update_resource_version(resource_version))
+    }
 }
 
 impl<K: Resource + Clone + Send + Sync + 'static> Queue<K> for InformerQueue<K> {

@@ -1072,6 +1072,7 @@ where
                 }
             };
             set_rv(&resource_version);
+            store.update_resource_version(&resource_version);
             events += 1;
             last_event = Some(Instant::now());
             if until_initial_events_end && initial_events_end {

@@ -70,6 +70,14 @@ pub trait Store<K>: Send + Sync {
     fn resync(&self) -> Result<(), StoreError>;
     /// The keys of what the store holds (for a FIFO, of what is queued).
     fn list_keys(&self) -> Vec<String>;
+    /// The reflector has seen `resource_version`: called after every watch event it writes,
+    /// and for every bookmark (client-go's `ResourceVersionUpdater.UpdateResourceVersion`,
+    /// which a store opts into by implementing the interface; here by overriding this
+    /// method). A list's resourceVersion comes with [`replace`](Self::replace). Does nothing
+    /// by default.
+    fn update_resource_version(&self, resource_version: &str) {
+        let _ = resource_version;
+    }
 }
 
 /// A shared store is a store (the informer shares its FIFO between the reflector and its own
@@ -105,6 +113,10 @@ impl<K, S: Store<K> + ?Sized> Store<K> for Arc<S> {
 
     fn list_keys(&self) -> Vec<String> {
         (**self).list_keys()
+    }
+
+    fn update_resource_version(&self, resource_version: &str) {
+        (**self).update_resource_version(resource_version)
     }
 }
 

@@ -138,6 +138,8 @@ impl Fake {
 struct Recorder {
     calls: Arc<Mutex<Vec<String>>>,
     fail_resync: Arc<Mutex<bool>>,
+    /// Records `update_resource_version` too (client-go's `ResourceVersionUpdater`).
+    updates_resource_version: bool,
 }
 
 fn name_v(o: &ConfigMap) -> String {
@@ -181,6 +183,11 @@ impl Store<ConfigMap> for Recorder {
     }
     fn list_keys(&self) -> Vec<String> {
         Vec::new()
+    }
+    fn update_resource_version(&self, rv: &str) {
+        if self.updates_resource_version {
+            self.calls.lock().push(format!("rv {rv}"));
+        }
     }
 }
 
@@ -401,6 +408,47 @@ async fn normal_watch_close_rewatches_from_the_last_rv_without_relisting() {
     assert_eq!(watches.len(), 2);
     assert_eq!(watches[1].resource_version.as_deref(), Some("11"));
     assert_eq!(store.calls(), ["replace [] rv=10", "add a=1"]);
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// client-go's `ResourceVersionUpdater`: a store that opts in is told the resourceVersion of
+/// every watch event the reflector writes and of every bookmark, after the write; a list's
+/// comes with its replace (client-go reflector.go, `watchHandler`).
+#[tokio::test(start_paused = true)]
+async fn a_store_is_told_every_resource_version_the_watch_brings() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![at("a", 1, "10")], "10"));
+    fake.watch(WatchAnswer::Events(vec![
+        Ok(WatchEvent::Added(at("b", 1, "11"))),
+        bookmark("12", false),
+        Ok(WatchEvent::Modified(at("b", 2, "13"))),
+        Ok(WatchEvent::Deleted(at("a", 1, "14"))),
+    ]));
+    let store = Recorder {
+        updates_resource_version: true,
+        ..Recorder::default()
+    };
+    let r = Arc::new(Reflector::new(
+        fake.lister_watcher(),
+        store.clone(),
+        list_watch_options(),
+    ));
+    let (stop, handle) = start(&r);
+    settle().await;
+    assert_eq!(
+        store.calls()[..8],
+        [
+            "replace [a=1] rv=10",
+            "add b=1",
+            "rv 11",
+            "rv 12",
+            "update b=2",
+            "rv 13",
+            "delete a=1",
+            "rv 14"
+        ]
+    );
     stop.cancel();
     handle.await.unwrap();
 }
