@@ -30,6 +30,7 @@ use crate::key_func::KeyFunc;
 use crate::representation::EncodedList;
 use crate::store::{KeyListerGetter, Store, StoreError};
 use crate::thread_safe_store::ThreadSafeStore;
+use crate::transform::TransformFunc;
 
 /// A store of `Arc<K>` keyed by a [`KeyFunc`], with named indices: client-go's `Indexer`
 /// (and, built with no indices, its `Store`).
@@ -39,13 +40,18 @@ use crate::thread_safe_store::ThreadSafeStore;
 pub struct Indexer<K> {
     key_func: KeyFunc<K>,
     store: Arc<ThreadSafeStore<K>>,
+    transformer: Option<Transformer<K>>,
 }
+
+/// [`TransformFunc::apply`], with its bounds erased so that the indexer needs none.
+type Transformer<K> = Arc<dyn Fn(Arc<K>) -> Result<Arc<K>, StoreError> + Send + Sync>;
 
 impl<K> Clone for Indexer<K> {
     fn clone(&self) -> Self {
         Self {
             key_func: self.key_func.clone(),
             store: Arc::clone(&self.store),
+            transformer: self.transformer.clone(),
         }
     }
 }
@@ -55,7 +61,36 @@ impl<K> fmt::Debug for Indexer<K> {
         f.debug_struct("Indexer")
             .field("key_func", &self.key_func)
             .field("store", &self.store)
+            .field("transformer", &self.transformer.is_some())
             .finish()
+    }
+}
+
+impl<K: Resource + Clone + 'static> Indexer<K> {
+    /// Transforms every object added, updated or replaced before it is stored (client-go's
+    /// `NewStore(keyFunc, WithTransformer(f))`): a store that trims what it caches. Deletes
+    /// are not transformed. A transform error fails the write, which stores nothing.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kclient_cache::{new_store, KeyFunc, TransformFunc};
+    ///
+    /// let store = new_store(KeyFunc::meta_namespace()).with_transformer(TransformFunc::new(
+    ///     |cm: &mut ConfigMap| {
+    ///         cm.data = None;
+    ///         Ok(())
+    ///     },
+    /// ));
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.name = Some("settings".into());
+    /// cm.data = Some([("big".to_owned(), "x".repeat(1000))].into());
+    /// store.add(Arc::new(cm)).unwrap();
+    /// assert_eq!(store.get_by_key("settings").unwrap().data, None);
+    /// ```
+    pub fn with_transformer(mut self, transformer: TransformFunc<K>) -> Self {
+        self.transformer = Some(Arc::new(move |obj| transformer.apply(obj)));
+        self
     }
 }
 
@@ -70,6 +105,7 @@ impl<K> Indexer<K> {
         Self {
             key_func,
             store: Arc::new(ThreadSafeStore::new(indexers)),
+            transformer: None,
         }
     }
 
@@ -79,6 +115,7 @@ impl<K> Indexer<K> {
         Self {
             key_func,
             store: Arc::new(store),
+            transformer: None,
         }
     }
 
@@ -92,10 +129,19 @@ impl<K> Indexer<K> {
         &self.store
     }
 
-    /// Adds `obj` (or replaces the object with its key).
+    /// Adds `obj` (or replaces the object with its key), transformed first if the indexer
+    /// has a transformer (the key is the untransformed object's, as in client-go).
     pub fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
         let key = self.key_func.key(&obj)?;
+        let obj = self.transformed(obj)?;
         Ok(self.store.add(&key, obj)?)
+    }
+
+    fn transformed(&self, obj: Arc<K>) -> Result<Arc<K>, StoreError> {
+        match &self.transformer {
+            Some(transform) => transform(obj),
+            None => Ok(obj),
+        }
     }
 
     /// The same as [`add`](Self::add).
@@ -153,7 +199,7 @@ impl<K> Indexer<K> {
     pub fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
         let items = list
             .into_iter()
-            .map(|obj| Ok((self.key_func.key(&obj)?, obj)))
+            .map(|obj| Ok((self.key_func.key(&obj)?, self.transformed(obj)?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
         Ok(self.store.replace(items)?)
     }

@@ -501,3 +501,56 @@ fn debug_output_names_the_shape_not_the_content() {
     assert!(debug.contains("len: 1"), "{debug}");
     assert!(!debug.contains("secret-name"), "{debug}");
 }
+
+/// client-go's `NewStore(keyFunc, WithTransformer(f))` (store.go): add, update and replace
+/// store the transformed object under the untransformed object's key; a transform error
+/// stores nothing; a delete is not transformed.
+#[test]
+fn a_store_with_a_transformer_stores_transformed_objects() {
+    use kclient_cache::{new_store, KeyFunc, StoreError, TransformFunc};
+
+    let cm = |name: &str, v: &str| {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        cm.data = Some([("v".to_owned(), v.to_owned())].into());
+        Arc::new(cm)
+    };
+    let store = new_store(KeyFunc::meta_namespace()).with_transformer(TransformFunc::new(
+        |cm: &mut ConfigMap| {
+            let v = cm.data.as_ref().map(|d| d["v"].clone()).unwrap_or_default();
+            if v == "bad" {
+                return Err("refused".into());
+            }
+            // Renaming shows the key is taken before the transform.
+            cm.metadata.name = Some(format!("renamed-{v}"));
+            cm.data = None;
+            Ok(())
+        },
+    ));
+    store.add(cm("a", "1")).unwrap();
+    store.update(cm("b", "2")).unwrap();
+    let a = store.get_by_key("a").unwrap();
+    assert_eq!(
+        (a.metadata.name.as_deref(), &a.data),
+        (Some("renamed-1"), &None)
+    );
+    assert!(matches!(
+        store.add(cm("c", "bad")),
+        Err(StoreError::Transform { .. })
+    ));
+    assert_eq!(store.len(), 2);
+    store.delete(cm("a", "bad")).unwrap();
+    assert_eq!(store.list_keys(), ["b"]);
+    store
+        .replace(vec![cm("x", "3"), cm("y", "4")], "9")
+        .unwrap();
+    let mut keys = store.list_keys();
+    keys.sort();
+    assert_eq!(keys, ["x", "y"]);
+    assert_eq!(
+        store.get_by_key("y").unwrap().metadata.name.as_deref(),
+        Some("renamed-4")
+    );
+    assert!(store.replace(vec![cm("z", "bad")], "10").is_err());
+    assert_eq!(store.len(), 2, "a failed replace changes nothing");
+}
