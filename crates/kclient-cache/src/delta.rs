@@ -196,10 +196,10 @@ impl<K> Delta<K> {
             | Self::Updated(o)
             | Self::Replaced(o)
             | Self::Sync(o) => key_func.key(o),
-            Self::ReplacedAll(_) | Self::SyncAll => Err(KeyFuncError {
-                object: self.delta_type().to_string(),
-                reason: "a whole-store delta has no key".into(),
-            }),
+            Self::ReplacedAll(_) | Self::SyncAll => Err(KeyFuncError::described(
+                self.delta_type().to_string(),
+                "a whole-store delta has no key",
+            )),
         }
     }
 

@@ -33,22 +33,74 @@ use std::sync::Arc;
 
 use kclient_core::{meta_namespace_key, DeletedObject, Resource, ResourceExt};
 
-/// A key function failed: client-go's `KeyError`. It names the object (never its content).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("couldn't create key for object {object}: {reason}")]
+/// A key function failed: client-go's `KeyError{Obj, Err}`. It names the object (never its
+/// content); the key function's own error, if it gave one, is its
+/// [`source`](std::error::Error::source) (client-go's `Unwrap`).
+#[derive(Debug, Clone)]
 pub struct KeyFuncError {
     /// The object as `namespace/name` (or `name`), or `a tombstone for <key>`.
     pub object: String,
     /// Why no key could be made.
     pub reason: String,
+    /// The key function's error.
+    pub source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+impl fmt::Display for KeyFuncError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "couldn't create key for object {}: {}",
+            self.object, self.reason
+        )
+    }
+}
+
+/// The source is the key function's error itself (not the `Arc` holding it), so callers can
+/// downcast it.
+impl std::error::Error for KeyFuncError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Equal when they name the same object for the same reason (errors have no equality).
+impl PartialEq for KeyFuncError {
+    fn eq(&self, other: &Self) -> bool {
+        self.object == other.object && self.reason == other.reason
+    }
+}
+
+impl Eq for KeyFuncError {}
 
 impl KeyFuncError {
     /// A key error for `obj` with the given reason.
     pub fn new<K: Resource + ?Sized>(obj: &K, reason: impl Into<String>) -> Self {
+        Self::described(describe(obj), reason)
+    }
+
+    /// A key error for `obj` caused by `source`, the key function's own error (its message is
+    /// the reason).
+    pub fn with_source<K: Resource + ?Sized>(
+        obj: &K,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        let source: Arc<dyn std::error::Error + Send + Sync> = Arc::from(source.into());
         Self {
             object: describe(obj),
+            reason: source.to_string(),
+            source: Some(source),
+        }
+    }
+
+    /// A key error for what `object` describes (`namespace/name`, `a tombstone for …`).
+    pub fn described(object: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            object: object.into(),
             reason: reason.into(),
+            source: None,
         }
     }
 }
@@ -143,19 +195,46 @@ impl<K> KeyFunc<K> {
         match obj {
             DeletedObject::Object(o) => self.key(o),
             DeletedObject::Tombstone(t) if self.handles_tombstones => Ok(t.key.clone()),
-            DeletedObject::Tombstone(t) => Err(KeyFuncError {
-                object: format!("a tombstone for {:?}", t.key),
-                reason: "this key function does not accept DeletedFinalStateUnknown".into(),
-            }),
+            DeletedObject::Tombstone(t) => Err(KeyFuncError::described(
+                format!("a tombstone for {:?}", t.key),
+                "this key function does not accept DeletedFinalStateUnknown",
+            )),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::error::Error as _;
+
     use k8s_openapi::api::core::v1::{Namespace, Pod};
 
     use super::*;
+
+    /// client-go's `KeyError` unwraps to the key function's error: here, its `source`.
+    #[test]
+    fn a_key_error_carries_the_key_functions_error_as_its_source() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("no owner")]
+        struct NoOwner;
+
+        let by_owner = KeyFunc::<Pod>::new(|pod| Err(KeyFuncError::with_source(pod, NoOwner)));
+        let err = by_owner.key(&pod("ns", "web")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "couldn't create key for object ns/web: no owner"
+        );
+        let source = err.source().expect("the key function's error");
+        assert!(source.downcast_ref::<NoOwner>().is_some());
+        // Through a store (whose key errors are transparent), the chain keeps it.
+        let store = crate::new_store(by_owner);
+        let err = store.add(Arc::new(pod("ns", "web"))).unwrap_err();
+        assert!(matches!(&err, crate::StoreError::Key(k) if k.object == "ns/web"));
+        assert!(err.source().is_some_and(|e| e.is::<NoOwner>()));
+        assert!(KeyFuncError::new(&pod("ns", "web"), "no reason")
+            .source()
+            .is_none());
+    }
 
     fn pod(ns: &str, name: &str) -> Pod {
         let mut pod = Pod::default();

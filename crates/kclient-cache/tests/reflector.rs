@@ -174,10 +174,10 @@ impl Store<ConfigMap> for Recorder {
     fn resync(&self) -> Result<(), StoreError> {
         self.calls.lock().push("resync".into());
         if *self.fail_resync.lock() {
-            return Err(StoreError::Key(kclient_cache::KeyFuncError {
-                object: "x".into(),
-                reason: "resync refused".into(),
-            }));
+            return Err(StoreError::Key(kclient_cache::KeyFuncError::described(
+                "x",
+                "resync refused",
+            )));
         }
         Ok(())
     }
