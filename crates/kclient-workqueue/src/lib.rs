@@ -118,6 +118,7 @@ mod delay_heap;
 mod delaying_queue;
 mod interface;
 pub mod metrics;
+mod parallelizer;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 mod queue;
@@ -127,6 +128,7 @@ mod storage;
 
 pub use delaying_queue::{DelayingQueue, DelayingQueueConfig};
 pub use interface::{DelayingInterface, QueueInterface, RateLimitingInterface};
+pub use parallelizer::{parallelize_until, ParallelizeOptions};
 pub use queue::{TryGetError, WorkQueue, WorkQueueConfig};
 pub use rate_limiter::{
     default_controller_rate_limiter, default_item_based_rate_limiter, TypedRateLimiter,
