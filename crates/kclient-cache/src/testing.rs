@@ -6,9 +6,14 @@
 //! [`add`](FakeControllerSource::add), [`modify`](FakeControllerSource::modify) and
 //! [`delete`](FakeControllerSource::delete), lose events on purpose with the `*_drop_watch`
 //! variants and [`reset_watch`](FakeControllerSource::reset_watch), and make lists fail with
-//! [`fail_next_list`](FakeControllerSource::fail_next_list). Watches replay every change
-//! after the resourceVersion they start from, and serve streaming lists
-//! (`sendInitialEvents`). For a whole API server, use `kclient-fake`.
+//! [`fail_next_list`](FakeControllerSource::fail_next_list) or
+//! [`set_list_error`](FakeControllerSource::set_list_error). Watches replay every change
+//! after the resourceVersion they start from, as client-go's fake does: one from before its
+//! change log (which [`reset_watch`](FakeControllerSource::reset_watch) flushes) ends with
+//! `410 Expired`, so an informer relists; one from a future resourceVersion is an error. Like
+//! client-go's, it refuses streaming lists (`sendInitialEvents`) unless
+//! [`serve_streaming_lists`](FakeControllerSource::serve_streaming_lists) says otherwise, so
+//! informers on it list then watch. For a whole API server, use `kclient-fake`.
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
@@ -44,12 +49,24 @@ type Sender<K> = mpsc::UnboundedSender<Result<WatchEvent<K>, ApiError>>;
 struct State<K> {
     /// The objects by key.
     items: BTreeMap<String, K>,
-    /// Every change; change `i` has resourceVersion `i + 1`.
+    /// The resourceVersion the change log starts after (moved on by `reset_watch`).
+    log_start: usize,
+    /// The changes since `log_start`: change `i` has resourceVersion `log_start + i + 1`.
     changes: Vec<WatchEvent<K>>,
     watchers: Vec<Sender<K>>,
     list_errors: VecDeque<ApiError>,
+    /// The error every list fails with until it is cleared.
+    list_error: Option<ApiError>,
+    streaming_lists: bool,
     list_calls: usize,
     watch_calls: usize,
+}
+
+impl<K> State<K> {
+    /// The resourceVersion of the last change.
+    fn current(&self) -> usize {
+        self.log_start + self.changes.len()
+    }
 }
 
 /// An in-memory [`ListerWatcher`]; see the [module docs](self). Cheap to clone: clones share
@@ -71,7 +88,7 @@ impl<K> fmt::Debug for FakeControllerSource<K> {
         let state = self.state.lock();
         f.debug_struct("FakeControllerSource")
             .field("items", &state.items.len())
-            .field("resource_version", &state.changes.len())
+            .field("resource_version", &state.current())
             .finish_non_exhaustive()
     }
 }
@@ -94,9 +111,12 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeControllerSource<K> {
         Self {
             state: Arc::new(Mutex::new(State {
                 items: BTreeMap::new(),
+                log_start: 0,
                 changes: Vec::new(),
                 watchers: Vec::new(),
                 list_errors: VecDeque::new(),
+                list_error: None,
+                streaming_lists: false,
                 list_calls: 0,
                 watch_calls: 0,
             })),
@@ -134,14 +154,31 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeControllerSource<K> {
         self.change(Change::Delete, obj, false)
     }
 
-    /// Ends every open watch (as a server closing them does).
+    /// Ends every open watch and flushes the change log (client-go's `ResetWatch`): a watch
+    /// from a resourceVersion before now gets `410 Expired`, so an informer relists.
     pub fn reset_watch(&self) {
-        self.state.lock().watchers.clear();
+        let mut state = self.state.lock();
+        state.watchers.clear();
+        state.log_start = state.current();
+        state.changes.clear();
     }
 
     /// Makes the next list fail with `error` (queue several for several lists).
     pub fn fail_next_list(&self, error: ApiError) {
         self.state.lock().list_errors.push_back(error);
+    }
+
+    /// Makes every list fail with `error` until it is set to `None` (client-go's fake keeps a
+    /// list error until the test clears it). Errors queued by
+    /// [`fail_next_list`](Self::fail_next_list) come first.
+    pub fn set_list_error(&self, error: Option<ApiError>) {
+        self.state.lock().list_error = error;
+    }
+
+    /// Serves streaming lists (`sendInitialEvents`) as a server does, instead of refusing
+    /// them as client-go's fake does.
+    pub fn serve_streaming_lists(&self, serve: bool) {
+        self.state.lock().streaming_lists = serve;
     }
 
     /// The objects now, ordered by key.
@@ -151,7 +188,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeControllerSource<K> {
 
     /// The resourceVersion of the last change ("0" before any).
     pub fn resource_version(&self) -> String {
-        self.state.lock().changes.len().to_string()
+        self.state.lock().current().to_string()
     }
 
     /// How many lists were asked for.
@@ -173,7 +210,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeControllerSource<K> {
 
     fn change(&self, change: Change, mut obj: K, notify: bool) -> K {
         let mut state = self.state.lock();
-        let rv = (state.changes.len() + 1).to_string();
+        let rv = (state.current() + 1).to_string();
         obj.meta_mut().resource_version = Some(rv);
         let key = meta_namespace_key(&obj);
         let event = match change {
@@ -210,11 +247,11 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeContr
         let answer = {
             let mut state = self.state.lock();
             state.list_calls += 1;
-            match state.list_errors.pop_front() {
+            match state.list_errors.pop_front().or(state.list_error.clone()) {
                 Some(error) => Err(error),
                 None => Ok(ObjectList::new(
                     state.items.values().cloned().collect(),
-                    state.changes.len().to_string(),
+                    state.current().to_string(),
                 )),
             }
         };
@@ -225,12 +262,27 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeContr
         &self,
         options: &ListOptions,
     ) -> impl Future<Output = Result<WatchStream<K, ApiError>, ApiError>> + Send {
+        let opened = self.open_watch(options);
+        async move { opened }
+    }
+}
+
+impl<K: Resource + Clone + Send + Sync + 'static> FakeControllerSource<K> {
+    // The error is the ListerWatcher's, as `watch` returns it.
+    #[allow(clippy::result_large_err)]
+    fn open_watch(&self, options: &ListOptions) -> Result<WatchStream<K, ApiError>, ApiError> {
         let (tx, rx) = mpsc::unbounded();
         {
             let mut state = self.state.lock();
             state.watch_calls += 1;
-            let current = state.changes.len();
-            if options.send_initial_events == Some(true) {
+            let current = state.current();
+            let streaming = options.send_initial_events == Some(true);
+            if streaming && !state.streaming_lists {
+                return Err(ApiError::bad_request(
+                    "streaming lists (sendInitialEvents) are not served by this fake",
+                ));
+            }
+            if streaming {
                 for obj in state.items.values() {
                     let _ = tx.unbounded_send(Ok(WatchEvent::Added(obj.clone())));
                 }
@@ -242,19 +294,29 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeContr
                     )]),
                 })));
             } else {
-                let from = options
-                    .resource_version
-                    .as_deref()
-                    .and_then(|rv| rv.parse::<usize>().ok())
-                    .filter(|rv| *rv != 0)
-                    .unwrap_or(current)
-                    .min(current);
-                for event in &state.changes[from..] {
+                let from = match options.resource_version.as_deref() {
+                    None | Some("" | "0") => current,
+                    Some(rv) => rv.parse::<usize>().map_err(|_| {
+                        ApiError::bad_request(format!("invalid resourceVersion {rv:?}"))
+                    })?,
+                };
+                if from > current {
+                    return Err(ApiError::bad_request(format!(
+                        "resourceVersion {from} is in the future (the fake is at {current})"
+                    )));
+                }
+                if from < state.log_start {
+                    return Err(ApiError::resource_expired(format!(
+                        "too old resource version: {from} ({})",
+                        state.log_start
+                    )));
+                }
+                for event in &state.changes[from - state.log_start..] {
                     let _ = tx.unbounded_send(Ok(event.clone()));
                 }
             }
             state.watchers.push(tx);
         }
-        async move { Ok(rx.boxed()) }
+        Ok(rx.boxed())
     }
 }

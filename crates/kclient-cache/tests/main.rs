@@ -8,6 +8,7 @@ mod concurrency;
 mod controller;
 mod delta_fifo;
 mod factory;
+mod fake_source;
 mod indexer;
 mod process_and_listers;
 mod real_fifo;
