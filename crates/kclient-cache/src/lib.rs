@@ -127,6 +127,7 @@ mod stored;
 pub mod testing;
 pub mod thread_safe_store;
 pub mod transform;
+pub mod undelta_store;
 pub mod wait;
 
 pub use backoff::ExponentialBackoffManager;
@@ -163,6 +164,7 @@ pub use shared_informer::{
 pub use store::{KeyListerGetter, Store, StoreError};
 pub use thread_safe_store::ThreadSafeStore;
 pub use transform::TransformFunc;
+pub use undelta_store::UndeltaStore;
 pub use wait::{
     wait_for_cache_sync, wait_for_named_cache_sync, InformerSynced, Synced, SYNCED_POLL_PERIOD,
 };
