@@ -137,7 +137,7 @@ impl<K> Indexer<K> {
         Ok(self.store.add(&key, obj)?)
     }
 
-    fn transformed(&self, obj: Arc<K>) -> Result<Arc<K>, StoreError> {
+    pub(crate) fn transformed(&self, obj: Arc<K>) -> Result<Arc<K>, StoreError> {
         match &self.transformer {
             Some(transform) => transform(obj),
             None => Ok(obj),

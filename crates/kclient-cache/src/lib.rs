@@ -126,6 +126,7 @@ mod store_key;
 mod stored;
 pub mod testing;
 pub mod thread_safe_store;
+pub mod transaction;
 pub mod transform;
 pub mod undelta_store;
 pub mod wait;
@@ -163,6 +164,7 @@ pub use shared_informer::{
 };
 pub use store::{KeyListerGetter, Store, StoreError};
 pub use thread_safe_store::ThreadSafeStore;
+pub use transaction::{Transaction, TransactionError};
 pub use transform::TransformFunc;
 pub use undelta_store::UndeltaStore;
 pub use wait::{

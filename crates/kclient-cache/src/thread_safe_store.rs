@@ -158,6 +158,85 @@ impl<K, S: Clone> Data<K, S> {
 /// The indexed values of one object under every index, in the indexers' order.
 type IndexValues = Vec<Vec<String>>;
 
+/// What a key held before a write, as far as the indices are concerned.
+enum OldValues {
+    /// Nothing.
+    Absent,
+    /// An object with these values.
+    Known(IndexValues),
+    /// An object that does not decode: its values are unknown, so every index is searched.
+    Unknown,
+}
+
+/// A write worked out (index functions run, the object in its slot), applied under the write
+/// lock by [`Data::apply`].
+enum Planned<S> {
+    Put {
+        key: StoreKey,
+        stored: S,
+        new_values: IndexValues,
+        old: OldValues,
+    },
+    Remove {
+        key: String,
+        old: OldValues,
+    },
+}
+
+impl<K, S: Clone> Data<K, S> {
+    /// Applies one planned write: the indices by difference (only the values that changed
+    /// are touched), then the object map.
+    fn apply(&mut self, indexers: &Indexers<K>, write: Planned<S>) {
+        match write {
+            Planned::Put {
+                key,
+                stored,
+                new_values,
+                old,
+            } => {
+                if matches!(old, OldValues::Unknown) {
+                    self.remove_from_every_index(key.as_bytes());
+                }
+                for (i, name) in indexers.names().enumerate() {
+                    let new = &new_values[i];
+                    match &old {
+                        OldValues::Known(old) if old[i] == *new => {
+                            self.refresh_index_values(name, new, key.as_bytes(), &stored);
+                        }
+                        OldValues::Known(old) => {
+                            let removed: Vec<String> = old[i]
+                                .iter()
+                                .filter(|v| !new.contains(v))
+                                .cloned()
+                                .collect();
+                            self.remove_index_values(name, &removed, key.as_bytes());
+                            // Values kept are filed again: their entries must hold the new
+                            // object.
+                            self.insert_index_values(name, new, &key, &stored);
+                        }
+                        OldValues::Absent | OldValues::Unknown => {
+                            self.insert_index_values(name, new, &key, &stored)
+                        }
+                    }
+                }
+                self.items.insert(key, stored);
+            }
+            Planned::Remove { key, old } => {
+                match old {
+                    OldValues::Known(values) => {
+                        for (name, values) in indexers.names().zip(&values) {
+                            self.remove_index_values(name, values, key.as_bytes());
+                        }
+                    }
+                    OldValues::Unknown => self.remove_from_every_index(key.as_bytes()),
+                    OldValues::Absent => {}
+                }
+                self.items.remove(key.as_bytes());
+            }
+        }
+    }
+}
+
 fn index_values<K>(indexers: &Indexers<K>, key: &[u8], obj: &K) -> Result<IndexValues, IndexError> {
     indexers
         .iter()
@@ -277,92 +356,134 @@ impl<K, S: Slot<K>> Store<K, S> {
         ready
     }
 
+    /// The index values `obj` will have under `key` (and, in the compact representation, its
+    /// encoded form): a write worked out before the lock readers wait on is taken. `old` is
+    /// what the key holds: `None` if nothing, `Some(None)` if an object that cannot be
+    /// decoded.
+    fn plan_put(
+        &self,
+        indexers: &Indexers<K>,
+        key: StoreKey,
+        obj: &Arc<K>,
+        old: Option<Option<&Arc<K>>>,
+    ) -> Result<Planned<S>, IndexError> {
+        let new_values = index_values(indexers, key.as_bytes(), obj)?;
+        let old = self.old_values(indexers, key.as_bytes(), old)?;
+        let stored = self.store(key.as_bytes(), obj);
+        Ok(Planned::Put {
+            key,
+            stored,
+            new_values,
+            old,
+        })
+    }
+
+    fn old_values(
+        &self,
+        indexers: &Indexers<K>,
+        key: &[u8],
+        old: Option<Option<&Arc<K>>>,
+    ) -> Result<OldValues, IndexError> {
+        Ok(match old {
+            None => OldValues::Absent,
+            Some(None) => OldValues::Unknown,
+            Some(Some(o)) => OldValues::Known(index_values(indexers, key, o)?),
+        })
+    }
+
+    /// The object under `key` now, decoded: `None` if absent, `Some(None)` if it does not
+    /// decode. Call it with the writer lock held.
+    fn current(&self, key: &str) -> (Option<Option<Arc<K>>>, Option<StoreKey>) {
+        let stored = {
+            let data = self.data.read();
+            data.items
+                .get_key_value(key.as_bytes())
+                .map(|(k, o)| (k.clone(), o.clone()))
+        };
+        match stored {
+            Some((stored_key, slot)) => (Some(self.load(key.as_bytes(), &slot)), Some(stored_key)),
+            None => (None, None),
+        }
+    }
+
+    /// Applies `planned` writes under one write lock and reports the new size.
+    fn apply(&self, indexers: &Indexers<K>, planned: Vec<Planned<S>>) {
+        let len = {
+            let mut data = self.data.write();
+            for write in planned {
+                data.apply(indexers, write);
+            }
+            data.items.len()
+        };
+        self.report_size(len);
+    }
+
     /// See [`ThreadSafeStore::add`].
     fn add(&self, key: &str, obj: Arc<K>) -> Result<(), IndexError> {
         let _writer = self.writer.lock();
-        let (indexers, old, stored_key) = {
-            let data = self.data.read();
-            let stored = data.items.get_key_value(key.as_bytes());
-            (
-                Arc::clone(&data.indexers),
-                stored.map(|(_, o)| o.clone()),
-                stored.map(|(k, _)| k.clone()),
-            )
-        };
-        // `Some(None)`: an old object whose encoded form does not decode.
-        let old = old.map(|o| self.load(key.as_bytes(), &o));
-        let new_values = index_values(&indexers, key.as_bytes(), &obj)?;
-        let old_values = match &old {
-            Some(Some(o)) => Some(index_values(&indexers, key.as_bytes(), o)?),
-            _ => None,
-        };
-        let stored = self.store(key.as_bytes(), &obj);
+        let indexers = Arc::clone(&self.data.read().indexers);
+        let (old, stored_key) = self.current(key);
         let key = stored_key.unwrap_or_else(|| StoreKey::new(key));
-        let len = {
-            let mut data = self.data.write();
-            if matches!(old, Some(None)) {
-                data.remove_from_every_index(key.as_bytes());
-            }
-            for (i, name) in indexers.names().enumerate() {
-                let new = &new_values[i];
-                match &old_values {
-                    Some(old) if old[i] == *new => {
-                        data.refresh_index_values(name, new, key.as_bytes(), &stored);
-                    }
-                    Some(old) => {
-                        let removed: Vec<String> = old[i]
-                            .iter()
-                            .filter(|v| !new.contains(v))
-                            .cloned()
-                            .collect();
-                        data.remove_index_values(name, &removed, key.as_bytes());
-                        // Values kept are filed again: their entries must hold the new object.
-                        data.insert_index_values(name, new, &key, &stored);
-                    }
-                    None => data.insert_index_values(name, new, &key, &stored),
-                }
-            }
-            data.items.insert(key, stored);
-            data.items.len()
-        };
-        drop(old);
-        self.report_size(len);
+        let planned = self.plan_put(&indexers, key, &obj, old.as_ref().map(Option::as_ref))?;
+        self.apply(&indexers, vec![planned]);
         Ok(())
     }
 
     /// See [`ThreadSafeStore::delete`].
     fn delete(&self, key: &str) -> Result<Option<Arc<K>>, IndexError> {
         let _writer = self.writer.lock();
-        let (indexers, old) = {
-            let data = self.data.read();
-            (
-                Arc::clone(&data.indexers),
-                data.items.get(key.as_bytes()).cloned(),
-            )
-        };
-        let Some(old) = old else {
+        let indexers = Arc::clone(&self.data.read().indexers);
+        let (Some(old), _) = self.current(key) else {
             return Ok(None);
         };
-        let old = self.load(key.as_bytes(), &old);
-        let old_values = old
-            .as_ref()
-            .map(|o| index_values(&indexers, key.as_bytes(), o))
-            .transpose()?;
-        let len = {
-            let mut data = self.data.write();
-            match &old_values {
-                Some(old_values) => {
-                    for (name, values) in indexers.names().zip(old_values) {
-                        data.remove_index_values(name, values, key.as_bytes());
-                    }
-                }
-                None => data.remove_from_every_index(key.as_bytes()),
-            }
-            data.items.remove(key.as_bytes());
-            data.items.len()
-        };
-        self.report_size(len);
+        let values = self.old_values(&indexers, key.as_bytes(), Some(old.as_ref()))?;
+        self.apply(
+            &indexers,
+            vec![Planned::Remove {
+                key: key.to_owned(),
+                old: values,
+            }],
+        );
         Ok(old)
+    }
+
+    /// See [`ThreadSafeStore::transaction`].
+    fn transaction(&self, writes: Vec<(String, Option<Arc<K>>)>) -> Vec<Result<(), IndexError>> {
+        let _writer = self.writer.lock();
+        let indexers = Arc::clone(&self.data.read().indexers);
+        // Each key's object as the writes before leave it (`None`: deleted).
+        let mut written: Map<String, Option<Arc<K>>> = Map::default();
+        let mut planned = Vec::with_capacity(writes.len());
+        let mut results = Vec::with_capacity(writes.len());
+        for (key, write) in writes {
+            let (old, stored_key) = match written.get(&key) {
+                Some(state) => (state.clone().map(Some), None),
+                None => self.current(&key),
+            };
+            let result = match write {
+                Some(obj) => {
+                    let store_key = stored_key.unwrap_or_else(|| StoreKey::new(&key));
+                    self.plan_put(&indexers, store_key, &obj, old.as_ref().map(Option::as_ref))
+                        .map(|p| {
+                            planned.push(p);
+                            written.insert(key, Some(obj));
+                        })
+                }
+                None if old.is_none() => Ok(()),
+                None => self
+                    .old_values(&indexers, key.as_bytes(), old.as_ref().map(Option::as_ref))
+                    .map(|values| {
+                        planned.push(Planned::Remove {
+                            key: key.clone(),
+                            old: values,
+                        });
+                        written.insert(key, None);
+                    }),
+            };
+            results.push(result);
+        }
+        self.apply(&indexers, planned);
+        results
     }
 
     /// See [`ThreadSafeStore::get`].
@@ -733,6 +854,17 @@ impl<K> ThreadSafeStore<K> {
         items: impl IntoIterator<Item = (String, Arc<K>)>,
     ) -> Result<(), IndexError> {
         on_core!(&self.core, store => store.replace(items))
+    }
+
+    /// Several writes applied as one step (client-go's `Transaction`): `(key, Some(obj))`
+    /// stores `obj`, `(key, None)` removes the key; each sees the ones before it. Readers see
+    /// the store before all of them or after all of them. A write whose index function fails
+    /// is skipped (its result says why) and the others are applied.
+    pub fn transaction(
+        &self,
+        writes: Vec<(String, Option<Arc<K>>)>,
+    ) -> Vec<Result<(), IndexError>> {
+        on_core!(&self.core, store => store.transaction(writes))
     }
 
     /// [`replace`](Self::replace) with a list of encoded objects (a compact informer's list):

@@ -554,3 +554,105 @@ fn a_store_with_a_transformer_stores_transformed_objects() {
     assert!(store.replace(vec![cm("z", "bad")], "10").is_err());
     assert_eq!(store.len(), 2, "a failed replace changes nothing");
 }
+
+/// client-go's `TransactionStore.Transaction`: writes applied in order as one step, each
+/// seeing the ones before it; failing writes skipped and reported by position.
+#[test]
+fn a_transaction_applies_its_writes_in_order_and_reports_the_failed_ones() {
+    use kclient_cache::{Indexer, Indexers, KeyFunc, Transaction, NAMESPACE_INDEX};
+
+    let by_value = |cm: &ConfigMap| -> Result<Vec<String>, kclient_cache::IndexFuncError> {
+        match cm.data.as_ref().map(|d| d["v"].as_str()) {
+            Some("bad") => Err(kclient_cache::IndexFuncError::new("refused")),
+            other => Ok(other.map(str::to_owned).into_iter().collect()),
+        }
+    };
+    let store = Indexer::new(
+        KeyFunc::meta_namespace(),
+        Indexers::namespace().with("by-value", by_value),
+    );
+    let cm = |name: &str, v: &str| {
+        let mut cm = ConfigMap::default();
+        cm.metadata.namespace = Some("ns".into());
+        cm.metadata.name = Some(name.into());
+        cm.data = Some([("v".to_owned(), v.to_owned())].into());
+        Arc::new(cm)
+    };
+    store.add(cm("gone", "1")).unwrap();
+    let err = store
+        .transaction([
+            Transaction::Add(cm("a", "1")),
+            Transaction::Update(cm("a", "2")), // sees the add
+            Transaction::Add(cm("b", "bad")),  // its index function fails
+            Transaction::Delete(cm("gone", "1").into()),
+            Transaction::Add(cm("c", "1")),
+            Transaction::Delete(cm("c", "1").into()), // sees the add: c ends absent
+        ])
+        .unwrap_err();
+    assert_eq!(err.successful_indices, [0, 1, 3, 4, 5]);
+    assert_eq!((err.total_transactions, err.errors.len()), (6, 1));
+    let mut keys = store.list_keys();
+    keys.sort();
+    assert_eq!(keys, ["ns/a"]);
+    assert_eq!(store.index_keys("by-value", "2").unwrap(), ["ns/a"]);
+    assert!(store.index_keys("by-value", "1").unwrap().is_empty());
+    assert_eq!(store.index_keys(NAMESPACE_INDEX, "ns").unwrap(), ["ns/a"]);
+    assert!(store.transaction([Transaction::Add(cm("d", "3"))]).is_ok());
+}
+
+/// A transaction is one step for readers: a reader running beside transactions that change
+/// two objects together never sees one changed without the other.
+#[test]
+fn readers_never_see_half_a_transaction() {
+    use kclient_cache::{Indexer, Indexers, KeyFunc, Transaction};
+
+    let by_value = |cm: &ConfigMap| -> Result<Vec<String>, kclient_cache::IndexFuncError> {
+        Ok(cm
+            .data
+            .as_ref()
+            .map(|d| d["v"].clone())
+            .into_iter()
+            .collect())
+    };
+    let store = Indexer::new(
+        KeyFunc::meta_namespace(),
+        Indexers::new().with("v", by_value),
+    );
+    let cm = |name: &str, v: usize| {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        cm.data = Some([("v".to_owned(), v.to_string())].into());
+        Arc::new(cm)
+    };
+    store
+        .transaction([Transaction::Add(cm("x", 0)), Transaction::Add(cm("y", 0))])
+        .unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (store, stop) = (store.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut checks = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // One read: a consistent snapshot of both objects.
+                let values: BTreeSet<String> = store
+                    .list()
+                    .iter()
+                    .map(|o| o.data.as_ref().unwrap()["v"].clone())
+                    .collect();
+                assert_eq!(values.len(), 1, "x and y apart: {values:?}");
+                checks += 1;
+            }
+            checks
+        })
+    };
+    for v in 1..2000 {
+        store
+            .transaction([
+                Transaction::Update(cm("x", v)),
+                Transaction::Update(cm("y", v)),
+            ])
+            .unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(reader.join().unwrap() > 0);
+}
