@@ -104,6 +104,7 @@ pub mod controller;
 pub mod delta;
 pub mod delta_fifo;
 pub mod factory;
+pub mod fifo;
 pub mod handler;
 pub mod index;
 pub mod indexer;
@@ -139,6 +140,7 @@ pub use controller::{
 pub use delta::{Delta, DeltaType, Deltas, ReplacedAllInfo};
 pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
 pub use factory::{InformerSettings, SharedInformerFactory, SyncResult};
+pub use fifo::Fifo;
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use index::{
     index_func_to_key_func_adapter, meta_namespace_index_func, IndexError, IndexFunc,

@@ -9,6 +9,7 @@ mod controller;
 mod delta_fifo;
 mod factory;
 mod fake_source;
+mod fifo;
 mod indexer;
 mod process_and_listers;
 mod real_fifo;
