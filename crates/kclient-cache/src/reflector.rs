@@ -1123,10 +1123,30 @@ where
 
     /// Whether a watched object is of the expected kind (only dynamic objects can differ).
     fn expected(&self, obj: &K) -> bool {
+        let any = obj as &dyn Any;
+        let types = any
+            .downcast_ref::<DynamicObject>()
+            .and_then(|o| o.types.as_ref())
+            .or_else(|| {
+                any.downcast_ref::<kclient_core::PartialObjectMetadata>()
+                    .and_then(|o| o.types.as_ref())
+            });
+        // A server asked for tables answers with Table objects: they are no objects of the
+        // resource and never reach the store (client-go skips them too).
+        if types.is_some_and(|t| {
+            t.kind == "Table"
+                && matches!(
+                    t.api_version.as_str(),
+                    "meta.k8s.io/v1" | "meta.k8s.io/v1beta1"
+                )
+        }) {
+            tracing::debug!(reflector = %self.name, "a Table object in the watch; skipped");
+            return false;
+        }
         let Some(expected) = &self.expected_gvk else {
             return true;
         };
-        let Some(dynamic) = (obj as &dyn Any).downcast_ref::<DynamicObject>() else {
+        let Some(dynamic) = any.downcast_ref::<DynamicObject>() else {
             return true;
         };
         let actual = dynamic

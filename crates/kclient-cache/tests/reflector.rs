@@ -863,6 +863,69 @@ async fn unexpected_kinds_are_skipped_with(explicit: bool) {
     handle.await.unwrap();
 }
 
+/// A streaming list skips Table objects (`meta.k8s.io/v1` and `v1beta1`) among its initial
+/// events: they are no objects of the resource (client-go skips them too).
+#[tokio::test(start_paused = true)]
+async fn a_streaming_list_skips_table_objects() {
+    use kclient_core::{ApiResource, DynamicObject, GroupVersionKind, TypeMeta};
+    let widgets = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::new("example.com", "v1", "Widget"),
+        "widgets",
+        true,
+    );
+    let table = |name: &str, version: &str| {
+        let mut t = DynamicObject::new(name, &widgets);
+        t.types = Some(TypeMeta {
+            api_version: format!("meta.k8s.io/{version}"),
+            kind: "Table".into(),
+        });
+        t
+    };
+    let events: Vec<Result<WatchEvent<DynamicObject>, TestError>> = vec![
+        Ok(WatchEvent::Added(table("t1", "v1"))),
+        Ok(WatchEvent::Added(DynamicObject::new("w", &widgets))),
+        Ok(WatchEvent::Added(table("t2", "v1beta1"))),
+        Ok(WatchEvent::Bookmark(Bookmark {
+            resource_version: "5".into(),
+            annotations: [(
+                INITIAL_EVENTS_END_ANNOTATION.to_string(),
+                "true".to_string(),
+            )]
+            .into(),
+        })),
+    ];
+    let events = Arc::new(Mutex::new(Some(events)));
+    let lw = ListWatch::<DynamicObject, TestError>::new(
+        |_: ListOptions| async { Ok(ObjectList::new(vec![], "1")) },
+        move |_: ListOptions| {
+            let events = events.lock().take();
+            async move {
+                Ok(match events {
+                    Some(events) => stream::iter(events).chain(stream::pending()).boxed(),
+                    None => stream::pending().boxed(),
+                })
+            }
+        },
+    );
+    let store = new_store(KeyFunc::<DynamicObject>::meta_namespace());
+    let r = Arc::new(Reflector::new_with(
+        lw,
+        store.clone(),
+        ReflectorOptions::default().use_watch_list(true),
+        &widgets,
+    ));
+    let stop = CancellationToken::new();
+    let handle = tokio::spawn({
+        let (r, s) = (Arc::clone(&r), stop.clone());
+        async move { r.run(s).await }
+    });
+    settle().await;
+    assert_eq!(store.list_keys(), ["w"]);
+    assert_eq!(r.last_sync_resource_version(), "5");
+    stop.cancel();
+    handle.await.unwrap();
+}
+
 /// A broken watch stream (an undecodable frame) ends the run; the next run relists.
 #[tokio::test(start_paused = true)]
 async fn broken_watch_stream_relists() {
