@@ -157,7 +157,7 @@ pub use queue::{PopError, ProcessError, Queue};
 pub use real_fifo::{RealFifo, RealFifoOptions, DEFAULT_BATCH_SIZE};
 pub use reflector::{
     default_watch_error_handler, Reflector, ReflectorError, ReflectorOptions,
-    DEFAULT_MIN_WATCH_TIMEOUT,
+    DEFAULT_MIN_WATCH_TIMEOUT, WATCH_LIST_CONSISTENCY_DETECTOR_ENV,
 };
 pub use representation::{CacheRepresentation, EncodedList, ObjectCodec, DEFAULT_RECENTLY_DECODED};
 pub use shared_informer::{

@@ -103,6 +103,17 @@ const SLOW_LIST: Duration = Duration::from_secs(10);
 /// How often a streaming list without its closing bookmark is reported.
 const INITIAL_EVENTS_END_WARNING: Duration = Duration::from_secs(10);
 
+/// What the data-consistency check compares of an object: key, uid, resourceVersion.
+type Identity = (String, String, String);
+
+fn identity<K: Resource>(obj: &K) -> Identity {
+    (
+        kclient_core::meta_namespace_key(obj),
+        obj.meta().uid.clone().unwrap_or_default(),
+        obj.meta().resource_version.clone().unwrap_or_default(),
+    )
+}
+
 /// One list: its resourceVersion, whether it came in pages, its objects (or the first
 /// error admitting one).
 struct Listing<K> {
@@ -155,7 +166,16 @@ pub struct ReflectorOptions {
     /// resident memory per cached Pod by 23% at the same CPU time (fewer pages to fault in
     /// paid for the copying; `docs/benchmarks.md`).
     pub compact_objects: bool,
+    /// After each streaming list, list again at its resourceVersion (`Exact`) and compare the
+    /// two — keys, uids, resourceVersions — panicking on a difference (client-go's watch-list
+    /// data-consistency detector, a test aid). Defaults to whether the environment variable
+    /// [`WATCH_LIST_CONSISTENCY_DETECTOR_ENV`] is `true`, as in client-go.
+    pub check_watch_list_consistency: bool,
 }
+
+/// client-go's switch for the watch-list data-consistency detector
+/// ([`ReflectorOptions::check_watch_list_consistency`]).
+pub const WATCH_LIST_CONSISTENCY_DETECTOR_ENV: &str = "KUBE_WATCHLIST_INCONSISTENCY_DETECTOR";
 
 impl Default for ReflectorOptions {
     fn default() -> Self {
@@ -171,6 +191,8 @@ impl Default for ReflectorOptions {
             expected_gvk: None,
             metrics: None,
             compact_objects: true,
+            check_watch_list_consistency: std::env::var(WATCH_LIST_CONSISTENCY_DETECTOR_ENV)
+                .is_ok_and(|v| v == "true"),
         }
     }
 }
@@ -233,6 +255,12 @@ impl ReflectorOptions {
     /// Sets [`metrics`](Self::metrics).
     pub fn metrics(mut self, metrics: Arc<dyn ReflectorMetrics>) -> Self {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Sets [`check_watch_list_consistency`](Self::check_watch_list_consistency).
+    pub fn check_watch_list_consistency(mut self, check: bool) -> Self {
+        self.check_watch_list_consistency = check;
         self
     }
 
@@ -359,6 +387,7 @@ pub struct Reflector<K, L: ListerWatcher<K>, S> {
     expected_gvk: Option<GroupVersionKind>,
     metrics: Option<Arc<dyn ReflectorMetrics>>,
     compact_objects: bool,
+    check_watch_list_consistency: bool,
     backoff: Mutex<ExponentialBackoffManager>,
     state: Mutex<RvState>,
     watch_error_handler: Mutex<Option<Arc<WatchErrorHandler<L::Error>>>>,
@@ -429,6 +458,7 @@ where
             expected_gvk: options.expected_gvk.or(gvk),
             metrics: options.metrics,
             compact_objects: options.compact_objects,
+            check_watch_list_consistency: options.check_watch_list_consistency,
             backoff: Mutex::new(options.backoff),
             state: Mutex::new(RvState::default()),
             watch_error_handler: Mutex::new(None),
@@ -844,7 +874,12 @@ where
                         tracing::warn!(reflector = %self.name, ?elapsed, "slow streaming list");
                     }
                     self.set_unavailable(false);
-                    self.sync_with(initial.into_listed(), &resource_version, elapsed)?;
+                    let listed = initial.into_listed();
+                    if self.check_watch_list_consistency {
+                        self.check_consistency(&listed, &resource_version, cancel)
+                            .await;
+                    }
+                    self.sync_with(listed, &resource_version, elapsed)?;
                     return Ok(Some(stream));
                 }
                 // Closed before the bookmark: start over with a clean temporary store.
@@ -856,6 +891,48 @@ where
                     return Err(err);
                 }
             }
+        }
+    }
+
+    /// client-go's watch-list data-consistency detector: lists at `resource_version`
+    /// (`Exact`, retried every second until it works or `cancel` fires) and panics if what
+    /// the server lists differs from what the streaming list gathered.
+    async fn check_consistency(
+        &self,
+        listed: &Listed<K>,
+        resource_version: &str,
+        cancel: &CancellationToken,
+    ) {
+        tracing::warn!(reflector = %self.name, "the watch-list data consistency check is on: an additional list call to the API server");
+        let mut gathered: Vec<Identity> = match listed {
+            Listed::Decoded(objects) => objects.iter().map(|o| identity(&**o)).collect(),
+            Listed::Encoded(list) => (0..list.len())
+                .filter_map(|i| list.decode(i)?.ok())
+                .map(|o| identity(&o))
+                .collect(),
+        };
+        let options = ListOptions::default()
+            .resource_version(resource_version)
+            .resource_version_match(ResourceVersionMatch::Exact);
+        let listed = loop {
+            let pager = ListPager::new(self.lister_watcher.clone()).page_size(DEFAULT_PAGE_SIZE);
+            match pager.list_map(&options, |o| identity(&o)).await {
+                Ok(paged) => break paged.list.items,
+                Err(err) => {
+                    tracing::error!(reflector = %self.name, error = %err, "failed to list for the data consistency check; retrying");
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        _ = sleep(Duration::from_secs(1)) => {}
+                    }
+                }
+            }
+        };
+        let mut listed = listed;
+        gathered.sort();
+        listed.sort();
+        if gathered != listed {
+            tracing::info!(reflector = %self.name, streamed = ?gathered, listed = ?listed, "what the streaming list gathered differs from a list at its resourceVersion");
+            panic!("data inconsistency detected for {}, panicking!", self.name);
         }
     }
 

@@ -926,6 +926,79 @@ async fn a_streaming_list_skips_table_objects() {
     handle.await.unwrap();
 }
 
+/// A reflector whose streaming list brings `a@1` and `b@2` at resourceVersion 5, and whose
+/// list answers `listed`; it records the list calls' options.
+fn streaming_then(
+    listed: Vec<ConfigMap>,
+) -> (
+    ListWatch<ConfigMap, TestError>,
+    Arc<Mutex<Vec<ListOptions>>>,
+) {
+    let lists = Arc::new(Mutex::new(Vec::new()));
+    let recorded = Arc::clone(&lists);
+    let lw = ListWatch::<ConfigMap, TestError>::new(
+        move |options: ListOptions| {
+            recorded.lock().push(options);
+            let listed = listed.clone();
+            async move { Ok(ObjectList::new(listed, "5")) }
+        },
+        |_: ListOptions| async {
+            let events = vec![
+                Ok(WatchEvent::Added(at("a", 1, "1"))),
+                Ok(WatchEvent::Added(at("b", 1, "2"))),
+                bookmark("5", true),
+            ];
+            Ok(stream::iter(events).chain(stream::pending()).boxed())
+        },
+    );
+    (lw, lists)
+}
+
+/// client-go's watch-list data-consistency detector (reflector_data_consistency_detector.go,
+/// `KUBE_WATCHLIST_INCONSISTENCY_DETECTOR`): after a streaming list the reflector lists at its
+/// resourceVersion, `Exact`, and compares; the same objects pass.
+#[tokio::test(start_paused = true)]
+async fn the_consistency_check_lists_at_the_streaming_lists_resource_version() {
+    let (lw, lists) = streaming_then(vec![at("b", 1, "2"), at("a", 1, "1")]);
+    let store = Recorder::default();
+    let r = Reflector::new(
+        lw,
+        store.clone(),
+        ReflectorOptions::default()
+            .use_watch_list(true)
+            .check_watch_list_consistency(true),
+    );
+    let stop = CancellationToken::new();
+    let run = r.list_and_watch(&stop);
+    tokio::select! {
+        _ = run => panic!("the run ended"),
+        _ = async { for _ in 0..50 { tokio::task::yield_now().await } } => {}
+    }
+    let lists = lists.lock().clone();
+    assert_eq!(lists.len(), 1);
+    assert_eq!(lists[0].resource_version.as_deref(), Some("5"));
+    assert_eq!(
+        lists[0].resource_version_match,
+        Some(kclient_core::options::ResourceVersionMatch::Exact)
+    );
+    assert_eq!(store.calls(), ["replace [a=1 b=1] rv=5"]);
+}
+
+/// A difference between the streaming list and the list is a panic, as in client-go.
+#[tokio::test(start_paused = true)]
+#[should_panic(expected = "data inconsistency detected")]
+async fn the_consistency_check_panics_on_a_difference() {
+    let (lw, _) = streaming_then(vec![at("a", 1, "1"), at("b", 2, "3")]);
+    let r = Reflector::new(
+        lw,
+        Recorder::default(),
+        ReflectorOptions::default()
+            .use_watch_list(true)
+            .check_watch_list_consistency(true),
+    );
+    let _ = r.list_and_watch(&CancellationToken::new()).await;
+}
+
 /// A broken watch stream (an undecodable frame) ends the run; the next run relists.
 #[tokio::test(start_paused = true)]
 async fn broken_watch_stream_relists() {
