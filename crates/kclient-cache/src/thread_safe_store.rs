@@ -561,18 +561,20 @@ impl<K, S: Slot<K>> Store<K, S> {
         let mut next = Data::empty(Arc::clone(&indexers));
         next.items.reserve(latest.len());
         for (key, obj) in latest {
-            let values = index_values(&indexers, key.as_bytes(), &obj)?;
-            let stored = self.store(key.as_bytes(), &obj);
-            for (name, values) in indexers.names().zip(&values) {
-                next.insert_index_values(name, values, &key, &stored);
-            }
-            next.items.insert(key, stored);
+            let planned = self.plan_put(&indexers, key, &obj, None)?;
+            next.apply(&indexers, planned);
         }
+        self.install(next);
+        Ok(())
+    }
+
+    /// Swaps `next` in for the whole content (a pointer swap under the write lock; the old
+    /// content is dropped after the lock is released) and reports the new size.
+    fn install(&self, next: Data<K, S>) {
         let len = next.items.len();
         let old = std::mem::replace(&mut *self.data.write(), next);
         drop(old);
         self.report_size(len);
-        Ok(())
     }
 
     /// See [`ThreadSafeStore::replace_encoded`].
@@ -598,7 +600,7 @@ impl<K, S: Slot<K>> Store<K, S> {
                     .map_err(StoreError::Codec)?,
             );
             let key = StoreKey::new(key);
-            let values = index_values(&indexers, key.as_bytes(), &obj)?;
+            let new_values = index_values(&indexers, key.as_bytes(), &obj)?;
             let stored = S::adopt(
                 &self.representation,
                 list.codec(),
@@ -606,15 +608,17 @@ impl<K, S: Slot<K>> Store<K, S> {
                 bytes,
                 &obj,
             );
-            for (name, values) in indexers.names().zip(&values) {
-                next.insert_index_values(name, values, &key, &stored);
-            }
-            next.items.insert(key, stored);
+            next.apply(
+                &indexers,
+                Planned::Put {
+                    key,
+                    stored,
+                    new_values,
+                    old: OldValues::Absent,
+                },
+            );
         }
-        let len = next.items.len();
-        let old = std::mem::replace(&mut *self.data.write(), next);
-        drop(old);
-        self.report_size(len);
+        self.install(next);
         Ok(())
     }
 
