@@ -191,34 +191,56 @@ fn process_replaced_encoded<K>(
     } else {
         list.keys().map(|key| indexer.get_by_key(key)).collect()
     };
-    let deletions: Vec<DeletedFinalStateUnknown<K>> = indexer
-        .list_keys()
-        .into_iter()
-        .filter(|k| !listed.contains(k.as_str()))
-        .map(|key| {
-            let obj = indexer.get_by_key(&key);
-            DeletedFinalStateUnknown { key, obj }
-        })
-        .collect();
+    let deletions = unlisted(indexer, |key| listed.contains(key));
     indexer.replace_encoded(list)?;
-    for tombstone in deletions {
-        notify(Notification::Delete(DeletedObject::Tombstone(tombstone)));
-    }
+    announce_deletions(deletions, notify);
     if !listened {
         return Ok(());
     }
     for i in 0..list.len() {
         let Some(decoded) = list.decode(i) else { break };
         let new = Arc::new(decoded.map_err(StoreError::Codec)?);
-        notify(match replaced.get(i).cloned().flatten() {
-            Some(old) => Notification::Update { old, new },
-            None => Notification::Add {
-                obj: new,
-                is_in_initial_list,
-            },
-        });
+        let old = replaced.get(i).cloned().flatten();
+        notify(replacement(old, new, is_in_initial_list));
     }
     Ok(())
+}
+
+/// The tombstones of the cached objects a relist no longer has (`is_listed` false for
+/// their keys), each with the object as cached.
+fn unlisted<K>(
+    indexer: &Indexer<K>,
+    is_listed: impl Fn(&str) -> bool,
+) -> Vec<DeletedFinalStateUnknown<K>> {
+    indexer
+        .list_keys()
+        .into_iter()
+        .filter(|k| !is_listed(k))
+        .map(|key| {
+            let obj = indexer.get_by_key(&key);
+            DeletedFinalStateUnknown { key, obj }
+        })
+        .collect()
+}
+
+fn announce_deletions<K>(
+    deletions: Vec<DeletedFinalStateUnknown<K>>,
+    notify: &mut impl FnMut(Notification<K>),
+) {
+    for tombstone in deletions {
+        notify(Notification::Delete(DeletedObject::Tombstone(tombstone)));
+    }
+}
+
+/// What a relisted object is for handlers: an update from the cached object, or an add.
+fn replacement<K>(old: Option<Arc<K>>, new: Arc<K>, is_in_initial_list: bool) -> Notification<K> {
+    match old {
+        Some(old) => Notification::Update { old, new },
+        None => Notification::Add {
+            obj: new,
+            is_in_initial_list,
+        },
+    }
 }
 
 /// client-go's `processReplacedAllInfo`.
@@ -239,28 +261,11 @@ fn process_replaced_all<K>(
         replacements.push((indexer.get_by_key(&key), Arc::clone(obj)));
         listed.insert(key);
     }
-    let deletions: Vec<DeletedFinalStateUnknown<K>> = indexer
-        .list_keys()
-        .into_iter()
-        .filter(|k| !listed.contains(k))
-        .map(|key| {
-            let obj = indexer.get_by_key(&key);
-            DeletedFinalStateUnknown { key, obj }
-        })
-        .collect();
-
+    let deletions = unlisted(indexer, |key| listed.contains(key));
     indexer.replace(info.objects.clone(), &info.resource_version)?;
-    for tombstone in deletions {
-        notify(Notification::Delete(DeletedObject::Tombstone(tombstone)));
-    }
+    announce_deletions(deletions, notify);
     for (old, new) in replacements {
-        notify(match old {
-            Some(old) => Notification::Update { old, new },
-            None => Notification::Add {
-                obj: new,
-                is_in_initial_list,
-            },
-        });
+        notify(replacement(old, new, is_in_initial_list));
     }
     Ok(())
 }
