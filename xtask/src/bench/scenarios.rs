@@ -119,6 +119,24 @@ fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| a.to_string()).collect()
 }
 
+/// The arguments of an initial sync of `pods` Pods (`mode`: `list` or `stream`; `managed`:
+/// `keep` or `strip`), in `namespace` if given.
+fn sync_args(pods: usize, mode: &str, managed: &str, namespace: Option<&str>) -> Vec<String> {
+    let mut args = strings(&[
+        "sync",
+        "--count",
+        &pods.to_string(),
+        "--mode",
+        mode,
+        "--managed-fields",
+        managed,
+    ]);
+    if let Some(ns) = namespace {
+        args.extend(strings(&["--namespace", ns]));
+    }
+    args
+}
+
 /// Initial syncs of `pods` Pods: (mode, managedFields) pairs.
 fn syncs(
     pods: usize,
@@ -130,18 +148,7 @@ fn syncs(
     configs
         .iter()
         .map(|(mode, managed)| {
-            let mut args = strings(&[
-                "sync",
-                "--count",
-                &pods.to_string(),
-                "--mode",
-                mode,
-                "--managed-fields",
-                managed,
-            ]);
-            if let Some(ns) = namespace {
-                args.extend(strings(&["--namespace", ns]));
-            }
+            let args = sync_args(pods, mode, managed, namespace);
             let by = if *mode == "stream" {
                 "streaming list"
             } else {
@@ -168,22 +175,8 @@ fn syncs(
 /// compact, a projection — with the resident set read again once the sync is `settle`
 /// seconds old and lister `get`s timed.
 fn representations(pods: usize, rounds: usize, namespace: Option<&str>) -> Scenario {
-    let mut args = strings(&[
-        "sync",
-        "--count",
-        &pods.to_string(),
-        "--mode",
-        "list",
-        "--managed-fields",
-        "strip",
-        "--settle",
-        "10",
-        "--gets",
-        "20000",
-    ]);
-    if let Some(ns) = namespace {
-        args.extend(strings(&["--namespace", ns]));
-    }
+    let mut args = sync_args(pods, "list", "strip", namespace);
+    args.extend(strings(&["--settle", "10", "--gets", "20000"]));
     scenario(
         format!("representations-{}", thousands(pods)),
         format!(
@@ -383,17 +376,11 @@ pub(crate) fn fake(mode: Mode) -> Vec<FakeRun> {
             ),
             Kind::Index,
             rounds,
-            strings(&[
-                "sync",
-                "--count",
-                &pods.to_string(),
-                "--mode",
-                "list",
-                "--managed-fields",
-                "strip",
-                "--lookups",
-                &lookups.to_string(),
-            ]),
+            {
+                let mut args = sync_args(pods, "list", "strip", None);
+                args.extend(strings(&["--lookups", &lookups.to_string()]));
+                args
+            },
             with_index.to_vec(),
         )
     };
