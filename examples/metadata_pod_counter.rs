@@ -88,7 +88,9 @@ struct PodCounter {
 impl PodCounter {
     /// Registers the index and the handlers on the Pod metadata informer of `factory`.
     fn new(factory: &SharedInformerFactory<MetadataClient>, label: &str) -> Result<Self, Error> {
-        let informer = factory.for_resource::<PartialObjectMetadata>(&Pod::api_resource(&()));
+        let informer = factory
+            .for_resource::<PartialObjectMetadata>(&Pod::api_resource(&()))
+            .into_informer();
         let key = label.to_owned();
         informer.add_indexers(Indexers::new().with(
             BY_VALUE,
@@ -172,7 +174,9 @@ async fn run(
     let factory = builder.build();
     let counter = PodCounter::new(&factory, label)?;
     factory.start(&cancel);
-    let pods = factory.for_resource::<PartialObjectMetadata>(&Pod::api_resource(&()));
+    let pods = factory
+        .for_resource::<PartialObjectMetadata>(&Pod::api_resource(&()))
+        .into_informer();
     if !wait_for_named_cache_sync("metadata-pod-counter", &cancel, &[pods.synced()]).await {
         return Err("the Pod metadata cache did not sync".into());
     }

@@ -79,6 +79,7 @@ use kclient_core::{DynamicObject, PartialObjectMetadata};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 
+use crate::generic_informer::GenericInformer;
 use crate::index::Indexers;
 use crate::lister::Lister;
 use crate::representation::{CacheRepresentation, ObjectCodec, DEFAULT_RECENTLY_DECODED};
@@ -415,25 +416,29 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
         self.get_or_make(InformerKey::Typed(TypeId::of::<K>()), &resource, make)
     }
 
-    /// The informer of any resource, made on first request (client-go's `ForResource` of
-    /// `dynamicinformer` and `metadatainformer`), with the namespace index. Its objects are
-    /// what the client lists: [`DynamicObject`]s from a `DynamicClient`,
-    /// [`PartialObjectMetadata`] from a `MetadataClient`. Asking again for the same
-    /// group/version/resource gives the same informer.
-    pub fn for_resource<K>(&self, resource: &ApiResource) -> SharedIndexInformer<K>
+    /// The informer of any resource and a lister over it, made on first request
+    /// (client-go's `ForResource` of `dynamicinformer` and `metadatainformer`, which gives a
+    /// `GenericInformer`), with the namespace index. Its objects are what the client lists:
+    /// [`DynamicObject`]s from a `DynamicClient`, [`PartialObjectMetadata`] from a
+    /// `MetadataClient`. Asking again for the same group/version/resource gives the same
+    /// informer. It takes an [`ApiResource`] rather than client-go's bare
+    /// group/version/resource because the objects' kind and scope come from it (discovery's
+    /// `RestMapper` turns a resource name into one).
+    pub fn for_resource<K>(&self, resource: &ApiResource) -> GenericInformer<K>
     where
         K: Resource<DynamicType = ApiResource> + Clone + Send + Sync + 'static,
         C: DynamicListerWatcherFor<K>,
     {
         let key = InformerKey::Dynamic(TypeId::of::<K>(), resource.gvr().to_string());
-        self.get_or_make(key, resource, |client, settings| {
+        let informer = self.get_or_make(key, resource, |client, settings| {
             let lw = client.dynamic_lister_watcher(
                 resource,
                 settings.namespace.as_deref(),
                 settings.tweak.clone(),
             );
             SharedIndexInformer::new_with(lw, settings.informer_options(), resource)
-        })
+        });
+        GenericInformer::new(informer)
     }
 
     /// The informer under `key`, made by `make` with `resource`'s settings the first time.

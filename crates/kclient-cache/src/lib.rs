@@ -13,8 +13,8 @@
 //! * [`SharedInformerFactory`]: one [`SharedIndexInformer`] per resource type, made on
 //!   request through kclient-core's [`ListerWatcherFor`] (kclient-typed's `Clientset`;
 //!   kclient-informers generates accessors such as `factory.core_v1().pods()`) or
-//!   [`DynamicListerWatcherFor`] (`for_resource`: kclient-dynamic's `DynamicClient` for whole
-//!   objects, its `MetadataClient` for metadata-only informers); `start`,
+//!   [`DynamicListerWatcherFor`] (`for_resource`, a [`GenericInformer`]: kclient-dynamic's
+//!   `DynamicClient` for whole objects, its `MetadataClient` for metadata-only informers); `start`,
 //!   `wait_for_cache_sync`, `shutdown`.
 //! * [`SharedIndexInformer`]: one reflector and indexed cache fanned out to any number of
 //!   [`ResourceEventHandler`]s ([`ResourceEventHandlerFuncs`] for closures,
@@ -105,6 +105,7 @@ pub mod delta;
 pub mod delta_fifo;
 pub mod factory;
 pub mod fifo;
+pub mod generic_informer;
 pub mod handler;
 pub mod index;
 pub mod indexer;
@@ -141,6 +142,7 @@ pub use delta::{Delta, DeltaType, Deltas, ReplacedAllInfo};
 pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
 pub use factory::{InformerSettings, SharedInformerFactory, SyncResult};
 pub use fifo::Fifo;
+pub use generic_informer::GenericInformer;
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use index::{
     index_func_to_key_func_adapter, meta_namespace_index_func, IndexError, IndexFunc,

@@ -9,7 +9,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kclient_cache::testing::FakeControllerSource;
-use kclient_cache::{SharedIndexInformer, SharedInformerFactory, TransformFunc};
+use kclient_cache::{GenericInformer, SharedIndexInformer, SharedInformerFactory, TransformFunc};
+use kclient_core::labels::Selector;
 use kclient_core::{
     ApiResource, DynamicListerWatcherFor, DynamicObject, ListerWatcherFor, PartialObjectMetadata,
     Resource, ResourceExt, TweakListOptions,
@@ -354,7 +355,7 @@ async fn for_resource_keeps_metadata_and_whole_object_informers_apart() {
             "objects configmaps ns=Some(\"ns\")"
         ]
     );
-    assert_eq!(metadata.name(), "v1/ConfigMap");
+    assert_eq!(metadata.informer().name(), "v1/ConfigMap");
     let cancel = CancellationToken::new();
     factory.start(&cancel);
     assert!(factory.wait_for_cache_sync(&cancel).await.all_synced());
@@ -363,7 +364,7 @@ async fn for_resource_keeps_metadata_and_whole_object_informers_apart() {
         cached.metadata.managed_fields.is_none(),
         "stripped by default"
     );
-    assert!(objects.get_store().is_empty());
+    assert!(objects.informer().get_store().is_empty());
     factory.shutdown().await;
 
     // A transform set for PartialObjectMetadata replaces the default for metadata informers.
@@ -376,8 +377,50 @@ async fn for_resource_keeps_metadata_and_whole_object_informers_apart() {
     let metadata = factory.for_resource::<PartialObjectMetadata>(&config_maps);
     factory.start(&cancel);
     assert!(factory.wait_for_cache_sync(&cancel).await.all_synced());
-    let cached = metadata.get_store().get_by_key("ns/a").unwrap();
+    let cached = metadata.lister().get("ns/a").unwrap();
     assert_eq!(cached.annotations()["seen"], "yes");
     assert!(cached.metadata.managed_fields.is_some());
+    factory.shutdown().await;
+}
+
+/// client-go's `GenericInformer` (informers/generic.go; dynamicinformer's
+/// `TestFilteredDynamicSharedInformerFactory` uses `ForResource(gvr).Informer()` and
+/// `.Lister()`): `for_resource` gives the shared informer and a lister over that same cache,
+/// by key, by namespace (`ByNamespace`) and by selector; two requests share one informer.
+#[tokio::test(start_paused = true)]
+async fn generic_informer_gives_the_informer_and_a_lister_over_its_cache() {
+    let sources = RunTimeSources::default();
+    for (ns, name) in [("ns", "a"), ("ns", "b"), ("other", "c")] {
+        let mut object = cm(name);
+        object.metadata.namespace = Some(ns.into());
+        sources
+            .metadata
+            .add(PartialObjectMetadata::from_resource(&object));
+    }
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+    let config_maps = ConfigMap::api_resource(&());
+    let generic: GenericInformer<PartialObjectMetadata> = factory.for_resource(&config_maps);
+    let again = factory.for_resource::<PartialObjectMetadata>(&config_maps);
+    assert_eq!(sources.asked.lock().len(), 1, "one informer per resource");
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    assert!(factory.wait_for_cache_sync(&cancel).await.all_synced());
+    assert!(generic.informer().has_synced());
+    assert_eq!(again.informer().get_store().len(), 3, "the same cache");
+
+    let lister = generic.lister();
+    assert_eq!(lister.list(&Selector::everything()).len(), 3);
+    assert_eq!(lister.get("other/c").unwrap().name_any(), "c");
+    let in_ns = lister.namespaced("ns");
+    let mut names: Vec<_> = in_ns
+        .list(&Selector::everything())
+        .into_iter()
+        .map(|o| o.name_any().to_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a", "b"]);
+    assert!(in_ns.get("c").is_err(), "c is in another namespace");
+    let informer: SharedIndexInformer<PartialObjectMetadata> = again.into_informer();
+    assert_eq!(informer.lister().list(&Selector::everything()).len(), 3);
     factory.shutdown().await;
 }

@@ -222,7 +222,7 @@ async fn run(
     let (typed, untyped) = (typed.build(), untyped.build());
     let pods = typed.core_v1().pods().informer();
     let config_maps = typed.core_v1().config_maps().informer();
-    let widget_informer = untyped.for_resource(widgets);
+    let widget_informer = untyped.for_resource(widgets).into_informer();
     let views: [Arc<View>; 3] = Default::default();
     pods.add_event_handler(Arc::clone(&views[0]))?;
     config_maps.add_event_handler(Arc::clone(&views[1]))?;

@@ -112,7 +112,9 @@ async fn run(target: &Target, namespace: &str) -> Result<()> {
     let factory = SharedInformerFactory::builder(client.clone())
         .namespace(namespace)
         .build();
-    let informer = factory.for_resource::<PartialObjectMetadata>(&config_maps);
+    let informer = factory
+        .for_resource::<PartialObjectMetadata>(&config_maps)
+        .into_informer();
     let cancel = CancellationToken::new();
     factory.start(&cancel);
     let synced = tokio::time::timeout(

@@ -220,7 +220,7 @@ async fn dynamic_factory_informers_ride_out_faults() {
         .namespace("default")
         .build();
     let resource = ConfigMap::api_resource(&());
-    let informer = factory.for_resource(&resource);
+    let informer = factory.for_resource(&resource).into_informer();
     let view = Arc::new(View::default());
     informer.add_event_handler(Arc::clone(&view)).unwrap();
     let cancel = CancellationToken::new();
@@ -277,7 +277,9 @@ async fn metadata_factory_informers_ride_out_faults() {
     let factory = SharedInformerFactory::builder(MetadataClient::new(rest(&server)))
         .namespace("default")
         .build();
-    let informer = factory.for_resource::<PartialObjectMetadata>(&resource);
+    let informer = factory
+        .for_resource::<PartialObjectMetadata>(&resource)
+        .into_informer();
     informer
         .add_indexers(
             Indexers::new().with("by-tier", |o: &PartialObjectMetadata| {
