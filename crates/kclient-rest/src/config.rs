@@ -116,7 +116,11 @@ pub struct TlsConfig {
     pub ca_file: Option<PathBuf>,
     /// PEM CA certificates to trust instead of the system's.
     pub ca_data: Option<Vec<u8>>,
-    /// A PEM client certificate (chain) file.
+    /// A PEM client certificate (chain) file. With `key_file` (and no inline data) the pair
+    /// rotates: both are read again every
+    /// [`CERT_CALLBACK_REFRESH_DURATION`](crate::CERT_CALLBACK_REFRESH_DURATION), and a
+    /// changed pair closes the pool's connections so that every request moves to it
+    /// (client-go's `transport/cert_rotation`).
     pub cert_file: Option<PathBuf>,
     /// A PEM client certificate (chain).
     pub cert_data: Option<Vec<u8>>,

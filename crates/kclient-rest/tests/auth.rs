@@ -408,3 +408,68 @@ async fn exec_client_certificates_are_presented() {
         .all(|r| r.client_cert.as_deref() == Some(&pki.client_cert_der[..])));
     assert!(seen.iter().all(|r| r.header("authorization").is_none()));
 }
+
+/// client-go's certificate-callback rotation (`transport/cert_rotation.go` over an exec
+/// plugin's credential): when the plugin returns another client certificate (here after a
+/// `401` rejected the first), requests present the new one and the connections that
+/// presented the old one are closed — a watch in flight included.
+#[tokio::test]
+async fn a_new_exec_client_certificate_closes_the_old_connections() {
+    let pki = support::Pki::new();
+    let (new_cert, new_key, new_der) = pki.client_identity("jane-rotated");
+    let first_der = pki.client_cert_der.clone();
+    let watches = Arc::new(Mutex::new(Vec::new()));
+    let open = watches.clone();
+    let server = TestServer::https(pki.server_config(), move |r| {
+        let (open, first_der) = (open.clone(), first_der.clone());
+        async move {
+            if r.uri.path() == "/watch" {
+                let (tx, response) = support::streaming(http::StatusCode::OK);
+                open.lock().push(tx);
+                response
+            } else if r.client_cert.as_deref() == Some(&first_der[..]) {
+                status(401, "Unauthorized", "Unauthorized")
+            } else {
+                json(200, json!({}))
+            }
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let credential = |cert: &str, key: &str| {
+        let c = json!({
+            "apiVersion": V1, "kind": "ExecCredential",
+            "status": {"clientCertificateData": cert, "clientKeyData": key},
+        });
+        base64::engine::general_purpose::STANDARD.encode(c.to_string())
+    };
+    let (first, second) = (
+        credential(&pki.client_cert_pem, &pki.client_key_pem),
+        credential(&new_cert, &new_key),
+    );
+    let count = dir.path().join("count");
+    let script = plugin(
+        dir.path(),
+        &format!(
+            "if [ -e '{c}' ]; then echo '{second}' | base64 -d; else touch '{c}'; echo '{first}' | base64 -d; fi",
+            c = count.display()
+        ),
+    );
+    let mut c: Config = config(&server.url());
+    c.tls.ca_data = Some(pki.ca_pem.clone().into_bytes());
+    c.exec = Some(exec_config(&script, &[], V1));
+    let client = RestClient::new(c).unwrap();
+    let mut watch = client.get().abs_path("/watch").stream().await.unwrap();
+    client.get().abs_path("/api").send().await.unwrap();
+    let ended = futures::StreamExt::next(&mut watch).await;
+    assert!(
+        matches!(ended, None | Some(Err(_))),
+        "the watch on the old certificate's connection was closed: {ended:?}"
+    );
+    let seen = server.requests();
+    assert_eq!(
+        seen.last().unwrap().client_cert.as_deref(),
+        Some(&new_der[..])
+    );
+    assert_eq!(watches.lock().len(), 1);
+}

@@ -3,8 +3,11 @@
 
 use crate::support;
 
+use std::sync::Arc;
+
+use futures::StreamExt;
 use http::Version;
-use kclient_rest::{Error, RestClient, TlsError};
+use kclient_rest::{Error, RestClient, TlsError, CERT_CALLBACK_REFRESH_DURATION};
 use serde_json::json;
 use support::{config, json, Pki, TestServer};
 
@@ -216,6 +219,129 @@ async fn client_certificates_authenticate() {
     assert_eq!(
         seen.last().unwrap().client_cert.as_deref(),
         Some(&pki.client_cert_der[..])
+    );
+}
+
+/// client-go's `transport/cert_rotation.go`: client certificate files are read again every
+/// `CertCallbackRefreshDuration` (5 minutes); once they changed, every open connection of
+/// the pool is closed — a watch in flight included — and new connections present the new
+/// pair. Before the re-read, the old pair is presented. On HTTP/2 and HTTP/1.1.
+#[tokio::test(start_paused = true)]
+async fn rotated_client_certificate_files_close_open_connections_and_are_presented() {
+    for http2 in [true, false] {
+        client_certificate_rotation(http2).await;
+    }
+}
+
+async fn client_certificate_rotation(http2: bool) {
+    let pki = Pki::new();
+    let watches = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let open = watches.clone();
+    let server = TestServer::https(pki.server_config(), move |r| {
+        let open = open.clone();
+        async move {
+            if r.uri.path() == "/watch" {
+                let (tx, response) = support::streaming(http::StatusCode::OK);
+                open.lock().push(tx);
+                response
+            } else {
+                json(200, json!({"presented": r.client_cert.is_some()}))
+            }
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let (cert_file, key_file) = (dir.path().join("client.crt"), dir.path().join("client.key"));
+    std::fs::write(&cert_file, &pki.client_cert_pem).unwrap();
+    std::fs::write(&key_file, &pki.client_key_pem).unwrap();
+    let mut c = config(&server.url());
+    c.tls.ca_data = Some(pki.ca_pem.clone().into_bytes());
+    c.tls.cert_file = Some(cert_file.clone());
+    c.tls.key_file = Some(key_file.clone());
+    c.disable_http2 = !http2;
+    let client = RestClient::new(c).unwrap();
+    let presented = || async {
+        client.get().abs_path("/whoami").send().await.unwrap();
+        server
+            .requests()
+            .last()
+            .unwrap()
+            .client_cert
+            .clone()
+            .unwrap()
+    };
+    assert_eq!(presented().await, pki.client_cert_der);
+
+    let mut watch = client.get().abs_path("/watch").stream().await.unwrap();
+    let (new_cert, new_key, new_der) = pki.client_identity("jane-rotated");
+    std::fs::write(&cert_file, new_cert).unwrap();
+    std::fs::write(&key_file, new_key).unwrap();
+    // (With the paused clock, every wait on the loopback sockets lets the clock jump to the
+    // next timer, so the check before the re-read is made well before it is due.)
+    assert_eq!(
+        presented().await,
+        pki.client_cert_der,
+        "before the re-read, the pair read at first (http2: {http2})"
+    );
+
+    tokio::time::sleep(CERT_CALLBACK_REFRESH_DURATION).await;
+    let ended = watch.next().await;
+    assert!(
+        matches!(ended, None | Some(Err(_))),
+        "the watch's connection was closed (http2: {http2}): {ended:?}"
+    );
+    assert_eq!(presented().await, new_der, "http2: {http2}");
+    assert_eq!(watches.lock().len(), 1);
+}
+
+/// A rotation caught half-written (a certificate without its new key, then garbage) keeps
+/// the pair in use and its connections, and is retried with backoff (client-go's work
+/// queue) until the files hold a valid pair again.
+#[tokio::test(start_paused = true)]
+async fn a_half_written_rotation_keeps_the_current_pair_until_the_files_are_valid() {
+    let pki = Pki::new();
+    let server = TestServer::https(pki.server_config(), |_| async {
+        json(200, json!({"ok": true}))
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let (cert_file, key_file) = (dir.path().join("client.crt"), dir.path().join("client.key"));
+    std::fs::write(&cert_file, &pki.client_cert_pem).unwrap();
+    std::fs::write(&key_file, &pki.client_key_pem).unwrap();
+    let mut c = config(&server.url());
+    c.tls.ca_data = Some(pki.ca_pem.clone().into_bytes());
+    c.tls.cert_file = Some(cert_file.clone());
+    c.tls.key_file = Some(key_file.clone());
+    let client = RestClient::new(c).unwrap();
+    let presented = || async {
+        client.get().abs_path("/whoami").send().await.unwrap();
+        server
+            .requests()
+            .last()
+            .unwrap()
+            .client_cert
+            .clone()
+            .unwrap()
+    };
+    assert_eq!(presented().await, pki.client_cert_der);
+
+    let (new_cert, new_key, new_der) = pki.client_identity("jane-rotated");
+    std::fs::write(&cert_file, &new_cert).unwrap();
+    tokio::time::sleep(CERT_CALLBACK_REFRESH_DURATION).await;
+    assert_eq!(
+        presented().await,
+        pki.client_cert_der,
+        "a certificate that does not match the key is not used"
+    );
+    std::fs::write(&key_file, "-----BEGIN PRIVATE KEY-----\ntruncated").unwrap();
+    tokio::time::sleep(CERT_CALLBACK_REFRESH_DURATION).await;
+    assert_eq!(presented().await, pki.client_cert_der, "nor a garbled key");
+    std::fs::write(&key_file, new_key).unwrap();
+    tokio::time::sleep(CERT_CALLBACK_REFRESH_DURATION).await;
+    assert_eq!(
+        presented().await,
+        new_der,
+        "retried until the pair is valid"
     );
 }
 

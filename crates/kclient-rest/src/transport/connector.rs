@@ -18,6 +18,7 @@ use kclient_core::BoxError;
 use tokio::net::TcpStream;
 use tower_service::Service;
 
+use super::conn_rotation::{ConnectionTracker, TrackedIo};
 use crate::config::{ConfigError, Proxy};
 
 /// client-go's dial timeout (`transport/cache.go`: `Timeout: 30 * time.Second`).
@@ -81,15 +82,16 @@ fn percent_decode(s: &str) -> String {
         .into_owned()
 }
 
-/// Dials TCP, directly or through a proxy.
+/// Dials TCP, directly or through a proxy; its pool's tracker can close every connection.
 #[derive(Clone, Debug)]
 pub(crate) struct ProxyConnector {
     http: HttpConnector,
     route: Route,
+    connections: ConnectionTracker,
 }
 
 impl ProxyConnector {
-    pub(crate) fn new(proxy: &Proxy) -> Result<Self, ConfigError> {
+    pub(crate) fn new(proxy: &Proxy, connections: ConnectionTracker) -> Result<Self, ConfigError> {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
@@ -100,7 +102,11 @@ impl ProxyConnector {
             Proxy::Url(url) => Route::Fixed(ProxyTarget::parse(url)?),
             Proxy::Direct => Route::Direct,
         };
-        Ok(Self { http, route })
+        Ok(Self {
+            http,
+            route,
+            connections,
+        })
     }
 
     fn proxy_for(&self, dst: &Uri) -> Option<ProxyTarget> {
@@ -134,7 +140,7 @@ fn is_loopback(dst: &Uri) -> bool {
 }
 
 impl Service<Uri> for ProxyConnector {
-    type Response = TokioIo<TcpStream>;
+    type Response = TrackedIo<TokioIo<TcpStream>>;
     type Error = BoxError;
     type Future = BoxFuture<Self::Response>;
 
@@ -145,32 +151,43 @@ impl Service<Uri> for ProxyConnector {
     fn call(&mut self, dst: Uri) -> Self::Future {
         let http = self.http.clone();
         let proxy = self.proxy_for(&dst);
+        let connections = self.connections.clone();
         Box::pin(async move {
-            match proxy {
-                None => {
-                    let mut http = http;
-                    http.call(dst).await.map_err(Into::into)
-                }
-                Some(target) if target.uri.scheme_str() == Some("socks5") => {
-                    let mut socks = SocksV5::new(target.uri, http);
-                    if let Some((user, pass)) = target.credentials {
-                        socks = socks.with_auth(user, pass);
-                    }
-                    socks.local_dns(false).call(dst).await.map_err(Into::into)
-                }
-                Some(target) => {
-                    let mut tunnel = Tunnel::new(target.uri, http);
-                    if let Some((user, pass)) = target.credentials {
-                        let token = base64::engine::general_purpose::STANDARD
-                            .encode(format!("{user}:{pass}"));
-                        if let Ok(value) = HeaderValue::from_str(&format!("Basic {token}")) {
-                            tunnel = tunnel.with_auth(value);
-                        }
-                    }
-                    tunnel.call(dst).await.map_err(Into::into)
+            let stream = dial(http, proxy, dst).await?;
+            Ok(connections.track(stream))
+        })
+    }
+}
+
+/// A TCP stream to `dst`, directly or through `proxy`.
+async fn dial(
+    http: HttpConnector,
+    proxy: Option<ProxyTarget>,
+    dst: Uri,
+) -> Result<TokioIo<TcpStream>, BoxError> {
+    match proxy {
+        None => {
+            let mut http = http;
+            http.call(dst).await.map_err(Into::into)
+        }
+        Some(target) if target.uri.scheme_str() == Some("socks5") => {
+            let mut socks = SocksV5::new(target.uri, http);
+            if let Some((user, pass)) = target.credentials {
+                socks = socks.with_auth(user, pass);
+            }
+            socks.local_dns(false).call(dst).await.map_err(Into::into)
+        }
+        Some(target) => {
+            let mut tunnel = Tunnel::new(target.uri, http);
+            if let Some((user, pass)) = target.credentials {
+                let token =
+                    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
+                if let Ok(value) = HeaderValue::from_str(&format!("Basic {token}")) {
+                    tunnel = tunnel.with_auth(value);
                 }
             }
-        })
+            tunnel.call(dst).await.map_err(Into::into)
+        }
     }
 }
 
@@ -247,12 +264,16 @@ mod tests {
             assert!(is_loopback(&uri.parse().unwrap()), "{uri}");
         }
         assert!(!is_loopback(&"https://10.0.0.1".parse().unwrap()));
-        let c = ProxyConnector::new(&Proxy::Url("http://p:1".into())).unwrap();
+        let c = ProxyConnector::new(
+            &Proxy::Url("http://p:1".into()),
+            ConnectionTracker::default(),
+        )
+        .unwrap();
         assert!(
             c.proxy_for(&"https://127.0.0.1".parse().unwrap()).is_some(),
             "an explicit proxy-url applies to every host, as http.ProxyURL does"
         );
-        let c = ProxyConnector::new(&Proxy::Direct).unwrap();
+        let c = ProxyConnector::new(&Proxy::Direct, ConnectionTracker::default()).unwrap();
         assert!(c.proxy_for(&"https://10.0.0.1".parse().unwrap()).is_none());
     }
 

@@ -5,6 +5,8 @@
 //! when the request already has its header; sends through the shared connection pool; refreshes
 //! credentials and retries once on `401`; and maps failures to typed errors.
 
+pub(crate) mod cert_rotation;
+pub(crate) mod conn_rotation;
 pub(crate) mod connector;
 pub(crate) mod pool;
 pub mod tls;
@@ -24,7 +26,7 @@ use crate::auth::impersonation::{self, IMPERSONATE_USER};
 use crate::auth::{Authenticator, Credentials};
 use crate::config::Config;
 use crate::error::{chain_has_io_kind, Error};
-use pool::{HttpClient, NetOptions};
+use pool::{NetOptions, Pool};
 use tls::{TlsError, TlsMaterial};
 use url::BaseUrl;
 
@@ -42,10 +44,10 @@ pub(crate) struct Transport {
     base: BaseUrl,
     tls: TlsMaterial,
     net: NetOptions,
-    http: Arc<HttpClient>,
-    /// A pool for the client certificate an exec plugin returned, rebuilt when it changes
-    /// (client-go closes all connections then).
-    exec_cert_pool: Mutex<Option<(Vec<u8>, Arc<HttpClient>)>>,
+    http: Arc<Pool>,
+    /// A pool for the client certificate an exec plugin returned, replaced when it changes
+    /// (the old pool's connections are closed then, as client-go's `CloseAll` does).
+    exec_cert_pool: Mutex<Option<(Vec<u8>, Arc<Pool>)>>,
     auth: Authenticator,
     user_agent: HeaderValue,
     impersonation: Vec<(HeaderName, HeaderValue)>,
@@ -57,7 +59,7 @@ impl Transport {
         let base = BaseUrl::parse(config)?;
         let tls = TlsMaterial::load(&config.tls)?;
         let net = NetOptions::new(config.proxy.clone(), config.disable_http2);
-        let http = pool::shared_client(&tls, &net)?;
+        let http = pool::shared_pool(&tls, &net)?;
         let cluster = config.exec.as_ref().map(|exec| {
             ExecClusterInfo::new(
                 base.to_url_string(),
@@ -147,32 +149,38 @@ impl Transport {
         let request = builder
             .body(Full::new(req.body.clone()))
             .map_err(|e| Error::InvalidRequest(e.to_string()))?;
-        let client = match creds.and_then(|c| c.client_cert.as_ref()) {
+        let pool = match creds.and_then(|c| c.client_cert.as_ref()) {
             Some((cert, key)) if self.tls.cert_pem.is_none() => self.exec_pool(cert, key)?,
             _ => self.http.clone(),
         };
-        client
+        pool.client()
             .request(request)
             .await
             .map_err(|e| classify(&req.uri, e))
     }
 
-    /// The pool presenting an exec plugin's client certificate.
-    fn exec_pool(&self, cert: &[u8], key: &[u8]) -> Result<Arc<HttpClient>, Error> {
+    /// The pool presenting an exec plugin's client certificate. When the plugin returns
+    /// another certificate, a new pool presents it and the old pool's connections are
+    /// closed (client-go's certificate callback rotation).
+    fn exec_pool(&self, cert: &[u8], key: &[u8]) -> Result<Arc<Pool>, Error> {
         let mut slot = self.exec_cert_pool.lock();
-        if let Some((current, client)) = slot.as_ref() {
+        if let Some((current, pool)) = slot.as_ref() {
             if current.as_slice() == cert {
-                return Ok(client.clone());
+                return Ok(pool.clone());
             }
         }
         let tls = TlsMaterial {
             cert_pem: Some(cert.to_vec()),
             key_pem: Some(key.to_vec()),
+            cert_files: None,
             ..self.tls.clone()
         };
-        let client = Arc::new(pool::build_client(&tls, &self.net)?);
-        *slot = Some((cert.to_vec(), client.clone()));
-        Ok(client)
+        let pool = Arc::new(pool::build_pool(&tls, &self.net)?);
+        if let Some((_, old)) = slot.replace((cert.to_vec(), pool.clone())) {
+            tracing::info!("the exec plugin returned a new client certificate: closing the connections that present the old one");
+            old.close_all();
+        }
+        Ok(pool)
     }
 }
 

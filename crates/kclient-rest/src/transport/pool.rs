@@ -13,6 +13,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use parking_lot::Mutex;
 
+use super::cert_rotation::DynamicClientCert;
+use super::conn_rotation::ConnectionTracker;
 use super::connector::{ConnectTimeout, ProxyConnector};
 use super::tls::TlsMaterial;
 use crate::config::Proxy;
@@ -38,6 +40,31 @@ pub const HTTP2_MAX_FRAME_SIZE: u32 = 1 << 20;
 
 /// The hyper client every request goes through.
 pub(crate) type HttpClient = Client<ConnectTimeout<HttpsConnector<ProxyConnector>>, Full<Bytes>>;
+
+/// A hyper client, its connections' tracker, and the rotating client certificate it
+/// presents when the certificate comes from files.
+pub(crate) struct Pool {
+    client: HttpClient,
+    connections: ConnectionTracker,
+    rotating_cert: Option<Arc<DynamicClientCert>>,
+}
+
+impl Pool {
+    /// The client, with the certificate files' periodic re-read started (on the first
+    /// request: a pool may be built outside a tokio runtime).
+    pub(crate) fn client(&self) -> &HttpClient {
+        if let Some(cert) = &self.rotating_cert {
+            cert.start_watching();
+        }
+        &self.client
+    }
+
+    /// Closes every open connection of the pool (client-go's `CloseAll`): for a client
+    /// certificate that changed.
+    pub(crate) fn close_all(&self) {
+        self.connections.close_all();
+    }
+}
 
 /// Network options besides TLS.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -87,7 +114,7 @@ struct PoolKey {
     runtime: Option<tokio::runtime::Id>,
 }
 
-type Pools = Mutex<HashMap<PoolKey, Weak<HttpClient>>>;
+type Pools = Mutex<HashMap<PoolKey, Weak<Pool>>>;
 
 fn pools() -> &'static Pools {
     static POOLS: OnceLock<Pools> = OnceLock::new();
@@ -95,20 +122,20 @@ fn pools() -> &'static Pools {
 }
 
 /// The shared client for this configuration, built on first use and dropped with its last user.
-pub(crate) fn shared_client(tls: &TlsMaterial, net: &NetOptions) -> Result<Arc<HttpClient>, Error> {
+pub(crate) fn shared_pool(tls: &TlsMaterial, net: &NetOptions) -> Result<Arc<Pool>, Error> {
     let key = PoolKey {
         tls: tls.clone(),
         net: net.clone(),
         runtime: tokio::runtime::Handle::try_current().ok().map(|h| h.id()),
     };
     let mut pools = pools().lock();
-    if let Some(client) = pools.get(&key).and_then(Weak::upgrade) {
-        return Ok(client);
+    if let Some(pool) = pools.get(&key).and_then(Weak::upgrade) {
+        return Ok(pool);
     }
     pools.retain(|_, weak| weak.strong_count() > 0);
-    let client = Arc::new(build_client(tls, net)?);
-    pools.insert(key, Arc::downgrade(&client));
-    Ok(client)
+    let pool = Arc::new(build_pool(tls, net)?);
+    pools.insert(key, Arc::downgrade(&pool));
+    Ok(pool)
 }
 
 /// How many pools are alive (for tests).
@@ -121,11 +148,35 @@ pub(crate) fn live_pools() -> usize {
         .count()
 }
 
-/// A client of its own (not shared), for credentials that change the TLS identity.
-pub(crate) fn build_client(tls: &TlsMaterial, net: &NetOptions) -> Result<HttpClient, Error> {
-    let tls_config = tls.client_config()?;
+/// A pool of its own (not shared), for credentials that change the TLS identity.
+pub(crate) fn build_pool(tls: &TlsMaterial, net: &NetOptions) -> Result<Pool, Error> {
+    let connections = ConnectionTracker::default();
+    let rotating_cert = match (&tls.cert_files, &tls.cert_pem, &tls.key_pem) {
+        (Some(files), Some(cert), Some(key)) => Some(DynamicClientCert::new(
+            files.clone(),
+            cert,
+            key,
+            connections.clone(),
+        )?),
+        _ => None,
+    };
+    let client = build_client(tls, net, rotating_cert.clone(), connections.clone())?;
+    Ok(Pool {
+        client,
+        connections,
+        rotating_cert,
+    })
+}
+
+fn build_client(
+    tls: &TlsMaterial,
+    net: &NetOptions,
+    rotating_cert: Option<Arc<DynamicClientCert>>,
+    connections: ConnectionTracker,
+) -> Result<HttpClient, Error> {
+    let tls_config = tls.client_config(rotating_cert)?;
     let server_name = tls.server_name()?;
-    let tcp = ProxyConnector::new(&net.proxy)?;
+    let tcp = ProxyConnector::new(&net.proxy, connections)?;
     let mut builder = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls_config)
         .https_or_http();
@@ -191,14 +242,14 @@ mod tests {
             h2_read_idle: Some(HTTP2_READ_IDLE_TIMEOUT),
             h2_ping_timeout: HTTP2_PING_TIMEOUT,
         };
-        let a = shared_client(&tls, &net).unwrap();
-        let b = shared_client(&tls, &net).unwrap();
+        let a = shared_pool(&tls, &net).unwrap();
+        let b = shared_pool(&tls, &net).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
         let other = NetOptions {
             http2: false,
             ..net.clone()
         };
-        let c = shared_client(&tls, &other).unwrap();
+        let c = shared_pool(&tls, &other).unwrap();
         assert!(!Arc::ptr_eq(&a, &c), "another configuration, another pool");
         let weak = Arc::downgrade(&a);
         drop((a, b));

@@ -10,6 +10,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+use super::cert_rotation::{CertFiles, DynamicClientCert};
 use crate::config::TlsConfig;
 
 /// A TLS failure: unusable CA or client-certificate settings, or a failed handshake.
@@ -69,11 +70,14 @@ pub(crate) struct TlsMaterial {
     pub(crate) ca_pem: Option<Vec<u8>>,
     pub(crate) cert_pem: Option<Vec<u8>>,
     pub(crate) key_pem: Option<Vec<u8>>,
+    /// Where `cert_pem` and `key_pem` were read from, when both came from files: the pair
+    /// rotates ([`cert_rotation`](super::cert_rotation)).
+    pub(crate) cert_files: Option<CertFiles>,
     pub(crate) server_name: Option<String>,
     pub(crate) insecure: bool,
 }
 
-fn read(what: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
+pub(crate) fn read(what: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
     std::fs::read(path).map_err(|source| TlsError::ReadFile {
         what,
         path: path.to_path_buf(),
@@ -95,6 +99,7 @@ impl TlsMaterial {
             ca_pem: pick(&tls.ca_data, &tls.ca_file, "CA file")?,
             cert_pem: pick(&tls.cert_data, &tls.cert_file, "client certificate file")?,
             key_pem: pick(&tls.key_data, &tls.key_file, "client key file")?,
+            cert_files: cert_files(tls),
             server_name: tls.server_name.clone().filter(|s| !s.is_empty()),
             insecure: tls.insecure,
         })
@@ -111,8 +116,12 @@ impl TlsMaterial {
             .transpose()
     }
 
-    /// A rustls client configuration (without ALPN: the connector sets the protocols).
-    pub(crate) fn client_config(&self) -> Result<ClientConfig, TlsError> {
+    /// A rustls client configuration (without ALPN: the connector sets the protocols). The
+    /// client certificate is `rotating`'s when given, else the fixed pair of `self`.
+    pub(crate) fn client_config(
+        &self,
+        rotating: Option<Arc<DynamicClientCert>>,
+    ) -> Result<ClientConfig, TlsError> {
         let provider = provider();
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -127,8 +136,16 @@ impl TlsMaterial {
         } else {
             builder.with_root_certificates(self.root_store()?)
         };
-        let config = match (&self.cert_pem, &self.key_pem) {
-            (Some(cert), Some(key)) => {
+        let config = match (&self.cert_pem, &self.key_pem, rotating) {
+            (_, _, Some(rotating)) => {
+                let mut config = builder.with_client_cert_resolver(rotating);
+                // A resumed TLS session keeps the identity it was made with: after a
+                // rotation the server would still see the old certificate. (client-go's
+                // transport resumes no sessions at all.)
+                config.resumption = rustls::client::Resumption::disabled();
+                config
+            }
+            (Some(cert), Some(key), None) => {
                 let (chain, key) = parse_client_identity(cert, key)?;
                 builder
                     .with_client_auth_cert(chain, key)
@@ -160,8 +177,20 @@ impl TlsMaterial {
     }
 }
 
+/// Where the client certificate and key rotate from: both from files, neither inline
+/// (client-go reloads file-based credentials only).
+fn cert_files(tls: &TlsConfig) -> Option<CertFiles> {
+    if tls.cert_data.is_some() || tls.key_data.is_some() {
+        return None;
+    }
+    Some(CertFiles {
+        cert: tls.cert_file.clone()?,
+        key: tls.key_file.clone()?,
+    })
+}
+
 /// The `ring` crypto provider, shared.
-fn provider() -> Arc<CryptoProvider> {
+pub(crate) fn provider() -> Arc<CryptoProvider> {
     static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
     PROVIDER
         .get_or_init(|| Arc::new(rustls::crypto::ring::default_provider()))
@@ -283,7 +312,7 @@ mod tests {
             ..TlsMaterial::default()
         };
         assert!(matches!(
-            m.client_config(),
+            m.client_config(None),
             Err(TlsError::NoCertificates { .. })
         ));
         let missing = TlsConfig {
@@ -316,7 +345,7 @@ mod tests {
             insecure: true,
             ..TlsMaterial::default()
         };
-        let config = m.client_config().unwrap();
+        let config = m.client_config(None).unwrap();
         assert!(config.alpn_protocols.is_empty(), "hyper-rustls sets ALPN");
     }
 

@@ -250,6 +250,7 @@ pub struct Pki {
     pub client_cert_pem: String,
     pub client_key_pem: String,
     pub client_cert_der: Vec<u8>,
+    issuer: Issuer<'static, KeyPair>,
 }
 
 fn ca(name: &str) -> (String, Issuer<'static, KeyPair>) {
@@ -293,7 +294,13 @@ impl Pki {
             client_cert_pem,
             client_key_pem,
             client_cert_der,
+            issuer,
         }
+    }
+
+    /// Another client certificate signed by the CA: its PEM, its key's PEM and its DER.
+    pub fn client_identity(&self, cn: &str) -> (String, String, Vec<u8>) {
+        leaf(&self.issuer, cn, Vec::new())
     }
 
     /// Another CA's PEM (for wrong-CA tests).
