@@ -1,8 +1,9 @@
 //! One handler's side of a shared informer (client-go's `processorListener`): its own queue
-//! of notifications, drained by its own task, in order, one call at a time.
+//! of notifications, drained by its own task, in order, one call at a time, the calls made
+//! on tokio's blocking pool.
 //!
 //! The informer only ever pushes onto the queue (no handler runs under any lock, and a slow
-//! handler delays nobody but itself). The queue is unbounded by default, like client-go's
+//! or blocking handler delays nobody but itself: it never holds an async worker thread). The queue is unbounded by default, like client-go's
 //! growing ring buffer; with a bound, the informer waits for room before it pops more from
 //! its FIFO (see [`HandlerOptions::max_pending`](crate::HandlerOptions::max_pending)).
 //!
@@ -17,13 +18,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kclient_core::{deletion_handling_meta_namespace_key, meta_namespace_key, Resource};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::handler::{dispatch, ResourceEventHandler};
 use crate::metrics::InformerMetrics;
 use crate::process_deltas::Notification;
+
+/// How long a lane waits for more notifications before it gives its blocking thread back.
+pub(crate) const LANE_LINGER: Duration = Duration::from_millis(1);
+
+/// What is queued, and whether a lane is handling the queue.
+struct Queued<K> {
+    notifications: VecDeque<Notification<K>>,
+    lane_active: bool,
+}
 
 /// When the clock cannot represent `now + period`: about thirty years ahead.
 const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
@@ -40,7 +50,9 @@ pub(crate) struct Listener<K> {
     pub(crate) name: String,
     informer: Arc<str>,
     handler: Arc<dyn ResourceEventHandler<K>>,
-    queue: Mutex<VecDeque<Notification<K>>>,
+    queue: Mutex<Queued<K>>,
+    /// Wakes a lane that lingers for more notifications.
+    more: Condvar,
     /// Queued plus being handled.
     pending: AtomicUsize,
     /// Initial-list adds not handled yet (for the registration's `has_synced`).
@@ -75,7 +87,11 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
             name,
             informer,
             handler,
-            queue: Mutex::new(VecDeque::new()),
+            queue: Mutex::new(Queued {
+                notifications: VecDeque::new(),
+                lane_active: false,
+            }),
+            more: Condvar::new(),
             pending: AtomicUsize::new(0),
             initial_pending: AtomicUsize::new(0),
             wake: Notify::new(),
@@ -111,8 +127,16 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
             self.initial_pending.fetch_add(1, Ordering::AcqRel);
         }
         let depth = self.pending.fetch_add(1, Ordering::AcqRel) + 1;
-        self.queue.lock().push_back(notification);
-        self.wake.notify_one();
+        let lane_active = {
+            let mut queued = self.queue.lock();
+            queued.notifications.push_back(notification);
+            queued.lane_active
+        };
+        if lane_active {
+            self.more.notify_one();
+        } else {
+            self.wake.notify_one();
+        }
         if let Some(m) = &self.metrics {
             m.handler_queue_depth(&self.informer, &self.name, depth);
         }
@@ -176,6 +200,7 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.wake.notify_one();
+        self.more.notify_all();
         self.room.notify_waiters();
         // Whoever waits for this handler to sync would otherwise wait forever.
         self.initial_done.notify_waiters();
@@ -186,22 +211,74 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
     }
 
     /// Handles notifications until closed.
+    ///
+    /// Handlers are synchronous and may block, so they run on tokio's blocking pool, never on
+    /// an async worker: a slow or blocking handler holds one blocking thread and delays only
+    /// its own listener, not the runtime, the informer or other handlers (client-go gives
+    /// each listener a goroutine of its own). A *lane* (one blocking call) handles what is
+    /// queued, in order, then lingers up to [`LANE_LINGER`] for more before it returns, so
+    /// that a steady stream of events costs one hand-off, not one per event.
+    ///
+    /// On a current-thread runtime there is no worker to keep free (every task already
+    /// shares the one thread), so handlers are called by the listener's task itself.
     pub(crate) async fn run(self: Arc<Self>) {
+        let offload = tokio::runtime::Handle::current().runtime_flavor()
+            != tokio::runtime::RuntimeFlavor::CurrentThread;
         loop {
             if self.is_closed() {
                 return;
             }
-            let batch = std::mem::take(&mut *self.queue.lock());
+            let batch = self.start_lane();
             if batch.is_empty() {
                 self.wake.notified().await;
                 continue;
             }
-            for notification in batch {
-                if self.is_closed() {
-                    return;
-                }
-                self.handle(notification);
+            if !offload {
+                self.handle_batch(batch);
+                self.queue.lock().lane_active = false;
+                continue;
             }
+            let listener = Arc::clone(&self);
+            let lane = tokio::task::spawn_blocking(move || listener.run_lane(batch));
+            if lane.await.is_err() {
+                // The runtime is shutting down (a handler's panic is caught in `handle`).
+                return;
+            }
+        }
+    }
+
+    /// Takes what is queued; when there is something, the lane is active from now on (new
+    /// notifications wake it rather than the task).
+    fn start_lane(&self) -> VecDeque<Notification<K>> {
+        let mut queued = self.queue.lock();
+        let batch = std::mem::take(&mut queued.notifications);
+        queued.lane_active = !batch.is_empty();
+        batch
+    }
+
+    /// Handles a batch in order, stopping early once the listener is closed.
+    fn handle_batch(&self, batch: VecDeque<Notification<K>>) {
+        for notification in batch {
+            if self.is_closed() {
+                return;
+            }
+            self.handle(notification);
+        }
+    }
+
+    /// Handles `batch` and whatever arrives while it runs or lingers, then ends the lane.
+    fn run_lane(&self, mut batch: VecDeque<Notification<K>>) {
+        loop {
+            self.handle_batch(batch);
+            let mut queued = self.queue.lock();
+            if queued.notifications.is_empty() && !self.is_closed() {
+                self.more.wait_for(&mut queued, LANE_LINGER);
+            }
+            if queued.notifications.is_empty() || self.is_closed() {
+                queued.lane_active = false;
+                return;
+            }
+            batch = std::mem::take(&mut queued.notifications);
         }
     }
 

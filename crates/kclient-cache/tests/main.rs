@@ -4,6 +4,7 @@
 
 mod common;
 
+mod blocking_handlers;
 mod concurrency;
 mod controller;
 mod delta_fifo;

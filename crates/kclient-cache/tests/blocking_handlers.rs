@@ -1,0 +1,119 @@
+//! Handlers that block (a synchronous HTTP call, a lock held elsewhere, a `std::thread::sleep`)
+//! on a multi-thread runtime: each listener's calls run on tokio's blocking pool, so a
+//! blocked handler delays only its own listener — not the runtime's workers, not the other
+//! handlers of its informer, not other informers (client-go gives every listener a
+//! goroutine). An adversarial run found two blocking handlers stalling every informer of a
+//! 2-worker runtime.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kclient_cache::testing::FakeControllerSource;
+use kclient_cache::{ResourceEventHandlerFuncs, SharedIndexInformer, SharedIndexInformerOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::common::obj;
+
+const UPDATES: i64 = 200;
+
+/// A handler that blocks its thread on its first update until the test releases it.
+fn blocking_handler(
+    gate: Arc<parking_lot::Mutex<mpsc::Receiver<()>>>,
+    blocked: Arc<AtomicUsize>,
+) -> ResourceEventHandlerFuncs<ConfigMap> {
+    let first = AtomicBool::new(true);
+    ResourceEventHandlerFuncs::new().update_func(move |_, _| {
+        if first.swap(false, Ordering::SeqCst) {
+            blocked.fetch_add(1, Ordering::SeqCst);
+            let _ = gate.lock().recv();
+        }
+    })
+}
+
+/// A handler that reports when it has seen every update.
+fn counting_handler(
+    done: tokio::sync::mpsc::UnboundedSender<&'static str>,
+    name: &'static str,
+) -> ResourceEventHandlerFuncs<ConfigMap> {
+    let seen = AtomicUsize::new(0);
+    ResourceEventHandlerFuncs::new().update_func(move |_, _| {
+        if seen.fetch_add(1, Ordering::SeqCst) + 1 == UPDATES as usize {
+            let _ = done.send(name);
+        }
+    })
+}
+
+/// Two informers on a runtime of two workers, each with a handler that blocks (together
+/// they would hold both workers) and a healthy one: the healthy handlers see every update
+/// while the blocked ones are still blocked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_handler_delays_only_its_own_listener() {
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = Arc::new(parking_lot::Mutex::new(gate));
+    let blocked = Arc::new(AtomicUsize::new(0));
+    let released = Arc::new(AtomicBool::new(false));
+    // Bounds a regression (a hang) without deciding the outcome: the outcome is whether
+    // the healthy handlers finished before the blocked ones were released.
+    let watchdog = {
+        let (release, released) = (release.clone(), released.clone());
+        std::thread::spawn(move || {
+            std::thread::park_timeout(Duration::from_secs(60));
+            released.store(true, Ordering::SeqCst);
+            for _ in 0..2 {
+                let _ = release.send(());
+            }
+        })
+    };
+
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let mut sources = Vec::new();
+    let mut runs = Vec::new();
+    for name in ["first", "second"] {
+        let source = FakeControllerSource::<ConfigMap>::new();
+        source.add((*obj("a", 0)).clone());
+        let informer =
+            SharedIndexInformer::new(source.clone(), SharedIndexInformerOptions::default());
+        informer
+            .add_event_handler(blocking_handler(gate.clone(), blocked.clone()))
+            .unwrap();
+        informer
+            .add_event_handler(counting_handler(done_tx.clone(), name))
+            .unwrap();
+        runs.push(tokio::spawn({
+            let (informer, cancel) = (informer.clone(), cancel.clone());
+            async move { informer.run(cancel).await }
+        }));
+        assert!(
+            kclient_cache::wait_for_cache_sync(&cancel, &[informer.synced()]).await,
+            "synced"
+        );
+        sources.push(source);
+    }
+    for v in 1..=UPDATES {
+        for source in &sources {
+            source.modify((*obj("a", v)).clone());
+        }
+    }
+    let mut finished = vec![done_rx.recv().await.unwrap(), done_rx.recv().await.unwrap()];
+    finished.sort();
+    assert_eq!(finished, ["first", "second"]);
+    assert!(
+        !released.load(Ordering::SeqCst),
+        "the healthy handlers finished while the blocking ones were still blocked"
+    );
+    assert_eq!(
+        blocked.load(Ordering::SeqCst),
+        2,
+        "both blockers are blocked"
+    );
+
+    watchdog.thread().unpark();
+    watchdog.join().unwrap();
+    cancel.cancel();
+    for run in runs {
+        run.await.unwrap();
+    }
+}
