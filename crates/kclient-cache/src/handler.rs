@@ -8,10 +8,25 @@
 //!   update that crosses the filter into an add or a delete (client-go's
 //!   `FilteringResourceEventHandler`).
 //!
-//! Handlers are called from the handler's own task, one notification at a time and in order;
+//! Each handler has its own queue and is called one notification at a time and in order;
 //! the objects are the cache's shared `Arc`s and must not be changed (they are immutable
-//! behind `Arc` anyway). A handler should return quickly — the usual one puts the object's
-//! key into a workqueue — because it runs on the async runtime.
+//! behind `Arc` anyway). On a multi-thread runtime the calls are made on tokio's blocking
+//! pool, so a handler that blocks (a synchronous call, a lock, a sleep) delays only its own
+//! queue: never the runtime's workers, the informer or the other handlers (client-go gives
+//! each handler a goroutine). On a current-thread runtime they are made on the runtime's one
+//! thread, like every task there. Either way a handler should return quickly — the usual one
+//! puts the object's key into a workqueue — or its queue grows.
+//!
+//! What handlers see, as in client-go:
+//! * A relist (after a `410 Gone`, a broken watch that cannot resume) delivers `on_update`
+//!   for every listed object still cached, including unchanged ones (same
+//!   resourceVersion), even to a handler without a resync period: compare resourceVersions
+//!   to skip them.
+//! * An object deleted and recreated while the watch was broken arrives, after the relist,
+//!   as an `on_update` whose `old` and `new` have different UIDs, not as a delete and an
+//!   add: compare `metadata.uid` in `on_update` when identity matters.
+//! * A list that holds two objects with the same namespace and name (a misbehaving server)
+//!   gives two `on_add`s for the one cached object, and no delete.
 //!
 //! ```
 //! use std::sync::Arc;
