@@ -30,7 +30,7 @@ use crate::error::Error;
 use crate::protobuf::{self, PROTOBUF_ACCEPT};
 use crate::response::{decode_json, error_from_response, Response};
 use crate::retry::{Failure, Retry, RetryState, DEFAULT_MAX_RETRIES};
-use crate::transport::url::{encode_path, encode_query};
+use crate::transport::url::{encode_path, encode_query, redacted_uri};
 use crate::transport::{is_connection_reset_or_eof, is_network_timeout, OutgoingRequest};
 use crate::warnings::{parse_warning_headers, Warning};
 use crate::watch::{decode_watch, DEFAULT_MAX_WATCH_FRAME_LEN};
@@ -712,9 +712,9 @@ impl Request {
         if waited > LONG_THROTTLE_LATENCY {
             let reason = reason.unwrap_or("client-side throttling, not priority and fairness");
             if waited > EXTRA_LONG_THROTTLE_LATENCY {
-                tracing::info!(delay = ?waited, reason, verb = %outgoing.method, url = %outgoing.uri, "Waited before sending request");
+                tracing::info!(delay = ?waited, reason, verb = %outgoing.method, url = %redacted_uri(&outgoing.uri), "Waited before sending request");
             } else {
-                tracing::debug!(delay = ?waited, reason, verb = %outgoing.method, url = %outgoing.uri, "Waited before sending request");
+                tracing::debug!(delay = ?waited, reason, verb = %outgoing.method, url = %redacted_uri(&outgoing.uri), "Waited before sending request");
             }
         }
         if let (Some(m), Some(t)) = (&inner.metrics, template) {
@@ -746,7 +746,7 @@ impl Request {
                 Attempt::Retry(retry, error) => (retry, error),
             };
             self.record_retry(&outgoing.method, &error);
-            tracing::debug!(delay = ?wait, %reason, url = %outgoing.uri, "retrying request");
+            tracing::debug!(delay = ?wait, %reason, url = %redacted_uri(&outgoing.uri), "retrying request");
             if deadline.passes_within(wait) {
                 deadline.sleep_until().await;
                 return Err(deadline.timed_out(Some(error)));
@@ -805,7 +805,7 @@ impl Request {
             let warnings = self.handle_warnings(response.headers());
             return Attempt::Done(match mode {
                 Mode::Full => {
-                    let url = outgoing.uri.to_string();
+                    let url = redacted_uri(&outgoing.uri);
                     let read = read_full(response, &url, warnings);
                     match deadline.at {
                         Some(at) => tokio::time::timeout_at(at, read)
@@ -817,7 +817,7 @@ impl Request {
                 }
                 Mode::Stream | Mode::Watch => Ok(Outcome::Streaming(Streaming {
                     response,
-                    url: outgoing.uri.to_string(),
+                    url: redacted_uri(&outgoing.uri),
                 })),
             });
         }

@@ -10,6 +10,7 @@ use super::{
 };
 use crate::config::{BasicAuth, Config, ImpersonationConfig, Proxy};
 use crate::error::Error;
+use crate::transport::url::redacted_url;
 
 /// The cluster extension passed to exec plugins as `spec.cluster.config`.
 const EXEC_CLUSTER_EXTENSION: &str = "client.authentication.k8s.io/exec";
@@ -28,7 +29,7 @@ const EXEC_CLUSTER_EXTENSION: &str = "client.authentication.k8s.io/exec";
 /// .unwrap();
 /// assert_eq!(config.namespace(), "team-a");
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct KubeconfigOptions {
     /// Read only this file (it must exist) instead of `KUBECONFIG` or `~/.kube/config`.
     pub path: Option<PathBuf>,
@@ -43,6 +44,20 @@ pub struct KubeconfigOptions {
     /// The server address to use instead of the cluster's (this also drops the cluster's
     /// `tls-server-name`, as client-go does).
     pub server: Option<String>,
+}
+
+/// Shows a password in `server` as Go's `url.URL.Redacted` does (`user:xxxxx@`).
+impl std::fmt::Debug for KubeconfigOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeconfigOptions")
+            .field("path", &self.path)
+            .field("context", &self.context)
+            .field("cluster", &self.cluster)
+            .field("user", &self.user)
+            .field("namespace", &self.namespace)
+            .field("server", &self.server.as_deref().map(redacted_url))
+            .finish()
+    }
 }
 
 impl KubeconfigOptions {
