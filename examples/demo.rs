@@ -55,7 +55,7 @@ use kclient::prelude::*;
 use kclient::rest::KubeconfigOptions;
 use kclient::tools::events::{new_broadcaster, object_reference, EventRecorder, EventType};
 use kclient::tools::leaderelection::{
-    LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock,
+    LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaderToken, LeaseLock,
 };
 use kclient::tools::retry::{retry_on_conflict, DEFAULT_RETRY};
 use kclient::tools::wait::poll_until_timeout;
@@ -422,15 +422,20 @@ impl Controller {
         }
     }
 
-    /// Runs `workers` workers until the queue shuts down.
-    async fn run_workers(&self, workers: usize) {
+    /// Runs `workers` workers until the queue shuts down. They reconcile only while `leader`
+    /// says this process leads, asked right before each reconcile (it reads the clock, so it
+    /// is false after a pause past the renew deadline even before the token fires); keys
+    /// taken after that are dropped, the next leader's informers list everything anew.
+    async fn run_workers(&self, workers: usize, leader: &LeaderToken) {
         let tasks: Vec<_> = (0..workers)
             .map(|_| {
-                let controller = self.clone();
+                let (controller, leader) = (self.clone(), leader.clone());
                 tokio::spawn(async move {
                     while let Some(key) = controller.queue.get().await {
-                        let result = controller.sync(&key).await;
-                        controller.handle_err(&key, result);
+                        if leader.is_leader() {
+                            let result = controller.sync(&key).await;
+                            controller.handle_err(&key, result);
+                        }
                         controller.queue.done(&key);
                     }
                 })
@@ -953,11 +958,14 @@ async fn run(
 async fn lead(
     factory: Arc<SharedInformerFactory<Clientset>>,
     controller: Controller,
-    token: CancellationToken,
+    token: LeaderToken,
 ) {
     let started = Instant::now();
-    factory.start(&token);
-    let synced = factory.wait_for_cache_sync(&token).await.all_synced();
+    factory.start(token.cancellation_token());
+    let synced = factory
+        .wait_for_cache_sync(token.cancellation_token())
+        .await
+        .all_synced();
     if synced {
         let _ = controller.stats().time_to_sync.set(started.elapsed());
         controller.view.action(format!(
@@ -967,8 +975,8 @@ async fn lead(
             controller.config_maps.list(&Selector::everything()).len()
         ));
         let workers = tokio::spawn({
-            let controller = controller.clone();
-            async move { controller.run_workers(2).await }
+            let (controller, token) = (controller.clone(), token.clone());
+            async move { controller.run_workers(2, &token).await }
         });
         token.cancelled().await;
         controller.queue.shut_down_with_drain().await;

@@ -8,8 +8,14 @@
 //! kubectl get lease leader-election-example -o jsonpath='{.spec.holderIdentity} {.spec.leaseTransitions}'
 //! ```
 //!
-//! The leader's work (an informer, a queue and a worker) runs under the leader token and
-//! checks it before each write: when leadership ends, it stops at once.
+//! The leader's work (an informer, a queue and a worker) runs under the leader token: when
+//! leadership ends, it stops at once. Right before each write it asks the token whether
+//! this replica still leads (`LeaderToken::is_leader`, which reads the clock, so a replica
+//! that was frozen past its renew deadline does not write before its elector has even
+//! run). That narrows the window in which a deposed leader could write, it does not close
+//! it: a pause between the check and the write can still let it land late. The write is an
+//! update carrying the `resourceVersion` read, so a stale one fails with a conflict instead
+//! of overwriting the new leader's.
 //!
 //! ```text
 //! # kclient-fake in-process, scripted: replicas a and b, a leads, a crashes, b takes over
@@ -36,8 +42,8 @@ use kclient::fake::FakeApiServer;
 use kclient::prelude::*;
 use kclient::rest::KubeconfigOptions;
 use kclient::tools::leaderelection::{
-    LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock, Lock, DEFAULT_LEASE_DURATION,
-    DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
+    LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaderToken, LeaseLock, Lock,
+    DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
 };
 use kclient::workqueue::WorkQueue;
 use serde_json::json;
@@ -122,12 +128,7 @@ async fn replica(
 
 /// The leader's work: a ConfigMap informer, a queue and a worker writing this replica's
 /// identity into the managed ConfigMaps, until the leader token fires.
-async fn controller(
-    clientset: Clientset,
-    namespace: String,
-    identity: String,
-    token: CancellationToken,
-) {
+async fn controller(clientset: Clientset, namespace: String, identity: String, token: LeaderToken) {
     println!("[{identity}] starting the controller");
     let factory = SharedInformerFactory::builder(clientset.clone())
         .namespace(namespace.as_str())
@@ -145,12 +146,15 @@ async fn controller(
         println!("[{identity}] cannot watch ConfigMaps: {error}");
         return;
     }
-    factory.start(&token);
-    if factory.wait_for_cache_sync(&token).await.all_synced() {
+    factory.start(token.cancellation_token());
+    let synced = factory
+        .wait_for_cache_sync(token.cancellation_token())
+        .await;
+    if synced.all_synced() {
         let worker = async {
             while let Some(name) = queue.get().await {
-                // Only the leader writes: look at the token right before each write.
-                if !token.is_cancelled() {
+                // Only the leader writes: ask the token right before each write.
+                if token.is_leader() {
                     let stamped = stamp(&clientset, &lister, &namespace, &name, &identity).await;
                     if let Err(error) = stamped {
                         println!("[{identity}] {name}: {error}; retrying");

@@ -106,6 +106,7 @@ pub use object_list::ObjectList;
 pub use options::{
     CreateOptions, DeleteOptions, DeletionPropagation, FieldValidation, GetOptions, ListOptions,
     OptionsError, PatchOptions, Preconditions, ResourceVersionMatch, UpdateOptions,
+    MAX_GO_DURATION, MAX_TIMEOUT_SECONDS,
 };
 pub use pager::{ListPager, PagedList, DEFAULT_PAGE_SIZE};
 pub use partial_object_metadata::{PartialObjectMetadata, PartialObjectMetadataList};

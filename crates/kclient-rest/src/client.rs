@@ -62,7 +62,10 @@ pub(crate) struct Inner {
 impl std::fmt::Debug for RestClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RestClient")
-            .field("base_url", &self.inner.transport.base().to_url_string())
+            .field(
+                "base_url",
+                &self.inner.transport.base().to_redacted_string(),
+            )
             .field("group_version", &self.group_version)
             .field("rate_limiter", &self.inner.rate_limiter)
             .field("timeout", &self.inner.timeout)
@@ -155,7 +158,7 @@ impl RestClient {
     pub(crate) fn refuse_protobuf(&self) {
         if !self.inner.protobuf_refused.swap(true, Ordering::Relaxed) {
             tracing::warn!(
-                server = %self.base_url(),
+                server = %self.inner.transport.base().to_redacted_string(),
                 "the server refused protobuf (406 Not Acceptable): this client speaks JSON from now on"
             );
         }

@@ -13,6 +13,7 @@ use crate::incluster;
 use crate::kubeconfig::{AuthProviderConfig, ExecConfig, KubeconfigError, KubeconfigOptions};
 use crate::metrics::RequestMetrics;
 use crate::rate_limit::RateLimiter;
+use crate::transport::url::redacted_url;
 use crate::warnings::WarningHandler;
 
 /// client-go's default client-side QPS (`rest.DefaultQPS`).
@@ -201,8 +202,9 @@ impl ImpersonationConfig {
     }
 }
 
-/// Which proxy requests go through.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+/// Which proxy requests go through. Its `Debug` output shows a proxy URL without its
+/// password.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub enum Proxy {
     /// `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` (and their lower-case forms), as Go's
     /// `http.ProxyFromEnvironment`; the default.
@@ -215,6 +217,16 @@ pub enum Proxy {
     Direct,
 }
 
+impl fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Proxy::FromEnvironment => f.write_str("FromEnvironment"),
+            Proxy::Url(url) => f.debug_tuple("Url").field(&redacted_url(url)).finish(),
+            Proxy::Direct => f.write_str("Direct"),
+        }
+    }
+}
+
 /// Why a [`Config`] is unusable.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -222,7 +234,8 @@ pub enum ConfigError {
     /// The host is not a URL or `host:port`.
     #[error("invalid host {host:?}: {reason}")]
     InvalidHost {
-        /// The host given.
+        /// The host given, without a password in it (shown as Go's `url.URL.Redacted`
+        /// shows it: `user:xxxxx@`).
         host: String,
         /// What is wrong.
         reason: String,
@@ -244,7 +257,8 @@ pub enum ConfigError {
     /// The proxy URL is unusable.
     #[error("invalid proxy URL {url:?}: {reason}")]
     InvalidProxy {
-        /// The URL.
+        /// The URL, without its password (shown as Go's `url.URL.Redacted` shows it:
+        /// `user:xxxxx@`).
         url: String,
         /// What is wrong.
         reason: String,
@@ -398,7 +412,7 @@ impl Config {
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
-            .field("host", &self.host)
+            .field("host", &redacted_url(&self.host))
             .field("tls", &self.tls)
             .field(
                 "bearer_token",
@@ -415,7 +429,7 @@ impl fmt::Debug for Config {
             .field("burst", &self.burst)
             .field("rate_limiter", &self.rate_limiter)
             .field("timeout", &self.timeout)
-            .field("proxy", &redacted_proxy(&self.proxy))
+            .field("proxy", &self.proxy)
             .field(
                 "warning_handler",
                 &self.warning_handler.as_ref().map(|_| "<handler>"),
@@ -426,31 +440,6 @@ impl fmt::Debug for Config {
             .field("disable_protobuf", &self.disable_protobuf)
             .field("disable_compression", &self.disable_compression)
             .finish()
-    }
-}
-
-/// The proxy with any password in its URL replaced.
-fn redacted_proxy(proxy: &Proxy) -> Proxy {
-    match proxy {
-        Proxy::Url(url) => Proxy::Url(redact_url_password(url)),
-        other => other.clone(),
-    }
-}
-
-/// `url` with the password of its user information (`scheme://user:password@host/...`)
-/// replaced by `<redacted>`, for `Debug` output and logs.
-pub(crate) fn redact_url_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}:<redacted>@{host}{path}")
-        }
-        None => url.to_owned(),
     }
 }
 

@@ -75,7 +75,8 @@ pub enum Error {
     /// refused the tunnel, a connect timeout).
     #[error("cannot connect to {url}: {source}")]
     Connect {
-        /// The URL of the request.
+        /// The URL of the request, without a password in it (as Go's `url.URL.Redacted`
+        /// shows it).
         url: String,
         /// Whether the server refused the connection (`ECONNREFUSED`).
         refused: bool,
@@ -88,7 +89,8 @@ pub enum Error {
     /// a broken response body.
     #[error("request to {url} failed: {source}")]
     Transport {
-        /// The URL of the request.
+        /// The URL of the request, without a password in it (as Go's `url.URL.Redacted`
+        /// shows it).
         url: String,
         /// The underlying error.
         #[source]

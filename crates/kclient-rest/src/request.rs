@@ -18,7 +18,7 @@ use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use http_body_util::{BodyExt, BodyStream, Limited};
 use hyper::body::Incoming;
-use kclient_core::{ApiResource, GroupVersion, Patch, PatchType, WatchStream};
+use kclient_core::{ApiResource, GroupVersion, Patch, PatchType, WatchStream, MAX_GO_DURATION};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::time::Instant;
@@ -30,7 +30,7 @@ use crate::error::Error;
 use crate::protobuf::{self, PROTOBUF_ACCEPT};
 use crate::response::{decode_json, error_from_response, Response};
 use crate::retry::{Failure, Retry, RetryState, DEFAULT_MAX_RETRIES};
-use crate::transport::url::{encode_path, encode_query};
+use crate::transport::url::{encode_path, encode_query, redacted_uri};
 use crate::transport::{is_connection_reset_or_eof, is_network_timeout, OutgoingRequest};
 use crate::warnings::{parse_warning_headers, Warning};
 use crate::watch::{decode_watch, DEFAULT_MAX_WATCH_FRAME_LEN};
@@ -712,9 +712,9 @@ impl Request {
         if waited > LONG_THROTTLE_LATENCY {
             let reason = reason.unwrap_or("client-side throttling, not priority and fairness");
             if waited > EXTRA_LONG_THROTTLE_LATENCY {
-                tracing::info!(delay = ?waited, reason, verb = %outgoing.method, url = %outgoing.uri, "Waited before sending request");
+                tracing::info!(delay = ?waited, reason, verb = %outgoing.method, url = %redacted_uri(&outgoing.uri), "Waited before sending request");
             } else {
-                tracing::debug!(delay = ?waited, reason, verb = %outgoing.method, url = %outgoing.uri, "Waited before sending request");
+                tracing::debug!(delay = ?waited, reason, verb = %outgoing.method, url = %redacted_uri(&outgoing.uri), "Waited before sending request");
             }
         }
         if let (Some(m), Some(t)) = (&inner.metrics, template) {
@@ -746,7 +746,7 @@ impl Request {
                 Attempt::Retry(retry, error) => (retry, error),
             };
             self.record_retry(&outgoing.method, &error);
-            tracing::debug!(delay = ?wait, %reason, url = %outgoing.uri, "retrying request");
+            tracing::debug!(delay = ?wait, %reason, url = %redacted_uri(&outgoing.uri), "retrying request");
             if deadline.passes_within(wait) {
                 deadline.sleep_until().await;
                 return Err(deadline.timed_out(Some(error)));
@@ -805,7 +805,7 @@ impl Request {
             let warnings = self.handle_warnings(response.headers());
             return Attempt::Done(match mode {
                 Mode::Full => {
-                    let url = outgoing.uri.to_string();
+                    let url = redacted_uri(&outgoing.uri);
                     let read = read_full(response, &url, warnings);
                     match deadline.at {
                         Some(at) => tokio::time::timeout_at(at, read)
@@ -817,7 +817,7 @@ impl Request {
                 }
                 Mode::Stream | Mode::Watch => Ok(Outcome::Streaming(Streaming {
                     response,
-                    url: outgoing.uri.to_string(),
+                    url: redacted_uri(&outgoing.uri),
                 })),
             });
         }
@@ -1039,8 +1039,14 @@ fn body_stream(s: Streaming) -> ByteStream {
 
 /// Formats a duration as Go's `time.Duration.String` does (`30s`, `1m30s`, `1.5s`, `250ms`),
 /// the form the API server parses in `?timeout=`.
+///
+/// A duration longer than Go's can be ([`MAX_GO_DURATION`], about 292 years) is formatted as
+/// that one, `2562047h47m16.854775807s`: the server's `time.ParseDuration` refuses anything
+/// longer, answering `400 Bad Request` to the whole request, whereas the longest it parses
+/// means what was asked (the server then applies its own limit, `--request-timeout`, to any
+/// timeout longer than that). So `Config { timeout: Some(Duration::MAX), .. }` sends this.
 pub fn go_duration(d: Duration) -> String {
-    let nanos = d.as_nanos();
+    let nanos = d.min(MAX_GO_DURATION).as_nanos();
     if nanos == 0 {
         return "0s".to_owned();
     }
@@ -1105,6 +1111,30 @@ mod tests {
         for (d, s) in cases {
             assert_eq!(go_duration(d), s, "{d:?}");
         }
+    }
+
+    /// Issue 29, item 6: `Duration::MAX` was sent as `5124095576030431h0m15.999999999s`,
+    /// which Go's `time.ParseDuration` refuses (the server answers 400): what is sent is at
+    /// most Go's longest duration, `math.MaxInt64` nanoseconds.
+    #[test]
+    fn durations_beyond_go_are_sent_as_the_longest_go_duration() {
+        const GO_MAX: &str = "2562047h47m16.854775807s";
+        assert_eq!(MAX_GO_DURATION.as_nanos(), i64::MAX as u128);
+        assert_eq!(go_duration(MAX_GO_DURATION), GO_MAX);
+        assert_eq!(
+            go_duration(MAX_GO_DURATION + Duration::from_nanos(1)),
+            GO_MAX
+        );
+        assert_eq!(go_duration(Duration::MAX), GO_MAX);
+        assert_eq!(
+            go_duration(MAX_GO_DURATION - Duration::from_nanos(1)),
+            "2562047h47m16.854775806s"
+        );
+        let mut config = Config::new("https://h");
+        config.timeout = Some(Duration::MAX);
+        let r = RestClient::new(config).unwrap().get().abs_path("/x");
+        let uri = r.outgoing(Mode::Full).unwrap().uri.to_string();
+        assert!(uri.ends_with("timeout=2562047h47m16.854775807s"), "{uri}");
     }
 
     #[test]

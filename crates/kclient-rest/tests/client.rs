@@ -380,6 +380,33 @@ async fn connection_refused_is_typed() {
     assert!(std::error::Error::source(&err).is_some());
 }
 
+/// Issue 29, item 5: a server URL with a password: the client's `Debug` output and a
+/// request's connect error show the user and `xxxxx`, never the password.
+#[tokio::test]
+async fn a_server_password_never_shows_in_errors_or_debug() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let client = RestClient::new(config(&format!("http://user:SERVER-SECRET@{addr}"))).unwrap();
+    let debug = format!("{client:?}");
+    assert!(debug.contains(&format!("user:xxxxx@{addr}")), "{debug}");
+    assert!(!debug.contains("SERVER-SECRET"), "{debug}");
+    let err = client
+        .get()
+        .abs_path("/api")
+        .max_retries(0)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_connection_refused(), "{err:?}");
+    let shown = format!("{err} {err:?}");
+    assert!(
+        shown.contains(&format!("http://user:xxxxx@{addr}/api")),
+        "{shown}"
+    );
+    assert!(!shown.contains("SERVER-SECRET"), "{shown}");
+}
+
 #[test]
 fn request_timeout_is_enforced_and_sent() {
     support::paused_runtime().block_on(async {

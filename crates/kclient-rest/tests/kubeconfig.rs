@@ -610,7 +610,7 @@ contexts:
         }
         assert!(shown.contains("kubelogin"), "the command is shown: {shown}");
     }
-    assert!(format!("{kubeconfig:?}").contains("http://proxyuser:<redacted>@proxy.example:3128"));
+    assert!(format!("{kubeconfig:?}").contains("http://proxyuser:xxxxx@proxy.example:3128"));
     assert!(format!("{config:?}").contains("--- REDACTED ---"));
 }
 
@@ -696,6 +696,42 @@ fn a_refused_proxy_url_is_not_quoted() {
         assert!(shown.contains("proxy-url"), "{shown}");
         assert!(!shown.contains("PROXY-SECRET"), "{shown}");
     }
+}
+
+/// Issue 29, item 5: a `proxy-url` the kubeconfig check accepts but the client refuses
+/// (`https://`), and a server URL that is no URL, both with a password: the errors and the
+/// `Debug` output show the user and `xxxxx`, never the password.
+#[test]
+fn passwords_in_proxy_and_server_urls_never_show_in_errors() {
+    let text = "current-context: c\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\", proxy-url: \"https://user:PROXY-SECRET@proxy:3128\"}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n";
+    let kubeconfig = Kubeconfig::from_yaml(text).unwrap();
+    assert!(!format!("{kubeconfig:?}").contains("PROXY-SECRET"));
+    let config = KubeconfigOptions::default().build(&kubeconfig).unwrap();
+    assert!(!format!("{config:?}").contains("PROXY-SECRET"));
+    let err = RestClient::new(config).unwrap_err();
+    let shown = format!("{err} {err:?}");
+    assert!(shown.contains("https://user:xxxxx@proxy:3128"), "{shown}");
+    assert!(!shown.contains("PROXY-SECRET"), "{shown}");
+
+    let text = text
+        .replace(
+            "https://127.0.0.1:1",
+            "https://admin:SERVER-SECRET@exa mple",
+        )
+        .replace("https://user:PROXY-SECRET@proxy:3128", "http://proxy:3128");
+    let kubeconfig = Kubeconfig::from_yaml(&text).unwrap();
+    assert!(!format!("{kubeconfig:?}").contains("SERVER-SECRET"));
+    let config = KubeconfigOptions::default().build(&kubeconfig).unwrap();
+    assert!(!format!("{config:?}").contains("SERVER-SECRET"));
+    let err = RestClient::new(config).unwrap_err();
+    let shown = format!("{err} {err:?}");
+    assert!(shown.contains("admin:xxxxx@exa mple"), "{shown}");
+    assert!(!shown.contains("SERVER-SECRET"), "{shown}");
+    let options = KubeconfigOptions {
+        server: Some("https://admin:SERVER-SECRET@h".into()),
+        ..KubeconfigOptions::default()
+    };
+    assert!(!format!("{options:?}").contains("SERVER-SECRET"));
 }
 
 /// Issue 19, item 7: duplicate names keep the first position and the last value, in one pass

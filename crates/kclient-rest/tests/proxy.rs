@@ -141,3 +141,36 @@ fn unsupported_proxy_schemes_are_rejected() {
     c.proxy = Proxy::Url("gopher://proxy".into());
     assert!(RestClient::new(c).is_err());
 }
+
+/// Issue 29, item 5: a refused proxy URL is shown as Go's `url.URL.Redacted` shows it (the
+/// user kept, the password `xxxxx`), in the message and in `Debug`, also when the password
+/// holds characters that end a URL's authority (where Go's parse shows the rest of it).
+#[test]
+fn a_refused_proxy_url_never_shows_its_password() {
+    let cases = [
+        (
+            "https://user:PASSWORD@proxy:3128",
+            "https://user:xxxxx@proxy:3128",
+        ),
+        ("gopher://user:PASSWORD@proxy", "gopher://user:xxxxx@proxy"),
+        (
+            "http://user:PASS/WORD@proxy:3128",
+            "http://user:xxxxx@proxy:3128",
+        ),
+        (
+            "socks5://user:PASSWORD@prox y:1080",
+            "socks5://user:xxxxx@prox y:1080",
+        ),
+    ];
+    for (proxy, shown) in cases {
+        let mut c = support::config("https://127.0.0.1:1");
+        c.proxy = Proxy::Url(proxy.into());
+        assert!(!format!("{c:?}").contains("PASS"), "{c:?}");
+        let Err(err) = RestClient::new(c) else {
+            panic!("{proxy} accepted");
+        };
+        let message = format!("{err} {err:?}");
+        assert!(message.contains(shown), "{proxy}: {message}");
+        assert!(!message.contains("PASS"), "{proxy}: {message}");
+    }
+}

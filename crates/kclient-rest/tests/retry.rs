@@ -261,6 +261,29 @@ fn huge_retry_after_without_a_timeout_waits_the_bounded_time() {
     });
 }
 
+/// Issue 29, item 6: with `Config.timeout = Duration::MAX` the server is sent Go's longest
+/// duration (`math.MaxInt64` nanoseconds, which `time.ParseDuration` reads; the whole
+/// `Duration::MAX` was refused with a 400), and the client side has no deadline: tokio's
+/// `timeout` with a duration its clock cannot add waits without one, and does not panic.
+#[test]
+fn a_maximal_timeout_is_sent_as_the_longest_go_duration() {
+    paused_runtime().block_on(async {
+        let server = flaky(0, 200, None).await;
+        let mut config = config(&server.url());
+        config.timeout = Some(Duration::MAX);
+        let client = RestClient::new(config).unwrap();
+        let v: serde_json::Value = client.get().abs_path("/x").json().await.unwrap();
+        assert_eq!(v["ok"], true);
+        let requests = server.requests();
+        assert_eq!(
+            requests[0].uri.query(),
+            Some("timeout=2562047h47m16.854775807s")
+        );
+        let unbounded = tokio::time::timeout(Duration::MAX, std::future::ready(()));
+        assert!(unbounded.await.is_ok());
+    });
+}
+
 /// Issue 19, item 1: `Config.timeout = Duration::MAX` used to panic every request.
 #[test]
 fn a_maximal_timeout_is_no_deadline() {

@@ -13,8 +13,10 @@
 //!   garbage collection (client-go's `util/flowcontrol.Backoff`).
 //! * [`leaderelection`]: client-go's leader election on a Lease:
 //!   [`LeaderElector`](leaderelection::LeaderElector) on a
-//!   [`LeaseLock`](leaderelection::LeaseLock), with a leader token that fires before anyone
-//!   else can take over, and the [`HealthzAdaptor`](leaderelection::HealthzAdaptor).
+//!   [`LeaseLock`](leaderelection::LeaseLock), with a
+//!   [`LeaderToken`](leaderelection::LeaderToken) that fires before anyone else can take over
+//!   and tells, by the clock, whether the leader may still act, and the
+//!   [`HealthzAdaptor`](leaderelection::HealthzAdaptor).
 //! * [`events`]: Kubernetes Events — client-go's `tools/record` (the
 //!   [`EventBroadcaster`](events::EventBroadcaster), [`EventRecorder`](events::EventRecorder)
 //!   and [`EventCorrelator`](events::EventCorrelator) for core/v1 Events) and `tools/events`

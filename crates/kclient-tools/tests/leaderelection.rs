@@ -1,10 +1,12 @@
 //! client-go's leader election on tokio's paused clock, against an in-memory lock with the
 //! API server's answers (`404`, `409`) and faults: validation, acquiring, renewing, expiry by
 //! observed time, the hard stop at the renew deadline, release, transitions, conflicts,
-//! jitter, the health check, and no two leaders under random faults.
+//! jitter, the health check, the leader token's clock check (a frozen leader), and no two
+//! leaders under random faults.
 
 use crate::election_support;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +14,7 @@ use election_support::{until, Candidate, MemoryLock, MemoryServer, Witness};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kclient_tools::leaderelection::{
     ConfigError, HealthzAdaptor, LeaderCallbacks, LeaderElectionConfig, LeaderElectionRecord,
-    LeaderElector, LeaseNotRenewed, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE,
+    LeaderElector, LeaderToken, LeaseNotRenewed, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE,
     DEFAULT_RETRY_PERIOD, JITTER_FACTOR,
 };
 use parking_lot::Mutex;
@@ -890,4 +892,106 @@ async fn a_rewrite_of_the_same_record_is_a_change() {
     let took_over = b.when("started").unwrap();
     assert!(took_over >= 10 * SECOND + LEASE, "{took_over:?}");
     b.stop().await;
+}
+
+/// An elector (default durations) whose leader's work hands its [`LeaderToken`] over, then
+/// waits for it to fire.
+fn handing_over_tokens(
+    server: &MemoryServer,
+    identity: &str,
+) -> (Arc<LeaderElector<MemoryLock>>, Arc<Mutex<Vec<LeaderToken>>>) {
+    let tokens: Arc<Mutex<Vec<LeaderToken>>> = Arc::default();
+    let callbacks = LeaderCallbacks::new()
+        .on_started_leading({
+            let tokens = Arc::clone(&tokens);
+            move |token: LeaderToken| {
+                tokens.lock().push(token.clone());
+                async move { token.cancelled().await }
+            }
+        })
+        .on_stopped_leading(|| {});
+    let elector = LeaderElector::new(LeaderElectionConfig::new(server.lock(identity), callbacks));
+    (Arc::new(elector.unwrap()), tokens)
+}
+
+fn spawn_run(elector: &Arc<LeaderElector<MemoryLock>>) -> tokio::task::JoinHandle<()> {
+    let elector = Arc::clone(elector);
+    tokio::spawn(async move { elector.run(CancellationToken::new()).await })
+}
+
+/// The newest leader token, once the work has started.
+async fn newest_token(tokens: &Mutex<Vec<LeaderToken>>, count: usize) -> LeaderToken {
+    assert!(until(60 * SECOND, || tokens.lock().len() == count).await);
+    tokens.lock().last().cloned().unwrap()
+}
+
+/// Moves the paused clock on by `by` without yielding, as a process frozen for `by` wakes
+/// up: no other task, the elector's included, runs before the caller's next `.await`.
+fn freeze_for(by: Duration) {
+    let mut advance = std::pin::pin!(tokio::time::advance(by));
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    let _ = advance.as_mut().poll(&mut context);
+}
+
+/// Issue 29, item 4: while renewals succeed, the leader token says "leader" (also long after
+/// the acquisition's own renew deadline, 10 s).
+#[tokio::test(start_paused = true)]
+async fn the_leader_token_is_leader_while_renewals_succeed() {
+    let server = MemoryServer::default();
+    let epoch = Instant::now();
+    let (elector, tokens) = handing_over_tokens(&server, "a");
+    let run = spawn_run(&elector);
+    let token = newest_token(&tokens, 1).await;
+    for at in [1.0, 9.9, 10.0, 14.5, 30.0, 120.0] {
+        tokio::time::sleep_until(epoch + secs(at)).await;
+        assert!(token.is_leader(), "at {at} s");
+        assert!(elector.is_leader(), "at {at} s");
+    }
+    assert!(!token.is_cancelled());
+    run.abort();
+}
+
+/// Issue 29, item 4: a process frozen past its renew deadline (the last renewal started at
+/// 4 s, so the deadline is 14 s) wakes with a leader token that has not fired, since the
+/// elector's task has not run yet, and `is_leader` already false: it reads the clock. Before
+/// the deadline it is still true. When the elector runs, the token fires and `run` ends;
+/// only a new acquisition (a new token) leads again, and the old token stays false.
+#[tokio::test(start_paused = true)]
+async fn a_frozen_leader_wakes_no_longer_leader_before_its_elector_runs() {
+    let server = MemoryServer::default();
+    let epoch = Instant::now();
+    let (elector, tokens) = handing_over_tokens(&server, "a");
+    let run = spawn_run(&elector);
+    let first = newest_token(&tokens, 1).await;
+    sleep(5 * SECOND - epoch.elapsed()).await;
+    let last_renewal = server.writes().last().unwrap().at - epoch;
+    assert_eq!(last_renewal, 4 * SECOND);
+
+    freeze_for(secs(8.9)); // to 13.9 s: within the deadline
+    assert!(first.is_leader() && elector.is_leader());
+    freeze_for(secs(0.1)); // to 14 s: the deadline
+    assert_eq!(epoch.elapsed(), last_renewal + RENEW);
+    assert!(!first.is_cancelled(), "the elector has not run since");
+    assert!(
+        !first.is_leader(),
+        "the clock says the lease is no longer this leader's"
+    );
+    assert!(!elector.is_leader());
+    freeze_for(20 * SECOND); // far past it, as after a long pause
+    assert!(!first.is_leader() && !elector.is_leader());
+    assert_eq!(
+        server.writes().last().unwrap().at - epoch,
+        last_renewal,
+        "nothing renewed while frozen"
+    );
+
+    run.await.unwrap(); // the elector runs: the deadline passed, leadership ends
+    assert!(first.is_cancelled());
+    assert!(!first.is_leader() && !elector.is_leader());
+
+    let rerun = spawn_run(&elector);
+    let second = newest_token(&tokens, 2).await;
+    assert!(second.is_leader() && elector.is_leader(), "re-acquired");
+    assert!(!first.is_leader(), "an old token stays false");
+    rerun.abort();
 }

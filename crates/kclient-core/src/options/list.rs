@@ -5,7 +5,13 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::query::{push_bool, push_opt_bool, push_opt_i64, push_str};
-use super::OptionsError;
+use super::{OptionsError, MAX_GO_DURATION};
+
+/// The largest `timeoutSeconds` sent: [`MAX_GO_DURATION`] in whole seconds (9,223,372,036).
+/// The API server turns `timeoutSeconds` into a Go `time.Duration` by multiplying it by a
+/// second, which wraps around above this (`i64::MAX` would become -1 s and end a watch at
+/// once), so a larger value is sent as this one: as long a watch as the server can hold.
+pub const MAX_TIMEOUT_SECONDS: i64 = MAX_GO_DURATION.as_secs() as i64;
 
 /// How `resourceVersion` constrains a list (`resourceVersionMatch`).
 ///
@@ -91,7 +97,8 @@ pub struct ListOptions {
     /// The other options must be the same as for the first page.
     pub continue_token: Option<String>,
     /// `timeoutSeconds`: ends the call after this many seconds regardless of activity. Sent
-    /// whenever it is `Some`, including `Some(0)` (which asks the server to pick its default).
+    /// whenever it is `Some`, including `Some(0)` (which asks the server to pick its default),
+    /// and at most as [`MAX_TIMEOUT_SECONDS`].
     pub timeout_seconds: Option<i64>,
     /// `allowWatchBookmarks`: asks for `BOOKMARK` watch events, sent at the server's discretion.
     /// Ignored for lists.
@@ -257,7 +264,11 @@ impl ListOptions {
             self.resource_version_match
                 .map(ResourceVersionMatch::as_str),
         );
-        push_opt_i64(&mut pairs, "timeoutSeconds", self.timeout_seconds);
+        push_opt_i64(
+            &mut pairs,
+            "timeoutSeconds",
+            self.timeout_seconds.map(|s| s.min(MAX_TIMEOUT_SECONDS)),
+        );
         if let Some(limit) = self.limit.filter(|limit| *limit != 0) {
             pairs.push(("limit", limit.to_string()));
         }
@@ -410,6 +421,26 @@ mod tests {
             ..ListOptions::default()
         };
         assert_eq!(opts.query_pairs(), pairs(&[("timeoutSeconds", "0")]));
+    }
+
+    /// Issue 29, item 6: the server multiplies `timeoutSeconds` by a second in an `int64` of
+    /// nanoseconds; anything longer than that holds is sent as the longest it holds.
+    #[test]
+    fn timeout_seconds_beyond_a_go_duration_are_sent_as_the_longest_one() {
+        assert_eq!(MAX_TIMEOUT_SECONDS, 9_223_372_036);
+        assert!(MAX_TIMEOUT_SECONDS.checked_mul(1_000_000_000).is_some());
+        assert!((MAX_TIMEOUT_SECONDS + 1)
+            .checked_mul(1_000_000_000)
+            .is_none());
+        for (asked, sent) in [
+            (i64::MAX, "9223372036"),
+            (MAX_TIMEOUT_SECONDS + 1, "9223372036"),
+            (MAX_TIMEOUT_SECONDS, "9223372036"),
+            (300, "300"),
+        ] {
+            let opts = ListOptions::default().timeout_seconds(asked);
+            assert_eq!(opts.query_pairs(), pairs(&[("timeoutSeconds", sent)]));
+        }
     }
 
     #[test]

@@ -56,9 +56,15 @@ pub use delete::{DeleteOptions, DeletionPropagation, Preconditions};
 pub use error::OptionsError;
 pub use field_manager::{FieldValidation, FIELD_MANAGER_MAX_LEN};
 pub use get::GetOptions;
-pub use list::{ListOptions, ResourceVersionMatch};
+pub use list::{ListOptions, ResourceVersionMatch, MAX_TIMEOUT_SECONDS};
 pub use patch::PatchOptions;
 pub use write::{CreateOptions, UpdateOptions, WriteOptions};
+
+/// The longest duration the API server can hold: Go's `time.Duration` is an `int64` of
+/// nanoseconds, so `2562047h47m16.854775807s` (about 292 years). A longer `?timeout=` does
+/// not parse (`400 Bad Request`), and a longer `timeoutSeconds` overflows when the server
+/// multiplies it by a second, so kclient sends at most this.
+pub const MAX_GO_DURATION: std::time::Duration = std::time::Duration::from_nanos(i64::MAX as u64);
 
 /// Query parameters as `(name, value)` pairs, before URL encoding.
 type QueryPairs = Vec<(&'static str, String)>;

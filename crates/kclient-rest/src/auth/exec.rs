@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::kubeconfig::{ExecConfig, ExecInteractiveMode};
 use crate::metrics::RequestMetrics;
+use crate::transport::url::redacted_url;
 
 /// The environment variable that carries the `ExecCredential` request to the plugin.
 pub const EXEC_INFO_ENV: &str = "KUBERNETES_EXEC_INFO";
@@ -104,8 +105,9 @@ fn hint_suffix(hint: &Option<String>) -> String {
 }
 
 /// What the plugin is told about the cluster with `provideClusterInfo`
-/// (`ExecCredential.spec.cluster`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// (`ExecCredential.spec.cluster`). Its `Debug` output shows the URLs without their passwords
+/// and no CA data or plugin configuration.
+#[derive(Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) struct ExecClusterInfo {
     pub(crate) server: String,
@@ -119,6 +121,22 @@ pub(crate) struct ExecClusterInfo {
     pub(crate) proxy_url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) config: Option<serde_json::Value>,
+}
+
+impl std::fmt::Debug for ExecClusterInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecClusterInfo")
+            .field("server", &redacted_url(&self.server))
+            .field("tls_server_name", &self.tls_server_name)
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
+            .field(
+                "certificate_authority_data",
+                &self.certificate_authority_data.as_ref().map(|_| "<data>"),
+            )
+            .field("proxy_url", &self.proxy_url.as_deref().map(redacted_url))
+            .field("config", &self.config.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 impl ExecClusterInfo {

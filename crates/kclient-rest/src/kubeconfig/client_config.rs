@@ -10,6 +10,7 @@ use super::{
 };
 use crate::config::{BasicAuth, Config, ImpersonationConfig, Proxy};
 use crate::error::Error;
+use crate::transport::url::redacted_url;
 
 /// The cluster extension passed to exec plugins as `spec.cluster.config`.
 const EXEC_CLUSTER_EXTENSION: &str = "client.authentication.k8s.io/exec";
@@ -28,7 +29,7 @@ const EXEC_CLUSTER_EXTENSION: &str = "client.authentication.k8s.io/exec";
 /// .unwrap();
 /// assert_eq!(config.namespace(), "team-a");
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct KubeconfigOptions {
     /// Read only this file (it must exist) instead of `KUBECONFIG` or `~/.kube/config`.
     pub path: Option<PathBuf>,
@@ -43,6 +44,20 @@ pub struct KubeconfigOptions {
     /// The server address to use instead of the cluster's (this also drops the cluster's
     /// `tls-server-name`, as client-go does).
     pub server: Option<String>,
+}
+
+/// Shows a password in `server` as Go's `url.URL.Redacted` does (`user:xxxxx@`).
+impl std::fmt::Debug for KubeconfigOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeconfigOptions")
+            .field("path", &self.path)
+            .field("context", &self.context)
+            .field("cluster", &self.cluster)
+            .field("user", &self.user)
+            .field("namespace", &self.namespace)
+            .field("server", &self.server.as_deref().map(redacted_url))
+            .finish()
+    }
 }
 
 impl KubeconfigOptions {
@@ -375,19 +390,39 @@ fn clean_control_characters(s: &str) -> String {
     out
 }
 
-/// client-go's `parseProxyURL`: a URL with scheme http, https or socks5.
+/// client-go's `parseProxyURL`: a URL with scheme http, https or socks5, and a port of digits
+/// if any (Go's `url.Parse` refuses `http://user:pa/ss@proxy`, whose authority would be
+/// `user:pa`).
 pub(crate) fn check_proxy_url(url: &str) -> Result<http::Uri, String> {
-    // Neither message repeats the URL: it may carry a password (`http://user:pass@proxy`).
+    // No message repeats the URL: it may carry a password (`http://user:pass@proxy`).
     let uri: http::Uri = url
         .parse()
         .map_err(|_| "could not parse it as a URL".to_owned())?;
     match uri.scheme_str() {
-        Some("http" | "https" | "socks5") => Ok(uri),
-        other => Err(format!(
-            "unsupported scheme {:?}, must be http, https, or socks5",
-            other.unwrap_or("")
-        )),
+        Some("http" | "https" | "socks5") => {}
+        other => {
+            return Err(format!(
+                "unsupported scheme {:?}, must be http, https, or socks5",
+                other.unwrap_or("")
+            ))
+        }
     }
+    if !uri.authority().is_some_and(|a| has_valid_port(a.as_str())) {
+        return Err("invalid host or port".to_owned());
+    }
+    Ok(uri)
+}
+
+/// Whether the port of `authority` (`[user@]host[:port]`), if any, is digits (Go's
+/// `validOptionalPort`).
+fn has_valid_port(authority: &str) -> bool {
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    if host_port.ends_with(']') {
+        return true; // an IPv6 address without a port
+    }
+    host_port
+        .rsplit_once(':')
+        .is_none_or(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[cfg(test)]
@@ -405,6 +440,14 @@ mod tests {
         assert!(check_proxy_url("socks5://p:1080").is_ok());
         assert!(check_proxy_url("ftp://p").is_err());
         assert!(check_proxy_url("not a url").is_err());
+        assert!(check_proxy_url("http://[::1]:3128").is_ok());
+        assert!(check_proxy_url("http://[::1]").is_ok());
+        assert!(check_proxy_url("http://u:p@p:3128").is_ok());
+        assert!(check_proxy_url("http://p:").is_ok(), "an empty port, as Go");
+        assert!(
+            check_proxy_url("http://u:pa/ss@p:3128").is_err(),
+            "Go: invalid port \":pa\" after host"
+        );
     }
 
     #[test]

@@ -41,6 +41,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::transport::url::redacted_url;
+
 pub(crate) use client_config::check_proxy_url;
 pub use client_config::KubeconfigOptions;
 pub use loader::{LoadingRules, KUBECONFIG_ENV, RECOMMENDED_FILE_NAME, RECOMMENDED_HOME_DIR};
@@ -202,11 +204,12 @@ pub struct Cluster {
     pub other: OtherFields,
 }
 
-/// Shows everything but a password in `proxy-url` (as client-go redacts it).
+/// Shows everything but a password in `server` and `proxy-url` (as Go's `url.URL.Redacted`
+/// shows a URL).
 impl fmt::Debug for Cluster {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Cluster")
-            .field("server", &self.server)
+            .field("server", &self.server.as_deref().map(redacted_url))
             .field("tls_server_name", &self.tls_server_name)
             .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
             .field("certificate_authority", &self.certificate_authority)
@@ -214,13 +217,7 @@ impl fmt::Debug for Cluster {
                 "certificate_authority_data",
                 &self.certificate_authority_data.as_ref().map(|_| "<data>"),
             )
-            .field(
-                "proxy_url",
-                &self
-                    .proxy_url
-                    .as_deref()
-                    .map(crate::config::redact_url_password),
-            )
+            .field("proxy_url", &self.proxy_url.as_deref().map(redacted_url))
             .field("disable_compression", &self.disable_compression)
             .field("extensions", &self.extensions)
             .field("other", &UnknownKeys(&self.other))

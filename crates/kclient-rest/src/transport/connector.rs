@@ -20,6 +20,7 @@ use tower_service::Service;
 
 use super::conn_rotation::{ConnectionTracker, TrackedIo};
 use crate::config::{ConfigError, Proxy};
+use crate::transport::url::{redacted_url, REDACTED_PASSWORD};
 
 /// client-go's dial timeout (`transport/cache.go`: `Timeout: 30 * time.Second`).
 pub const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -41,17 +42,32 @@ enum Route {
     Direct,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 struct ProxyTarget {
     uri: Uri,
     /// `user`, `password` from the proxy URL.
     credentials: Option<(String, String)>,
 }
 
+/// Shows the user, never the password.
+impl std::fmt::Debug for ProxyTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let user = self.credentials.as_ref().map(|(user, _)| user);
+        f.debug_struct("ProxyTarget")
+            .field("uri", &self.uri)
+            .field("user", &user)
+            .field(
+                "password",
+                &self.credentials.as_ref().map(|_| REDACTED_PASSWORD),
+            )
+            .finish()
+    }
+}
+
 impl ProxyTarget {
     fn parse(url: &str) -> Result<Self, ConfigError> {
         let invalid = |reason: &str| ConfigError::InvalidProxy {
-            url: url.to_owned(),
+            url: redacted_url(url).into_owned(),
             reason: reason.to_owned(),
         };
         let uri = crate::kubeconfig::check_proxy_url(url).map_err(|r| invalid(&r))?;

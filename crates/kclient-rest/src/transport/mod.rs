@@ -28,7 +28,7 @@ use crate::config::Config;
 use crate::error::{chain_has_io_kind, Error};
 use pool::{NetOptions, Pool};
 use tls::{TlsError, TlsMaterial};
-use url::BaseUrl;
+use url::{redacted_uri, BaseUrl};
 
 /// One request as the retry loop sees it: everything needed to send it again.
 #[derive(Debug, Clone)]
@@ -113,7 +113,7 @@ impl Transport {
         if response.status() == http::StatusCode::UNAUTHORIZED {
             if let Some(used) = &creds {
                 if self.auth.refresh_after_unauthorized(used).await {
-                    tracing::debug!(url = %req.uri, "401: retrying once with refreshed credentials");
+                    tracing::debug!(url = %redacted_uri(&req.uri), "401: retrying once with refreshed credentials");
                     drop(response);
                     let fresh = self.auth.credentials().await?;
                     return self.send_with(req, Some(&fresh)).await;
@@ -186,7 +186,7 @@ impl Transport {
 
 /// Maps a hyper client error to a typed error.
 pub(crate) fn classify(uri: &Uri, err: hyper_util::client::legacy::Error) -> Error {
-    let url = uri.to_string();
+    let url = redacted_uri(uri);
     if let Some(source) = tls::find_rustls_error(&err) {
         return TlsError::Handshake { url, source }.into();
     }

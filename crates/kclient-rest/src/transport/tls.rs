@@ -56,7 +56,8 @@ pub enum TlsError {
     /// an expired certificate, a rejected client certificate ...).
     #[error("TLS handshake with {url} failed: {source}")]
     Handshake {
-        /// The URL of the request.
+        /// The URL of the request, without a password in it (as Go's `url.URL.Redacted`
+        /// shows it).
         url: String,
         /// rustls' reason.
         #[source]

@@ -1,5 +1,8 @@
-//! [`BaseUrl`]: the server address of a [`Config`], and the encoding of request paths and query
-//! strings.
+//! [`BaseUrl`]: the server address of a [`Config`], the encoding of request paths and query
+//! strings, and how a URL is shown ([`redacted_url`]: never with its password).
+
+use std::borrow::Cow;
+use std::fmt;
 
 use http::uri::{Authority, Scheme};
 use http::Uri;
@@ -27,8 +30,50 @@ const PATH: &AsciiSet = &CONTROLS
     .add(b'|')
     .add(b'}');
 
+/// What the password of a URL is shown as (Go's `url.URL.Redacted`).
+pub(crate) const REDACTED_PASSWORD: &str = "xxxxx";
+
+/// `url` as Go's `url.URL.Redacted` shows it: the password of its user information
+/// (`scheme://user:password@host/...`) replaced by [`REDACTED_PASSWORD`], the user kept; a
+/// URL without a password unchanged. Every URL this crate shows (error messages, `Debug`
+/// output, logs) goes through it.
+///
+/// It is meant for what is not a valid URL too, since that is what an error shows: a
+/// `user:password@host:port` without a scheme, or a password with an unescaped `/`, `?`, `#`
+/// or `@` in it. So the user information runs to the *last* `@` (Go ends the authority at
+/// the first `/`, `?` or `#`, which would show the rest of such a password): a URL with an
+/// `@` in its path or query is shown with everything from its first `:` to that `@` hidden.
+/// A request URI is shown by [`redacted_uri`], which looks at its authority only.
+pub(crate) fn redacted_url(url: &str) -> Cow<'_, str> {
+    let start = url.find("://").map_or(0, |i| i + "://".len());
+    let (scheme, rest) = url.split_at(start);
+    let Some((userinfo, host_onwards)) = rest.rsplit_once('@') else {
+        return Cow::Borrowed(url);
+    };
+    match userinfo.split_once(':') {
+        Some((user, _password)) => {
+            Cow::Owned(format!("{scheme}{user}:{REDACTED_PASSWORD}@{host_onwards}"))
+        }
+        None => Cow::Borrowed(url),
+    }
+}
+
+/// A request URI as [`redacted_url`] shows it, judging its authority alone (an `@` in a
+/// request's path is part of a name, never user information).
+pub(crate) fn redacted_uri(uri: &Uri) -> String {
+    let Some(authority) = uri.authority() else {
+        return uri.to_string();
+    };
+    let scheme = uri.scheme_str().unwrap_or("http");
+    let path_and_query = uri.path_and_query().map_or("", |p| p.as_str());
+    format!(
+        "{scheme}://{}{path_and_query}",
+        redacted_url(authority.as_str())
+    )
+}
+
 /// The server part of every request URL: scheme, `host:port` and an optional path prefix.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) struct BaseUrl {
     scheme: Scheme,
     authority: Authority,
@@ -44,7 +89,7 @@ impl BaseUrl {
         let host = config.host.trim();
         let invalid = |reason: &str| -> Error {
             ConfigError::InvalidHost {
-                host: config.host.clone(),
+                host: redacted_url(&config.host).into_owned(),
                 reason: reason.to_owned(),
             }
             .into()
@@ -84,14 +129,23 @@ impl BaseUrl {
         self.scheme == Scheme::HTTPS
     }
 
-    /// `host:port` as written in the configuration (for metrics and exec cluster info).
+    /// `host:port` as written in the configuration, without user information (Go's
+    /// `url.URL.Host`, for metrics).
     pub(crate) fn host(&self) -> &str {
-        self.authority.as_str()
+        let authority = self.authority.as_str();
+        authority
+            .rsplit_once('@')
+            .map_or(authority, |(_userinfo, host)| host)
     }
 
     /// The URL with its prefix, as a string.
     pub(crate) fn to_url_string(&self) -> String {
         format!("{}://{}{}", self.scheme, self.authority, self.prefix)
+    }
+
+    /// The URL with its prefix, as messages show it: [`redacted_url`].
+    pub(crate) fn to_redacted_string(&self) -> String {
+        redacted_url(&self.to_url_string()).into_owned()
     }
 
     /// The path prefix (no trailing `/`).
@@ -118,6 +172,14 @@ impl BaseUrl {
             .path_and_query(path_and_query)
             .build()
             .map_err(|e| Error::InvalidRequest(format!("cannot build the request URL: {e}")))
+    }
+}
+
+impl fmt::Debug for BaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("BaseUrl")
+            .field(&self.to_redacted_string())
+            .finish()
     }
 }
 
@@ -169,6 +231,59 @@ mod tests {
         for bad in ["", "   ", "ftp://x", "https://", "http://exa mple"] {
             assert!(base(bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// Issue 29, item 5: Go's `url.URL.Redacted` (the user kept, the password `xxxxx`), also
+    /// for what is no valid URL, where Go's parse would show part of the password.
+    #[test]
+    fn redacted_urls_show_the_user_and_never_the_password() {
+        let cases = [
+            ("https://h:6443", "https://h:6443"),
+            ("https://bob@h:6443/x", "https://bob@h:6443/x"),
+            (
+                "https://bob:SECRET@h:6443/x?y=1",
+                "https://bob:xxxxx@h:6443/x?y=1",
+            ),
+            ("https://bob:@h", "https://bob:xxxxx@h"),
+            ("http://bob:SE%40CRET@h", "http://bob:xxxxx@h"),
+            ("bob:SECRET@h:6443", "bob:xxxxx@h:6443"),
+            (
+                "socks5://bob:SECRET@prox y:1080",
+                "socks5://bob:xxxxx@prox y:1080",
+            ),
+            ("http://bob:SE/CRET@h:3128", "http://bob:xxxxx@h:3128"),
+            ("http://bob:SE?CRET@h:3128", "http://bob:xxxxx@h:3128"),
+            ("http://bob:S@E#C/R?E@T@h:3128", "http://bob:xxxxx@h:3128"),
+        ];
+        for (url, shown) in cases {
+            assert_eq!(redacted_url(url), shown, "{url}");
+        }
+    }
+
+    #[test]
+    fn redacted_request_uris_look_at_the_authority_only() {
+        let uri: Uri = "https://bob:SECRET@h:6443/apis/x/v1/roles/a@b?c=d"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            redacted_uri(&uri),
+            "https://bob:xxxxx@h:6443/apis/x/v1/roles/a@b?c=d"
+        );
+        let uri: Uri = "https://h:6443/apis/x/v1/roles/a:b@c".parse().unwrap();
+        assert_eq!(redacted_uri(&uri), "https://h:6443/apis/x/v1/roles/a:b@c");
+    }
+
+    #[test]
+    fn the_base_url_is_shown_without_its_password() {
+        let b = base("https://bob:SECRET@h:6443/prefix").unwrap();
+        assert_eq!(b.host(), "h:6443", "as Go's url.URL.Host, for metrics");
+        assert_eq!(b.to_redacted_string(), "https://bob:xxxxx@h:6443/prefix");
+        assert!(!format!("{b:?}").contains("SECRET"));
+        let err = base("https://bob:SECRET@exa mple").unwrap_err().to_string();
+        assert!(
+            err.contains("bob:xxxxx@") && !err.contains("SECRET"),
+            "{err}"
+        );
     }
 
     #[test]

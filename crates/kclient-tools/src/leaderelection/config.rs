@@ -10,9 +10,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use super::healthz::HealthzAdaptor;
+use super::token::LeaderToken;
 
 /// How long others wait for a silent leader before taking over: 15 s, client-go's documented
 /// default for core clients (`LeaseDuration`).
@@ -35,7 +34,7 @@ pub const JITTER_FACTOR: f64 = 1.2;
 /// do (see [`LeaderCallbacks::on_started_leading`]).
 pub type LeaderWork = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
-pub(crate) type StartedLeading = Arc<dyn Fn(CancellationToken) -> LeaderWork + Send + Sync>;
+pub(crate) type StartedLeading = Arc<dyn Fn(LeaderToken) -> LeaderWork + Send + Sync>;
 pub(crate) type StoppedLeading = Arc<dyn Fn() + Send + Sync>;
 pub(crate) type NewLeader = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -50,7 +49,8 @@ pub(crate) type NewLeader = Arc<dyn Fn(&str) + Send + Sync>;
 ///
 /// let callbacks = LeaderCallbacks::new()
 ///     .on_started_leading(|token| async move {
-///         // Work as the leader until the token fires, then stop at once.
+///         // Work as the leader until the token fires, then stop at once; check
+///         // `token.is_leader()` right before each write.
 ///         token.cancelled().await;
 ///     })
 ///     .on_stopped_leading(|| println!("no longer leading"))
@@ -71,19 +71,23 @@ impl LeaderCallbacks {
     }
 
     /// The leader's work (client-go's `OnStartedLeading`), started on its own task when this
-    /// candidate becomes leader and given the *leader token*.
+    /// candidate becomes leader and given the *leader token* ([`LeaderToken`]).
     ///
-    /// The token fires the moment this candidate must stop acting as leader: when a renewal
-    /// has not succeeded within the renew deadline, when another holder is seen, or when
+    /// The token fires when this candidate must stop acting as leader: when a renewal has
+    /// not succeeded within the renew deadline, when another holder is seen, or when
     /// [`run`](super::LeaderElector::run)'s token fires. The work must then stop at once
-    /// (that is the whole of the no-split-brain guarantee) and return. The elector waits for
+    /// (that is the whole of the no-split-brain guarantee) and return. Firing takes the
+    /// elector's task to run; right before each write only the leader may make, ask
+    /// [`LeaderToken::is_leader`], which reads the clock itself and is false from the
+    /// deadline on, even in a process that was frozen past it and has not run the elector
+    /// since. The elector waits for
     /// it to return before it releases the lease and calls
     /// [`on_stopped_leading`](Self::on_stopped_leading). If the work returns on its own
     /// while still leading, the candidate steps down as if cancelled; if it panics, it steps
     /// down too and `run` resumes the panic at its end.
     pub fn on_started_leading<F, Fut>(mut self, work: F) -> Self
     where
-        F: Fn(CancellationToken) -> Fut + Send + Sync + 'static,
+        F: Fn(LeaderToken) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.on_started_leading = Some(Arc::new(move |token| Box::pin(work(token))));

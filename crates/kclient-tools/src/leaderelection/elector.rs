@@ -20,6 +20,7 @@ use super::config::{
 };
 use super::healthz::LeaseNotRenewed;
 use super::resource_lock::{LeaderElectionRecord, LeaseLock, Lock, VersionedRecord};
+use super::token::LeaderToken;
 use crate::retry::jitter;
 
 /// A candidate in a leader election (client-go's `LeaderElector`).
@@ -121,11 +122,14 @@ impl<L: Lock> LeaderElector<L> {
     }
 
     /// Whether this candidate leads now: from the moment it acquired the lease until its
-    /// leader token fired. (client-go's `IsLeader` answers whether the last record *seen*
-    /// names this candidate, which stays true after a renewal failed; this one goes false the
-    /// moment the leader must stop.)
+    /// leader token fired or, whichever comes first, the renew deadline passed since the
+    /// start of its last successful renewal, judged on tokio's monotonic clock when asked
+    /// (as [`LeaderToken::is_leader`] judges it). (client-go's `IsLeader` answers whether
+    /// the last record *seen* names this candidate, which stays true after a renewal
+    /// failed; this one goes false the moment the leader must stop, even before the
+    /// elector's task has run.)
     pub fn is_leader(&self) -> bool {
-        self.state.observed.lock().leading
+        self.state.leads_at(Instant::now())
     }
 
     /// The holder in the last record seen, `""` before any or when the lease was released
@@ -168,9 +172,11 @@ impl<L: Lock> LeaderElector<L> {
         let _one_run_at_a_time = self.running.lock().await;
         let mut panic = None;
         if let Some(acquired_at) = self.acquire(&cancel).await {
-            let leadership = Leadership::begin(&self.state, cancel.child_token());
-            let mut work = tokio::spawn((self.on_started_leading)(leadership.token.clone()));
-            let stop = self.renew(&leadership.token, acquired_at, &mut work).await;
+            let deadline = self.renew_deadline_after(acquired_at);
+            let leadership = Leadership::begin(&self.state, cancel.child_token(), deadline);
+            let token = LeaderToken::new(leadership.token.clone(), Arc::clone(&self.state));
+            let mut work = tokio::spawn((self.on_started_leading)(token));
+            let stop = self.renew(&leadership, deadline, &mut work).await;
             drop(leadership);
             let lock = self.lock.describe();
             let outcome = match stop {
@@ -243,7 +249,8 @@ impl<L: Lock> LeaderElector<L> {
 
     /// Renews every `retry_period` until the token fires, the work ends, a renewal finds
     /// another holder, or no renewal has succeeded for `renew_deadline` since the start of
-    /// the last successful one (`renewed_at`, first the acquisition).
+    /// the last successful one (`deadline`, first the acquisition's). Each success moves
+    /// the deadline on, for [`LeaderToken::is_leader`] too.
     ///
     /// client-go runs `Until(PollUntilContextTimeout(retry_period, renew_deadline))`, whose
     /// deadline starts with each round, so a leader may go on for up to
@@ -252,13 +259,13 @@ impl<L: Lock> LeaderElector<L> {
     /// believing it leads before anyone else may take over (see the module documentation).
     async fn renew(
         &self,
-        leader: &CancellationToken,
-        mut renewed_at: Instant,
+        leadership: &Leadership<'_>,
+        mut deadline: Instant,
         work: &mut JoinHandle<()>,
     ) -> Stop {
+        let leader = &leadership.token;
         let mut next = Instant::now() + self.retry_period;
         loop {
-            let deadline = renewed_at + self.renew_deadline;
             tokio::select! {
                 biased;
                 () = leader.cancelled() => return Stop::Cancelled,
@@ -275,13 +282,20 @@ impl<L: Lock> LeaderElector<L> {
             };
             self.maybe_report_transition();
             if renewed {
-                renewed_at = started;
+                deadline = self.renew_deadline_after(started);
+                leadership.extend(deadline);
                 debug!(lock = %self.lock.describe(), "successfully renewed lease");
             } else if let Some(holder) = self.state.other_holder() {
                 return Stop::HeldBy(holder);
             }
             next = Instant::now() + self.retry_period;
         }
+    }
+
+    /// Until when a leader may act after an acquisition or renewal that started at
+    /// `started`.
+    fn renew_deadline_after(&self, started: Instant) -> Instant {
+        started + self.renew_deadline
     }
 
     /// One attempt to acquire the lease or renew it (client-go's `tryAcquireOrRenew`);
@@ -432,24 +446,30 @@ impl<L: Lock> LeaderElector<L> {
     }
 }
 
-/// While it lives, the elector leads; dropping it fires the leader token and ends that, also
-/// when `run`'s future is dropped mid-way.
+/// While it lives, the elector leads (until its deadline at the latest); dropping it fires
+/// the leader token and ends that, also when `run`'s future is dropped mid-way.
 struct Leadership<'a> {
     state: &'a ElectionState,
     token: CancellationToken,
 }
 
 impl<'a> Leadership<'a> {
-    fn begin(state: &'a ElectionState, token: CancellationToken) -> Self {
-        state.observed.lock().leading = true;
+    /// Leads until `deadline` unless [extended](Self::extend).
+    fn begin(state: &'a ElectionState, token: CancellationToken, deadline: Instant) -> Self {
+        state.observed.lock().leading_until = Some(deadline);
         Self { state, token }
+    }
+
+    /// A renewal succeeded: leads until `deadline`.
+    fn extend(&self, deadline: Instant) {
+        self.state.observed.lock().leading_until = Some(deadline);
     }
 }
 
 impl Drop for Leadership<'_> {
     fn drop(&mut self) {
         self.token.cancel();
-        self.state.observed.lock().leading = false;
+        self.state.observed.lock().leading_until = None;
     }
 }
 
@@ -475,8 +495,9 @@ struct Observed {
     time: Option<Instant>,
     /// The holder last reported to `on_new_leader`.
     reported_leader: String,
-    /// Whether this candidate leads now.
-    leading: bool,
+    /// While this candidate leads, the renew deadline: the instant it must stop acting as
+    /// leader unless a renewal succeeds first.
+    leading_until: Option<Instant>,
     /// The last timestamp written, in microseconds (timestamps only go forward).
     last_stamp: Option<i64>,
 }
@@ -502,6 +523,15 @@ impl ElectionState {
             observed.time = Some(Instant::now());
             observed.read = Some(read.clone());
         }
+    }
+
+    /// Whether this candidate leads at `now`: it leads, and `now` is before its renew
+    /// deadline.
+    pub(crate) fn leads_at(&self, now: Instant) -> bool {
+        self.observed
+            .lock()
+            .leading_until
+            .is_some_and(|until| now < until)
     }
 
     /// Whether the record seen last names this candidate (client-go's `IsLeader`).

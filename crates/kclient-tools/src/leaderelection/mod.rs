@@ -3,9 +3,9 @@
 //!
 //! Each replica runs a [`LeaderElector`] on the same [`LeaseLock`] with its own identity.
 //! One acquires the Lease and runs the leader's work
-//! ([`LeaderCallbacks::on_started_leading`]), renewing the Lease every `retry_period`; the
-//! others retry every `retry_period` (with jitter) and take over when the Lease has not
-//! changed for `lease_duration`, or at once when it was released.
+//! ([`LeaderCallbacks::on_started_leading`], given a [`LeaderToken`]), renewing the Lease
+//! every `retry_period`; the others retry every `retry_period` (with jitter) and take over
+//! when the Lease has not changed for `lease_duration`, or at once when it was released.
 //!
 //! ```
 //! use std::time::Duration;
@@ -20,7 +20,8 @@
 //! let lock = LeaseLock::from_clientset(&clientset, "default", "my-controller", "replica-1");
 //! let callbacks = LeaderCallbacks::new()
 //!     .on_started_leading(|token| async move {
-//!         // Do the leader's work here, and stop the moment the token fires.
+//!         // Do the leader's work here, check `token.is_leader()` right before each write,
+//!         // and stop the moment the token fires.
 //!         token.cancelled().await;
 //!     })
 //!     .on_stopped_leading(|| println!("stopped leading"));
@@ -45,13 +46,16 @@
 //!
 //! # What is guaranteed
 //!
-//! *At any instant at most one candidate believes it leads*, where "believes" means: its
-//! leader token (the one given to `on_started_leading`) has not fired and
-//! [`is_leader`](LeaderElector::is_leader) is true. The reasoning, with `S` the start of the
-//! leader's last successful renewal:
+//! *At any instant at most one candidate believes it leads*, where "believes" means:
+//! [`LeaderToken::is_leader`] (the token given to `on_started_leading`) and
+//! [`LeaderElector::is_leader`] are true. The reasoning, with `S` the start of the leader's
+//! last successful renewal:
 //!
-//! 1. The leader's token fires no later than `S + renew_deadline`, whatever its requests are
-//!    doing: a timer, not a request timeout, enforces it.
+//! 1. The leader's `is_leader` is false from `S + renew_deadline` on, whatever its requests
+//!    are doing: it compares tokio's monotonic clock with that deadline each time it is
+//!    asked, so it holds even in a process that was frozen past the deadline and has not
+//!    run the elector since. The token fires then too, as soon as the elector's task runs
+//!    (a timer, not a request timeout).
 //! 2. That renewal's write reached the server at some `W ≥ S`. Any other candidate saw it (or
 //!    a later write) at some `O ≥ W`, *on its own clock*, and takes over no earlier than
 //!    `O + lease_duration ≥ S + lease_duration`.
@@ -66,9 +70,15 @@
 //! their clocks run at about the same *rate*: a clock running `lease_duration /
 //! renew_deadline` times faster than the leader's (1.5 with the defaults) eats the margin.
 //!
-//! This is not fencing. The guarantee covers what the candidates believe; a process that is
-//! frozen (a VM pause, `SIGSTOP`, a blocked thread) between checking its token and acting can
-//! still act late. Make the leader's writes safe on their own where it matters (preconditions,
+//! This is not fencing. As client-go's documentation says of its own implementation, leader
+//! election on a Lease does not guarantee that only one client *acts* as leader: that would
+//! take the server refusing a stale leader's writes, which the Kubernetes API does not do
+//! for an election's Lease. The guarantee covers what the candidates believe, at the moment
+//! they ask. [`LeaderToken::is_leader`] checked right before a write narrows the window to
+//! the time between the check and the write reaching the server, but does not close it: a
+//! process frozen (a GC or VM pause, `SIGSTOP`, a blocked thread) *between* the check and
+//! the write, or a write delayed on the network, can still land after another candidate
+//! took over. Make the leader's writes safe on their own where it matters (preconditions,
 //! `resourceVersion`s). It also assumes that only the candidates write the Lease: clearing its
 //! `holderIdentity` by hand, or writing a live candidate's identity into it, lets another
 //! candidate lead before the displaced leader's next renewal tells it so.
@@ -77,6 +87,8 @@
 //!
 //! * Stop the leader's work the moment its token fires, well within
 //!   `lease_duration − renew_deadline` (5 s with the defaults), and return from it.
+//! * Right before each write only the leader may make, check
+//!   [`LeaderToken::is_leader`] (the token may not have fired yet after a pause).
 //! * Give each candidate a unique identity (a pod name, or a hostname plus a random suffix).
 //! * With [`release_on_cancel`](LeaderElectionConfig::release_on_cancel), the Lease is
 //!   released only after the work returned; without it, others wait a lease duration.
@@ -106,9 +118,12 @@
 //!   truncates (a 1.5 s lease would be written as 1 s, a 0.5 s one as 0 s).
 //! * `on_started_leading` returns the leader's work as a future; `run` waits for it before it
 //!   releases the lease and calls `on_stopped_leading`, and the work returning steps down.
-//! * [`is_leader`](LeaderElector::is_leader) is false once the leader token fired (client-go's
-//!   stays true until another record is seen); [`check`](LeaderElector::check) and the
-//!   health check use the observed record, as client-go's do.
+//! * [`is_leader`](LeaderElector::is_leader) and [`LeaderToken::is_leader`] are false once
+//!   the renew deadline has passed since the last successful renewal, judged by the clock
+//!   when asked, or the leader token fired (client-go's `IsLeader` stays true until another
+//!   record is seen, and its `OnStartedLeading` context has no such check: client-go's
+//!   leader acts on after a pause until its elector runs). [`check`](LeaderElector::check)
+//!   and the health check use the observed record, as client-go's do.
 //! * A read counts as a change when the record *or its version* (the Lease's
 //!   `resourceVersion`) is new. client-go compares the record's content only, so a foreign
 //!   write of the same content (a Lease re-applied from a manifest, say) goes unseen, and a
@@ -125,6 +140,7 @@ mod config;
 mod elector;
 mod healthz;
 pub mod resource_lock;
+mod token;
 
 pub use config::{
     ConfigError, LeaderCallbacks, LeaderElectionConfig, LeaderWork, DEFAULT_LEASE_DURATION,
@@ -133,3 +149,4 @@ pub use config::{
 pub use elector::LeaderElector;
 pub use healthz::{HealthzAdaptor, LeaseNotRenewed};
 pub use resource_lock::{LeaderElectionRecord, LeaseLock, LeaseLockError, Lock, VersionedRecord};
+pub use token::LeaderToken;
