@@ -18,7 +18,7 @@ use kclient_cache::{
 };
 use kclient_core::{
     options::ResourceVersionMatch, ApiError, ApiStatus, Bookmark, DeletedObject, ListOptions,
-    ObjectList, Status, WatchEvent, WatchStream, INITIAL_EVENTS_END_ANNOTATION,
+    ObjectList, PagerError, Status, WatchEvent, WatchStream, INITIAL_EVENTS_END_ANNOTATION,
 };
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -35,6 +35,12 @@ enum TestError {
 impl From<ApiError> for TestError {
     fn from(e: ApiError) -> Self {
         Self::Api(Box::new(e))
+    }
+}
+
+impl From<PagerError> for TestError {
+    fn from(e: PagerError) -> Self {
+        Self::Api(Box::new(e.into()))
     }
 }
 
@@ -637,6 +643,68 @@ async fn expired_continue_token_falls_back_to_one_full_list() {
     assert_eq!(lists[2].limit, None);
     assert_eq!(lists[2].continue_token, None);
     assert_eq!(store.calls(), ["replace [a=1 b=1] rv=10"]);
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// Issue 29: a server that hands out the same continue token forever. The list fails at the
+/// second page with the pager's typed error (not 600 pages and hundreds of MiB later), and
+/// the reflector backs off and lists again, as after any failed list, until the server
+/// behaves.
+#[tokio::test(start_paused = true)]
+async fn a_list_repeating_its_continue_token_fails_and_relists_after_a_backoff() {
+    let fake = Fake::default();
+    for _ in 0..6 {
+        let mut page = ObjectList::new(vec![at("a", 1, "10")], "10");
+        page.metadata.continue_ = Some("again".into());
+        fake.list(Ok(page));
+    }
+    let (r, store) = reflector(&fake, list_watch_options());
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    r.set_watch_error_handler({
+        let errors = Arc::clone(&errors);
+        move |_, e: &ReflectorError<TestError>| {
+            let ReflectorError::List { source, .. } = e else {
+                panic!("not a list error: {e}");
+            };
+            let repeated = PagerError::RepeatedContinueToken {
+                page: 2,
+                first_seen: 1,
+            };
+            assert_eq!(source.to_string(), repeated.to_string());
+            assert!(
+                !e.is_resource_expired() && !e.is_gone(),
+                "no fallback to \"\""
+            );
+            errors.lock().push(e.to_string());
+        }
+    });
+    let (stop, handle) = start(&r);
+    settle().await;
+    assert_eq!(
+        fake.list_calls().len(),
+        2,
+        "the second page repeats the token"
+    );
+    assert_eq!(errors.lock().len(), 1);
+    // The backoff's first wait is at least 0.8 s: no hot loop.
+    tokio::time::advance(Duration::from_millis(790)).await;
+    settle().await;
+    assert_eq!(fake.list_calls().len(), 2);
+    for _ in 0..20 {
+        tokio::time::advance(Duration::from_secs(1)).await;
+        settle().await;
+    }
+    let lists = fake.list_calls();
+    assert_eq!(errors.lock().len(), 3, "{:?}", errors.lock());
+    assert_eq!(
+        lists.len(),
+        7,
+        "three failed lists of two pages, then one that works"
+    );
+    assert!(lists.iter().step_by(2).all(|o| o.continue_token.is_none()));
+    assert_eq!(lists[1].continue_token.as_deref(), Some("again"));
+    assert_eq!(store.calls(), ["replace [] rv=100"]);
     stop.cancel();
     handle.await.unwrap();
 }

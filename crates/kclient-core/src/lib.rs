@@ -107,7 +107,7 @@ pub use options::{
     CreateOptions, DeleteOptions, DeletionPropagation, FieldValidation, GetOptions, ListOptions,
     OptionsError, PatchOptions, Preconditions, ResourceVersionMatch, UpdateOptions,
 };
-pub use pager::{ListPager, PagedList, DEFAULT_PAGE_SIZE};
+pub use pager::{ListPager, PagedList, PagerError, DEFAULT_PAGE_SIZE};
 pub use partial_object_metadata::{PartialObjectMetadata, PartialObjectMetadataList};
 pub use patch::{JsonPatch, Patch, PatchOperation, PatchType};
 pub use resource::{Resource, ResourceExt, ScopeNamespaced};
