@@ -131,6 +131,7 @@ pub mod transaction;
 pub mod transform;
 pub mod undelta_store;
 pub mod wait;
+pub mod watch_deadline;
 
 pub use backoff::ExponentialBackoffManager;
 pub use controller::{
@@ -171,4 +172,7 @@ pub use transform::TransformFunc;
 pub use undelta_store::UndeltaStore;
 pub use wait::{
     wait_for_cache_sync, wait_for_named_cache_sync, InformerSynced, Synced, SYNCED_POLL_PERIOD,
+};
+pub use watch_deadline::{
+    watch_deadline, watch_timeout_seconds, watch_with_deadline, WATCH_DEADLINE_GRACE,
 };
