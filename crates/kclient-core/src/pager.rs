@@ -579,6 +579,7 @@ mod tests {
                 *requests += 1;
                 *requests
             };
+            assert!(n < 100, "the pager follows the loop");
             let mut page = ObjectList::new(vec![n], "7");
             page.metadata.continue_ = Some(match (self.cycle, n % 2) {
                 (false, _) => "again".into(),

@@ -144,10 +144,16 @@ async fn a_silent_streaming_list_starts_over_at_its_deadline_over_http2() {
     a_silent_streaming_list_starts_over_at_its_deadline(Protocol::Http2).await;
 }
 
-/// Every list answers with one ConfigMap and the continue token `again`.
-fn repeating_continue_token(seen: &Seen) -> http::Response<misbehaving_server::Body> {
-    assert!(!seen.is_watch(), "{seen:?}");
-    list(vec![config_map("a", "10")], "10", Some("again"))
+/// Every list answers with one ConfigMap and the continue token `again`; after 100 pages
+/// the token is dropped, so that a client that follows the loop ends (and fails the test)
+/// instead of running forever.
+fn repeating_continue_token() -> impl Fn(&Seen) -> http::Response<misbehaving_server::Body> {
+    let lists = AtomicUsize::new(0);
+    move |seen: &Seen| {
+        assert!(!seen.is_watch(), "{seen:?}");
+        let token = (lists.fetch_add(1, Ordering::SeqCst) < 100).then_some("again");
+        list(vec![config_map("a", "10")], "10", token)
+    }
 }
 
 fn repeated() -> PagerError {
@@ -160,7 +166,7 @@ fn repeated() -> PagerError {
 /// Issue 29 item 2: a server whose continue token repeats forever. The typed and the
 /// dynamic client fail the list with `Error::Pager` at the second page.
 async fn a_repeating_continue_token_fails_the_list(protocol: Protocol) {
-    let mut server = MisbehavingServer::start(protocol, repeating_continue_token).await;
+    let mut server = MisbehavingServer::start(protocol, repeating_continue_token()).await;
     let err = config_maps(&server)
         .list_all(&ListOptions::default())
         .await
@@ -200,7 +206,7 @@ async fn a_repeating_continue_token_fails_the_list_over_http2() {
 /// fresh list from its first page.
 #[tokio::test(start_paused = true)]
 async fn a_reflector_backs_off_and_relists_when_the_continue_token_repeats() {
-    let mut server = MisbehavingServer::start(Protocol::Http1, repeating_continue_token).await;
+    let mut server = MisbehavingServer::start(Protocol::Http1, repeating_continue_token()).await;
     let (store, _writes) = Writes::new();
     let options = ReflectorOptions::default().use_watch_list(false);
     let reflector = Arc::new(Reflector::new(config_maps(&server), store, options));

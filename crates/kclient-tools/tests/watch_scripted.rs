@@ -204,8 +204,12 @@ async fn a_retry_watcher_ends_a_silent_watch_at_its_deadline_and_resumes() {
     let mut watcher = RetryWatcher::new("10", lw.clone()).unwrap();
     assert_eq!(describe(&watcher.next().await.unwrap()), "ADDED a 11");
     // The first watch now stays open with nothing to say; the next event comes from a new
-    // watch started at the first one's deadline.
-    assert_eq!(describe(&watcher.next().await.unwrap()), "ADDED b 12");
+    // watch started at the first one's deadline. (A bound on the paused clock, past any
+    // deadline, so that a regression fails instead of hanging.)
+    let next = tokio::time::timeout(Duration::from_secs(3600), watcher.next())
+        .await
+        .expect("the silent watch was given up on");
+    assert_eq!(describe(&next.unwrap()), "ADDED b 12");
     assert_eq!(lw.watch_rvs(), ["10", "11"]);
     let timeout = lw.timeouts()[0].expect("a timeoutSeconds is asked for");
     assert!((300..600).contains(&timeout), "{timeout}");
