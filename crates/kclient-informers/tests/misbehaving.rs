@@ -29,13 +29,15 @@ fn config_maps(server: &MisbehavingServer) -> ResourceClient<ConfigMap> {
     Clientset::from_client(server.rest()).namespaced::<ConfigMap>("default")
 }
 
+type TypedReflector = Reflector<ConfigMap, ResourceClient<ConfigMap>, Writes<ConfigMap>>;
+
 /// A reflector of `server`'s ConfigMaps into a [`Writes`] store, running until the token is
 /// cancelled.
 fn run_reflector(
     server: &MisbehavingServer,
     options: ReflectorOptions,
 ) -> (
-    Arc<Reflector<ConfigMap, ResourceClient<ConfigMap>, Writes<ConfigMap>>>,
+    Arc<TypedReflector>,
     tokio::sync::mpsc::UnboundedReceiver<String>,
     CancellationToken,
 ) {
@@ -180,7 +182,7 @@ async fn a_repeating_continue_token_fails_the_list(protocol: Protocol) {
     assert_eq!(server.next_request().await.param("continue"), Some("again"));
 
     let dynamic = DynamicClient::new(server.rest())
-        .resource(&GroupVersionResource::new("", "v1", "configmaps"))
+        .resource(GroupVersionResource::new("", "v1", "configmaps"))
         .namespace("default");
     let err = dynamic.list_all(&ListOptions::default()).await.unwrap_err();
     assert!(

@@ -250,7 +250,7 @@ async fn a_retry_watcher_recovers_from_a_hung_watch_over_http1_and_http2() {
         let mut watcher = RetryWatcher::new(&from, config_maps).unwrap();
         change(&server, "a", "2");
         let first = watcher.next().await.unwrap();
-        assert_eq!(first.object().map(|cm| value_of(cm)), Some("2"));
+        assert_eq!(first.object().map(value_of), Some("2"));
 
         server.faults().hang_watches();
         change(&server, "a", "3");
@@ -259,10 +259,6 @@ async fn a_retry_watcher_recovers_from_a_hung_watch_over_http1_and_http2() {
             .await
             .expect("the hung watch was given up on")
             .unwrap();
-        assert_eq!(
-            next.object().map(|cm| value_of(cm)),
-            Some("3"),
-            "https: {https}"
-        );
+        assert_eq!(next.object().map(value_of), Some("3"), "https: {https}");
     }
 }

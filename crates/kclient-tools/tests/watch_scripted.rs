@@ -31,13 +31,16 @@ enum Script {
     Hang(Vec<Event>),
 }
 
+/// What a watch request asked for: resourceVersion, bookmarks, start time, timeoutSeconds.
+type WatchCall = (String, bool, Instant, Option<i64>);
+
 /// A lister-watcher whose watches follow a script; it records each watch's
-/// resourceVersion, bookmark flag and start time. With the script exhausted, watches stay
-/// open with nothing to say.
+/// resourceVersion, bookmark flag, start time and timeout. With the script exhausted,
+/// watches stay open with nothing to say.
 #[derive(Clone, Default)]
 struct Scripted {
     script: Arc<Mutex<VecDeque<Script>>>,
-    watches: Arc<Mutex<Vec<(String, bool, Instant, Option<i64>)>>>,
+    watches: Arc<Mutex<Vec<WatchCall>>>,
 }
 
 impl Scripted {
