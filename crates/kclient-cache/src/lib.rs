@@ -26,6 +26,8 @@
 //! * [`Reflector`]: keeps a store equal to the server through any [`ListerWatcher`]
 //!   (streaming lists or list+watch, client-go's recovery rules, backoff and resync), and
 //!   [`ListWatch`] for custom sources; [`testing::FakeControllerSource`] for tests.
+//!   [`watch_with_deadline`]: the client-side deadline every reflector watch gets
+//!   (`timeoutSeconds` + [`WATCH_DEADLINE_GRACE`]), so a silent server cannot stall it.
 //! * [`ThreadSafeStore`] and [`Indexer`]: objects as `Arc<K>` by key, with named
 //!   [`Indexers`] (`by_index`, `index_keys`, `list_index_func_values`, `add_indexers`),
 //!   atomic `replace`, reads that never wait for a replace; [`KeyFunc`]s (`meta_namespace`,
