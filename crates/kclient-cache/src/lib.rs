@@ -26,6 +26,8 @@
 //! * [`Reflector`]: keeps a store equal to the server through any [`ListerWatcher`]
 //!   (streaming lists or list+watch, client-go's recovery rules, backoff and resync), and
 //!   [`ListWatch`] for custom sources; [`testing::FakeControllerSource`] for tests.
+//!   [`watch_with_deadline`]: the client-side deadline every reflector watch gets
+//!   (`timeoutSeconds` + [`WATCH_DEADLINE_GRACE`]), so a silent server cannot stall it.
 //! * [`ThreadSafeStore`] and [`Indexer`]: objects as `Arc<K>` by key, with named
 //!   [`Indexers`] (`by_index`, `index_keys`, `list_index_func_values`, `add_indexers`),
 //!   atomic `replace`, reads that never wait for a replace; [`KeyFunc`]s (`meta_namespace`,
@@ -132,6 +134,7 @@ pub mod transaction;
 pub mod transform;
 pub mod undelta_store;
 pub mod wait;
+pub mod watch_deadline;
 
 pub use backoff::ExponentialBackoffManager;
 pub use controller::{
@@ -173,4 +176,7 @@ pub use transform::TransformFunc;
 pub use undelta_store::UndeltaStore;
 pub use wait::{
     wait_for_cache_sync, wait_for_named_cache_sync, InformerSynced, Synced, SYNCED_POLL_PERIOD,
+};
+pub use watch_deadline::{
+    watch_deadline, watch_timeout_seconds, watch_with_deadline, WATCH_DEADLINE_GRACE,
 };

@@ -19,7 +19,15 @@
 //! * **Watch**: bookmarks always requested; timeout uniform in `[5 min, 10 min)`
 //!   ([`ReflectorOptions::min_watch_timeout`] can only raise it). Every event, bookmarks
 //!   included, advances the resourceVersion. A normal close re-watches from there without a
-//!   relist; so do a refused connection and a `429`, after a backoff. A `410` (an HTTP
+//!   relist; so do a refused connection and a `429`, after a backoff.
+//! * **Client-side watch deadline** (kclient's; client-go has none): a watch the server has
+//!   not ended [`WATCH_DEADLINE_GRACE`] (30 s) after its `timeoutSeconds` — a server or proxy
+//!   that answered and then went silent — is ended by the reflector as if the server had
+//!   closed it, the wait for the response included ([`watch_with_deadline`]): a watch is
+//!   re-watched from the last resourceVersion without a relist, a streaming list that has not
+//!   reached its closing bookmark starts over, as one the server closed early does.
+//!   [`ReflectorOptions::watch_idle_timeout`] (off by default) also ends a watch that
+//!   delivers nothing for that long. A `410` (an HTTP
 //!   error or an `ERROR` event) ends the run and the next list starts at the last
 //!   resourceVersion. A watch that closes within a second with no event is an error. Internal
 //!   errors are retried for [`ReflectorOptions::max_internal_error_retry_duration`].
@@ -93,6 +101,9 @@ use crate::metrics::ReflectorMetrics;
 use crate::representation::{EncodedList, Listed, ObjectCodec};
 use crate::store::{Store, StoreError};
 use crate::transform::{transform, TransformFunc};
+#[cfg(doc)]
+use crate::watch_deadline::WATCH_DEADLINE_GRACE;
+use crate::watch_deadline::{watch_timeout_seconds, watch_with_deadline};
 
 /// client-go's `defaultMinWatchTimeout`: watches last a random time in `[5 min, 10 min)`.
 pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
@@ -146,6 +157,14 @@ pub struct ReflectorOptions {
     /// How long internal errors (500) ending a watch are retried by re-watching rather than
     /// relisting; zero (the default) never retries.
     pub max_internal_error_retry_duration: Duration,
+    /// Ends a watch (or a streaming list) that delivers nothing — no event, no bookmark —
+    /// for this long, and watches again from the last resourceVersion (kclient's, off by
+    /// default). Every watch also ends at its client-side deadline, [`WATCH_DEADLINE_GRACE`]
+    /// after its `timeoutSeconds` ([`watch_with_deadline`]); this ends a silent one sooner.
+    /// Only for servers known to send bookmarks: kube-apiserver sends one about every minute
+    /// to a watch served from its watch cache, none from a resource whose cache is off, so
+    /// keep it well above a minute (3 minutes, say).
+    pub watch_idle_timeout: Option<Duration>,
     /// Start with a streaming list (client-go 1.35's `WatchListClient` default); a server
     /// that refuses it is listed instead.
     pub use_watch_list: bool,
@@ -186,6 +205,7 @@ impl Default for ReflectorOptions {
             min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
             watch_list_page_size: 0,
             max_internal_error_retry_duration: Duration::ZERO,
+            watch_idle_timeout: None,
             use_watch_list: true,
             backoff: ExponentialBackoffManager::default(),
             expected_gvk: None,
@@ -231,6 +251,12 @@ impl ReflectorOptions {
     /// Sets [`max_internal_error_retry_duration`](Self::max_internal_error_retry_duration).
     pub fn max_internal_error_retry_duration(mut self, duration: Duration) -> Self {
         self.max_internal_error_retry_duration = duration;
+        self
+    }
+
+    /// Sets [`watch_idle_timeout`](Self::watch_idle_timeout).
+    pub fn watch_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.watch_idle_timeout = Some(timeout);
         self
     }
 
@@ -383,6 +409,7 @@ pub struct Reflector<K, L: ListerWatcher<K>, S> {
     min_watch_timeout: Duration,
     watch_list_page_size: i64,
     max_internal_error_retry_duration: Duration,
+    watch_idle_timeout: Option<Duration>,
     use_watch_list: bool,
     expected_gvk: Option<GroupVersionKind>,
     metrics: Option<Arc<dyn ReflectorMetrics>>,
@@ -454,6 +481,7 @@ where
             min_watch_timeout: options.min_watch_timeout.max(DEFAULT_MIN_WATCH_TIMEOUT),
             watch_list_page_size: options.watch_list_page_size,
             max_internal_error_retry_duration: options.max_internal_error_retry_duration,
+            watch_idle_timeout: options.watch_idle_timeout,
             use_watch_list: options.use_watch_list,
             expected_gvk: options.expected_gvk.or(gvk),
             metrics: options.metrics,
@@ -582,7 +610,16 @@ where
     }
 
     fn watch_timeout_seconds(&self) -> i64 {
-        (self.min_watch_timeout.as_secs_f64() * (fastrand::f64() + 1.0)) as i64
+        watch_timeout_seconds(self.min_watch_timeout)
+    }
+
+    /// Starts a watch bounded by its client-side deadline and the idle timeout
+    /// ([`watch_with_deadline`]).
+    async fn start_watch(
+        &self,
+        options: &ListOptions,
+    ) -> Result<WatchStream<K, L::Error>, L::Error> {
+        watch_with_deadline(&self.lister_watcher, options, self.watch_idle_timeout).await
     }
 
     /// Lists and watches until `cancel` fires, running the watch-error handler after each
@@ -840,7 +877,7 @@ where
             let watch_started = Instant::now();
             let opened = tokio::select! {
                 _ = cancel.cancelled() => return Ok(None),
-                opened = self.lister_watcher.watch(&options) => opened,
+                opened = self.start_watch(&options) => opened,
             };
             let mut stream = match opened {
                 Ok(stream) => stream,
@@ -987,7 +1024,7 @@ where
                         .allow_watch_bookmarks(true)
                         .omit_managed_fields(self.omit_managed_fields());
                     let opened = self
-                        .with_resync(&mut resync, cancel, self.lister_watcher.watch(&options))
+                        .with_resync(&mut resync, cancel, self.start_watch(&options))
                         .await?;
                     let Some(opened) = opened else {
                         return Ok(());

@@ -14,11 +14,11 @@ use futures::stream::{self, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
     new_store, Indexer, KeyFunc, ListWatch, Reflector, ReflectorError, ReflectorMetrics,
-    ReflectorOptions, Store, StoreError, TransformFunc,
+    ReflectorOptions, Store, StoreError, TransformFunc, WATCH_DEADLINE_GRACE,
 };
 use kclient_core::{
     options::ResourceVersionMatch, ApiError, ApiStatus, Bookmark, DeletedObject, ListOptions,
-    ObjectList, Status, WatchEvent, WatchStream, INITIAL_EVENTS_END_ANNOTATION,
+    ObjectList, PagerError, Status, WatchEvent, WatchStream, INITIAL_EVENTS_END_ANNOTATION,
 };
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -35,6 +35,12 @@ enum TestError {
 impl From<ApiError> for TestError {
     fn from(e: ApiError) -> Self {
         Self::Api(Box::new(e))
+    }
+}
+
+impl From<PagerError> for TestError {
+    fn from(e: PagerError) -> Self {
+        Self::Api(Box::new(e.into()))
     }
 }
 
@@ -412,6 +418,115 @@ async fn normal_watch_close_rewatches_from_the_last_rv_without_relisting() {
     handle.await.unwrap();
 }
 
+/// Issue 29: a server (or proxy) that answers the watch and then sends nothing, ignoring
+/// `timeoutSeconds`: the reflector ends the watch itself [`WATCH_DEADLINE_GRACE`] after the
+/// timeout it asked for, and watches again from the last resourceVersion, without a relist
+/// and without an error.
+#[tokio::test(start_paused = true)]
+async fn a_silent_watch_ends_at_its_deadline_and_rewatches_without_relisting() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![], "10"));
+    let tx = fake.watch_channel();
+    let (r, store) = reflector(&fake, list_watch_options());
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    r.set_watch_error_handler({
+        let errors = Arc::clone(&errors);
+        move |_, e| errors.lock().push(e.to_string())
+    });
+    let (stop, handle) = start(&r);
+    settle().await;
+    tx.unbounded_send(Ok(WatchEvent::Added(at("a", 1, "11"))))
+        .unwrap();
+    settle().await;
+    // From here on the server is silent, and keeps the watch open (`tx` lives on).
+    let timeout = Duration::from_secs(fake.watch_calls()[0].timeout_seconds.unwrap() as u64);
+    let deadline = timeout + WATCH_DEADLINE_GRACE;
+    tokio::time::advance(deadline - Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(
+        fake.watch_calls().len(),
+        1,
+        "still waiting before the deadline"
+    );
+    tokio::time::advance(Duration::from_secs(1)).await;
+    settle().await;
+    let watches = fake.watch_calls();
+    assert_eq!(watches.len(), 2, "watched again at the deadline");
+    assert_eq!(watches[1].resource_version.as_deref(), Some("11"));
+    assert_eq!(fake.list_calls().len(), 1, "no relist");
+    assert!(errors.lock().is_empty(), "{:?}", errors.lock());
+    assert_eq!(store.calls(), ["replace [] rv=10", "add a=1"]);
+    drop(tx);
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// Issue 29: a silent server that never even answers the watch request is given up on at
+/// the same deadline.
+#[tokio::test(start_paused = true)]
+async fn a_watch_request_never_answered_ends_at_its_deadline() {
+    let requests = Arc::new(Mutex::new(Vec::<ListOptions>::new()));
+    let lw =
+        ListWatch::<ConfigMap, TestError>::new(|_: ListOptions| async { list_of(vec![], "10") }, {
+            let requests = Arc::clone(&requests);
+            move |o: ListOptions| {
+                requests.lock().push(o);
+                futures::future::pending()
+            }
+        });
+    let r = Arc::new(Reflector::new(
+        lw,
+        Recorder::default(),
+        list_watch_options(),
+    ));
+    let stop = CancellationToken::new();
+    let handle = tokio::spawn({
+        let (r, stop) = (Arc::clone(&r), stop.clone());
+        async move { r.run(stop).await }
+    });
+    settle().await;
+    let timeout = requests.lock()[0].timeout_seconds.unwrap() as u64;
+    tokio::time::advance(Duration::from_secs(timeout) + WATCH_DEADLINE_GRACE).await;
+    settle().await;
+    let watches = requests.lock().clone();
+    assert_eq!(watches.len(), 2);
+    assert_eq!(watches[1].resource_version.as_deref(), Some("10"));
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// Issue 29: with an idle timeout, a watch that brings nothing — no event, no bookmark — for
+/// that long is ended and watched again; each event or bookmark restarts the period.
+#[tokio::test(start_paused = true)]
+async fn the_idle_timeout_ends_a_watch_that_brings_nothing() {
+    let idle = Duration::from_secs(120);
+    let fake = Fake::default();
+    fake.list(list_of(vec![], "10"));
+    let tx = fake.watch_channel();
+    let (r, _) = reflector(&fake, list_watch_options().watch_idle_timeout(idle));
+    let (stop, handle) = start(&r);
+    settle().await;
+    tokio::time::advance(Duration::from_secs(100)).await;
+    tx.unbounded_send(bookmark("12", false)).unwrap();
+    settle().await;
+    tokio::time::advance(idle - Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(
+        fake.watch_calls().len(),
+        1,
+        "the bookmark restarted the period"
+    );
+    tokio::time::advance(Duration::from_secs(1)).await;
+    settle().await;
+    let watches = fake.watch_calls();
+    assert_eq!(watches.len(), 2);
+    assert_eq!(watches[1].resource_version.as_deref(), Some("12"));
+    assert_eq!(fake.list_calls().len(), 1, "no relist");
+    drop(tx);
+    stop.cancel();
+    handle.await.unwrap();
+}
+
 /// client-go's `ResourceVersionUpdater`: a store that opts in is told the resourceVersion of
 /// every watch event the reflector writes and of every bookmark, after the write; a list's
 /// comes with its replace (client-go reflector.go, `watchHandler`).
@@ -637,6 +752,68 @@ async fn expired_continue_token_falls_back_to_one_full_list() {
     assert_eq!(lists[2].limit, None);
     assert_eq!(lists[2].continue_token, None);
     assert_eq!(store.calls(), ["replace [a=1 b=1] rv=10"]);
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// Issue 29: a server that hands out the same continue token forever. The list fails at the
+/// second page with the pager's typed error (not 600 pages and hundreds of MiB later), and
+/// the reflector backs off and lists again, as after any failed list, until the server
+/// behaves.
+#[tokio::test(start_paused = true)]
+async fn a_list_repeating_its_continue_token_fails_and_relists_after_a_backoff() {
+    let fake = Fake::default();
+    for _ in 0..6 {
+        let mut page = ObjectList::new(vec![at("a", 1, "10")], "10");
+        page.metadata.continue_ = Some("again".into());
+        fake.list(Ok(page));
+    }
+    let (r, store) = reflector(&fake, list_watch_options());
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    r.set_watch_error_handler({
+        let errors = Arc::clone(&errors);
+        move |_, e: &ReflectorError<TestError>| {
+            let ReflectorError::List { source, .. } = e else {
+                panic!("not a list error: {e}");
+            };
+            let repeated = PagerError::RepeatedContinueToken {
+                page: 2,
+                first_seen: 1,
+            };
+            assert_eq!(source.to_string(), repeated.to_string());
+            assert!(
+                !e.is_resource_expired() && !e.is_gone(),
+                "no fallback to \"\""
+            );
+            errors.lock().push(e.to_string());
+        }
+    });
+    let (stop, handle) = start(&r);
+    settle().await;
+    assert_eq!(
+        fake.list_calls().len(),
+        2,
+        "the second page repeats the token"
+    );
+    assert_eq!(errors.lock().len(), 1);
+    // The backoff's first wait is at least 0.8 s: no hot loop.
+    tokio::time::advance(Duration::from_millis(790)).await;
+    settle().await;
+    assert_eq!(fake.list_calls().len(), 2);
+    for _ in 0..20 {
+        tokio::time::advance(Duration::from_secs(1)).await;
+        settle().await;
+    }
+    let lists = fake.list_calls();
+    assert_eq!(errors.lock().len(), 3, "{:?}", errors.lock());
+    assert_eq!(
+        lists.len(),
+        7,
+        "three failed lists of two pages, then one that works"
+    );
+    assert!(lists.iter().step_by(2).all(|o| o.continue_token.is_none()));
+    assert_eq!(lists[1].continue_token.as_deref(), Some("again"));
+    assert_eq!(store.calls(), ["replace [] rv=100"]);
     stop.cancel();
     handle.await.unwrap();
 }
@@ -1120,6 +1297,47 @@ async fn streaming_list_closed_before_its_bookmark_starts_over() {
         ["replace [b=1] rv=6"],
         "nothing of the first attempt"
     );
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// Issue 29: a streaming list whose server goes silent before the closing bookmark (and
+/// ignores `timeoutSeconds`) never syncs unless the client ends it: at its deadline it starts
+/// over, as one the server closed early does, without a list.
+#[tokio::test(start_paused = true)]
+async fn a_silent_streaming_list_starts_over_at_its_deadline() {
+    let fake = Fake::default();
+    let silent = fake.watch_channel();
+    let tx = fake.watch_channel();
+    let (r, store) = reflector(&fake, ReflectorOptions::default());
+    let (stop, handle) = start(&r);
+    settle().await;
+    silent
+        .unbounded_send(Ok(WatchEvent::Added(at("a", 1, "5"))))
+        .unwrap();
+    settle().await;
+    let first = fake.watch_calls()[0].clone();
+    assert!(streaming_request(&first));
+    let timeout = Duration::from_secs(first.timeout_seconds.unwrap() as u64);
+    tokio::time::advance(timeout + WATCH_DEADLINE_GRACE - Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(fake.watch_calls().len(), 1);
+    tokio::time::advance(Duration::from_secs(1)).await;
+    settle().await;
+    let watches = fake.watch_calls();
+    assert_eq!(watches.len(), 2, "the streaming list started over");
+    assert!(streaming_request(&watches[1]));
+    assert!(fake.list_calls().is_empty(), "no fallback to a list");
+    tx.unbounded_send(Ok(WatchEvent::Added(at("b", 1, "6"))))
+        .unwrap();
+    tx.unbounded_send(bookmark("6", true)).unwrap();
+    settle().await;
+    assert_eq!(
+        store.calls(),
+        ["replace [b=1] rv=6"],
+        "nothing of the silent attempt"
+    );
+    drop((silent, tx));
     stop.cancel();
     handle.await.unwrap();
 }

@@ -12,10 +12,19 @@
 //! items), so a paged list takes about as long as decoding it: client-go's pager buffers
 //! pages for the same reason.
 //!
+//! A server (or a proxy in front of it) that hands out a continue token it handed out before
+//! would have the list go round in circles, gathering the same pages forever. Every list
+//! remembers the continue tokens it was given and fails with
+//! [`PagerError::RepeatedContinueToken`] (converted into the lister's error, see
+//! [`ListerWatcher::Error`]) at the first one it sees twice (client-go has no such check).
+//! A page with no items and a new token is progress: kube-apiserver may answer a filtered
+//! page with no items and a continue token past the objects it read.
+//!
 //! The pager does no I/O of its own: every request goes through the lister it is given, so it
 //! pages a typed client, a dynamic resource, a filtered lister over either, or an in-memory
 //! lister in a test alike. The clients offer it as `pager()`, `list_all()` and `list_pages()`.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -29,6 +38,77 @@ use crate::options::ListOptions;
 
 /// The default page size (client-go's `tools/pager` `defaultPageSize`).
 pub const DEFAULT_PAGE_SIZE: i64 = 500;
+
+/// Why [`ListPager`] gave up on a list that the server answered without an error. Every
+/// [`ListerWatcher::Error`] converts it (`From<PagerError>`), so a list fails with the
+/// lister's own error type: the typed and dynamic clients' `Error::Pager`, an [`ApiError`]
+/// without reason or code.
+///
+/// [`ApiError`]: crate::ApiError
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PagerError {
+    /// A page carried a continue token that the list was given before: the server (or a
+    /// proxy) pages in a loop, and following it would gather the same pages forever. The
+    /// token itself is not kept (it can be long, and it is the server's business).
+    #[error("the list makes no progress: page {page} returned the continue token {}; the server pages in a loop, so the list was abandoned", repeated_from(*.first_seen))]
+    RepeatedContinueToken {
+        /// The page that repeated the token (the first page is 1).
+        page: usize,
+        /// The page that first returned it, or 0 for the token the caller started from.
+        first_seen: usize,
+    },
+}
+
+fn repeated_from(first_seen: usize) -> String {
+    match first_seen {
+        0 => "the list started from".to_owned(),
+        page => format!("of page {page}"),
+    }
+}
+
+impl crate::api_error::ApiStatus for PagerError {
+    /// No status: the server answered every request; the client gave up.
+    fn api_status(&self) -> Option<&crate::status::Status> {
+        None
+    }
+}
+
+/// The continue tokens one list was given so far, with the page that returned each: the
+/// pager's guard against a server that pages in a loop.
+#[derive(Debug, Default)]
+struct ContinueTokens {
+    seen: HashMap<String, usize>,
+    pages: usize,
+}
+
+impl ContinueTokens {
+    /// The tokens of a list whose first request carries `options` (a caller may start from a
+    /// continue token of its own).
+    fn starting_from(options: &ListOptions) -> Self {
+        let mut tokens = Self::default();
+        if let Some(token) = options.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            tokens.seen.insert(token.to_owned(), 0);
+        }
+        tokens
+    }
+
+    /// Counts one more page received, and records the continue token it carries, if any:
+    /// an error if the list was given that token before.
+    fn record(&mut self, token: Option<&str>) -> Result<(), PagerError> {
+        self.pages += 1;
+        let Some(token) = token else {
+            return Ok(());
+        };
+        match self.seen.insert(token.to_owned(), self.pages) {
+            None => Ok(()),
+            Some(first_seen) => Err(PagerError::RepeatedContinueToken {
+                page: self.pages,
+                first_seen,
+            }),
+        }
+    }
+}
 
 /// Lists a resource page by page (client-go's `pager.ListPager`), over any
 /// [`ListerWatcher`]: a typed or dynamic client, a filtered lister over one, or a reflector's
@@ -137,7 +217,9 @@ where
     /// snapshot, so its resourceVersion is the list's) without a continue token. If a continue
     /// token expires (`410 Expired`, from the second page on) and the fallback is on, the
     /// pages read so far are dropped and one unpaged list at the caller's original
-    /// resourceVersion is returned instead.
+    /// resourceVersion is returned instead. A continue token the list was given before fails
+    /// it with [`PagerError::RepeatedContinueToken`] (as the lister's error) instead of
+    /// following the server round in circles.
     pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<K>, L::Error>
     where
         L: Clone + 'static,
@@ -163,6 +245,7 @@ where
         L: Clone + 'static,
     {
         let mut page_options = self.first_page_options(options);
+        let mut tokens = ContinueTokens::starting_from(&page_options);
         let mut fetched = self.lister.fetch_list(&page_options).await;
         let mut result: Option<ObjectList<T>> = None;
         loop {
@@ -190,6 +273,7 @@ where
                     });
                 }
             };
+            tokens.record(page.continue_token())?;
             let next_options = page
                 .continue_token()
                 .map(|token| next_page_options(page_options.clone(), token.to_owned()));
@@ -221,7 +305,9 @@ where
     ///
     /// There is no fallback here: pages already handed out cannot be taken back, so an
     /// expired continue token ends the stream with the `410 Expired` error
-    /// (`is_resource_expired()`), and the caller starts over.
+    /// (`is_resource_expired()`), and the caller starts over. A repeated continue token ends
+    /// it with [`PagerError::RepeatedContinueToken`], before the repeated page is handed
+    /// out.
     pub fn pages(
         &self,
         options: &ListOptions,
@@ -230,18 +316,20 @@ where
         L: Clone + 'static,
     {
         let lister = self.lister.clone();
-        let first = Some(self.first_page_options(options));
-        stream::try_unfold(first, move |next| {
+        let first = self.first_page_options(options);
+        let tokens = ContinueTokens::starting_from(&first);
+        stream::try_unfold((Some(first), tokens), move |(next, mut tokens)| {
             let lister = lister.clone();
             async move {
                 let Some(options) = next else {
                     return Ok(None);
                 };
                 let page = lister.list(&options).await?;
+                tokens.record(page.continue_token())?;
                 let following = page
                     .continue_token()
                     .map(|token| next_page_options(options, token.to_owned()));
-                Ok(Some((page, following)))
+                Ok(Some((page, (following, tokens))))
             }
         })
         .boxed()
@@ -471,6 +559,94 @@ mod tests {
                 .collect::<Vec<_>>(),
         );
         assert_eq!(items, (0..12).collect::<Vec<_>>());
+    }
+
+    /// A lister that answers every request with one item and the continue token `"again"`
+    /// (or, with `cycle`, alternately `"a"` and `"b"`): a server paging in a loop. It counts
+    /// the requests.
+    #[derive(Clone, Default)]
+    struct Looping {
+        cycle: bool,
+        requests: Arc<Mutex<usize>>,
+    }
+
+    impl ListerWatcher<usize> for Looping {
+        type Error = ApiError;
+
+        async fn list(&self, _: &ListOptions) -> Result<ObjectList<usize>, ApiError> {
+            let n = {
+                let mut requests = self.requests.lock().unwrap();
+                *requests += 1;
+                *requests
+            };
+            assert!(n < 100, "the pager follows the loop");
+            let mut page = ObjectList::new(vec![n], "7");
+            page.metadata.continue_ = Some(match (self.cycle, n % 2) {
+                (false, _) => "again".into(),
+                (true, 1) => "a".into(),
+                (true, _) => "b".into(),
+            });
+            Ok(page)
+        }
+
+        async fn watch(&self, _: &ListOptions) -> Result<WatchStream<usize, ApiError>, ApiError> {
+            Ok(futures::stream::empty().boxed())
+        }
+    }
+
+    #[test]
+    fn a_repeated_continue_token_fails_the_list_with_a_typed_error() {
+        let expected = PagerError::RepeatedContinueToken {
+            page: 2,
+            first_seen: 1,
+        };
+        let lister = Looping::default();
+        let err =
+            block_on(ListPager::new(lister.clone()).list(&ListOptions::default())).unwrap_err();
+        assert_eq!(err, ApiError::from(expected.clone()));
+        assert!(
+            !err.is_resource_expired() && !err.is_internal_error(),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "the list makes no progress: page 2 returned the continue token of page 1; \
+             the server pages in a loop, so the list was abandoned"
+        );
+        assert_eq!(*lister.requests.lock().unwrap(), 2, "stopped at once");
+
+        // Also when the tokens go round a longer cycle, and page by page.
+        let lister = Looping {
+            cycle: true,
+            ..Looping::default()
+        };
+        let err =
+            block_on(ListPager::new(lister.clone()).list(&ListOptions::default())).unwrap_err();
+        let cycled = PagerError::RepeatedContinueToken {
+            page: 3,
+            first_seen: 1,
+        };
+        assert_eq!(err, ApiError::from(cycled));
+        let results: Vec<_> = block_on(
+            ListPager::new(Looping::default())
+                .pages(&ListOptions::default())
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(results.len(), 2, "one page, then the error, then the end");
+        assert_eq!(results[0].as_ref().unwrap().items, [1]);
+        assert_eq!(results[1], Err(ApiError::from(expected)));
+
+        // A caller's own starting token counts as given.
+        let err = block_on(
+            ListPager::new(Looping::default())
+                .list(&ListOptions::default().continue_token("again")),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("page 1 returned the continue token the list started from"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! [`Error`]: what a dynamic client call can fail with.
 
-use kclient_core::{ApiStatus, GroupResource, GroupVersionResource, OptionsError, Status};
+use kclient_core::{
+    ApiStatus, GroupResource, GroupVersionResource, OptionsError, PagerError, Status,
+};
 use kclient_rest::RefusedRequest;
 
 /// The error of every dynamic client call.
@@ -59,6 +61,12 @@ pub enum Error {
     /// A body could not be serialized.
     #[error("cannot serialize the request body: {0}")]
     Serialize(#[source] serde_json::Error),
+
+    /// A paged list was abandoned although the server answered every page: it returned a
+    /// continue token it had returned before, so the list would go round in circles
+    /// ([`PagerError::RepeatedContinueToken`]).
+    #[error(transparent)]
+    Pager(#[from] PagerError),
 
     /// The server refused to answer a metadata client's request with
     /// `PartialObjectMetadata` (`406 Not Acceptable`): the resource (or the server, or an

@@ -1,7 +1,8 @@
 //! Fault injection, scoped to one server instance: fail the next N requests with any status
 //! (and a `Retry-After`), add latency to every request, drop every open watch, compact the
-//! history (the next watch or continue token from before gets `410 Expired`), and stall
-//! watches without closing them.
+//! history (the next watch or continue token from before gets `410 Expired`), stall
+//! watches without closing them, and hang them past their timeout (a broken server or
+//! proxy).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), kclient_fake::Error> {
@@ -109,6 +110,7 @@ pub struct FaultState {
     latency: Mutex<Duration>,
     pub(crate) drop_watches: tokio::sync::watch::Sender<u64>,
     pub(crate) stall_watches: tokio::sync::watch::Sender<bool>,
+    pub(crate) hang_watches: tokio::sync::watch::Sender<u64>,
 }
 
 impl Default for FaultState {
@@ -118,6 +120,7 @@ impl Default for FaultState {
             latency: Mutex::new(Duration::ZERO),
             drop_watches: tokio::sync::watch::channel(0).0,
             stall_watches: tokio::sync::watch::channel(false).0,
+            hang_watches: tokio::sync::watch::channel(0).0,
         }
     }
 }
@@ -182,6 +185,15 @@ impl Faults {
     /// [`resume_watches`](Self::resume_watches).
     pub fn stall_watches(&self) {
         self.shared.faults.stall_watches.send_replace(true);
+    }
+
+    /// Hangs every open watch, as a broken server or a proxy in front of one can: its
+    /// connection stays open and nothing more is sent on it — no event, no bookmark — and it
+    /// is not ended at its `timeoutSeconds` either; only the client (or
+    /// [`drop_watches`](Self::drop_watches)) ends it. Watches started afterwards are served
+    /// normally, so a client that gives up on a hung watch and watches again recovers.
+    pub fn hang_watches(&self) {
+        self.shared.faults.hang_watches.send_modify(|g| *g += 1);
     }
 
     /// Lets stalled watches send again (events that happened meanwhile are delivered, if the

@@ -205,9 +205,13 @@ struct WatchState {
     rx: tokio::sync::watch::Receiver<u64>,
     drop_rx: tokio::sync::watch::Receiver<u64>,
     stall_rx: tokio::sync::watch::Receiver<bool>,
+    hang_rx: tokio::sync::watch::Receiver<u64>,
     bookmark_at: Option<Instant>,
     deadline: Instant,
     done: bool,
+    /// Hung by [`Faults::hang_watches`](crate::Faults::hang_watches): nothing more is sent,
+    /// the deadline is ignored, only a drop ends it.
+    hung: bool,
 }
 
 impl WatchState {
@@ -285,10 +289,16 @@ impl WatchState {
 
     async fn next_frame(&mut self) -> Option<Bytes> {
         loop {
+            if self.hung || self.hang_rx.has_changed().unwrap_or(false) {
+                self.hung = true;
+                let _ = self.drop_rx.changed().await;
+                return None;
+            }
             if *self.stall_rx.borrow() && !self.done {
                 tokio::select! {
                     r = self.stall_rx.changed() => { if r.is_err() { return None; } }
                     _ = self.drop_rx.changed() => { return None; }
+                    _ = self.hang_rx.changed() => { self.hung = true; }
                     _ = tokio::time::sleep_until(self.deadline) => { return None; }
                 }
                 continue;
@@ -307,6 +317,7 @@ impl WatchState {
             tokio::select! {
                 r = self.rx.changed() => { if r.is_err() { self.done = true; } }
                 _ = self.drop_rx.changed() => { return None; }
+                _ = self.hang_rx.changed() => { self.hung = true; }
                 _ = tokio::time::sleep_until(self.deadline) => { return None; }
                 _ = async {
                     match bookmark_at {
@@ -381,10 +392,14 @@ pub fn stream(shared: Arc<Shared>, spec: WatchSpec) -> Body {
         .flatten();
     let mut drop_rx = shared.faults.drop_watches.subscribe();
     drop_rx.mark_unchanged();
+    let mut hang_rx = shared.faults.hang_watches.subscribe();
+    hang_rx.mark_unchanged();
     let state = WatchState {
         rx: shared.registry.store.subscribe(),
         drop_rx,
         stall_rx: shared.faults.stall_watches.subscribe(),
+        hang_rx,
+        hung: false,
         deadline,
         shared,
         spec,

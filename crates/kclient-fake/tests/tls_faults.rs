@@ -196,6 +196,31 @@ async fn stalled_watches_stay_open() {
     );
 }
 
+/// `hang_watches`: an open watch is left open and silent past its `timeoutSeconds` — no
+/// event, no bookmark, no end — as a broken server or proxy can leave it; a watch started
+/// afterwards is served.
+#[tokio::test(start_paused = true)]
+async fn hung_watches_outlive_their_timeout_and_later_watches_are_served() {
+    let (server, c) = server().await;
+    let watch = format!(
+        "/api/v1/namespaces/default/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds=60&resourceVersion={}",
+        server.resource_version()
+    );
+    let mut hung = c.watch(&watch).await;
+    server.faults().hang_watches();
+    c.post("/api/v1/namespaces/default/pods", &pod("p")).await;
+    let nothing = tokio::time::timeout(Duration::from_secs(600), hung.next()).await;
+    assert!(
+        nothing.is_err(),
+        "nothing arrives, and the watch outlives its timeout"
+    );
+    let mut later = c.watch(&watch).await;
+    assert_eq!(
+        later.next_summary().await.unwrap(),
+        ("ADDED".into(), "p".into())
+    );
+}
+
 #[tokio::test]
 async fn shutdown_closes_watches_and_the_listener() {
     let (server, c) = server().await;

@@ -2,7 +2,9 @@
 //! (a binary per file made ~130 test executables of ~100 MB each in a workspace build).
 
 mod fake_support;
+mod misbehaving_server;
 
 mod accessors;
 mod informer_fake;
+mod misbehaving;
 mod reflector_fake;

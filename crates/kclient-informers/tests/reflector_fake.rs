@@ -19,7 +19,8 @@ use fake_support::{change, configmaps, rest, seed};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
     process_deltas, Indexer, Indexers, KeyFunc, Notification, PopError, ProcessError, Queue,
-    RealFifo, RealFifoOptions, Reflector, ReflectorOptions,
+    RealFifo, RealFifoOptions, Reflector, ReflectorOptions, DEFAULT_MIN_WATCH_TIMEOUT,
+    WATCH_DEADLINE_GRACE,
 };
 use kclient_core::{
     DeletedObject, ListOptions, ListerWatcher, ObjectList, Resource, ResourceExt, WatchStream,
@@ -342,6 +343,28 @@ async fn latency_and_stalled_watches_lose_nothing() {
     assert_ne!(p.cached(), state(server.list::<ConfigMap>(Some("default"))));
     server.faults().resume_watches();
     p.until_in_sync_with(&server).await;
+    p.stop().await;
+}
+
+/// Issue 29: a watch kclient-fake leaves open and silent past its `timeoutSeconds`
+/// (`hang_watches`, a broken server or proxy): the reflector ends it at its client-side
+/// deadline and watches again from where it was, so the changes made meanwhile arrive,
+/// without a relist.
+#[tokio::test(start_paused = true)]
+async fn a_hung_watch_is_watched_again_at_its_deadline_without_a_relist() {
+    let server = FakeApiServer::builder().start().await.unwrap();
+    seed(&server, "a", "1");
+    let lw = typed(&server);
+    let p = Pipeline::start(lw.clone(), list_watch());
+    p.until_in_sync_with(&server).await;
+    server.faults().hang_watches();
+    change(&server, "a", "2");
+    seed(&server, "b", "1");
+    // Past the latest deadline a watch can have: 10 minutes and the grace.
+    tokio::time::advance(2 * DEFAULT_MIN_WATCH_TIMEOUT + WATCH_DEADLINE_GRACE).await;
+    p.until_in_sync_with(&server).await;
+    assert_eq!(lw.lists.load(Ordering::SeqCst), 1, "never relisted");
+    assert_eq!(lw.watches.load(Ordering::SeqCst), 2);
     p.stop().await;
 }
 

@@ -230,3 +230,35 @@ async fn deployment_available_waits_for_the_status_of_the_latest_generation() {
         web.metadata.generation
     );
 }
+
+/// Issue 29: a `RetryWatcher` whose watch kclient-fake hangs (open and silent past its
+/// `timeoutSeconds`, `hang_watches`: a broken server or proxy) ends it at its client-side
+/// deadline and watches again from the last delivered resourceVersion, so the change made
+/// meanwhile arrives: over plain HTTP/1.1, and over HTTPS, where ALPN picks HTTP/2.
+#[tokio::test(start_paused = true)]
+async fn a_retry_watcher_recovers_from_a_hung_watch_over_http1_and_http2() {
+    for https in [false, true] {
+        let builder = FakeApiServer::builder();
+        let builder = if https { builder.https() } else { builder };
+        let server = builder.start().await.unwrap();
+        seed(&server, "a", "1");
+        let rest = RestClient::new(server.config().unwrap()).unwrap();
+        let config_maps = Clientset::from_client(rest)
+            .core_v1()
+            .config_maps("default");
+        let from = server.resource_version().to_string();
+        let mut watcher = RetryWatcher::new(&from, config_maps).unwrap();
+        change(&server, "a", "2");
+        let first = watcher.next().await.unwrap();
+        assert_eq!(first.object().map(value_of), Some("2"));
+
+        server.faults().hang_watches();
+        change(&server, "a", "3");
+        // (A bound on the paused clock past any deadline, so that a regression fails.)
+        let next = tokio::time::timeout(std::time::Duration::from_secs(3600), watcher.next())
+            .await
+            .expect("the hung watch was given up on")
+            .unwrap();
+        assert_eq!(next.object().map(value_of), Some("3"), "https: {https}");
+    }
+}

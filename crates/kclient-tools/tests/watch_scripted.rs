@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures::{stream, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kclient_cache::WATCH_DEADLINE_GRACE;
 use kclient_core::{
     ApiError, Bookmark, GroupResource, ListOptions, ListerWatcher, ObjectList, Status,
     StatusDetails, WatchEvent, WatchStream,
@@ -30,13 +31,16 @@ enum Script {
     Hang(Vec<Event>),
 }
 
+/// What a watch request asked for: resourceVersion, bookmarks, start time, timeoutSeconds.
+type WatchCall = (String, bool, Instant, Option<i64>);
+
 /// A lister-watcher whose watches follow a script; it records each watch's
-/// resourceVersion, bookmark flag and start time. With the script exhausted, watches stay
-/// open with nothing to say.
+/// resourceVersion, bookmark flag, start time and timeout. With the script exhausted,
+/// watches stay open with nothing to say.
 #[derive(Clone, Default)]
 struct Scripted {
     script: Arc<Mutex<VecDeque<Script>>>,
-    watches: Arc<Mutex<Vec<(String, bool, Instant)>>>,
+    watches: Arc<Mutex<Vec<WatchCall>>>,
 }
 
 impl Scripted {
@@ -59,6 +63,10 @@ impl Scripted {
     fn starts(&self) -> Vec<Instant> {
         self.watches.lock().unwrap().iter().map(|w| w.2).collect()
     }
+
+    fn timeouts(&self) -> Vec<Option<i64>> {
+        self.watches.lock().unwrap().iter().map(|w| w.3).collect()
+    }
 }
 
 impl ListerWatcher<ConfigMap> for Scripted {
@@ -76,6 +84,7 @@ impl ListerWatcher<ConfigMap> for Scripted {
             options.resource_version.clone().unwrap_or_default(),
             options.allow_watch_bookmarks,
             Instant::now(),
+            options.timeout_seconds,
         ));
         let next = self.script.lock().unwrap().pop_front();
         match next {
@@ -184,6 +193,36 @@ async fn a_retry_watcher_resumes_from_the_last_delivered_resource_version() {
     assert_eq!(MIN_RESTART_DELAY, Duration::from_secs(1));
     watcher.stop();
     assert!(watcher.next().await.is_none(), "stop ends the stream");
+}
+
+/// Issue 29: each watch asks for a `timeoutSeconds` of 5–10 minutes; one the server leaves
+/// open and silent past it (plus `WATCH_DEADLINE_GRACE`) is ended by the watcher, which
+/// resumes from the last delivered resourceVersion.
+#[tokio::test(start_paused = true)]
+async fn a_retry_watcher_ends_a_silent_watch_at_its_deadline_and_resumes() {
+    let lw = Scripted::new([
+        Script::Hang(vec![added("a", "11")]),
+        Script::Events(vec![added("b", "12")]),
+    ]);
+    let mut watcher = RetryWatcher::new("10", lw.clone()).unwrap();
+    assert_eq!(describe(&watcher.next().await.unwrap()), "ADDED a 11");
+    // The first watch now stays open with nothing to say; the next event comes from a new
+    // watch started at the first one's deadline. (A bound on the paused clock, past any
+    // deadline, so that a regression fails instead of hanging.)
+    let next = tokio::time::timeout(Duration::from_secs(3600), watcher.next())
+        .await
+        .expect("the silent watch was given up on");
+    assert_eq!(describe(&next.unwrap()), "ADDED b 12");
+    assert_eq!(lw.watch_rvs(), ["10", "11"]);
+    let timeout = lw.timeouts()[0].expect("a timeoutSeconds is asked for");
+    assert!((300..600).contains(&timeout), "{timeout}");
+    let deadline = lw.starts()[0] + Duration::from_secs(timeout as u64) + WATCH_DEADLINE_GRACE;
+    let restarted = lw.starts()[1];
+    assert!(
+        restarted >= deadline && restarted < deadline + Duration::from_secs(1),
+        "restarted {:?} after the deadline",
+        restarted.checked_duration_since(deadline)
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,6 +1,6 @@
 //! [`Error`]: what a typed client call can fail with.
 
-use kclient_core::{ApiStatus, GroupResource, OptionsError, Status};
+use kclient_core::{ApiStatus, GroupResource, OptionsError, PagerError, Status};
 use kclient_rest::RefusedRequest;
 
 /// The error of every typed client call.
@@ -59,6 +59,12 @@ pub enum Error {
     /// A body could not be serialized.
     #[error("cannot serialize the request body: {0}")]
     Serialize(#[source] serde_json::Error),
+
+    /// A paged list was abandoned although the server answered every page: it returned a
+    /// continue token it had returned before, so the list would go round in circles
+    /// ([`PagerError::RepeatedContinueToken`]).
+    #[error(transparent)]
+    Pager(#[from] PagerError),
 }
 
 /// The checks before sending are kclient-rest's, shared with the dynamic client; each

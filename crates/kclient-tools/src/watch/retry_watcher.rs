@@ -7,6 +7,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::stream::{BoxStream, Stream, StreamExt};
+#[cfg(doc)]
+use kclient_cache::WATCH_DEADLINE_GRACE;
+use kclient_cache::{watch_timeout_seconds, watch_with_deadline, DEFAULT_MIN_WATCH_TIMEOUT};
 use kclient_core::{
     ApiError, ApiStatus, ListOptions, ListerWatcher, Resource, ResourceExt, Status, WatchEvent,
     WatchStream,
@@ -34,18 +37,25 @@ pub enum RetryWatcherError {
 ///
 /// What ends a watch and what happens then, as in client-go:
 /// * the server closes it, the connection breaks, the watch request fails (refused, a
-///   timeout, a 5xx, a 429): watch again from the last resourceVersion, at least
-///   [`MIN_RESTART_DELAY`] after the previous start, and after the `retryAfterSeconds` of
-///   an error event;
+///   timeout, a 5xx, a 429), or the server leaves it open past its `timeoutSeconds` plus
+///   [`WATCH_DEADLINE_GRACE`] (the client-side deadline, below): watch again from the last
+///   resourceVersion, at least [`MIN_RESTART_DELAY`] after the previous start, and after the
+///   `retryAfterSeconds` of an error event;
 /// * a `410 Gone` (the resourceVersion is too old: events were compacted away): the error is
 ///   delivered as a [`WatchEvent::Error`] and the stream ends — the caller must list again
 ///   (or use [`until_with_sync`](super::until_with_sync), which does);
 /// * `401`/`403` on the watch request: delivered as an error event, and the stream ends;
 /// * an object without a resourceVersion: an internal error event, and the stream ends.
 ///
-/// One difference from client-go, on purpose: a `410` answer to the watch *request* (rather
+/// Two differences from client-go, on purpose: a `410` answer to the watch *request* (rather
 /// than as an event in the watch) also ends the stream with the error; client-go retries it
-/// every second forever, although it cannot succeed.
+/// every second forever, although it cannot succeed. And each watch asks for a
+/// `timeoutSeconds`, uniform in 5–10 minutes as the reflector's
+/// ([`watch_timeout_seconds`] of [`DEFAULT_MIN_WATCH_TIMEOUT`]), and is ended by the client
+/// [`WATCH_DEADLINE_GRACE`] after it ([`watch_with_deadline`]): a server or proxy that
+/// answers a watch and then goes silent, ignoring the timeout, would otherwise stall the
+/// watcher forever. client-go's asks for no timeout (the server picks 30–60 minutes) and has
+/// no client-side deadline.
 ///
 /// [`stop`](Self::stop) (or dropping it) ends the stream; so does cancelling the token given
 /// to [`with_cancel`](Self::with_cancel).
@@ -240,7 +250,8 @@ where
         }
     }
 
-    /// Starts a watch from the last resourceVersion once the restart delay has passed:
+    /// Starts a watch from the last resourceVersion once the restart delay has passed, with
+    /// its client-side deadline:
     /// `None` if stopped meanwhile, `Some(Err(event))` for an error that ends the stream.
     async fn start(&mut self) -> Option<Result<WatchStream<K, L::Error>, WatchEvent<K>>> {
         loop {
@@ -252,11 +263,12 @@ where
             self.next_start = Instant::now() + self.min_restart_delay;
             let options = ListOptions::default()
                 .resource_version(self.last_resource_version.clone())
-                .allow_watch_bookmarks(true);
+                .allow_watch_bookmarks(true)
+                .timeout_seconds(watch_timeout_seconds(DEFAULT_MIN_WATCH_TIMEOUT));
             let result = tokio::select! {
                 biased;
                 _ = self.stop.cancelled() => return None,
-                result = self.lister_watcher.watch(&options) => result,
+                result = watch_with_deadline(&*self.lister_watcher, &options, None) => result,
             };
             match result {
                 Ok(watch) => return Some(Ok(watch)),
