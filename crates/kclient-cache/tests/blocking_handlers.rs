@@ -18,15 +18,16 @@ use crate::common::obj;
 
 const UPDATES: i64 = 200;
 
-/// A handler that blocks its thread on its first update until the test releases it.
+/// A handler that blocks its thread on its first update until the test releases it, saying
+/// so on `blocked` first.
 fn blocking_handler(
     gate: Arc<parking_lot::Mutex<mpsc::Receiver<()>>>,
-    blocked: Arc<AtomicUsize>,
+    blocked: tokio::sync::mpsc::UnboundedSender<()>,
 ) -> ResourceEventHandlerFuncs<ConfigMap> {
     let first = AtomicBool::new(true);
     ResourceEventHandlerFuncs::new().update_func(move |_, _| {
         if first.swap(false, Ordering::SeqCst) {
-            blocked.fetch_add(1, Ordering::SeqCst);
+            let _ = blocked.send(());
             let _ = gate.lock().recv();
         }
     })
@@ -46,13 +47,14 @@ fn counting_handler(
 }
 
 /// Two informers on a runtime of two workers, each with a handler that blocks (together
-/// they would hold both workers) and a healthy one: the healthy handlers see every update
-/// while the blocked ones are still blocked.
+/// they would hold both workers) and a healthy one: once both blocking handlers are blocked
+/// (on the first update), the healthy handlers still see every update, while the blocked
+/// ones are still blocked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocking_handler_delays_only_its_own_listener() {
     let (release, gate) = mpsc::channel::<()>();
     let gate = Arc::new(parking_lot::Mutex::new(gate));
-    let blocked = Arc::new(AtomicUsize::new(0));
+    let (blocked_tx, mut blocked_rx) = tokio::sync::mpsc::unbounded_channel();
     let released = Arc::new(AtomicBool::new(false));
     // Bounds a regression (a hang) without deciding the outcome: the outcome is whether
     // the healthy handlers finished before the blocked ones were released.
@@ -77,7 +79,7 @@ async fn a_blocking_handler_delays_only_its_own_listener() {
         let informer =
             SharedIndexInformer::new(source.clone(), SharedIndexInformerOptions::default());
         informer
-            .add_event_handler(blocking_handler(gate.clone(), blocked.clone()))
+            .add_event_handler(blocking_handler(gate.clone(), blocked_tx.clone()))
             .unwrap();
         informer
             .add_event_handler(counting_handler(done_tx.clone(), name))
@@ -92,10 +94,26 @@ async fn a_blocking_handler_delays_only_its_own_listener() {
         );
         sources.push(source);
     }
-    for v in 1..=UPDATES {
+    let update_all = |v: i64| {
         for source in &sources {
             source.modify((*obj("a", v)).clone());
         }
+    };
+    // The first update blocks both blocking handlers; the rest come once they are blocked
+    // (a blocker that is never called fails the test rather than hanging it).
+    update_all(1);
+    for _ in 0..2 {
+        tokio::time::timeout(Duration::from_secs(120), blocked_rx.recv())
+            .await
+            .expect("both blocking handlers are called")
+            .unwrap();
+    }
+    assert!(
+        !released.load(Ordering::SeqCst),
+        "both blocking handlers were called before the watchdog released them"
+    );
+    for v in 2..=UPDATES {
+        update_all(v);
     }
     let mut finished = vec![done_rx.recv().await.unwrap(), done_rx.recv().await.unwrap()];
     finished.sort();
@@ -103,11 +121,6 @@ async fn a_blocking_handler_delays_only_its_own_listener() {
     assert!(
         !released.load(Ordering::SeqCst),
         "the healthy handlers finished while the blocking ones were still blocked"
-    );
-    assert_eq!(
-        blocked.load(Ordering::SeqCst),
-        2,
-        "both blockers are blocked"
     );
 
     watchdog.thread().unpark();
