@@ -10,6 +10,7 @@
 //! kclient-bench workqueue --shape queue|contended --iterations I [--repeat R]
 //! kclient-bench decode    --kubeconfig K [--namespace NS] --count N [--repeat R] [--http1]
 //! kclient-bench decode-local --count N [--repeat R]   (the two decoders alone, in memory)
+//! kclient-bench reads-local --count N --managed-fields keep|strip --cache decoded|compact [--gets G] [--lookups L]   (a cache's reads alone, in memory)
 //! kclient-bench write-bodies --kubeconfig K --namespace NS --count N [--repeat R] [--concurrency C]   (JSON against protobuf request bodies)
 //!
 //! kclient-bench manifest  --path FILE --count N --namespace NS --objects M   (N Pods, M ConfigMaps in NS)
@@ -26,6 +27,7 @@ mod decode_local;
 mod objects;
 mod pod_view;
 mod proc_stats;
+mod reads_local;
 mod sync;
 mod watch;
 mod workqueue;
@@ -69,6 +71,7 @@ async fn run(scenario: &str, rest: &[String]) -> Result<Option<serde_json::Value
         "decode" => Some(decode::run(&options).await?),
         "write-bodies" => Some(write_bodies::run(&options).await?),
         "decode-local" => Some(decode_local::run(&options)?),
+        "reads-local" => Some(reads_local::run(&options)?),
         "manifest" => {
             objects::write_manifest(&options)?;
             None

@@ -18,7 +18,7 @@ use crate::proc_stats::{cpu_time, reset_peak, status_bytes};
 use crate::Error;
 
 /// The custom index of the indexer scenario: Pods by node.
-const BY_NODE: &str = "by-node";
+pub(crate) const BY_NODE: &str = "by-node";
 
 pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
     match o.kind.as_str() {
