@@ -11,7 +11,10 @@
 //! owner-reference garbage collection, namespace deletion, CustomResourceDefinitions (with
 //! schema validation, pruning and defaulting of custom resources),
 //! discovery (legacy and aggregated), HTTPS with token or client-certificate authentication,
-//! and fault injection.
+//! and fault injection. For tests it records every request ([`Action`], client-go's fake
+//! `Actions()`), lets a test fail, answer or delay only the requests it picks ([`Reactor`],
+//! client-go's `PrependReactor`), and waits for a condition on its state without polling
+//! ([`FakeApiServer::wait_until`]).
 //!
 //! It presents itself as Kubernetes 1.37 (`/version`: `v1.37.0-kclient-fake`), the release the
 //! workspace builds k8s-openapi for and the e2e suite's kube-apiserver runs. Its built-in
@@ -134,6 +137,7 @@
 // and boxing them everywhere would only add noise.
 #![allow(clippy::result_large_err)]
 
+mod actions;
 pub mod catalogue;
 pub mod cli;
 mod connect;
@@ -153,6 +157,7 @@ mod patch;
 mod pods;
 mod protobuf;
 mod query;
+mod reactors;
 mod registry;
 mod response;
 mod router;
@@ -167,10 +172,12 @@ mod tls;
 mod verbs;
 mod watch;
 
+pub use actions::{Action, ActionFilter, DEFAULT_ACTION_HISTORY};
 pub use catalogue::{ExtraSubresource, GenerationBumps, ResourceInfo, ScaleSpec};
 pub use faults::{Failure, Faults};
 pub use kubeconfig::Credentials;
 pub use manifests::{load_manifests, parse_manifests};
+pub use reactors::{Reaction, Reactor, ReactorHandle, Reactors};
 pub use server::{FakeApiServer, FakeApiServerBuilder, Settings};
 pub use tls::CertifiedKey;
 
@@ -187,6 +194,12 @@ pub enum Error {
     /// The API refused an object (seeding).
     #[error("{0}")]
     Api(#[from] kclient_core::ApiError),
+    /// [`FakeApiServer::wait_until`]'s condition did not hold within its bound.
+    #[error("the condition did not hold within {timeout:?}")]
+    WaitTimeout {
+        /// The bound.
+        timeout: std::time::Duration,
+    },
     /// A manifest could not be read or parsed.
     #[error("manifest {path}: {message}")]
     Manifest {

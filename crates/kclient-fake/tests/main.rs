@@ -16,6 +16,7 @@ mod metadata;
 mod patch;
 mod pods;
 mod protobuf;
+mod reactors;
 mod rest_client;
 mod subresources;
 mod table_dry_run;
