@@ -85,10 +85,16 @@
 //! - **Garbage collection and namespace deletion** run synchronously inside the write that
 //!   triggers them; every dependent blocks a foreground deletion (`blockOwnerDeletion` is not
 //!   consulted separately).
-//! - **Pods** are deleted at once (no kubelet finishes a graceful deletion); pod spec
-//!   immutability and most per-type validation and defaulting are not implemented (a few
-//!   visible defaults are: `replicas: 1`, secret `type: Opaque`, service `type: ClusterIP`,
-//!   pods start `Pending`, namespaces get the `kubernetes` finalizer).
+//! - **Pods** are deleted at once (no kubelet finishes a graceful deletion). Most per-type
+//!   validation and defaulting is not implemented (a few visible defaults are: `replicas: 1`,
+//!   secret `type: Opaque` and `stringData` merged into `data`, service `type: ClusterIP`,
+//!   pods start `Pending`, namespaces get the `kubernetes` finalizer), but the immutable
+//!   fields of the common kinds are refused as kube-apiserver refuses them: a pod's spec
+//!   beyond its mutable fields, a Service's cluster IPs, the selectors of Deployments,
+//!   ReplicaSets, DaemonSets, StatefulSets and Jobs, a Job's pod template, ConfigMaps and
+//!   Secrets marked `immutable` (the `422 Invalid` messages and causes are the server's; the
+//!   e2e suite's `immutable_*` scenarios compare them). No cluster IP is allocated: the rule
+//!   holds for the IPs a client set.
 //! - **Custom resources** are validated against, pruned by and defaulted from their CRD's
 //!   schema as apiextensions-apiserver does (the guide lists the rules), except that CEL
 //!   rules (`x-kubernetes-validations`) are not evaluated, defaults are applied on writes
@@ -148,6 +154,7 @@ mod errors;
 mod faults;
 mod gc;
 mod handler;
+mod immutable;
 mod kubeconfig;
 pub mod manifests;
 mod meta;

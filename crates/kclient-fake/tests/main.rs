@@ -10,6 +10,7 @@ mod crd;
 mod crud;
 mod delete_gc;
 mod discovery;
+mod immutable;
 mod kubectl;
 mod list_watch;
 mod metadata;
