@@ -7,8 +7,8 @@
 //! first line of each message is recorded), and the value shown for a Job's pod template
 //! (`Invalid value: <value>: field is immutable`, the server's internal Go type marshalled).
 
-use anyhow::{ensure, Result};
-use http::StatusCode;
+use anyhow::{ensure, Context, Result};
+use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use super::{default_service_account, outcome, Namespace, SCENARIO_LABEL};
@@ -74,42 +74,114 @@ fn refusal(response: &Response, values: Values, masks: &[(&str, &str)]) -> Value
     })
 }
 
-/// Sends a patch and records its outcome under `step`: the refusal when it is one
-/// (`expected` 422), the code and reason otherwise.
-async fn patch_step(
-    t: &mut Transcript,
-    client: &ApiClient,
-    step: &str,
-    (path, content_type, body): (&str, &str, Value),
+/// One write of a scenario and the status it must get.
+struct Step {
+    /// The transcript's name for it.
+    name: String,
+    method: Method,
+    path: String,
+    /// The patch type, for a `PATCH`.
+    content_type: &'static str,
+    body: Value,
     expected: StatusCode,
     values: Values,
-) -> Result<Response> {
-    let response = client.patch(path, content_type, &body).await?;
-    record(t, step, &response, expected, values, &[])?;
-    Ok(response)
 }
 
-/// Records `response` under `step`, failing unless its status is `expected`.
-fn record(
-    t: &mut Transcript,
-    step: &str,
-    response: &Response,
-    expected: StatusCode,
-    values: Values,
-    masks: &[(&str, &str)],
-) -> Result<()> {
-    if response.status == StatusCode::UNPROCESSABLE_ENTITY {
-        t.record(step, refusal(response, values, masks));
-    } else {
-        t.record(step, outcome(response));
+impl Step {
+    /// A patch of `path`.
+    fn patch(name: impl Into<String>, path: &str, content_type: &'static str, body: Value) -> Step {
+        Step {
+            name: name.into(),
+            method: Method::PATCH,
+            path: path.to_string(),
+            content_type,
+            body,
+            expected: StatusCode::OK,
+            values: Values::Compared,
+        }
     }
-    ensure!(
-        response.status == expected,
-        "{step}: expected HTTP {expected}, got {}: {}",
-        response.status,
-        response.body
-    );
-    Ok(())
+
+    /// A create (`POST`) into `path`, answered `201`.
+    fn create(name: impl Into<String>, path: &str, body: Value) -> Step {
+        Step {
+            method: Method::POST,
+            expected: StatusCode::CREATED,
+            ..Step::patch(name, path, "", body)
+        }
+    }
+
+    /// A replacement (`PUT`) of `path`.
+    fn put(name: impl Into<String>, path: &str, body: Value) -> Step {
+        Step {
+            method: Method::PUT,
+            ..Step::patch(name, path, "", body)
+        }
+    }
+
+    /// The same step refused with `422 Invalid`.
+    fn refused(self) -> Step {
+        Step {
+            expected: StatusCode::UNPROCESSABLE_ENTITY,
+            ..self
+        }
+    }
+
+    /// The same step with the values of its refusal left out of the transcript.
+    fn hiding_values(self) -> Step {
+        Step {
+            values: Values::Hidden,
+            ..self
+        }
+    }
+}
+
+/// Runs `steps` in order, recording each one's outcome (its refusal, when it is one; `masks`
+/// applied), failing at the first whose status is not the expected one; the last answer.
+async fn run_steps(
+    t: &mut Transcript,
+    client: &ApiClient,
+    steps: Vec<Step>,
+    masks: &[(&str, &str)],
+) -> Result<Option<Response>> {
+    let mut last = None;
+    for step in steps {
+        let response = match step.method {
+            Method::POST => client.post(&step.path, &step.body).await?,
+            Method::PUT => client.put(&step.path, &step.body).await?,
+            _ => {
+                client
+                    .patch(&step.path, step.content_type, &step.body)
+                    .await?
+            }
+        };
+        if response.status == StatusCode::UNPROCESSABLE_ENTITY {
+            t.record(step.name.as_str(), refusal(&response, step.values, masks));
+        } else {
+            t.record(step.name.as_str(), outcome(&response));
+        }
+        ensure!(
+            response.status == step.expected,
+            "{}: expected HTTP {}, got {}: {}",
+            step.name,
+            step.expected,
+            response.status,
+            response.body
+        );
+        last = Some(response);
+    }
+    Ok(last)
+}
+
+/// The answer of the one step `step`.
+async fn run_step(
+    t: &mut Transcript,
+    client: &ApiClient,
+    step: Step,
+    masks: &[(&str, &str)],
+) -> Result<Response> {
+    run_steps(t, client, vec![step], masks)
+        .await?
+        .context("a step was run")
 }
 
 fn labelled(mut object: Value, scenario: &str) -> Value {
@@ -133,111 +205,62 @@ pub async fn immutable_pods(target: &Target) -> Result<Transcript> {
                         "tolerations": [{"key": "e2e", "operator": "Exists"}]}}),
         "immutable-pods",
     );
-    let created = client.post(&path, &pod).await?;
-    record(
-        &mut t,
-        "create",
-        &created,
-        StatusCode::CREATED,
-        Values::Compared,
-        &[],
-    )?;
-
-    let steps = [
-        (
-            "set spec.nodeName",
-            MERGE,
-            json!({"spec": {"nodeName": "node-a"}}),
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-        (
-            "change an image",
-            MERGE,
-            json!({"spec": {"containers": [{"name": "main", "image": "registry.invalid/main:2"}]}}),
-            StatusCode::OK,
-        ),
-        (
-            "set activeDeadlineSeconds",
-            MERGE,
-            json!({"spec": {"activeDeadlineSeconds": 600}}),
-            StatusCode::OK,
-        ),
-        (
-            "raise activeDeadlineSeconds",
-            MERGE,
-            json!({"spec": {"activeDeadlineSeconds": 1200}}),
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-        (
-            "lower activeDeadlineSeconds",
-            MERGE,
-            json!({"spec": {"activeDeadlineSeconds": 300}}),
-            StatusCode::OK,
-        ),
-        (
-            "add a toleration",
-            JSON_PATCH,
-            json!([{"op": "add", "path": "/spec/tolerations/-",
-                    "value": {"key": "extra", "operator": "Exists", "effect": "NoSchedule"}}]),
-            StatusCode::OK,
-        ),
-        (
-            "change an existing toleration",
-            JSON_PATCH,
-            json!([{"op": "replace", "path": "/spec/tolerations/0/key", "value": "other"}]),
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-        (
-            "add a container",
-            STRATEGIC,
-            json!({"spec": {"containers": [{"name": "side", "image": "registry.invalid/side:1"}]}}),
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-        (
-            "change a container's command",
-            STRATEGIC,
-            json!({"spec": {"containers": [{"name": "main", "command": ["sleep", "1"]}]}}),
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-    ];
-    for (step, content_type, body, expected) in steps {
-        patch_step(
-            &mut t,
-            &client,
-            step,
-            (&item, content_type, body),
-            expected,
-            Values::Compared,
-        )
-        .await?;
-    }
-
-    // The binding subresource sets spec.nodeName; the pod's own updates still cannot.
+    let merge = |name: &str, body: Value| Step::patch(name, &item, MERGE, body);
+    let strategic = |name: &str, body: Value| Step::patch(name, &item, STRATEGIC, body);
+    let json_patch = |name: &str, body: Value| Step::patch(name, &item, JSON_PATCH, body);
     let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web"},
                          "target": {"apiVersion": "v1", "kind": "Node", "name": "node-a"}});
-    let bound = client.post(&format!("{item}/binding"), &binding).await?;
-    record(
-        &mut t,
-        "bind to node-a",
-        &bound,
-        StatusCode::CREATED,
-        Values::Compared,
-        &[],
-    )?;
+    let steps = vec![
+        Step::create("create", &path, pod),
+        merge("set spec.nodeName", json!({"spec": {"nodeName": "node-a"}})).refused(),
+        merge(
+            "change an image",
+            json!({"spec": {"containers": [{"name": "main", "image": "registry.invalid/main:2"}]}}),
+        ),
+        merge(
+            "set activeDeadlineSeconds",
+            json!({"spec": {"activeDeadlineSeconds": 600}}),
+        ),
+        merge(
+            "raise activeDeadlineSeconds",
+            json!({"spec": {"activeDeadlineSeconds": 1200}}),
+        )
+        .refused(),
+        merge(
+            "lower activeDeadlineSeconds",
+            json!({"spec": {"activeDeadlineSeconds": 300}}),
+        ),
+        json_patch(
+            "add a toleration",
+            json!([{"op": "add", "path": "/spec/tolerations/-",
+                    "value": {"key": "extra", "operator": "Exists", "effect": "NoSchedule"}}]),
+        ),
+        json_patch(
+            "change an existing toleration",
+            json!([{"op": "replace", "path": "/spec/tolerations/0/key", "value": "other"}]),
+        )
+        .refused(),
+        strategic(
+            "add a container",
+            json!({"spec": {"containers": [{"name": "side", "image": "registry.invalid/side:1"}]}}),
+        )
+        .refused(),
+        strategic(
+            "change a container's command",
+            json!({"spec": {"containers": [{"name": "main", "command": ["sleep", "1"]}]}}),
+        )
+        .refused(),
+        // The binding subresource sets spec.nodeName; the pod's own updates still cannot.
+        Step::create("bind to node-a", &format!("{item}/binding"), binding),
+    ];
+    run_steps(&mut t, &client, steps, &[]).await?;
     let stored = client.get(&item).await?.expect(StatusCode::OK)?;
     t.record(
         "nodeName after binding",
         stored.body["spec"]["nodeName"].clone(),
     );
-    patch_step(
-        &mut t,
-        &client,
-        "move to node-b",
-        (&item, MERGE, json!({"spec": {"nodeName": "node-b"}})),
-        StatusCode::UNPROCESSABLE_ENTITY,
-        Values::Compared,
-    )
-    .await?;
+    let moved = merge("move to node-b", json!({"spec": {"nodeName": "node-b"}})).refused();
+    run_step(&mut t, &client, moved, &[]).await?;
     ns.delete().await?;
     Ok(t)
 }
@@ -268,51 +291,33 @@ pub async fn immutable_service_cluster_ip(target: &Target) -> Result<Transcript>
                         "selector": {"app": "web"}}}),
         "immutable-service",
     );
-    let created = client.post(&path, &service).await?;
-    record(
+    let created = run_step(
         &mut t,
-        "create",
-        &created,
-        StatusCode::CREATED,
-        Values::Compared,
+        &client,
+        Step::create("create", &path, service),
         &masks,
-    )?;
-    let created = created.expect(StatusCode::CREATED)?;
+    )
+    .await?;
     t.record(
         "clusterIPs follow clusterIP",
         created.body["spec"]["clusterIPs"] == json!([first]),
     );
-
     let mut moved = created.body.clone();
     moved["spec"]["clusterIP"] = json!(second);
-    let refused = client.put(&item, &moved).await?;
-    record(
-        &mut t,
-        "update clusterIP",
-        &refused,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        Values::Compared,
-        &masks,
-    )?;
-
     // A client that leaves the cluster IPs out keeps them.
     let mut without = created.body.clone();
-    let spec = without["spec"].as_object_mut();
-    if let Some(spec) = spec {
+    if let Some(spec) = without["spec"].as_object_mut() {
         spec.remove("clusterIP");
         spec.remove("clusterIPs");
         spec.insert("ports".into(), json!([{"port": 8080}]));
     }
-    let kept = client.put(&item, &without).await?;
-    record(
-        &mut t,
-        "update without clusterIP",
-        &kept,
-        StatusCode::OK,
-        Values::Compared,
-        &masks,
-    )?;
-    let kept = kept.expect(StatusCode::OK)?;
+    let steps = vec![
+        Step::put("update clusterIP", &item, moved).refused(),
+        Step::put("update without clusterIP", &item, without),
+    ];
+    let kept = run_steps(&mut t, &client, steps, &masks)
+        .await?
+        .context("the steps ran")?;
     t.record(
         "clusterIP kept",
         kept.body["spec"]["clusterIP"] == json!(first)
@@ -353,48 +358,33 @@ pub async fn immutable_workload_selectors(target: &Target) -> Result<Transcript>
         if kind == "StatefulSet" {
             body["spec"]["serviceName"] = json!("web");
         }
-        let created = client.post(&path, &body).await?;
-        record(
-            &mut t,
-            &format!("create the {kind}"),
-            &created,
-            StatusCode::CREATED,
-            Values::Compared,
-            &[],
-        )?;
+        let merge =
+            |step: &str, body: Value| Step::patch(format!("{kind}: {step}"), &item, MERGE, body);
         let mut steps = vec![
-            (
+            Step::create(format!("create the {kind}"), &path, body),
+            merge(
                 "narrow the selector",
                 json!({"spec": {"selector": {"matchLabels": {"tier": "front"}}}}),
-                StatusCode::UNPROCESSABLE_ENTITY,
-            ),
-            (
+            )
+            .refused(),
+            merge(
                 "change the template",
                 json!({"spec": {"template": {"metadata": {"annotations": {"e2e": "yes"}}}}}),
-                StatusCode::OK,
             ),
         ];
         if kind != "DaemonSet" {
-            steps.push(("scale", json!({"spec": {"replicas": 0}}), StatusCode::OK));
+            steps.push(merge("scale", json!({"spec": {"replicas": 0}})));
         }
         if kind == "StatefulSet" {
-            steps.push((
-                "rename the service",
-                json!({"spec": {"serviceName": "other"}}),
-                StatusCode::UNPROCESSABLE_ENTITY,
-            ));
+            steps.push(
+                merge(
+                    "rename the service",
+                    json!({"spec": {"serviceName": "other"}}),
+                )
+                .refused(),
+            );
         }
-        for (step, patch, expected) in steps {
-            patch_step(
-                &mut t,
-                &client,
-                &format!("{kind}: {step}"),
-                (&item, MERGE, patch),
-                expected,
-                Values::Compared,
-            )
-            .await?;
-        }
+        run_steps(&mut t, &client, steps, &[]).await?;
     }
     ns.delete().await?;
     Ok(t)
@@ -421,87 +411,49 @@ pub async fn immutable_jobs(target: &Target) -> Result<Transcript> {
             "immutable-jobs",
         )
     };
-    for (name, suspend) in [("running", false), ("suspended", true)] {
-        let created = client.post(&path, &job(name, suspend)).await?;
-        record(
-            &mut t,
-            &format!("create {name}"),
-            &created,
-            StatusCode::CREATED,
-            Values::Compared,
-            &[],
-        )?;
-    }
     let image = |tag: &str| {
         json!({"spec": {"template": {"spec": {"containers": [
             {"name": "main", "image": format!("registry.invalid/main:{tag}")}]}}}})
     };
     let running = format!("{path}/running");
     let suspended = format!("{path}/suspended");
-    let steps = [
-        (
-            "running: narrow the selector",
-            running.as_str(),
+    let on_running = |step: &str, body: Value| {
+        Step::patch(format!("running: {step}"), &running, STRATEGIC, body)
+    };
+    let on_suspended = |step: &str, body: Value| {
+        Step::patch(format!("suspended: {step}"), &suspended, STRATEGIC, body)
+    };
+    let steps = vec![
+        Step::create("create running", &path, job("running", false)),
+        Step::create("create suspended", &path, job("suspended", true)),
+        on_running(
+            "narrow the selector",
             json!({"spec": {"selector": {"matchLabels": {"tier": "batch"}}}}),
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Values::Compared,
-        ),
-        (
-            "running: change completions",
-            running.as_str(),
-            json!({"spec": {"completions": 2}}),
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Values::Compared,
-        ),
-        (
-            "running: change the image",
-            running.as_str(),
-            image("2"),
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Values::Hidden,
-        ),
-        (
-            "running: raise the backoff limit",
-            running.as_str(),
+        )
+        .refused(),
+        on_running("change completions", json!({"spec": {"completions": 2}})).refused(),
+        on_running("change the image", image("2"))
+            .refused()
+            .hiding_values(),
+        on_running(
+            "raise the backoff limit",
             json!({"spec": {"backoffLimit": 7}}),
-            StatusCode::OK,
-            Values::Compared,
         ),
-        (
-            "suspended: add a node selector and a label",
-            suspended.as_str(),
+        on_suspended(
+            "add a node selector and a label",
             json!({"spec": {"template": {"metadata": {"labels": {"extra": "yes"}},
                                          "spec": {"nodeSelector": {"zone": "a"}}}}}),
-            StatusCode::OK,
-            Values::Compared,
         ),
-        (
-            "suspended: change the resources",
-            suspended.as_str(),
+        on_suspended(
+            "change the resources",
             json!({"spec": {"template": {"spec": {"containers": [
                 {"name": "main", "resources": {"requests": {"cpu": "100m"}}}]}}}}),
-            StatusCode::OK,
-            Values::Compared,
         ),
-        (
-            "suspended: change the image",
-            suspended.as_str(),
-            image("2"),
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Values::Hidden,
-        ),
+        on_suspended("change the image", image("2"))
+            .refused()
+            .hiding_values(),
     ];
-    for (step, item, patch, expected, values) in steps {
-        patch_step(
-            &mut t,
-            &client,
-            step,
-            (item, STRATEGIC, patch),
-            expected,
-            values,
-        )
-        .await?;
-    }
+    run_steps(&mut t, &client, steps, &[]).await?;
     ns.delete().await?;
     Ok(t)
 }
@@ -520,47 +472,23 @@ pub async fn immutable_config_and_secrets(target: &Target) -> Result<Transcript>
                "immutable": true, "data": {"mode": "fast"}, "binaryData": {"blob": "AAE="}}),
         scenario,
     );
-    let created = client.post(&config_maps, &config_map).await?;
-    record(
-        &mut t,
-        "create the ConfigMap",
-        &created,
-        StatusCode::CREATED,
-        Values::Compared,
-        &[],
-    )?;
     let settings = format!("{config_maps}/settings");
-    let steps = [
-        (
-            "ConfigMap: change data",
-            settings.as_str(),
-            json!({"data": {"mode": "slow"}}),
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-        (
-            "ConfigMap: change binaryData and unset immutable",
-            settings.as_str(),
+    let on_settings =
+        |step: &str, body: Value| Step::patch(format!("ConfigMap: {step}"), &settings, MERGE, body);
+    let steps = vec![
+        Step::create("create the ConfigMap", &config_maps, config_map),
+        on_settings("change data", json!({"data": {"mode": "slow"}})).refused(),
+        on_settings(
+            "change binaryData and unset immutable",
             json!({"immutable": false, "binaryData": {"blob": "AAI="}}),
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-        (
-            "ConfigMap: label it",
-            settings.as_str(),
+        )
+        .refused(),
+        on_settings(
+            "label it",
             json!({"metadata": {"labels": {"checked": "yes"}}}),
-            StatusCode::OK,
         ),
     ];
-    for (step, item, patch, expected) in steps {
-        patch_step(
-            &mut t,
-            &client,
-            step,
-            (item, MERGE, patch),
-            expected,
-            Values::Compared,
-        )
-        .await?;
-    }
+    run_steps(&mut t, &client, steps, &[]).await?;
 
     let secret = |name: &str, immutable: bool| {
         labelled(
@@ -570,16 +498,12 @@ pub async fn immutable_config_and_secrets(target: &Target) -> Result<Transcript>
         )
     };
     for (name, immutable) in [("locked", true), ("open", false)] {
-        let created = client.post(&secrets, &secret(name, immutable)).await?;
-        record(
-            &mut t,
-            &format!("create the Secret {name}"),
-            &created,
-            StatusCode::CREATED,
-            Values::Compared,
-            &[],
-        )?;
-        let created = created.expect(StatusCode::CREATED)?;
+        let create = Step::create(
+            format!("create the Secret {name}"),
+            &secrets,
+            secret(name, immutable),
+        );
+        let created = run_step(&mut t, &client, create, &[]).await?;
         t.record(
             format!("Secret {name}: stored data, type and stringData"),
             json!([
@@ -591,37 +515,25 @@ pub async fn immutable_config_and_secrets(target: &Target) -> Result<Transcript>
     }
     let locked = format!("{secrets}/locked");
     let open = format!("{secrets}/open");
-    let steps = [
-        (
+    let password = json!({"stringData": {"password": "two"}});
+    let steps = vec![
+        Step::patch(
             "Secret locked: write stringData",
-            locked.as_str(),
-            json!({"stringData": {"password": "two"}}),
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-        (
-            "Secret open: write stringData",
-            open.as_str(),
-            json!({"stringData": {"password": "two"}}),
-            StatusCode::OK,
-        ),
-        (
-            "Secret open: change the type",
-            open.as_str(),
-            json!({"type": "example.com/other"}),
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-    ];
-    for (step, item, patch, expected) in steps {
-        patch_step(
-            &mut t,
-            &client,
-            step,
-            (item, MERGE, patch),
-            expected,
-            Values::Compared,
+            &locked,
+            MERGE,
+            password.clone(),
         )
-        .await?;
-    }
+        .refused(),
+        Step::patch("Secret open: write stringData", &open, MERGE, password),
+        Step::patch(
+            "Secret open: change the type",
+            &open,
+            MERGE,
+            json!({"type": "example.com/other"}),
+        )
+        .refused(),
+    ];
+    run_steps(&mut t, &client, steps, &[]).await?;
     let stored = client.get(&open).await?.expect(StatusCode::OK)?;
     t.record("Secret open: stored data", stored.body["data"].clone());
     ns.delete().await?;
