@@ -529,9 +529,11 @@ impl FakeApiServer {
             if condition(self) {
                 return Ok(());
             }
+            // Both senders live in the server's shared state, as long as `self`: neither
+            // `changed` can report a closed channel here.
             tokio::select! {
-                changed = store.changed() => changed.map_err(|_| Error::WaitTimeout { timeout })?,
-                changed = actions.changed() => changed.map_err(|_| Error::WaitTimeout { timeout })?,
+                _ = store.changed() => {}
+                _ = actions.changed() => {}
                 () = tokio::time::sleep_until(deadline) => {
                     return Err(Error::WaitTimeout { timeout });
                 }
