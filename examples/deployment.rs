@@ -14,7 +14,8 @@
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kclient_core::{
-    ApiStatus, CreateOptions, DeleteOptions, DeleteResponse, ListOptions, UpdateOptions,
+    ApiStatus, CreateOptions, DeleteOptions, DeleteResponse, ErrorReport, ListOptions,
+    UpdateOptions,
 };
 use kclient_fake::FakeApiServer;
 use kclient_rest::Config;
@@ -149,7 +150,7 @@ async fn run(clientset: &Clientset, namespace: &str) -> Result<Outcome, kclient_
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> Result<(), ErrorReport> {
     // A cluster when KUBECONFIG says so, else a fake API server in this process.
     let (_fake, config) = if std::env::var_os("KUBECONFIG").is_some() {
         (None, Config::infer()?)

@@ -17,8 +17,8 @@
 //! ```
 
 use kclient::core::{
-    ApiStatus, CreateOptions, DeleteOptions, DeleteResponse, DynamicObject, GetOptions,
-    GroupVersionResource, ListOptions, UpdateOptions,
+    ApiStatus, CreateOptions, DeleteOptions, DeleteResponse, DynamicObject, ErrorReport,
+    GetOptions, GroupVersionResource, ListOptions, UpdateOptions,
 };
 use kclient::dynamic::{DynamicClient, DynamicResource};
 use kclient::fake::FakeApiServer;
@@ -143,7 +143,7 @@ fn deployments(config: Config) -> Result<DynamicResource, Error> {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), ErrorReport> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (_server, config) = match args.iter().position(|a| a == "--kubeconfig") {
         Some(i) => {

@@ -14,7 +14,7 @@
 //! ```
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
-use kclient::core::{ApiStatus, CreateOptions, ListOptions};
+use kclient::core::{ApiStatus, CreateOptions, ErrorReport, ListOptions};
 use kclient::fake::FakeApiServer;
 use kclient::rest::{Config, KubeconfigOptions, RestClient};
 use kclient::tools::events::{new_broadcaster, object_reference, EventType, Shutdown};
@@ -100,7 +100,7 @@ async fn run(clientset: &Clientset, namespace: &str) -> Result<Vec<Event>, Error
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), ErrorReport> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |name: &str| {
         args.iter()

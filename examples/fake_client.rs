@@ -58,16 +58,8 @@ impl Stamper {
     ) -> Result<(Self, tokio::task::JoinHandle<()>), Error> {
         let informer = factory.core_v1().config_maps().informer();
         let queue = RateLimitingQueue::new(default_controller_rate_limiter());
-        let (on_add, on_update) = (queue.clone(), queue.clone());
-        informer.add_event_handler(
-            ResourceEventHandlerFuncs::new()
-                .add_func(move |cm: &Arc<ConfigMap>, _| {
-                    on_add.add(kclient::core::meta_namespace_key(cm.as_ref()))
-                })
-                .update_func(move |_, cm: &Arc<ConfigMap>| {
-                    on_update.add(kclient::core::meta_namespace_key(cm.as_ref()))
-                }),
-        )?;
+        let sink = queue.clone();
+        informer.add_event_handler(EnqueueObjectKey::new(move |key| sink.add(key)))?;
         let stamper = Self {
             clientset,
             config_maps: informer.lister(),
@@ -186,7 +178,7 @@ async fn until_stamped(server: &FakeApiServer, names: &[&str]) -> Result<(), kcl
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), ErrorReport> {
     let server = seeded_server().await?;
     println!(
         "Started kclient-fake at {}, seeded with ConfigMaps a, b (wanted) and c",

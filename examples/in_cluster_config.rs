@@ -21,7 +21,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kclient::core::{ApiStatus, ListOptions};
+use kclient::core::{ApiStatus, ErrorReport, ListOptions};
 use kclient::fake::FakeApiServer;
 use kclient::rest::incluster::InCluster;
 use kclient::rest::Config;
@@ -124,7 +124,7 @@ fn service_account_dir() -> PathBuf {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), ErrorReport> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let times = match args.iter().position(|a| a == "--times") {
         Some(i) => Some(args.get(i + 1).ok_or("--times needs a number")?.parse()?),
@@ -149,7 +149,8 @@ async fn main() -> Result<(), Error> {
     );
     let result = run(config, times.or(Some(1))).await;
     let _ = std::fs::remove_dir_all(&dir);
-    result.map(|_| ())
+    result?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 
 use std::process::ExitCode;
 
-use kclient_core::{GroupVersionResource, ListOptions};
+use kclient_core::{ErrorReport, GroupVersionResource, ListOptions};
 use kclient_discovery::{
     default_cache_dir, DeferredRestMapper, Discovery, DiscoveryClient, DiskCachedDiscoveryClient,
     MapperError, MemCacheClient, RestMapping, KUBECTL_DISCOVERY_TTL,
@@ -161,10 +161,10 @@ async fn run<D: Discovery>(
     mapper: DeferredRestMapper<D>,
     client: DynamicClient,
     default_namespace: String,
-) -> Result<(), String> {
+) -> Result<(), ErrorReport> {
     let mut mappings: Vec<RestMapping> = Vec::new();
     for name in &args.names {
-        for m in resolve(&mapper, name).await.map_err(|e| e.to_string())? {
+        for m in resolve(&mapper, name).await? {
             if !mappings.contains(&m) {
                 mappings.push(m);
             }
@@ -187,10 +187,13 @@ async fn run<D: Discovery>(
         if let Some(ns) = &namespace {
             resource = resource.namespace(ns.clone());
         }
-        let list = resource
-            .list(&ListOptions::default())
-            .await
-            .map_err(|e| format!("listing {}: {e}", mapping.group_resource()))?;
+        let list = resource.list(&ListOptions::default()).await.map_err(|e| {
+            format!(
+                "listing {}: {}",
+                mapping.group_resource(),
+                ErrorReport::new(e)
+            )
+        })?;
         for object in list {
             let name = object.metadata.name.clone().unwrap_or_default();
             let name = if qualify {
@@ -224,11 +227,8 @@ async fn run<D: Discovery>(
 }
 
 /// A fake API server with a few objects of built-in and custom kinds.
-async fn start_fake() -> Result<FakeApiServer, String> {
-    let server = FakeApiServer::builder()
-        .start()
-        .await
-        .map_err(|e| e.to_string())?;
+async fn start_fake() -> Result<FakeApiServer, ErrorReport> {
+    let server = FakeApiServer::builder().start().await?;
     let pod = |ns: &str, name: &str| {
         json!({"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": name, "namespace": ns, "labels": {"app": "web"}},
@@ -264,28 +264,26 @@ async fn start_fake() -> Result<FakeApiServer, String> {
                "spec": {"cronSpec": "0 * * * *", "image": "report:3"}}),
     ];
     for object in objects {
-        server.seed(object).map_err(|e| e.to_string())?;
+        server.seed(object)?;
     }
     Ok(server)
 }
 
-async fn main_result() -> Result<(), String> {
+async fn main_result() -> Result<(), ErrorReport> {
     let args = parse_args(std::env::args().skip(1))?;
     let use_cluster = std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty());
     if use_cluster {
-        let config = Config::infer().map_err(|e| e.to_string())?;
+        let config = Config::infer()?;
         let namespace = config.namespace().to_owned();
-        let client =
-            DynamicClient::new(RestClient::new(config.clone()).map_err(|e| e.to_string())?);
+        let client = DynamicClient::new(RestClient::new(config.clone())?);
         match default_cache_dir() {
             Some(root) => {
                 let discovery =
-                    DiskCachedDiscoveryClient::for_config(&config, &root, KUBECTL_DISCOVERY_TTL)
-                        .map_err(|e| e.to_string())?;
+                    DiskCachedDiscoveryClient::for_config(&config, &root, KUBECTL_DISCOVERY_TTL)?;
                 run(args, DeferredRestMapper::new(discovery), client, namespace).await
             }
             None => {
-                let discovery = DiscoveryClient::for_config(&config).map_err(|e| e.to_string())?;
+                let discovery = DiscoveryClient::for_config(&config)?;
                 let mapper = DeferredRestMapper::new(MemCacheClient::new(discovery));
                 run(args, mapper, client, namespace).await
             }
@@ -297,9 +295,8 @@ async fn main_result() -> Result<(), String> {
             server.url()
         );
         let config = Config::new(server.url());
-        let client =
-            DynamicClient::new(RestClient::new(config.clone()).map_err(|e| e.to_string())?);
-        let discovery = DiscoveryClient::for_config(&config).map_err(|e| e.to_string())?;
+        let client = DynamicClient::new(RestClient::new(config.clone())?);
+        let discovery = DiscoveryClient::for_config(&config)?;
         let mapper = DeferredRestMapper::new(MemCacheClient::new(discovery));
         let result = run(args, mapper, client, "default".into()).await;
         server.shutdown().await;

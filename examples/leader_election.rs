@@ -32,7 +32,6 @@
 //! `leader-election-example`).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -136,12 +135,8 @@ async fn controller(clientset: Clientset, namespace: String, identity: String, t
     let informer = factory.core_v1().config_maps().informer();
     let lister = factory.core_v1().config_maps().lister();
     let queue = WorkQueue::<String>::new();
-    let (on_add, on_update) = (queue.clone(), queue.clone());
-    let registered = informer.add_event_handler(
-        ResourceEventHandlerFuncs::new()
-            .add_func(move |cm: &Arc<ConfigMap>, _| on_add.add(cm.name_any().to_owned()))
-            .update_func(move |_, cm: &Arc<ConfigMap>| on_update.add(cm.name_any().to_owned())),
-    );
+    let sink = queue.clone();
+    let registered = informer.add_event_handler(EnqueueObjectKey::new(move |key| sink.add(key)));
     if let Err(error) = registered {
         println!("[{identity}] cannot watch ConfigMaps: {error}");
         return;
@@ -152,16 +147,16 @@ async fn controller(clientset: Clientset, namespace: String, identity: String, t
         .await;
     if synced.all_synced() {
         let worker = async {
-            while let Some(name) = queue.get().await {
+            while let Some(key) = queue.get().await {
                 // Only the leader writes: ask the token right before each write.
                 if token.is_leader() {
-                    let stamped = stamp(&clientset, &lister, &namespace, &name, &identity).await;
+                    let stamped = stamp(&clientset, &lister, &key, &identity).await;
                     if let Err(error) = stamped {
-                        println!("[{identity}] {name}: {error}; retrying");
-                        queue.add(name.clone());
+                        println!("[{identity}] {key}: {error}; retrying");
+                        queue.add(key.clone());
                     }
                 }
-                queue.done(&name);
+                queue.done(&key);
             }
         };
         tokio::select! {
@@ -174,15 +169,15 @@ async fn controller(clientset: Clientset, namespace: String, identity: String, t
     println!("[{identity}] stopped the controller");
 }
 
-/// Writes `identity` into `data.leader` of ConfigMap `name`, if it is managed and says
-/// otherwise.
+/// Writes `identity` into `data.leader` of the ConfigMap `key` (`namespace/name`), if it is
+/// managed and says otherwise.
 async fn stamp(
     clientset: &Clientset,
     lister: &Lister<ConfigMap>,
-    namespace: &str,
-    name: &str,
+    key: &str,
     identity: &str,
 ) -> Result<(), Error> {
+    let (namespace, name) = kclient::core::split_meta_namespace_key(key)?;
     let Ok(cm) = lister.namespaced(namespace).get(name) else {
         return Ok(()); // deleted meanwhile
     };
@@ -306,7 +301,7 @@ async fn scenario(server: &FakeApiServer) -> Result<Outcome, Error> {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), ErrorReport> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |name: &str| {
         args.iter()

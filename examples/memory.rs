@@ -101,7 +101,7 @@ async fn measure(pods: usize) -> Result<Measurement, Error> {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), ErrorReport> {
     let pods = match std::env::args().nth(1) {
         Some(n) => n.parse()?,
         None => 5000,

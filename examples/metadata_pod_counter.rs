@@ -246,7 +246,7 @@ async fn scenario(server: &FakeApiServer) -> Result<BTreeMap<String, usize>, Err
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), ErrorReport> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |name: &str| {
         args.iter()

@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kclient::core::{ApiStatus, ListOptions};
+use kclient::core::{ApiStatus, ErrorReport, ListOptions};
 use kclient::fake::FakeApiServer;
 use kclient::rest::{Config, KubeconfigOptions};
 use kclient::typed::Clientset;
@@ -112,7 +112,7 @@ async fn fake_with_kubeconfig(path: &std::path::Path) -> Result<FakeApiServer, E
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), ErrorReport> {
     let args = parse_args(&std::env::args().skip(1).collect::<Vec<_>>())?;
     if args.kubeconfig.is_some() || kubeconfig_available() {
         run(load(args.kubeconfig, args.context)?, args.times).await?;
@@ -133,7 +133,8 @@ async fn main() -> Result<(), Error> {
     }
     .await;
     let _ = std::fs::remove_file(&path);
-    result.map(|_| ())
+    result?;
+    Ok(())
 }
 
 #[cfg(test)]

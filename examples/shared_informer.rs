@@ -199,7 +199,7 @@ async fn scenario(server: &FakeApiServer) -> Result<(Reads, Vec<String>), Error>
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), ErrorReport> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(i) = args.iter().position(|a| a == "--kubeconfig") {
         let path = args.get(i + 1).ok_or("--kubeconfig needs a path")?;

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kclient::core::{CreateOptions, FilteredListWatch, ListOptions, UpdateOptions};
+use kclient::core::{CreateOptions, ErrorReport, FilteredListWatch, ListOptions, UpdateOptions};
 use kclient::fake::FakeApiServer;
 use kclient::rest::{Config, KubeconfigOptions, RestClient};
 use kclient::tools::watch::{conditions, until_with_sync, Precondition};
@@ -103,7 +103,7 @@ async fn scripted_rollout(clientset: &Clientset) -> Result<(), Error> {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), ErrorReport> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |name: &str| {
         args.iter()

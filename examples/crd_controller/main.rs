@@ -24,7 +24,6 @@
 mod generated;
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use generated::cron_tab::v1::{self, CronTab, CronTabSpec, CronTabStatus, CronTabStatusPhase};
@@ -76,19 +75,15 @@ impl Controller {
     ) -> Result<Self, Error> {
         let informer = v1::cron_tabs_informer(factory).informer();
         let queue = RateLimitingQueue::new(default_controller_rate_limiter());
-        let (on_add, on_update) = (queue.clone(), queue.clone());
+        let sink = queue.clone();
         informer.add_event_handler(
-            ResourceEventHandlerFuncs::new()
-                .add_func(move |tab: &Arc<CronTab>, _| {
-                    on_add.add(kclient::core::meta_namespace_key(tab.as_ref()))
-                })
-                .update_func(move |old: &Arc<CronTab>, new: &Arc<CronTab>| {
-                    // Our own status writes come back as updates with the same generation:
-                    // nothing new to do for them.
-                    if old.metadata.generation != new.metadata.generation || new.status.is_none() {
-                        on_update.add(kclient::core::meta_namespace_key(new.as_ref()))
-                    }
-                }),
+            EnqueueObjectKey::new(move |key| sink.add(key)).filter_updates(
+                // Our own status writes come back as updates with the same generation:
+                // nothing new to do for them.
+                |old: &CronTab, new: &CronTab| {
+                    old.metadata.generation != new.metadata.generation || new.status.is_none()
+                },
+            ),
         )?;
         Ok(Self {
             clientset,
@@ -247,7 +242,7 @@ async fn scenario(clientset: Clientset, namespace: &str) -> Result<Vec<CronTabSt
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), ErrorReport> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |name: &str| {
         args.iter()

@@ -20,6 +20,10 @@
 //!   (see `check_features.rs`).
 //! * `layering` — the crates' dependencies checked against the one allow-list of edges
 //!   between them (see `layering.rs`); `test` runs it right after the format check.
+//! * `publish-check` — `cargo package` of every published crate (in dependency order, offline),
+//!   and the dependency lines of `README.md` and `docs/getting-started.md` resolved against
+//!   this checkout with one Kubernetes version (see `publish.rs`); `test` runs it after the
+//!   layering check.
 //! * `demo` — the main job: `examples/demo.rs`, a small controller built from kclient's layers,
 //!   against kclient-fake or, with `--kubeconfig`/`KUBECONFIG`, a cluster (see `demo.rs`).
 
@@ -31,6 +35,7 @@ mod demo;
 mod e2e;
 mod fuzz;
 mod layering;
+mod publish;
 mod test;
 
 use std::env;
@@ -51,6 +56,7 @@ fn main() -> ExitCode {
         Some("demo") => demo::run(&args[1..]),
         Some("check-features") => check_features::run(&args[1..]),
         Some("layering") => layering::run(&args[1..]),
+        Some("publish-check") => publish::run(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
             print_help();
             Ok(())
@@ -86,7 +92,9 @@ fn print_help() {
            demo    run the main demo (against the embedded fake API server, or a cluster\n          \
                    when KUBECONFIG or --kubeconfig is given)\n  \
            check-features  build the facade with no layer and with each layer alone\n  \
-           layering  check the crates' dependencies against the allow-list of edges\n"
+           layering  check the crates' dependencies against the allow-list of edges\n  \
+           publish-check  `cargo package` of every published crate, and the docs'\n          \
+                   dependency lines resolved against this checkout\n"
     );
 }
 

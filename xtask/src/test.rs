@@ -30,6 +30,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     eprintln!("==> cargo xtask layering");
     crate::layering::run(&[])?;
 
+    // Every published crate packages, and the docs' dependency lines resolve (no build).
+    eprintln!("==> cargo xtask publish-check");
+    crate::publish::run(&[])?;
+
     eprintln!("==> cargo xtask codegen --check");
     crate::codegen::run(&["--check".to_owned()])?;
 

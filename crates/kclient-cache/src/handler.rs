@@ -7,6 +7,9 @@
 //! * [`FilteringResourceEventHandler`]: passes on only objects a filter accepts, turning an
 //!   update that crosses the filter into an add or a delete (client-go's
 //!   `FilteringResourceEventHandler`).
+//! * [`EnqueueObjectKey`]: feeds a workqueue — the key of every added, updated and deleted
+//!   object (tombstones included) to one sink, where client-go programs write
+//!   `queue.Add(key)` in three closures (controller-runtime's `EnqueueRequestForObject`).
 //!
 //! Each handler has its own queue and is called one notification at a time and in order;
 //! the objects are the cache's shared `Arc`s and must not be changed (they are immutable
@@ -40,9 +43,13 @@
 //! ```
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
-use kclient_core::{DeletedFinalStateUnknown, DeletedObject};
+use kclient_core::{
+    deletion_handling_meta_namespace_key, meta_namespace_key, DeletedFinalStateUnknown,
+    DeletedObject, Resource,
+};
 
 /// What an informer calls for each change of its cache (client-go's
 /// `ResourceEventHandler`). Every method has a no-op default.
@@ -239,6 +246,105 @@ impl<K, H: ResourceEventHandler<K>> ResourceEventHandler<K>
         if accepted {
             self.handler.on_delete(obj);
         }
+    }
+}
+
+type KeySink = dyn Fn(String) + Send + Sync;
+type UpdateFilter<K> = dyn Fn(&K, &K) -> bool + Send + Sync;
+
+/// A [`ResourceEventHandler`] that gives the key of every object added, updated or deleted
+/// to one sink, usually a workqueue: the handler of almost every controller, written once
+/// instead of as three closures that each clone the queue and compute the key (client-go
+/// programs write `queue.Add(key)` in an `AddFunc`, an `UpdateFunc` and a `DeleteFunc`;
+/// controller-runtime calls it `EnqueueRequestForObject`).
+///
+/// * add and update: the object's `namespace/name` (`name` when cluster-scoped), client-go's
+///   `MetaNamespaceKeyFunc` ([`meta_namespace_key`]); every update, periodic resyncs
+///   included (a resync exists to reconcile again), unless [`filter_updates`](Self::filter_updates)
+///   says otherwise;
+/// * delete: the same key, taken from the tombstone when the informer missed the deletion
+///   and learnt of it from a relist (client-go's `DeletionHandlingMetaNamespaceKeyFunc`,
+///   [`deletion_handling_meta_namespace_key`]), so no deletion is lost.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kclient_cache::{EnqueueObjectKey, ResourceEventHandler};
+///
+/// // A workqueue's `add` in a real controller: `move |key| queue.add(key)`.
+/// let keys = Arc::new(Mutex::new(Vec::new()));
+/// let sink = keys.clone();
+/// let handler = EnqueueObjectKey::<Pod>::new(move |key| sink.lock().unwrap().push(key));
+/// let mut pod = Pod::default();
+/// pod.metadata.namespace = Some("default".into());
+/// pod.metadata.name = Some("web".into());
+/// handler.on_add(&Arc::new(pod), true);
+/// assert_eq!(*keys.lock().unwrap(), ["default/web"]);
+/// ```
+pub struct EnqueueObjectKey<K> {
+    sink: Arc<KeySink>,
+    updates: Option<Arc<UpdateFilter<K>>>,
+    // `fn(&K)`: the handler holds no `K`, so it is `Send + Sync` whatever `K` is.
+    kind: PhantomData<fn(&K)>,
+}
+
+impl<K> EnqueueObjectKey<K> {
+    /// A handler that calls `sink` with the key of each event's object.
+    pub fn new(sink: impl Fn(String) + Send + Sync + 'static) -> Self {
+        Self {
+            sink: Arc::new(sink),
+            updates: None,
+            kind: PhantomData,
+        }
+    }
+
+    /// Enqueues an update only when `changed(old, new)` holds, for example when the
+    /// generation moved (so that the controller's own status writes, which come back as
+    /// updates, do not queue the object again). Adds and deletes are always enqueued.
+    pub fn filter_updates(
+        mut self,
+        changed: impl Fn(&K, &K) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.updates = Some(Arc::new(changed));
+        self
+    }
+}
+
+impl<K> Clone for EnqueueObjectKey<K> {
+    fn clone(&self) -> Self {
+        Self {
+            sink: self.sink.clone(),
+            updates: self.updates.clone(),
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<K> fmt::Debug for EnqueueObjectKey<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EnqueueObjectKey")
+            .field("filter_updates", &self.updates.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Resource> ResourceEventHandler<K> for EnqueueObjectKey<K> {
+    fn on_add(&self, obj: &Arc<K>, _is_in_initial_list: bool) {
+        (self.sink)(meta_namespace_key(obj.as_ref()));
+    }
+
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        if self
+            .updates
+            .as_ref()
+            .is_none_or(|changed| changed(old, new))
+        {
+            (self.sink)(meta_namespace_key(new.as_ref()));
+        }
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<K>) {
+        (self.sink)(deletion_handling_meta_namespace_key(obj));
     }
 }
 

@@ -18,8 +18,9 @@
 //!   `wait_for_cache_sync`, `shutdown`.
 //! * [`SharedIndexInformer`]: one reflector and indexed cache fanned out to any number of
 //!   [`ResourceEventHandler`]s ([`ResourceEventHandlerFuncs`] for closures,
-//!   [`FilteringResourceEventHandler`]), each with its own queue and task, its own resync
-//!   period, and a [`ResourceEventHandlerRegistration`] with `has_synced`.
+//!   [`FilteringResourceEventHandler`], [`EnqueueObjectKey`] to feed a workqueue), each
+//!   with its own queue and task, its own resync period, and a
+//!   [`ResourceEventHandlerRegistration`] with `has_synced`.
 //! * [`wait_for_cache_sync`]: waits for informers and registrations without polling.
 //! * [`Controller`], [`new_informer`], [`new_indexer_informer`]: the low-level engine and
 //!   single-handler informers over a store of your own.
@@ -146,7 +147,10 @@ pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
 pub use factory::{InformerSettings, SharedInformerFactory, SyncResult};
 pub use fifo::Fifo;
 pub use generic_informer::GenericInformer;
-pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
+pub use handler::{
+    EnqueueObjectKey, FilteringResourceEventHandler, ResourceEventHandler,
+    ResourceEventHandlerFuncs,
+};
 pub use index::{
     index_func_to_key_func_adapter, meta_namespace_index_func, IndexError, IndexFunc,
     IndexFuncError, Indexers, NAMESPACE_INDEX,

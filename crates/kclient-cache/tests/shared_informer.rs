@@ -14,8 +14,8 @@ use common::until;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::testing::FakeControllerSource;
 use kclient_cache::{
-    wait_for_cache_sync, wait_for_named_cache_sync, FifoKind, HandlerOptions, Indexers,
-    InformerError, InformerSynced, ResourceEventHandler, ResourceEventHandlerFuncs,
+    wait_for_cache_sync, wait_for_named_cache_sync, EnqueueObjectKey, FifoKind, HandlerOptions,
+    Indexers, InformerError, InformerSynced, ResourceEventHandler, ResourceEventHandlerFuncs,
     ResourceEventHandlerRegistration, SharedIndexInformer, SharedIndexInformerOptions,
     TransformFunc,
 };
@@ -809,4 +809,77 @@ async fn a_relisted_change_is_an_update_from_the_cached_object() {
     );
     cancel.cancel();
     task.await.unwrap();
+}
+
+/// EnqueueObjectKey: one sink gets the key of every add, update and delete — a deletion the
+/// informer learnt of from a relist (a tombstone) included — and `filter_updates` drops the
+/// updates it rejects, never adds or deletes.
+#[tokio::test(start_paused = true)]
+async fn enqueue_object_key_feeds_every_event_tombstones_included() {
+    for fifo in [FifoKind::Real, FifoKind::Delta] {
+        let source = two_objects();
+        let informer = SharedIndexInformer::new(
+            source.clone(),
+            SharedIndexInformerOptions::default().fifo(fifo),
+        );
+        let keys = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&keys);
+        informer
+            .add_event_handler(EnqueueObjectKey::new(move |key| sink.lock().push(key)))
+            .unwrap();
+        let (cancel, task) = start(&informer);
+        synced(&cancel, &[informer.synced()]).await;
+        until("both adds", || keys.lock().len() == 2).await;
+        let mut added = std::mem::take(&mut *keys.lock());
+        added.sort();
+        assert_eq!(added, ["ns/pod1", "ns/pod2"], "{fifo:?}");
+
+        source.modify(cm_with("pod1", "changed"));
+        until("the update", || keys.lock().len() == 1).await;
+        // A deletion the watch never told: the relist's tombstone carries the key.
+        source.reset_watch();
+        source.delete_drop_watch(cm("pod2"));
+        tokio::time::advance(Duration::from_secs(2)).await;
+        until("the delete", || {
+            keys.lock().contains(&"ns/pod2".to_string())
+        })
+        .await;
+        let seen = std::mem::take(&mut *keys.lock());
+        assert_eq!(
+            seen.first().map(String::as_str),
+            Some("ns/pod1"),
+            "{fifo:?}"
+        );
+        assert_eq!(seen.last().map(String::as_str), Some("ns/pod2"), "{fifo:?}");
+        cancel.cancel();
+        task.await.unwrap();
+    }
+}
+
+#[test]
+fn enqueue_object_key_filters_updates_only() {
+    let keys = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&keys);
+    let handler = EnqueueObjectKey::new(move |key| sink.lock().push(key))
+        .filter_updates(|old: &ConfigMap, new: &ConfigMap| old.data != new.data);
+    let (a, b) = (Arc::new(cm_with("x", "1")), Arc::new(cm_with("x", "2")));
+    handler.on_update(&a, &a);
+    assert!(
+        keys.lock().is_empty(),
+        "a resync with the same data is dropped"
+    );
+    handler.on_update(&a, &b);
+    handler.on_add(&a, false);
+    handler.on_delete(&DeletedObject::Object(Arc::clone(&a)));
+    handler.on_delete(&DeletedObject::Tombstone(
+        kclient_core::DeletedFinalStateUnknown {
+            key: "ns/gone".into(),
+            obj: None,
+        },
+    ));
+    assert_eq!(*keys.lock(), ["ns/x", "ns/x", "ns/x", "ns/gone"]);
+    let mut cluster_scoped = ConfigMap::default();
+    cluster_scoped.metadata.name = Some("global".into());
+    handler.on_add(&Arc::new(cluster_scoped), true);
+    assert_eq!(keys.lock().last().map(String::as_str), Some("global"));
 }

@@ -13,7 +13,9 @@
 //!   incrementally with bounded memory.
 //! * Errors: [`Status`], [`ApiError`] and the [`ApiStatus`] predicates (`is_not_found()`,
 //!   `is_conflict()`, `is_gone()` ...); [`FieldError`] and [`go_format`] for validation
-//!   messages worded and formatted as the API server's.
+//!   messages worded and formatted as the API server's; [`ErrorReport`], an error and its
+//!   causes one per line (what a `main` returns), and [`handle_error`] (client-go's
+//!   `utilruntime.HandleError`).
 //! * Responses: [`DeleteResponse`], the object or the `Status` a delete answers with.
 //! * Selection: [`labels`] and [`fields`] selectors, parsed, matched and rendered as
 //!   apimachinery does.
@@ -59,6 +61,7 @@ pub mod api_resource;
 mod box_error;
 pub mod delete_response;
 pub mod dynamic_object;
+mod error_report;
 pub mod fetched_list;
 pub mod field_error;
 pub mod fields;
@@ -87,6 +90,7 @@ pub use api_resource::ApiResource;
 pub use box_error::BoxError;
 pub use delete_response::DeleteResponse;
 pub use dynamic_object::DynamicObject;
+pub use error_report::{handle_error, ErrorReport};
 pub use fetched_list::FetchedList;
 pub use field_error::FieldError;
 pub use gvk::{

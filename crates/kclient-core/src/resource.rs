@@ -90,7 +90,8 @@ where
 ///
 /// Absent fields read as `None` or empty, never as an error.
 pub trait ResourceExt: Resource {
-    /// The name, or the empty string if the object has none yet.
+    /// The name; for an object that has none yet, its `generateName` prefix; else the empty
+    /// string. Borrowed from the object (kube-rs's `name_any` returns an owned `String`).
     fn name_any(&self) -> &str {
         let meta = self.meta();
         meta.name

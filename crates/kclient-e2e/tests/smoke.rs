@@ -183,3 +183,31 @@ async fn protobuf_built_in_kinds() -> Result<()> {
     let name = "protobuf_built_in_kinds";
     run_everywhere(name, differential(name), true).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn immutable_pods() -> Result<()> {
+    run_everywhere("immutable_pods", differential("immutable_pods"), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn immutable_service_cluster_ip() -> Result<()> {
+    let name = "immutable_service_cluster_ip";
+    run_everywhere(name, differential(name), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn immutable_workload_selectors() -> Result<()> {
+    let name = "immutable_workload_selectors";
+    run_everywhere(name, differential(name), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn immutable_jobs() -> Result<()> {
+    run_everywhere("immutable_jobs", differential("immutable_jobs"), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn immutable_config_and_secrets() -> Result<()> {
+    let name = "immutable_config_and_secrets";
+    run_everywhere(name, differential(name), true).await
+}

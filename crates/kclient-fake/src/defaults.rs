@@ -6,7 +6,11 @@
 //!   cannot change `spec.finalizers` (only the `finalize` subresource can);
 //! - workloads (ReplicationControllers too) default `spec.replicas` to 1, and a
 //!   ReplicationController's selector to its template's labels;
-//! - secrets default `type` to `Opaque`, services `spec.type` to `ClusterIP`;
+//! - secrets default `type` to `Opaque` (on updates too, as every decode defaults it), and
+//!   their write-only `stringData` is merged into `data` (base64) and dropped, as the
+//!   server's conversion does;
+//! - services default `spec.type` to `ClusterIP`, and keep `spec.clusterIP` and
+//!   `spec.clusterIPs` in step as the service registry does (see `immutable`'s `service`);
 //! - PersistentVolumes default their reclaim policy (`Retain`) and volume mode, StorageClasses
 //!   theirs (`Delete`, `Immediate`), PriorityClasses their preemption policy, NetworkPolicies
 //!   their `policyTypes`, HorizontalPodAutoscalers `minReplicas: 1` and the 80% CPU metric;
@@ -79,12 +83,14 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
         }
         ("", "Secret") => {
             map.entry("type").or_insert_with(|| json!("Opaque"));
+            merge_string_data(obj);
         }
         ("", "Service") => {
             let spec = map.entry("spec").or_insert_with(|| json!({}));
             if let Some(spec) = spec.as_object_mut() {
                 spec.entry("type").or_insert_with(|| json!("ClusterIP"));
             }
+            crate::immutable::normalize_service_create(obj);
         }
         ("apps", "Deployment" | "ReplicaSet" | "StatefulSet") => {
             let spec = map.entry("spec").or_insert_with(|| json!({}));
@@ -187,13 +193,53 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
 
 /// Applies update-time strategy rules (`old` is the stored state).
 pub fn on_update(info: &ResourceInfo, old: &Value, new: &mut Value) -> Result<(), ApiError> {
-    if info.api.group.is_empty() && info.kind() == "Namespace" {
-        if let Some(map) = new.as_object_mut() {
-            match old.get("spec") {
-                Some(spec) => map.insert("spec".into(), spec.clone()),
-                None => map.remove("spec"),
-            };
+    if info.custom || !info.api.group.is_empty() {
+        return Ok(());
+    }
+    match info.kind() {
+        "Namespace" => {
+            if let Some(map) = new.as_object_mut() {
+                match old.get("spec") {
+                    Some(spec) => map.insert("spec".into(), spec.clone()),
+                    None => map.remove("spec"),
+                };
+            }
         }
+        "Secret" => {
+            if let Some(map) = new.as_object_mut() {
+                map.entry("type").or_insert_with(|| json!("Opaque"));
+            }
+            merge_string_data(new);
+        }
+        "Service" => crate::immutable::normalize_service_update(old, new),
+        _ => {}
     }
     Ok(())
+}
+
+/// A Secret's `stringData` merged into `data` (each value base64-encoded, replacing the
+/// key's value in `data`) and dropped, as the v1 to internal conversion does: the field is
+/// write-only, and a read never shows it.
+fn merge_string_data(secret: &mut Value) {
+    use base64::Engine as _;
+    let Some(map) = secret.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Object(strings)) = map.remove("stringData") else {
+        return;
+    };
+    if strings.is_empty() {
+        return;
+    }
+    let data = map.entry("data").or_insert_with(|| json!({}));
+    if !data.is_object() {
+        *data = json!({});
+    }
+    if let Some(data) = data.as_object_mut() {
+        for (key, value) in strings {
+            let text = value.as_str().unwrap_or_default();
+            let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+            data.insert(key, Value::String(encoded));
+        }
+    }
 }

@@ -4,6 +4,10 @@
 //! watches without closing them, and hang them past their timeout (a broken server or
 //! proxy).
 //!
+//! These hit every request of every client. To fail, answer or delay only some requests
+//! (a verb, a resource, a namespace, a name, a user agent), add a [reactor](crate::Reactor);
+//! [`Faults::fail_next`] is one, which picks every request.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), kclient_fake::Error> {
 //! use std::time::Duration;
@@ -17,13 +21,14 @@
 //! # Ok(()) }
 //! ```
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kclient_core::{ApiError, Status, StatusDetails, StatusReason};
 use parking_lot::Mutex;
 
+use crate::actions::ActionFilter;
+use crate::reactors::{Origin, Reaction, Reactor, ReactorChain};
 use crate::server::Shared;
 
 /// A failure to answer requests with.
@@ -106,7 +111,8 @@ impl Failure {
 /// The fault state of one server.
 #[derive(Debug)]
 pub struct FaultState {
-    failures: Mutex<VecDeque<Failure>>,
+    /// The reactor chain: the tests' reactors and the failures of `fail_next`.
+    pub(crate) reactors: ReactorChain,
     latency: Mutex<Duration>,
     pub(crate) drop_watches: tokio::sync::watch::Sender<u64>,
     pub(crate) stall_watches: tokio::sync::watch::Sender<bool>,
@@ -116,7 +122,7 @@ pub struct FaultState {
 impl Default for FaultState {
     fn default() -> Self {
         Self {
-            failures: Mutex::new(VecDeque::new()),
+            reactors: ReactorChain::default(),
             latency: Mutex::new(Duration::ZERO),
             drop_watches: tokio::sync::watch::channel(0).0,
             stall_watches: tokio::sync::watch::channel(false).0,
@@ -126,11 +132,6 @@ impl Default for FaultState {
 }
 
 impl FaultState {
-    /// The failure the next request gets, if any.
-    pub fn next_failure(&self) -> Option<Failure> {
-        self.failures.lock().pop_front()
-    }
-
     /// The latency to add to a request.
     pub fn latency(&self) -> Duration {
         *self.latency.lock()
@@ -145,22 +146,28 @@ pub struct Faults {
 
 impl Faults {
     /// Answers the next `n` requests (any path, any verb) with `failure` instead of serving
-    /// them.
+    /// them: a reactor that picks every request, `n` times, at the end of the
+    /// [reactor chain](crate::Reactors) (so failures injected one after the other are served
+    /// in that order, and the tests' own reactors come first).
     pub fn fail_next(&self, n: usize, failure: Failure) {
-        let mut failures = self.shared.faults.failures.lock();
-        for _ in 0..n {
-            failures.push_back(failure.clone());
-        }
+        let reactor = Reactor::new(ActionFilter::any(), Reaction::Fail(failure)).times(n);
+        self.shared
+            .faults
+            .reactors
+            .insert(reactor, false, Origin::InjectedFailure);
     }
 
     /// Forgets the failures not yet used.
     pub fn clear_failures(&self) {
-        self.shared.faults.failures.lock().clear();
+        self.shared.faults.reactors.clear(Origin::InjectedFailure);
     }
 
     /// How many injected failures are still to be served.
     pub fn pending_failures(&self) -> usize {
-        self.shared.faults.failures.lock().len()
+        self.shared
+            .faults
+            .reactors
+            .remaining(Origin::InjectedFailure)
     }
 
     /// Delays every request by `latency` (measured with tokio's clock, so a paused clock

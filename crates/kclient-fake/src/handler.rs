@@ -13,6 +13,7 @@ use kclient_core::{ApiError, DeleteOptions, DeletionPropagation, FieldError, Sta
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::actions::Action;
 use crate::catalogue::ResourceInfo;
 use crate::discovery;
 use crate::errors;
@@ -81,14 +82,17 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> &str {
         .unwrap_or("")
 }
 
-/// Serves one request.
+/// Serves one request: records it, delays it by the injected latency, sends it down the
+/// reactor chain, and serves it if no reactor answered.
 pub async fn handle(shared: Arc<Shared>, req: ApiRequest) -> Response<Body> {
+    let action = Action::from_request(&req, Some(&shared.registry.catalogue));
+    shared.actions.record(action.clone());
     let latency = shared.faults.latency();
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
-    if let Some(failure) = shared.faults.next_failure() {
-        return failure.response();
+    if let Some(answer) = shared.faults.reactors.react(&action).await {
+        return answer;
     }
     match route(&req.path) {
         Route::Version => response::json(StatusCode::OK, &discovery::version()),

@@ -11,7 +11,10 @@
 //! owner-reference garbage collection, namespace deletion, CustomResourceDefinitions (with
 //! schema validation, pruning and defaulting of custom resources),
 //! discovery (legacy and aggregated), HTTPS with token or client-certificate authentication,
-//! and fault injection.
+//! and fault injection. For tests it records every request ([`Action`], client-go's fake
+//! `Actions()`), lets a test fail, answer or delay only the requests it picks ([`Reactor`],
+//! client-go's `PrependReactor`), and waits for a condition on its state without polling
+//! ([`FakeApiServer::wait_until`]).
 //!
 //! It presents itself as Kubernetes 1.37 (`/version`: `v1.37.0-kclient-fake`), the release the
 //! workspace builds k8s-openapi for and the e2e suite's kube-apiserver runs. Its built-in
@@ -82,10 +85,16 @@
 //! - **Garbage collection and namespace deletion** run synchronously inside the write that
 //!   triggers them; every dependent blocks a foreground deletion (`blockOwnerDeletion` is not
 //!   consulted separately).
-//! - **Pods** are deleted at once (no kubelet finishes a graceful deletion); pod spec
-//!   immutability and most per-type validation and defaulting are not implemented (a few
-//!   visible defaults are: `replicas: 1`, secret `type: Opaque`, service `type: ClusterIP`,
-//!   pods start `Pending`, namespaces get the `kubernetes` finalizer).
+//! - **Pods** are deleted at once (no kubelet finishes a graceful deletion). Most per-type
+//!   validation and defaulting is not implemented (a few visible defaults are: `replicas: 1`,
+//!   secret `type: Opaque` and `stringData` merged into `data`, service `type: ClusterIP`,
+//!   pods start `Pending`, namespaces get the `kubernetes` finalizer), but the immutable
+//!   fields of the common kinds are refused as kube-apiserver refuses them: a pod's spec
+//!   beyond its mutable fields, a Service's cluster IPs, the selectors of Deployments,
+//!   ReplicaSets, DaemonSets, StatefulSets and Jobs, a Job's pod template, ConfigMaps and
+//!   Secrets marked `immutable` (the `422 Invalid` messages and causes are the server's; the
+//!   e2e suite's `immutable_*` scenarios compare them). No cluster IP is allocated: the rule
+//!   holds for the IPs a client set.
 //! - **Custom resources** are validated against, pruned by and defaulted from their CRD's
 //!   schema as apiextensions-apiserver does (the guide lists the rules), except that CEL
 //!   rules (`x-kubernetes-validations`) are not evaluated, defaults are applied on writes
@@ -134,6 +143,7 @@
 // and boxing them everywhere would only add noise.
 #![allow(clippy::result_large_err)]
 
+mod actions;
 pub mod catalogue;
 pub mod cli;
 mod connect;
@@ -144,6 +154,7 @@ mod errors;
 mod faults;
 mod gc;
 mod handler;
+mod immutable;
 mod kubeconfig;
 pub mod manifests;
 mod meta;
@@ -153,6 +164,7 @@ mod patch;
 mod pods;
 mod protobuf;
 mod query;
+mod reactors;
 mod registry;
 mod response;
 mod router;
@@ -167,10 +179,12 @@ mod tls;
 mod verbs;
 mod watch;
 
+pub use actions::{Action, ActionFilter, DEFAULT_ACTION_HISTORY};
 pub use catalogue::{ExtraSubresource, GenerationBumps, ResourceInfo, ScaleSpec};
 pub use faults::{Failure, Faults};
 pub use kubeconfig::Credentials;
 pub use manifests::{load_manifests, parse_manifests};
+pub use reactors::{Reaction, Reactor, ReactorHandle, Reactors};
 pub use server::{FakeApiServer, FakeApiServerBuilder, Settings};
 pub use tls::CertifiedKey;
 
@@ -187,6 +201,12 @@ pub enum Error {
     /// The API refused an object (seeding).
     #[error("{0}")]
     Api(#[from] kclient_core::ApiError),
+    /// [`FakeApiServer::wait_until`]'s condition did not hold within its bound.
+    #[error("the condition did not hold within {timeout:?}")]
+    WaitTimeout {
+        /// The bound.
+        timeout: std::time::Duration,
+    },
     /// A manifest could not be read or parsed.
     #[error("manifest {path}: {message}")]
     Manifest {

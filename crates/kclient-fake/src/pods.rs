@@ -158,13 +158,15 @@ pub async fn handle(
                 ));
             }
             let binding = GroupResource::new("", "pods/binding");
-            shared.registry.update_with(
-                info,
-                namespace,
-                name,
-                Part::Main,
-                &WriteOptions::default(),
-                |cur| {
+            // The binding storage writes the pod directly, past the pod update validation
+            // that forbids changing spec.nodeName.
+            let direct = WriteOptions {
+                bypass_update_validation: true,
+                ..WriteOptions::default()
+            };
+            shared
+                .registry
+                .update_with(info, namespace, name, Part::Main, &direct, |cur| {
                     let Some(cur) = cur else {
                         return Err(ApiError::not_found(&pods, name));
                     };
@@ -182,8 +184,7 @@ pub async fn handle(
                     let mut new = cur.clone();
                     meta::set_path(&mut new, "spec.nodeName", json!(node));
                     Ok(new)
-                },
-            )?;
+                })?;
             Ok(created_status())
         }
         _ => Err(crate::errors::method_not_allowed()),

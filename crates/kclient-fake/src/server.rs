@@ -19,10 +19,12 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use crate::actions::{Action, ActionFilter, ActionLog};
 use crate::catalogue::ResourceInfo;
 use crate::faults::{FaultState, Faults};
 use crate::handler;
 use crate::kubeconfig::{self, Credentials};
+use crate::reactors::Reactors;
 use crate::registry::{Registry, WriteOptions};
 use crate::response::{self, Body};
 use crate::store::{object_key, StoreState};
@@ -41,6 +43,8 @@ pub struct Settings {
     pub start_resource_version: u64,
     /// How long a watch without `timeoutSeconds` lasts.
     pub watch_timeout: Duration,
+    /// How many recorded actions the server keeps, the most recent ones (0: records none).
+    pub action_history: usize,
 }
 
 impl Default for Settings {
@@ -50,6 +54,7 @@ impl Default for Settings {
             start_resource_version: 0,
             bookmark_interval: Duration::from_secs(60),
             watch_timeout: Duration::from_secs(1800),
+            action_history: crate::actions::DEFAULT_ACTION_HISTORY,
         }
     }
 }
@@ -72,6 +77,7 @@ impl Auth {
 pub struct Shared {
     pub(crate) registry: Registry,
     pub(crate) faults: FaultState,
+    pub(crate) actions: ActionLog,
     pub(crate) settings: Settings,
     pub(crate) pod_logs: crate::pods::PodLogs,
     addr: SocketAddr,
@@ -148,6 +154,14 @@ impl FakeApiServerBuilder {
         self
     }
 
+    /// Keeps the most recent `actions` recorded actions (default
+    /// [`DEFAULT_ACTION_HISTORY`](crate::DEFAULT_ACTION_HISTORY)); 0 records none,
+    /// as a long-running server that nobody asks may prefer.
+    pub fn action_history(mut self, actions: usize) -> Self {
+        self.settings.action_history = actions;
+        self
+    }
+
     /// Serves HTTPS with a generated certificate authority.
     pub fn https(mut self) -> Self {
         self.https = true;
@@ -200,6 +214,7 @@ impl FakeApiServerBuilder {
         let shared = Arc::new(Shared {
             registry,
             faults: FaultState::default(),
+            actions: ActionLog::new(self.settings.action_history),
             settings: self.settings,
             pod_logs: Default::default(),
             addr,
@@ -447,6 +462,82 @@ impl FakeApiServer {
     pub fn faults(&self) -> Faults {
         Faults {
             shared: self.shared.clone(),
+        }
+    }
+
+    /// The reactor chain of this server: reactors that fail, answer or delay the requests
+    /// they pick (see [`Reactor`](crate::Reactor)).
+    pub fn reactors(&self) -> Reactors {
+        Reactors {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Every recorded action, oldest first (client-go's fake `Actions()`; see
+    /// [`Action`]).
+    pub fn actions(&self) -> Vec<Action> {
+        self.shared.actions.all()
+    }
+
+    /// The recorded actions `filter` picks, oldest first.
+    pub fn actions_matching(&self, filter: &ActionFilter) -> Vec<Action> {
+        self.shared.actions.matching(filter)
+    }
+
+    /// Forgets the recorded actions (client-go's `ClearActions()`).
+    pub fn clear_actions(&self) {
+        self.shared.actions.clear();
+    }
+
+    /// How many recorded actions the server let go since the last
+    /// [`clear_actions`](Self::clear_actions), because it keeps only the most recent
+    /// [`action_history`](FakeApiServerBuilder::action_history) ones: 0 means
+    /// [`actions`](Self::actions) is every request since.
+    pub fn actions_dropped(&self) -> u64 {
+        self.shared.actions.dropped()
+    }
+
+    /// Waits until `condition` holds of the server's state (its objects, read with
+    /// [`get`](Self::get), [`list`](Self::list) ..., and its recorded actions), at most
+    /// `timeout` (tokio's clock). The condition is checked now and again after every change
+    /// of the store and every new request, never by polling; a condition that holds at once
+    /// returns at once. [`Error::WaitTimeout`] when it did not hold in time.
+    ///
+    /// ```no_run
+    /// # async fn demo(server: kclient_fake::FakeApiServer) -> Result<(), kclient_fake::Error> {
+    /// use std::time::Duration;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    ///
+    /// server
+    ///     .wait_until(Duration::from_secs(10), |s| {
+    ///         s.get::<ConfigMap>("default", "web-status").is_some()
+    ///     })
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn wait_until(
+        &self,
+        timeout: Duration,
+        mut condition: impl FnMut(&Self) -> bool,
+    ) -> Result<(), Error> {
+        // Subscribed before the first check: a change between the check and the wait is
+        // not missed.
+        let mut store = self.shared.registry.store.subscribe();
+        let mut actions = self.shared.actions.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if condition(self) {
+                return Ok(());
+            }
+            // Both senders live in the server's shared state, as long as `self`: neither
+            // `changed` can report a closed channel here.
+            tokio::select! {
+                _ = store.changed() => {}
+                _ = actions.changed() => {}
+                () = tokio::time::sleep_until(deadline) => {
+                    return Err(Error::WaitTimeout { timeout });
+                }
+            }
         }
     }
 

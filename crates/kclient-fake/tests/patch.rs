@@ -86,32 +86,59 @@ async fn merge_and_json_patches() {
 #[tokio::test]
 async fn strategic_merge_patch_on_pods() {
     let (_server, c) = server().await;
-    let mut p = pod("web");
-    p["spec"]["containers"] = json!([
+    // The container lists of a pod template merge by name (a pod's own spec may change
+    // only its images, below).
+    let containers = json!([
         {"name": "main", "image": "nginx:1", "env": [{"name": "A", "value": "1"}], "ports": [{"containerPort": 80}]},
         {"name": "side", "image": "busybox"}
     ]);
-    c.post(PODS, &p).await;
-    let patch = json!({"spec": {"containers": [
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": containers}}}});
+    let created = c.post(DEPLOYS, &deployment).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let patch = json!({"spec": {"template": {"spec": {"containers": [
         {"name": "main", "image": "nginx:2", "env": [{"name": "B", "value": "2"}], "ports": [{"containerPort": 443}]},
         {"name": "side", "$patch": "delete"}
-    ]}});
+    ]}}}});
     let r = c
-        .patch(&format!("{PODS}/web"), STRATEGIC, &patch.to_string())
+        .patch(&format!("{DEPLOYS}/web"), STRATEGIC, &patch.to_string())
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let containers = &r.body["spec"]["containers"];
-    assert_eq!(containers.as_array().unwrap().len(), 1);
-    assert_eq!(containers[0]["image"], "nginx:2");
+    let merged = &r.body["spec"]["template"]["spec"]["containers"];
+    assert_eq!(merged.as_array().unwrap().len(), 1);
+    assert_eq!(merged[0]["image"], "nginx:2");
     assert_eq!(
-        containers[0]["env"],
+        merged[0]["env"],
         json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}])
     );
     assert_eq!(
-        containers[0]["ports"],
+        merged[0]["ports"],
         json!([{"containerPort": 80}, {"containerPort": 443}])
     );
     assert_eq!(r.body["metadata"]["generation"], 2);
+
+    let mut p = pod("web");
+    p["spec"]["containers"] = containers;
+    c.post(PODS, &p).await;
+    let image = json!({"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}});
+    let r = c
+        .patch(&format!("{PODS}/web"), STRATEGIC, &image.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["spec"]["containers"][0]["image"], "nginx:2");
+    assert_eq!(r.body["spec"]["containers"][1]["image"], "busybox");
+    let removal = json!({"spec": {"containers": [{"name": "side", "$patch": "delete"}]}});
+    let r = c
+        .patch(&format!("{PODS}/web"), STRATEGIC, &removal.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Pod \"web\" is invalid: spec.containers: Forbidden: pod updates may not add or remove containers"
+    );
 
     // Status patches go through the status subresource only.
     let r = c

@@ -142,15 +142,15 @@ pub mod prelude {
     #[cfg_attr(docsrs, doc(cfg(feature = "cache")))]
     #[doc(no_inline)]
     pub use kclient_cache::{
-        wait_for_cache_sync, wait_for_named_cache_sync, Indexer, Indexers, KeyFunc, Lister,
-        ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
+        wait_for_cache_sync, wait_for_named_cache_sync, EnqueueObjectKey, Indexer, Indexers,
+        KeyFunc, Lister, ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
         SharedInformerFactory,
     };
     #[doc(no_inline)]
     pub use kclient_core::{
         ApiError, ApiResource, ApiStatus, CancellationToken, DeletedObject, DynamicObject,
-        GroupVersion, GroupVersionKind, GroupVersionResource, ListerWatcher, ObjectKey, ObjectList,
-        Resource, ResourceExt, WatchEvent,
+        ErrorReport, GroupVersion, GroupVersionKind, GroupVersionResource, ListerWatcher,
+        ObjectKey, ObjectList, Resource, ResourceExt, WatchEvent,
     };
     #[cfg(feature = "dynamic")]
     #[cfg_attr(docsrs, doc(cfg(feature = "dynamic")))]
@@ -186,3 +186,9 @@ mod getting_started {}
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 mod readme {}
+
+/// The code of `docs/testing-with-kclient-fake.md`, compiled as doc tests (it uses
+/// `kclient::fake`).
+#[cfg(all(doctest, feature = "fake"))]
+#[doc = include_str!("../../../docs/testing-with-kclient-fake.md")]
+mod testing_with_kclient_fake {}

@@ -22,6 +22,7 @@ mod crd;
 mod discovery;
 mod finalizers;
 mod garbage_collection;
+mod immutable;
 mod metadata;
 mod patch;
 mod protobuf;
@@ -34,6 +35,10 @@ pub use crd::crd_create_then_use;
 pub use discovery::{discovery, AGGREGATED_DISCOVERY};
 pub use finalizers::finalizers;
 pub use garbage_collection::garbage_collection;
+pub use immutable::{
+    immutable_config_and_secrets, immutable_jobs, immutable_pods, immutable_service_cluster_ip,
+    immutable_workload_selectors,
+};
 pub use metadata::{metadata_accept_variants, metadata_custom_resource, metadata_watch};
 pub use patch::{patches, strategic_merge_patch};
 pub use protobuf::protobuf_built_in_kinds;
@@ -91,6 +96,17 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
     ("protobuf_built_in_kinds", |t| {
         Box::pin(protobuf_built_in_kinds(t))
     }),
+    ("immutable_pods", |t| Box::pin(immutable_pods(t))),
+    ("immutable_service_cluster_ip", |t| {
+        Box::pin(immutable_service_cluster_ip(t))
+    }),
+    ("immutable_workload_selectors", |t| {
+        Box::pin(immutable_workload_selectors(t))
+    }),
+    ("immutable_jobs", |t| Box::pin(immutable_jobs(t))),
+    ("immutable_config_and_secrets", |t| {
+        Box::pin(immutable_config_and_secrets(t))
+    }),
 ];
 
 /// A namespace for one scenario run, with a unique name.
@@ -147,6 +163,25 @@ impl Namespace {
         );
         Ok(())
     }
+}
+
+/// Waits, on the real server, until kube-controller-manager has created the `default`
+/// ServiceAccount of `ns`: until then the ServiceAccount admission plugin refuses pods.
+pub(crate) async fn default_service_account(
+    target: &Target,
+    client: &ApiClient,
+    ns: &Namespace,
+) -> Result<()> {
+    if target.kind != TargetKind::Real {
+        return Ok(());
+    }
+    let account = format!("{}/default", ns.core("serviceaccounts"));
+    let account = &account;
+    poll(Duration::from_secs(60), move || async move {
+        Ok((client.get(account).await?.status == StatusCode::OK).then_some(()))
+    })
+    .await
+    .context("the namespace's default ServiceAccount did not appear")
 }
 
 pub(crate) fn config_map(name: &str, scenario: &str, data: Value) -> Value {

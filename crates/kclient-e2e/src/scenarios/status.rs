@@ -2,14 +2,14 @@
 //! only the rest; `/status` serves the whole object; a resource without the subresource has no
 //! `/status`.
 
-use std::time::Duration;
-
-use anyhow::{ensure, Context, Result};
+use anyhow::{ensure, Result};
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use super::{config_map, outcome, poll, resource_version, Namespace, SCENARIO_LABEL};
-use crate::target::{Target, TargetKind};
+use super::{
+    config_map, default_service_account, outcome, resource_version, Namespace, SCENARIO_LABEL,
+};
+use crate::target::Target;
 use crate::transcript::Transcript;
 
 const CONDITION: &str = "e2e.kclient.dev/Checked";
@@ -30,17 +30,7 @@ pub async fn status_subresource(target: &Target) -> Result<Transcript> {
     let client = target.client()?;
     let ns = Namespace::create(&client, "status").await?;
     let mut t = Transcript::new();
-    if target.kind == TargetKind::Real {
-        // The ServiceAccount admission plugin refuses pods until kube-controller-manager has
-        // created the namespace's `default` ServiceAccount.
-        let account = format!("{}/default", ns.core("serviceaccounts"));
-        let (client, account) = (&client, &account);
-        poll(Duration::from_secs(60), move || async move {
-            Ok((client.get(account).await?.status == StatusCode::OK).then_some(()))
-        })
-        .await
-        .context("the namespace's default ServiceAccount did not appear")?;
-    }
+    default_service_account(target, &client, &ns).await?;
     let path = ns.core("pods");
     let item = format!("{path}/p");
     let pod = json!({

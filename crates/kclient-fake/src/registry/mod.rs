@@ -50,6 +50,10 @@ pub struct WriteOptions {
     pub patch: bool,
     /// Where the write leaves its warnings, for the response's `Warning` headers.
     pub warnings: Warnings,
+    /// The write goes to storage without the update validation of the object's kind (what
+    /// its immutable fields forbid): a subresource's own registry writing (`pods/binding`
+    /// sets `spec.nodeName` as kube-apiserver's binding storage does).
+    pub bypass_update_validation: bool,
 }
 
 /// The `fieldValidation` of a write.

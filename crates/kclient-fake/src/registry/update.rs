@@ -1,6 +1,7 @@
 //! Update (`PUT`, and the writes of `PATCH` and the subresources): resourceVersion
-//! preconditions, what clients cannot change, the status subresource's rules, `generation`
-//! on spec changes, no write when nothing changed.
+//! preconditions, what clients cannot change (protected metadata, and the immutable fields
+//! of built-in kinds: `crate::immutable`), the status subresource's rules, `generation` on
+//! spec changes, no write when nothing changed.
 
 use std::sync::Arc;
 
@@ -75,6 +76,9 @@ impl Registry {
                 }
                 if part == Part::Main {
                     crate::crd::validate_update(info, &old, &new)?;
+                    if !opts.bypass_update_validation {
+                        crate::immutable::validate_update(info, &old, &new)?;
+                    }
                 }
                 if new == old {
                     return Ok((old, false, true));

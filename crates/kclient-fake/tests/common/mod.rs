@@ -89,8 +89,14 @@ impl Client {
         let mut req = Request::builder()
             .method(method)
             .uri(format!("{}{}", self.base, path))
-            .header(header::CONTENT_TYPE, content_type)
-            .header(header::USER_AGENT, "kclient-fake-tests/0.1");
+            .header(header::CONTENT_TYPE, content_type);
+        let own_agent = self
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("user-agent"));
+        if !own_agent {
+            req = req.header(header::USER_AGENT, "kclient-fake-tests/0.1");
+        }
         for (k, v) in &self.headers {
             req = req.header(k.as_str(), v.as_str());
         }
