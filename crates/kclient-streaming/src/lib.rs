@@ -1,0 +1,5 @@
+//! kclient-streaming: exec, attach and port-forward.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod spdy;
