@@ -2,4 +2,6 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod remotecommand;
 pub mod spdy;
+pub mod upgrade;
