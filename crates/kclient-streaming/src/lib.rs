@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod portforward;
 pub mod remotecommand;
 pub mod spdy;
 pub mod upgrade;

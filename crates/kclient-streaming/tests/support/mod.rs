@@ -170,3 +170,12 @@ pub async fn finish(ws: &mut WebSocketStream<TcpStream>, status: &str) {
     // Until the client's close arrives (the server waits for it).
     while let Some(Ok(_)) = ws.next().await {}
 }
+
+/// Answers a SPDY upgrade with `protocol` (`X-Stream-Protocol-Version`).
+pub async fn accept_spdy(mut tcp: TcpStream, protocol: &str) -> TcpStream {
+    let response = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: {protocol}\r\n\r\n"
+    );
+    tcp.write_all(response.as_bytes()).await.unwrap();
+    tcp
+}
