@@ -162,6 +162,7 @@ mod schema;
 mod selectors;
 mod server;
 mod store;
+mod streaming;
 mod table;
 mod tls;
 mod verbs;
@@ -172,6 +173,10 @@ pub use faults::{Failure, Faults};
 pub use kubeconfig::Credentials;
 pub use manifests::{load_manifests, parse_manifests};
 pub use server::{FakeApiServer, FakeApiServerBuilder, Settings};
+pub use streaming::{
+    echo_port, forward_to_address, ExecRequest, PortForwardRequest, Process, ProcessOutput,
+    ProcessStdin,
+};
 pub use tls::CertifiedKey;
 
 /// Why the server could not start or a handle operation failed.

@@ -17,6 +17,7 @@ mod patch;
 mod pods;
 mod protobuf;
 mod rest_client;
+mod streaming;
 mod subresources;
 mod table_dry_run;
 mod tls_faults;
