@@ -18,7 +18,8 @@ use kclient_streaming::remotecommand::{
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::mpsc;
-use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::{CancellationToken, PollSender};
@@ -195,6 +196,14 @@ fn not_running_json(container: &str) -> String {
     )
 }
 
+/// A close frame with status 1000.
+fn normal_closure() -> CloseFrame {
+    CloseFrame {
+        code: CloseCode::Normal,
+        reason: "".into(),
+    }
+}
+
 fn message(channel: u8, data: &[u8]) -> Message {
     let mut frame = Vec::with_capacity(data.len() + 1);
     frame.push(channel);
@@ -307,12 +316,15 @@ impl Session {
     }
 }
 
-/// Sends the close and waits (bounded) for the client's (kube-apiserver's `finish`).
+/// Sends the close (a normal closure: gorilla/websocket, under client-go, takes any other
+/// close, a bare one included, as an error) and waits (bounded) for the client's
+/// (kube-apiserver's `finish`).
 async fn finish<K, R>(mut sink: K, mut source: R)
 where
     K: futures::Sink<Message> + Unpin,
     R: futures::Stream + Unpin,
 {
+    let _ = sink.send(Message::Close(Some(normal_closure()))).await;
     let _ = sink.close().await;
     let _ = tokio::time::timeout(CLIENT_CLOSE_WAIT, async {
         while source.next().await.is_some() {}

@@ -11,6 +11,7 @@ use futures::{Sink, Stream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
@@ -21,6 +22,7 @@ pub struct TunnelingConnection<S> {
     socket: WebSocketStream<S>,
     unread: Bytes,
     eof: bool,
+    close_sent: bool,
 }
 
 impl<S> std::fmt::Debug for TunnelingConnection<S> {
@@ -38,6 +40,7 @@ impl<S> TunnelingConnection<S> {
             socket,
             unread: Bytes::new(),
             eof: false,
+            close_sent: false,
         }
     }
 }
@@ -121,9 +124,26 @@ where
         Pin::new(&mut self.socket).poll_flush(cx).map_err(ws_io_error)
     }
 
-    /// Sends the close frame (client-go's `Close` sends a normal closure).
+    /// Sends a normal closure (client-go's `Close`; gorilla/websocket takes a bare close as
+    /// an error), then closes.
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match ready!(Pin::new(&mut self.socket).poll_close(cx)) {
+        let this = &mut *self;
+        if !this.close_sent {
+            match ready!(Pin::new(&mut this.socket).poll_ready(cx)) {
+                Ok(()) => {
+                    let normal = CloseFrame {
+                        code: CloseCode::Normal,
+                        reason: "".into(),
+                    };
+                    // Refused only when the socket is closing already.
+                    let _ = Pin::new(&mut this.socket).start_send(Message::Close(Some(normal)));
+                }
+                Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => {}
+                Err(e) => return Poll::Ready(Err(ws_io_error(e))),
+            }
+            this.close_sent = true;
+        }
+        match ready!(Pin::new(&mut this.socket).poll_close(cx)) {
             Ok(()) | Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => Poll::Ready(Ok(())),
             Err(e) => Poll::Ready(Err(ws_io_error(e))),
         }
