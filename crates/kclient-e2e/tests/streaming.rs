@@ -11,6 +11,8 @@
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
+
+use kclient_core::ApiStatus;
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
@@ -395,7 +397,7 @@ async fn a_missing_container_is_refused_to_both() -> Result<()> {
         .await
         .err()
         .context("kclient's exec should fail")?;
-    let message = &error.status().context("a Status")?.message;
+    let message = &error.api_status().context("a Status")?.message;
     ensure!(message == "container nope is not valid for pod web", "{error:?}");
     let kubectl_said = String::from_utf8_lossy(&by_kubectl.stderr);
     ensure!(by_kubectl.exit_code != 0 && kubectl_said.contains(message.as_str()), "kubectl said {kubectl_said:?}");

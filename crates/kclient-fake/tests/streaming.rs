@@ -196,7 +196,7 @@ async fn missing_pods_containers_nodes_and_stopped_pods_are_refused_as_on_a_clus
     };
 
     let missing = run("nope", None).await.unwrap_err();
-    let status = missing.status().unwrap();
+    let status = missing.api_status().unwrap();
     assert_eq!((status.code, status.message.as_str()), (404, "pods \"nope\" not found"));
     let remotecommand::Error::Upgrade(UpgradeError::Refused(rest)) = &missing else {
         panic!("{missing:?}");
@@ -204,18 +204,18 @@ async fn missing_pods_containers_nodes_and_stopped_pods_are_refused_as_on_a_clus
     assert!(rest.is_not_found());
 
     let container = run("web", Some("nope")).await.unwrap_err();
-    assert_eq!(container.status().unwrap().message, "container nope is not valid for pod web");
-    assert_eq!(container.status().unwrap().code, 400);
+    assert_eq!(container.api_status().unwrap().message, "container nope is not valid for pod web");
+    assert_eq!(container.api_status().unwrap().code, 400);
 
     let several = run("multi", None).await.unwrap_err();
     assert_eq!(
-        several.status().unwrap().message,
+        several.api_status().unwrap().message,
         "a container name must be specified for pod multi, choose one of: [app sidecar]"
     );
 
     let unscheduled = run("unscheduled", None).await.unwrap_err();
     assert_eq!(
-        unscheduled.status().unwrap().message,
+        unscheduled.api_status().unwrap().message,
         "pod unscheduled does not have a host assigned"
     );
 
@@ -353,7 +353,7 @@ async fn port_forward_refusals_are_a_cluster_s() {
         async move { dialer.dial().await }
     };
     let status_of = |e: &portforward::Error| match e {
-        portforward::Error::Upgrade(u) => u.status().map(|s| (s.code, s.message.clone())),
+        portforward::Error::Upgrade(u) => u.api_status().map(|s| (s.code, s.message.clone())),
         _ => None,
     };
     let missing = dial("nope").await.unwrap_err();
@@ -389,4 +389,28 @@ async fn shutting_the_server_down_ends_its_sessions() {
         .expect("the session ended")
         .unwrap();
     assert!(result.is_err(), "{result:?}");
+}
+
+/// A handler that fails drops (resets) the data stream before the fake writes its error:
+/// the reset must not hide the error that follows, whichever thread gets there first (a
+/// regression: a second poll after the reset took the end for a clean one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pod_side_error_follows_a_reset_data_stream_every_time() {
+    let server = server().await;
+    server.set_port_forward_handler(|request: kclient_fake::PortForwardRequest, stream| async move {
+        drop(stream);
+        Err::<(), String>(format!("connect: connection refused ({})", request.port))
+    });
+    let client = client(&server);
+    for attempt in 0..50 {
+        let connection = Dialer::for_pod(&client, "ns", "web").dial().await.unwrap();
+        let mut stream = connection.connect(81).await.unwrap();
+        let mut buf = Vec::new();
+        let error = stream.read_to_end(&mut buf).await.unwrap_err();
+        let remote = error.get_ref().and_then(|e| e.downcast_ref::<portforward::Error>());
+        assert!(
+            matches!(remote, Some(portforward::Error::Remote { port: 81, message }) if message.ends_with("connect: connection refused (81)")),
+            "attempt {attempt}: {error:?}"
+        );
+    }
 }

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use http::HeaderMap;
+use kclient_core::{ApiStatus, Status};
 use kclient_rest::{Request, UpgradedConnection};
 use tokio_tungstenite::tungstenite::handshake::client::generate_key;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
@@ -51,12 +52,23 @@ impl UpgradeError {
         matches!(self, UpgradeError::Refused(_) | UpgradeError::Handshake(_))
     }
 
-    /// The server's `Status` when it refused with one (a missing pod is `404 NotFound`, a
-    /// missing container `400 BadRequest`).
-    pub fn status(&self) -> Option<&kclient_core::Status> {
+}
+
+/// The server's refusal, as every kclient error answers it: its `Status` (a missing pod is
+/// `404 NotFound`, a missing container `400 BadRequest`; a body that is no `Status` is
+/// judged by its code), or the refused connection.
+impl ApiStatus for UpgradeError {
+    fn api_status(&self) -> Option<&Status> {
         match self {
-            UpgradeError::Refused(kclient_rest::Error::Api(e)) => Some(&e.status),
+            UpgradeError::Refused(e) => e.api_status(),
             _ => None,
+        }
+    }
+
+    fn is_connection_refused(&self) -> bool {
+        match self {
+            UpgradeError::Request(e) => e.is_connection_refused(),
+            _ => false,
         }
     }
 }

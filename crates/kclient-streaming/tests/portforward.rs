@@ -3,6 +3,8 @@
 //! SPDY upgrade, with the fallback between them, and the ways a server or pod can fail.
 
 use std::sync::Arc;
+
+use kclient_core::ApiStatus;
 use std::time::Duration;
 
 use kclient_streaming::portforward::server::{self, PodIdentity, PortHandler};
@@ -259,7 +261,7 @@ async fn refusals_and_wrong_protocols_are_typed_errors() {
     let Error::Upgrade(upgrade) = &error else {
         panic!("{error:?}");
     };
-    assert_eq!(upgrade.status().unwrap().code, 404);
+    assert_eq!(upgrade.api_status().unwrap().code, 404);
     assert!(matches!(upgrade, UpgradeError::Refused(e) if kclient_core::ApiStatus::is_not_found(e)));
 
     let server = ScriptedServer::start(|_, tcp| async move {

@@ -237,7 +237,7 @@ async fn a_refused_upgrade_is_an_upgrade_error_with_the_status() {
         panic!("{error:?}");
     };
     assert!(upgrade.is_upgrade_failure());
-    let status = error.status().unwrap();
+    let status = error.api_status().unwrap();
     assert_eq!(status.code, 400);
     assert_eq!(status.message, "container nope is not valid for pod web");
     let UpgradeError::Refused(rest) = upgrade else {

@@ -65,6 +65,12 @@ pub enum Error {
     /// ([`PagerError::RepeatedContinueToken`]).
     #[error(transparent)]
     Pager(#[from] PagerError),
+
+    /// A port-forward could not start (the `streaming` feature): the upgrade was refused
+    /// (with the server's `Status`), a port specification is invalid, nothing could listen.
+    #[cfg(feature = "streaming")]
+    #[error(transparent)]
+    PortForward(#[from] kclient_streaming::portforward::Error),
 }
 
 /// The checks before sending are kclient-rest's, shared with the dynamic client; each
@@ -87,6 +93,8 @@ impl ApiStatus for Error {
     fn api_status(&self) -> Option<&Status> {
         match self {
             Error::Rest(e) => e.api_status(),
+            #[cfg(feature = "streaming")]
+            Error::PortForward(e) => e.api_status(),
             _ => None,
         }
     }
@@ -94,6 +102,8 @@ impl ApiStatus for Error {
     fn is_connection_refused(&self) -> bool {
         match self {
             Error::Rest(e) => e.is_connection_refused(),
+            #[cfg(feature = "streaming")]
+            Error::PortForward(e) => e.is_connection_refused(),
             _ => false,
         }
     }

@@ -14,7 +14,6 @@ use std::time::Duration;
 use kclient_core::GroupVersion;
 use kclient_rest::{Request, RestClient};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::oneshot;
 use tokio::time::Sleep;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
@@ -28,8 +27,8 @@ use crate::remotecommand::DEFAULT_MAX_MESSAGE_LEN;
 use crate::spdy::{self, CloseReason, ConnectionOptions, Headers, Role};
 use crate::upgrade::{self, UpgradeError, DEFAULT_UPGRADE_TIMEOUT};
 
-/// How long a forwarded connection whose data has ended waits for the pod side's error
-/// stream to end, before it reports a plain end.
+/// How long a forwarded connection whose data stream the pod side reset waits for the pod
+/// side's error stream to end, before it reports the reset.
 pub const ERROR_STREAM_GRACE: Duration = Duration::from_secs(5);
 
 /// Makes the request a dial opens, for the method given.
@@ -215,16 +214,16 @@ impl PortForwardConnection {
         headers.set(REQUEST_ID_HEADER, request_id.to_string());
         let mut error_stream = self.connection.create_stream(headers.clone()).await?;
         error_stream.close().await?;
-        let (error_tx, error_rx) = oneshot::channel();
-        tokio::spawn(async move {
-            let _ = error_tx.send(read_error_stream(error_stream).await);
-        });
         headers.set(STREAM_TYPE_HEADER, STREAM_TYPE_DATA);
         let data = self.connection.create_stream(headers).await?;
         Ok(PortForwardStream {
             data,
             port,
-            error: ErrorState::Pending(error_rx),
+            error: ErrorStream::Open {
+                stream: error_stream,
+                message: Vec::new(),
+            },
+            data_end: None,
             grace: None,
         })
     }
@@ -245,29 +244,57 @@ impl PortForwardConnection {
     }
 }
 
-/// The error stream's content (bounded), or why it could not be read.
-async fn read_error_stream(mut stream: spdy::Stream) -> Result<String, spdy::Error> {
-    let mut message = Vec::new();
-    while let Some(data) = stream.read_data().await? {
-        let room = MAX_ERROR_STREAM_LEN.saturating_sub(message.len());
-        message.extend_from_slice(&data[..data.len().min(room)]);
-    }
-    Ok(String::from_utf8_lossy(&message).into_owned())
+/// The pod side's error stream, read as it arrives.
+enum ErrorStream {
+    /// Still open: what it has carried so far (bounded).
+    Open {
+        stream: spdy::Stream,
+        message: Vec<u8>,
+    },
+    /// Ended: its message, when it carried one.
+    Ended(Option<String>),
 }
 
-enum ErrorState {
-    Pending(oneshot::Receiver<Result<String, spdy::Error>>),
-    Done(Option<String>),
+impl ErrorStream {
+    /// Reads what has arrived, without waiting; `Ready` once the stream has ended.
+    fn poll_end(&mut self, cx: &mut Context<'_>) -> Poll<Option<&str>> {
+        if let ErrorStream::Open { stream, message } = self {
+            let mut buf = [0u8; 1024];
+            loop {
+                let mut read = ReadBuf::new(&mut buf);
+                match Pin::new(&mut *stream).poll_read(cx, &mut read) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(())) if !read.filled().is_empty() => {
+                        let room = MAX_ERROR_STREAM_LEN.saturating_sub(message.len());
+                        let filled = read.filled();
+                        message.extend_from_slice(&filled[..filled.len().min(room)]);
+                    }
+                    // The end (or a reset: what came before it is the message).
+                    Poll::Ready(_) => break,
+                }
+            }
+            let text = String::from_utf8_lossy(message).into_owned();
+            *self = ErrorStream::Ended(Some(text).filter(|m| !m.is_empty()));
+        }
+        match self {
+            ErrorStream::Ended(message) => Poll::Ready(message.as_deref()),
+            ErrorStream::Open { .. } => Poll::Pending,
+        }
+    }
 }
 
 /// One forwarded TCP connection: the pod's port as an [`AsyncRead`] + [`AsyncWrite`].
-/// What the pod side reports on the error stream (the kubelet's "error forwarding port …")
-/// surfaces as the read error after the data, and from [`remote_error`](Self::remote_error).
-/// Shutting the writer down half-closes the connection; dropping it resets the data stream.
+/// What the pod side reports on the error stream (the kubelet's "error forwarding port …",
+/// written before it closes the connection's streams) surfaces as the read or write error
+/// at the end of the data, and from [`remote_error`](Self::remote_error). Shutting the
+/// writer down half-closes the connection; dropping it resets the data stream.
 pub struct PortForwardStream {
     data: spdy::Stream,
     port: u16,
-    error: ErrorState,
+    error: ErrorStream,
+    /// How the data ended, once it has.
+    data_end: Option<DataEnd>,
+    /// The wait for the error stream after the data stream broke.
     grace: Option<Pin<Box<Sleep>>>,
 }
 
@@ -286,49 +313,48 @@ impl PortForwardStream {
         self.port
     }
 
-    /// What the pod side reported on the error stream, once that stream ended (`None` while
-    /// it is open, or when it ended empty).
+    /// What the pod side reported on the error stream, once that stream ended (`None`
+    /// while it is open, or when it ended empty).
     pub fn remote_error(&mut self) -> Option<&str> {
-        if let ErrorState::Pending(rx) = &mut self.error {
-            if let Ok(result) = rx.try_recv() {
-                self.error = ErrorState::Done(result.ok().filter(|m| !m.is_empty()));
-            }
-        }
-        match &self.error {
-            ErrorState::Done(message) => message.as_deref(),
-            ErrorState::Pending(_) => None,
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        match self.error.poll_end(&mut cx) {
+            Poll::Ready(message) => message,
+            Poll::Pending => None,
         }
     }
 
-    /// Waits (at most [`ERROR_STREAM_GRACE`]) for the error stream's end; the pod side's
-    /// message as an error, if it sent one.
-    fn poll_remote_error(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Error>> {
-        if let ErrorState::Pending(rx) = &mut self.error {
-            let sleep = self
-                .grace
-                .get_or_insert_with(|| Box::pin(tokio::time::sleep(ERROR_STREAM_GRACE)));
-            let done = match Pin::new(rx).poll(cx) {
-                Poll::Ready(Ok(result)) => result.ok().filter(|m| !m.is_empty()),
-                Poll::Ready(Err(_)) => None,
-                Poll::Pending => {
-                    ready!(sleep.as_mut().poll(cx));
-                    None
-                }
-            };
-            self.error = ErrorState::Done(done);
-        }
-        let ErrorState::Done(message) = &self.error else {
-            return Poll::Ready(None);
+    /// At the end of the data: the pod side's error, if it sent one. After a clean end the
+    /// kubelet has written it already; after a reset it may still be on its way, and is
+    /// waited for (at most [`ERROR_STREAM_GRACE`]).
+    fn poll_remote_error(&mut self, cx: &mut Context<'_>, reset: bool) -> Poll<Option<io::Error>> {
+        let message = match self.error.poll_end(cx) {
+            Poll::Ready(message) => message.map(str::to_owned),
+            Poll::Pending if !reset => None,
+            Poll::Pending => {
+                let sleep = self
+                    .grace
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(ERROR_STREAM_GRACE)));
+                ready!(sleep.as_mut().poll(cx));
+                None
+            }
         };
-        Poll::Ready(message.as_ref().map(|m| {
+        Poll::Ready(message.map(|message| {
             io::Error::other(Error::Remote {
                 port: self.port,
-                message: m.clone(),
+                message,
             })
         }))
     }
 }
 
+/// How the data stream ended, kept while the error stream is waited for.
+enum DataEnd {
+    /// The pod side finished it.
+    Clean,
+    /// It broke (reset, or the connection failed): the error's kind and text.
+    Broken(io::ErrorKind, String),
+}
 
 impl AsyncRead for PortForwardStream {
     fn poll_read(
@@ -337,19 +363,24 @@ impl AsyncRead for PortForwardStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        let before = buf.filled().len();
-        let read = ready!(Pin::new(&mut this.data).poll_read(cx, buf));
-        let ended = match &read {
-            Ok(()) => buf.filled().len() == before && buf.remaining() > 0,
-            Err(_) => true,
-        };
-        if !ended {
-            return Poll::Ready(read);
+        if this.data_end.is_none() {
+            let before = buf.filled().len();
+            match ready!(Pin::new(&mut this.data).poll_read(cx, buf)) {
+                Ok(()) if buf.filled().len() > before || buf.remaining() == 0 => {
+                    return Poll::Ready(Ok(()))
+                }
+                Ok(()) => this.data_end = Some(DataEnd::Clean),
+                Err(e) => this.data_end = Some(DataEnd::Broken(e.kind(), e.to_string())),
+            }
         }
         // The data ended: the pod side's error, if it sent one, is the better answer.
-        match ready!(this.poll_remote_error(cx)) {
-            Some(remote) => Poll::Ready(Err(remote)),
-            None => Poll::Ready(read),
+        let broken = matches!(this.data_end, Some(DataEnd::Broken(..)));
+        if let Some(remote) = ready!(this.poll_remote_error(cx, broken)) {
+            return Poll::Ready(Err(remote));
+        }
+        match &this.data_end {
+            Some(DataEnd::Broken(kind, text)) => Poll::Ready(Err(io::Error::new(*kind, text.clone()))),
+            _ => Poll::Ready(Ok(())),
         }
     }
 }
@@ -363,7 +394,7 @@ impl AsyncWrite for PortForwardStream {
         let this = &mut *self;
         match ready!(Pin::new(&mut this.data).poll_write(cx, buf)) {
             Ok(n) => Poll::Ready(Ok(n)),
-            Err(e) => match ready!(this.poll_remote_error(cx)) {
+            Err(e) => match ready!(this.poll_remote_error(cx, true)) {
                 Some(remote) => Poll::Ready(Err(remote)),
                 None => Poll::Ready(Err(e)),
             },

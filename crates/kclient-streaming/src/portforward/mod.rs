@@ -53,6 +53,8 @@ mod tunnel;
 
 use std::time::Duration;
 
+use kclient_core::{ApiStatus, Status};
+
 pub use dialer::{Dialer, PortForwardConnection, PortForwardStream, Transport, ERROR_STREAM_GRACE};
 pub use forwarder::{ForwardedPort, PortForward, PortForwarder};
 pub use tunnel::TunnelingConnection;
@@ -120,4 +122,18 @@ pub enum Error {
     /// No local port could be listened on.
     #[error("{0}")]
     Listen(String),
+}
+
+/// The server's refusal of the upgrade (a missing pod, one without a node).
+impl ApiStatus for Error {
+    fn api_status(&self) -> Option<&Status> {
+        match self {
+            Error::Upgrade(e) => e.api_status(),
+            _ => None,
+        }
+    }
+
+    fn is_connection_refused(&self) -> bool {
+        matches!(self, Error::Upgrade(e) if e.is_connection_refused())
+    }
 }

@@ -40,6 +40,8 @@ mod status;
 use std::io;
 use std::time::Duration;
 
+use kclient_core::{ApiStatus, Status};
+
 pub use executor::{Executor, Output};
 pub use options::{AttachOptions, ExecOptions, StreamOptions, TerminalSize, TerminalSizeQueue};
 pub use status::{CodeExitError, EXIT_CODE_CAUSE_TYPE, NON_ZERO_EXIT_CODE_REASON};
@@ -125,13 +127,20 @@ impl Error {
         }
     }
 
-    /// The server's `Status`: the refusal of the upgrade, or the failure the session ended
-    /// with.
-    pub fn status(&self) -> Option<&kclient_core::Status> {
+}
+
+/// The server's `Status`: the refusal of the upgrade, or the failure the session ended with
+/// (a container that is not running).
+impl ApiStatus for Error {
+    fn api_status(&self) -> Option<&Status> {
         match self {
-            Error::Upgrade(e) => e.status(),
+            Error::Upgrade(e) => e.api_status(),
             Error::Remote(status) => Some(status),
             _ => None,
         }
+    }
+
+    fn is_connection_refused(&self) -> bool {
+        matches!(self, Error::Upgrade(e) if e.is_connection_refused())
     }
 }

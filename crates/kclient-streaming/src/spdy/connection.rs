@@ -922,11 +922,21 @@ impl AsyncWrite for Stream {
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        let finished_both_ways = self.write_finished && self.read_done;
-        if self.awaiting_reply || (!finished_both_ways && !self.reset) {
+        let entry_done = {
+            let mut state = self.handle.shared.state.lock();
+            // The peer's half is over when it sent FIN (no data sender left) or reset it.
+            let peer_finished = state
+                .streams
+                .get(&self.id)
+                .is_none_or(|entry| entry.data.is_none());
+            let done = self.write_finished && (self.read_done || peer_finished);
+            if done {
+                state.streams.remove(&self.id);
+            }
+            done
+        };
+        if self.awaiting_reply || (!entry_done && !self.reset) {
             self.reset();
-        } else {
-            self.handle.shared.state.lock().streams.remove(&self.id);
         }
     }
 }
