@@ -46,7 +46,10 @@ fn parse_args(args: &[String]) -> Result<Args, Error> {
                 namespace = Some(args.next().ok_or("-n needs a namespace")?.clone())
             }
             other if other.starts_with('-') => {
-                return Err(format!("unknown option {other:?} (usage: [-n NAMESPACE] [POD [SCRIPT]])").into())
+                return Err(format!(
+                    "unknown option {other:?} (usage: [-n NAMESPACE] [POD [SCRIPT]])"
+                )
+                .into())
             }
             other => positional.push(other.to_owned()),
         }
@@ -58,7 +61,9 @@ fn parse_args(args: &[String]) -> Result<Args, Error> {
     Ok(Args {
         namespace,
         pod: positional.next().unwrap_or_else(|| "web".to_owned()),
-        script: positional.next().unwrap_or_else(|| DEFAULT_SCRIPT.to_owned()),
+        script: positional
+            .next()
+            .unwrap_or_else(|| DEFAULT_SCRIPT.to_owned()),
     })
 }
 
@@ -157,7 +162,14 @@ mod tests {
             }
         );
         let parsed = parse_args(&args(&["-n", "ns", "db", "exit 4"]))?;
-        assert_eq!((parsed.namespace.as_deref(), parsed.pod.as_str(), parsed.script.as_str()), (Some("ns"), "db", "exit 4"));
+        assert_eq!(
+            (
+                parsed.namespace.as_deref(),
+                parsed.pod.as_str(),
+                parsed.script.as_str()
+            ),
+            (Some("ns"), "db", "exit 4")
+        );
         assert!(parse_args(&args(&["-n"])).is_err());
         assert!(parse_args(&args(&["a", "b", "c"])).is_err());
         Ok(())
@@ -172,8 +184,13 @@ mod tests {
         assert_eq!(ran.exit_code, 3);
         let ok = run(server.config()?, "default", "web", "echo fine").await?;
         assert_eq!((ok.stdout.as_slice(), ok.exit_code), (&b"fine\n"[..], 0));
-        let missing = run(server.config()?, "default", "nope", "echo x").await.unwrap_err();
-        assert!(missing.to_string().contains("pods \"nope\" not found"), "{missing}");
+        let missing = run(server.config()?, "default", "nope", "echo x")
+            .await
+            .unwrap_err();
+        assert!(
+            missing.to_string().contains("pods \"nope\" not found"),
+            "{missing}"
+        );
         Ok(())
     }
 }

@@ -45,7 +45,10 @@ fn parse_args(args: &[String]) -> Result<Args, Error> {
                 namespace = Some(args.next().ok_or("-n needs a namespace")?.clone())
             }
             other if other.starts_with('-') => {
-                return Err(format!("unknown option {other:?} (usage: [-n NAMESPACE] [POD [PORT]])").into())
+                return Err(format!(
+                    "unknown option {other:?} (usage: [-n NAMESPACE] [POD [PORT]])"
+                )
+                .into())
             }
             other => positional.push(other.to_owned()),
         }
@@ -165,7 +168,14 @@ mod tests {
             }
         );
         let parsed = parse_args(&args(&["-n", "ns", "db", "5432"]))?;
-        assert_eq!((parsed.namespace.as_deref(), parsed.pod.as_str(), parsed.port), (Some("ns"), "db", 5432));
+        assert_eq!(
+            (
+                parsed.namespace.as_deref(),
+                parsed.pod.as_str(),
+                parsed.port
+            ),
+            (Some("ns"), "db", 5432)
+        );
         assert!(parse_args(&args(&["web", "http"])).is_err());
         assert!(parse_args(&args(&["a", "1", "2"])).is_err());
         Ok(())
@@ -177,8 +187,13 @@ mod tests {
         let answer = run(server.config()?, "default", "web", 80).await?;
         assert!(answer.starts_with("HTTP/1.0 200 OK\r\n"), "{answer}");
         assert!(answer.ends_with("\r\n\r\nhello from the pod\n"), "{answer}");
-        let missing = run(server.config()?, "default", "nope", 80).await.unwrap_err();
-        assert!(missing.to_string().contains("pods \"nope\" not found"), "{missing}");
+        let missing = run(server.config()?, "default", "nope", 80)
+            .await
+            .unwrap_err();
+        assert!(
+            missing.to_string().contains("pods \"nope\" not found"),
+            "{missing}"
+        );
         Ok(())
     }
 }

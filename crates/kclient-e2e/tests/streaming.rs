@@ -107,7 +107,10 @@ async fn run_process(mut process: Process, observed: Arc<Mutex<Vec<Observed>>>) 
         }
         // An attach: the main process's output.
         "" => {
-            let _ = process.stdout.write_all(b"attached to the main process\n").await;
+            let _ = process
+                .stdout
+                .write_all(b"attached to the main process\n")
+                .await;
             let _ = process.stderr.write_all(b"and its stderr\n").await;
             0
         }
@@ -135,7 +138,10 @@ fn port_handler(
     if request.port != 80 {
         return Box::pin(async move {
             drop(stream);
-            Err(format!("dial tcp4 127.0.0.1:{}: connect: connection refused", request.port))
+            Err(format!(
+                "dial tcp4 127.0.0.1:{}: connect: connection refused",
+                request.port
+            ))
         });
     }
     kclient_fake::echo_port(request, stream)
@@ -143,7 +149,11 @@ fn port_handler(
 
 impl Fixture {
     async fn start(kubectl: PathBuf) -> Result<Self> {
-        let server = FakeApiServer::builder().https().token(TOKEN).start().await?;
+        let server = FakeApiServer::builder()
+            .https()
+            .token(TOKEN)
+            .start()
+            .await?;
         server.seed(json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "web", "namespace": "streams"},
@@ -201,7 +211,13 @@ impl Fixture {
 
     /// Runs kubectl in a pseudo-terminal (`script`), its terminal `cols`×`rows`, typing
     /// `typed`.
-    async fn kubectl_in_terminal(&self, args: &[&str], typed: &[u8], cols: u16, rows: u16) -> Result<Seen> {
+    async fn kubectl_in_terminal(
+        &self,
+        args: &[&str],
+        typed: &[u8],
+        cols: u16,
+        rows: u16,
+    ) -> Result<Seen> {
         let command = format!(
             "stty cols {cols} rows {rows}; exec {} --kubeconfig={} {}",
             self.kubectl.display(),
@@ -244,11 +260,15 @@ async fn kclient_session(
         options = options.stdin(input);
     }
     if let Some(size) = tty {
-        options = options.tty(true).terminal_size_queue(futures::stream::iter([size]));
+        options = options
+            .tty(true)
+            .terminal_size_queue(futures::stream::iter([size]));
     }
     let exit_code = match executor.stream(options).await {
         Ok(()) => 0,
-        Err(e) => e.exit_code().with_context(|| format!("the session failed: {e}"))?,
+        Err(e) => e
+            .exit_code()
+            .with_context(|| format!("the session failed: {e}"))?,
     };
     Ok(Seen {
         stdout,
@@ -268,14 +288,26 @@ async fn exec_stdin_output_and_exit_codes_match_kubectl() -> Result<()> {
     // Output on both streams and an exit code.
     let script = "echo out; echo err >&2; exit 3";
     let by_kubectl = f
-        .kubectl(&["exec", "-n", "streams", "web", "--", "sh", "-c", script], b"", &[])
+        .kubectl(
+            &["exec", "-n", "streams", "web", "--", "sh", "-c", script],
+            b"",
+            &[],
+        )
         .await?;
     let kubectl_saw = f.take_observed();
     let options = ExecOptions::command(["sh", "-c", script]).stdout().stderr();
-    let by_kclient = kclient_session(Executor::exec(&client, "streams", "web", &options), None, None).await?;
+    let by_kclient = kclient_session(
+        Executor::exec(&client, "streams", "web", &options),
+        None,
+        None,
+    )
+    .await?;
     let kclient_saw = f.take_observed();
     ensure!(by_kubectl.exit_code == 3, "kubectl: {by_kubectl:?}");
-    ensure!(by_kubectl.stdout == by_kclient.stdout, "stdout: {by_kubectl:?} vs {by_kclient:?}");
+    ensure!(
+        by_kubectl.stdout == by_kclient.stdout,
+        "stdout: {by_kubectl:?} vs {by_kclient:?}"
+    );
     ensure!(by_kclient.stderr == b"err\n", "{by_kclient:?}");
     ensure!(
         String::from_utf8_lossy(&by_kubectl.stderr) == "err\ncommand terminated with exit code 3\n",
@@ -283,30 +315,72 @@ async fn exec_stdin_output_and_exit_codes_match_kubectl() -> Result<()> {
         String::from_utf8_lossy(&by_kubectl.stderr)
     );
     ensure!(by_kubectl.exit_code == by_kclient.exit_code);
-    ensure!(kubectl_saw == kclient_saw, "the process saw {kubectl_saw:?} vs {kclient_saw:?}");
+    ensure!(
+        kubectl_saw == kclient_saw,
+        "the process saw {kubectl_saw:?} vs {kclient_saw:?}"
+    );
 
     // Stdin to its end (v5's CLOSE signal), large enough for several messages.
-    let input: Vec<u8> = (0..200_000u32).flat_map(|i| format!("{i}\n").into_bytes()).collect();
+    let input: Vec<u8> = (0..200_000u32)
+        .flat_map(|i| format!("{i}\n").into_bytes())
+        .collect();
     let by_kubectl = f
-        .kubectl(&["exec", "-i", "-n", "streams", "web", "--", "sh", "-c", "cat"], &input, &[])
+        .kubectl(
+            &[
+                "exec", "-i", "-n", "streams", "web", "--", "sh", "-c", "cat",
+            ],
+            &input,
+            &[],
+        )
         .await?;
     let kubectl_saw = f.take_observed();
-    let options = ExecOptions::command(["sh", "-c", "cat"]).stdin().stdout().stderr();
-    let by_kclient =
-        kclient_session(Executor::exec(&client, "streams", "web", &options), Some(&input), None).await?;
+    let options = ExecOptions::command(["sh", "-c", "cat"])
+        .stdin()
+        .stdout()
+        .stderr();
+    let by_kclient = kclient_session(
+        Executor::exec(&client, "streams", "web", &options),
+        Some(&input),
+        None,
+    )
+    .await?;
     let kclient_saw = f.take_observed();
-    ensure!(by_kubectl.exit_code == 0, "kubectl: {:?}", String::from_utf8_lossy(&by_kubectl.stderr));
-    ensure!(by_kubectl.stdout == input, "kubectl's stdout is the input ({} bytes of {})", by_kubectl.stdout.len(), input.len());
+    ensure!(
+        by_kubectl.exit_code == 0,
+        "kubectl: {:?}",
+        String::from_utf8_lossy(&by_kubectl.stderr)
+    );
+    ensure!(
+        by_kubectl.stdout == input,
+        "kubectl's stdout is the input ({} bytes of {})",
+        by_kubectl.stdout.len(),
+        input.len()
+    );
     ensure!(by_kclient == by_kubectl, "kclient saw what kubectl saw");
-    ensure!(kubectl_saw == kclient_saw, "the process saw the same stdin from both");
+    ensure!(
+        kubectl_saw == kclient_saw,
+        "the process saw the same stdin from both"
+    );
 
     // An unknown command: the shell's 127.
     let by_kubectl = f
-        .kubectl(&["exec", "-n", "streams", "web", "--", "sh", "-c", "nope"], b"", &[])
+        .kubectl(
+            &["exec", "-n", "streams", "web", "--", "sh", "-c", "nope"],
+            b"",
+            &[],
+        )
         .await?;
     let options = ExecOptions::command(["sh", "-c", "nope"]).stdout().stderr();
-    let by_kclient = kclient_session(Executor::exec(&client, "streams", "web", &options), None, None).await?;
-    ensure!((by_kubectl.exit_code, by_kclient.exit_code) == (127, 127), "{by_kubectl:?} {by_kclient:?}");
+    let by_kclient = kclient_session(
+        Executor::exec(&client, "streams", "web", &options),
+        None,
+        None,
+    )
+    .await?;
+    ensure!(
+        (by_kubectl.exit_code, by_kclient.exit_code) == (127, 127),
+        "{by_kubectl:?} {by_kclient:?}"
+    );
     f.take_observed();
     Ok(())
 }
@@ -320,14 +394,27 @@ async fn exec_with_a_terminal_matches_kubectl() -> Result<()> {
     let client = f.client()?;
     let by_kubectl = f
         .kubectl_in_terminal(
-            &["exec", "-it", "-n", "streams", "web", "--", "sh", "-c", "'read line'"],
+            &[
+                "exec",
+                "-it",
+                "-n",
+                "streams",
+                "web",
+                "--",
+                "sh",
+                "-c",
+                "'read line'",
+            ],
             b"hi q",
             100,
             30,
         )
         .await?;
     let kubectl_saw = f.take_observed();
-    let options = ExecOptions::command(["sh", "-c", "read line"]).stdin().stdout().tty();
+    let options = ExecOptions::command(["sh", "-c", "read line"])
+        .stdin()
+        .stdout()
+        .tty();
     let size = TerminalSize {
         width: 100,
         height: 30,
@@ -340,7 +427,10 @@ async fn exec_with_a_terminal_matches_kubectl() -> Result<()> {
     .await?;
     let kclient_saw = f.take_observed();
     ensure!(by_kubectl.exit_code == 0, "kubectl: {by_kubectl:?}");
-    ensure!(by_kclient.stdout == b"typed hi q\r\nsize 100x30\r\n", "{by_kclient:?}");
+    ensure!(
+        by_kclient.stdout == b"typed hi q\r\nsize 100x30\r\n",
+        "{by_kclient:?}"
+    );
     let terminal = String::from_utf8_lossy(&by_kubectl.stdout);
     ensure!(
         terminal.contains("typed hi q") && terminal.contains("size 100x30"),
@@ -348,10 +438,23 @@ async fn exec_with_a_terminal_matches_kubectl() -> Result<()> {
     );
     ensure!(kubectl_saw.len() == 1 && kclient_saw.len() == 1);
     let (k, c) = (&kubectl_saw[0], &kclient_saw[0]);
-    ensure!(k.request == c.request, "requests: {:?} vs {:?}", k.request, c.request);
-    ensure!(k.request.tty && !k.request.stderr, "a terminal carries no stderr");
+    ensure!(
+        k.request == c.request,
+        "requests: {:?} vs {:?}",
+        k.request,
+        c.request
+    );
+    ensure!(
+        k.request.tty && !k.request.stderr,
+        "a terminal carries no stderr"
+    );
     ensure!(k.stdin == c.stdin, "stdin: {:?} vs {:?}", k.stdin, c.stdin);
-    ensure!(k.resizes == c.resizes && c.resizes == [size], "sizes: {:?} vs {:?}", k.resizes, c.resizes);
+    ensure!(
+        k.resizes == c.resizes && c.resizes == [size],
+        "sizes: {:?} vs {:?}",
+        k.resizes,
+        c.resizes
+    );
     Ok(())
 }
 
@@ -362,19 +465,32 @@ async fn attach_matches_kubectl() -> Result<()> {
     };
     let f = Fixture::start(kubectl).await?;
     let client = f.client()?;
-    let by_kubectl = f.kubectl(&["attach", "-n", "streams", "web"], b"", &[]).await?;
+    let by_kubectl = f
+        .kubectl(&["attach", "-n", "streams", "web"], b"", &[])
+        .await?;
     let kubectl_saw = f.take_observed();
     let options = AttachOptions::default().container("app").stdout().stderr();
-    let by_kclient = kclient_session(Executor::attach(&client, "streams", "web", &options), None, None).await?;
+    let by_kclient = kclient_session(
+        Executor::attach(&client, "streams", "web", &options),
+        None,
+        None,
+    )
+    .await?;
     let kclient_saw = f.take_observed();
     ensure!(by_kubectl.exit_code == 0, "kubectl: {by_kubectl:?}");
-    ensure!(by_kubectl.stdout == by_kclient.stdout && by_kclient.stdout == b"attached to the main process\n");
+    ensure!(
+        by_kubectl.stdout == by_kclient.stdout
+            && by_kclient.stdout == b"attached to the main process\n"
+    );
     ensure!(
         String::from_utf8_lossy(&by_kubectl.stderr).contains("and its stderr")
             && by_kclient.stderr == b"and its stderr\n",
         "{by_kubectl:?} {by_kclient:?}"
     );
-    ensure!(kubectl_saw == kclient_saw, "{kubectl_saw:?} vs {kclient_saw:?}");
+    ensure!(
+        kubectl_saw == kclient_saw,
+        "{kubectl_saw:?} vs {kclient_saw:?}"
+    );
     Ok(())
 }
 
@@ -389,7 +505,11 @@ async fn a_missing_container_is_refused_to_both() -> Result<()> {
     let client = f.client()?;
     // kubectl checks the container itself first; `--` with an explicit -c reaches the server.
     let by_kubectl = f
-        .kubectl(&["exec", "-n", "streams", "web", "-c", "nope", "--", "ls"], b"", &[])
+        .kubectl(
+            &["exec", "-n", "streams", "web", "-c", "nope", "--", "ls"],
+            b"",
+            &[],
+        )
         .await?;
     let options = ExecOptions::command(["ls"]).container("nope").stdout();
     let error = Executor::exec(&client, "streams", "web", &options)
@@ -398,9 +518,15 @@ async fn a_missing_container_is_refused_to_both() -> Result<()> {
         .err()
         .context("kclient's exec should fail")?;
     let message = &error.api_status().context("a Status")?.message;
-    ensure!(message == "container nope is not valid for pod web", "{error:?}");
+    ensure!(
+        message == "container nope is not valid for pod web",
+        "{error:?}"
+    );
     let kubectl_said = String::from_utf8_lossy(&by_kubectl.stderr);
-    ensure!(by_kubectl.exit_code != 0 && kubectl_said.contains(message.as_str()), "kubectl said {kubectl_said:?}");
+    ensure!(
+        by_kubectl.exit_code != 0 && kubectl_said.contains(message.as_str()),
+        "kubectl said {kubectl_said:?}"
+    );
     Ok(())
 }
 
@@ -449,7 +575,10 @@ fn spawn_port_forward(f: &Fixture, spec: &str, websockets: bool) -> Result<tokio
     Ok(tokio::process::Command::new(&f.kubectl)
         .arg(format!("--kubeconfig={}", f.kubeconfig.display()))
         .args(["port-forward", "-n", "streams", "pod/web", spec])
-        .env("KUBECTL_PORT_FORWARD_WEBSOCKETS", if websockets { "true" } else { "false" })
+        .env(
+            "KUBECTL_PORT_FORWARD_WEBSOCKETS",
+            if websockets { "true" } else { "false" },
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -473,7 +602,12 @@ async fn port_forward_matches_kubectl_over_both_transports() -> Result<()> {
                 Ok(back) => back,
                 Err(e) => bail!("{e:#}; kubectl said {:?}", stderr_of(child).await),
             };
-            ensure!(back == data, "kubectl (websockets={websockets}) carried {} bytes of {}", back.len(), data.len());
+            ensure!(
+                back == data,
+                "kubectl (websockets={websockets}) carried {} bytes of {}",
+                back.len(),
+                data.len()
+            );
         }
         child.kill().await?;
     }
@@ -508,27 +642,52 @@ async fn a_refused_port_ends_both_forwards_with_the_pod_side_error() -> Result<(
         err.read_to_string(&mut stderr).await?;
     }
     let expected = "error forwarding port 81 to pod web, uid ";
-    ensure!(!status.success(), "kubectl port-forward should fail: {stderr}");
-    ensure!(stderr.contains(expected) && stderr.contains("connection refused"), "kubectl said {stderr:?}");
-    ensure!(stderr.contains("lost connection to pod"), "kubectl said {stderr:?}");
+    ensure!(
+        !status.success(),
+        "kubectl port-forward should fail: {stderr}"
+    );
+    ensure!(
+        stderr.contains(expected) && stderr.contains("connection refused"),
+        "kubectl said {stderr:?}"
+    );
+    ensure!(
+        stderr.contains("lost connection to pod"),
+        "kubectl said {stderr:?}"
+    );
 
     let client = f.client()?;
     let connection = Dialer::for_pod(&client, "streams", "web").dial().await?;
     let mut stream = connection.connect(81).await?;
     let mut buf = Vec::new();
-    let error = stream.read_to_end(&mut buf).await.err().context("the read should fail")?;
-    let remote = error.get_ref().and_then(|e| e.downcast_ref::<portforward::Error>());
+    let error = stream
+        .read_to_end(&mut buf)
+        .await
+        .err()
+        .context("the read should fail")?;
+    let remote = error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<portforward::Error>());
     let Some(portforward::Error::Remote { message, .. }) = remote else {
         bail!("{error:?}");
     };
     ensure!(message.starts_with(expected), "{message}");
-    ensure!(stderr.contains(message.as_str()), "kubectl printed the same message: {stderr:?}");
+    ensure!(
+        stderr.contains(message.as_str()),
+        "kubectl printed the same message: {stderr:?}"
+    );
 
     let mut forward = PortForwarder::new(Dialer::for_pod(&client, "streams", "web"), &[":81"])?
         .start()
         .await?;
-    let _ = echo_through(&forward.local_addr(81).context("address")?.to_string(), b"hello").await;
+    let _ = echo_through(
+        &forward.local_addr(81).context("address")?.to_string(),
+        b"hello",
+    )
+    .await;
     let ended = tokio::time::timeout(Duration::from_secs(30), forward.done()).await?;
-    ensure!(matches!(ended, Err(portforward::Error::LostConnectionToPod(_))), "{ended:?}");
+    ensure!(
+        matches!(ended, Err(portforward::Error::LostConnectionToPod(_))),
+        "{ended:?}"
+    );
     Ok(())
 }

@@ -37,10 +37,18 @@ fn pod(name: &str, phase: &str, node: Option<&str>, sidecar: bool) -> serde_json
 
 async fn server() -> FakeApiServer {
     let server = FakeApiServer::start().await.unwrap();
-    server.seed(pod("web", "Running", Some("node-1"), false)).unwrap();
-    server.seed(pod("multi", "Running", Some("node-1"), true)).unwrap();
-    server.seed(pod("done", "Succeeded", Some("node-1"), false)).unwrap();
-    server.seed(pod("unscheduled", "Pending", None, false)).unwrap();
+    server
+        .seed(pod("web", "Running", Some("node-1"), false))
+        .unwrap();
+    server
+        .seed(pod("multi", "Running", Some("node-1"), true))
+        .unwrap();
+    server
+        .seed(pod("done", "Succeeded", Some("node-1"), false))
+        .unwrap();
+    server
+        .seed(pod("unscheduled", "Pending", None, false))
+        .unwrap();
     server
 }
 
@@ -60,7 +68,11 @@ fn install_shell(server: &FakeApiServer, requests: Arc<Mutex<Vec<ExecRequest>>>)
                 process.stdin.read_to_end(&mut input).await.unwrap();
             }
             process.stdout.write_all(b"hello from ").await.unwrap();
-            process.stdout.write_all(&input.to_ascii_uppercase()).await.unwrap();
+            process
+                .stdout
+                .write_all(&input.to_ascii_uppercase())
+                .await
+                .unwrap();
             process.stderr.write_all(b"a warning").await.unwrap();
             process
                 .request
@@ -79,7 +91,10 @@ async fn exec_runs_the_handler_s_process_with_stdin_stdout_stderr_and_exit_code(
     install_shell(&server, Arc::clone(&requests));
     let client = client(&server);
 
-    let options = ExecOptions::command(["sh", "-c", "cat", "0"]).stdin().stdout().stderr();
+    let options = ExecOptions::command(["sh", "-c", "cat", "0"])
+        .stdin()
+        .stdout()
+        .stderr();
     let executor = Executor::exec(&client, "ns", "web", &options);
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     executor
@@ -109,16 +124,27 @@ async fn exec_runs_the_handler_s_process_with_stdin_stdout_stderr_and_exit_code(
         }
     );
 
-    let exit = ExecOptions::command(["sh", "-c", "exit", "42"]).stdout().stderr();
-    let output = Executor::exec(&client, "ns", "web", &exit).output(None).await.unwrap();
+    let exit = ExecOptions::command(["sh", "-c", "exit", "42"])
+        .stdout()
+        .stderr();
+    let output = Executor::exec(&client, "ns", "web", &exit)
+        .output(None)
+        .await
+        .unwrap();
     assert_eq!(output.exit_code, 42);
     assert_eq!(output.stdout, b"hello from ");
     assert_eq!(output.stderr, b"a warning");
 
     // Streams not asked for are not sent.
     let quiet = ExecOptions::command(["true"]).stdout();
-    let output = Executor::exec(&client, "ns", "web", &quiet).output(None).await.unwrap();
-    assert_eq!((output.stdout.as_slice(), output.stderr.as_slice()), (&b"hello from "[..], &b""[..]));
+    let output = Executor::exec(&client, "ns", "web", &quiet)
+        .output(None)
+        .await
+        .unwrap();
+    assert_eq!(
+        (output.stdout.as_slice(), output.stderr.as_slice()),
+        (&b"hello from "[..], &b""[..])
+    );
 }
 
 /// Attach has no command; a TTY merges stderr into stdout and delivers the resizes.
@@ -144,11 +170,21 @@ async fn attach_with_a_terminal_gets_the_resizes() {
         }
     });
     let client = client(&server);
-    let options = AttachOptions::default().container("sidecar").stdin().stdout().tty();
+    let options = AttachOptions::default()
+        .container("sidecar")
+        .stdin()
+        .stdout()
+        .tty();
     let executor = Executor::attach(&client, "ns", "multi", &options);
     let resizes = futures::stream::iter([
-        TerminalSize { width: 80, height: 24 },
-        TerminalSize { width: 100, height: 30 },
+        TerminalSize {
+            width: 80,
+            height: 24,
+        },
+        TerminalSize {
+            width: 100,
+            height: 30,
+        },
     ]);
     let mut stdout = Vec::new();
     let (_keep_open, stdin) = tokio::io::duplex(16);
@@ -165,7 +201,16 @@ async fn attach_with_a_terminal_gets_the_resizes() {
     assert_eq!(stdout, b"on the terminal");
     assert_eq!(
         *sizes.lock(),
-        [TerminalSize { width: 80, height: 24 }, TerminalSize { width: 100, height: 30 }]
+        [
+            TerminalSize {
+                width: 80,
+                height: 24
+            },
+            TerminalSize {
+                width: 100,
+                height: 30
+            }
+        ]
     );
 }
 
@@ -176,8 +221,13 @@ async fn a_v4_client_is_served() {
     let server = server().await;
     install_shell(&server, Arc::default());
     let client = client(&server);
-    let executor = Executor::exec(&client, "ns", "web", &ExecOptions::command(["x", "3"]).stdout())
-        .protocols(&[remotecommand::STREAM_PROTOCOL_V4_NAME]);
+    let executor = Executor::exec(
+        &client,
+        "ns",
+        "web",
+        &ExecOptions::command(["x", "3"]).stdout(),
+    )
+    .protocols(&[remotecommand::STREAM_PROTOCOL_V4_NAME]);
     let output = executor.output(None).await.unwrap();
     assert_eq!(output.exit_code, 3);
 }
@@ -197,14 +247,20 @@ async fn missing_pods_containers_nodes_and_stopped_pods_are_refused_as_on_a_clus
 
     let missing = run("nope", None).await.unwrap_err();
     let status = missing.api_status().unwrap();
-    assert_eq!((status.code, status.message.as_str()), (404, "pods \"nope\" not found"));
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (404, "pods \"nope\" not found")
+    );
     let remotecommand::Error::Upgrade(UpgradeError::Refused(rest)) = &missing else {
         panic!("{missing:?}");
     };
     assert!(rest.is_not_found());
 
     let container = run("web", Some("nope")).await.unwrap_err();
-    assert_eq!(container.api_status().unwrap().message, "container nope is not valid for pod web");
+    assert_eq!(
+        container.api_status().unwrap().message,
+        "container nope is not valid for pod web"
+    );
     assert_eq!(container.api_status().unwrap().code, 400);
 
     let several = run("multi", None).await.unwrap_err();
@@ -311,7 +367,9 @@ async fn port_forward_to_a_real_listener_and_its_refusal() {
                 let mut buf = [0u8; 1024];
                 let _ = conn.read(&mut buf).await;
                 let _ = conn
-                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                    )
                     .await;
             });
         }
@@ -320,25 +378,44 @@ async fn port_forward_to_a_real_listener_and_its_refusal() {
     let client = client(&server);
     let connection = Dialer::for_pod(&client, "ns", "web").dial().await.unwrap();
     let mut stream = connection.connect(80).await.unwrap();
-    stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
     stream.shutdown().await.unwrap();
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).await.unwrap();
-    assert!(answer.ends_with(b"\r\n\r\nok"), "{}", String::from_utf8_lossy(&answer));
+    assert!(
+        answer.ends_with(b"\r\n\r\nok"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
 
     // Nothing listens there (a new handler serves the connections opened after it).
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     server.set_port_forward_handler(forward_to_address(closed));
     let connection = Dialer::for_pod(&client, "ns", "web").dial().await.unwrap();
     let mut stream = connection.connect(80).await.unwrap();
     let mut buf = Vec::new();
     let error = stream.read_to_end(&mut buf).await.unwrap_err();
-    let remote = error.get_ref().and_then(|e| e.downcast_ref::<portforward::Error>()).unwrap();
+    let remote = error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<portforward::Error>())
+        .unwrap();
     let portforward::Error::Remote { message, .. } = remote else {
         panic!("{remote:?}");
     };
-    assert!(message.starts_with("error forwarding port 80 to pod web, uid "), "{message}");
-    assert!(message.contains(&format!("dial tcp4 {closed}")), "{message}");
+    assert!(
+        message.starts_with("error forwarding port 80 to pod web, uid "),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("dial tcp4 {closed}")),
+        "{message}"
+    );
 }
 
 /// Port-forward's refusals: a missing pod (404), no node (400), a pod that is not running
@@ -357,7 +434,10 @@ async fn port_forward_refusals_are_a_cluster_s() {
         _ => None,
     };
     let missing = dial("nope").await.unwrap_err();
-    assert_eq!(status_of(&missing), Some((404, "pods \"nope\" not found".into())));
+    assert_eq!(
+        status_of(&missing),
+        Some((404, "pods \"nope\" not found".into()))
+    );
     let unscheduled = dial("unscheduled").await.unwrap_err();
     assert_eq!(
         status_of(&unscheduled),
@@ -368,7 +448,11 @@ async fn port_forward_refusals_are_a_cluster_s() {
         panic!("{done:?}");
     };
     assert_eq!(rest.http_code(), Some(500));
-    assert!(rest.to_string().contains("pod not found (\\\"done_ns\\\")") || rest.to_string().contains("pod not found (\"done_ns\")"), "{rest}");
+    assert!(
+        rest.to_string().contains("pod not found (\\\"done_ns\\\")")
+            || rest.to_string().contains("pod not found (\"done_ns\")"),
+        "{rest}"
+    );
 }
 
 /// Sessions end when the server goes.
@@ -380,7 +464,12 @@ async fn shutting_the_server_down_ends_its_sessions() {
         0
     });
     let client = client(&server);
-    let executor = Executor::exec(&client, "ns", "web", &ExecOptions::command(["sleep"]).stdout());
+    let executor = Executor::exec(
+        &client,
+        "ns",
+        "web",
+        &ExecOptions::command(["sleep"]).stdout(),
+    );
     let session = tokio::spawn(async move { executor.output(None).await });
     tokio::time::sleep(Duration::from_millis(200)).await;
     server.shutdown().await;
@@ -397,17 +486,21 @@ async fn shutting_the_server_down_ends_its_sessions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pod_side_error_follows_a_reset_data_stream_every_time() {
     let server = server().await;
-    server.set_port_forward_handler(|request: kclient_fake::PortForwardRequest, stream| async move {
-        drop(stream);
-        Err::<(), String>(format!("connect: connection refused ({})", request.port))
-    });
+    server.set_port_forward_handler(
+        |request: kclient_fake::PortForwardRequest, stream| async move {
+            drop(stream);
+            Err::<(), String>(format!("connect: connection refused ({})", request.port))
+        },
+    );
     let client = client(&server);
     for attempt in 0..50 {
         let connection = Dialer::for_pod(&client, "ns", "web").dial().await.unwrap();
         let mut stream = connection.connect(81).await.unwrap();
         let mut buf = Vec::new();
         let error = stream.read_to_end(&mut buf).await.unwrap_err();
-        let remote = error.get_ref().and_then(|e| e.downcast_ref::<portforward::Error>());
+        let remote = error
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<portforward::Error>());
         assert!(
             matches!(remote, Some(portforward::Error::Remote { port: 81, message }) if message.ends_with("connect: connection refused (81)")),
             "attempt {attempt}: {error:?}"

@@ -29,10 +29,10 @@ use crate::compression;
 use crate::error::Error;
 use crate::protobuf::{self, PROTOBUF_ACCEPT};
 use crate::response::{decode_json, error_from_response, Response};
-use crate::upgrade::Upgraded;
 use crate::retry::{Failure, Retry, RetryState, DEFAULT_MAX_RETRIES};
 use crate::transport::url::{encode_path, encode_query, redacted_uri};
 use crate::transport::{is_connection_reset_or_eof, is_network_timeout, OutgoingRequest};
+use crate::upgrade::Upgraded;
 use crate::warnings::{parse_warning_headers, Warning};
 use crate::watch::{decode_watch, DEFAULT_MAX_WATCH_FRAME_LEN};
 

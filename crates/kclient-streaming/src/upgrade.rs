@@ -51,7 +51,6 @@ impl UpgradeError {
     pub fn is_upgrade_failure(&self) -> bool {
         matches!(self, UpgradeError::Refused(_) | UpgradeError::Handshake(_))
     }
-
 }
 
 /// The server's refusal, as every kclient error answers it: its `Status` (a missing pod is

@@ -8,9 +8,7 @@ use kclient_core::ApiStatus;
 use std::time::Duration;
 
 use kclient_streaming::portforward::server::{self, PodIdentity, PortHandler};
-use kclient_streaming::portforward::{
-    Dialer, Error, ForwardedPort, PortForwarder, Transport,
-};
+use kclient_streaming::portforward::{Dialer, Error, ForwardedPort, PortForwarder, Transport};
 use kclient_streaming::spdy::{self, ConnectionOptions, Role};
 use kclient_streaming::upgrade::UpgradeError;
 use parking_lot::Mutex;
@@ -24,10 +22,15 @@ fn handler() -> PortHandler {
     Arc::new(|port, mut stream: spdy::Stream| {
         Box::pin(async move {
             if port != 80 && port != 82 {
-                return Err(format!("dial tcp4 127.0.0.1:{port}: connect: connection refused"));
+                return Err(format!(
+                    "dial tcp4 127.0.0.1:{port}: connect: connection refused"
+                ));
             }
             let mut input = Vec::new();
-            stream.read_to_end(&mut input).await.map_err(|e| e.to_string())?;
+            stream
+                .read_to_end(&mut input)
+                .await
+                .map_err(|e| e.to_string())?;
             if port == 82 {
                 stream.write_all(b"82:").await.map_err(|e| e.to_string())?;
             }
@@ -58,10 +61,18 @@ async fn port_forward_server(serve: Serve, heads: Arc<Mutex<Vec<RequestHead>>>) 
         let heads = heads.clone();
         async move {
             heads.lock().push(head.clone());
-            let websocket = head.header("Upgrade").is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
+            let websocket = head
+                .header("Upgrade")
+                .is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
             let connection = if websocket {
                 if serve == Serve::SpdyOnly {
-                    respond(tcp, "400 Bad Request", "text/plain", "websocket upgrades are not served here").await;
+                    respond(
+                        tcp,
+                        "400 Bad Request",
+                        "text/plain",
+                        "websocket upgrades are not served here",
+                    )
+                    .await;
                     return;
                 }
                 let ws = accept_websocket(&head, tcp, Some("SPDY/3.1+portforward.k8s.io")).await;
@@ -77,7 +88,10 @@ async fn port_forward_server(serve: Serve, heads: Arc<Mutex<Vec<RequestHead>>>) 
     .await
 }
 
-async fn echo(stream: &mut (impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin), data: &[u8]) -> std::io::Result<Vec<u8>> {
+async fn echo(
+    stream: &mut (impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin),
+    data: &[u8],
+) -> std::io::Result<Vec<u8>> {
     stream.write_all(data).await?;
     stream.shutdown().await?;
     let mut back = Vec::new();
@@ -103,17 +117,27 @@ async fn connections_are_forwarded_through_the_websocket_tunnel() {
     assert_eq!(echo(&mut stream, &big).await.unwrap(), big);
 
     let heads = heads.lock().clone();
-    assert_eq!(heads.len(), 1, "one connection for every forwarded connection");
+    assert_eq!(
+        heads.len(),
+        1,
+        "one connection for every forwarded connection"
+    );
     assert_eq!(heads[0].method, "GET");
     assert_eq!(heads[0].path, "/api/v1/namespaces/ns/pods/web/portforward");
-    assert_eq!(heads[0].header("Sec-WebSocket-Protocol"), Some("SPDY/3.1+portforward.k8s.io"));
+    assert_eq!(
+        heads[0].header("Sec-WebSocket-Protocol"),
+        Some("SPDY/3.1+portforward.k8s.io")
+    );
 }
 
 /// Several ports and connections at once on one connection: each pair is its own.
 #[tokio::test]
 async fn several_ports_and_connections_share_one_connection() {
     let server = port_forward_server(Serve::Both, Arc::default()).await;
-    let connection = Dialer::for_pod(&server.client(), "ns", "web").dial().await.unwrap();
+    let connection = Dialer::for_pod(&server.client(), "ns", "web")
+        .dial()
+        .await
+        .unwrap();
     let mut tasks = Vec::new();
     for i in 0..6u16 {
         let connection = connection.clone();
@@ -127,7 +151,11 @@ async fn several_ports_and_connections_share_one_connection() {
     }
     for task in tasks {
         let (port, data, back) = task.await.unwrap();
-        let expected = if port == 82 { [b"82:".as_slice(), &data].concat() } else { data };
+        let expected = if port == 82 {
+            [b"82:".as_slice(), &data].concat()
+        } else {
+            data
+        };
         assert_eq!(back, expected);
     }
 }
@@ -137,14 +165,20 @@ async fn several_ports_and_connections_share_one_connection() {
 async fn a_refused_tunnel_falls_back_to_a_spdy_upgrade() {
     let heads = Arc::default();
     let server = port_forward_server(Serve::SpdyOnly, Arc::clone(&heads)).await;
-    let connection = Dialer::for_pod(&server.client(), "ns", "web").dial().await.unwrap();
+    let connection = Dialer::for_pod(&server.client(), "ns", "web")
+        .dial()
+        .await
+        .unwrap();
     let mut stream = connection.connect(80).await.unwrap();
     assert_eq!(echo(&mut stream, b"over spdy").await.unwrap(), b"over spdy");
     let heads = heads.lock().clone();
     assert_eq!(heads.len(), 2);
     assert_eq!(heads[1].method, "POST");
     assert_eq!(heads[1].header("Upgrade"), Some("SPDY/3.1"));
-    assert_eq!(heads[1].header("X-Stream-Protocol-Version"), Some("portforward.k8s.io"));
+    assert_eq!(
+        heads[1].header("X-Stream-Protocol-Version"),
+        Some("portforward.k8s.io")
+    );
 
     // Without the fallback, the refusal is the error.
     let error = Dialer::for_pod(&server.client(), "ns", "web")
@@ -152,7 +186,10 @@ async fn a_refused_tunnel_falls_back_to_a_spdy_upgrade() {
         .dial()
         .await
         .unwrap_err();
-    assert!(matches!(&error, Error::Upgrade(e) if e.is_upgrade_failure()), "{error:?}");
+    assert!(
+        matches!(&error, Error::Upgrade(e) if e.is_upgrade_failure()),
+        "{error:?}"
+    );
 }
 
 /// What the pod side reports on the error stream surfaces on the connection: as the read
@@ -160,7 +197,10 @@ async fn a_refused_tunnel_falls_back_to_a_spdy_upgrade() {
 #[tokio::test]
 async fn the_pod_side_error_surfaces_on_the_forwarded_connection() {
     let server = port_forward_server(Serve::Both, Arc::default()).await;
-    let connection = Dialer::for_pod(&server.client(), "ns", "web").dial().await.unwrap();
+    let connection = Dialer::for_pod(&server.client(), "ns", "web")
+        .dial()
+        .await
+        .unwrap();
     let mut stream = connection.connect(81).await.unwrap();
     let mut buf = Vec::new();
     let error = stream.read_to_end(&mut buf).await.unwrap_err();
@@ -176,14 +216,21 @@ async fn the_pod_side_error_surfaces_on_the_forwarded_connection() {
         message,
         "error forwarding port 81 to pod web, uid u-1: dial tcp4 127.0.0.1:81: connect: connection refused"
     );
-    assert!(stream.remote_error().unwrap().contains("connection refused"));
+    assert!(stream
+        .remote_error()
+        .unwrap()
+        .contains("connection refused"));
 }
 
 /// The forwarder listens on `localhost`, reports the ports it bound, forwards, and stops.
 #[tokio::test]
 async fn a_forwarder_listens_locally_and_forwards_every_connection() {
     let server = port_forward_server(Serve::Both, Arc::default()).await;
-    let forwarder = PortForwarder::new(Dialer::for_pod(&server.client(), "ns", "web"), &["0:80", ":82"]).unwrap();
+    let forwarder = PortForwarder::new(
+        Dialer::for_pod(&server.client(), "ns", "web"),
+        &["0:80", ":82"],
+    )
+    .unwrap();
     let forward = forwarder.start().await.unwrap();
     let ports = forward.ports().to_vec();
     assert_eq!(ports.len(), 2);
@@ -193,9 +240,14 @@ async fn a_forwarder_listens_locally_and_forwards_every_connection() {
         let address = forward.local_addr(80).unwrap();
         assert!(address.ip().is_loopback() && address.is_ipv4());
         let mut local = tokio::net::TcpStream::connect(address).await.unwrap();
-        assert_eq!(echo(&mut local, b"through a listener").await.unwrap(), b"through a listener");
+        assert_eq!(
+            echo(&mut local, b"through a listener").await.unwrap(),
+            b"through a listener"
+        );
     }
-    let mut local = tokio::net::TcpStream::connect(forward.local_addr(82).unwrap()).await.unwrap();
+    let mut local = tokio::net::TcpStream::connect(forward.local_addr(82).unwrap())
+        .await
+        .unwrap();
     assert_eq!(echo(&mut local, b"x").await.unwrap(), b"82:x");
     // Every address of `localhost` that could be bound listens on the same port.
     for (address, port) in forward.local_addresses() {
@@ -203,7 +255,10 @@ async fn a_forwarder_listens_locally_and_forwards_every_connection() {
     }
     let address = forward.local_addr(80).unwrap();
     forward.stop().await.unwrap();
-    assert!(tokio::net::TcpStream::connect(address).await.is_err(), "stopped: nothing listens");
+    assert!(
+        tokio::net::TcpStream::connect(address).await.is_err(),
+        "stopped: nothing listens"
+    );
 }
 
 /// As client-go: an error from the pod side ends the whole forward.
@@ -215,10 +270,15 @@ async fn a_pod_side_error_ends_the_forward() {
         .start()
         .await
         .unwrap();
-    let mut local = tokio::net::TcpStream::connect(forward.local_addr(81).unwrap()).await.unwrap();
+    let mut local = tokio::net::TcpStream::connect(forward.local_addr(81).unwrap())
+        .await
+        .unwrap();
     let mut buf = Vec::new();
     let _ = local.read_to_end(&mut buf).await;
-    let error = tokio::time::timeout(Duration::from_secs(10), forward.done()).await.unwrap().unwrap_err();
+    let error = tokio::time::timeout(Duration::from_secs(10), forward.done())
+        .await
+        .unwrap()
+        .unwrap_err();
     assert!(matches!(error, Error::LostConnectionToPod(_)), "{error:?}");
 }
 
@@ -236,7 +296,10 @@ async fn losing_the_connection_ends_the_forward() {
         .start()
         .await
         .unwrap();
-    let error = tokio::time::timeout(Duration::from_secs(10), forward.done()).await.unwrap().unwrap_err();
+    let error = tokio::time::timeout(Duration::from_secs(10), forward.done())
+        .await
+        .unwrap()
+        .unwrap_err();
     let Error::LostConnectionToPod(reason) = error else {
         panic!("{error:?}");
     };
@@ -257,12 +320,17 @@ async fn refusals_and_wrong_protocols_are_typed_errors() {
         .await;
     })
     .await;
-    let error = Dialer::for_pod(&server.client(), "ns", "web").dial().await.unwrap_err();
+    let error = Dialer::for_pod(&server.client(), "ns", "web")
+        .dial()
+        .await
+        .unwrap_err();
     let Error::Upgrade(upgrade) = &error else {
         panic!("{error:?}");
     };
     assert_eq!(upgrade.api_status().unwrap().code, 404);
-    assert!(matches!(upgrade, UpgradeError::Refused(e) if kclient_core::ApiStatus::is_not_found(e)));
+    assert!(
+        matches!(upgrade, UpgradeError::Refused(e) if kclient_core::ApiStatus::is_not_found(e))
+    );
 
     let server = ScriptedServer::start(|_, tcp| async move {
         let tcp = accept_spdy(tcp, "other.k8s.io").await;
@@ -288,7 +356,9 @@ async fn an_oversized_tunnel_message_breaks_the_connection() {
     let server = ScriptedServer::start(|head, tcp| async move {
         let mut ws = accept_websocket(&head, tcp, Some("SPDY/3.1+portforward.k8s.io")).await;
         let _ = ws
-            .send(tokio_tungstenite::tungstenite::Message::Binary(vec![0u8; 64 * 1024].into()))
+            .send(tokio_tungstenite::tungstenite::Message::Binary(
+                vec![0u8; 64 * 1024].into(),
+            ))
             .await;
         tokio::time::sleep(Duration::from_secs(2)).await;
     })
@@ -298,12 +368,17 @@ async fn an_oversized_tunnel_message_breaks_the_connection() {
         .dial()
         .await
         .unwrap();
-    let reason = tokio::time::timeout(Duration::from_secs(5), connection.closed()).await.unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(5), connection.closed())
+        .await
+        .unwrap();
     assert!(
         matches!(&reason, spdy::CloseReason::Failed(m) if m.contains("over the limit of 1024")),
         "{reason:?}"
     );
-    assert!(matches!(connection.connect(80).await, Err(Error::Spdy(spdy::Error::Closed(_)))));
+    assert!(matches!(
+        connection.connect(80).await,
+        Err(Error::Spdy(spdy::Error::Closed(_)))
+    ));
 }
 
 /// A server that never answers a new stream: the opener gives up after client-go's 30 s.
@@ -320,7 +395,10 @@ async fn an_unanswered_stream_times_out() {
         }
     })
     .await;
-    let connection = Dialer::for_pod(&server.client(), "ns", "web").dial().await.unwrap();
+    let connection = Dialer::for_pod(&server.client(), "ns", "web")
+        .dial()
+        .await
+        .unwrap();
     let error = connection.connect(80).await.unwrap_err();
     assert!(
         matches!(error, Error::Spdy(spdy::Error::ReplyTimeout { timeout, .. }) if timeout == Duration::from_secs(30)),
@@ -342,7 +420,10 @@ async fn a_taken_local_port_is_a_listen_error() {
     )
     .unwrap();
     let error = forwarder.start().await.unwrap_err();
-    assert!(matches!(&error, Error::Listen(m) if m.contains("unable to listen on any of the requested ports")), "{error:?}");
+    assert!(
+        matches!(&error, Error::Listen(m) if m.contains("unable to listen on any of the requested ports")),
+        "{error:?}"
+    );
     assert_eq!(
         ForwardedPort::new(port, 80),
         format!("{port}:80").parse().unwrap()

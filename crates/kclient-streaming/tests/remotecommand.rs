@@ -250,11 +250,36 @@ async fn a_refused_upgrade_is_an_upgrade_error_with_the_status() {
 #[tokio::test]
 async fn answers_that_do_not_switch_are_upgrade_failures() {
     let cases: Vec<(&str, Box<dyn Fn(&Error) -> bool + Send>)> = vec![
-        ("text", Box::new(|e| matches!(e, Error::Upgrade(UpgradeError::Refused(r)) if r.http_code() == Some(503)))),
-        ("ok", Box::new(|e| matches!(e, Error::Upgrade(UpgradeError::Refused(r)) if r.http_code() == Some(200)))),
-        ("accept", Box::new(|e| matches!(e, Error::Upgrade(UpgradeError::Handshake(m)) if m.contains("Sec-WebSocket-Accept")))),
-        ("protocol", Box::new(|e| matches!(e, Error::Upgrade(UpgradeError::Handshake(m)) if m.contains("invalid protocol")))),
-        ("none", Box::new(|e| matches!(e, Error::Upgrade(UpgradeError::Handshake(m)) if m.contains("got \"\"")))),
+        (
+            "text",
+            Box::new(
+                |e| matches!(e, Error::Upgrade(UpgradeError::Refused(r)) if r.http_code() == Some(503)),
+            ),
+        ),
+        (
+            "ok",
+            Box::new(
+                |e| matches!(e, Error::Upgrade(UpgradeError::Refused(r)) if r.http_code() == Some(200)),
+            ),
+        ),
+        (
+            "accept",
+            Box::new(
+                |e| matches!(e, Error::Upgrade(UpgradeError::Handshake(m)) if m.contains("Sec-WebSocket-Accept")),
+            ),
+        ),
+        (
+            "protocol",
+            Box::new(
+                |e| matches!(e, Error::Upgrade(UpgradeError::Handshake(m)) if m.contains("invalid protocol")),
+            ),
+        ),
+        (
+            "none",
+            Box::new(
+                |e| matches!(e, Error::Upgrade(UpgradeError::Handshake(m)) if m.contains("got \"\"")),
+            ),
+        ),
     ];
     for (case, check) in cases {
         let server = ScriptedServer::start(move |head, mut tcp| async move {
@@ -289,11 +314,30 @@ async fn answers_that_do_not_switch_are_upgrade_failures() {
 async fn broken_sessions_are_typed_errors() {
     let cases: Vec<(&str, Box<dyn Fn(&Error) -> bool + Send>)> = vec![
         ("drop", Box::new(|e| matches!(e, Error::ConnectionLost(_)))),
-        ("big", Box::new(|e| matches!(e, Error::MessageTooLarge { max: 1024, .. }))),
-        ("text", Box::new(|e| matches!(e, Error::Protocol(m) if m.contains("text")))),
-        ("empty", Box::new(|e| matches!(e, Error::Protocol(m) if m.contains("empty")))),
-        ("garbage", Box::new(|e| matches!(e, Error::ErrorStream(m) if m.starts_with("error stream protocol error")))),
-        ("internal", Box::new(|e| matches!(e, Error::Remote(s) if s.code == 500 && s.message.contains("container not found")))),
+        (
+            "big",
+            Box::new(|e| matches!(e, Error::MessageTooLarge { max: 1024, .. })),
+        ),
+        (
+            "text",
+            Box::new(|e| matches!(e, Error::Protocol(m) if m.contains("text"))),
+        ),
+        (
+            "empty",
+            Box::new(|e| matches!(e, Error::Protocol(m) if m.contains("empty"))),
+        ),
+        (
+            "garbage",
+            Box::new(
+                |e| matches!(e, Error::ErrorStream(m) if m.starts_with("error stream protocol error")),
+            ),
+        ),
+        (
+            "internal",
+            Box::new(
+                |e| matches!(e, Error::Remote(s) if s.code == 500 && s.message.contains("container not found")),
+            ),
+        ),
     ];
     for (case, check) in cases {
         let server = ScriptedServer::start(move |head, tcp| async move {
@@ -324,7 +368,10 @@ async fn broken_sessions_are_typed_errors() {
             .await
             .unwrap_err();
         assert!(check(&error), "{case}: {error:?}");
-        assert_eq!(stdout, b"some output", "{case}: what came before the failure was written");
+        assert_eq!(
+            stdout, b"some output",
+            "{case}: what came before the failure was written"
+        );
     }
 }
 
@@ -351,12 +398,23 @@ async fn a_silent_server_ends_the_session_after_the_read_deadline() {
     })
     .await;
     let client = server.client();
-    let executor = Executor::exec(&client, "ns", "web", &ExecOptions::command(["sleep", "1000"]));
+    let executor = Executor::exec(
+        &client,
+        "ns",
+        "web",
+        &ExecOptions::command(["sleep", "1000"]),
+    );
     let started = tokio::time::Instant::now();
     let error = executor.stream(StreamOptions::new()).await.unwrap_err();
-    assert!(matches!(error, Error::HeartbeatTimeout(d) if d == Duration::from_secs(61)), "{error:?}");
+    assert!(
+        matches!(error, Error::HeartbeatTimeout(d) if d == Duration::from_secs(61)),
+        "{error:?}"
+    );
     let waited = started.elapsed();
-    assert!(waited >= Duration::from_secs(61) && waited < Duration::from_secs(62), "{waited:?}");
+    assert!(
+        waited >= Duration::from_secs(61) && waited < Duration::from_secs(62),
+        "{waited:?}"
+    );
 
     // Answering pings (the WebSocket layer does so while it reads) keeps a long command alive.
     let server = ScriptedServer::start(|head, tcp| async move {
@@ -369,7 +427,12 @@ async fn a_silent_server_ends_the_session_after_the_read_deadline() {
     })
     .await;
     let client = server.client();
-    let executor = Executor::exec(&client, "ns", "web", &ExecOptions::command(["sleep", "300"]));
+    let executor = Executor::exec(
+        &client,
+        "ns",
+        "web",
+        &ExecOptions::command(["sleep", "300"]),
+    );
     executor.stream(StreamOptions::new()).await.unwrap();
 }
 
@@ -410,7 +473,12 @@ async fn cancelling_a_session_closes_its_connection() {
     })
     .await;
     let client = server.client();
-    let executor = Executor::exec(&client, "ns", "web", &ExecOptions::command(["sleep", "1000"]).stdout());
+    let executor = Executor::exec(
+        &client,
+        "ns",
+        "web",
+        &ExecOptions::command(["sleep", "1000"]).stdout(),
+    );
     let (started_tx, mut started_rx) = tokio::sync::mpsc::channel(1);
     struct Notify(tokio::sync::mpsc::Sender<()>);
     impl tokio::io::AsyncWrite for Notify {

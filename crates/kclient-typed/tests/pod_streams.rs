@@ -38,17 +38,32 @@ async fn server() -> FakeApiServer {
 #[tokio::test]
 async fn exec_attach_and_forward_address_the_pod() {
     let server = server().await;
-    let pods = Clientset::new(server.config().unwrap()).unwrap().core_v1().pods("default");
+    let pods = Clientset::new(server.config().unwrap())
+        .unwrap()
+        .core_v1()
+        .pods("default");
 
     let options = ExecOptions::command(["sh", "-c", "true"]).stdout().stderr();
-    let output = pods.exec("web", &options).unwrap().output(None).await.unwrap();
-    assert_eq!((output.stdout.as_slice(), output.exit_code), (&b"sh -c true"[..], 5));
+    let output = pods
+        .exec("web", &options)
+        .unwrap()
+        .output(None)
+        .await
+        .unwrap();
+    assert_eq!(
+        (output.stdout.as_slice(), output.exit_code),
+        (&b"sh -c true"[..], 5)
+    );
 
-    let attach = pods.attach("web", &AttachOptions::default().stdout()).unwrap();
+    let attach = pods
+        .attach("web", &AttachOptions::default().stdout())
+        .unwrap();
     assert_eq!(attach.output(None).await.unwrap().stdout, b"attached");
 
     let forward = pods.forward("web", 0, 8080).await.unwrap();
-    let mut conn = tokio::net::TcpStream::connect(forward.local_addr(8080).unwrap()).await.unwrap();
+    let mut conn = tokio::net::TcpStream::connect(forward.local_addr(8080).unwrap())
+        .await
+        .unwrap();
     conn.write_all(b"echo").await.unwrap();
     conn.shutdown().await.unwrap();
     let mut back = Vec::new();
@@ -56,7 +71,12 @@ async fn exec_attach_and_forward_address_the_pod() {
     assert_eq!(back, b"echo");
     forward.stop().await.unwrap();
 
-    let connection = pods.port_forward_dialer("web").unwrap().dial().await.unwrap();
+    let connection = pods
+        .port_forward_dialer("web")
+        .unwrap()
+        .dial()
+        .await
+        .unwrap();
     let mut stream = connection.connect(9090).await.unwrap();
     stream.write_all(b"direct").await.unwrap();
     stream.shutdown().await.unwrap();
@@ -71,11 +91,26 @@ async fn the_pod_must_be_named_and_namespaced_and_refusals_keep_their_status() {
     let rest = kclient_rest::RestClient::new(server.config().unwrap()).unwrap();
     let all_namespaces: ResourceClient<Pod> = ResourceClient::all_namespaces(rest);
     let options = ExecOptions::command(["ls"]);
-    assert!(matches!(all_namespaces.exec("web", &options), Err(Error::NamespaceRequired { .. })));
-    let pods = Clientset::new(server.config().unwrap()).unwrap().core_v1().pods("default");
-    assert!(matches!(pods.exec("", &options), Err(Error::MissingName { .. })));
-    assert!(matches!(pods.port_forwarder("web", &["80:0"]), Err(Error::PortForward(_))));
+    assert!(matches!(
+        all_namespaces.exec("web", &options),
+        Err(Error::NamespaceRequired { .. })
+    ));
+    let pods = Clientset::new(server.config().unwrap())
+        .unwrap()
+        .core_v1()
+        .pods("default");
+    assert!(matches!(
+        pods.exec("", &options),
+        Err(Error::MissingName { .. })
+    ));
+    assert!(matches!(
+        pods.port_forwarder("web", &["80:0"]),
+        Err(Error::PortForward(_))
+    ));
 
     let missing = pods.forward("nope", 0, 80).await.unwrap_err();
-    assert!(kclient_core::ApiStatus::is_not_found(&missing), "{missing:?}");
+    assert!(
+        kclient_core::ApiStatus::is_not_found(&missing),
+        "{missing:?}"
+    );
 }

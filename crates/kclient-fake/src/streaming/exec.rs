@@ -156,7 +156,8 @@ pub(super) fn upgrade(
         let Ok(upgraded) = on_upgrade.await else {
             return;
         };
-        let socket = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        let socket =
+            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
         let session = Session {
             close_signal: protocol == STREAM_PROTOCOL_V5_NAME,
             request,
@@ -363,7 +364,8 @@ mod tests {
             status_json(7),
             r#"{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: command terminated with exit code 7","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"7"}]}}"#
         );
-        let not_running: serde_json::Value = serde_json::from_str(&not_running_json("app")).unwrap();
+        let not_running: serde_json::Value =
+            serde_json::from_str(&not_running_json("app")).unwrap();
         assert_eq!(
             not_running["message"],
             "Internal error occurred: unable to upgrade connection: container not found (\"app\")"

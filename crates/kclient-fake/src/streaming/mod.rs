@@ -78,7 +78,10 @@ pub(crate) type ExecHandler =
 
 /// Connects a forwarded connection to a port; an error goes to the client's error stream.
 pub(crate) type PortForwardHandler = Arc<
-    dyn Fn(PortForwardRequest, kclient_streaming::spdy::Stream) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
+    dyn Fn(
+            PortForwardRequest,
+            kclient_streaming::spdy::Stream,
+        ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
         + Send
         + Sync,
 >;
@@ -141,7 +144,13 @@ fn served(shared: &Shared, req: &Request<Incoming>) -> Option<(String, String, K
             Kind::Exec | Kind::Attach => shared.streaming.exec.lock().is_some(),
             Kind::PortForward => shared.streaming.port_forward.lock().is_some(),
         };
-        return installed.then(|| (path.namespace.unwrap_or_default(), path.name.unwrap_or_default(), kind));
+        return installed.then(|| {
+            (
+                path.namespace.unwrap_or_default(),
+                path.name.unwrap_or_default(),
+                kind,
+            )
+        });
     }
     None
 }
@@ -187,7 +196,9 @@ fn serve(
     let q = Query::parse(req.uri().query());
     let container = match kind {
         Kind::PortForward => String::new(),
-        Kind::Exec | Kind::Attach => crate::connect::validate_container(&pod, name, q.str("container"))?,
+        Kind::Exec | Kind::Attach => {
+            crate::connect::validate_container(&pod, name, q.str("container"))?
+        }
     };
     if str_at(&pod, "/spec/nodeName").is_empty() {
         return Err(ApiError::bad_request(format!(
@@ -218,7 +229,14 @@ fn serve(
                 stderr: flag("stderr")?,
                 tty: flag("tty")?,
             };
-            Ok(exec::upgrade(req.headers(), on_upgrade, request, running, handler, shutdown))
+            Ok(exec::upgrade(
+                req.headers(),
+                on_upgrade,
+                request,
+                running,
+                handler,
+                shutdown,
+            ))
         }
         Kind::PortForward => {
             let Some(handler) = shared.streaming.port_forward.lock().clone() else {
@@ -229,7 +247,14 @@ fn serve(
                 pod: name.to_owned(),
                 uid: str_at(&pod, "/metadata/uid").to_owned(),
             };
-            Ok(port_forward::upgrade(req.headers(), on_upgrade, target, running, handler, shutdown))
+            Ok(port_forward::upgrade(
+                req.headers(),
+                on_upgrade,
+                target,
+                running,
+                handler,
+                shutdown,
+            ))
         }
     }
 }
@@ -304,8 +329,14 @@ fn websocket_accept(headers: &HeaderMap, protocol: &str) -> Result<Response<Body
     let mut res = Response::new(response::full(""));
     *res.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = res.headers_mut();
-    h.insert(header::UPGRADE, header::HeaderValue::from_static("websocket"));
-    h.insert(header::CONNECTION, header::HeaderValue::from_static("Upgrade"));
+    h.insert(
+        header::UPGRADE,
+        header::HeaderValue::from_static("websocket"),
+    );
+    h.insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("Upgrade"),
+    );
     if let Ok(accept) = header::HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
         h.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
     }
@@ -358,6 +389,8 @@ impl crate::FakeApiServer {
     {
         self.shared()
             .streaming
-            .set_port_forward(Arc::new(move |request, stream| Box::pin(handler(request, stream))));
+            .set_port_forward(Arc::new(move |request, stream| {
+                Box::pin(handler(request, stream))
+            }));
     }
 }

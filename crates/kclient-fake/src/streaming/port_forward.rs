@@ -58,7 +58,11 @@ pub(super) fn upgrade(
             "unable to upgrade: missing upgrade headers in request".into(),
         );
     }
-    if websocket && !offered_protocols(headers).iter().any(|p| p == WEBSOCKETS_SPDY_TUNNELING_PORT_FORWARD_V1) {
+    if websocket
+        && !offered_protocols(headers)
+            .iter()
+            .any(|p| p == WEBSOCKETS_SPDY_TUNNELING_PORT_FORWARD_V1)
+    {
         return text(
             StatusCode::BAD_REQUEST,
             format!(
@@ -104,7 +108,11 @@ pub(super) fn upgrade(
         let io = TokioIo::new(upgraded);
         let connection = if websocket {
             let socket = WebSocketStream::from_raw_socket(io, WsRole::Server, None).await;
-            spdy::Connection::new(TunnelingConnection::new(socket), Role::Server, ConnectionOptions::default())
+            spdy::Connection::new(
+                TunnelingConnection::new(socket),
+                Role::Server,
+                ConnectionOptions::default(),
+            )
         } else {
             spdy::Connection::new(io, Role::Server, ConnectionOptions::default())
         };
@@ -130,7 +138,9 @@ fn spdy_handshake(headers: &HeaderMap) -> Result<Response<Body>, Response<Body>>
     if offered.is_empty() {
         return Err(text(
             StatusCode::BAD_REQUEST,
-            format!("unable to upgrade: header {HEADER_PROTOCOL_VERSION} does not exist in request"),
+            format!(
+                "unable to upgrade: header {HEADER_PROTOCOL_VERSION} does not exist in request"
+            ),
         ));
     }
     if !offered.iter().any(|p| p == PORT_FORWARD_PROTOCOL_V1_NAME) {
@@ -149,8 +159,14 @@ fn spdy_handshake(headers: &HeaderMap) -> Result<Response<Body>, Response<Body>>
     let mut res = Response::new(response::full(""));
     *res.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = res.headers_mut();
-    h.insert(header::CONNECTION, header::HeaderValue::from_static("Upgrade"));
-    h.insert(header::UPGRADE, header::HeaderValue::from_static(spdy::HEADER_SPDY31));
+    h.insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("Upgrade"),
+    );
+    h.insert(
+        header::UPGRADE,
+        header::HeaderValue::from_static(spdy::HEADER_SPDY31),
+    );
     h.insert(
         HEADER_PROTOCOL_VERSION,
         header::HeaderValue::from_static(PORT_FORWARD_PROTOCOL_V1_NAME),

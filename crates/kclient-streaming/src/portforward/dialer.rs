@@ -146,7 +146,8 @@ impl Dialer {
             ping_period: Some(PING_PERIOD),
             ..ConnectionOptions::default()
         };
-        let connection = spdy::Connection::new(TunnelingConnection::new(socket), Role::Client, options);
+        let connection =
+            spdy::Connection::new(TunnelingConnection::new(socket), Role::Client, options);
         PortForwardConnection::negotiated(connection, &protocol)
     }
 
@@ -379,7 +380,9 @@ impl AsyncRead for PortForwardStream {
             return Poll::Ready(Err(remote));
         }
         match &this.data_end {
-            Some(DataEnd::Broken(kind, text)) => Poll::Ready(Err(io::Error::new(*kind, text.clone()))),
+            Some(DataEnd::Broken(kind, text)) => {
+                Poll::Ready(Err(io::Error::new(*kind, text.clone())))
+            }
             _ => Poll::Ready(Ok(())),
         }
     }

@@ -43,9 +43,9 @@ impl FromStr for ForwardedPort {
             [local, remote] => (*local, *remote),
             _ => return Err(Error::InvalidPort(format!("invalid port format '{spec}'"))),
         };
-        let local: u16 = local.parse().map_err(|e| {
-            Error::InvalidPort(format!("error parsing local port '{local}': {e}"))
-        })?;
+        let local: u16 = local
+            .parse()
+            .map_err(|e| Error::InvalidPort(format!("error parsing local port '{local}': {e}")))?;
         let remote: u16 = remote.parse().map_err(|e| {
             Error::InvalidPort(format!("error parsing remote port '{remote}': {e}"))
         })?;
@@ -69,7 +69,10 @@ fn parse_addresses(addresses: &[&str]) -> Result<Vec<ListenAddress>, Error> {
     let mut parsed: Vec<ListenAddress> = Vec::new();
     for address in addresses {
         if *address == "localhost" {
-            for ip in [IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)] {
+            for ip in [
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ] {
                 if !parsed.iter().any(|p| p.ip == ip) {
                     parsed.push(ListenAddress {
                         ip,
@@ -120,10 +123,14 @@ impl PortForwarder {
     /// `NewOnAddresses`).
     pub fn on_addresses(dialer: Dialer, addresses: &[&str], ports: &[&str]) -> Result<Self, Error> {
         if addresses.is_empty() {
-            return Err(Error::InvalidAddress("you must specify at least 1 address".into()));
+            return Err(Error::InvalidAddress(
+                "you must specify at least 1 address".into(),
+            ));
         }
         if ports.is_empty() {
-            return Err(Error::InvalidPort("you must specify at least 1 port".into()));
+            return Err(Error::InvalidPort(
+                "you must specify at least 1 port".into(),
+            ));
         }
         let ports = ports
             .iter()
@@ -142,7 +149,9 @@ impl PortForwarder {
             return Err(Error::InvalidPort("remote port must be > 0".into()));
         }
         if ports.is_empty() {
-            return Err(Error::InvalidPort("you must specify at least 1 port".into()));
+            return Err(Error::InvalidPort(
+                "you must specify at least 1 port".into(),
+            ));
         }
         Ok(Self {
             dialer,
@@ -175,7 +184,10 @@ impl PortForwarder {
             )));
         }
         let stop = CancellationToken::new();
-        let local_addresses = listeners.iter().map(|(l, p)| (l.local_addr().ok(), *p)).collect();
+        let local_addresses = listeners
+            .iter()
+            .map(|(l, p)| (l.local_addr().ok(), *p))
+            .collect();
         let task = tokio::spawn(forward(connection, listeners, stop.clone()));
         Ok(PortForward {
             ports: ports.into_iter().filter(|p| p.local != 0).collect(),
@@ -275,7 +287,11 @@ async fn accept_loop(
 
 /// Copies between a local connection and a new forwarded connection (client-go's
 /// `handleConnection`).
-async fn handle_connection(mut local: TcpStream, port: ForwardedPort, connection: PortForwardConnection) {
+async fn handle_connection(
+    mut local: TcpStream,
+    port: ForwardedPort,
+    connection: PortForwardConnection,
+) {
     let mut remote = match connection.connect(port.remote).await {
         Ok(remote) => remote,
         Err(e) => {
@@ -354,7 +370,9 @@ impl PortForward {
         };
         match task.await {
             Ok(result) => result,
-            Err(e) => Err(Error::LostConnectionToPod(CloseReason::Failed(e.to_string()))),
+            Err(e) => Err(Error::LostConnectionToPod(CloseReason::Failed(
+                e.to_string(),
+            ))),
         }
     }
 }
@@ -371,10 +389,22 @@ mod tests {
 
     #[test]
     fn port_specifications_are_kubectl_s() {
-        assert_eq!("5000".parse::<ForwardedPort>().unwrap(), ForwardedPort::new(5000, 5000));
-        assert_eq!("8888:5000".parse::<ForwardedPort>().unwrap(), ForwardedPort::new(8888, 5000));
-        assert_eq!("0:5000".parse::<ForwardedPort>().unwrap(), ForwardedPort::new(0, 5000));
-        assert_eq!(":5000".parse::<ForwardedPort>().unwrap(), ForwardedPort::new(0, 5000));
+        assert_eq!(
+            "5000".parse::<ForwardedPort>().unwrap(),
+            ForwardedPort::new(5000, 5000)
+        );
+        assert_eq!(
+            "8888:5000".parse::<ForwardedPort>().unwrap(),
+            ForwardedPort::new(8888, 5000)
+        );
+        assert_eq!(
+            "0:5000".parse::<ForwardedPort>().unwrap(),
+            ForwardedPort::new(0, 5000)
+        );
+        assert_eq!(
+            ":5000".parse::<ForwardedPort>().unwrap(),
+            ForwardedPort::new(0, 5000)
+        );
         for bad in ["", "a", "1:2:3", "70000", "80:0", "0", "x:80", "80:y"] {
             assert!(bad.parse::<ForwardedPort>().is_err(), "{bad}");
         }

@@ -12,7 +12,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::task::JoinSet;
 
-use super::{PORT_HEADER, REQUEST_ID_HEADER, STREAM_TYPE_DATA, STREAM_TYPE_ERROR, STREAM_TYPE_HEADER};
+use super::{
+    PORT_HEADER, REQUEST_ID_HEADER, STREAM_TYPE_DATA, STREAM_TYPE_ERROR, STREAM_TYPE_HEADER,
+};
 use crate::spdy;
 
 /// How long the kubelet waits for both streams of a request (its default
@@ -68,7 +70,11 @@ fn check_headers(headers: &spdy::Headers) -> Result<(u16, bool), String> {
 /// The request id of a stream; an old client's streams without one are paired by stream
 /// id (the kubelet's best effort: the error stream's id, the data stream's id minus two).
 fn request_id(stream: &spdy::Stream, is_error: bool) -> String {
-    match stream.headers().get(REQUEST_ID_HEADER).filter(|r| !r.is_empty()) {
+    match stream
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .filter(|r| !r.is_empty())
+    {
         Some(id) => id.to_owned(),
         None if is_error => stream.id().to_string(),
         None => stream.id().saturating_sub(2).to_string(),
@@ -121,13 +127,21 @@ pub async fn serve(connection: spdy::Connection, pod: PodIdentity, handler: Port
             break;
         }
         let id = request_id(&stream, is_error);
-        let (pair, _) = pairs
-            .entry(id.clone())
-            .or_insert_with(|| (Pair::default(), tokio::time::Instant::now() + STREAM_CREATION_TIMEOUT));
-        let slot = if is_error { &mut pair.error } else { &mut pair.data };
+        let (pair, _) = pairs.entry(id.clone()).or_insert_with(|| {
+            (
+                Pair::default(),
+                tokio::time::Instant::now() + STREAM_CREATION_TIMEOUT,
+            )
+        });
+        let slot = if is_error {
+            &mut pair.error
+        } else {
+            &mut pair.data
+        };
         if slot.is_some() {
             let kind = if is_error { "error" } else { "data" };
-            let message = format!("error processing stream for request {id}: {kind} stream already assigned");
+            let message =
+                format!("error processing stream for request {id}: {kind} stream already assigned");
             tracing::warn!(%message);
             if let Some(error) = pair.error.as_mut() {
                 let _ = error.write_data(Bytes::from(message), false).await;
@@ -137,8 +151,21 @@ pub async fn serve(connection: spdy::Connection, pod: PodIdentity, handler: Port
         }
         *slot = Some(stream);
         if pair.error.is_some() && pair.data.is_some() {
-            if let Some((Pair { error: Some(error), data: Some(data) }, _)) = pairs.remove(&id) {
-                running.spawn(forward_pair(port, error, data, pod.clone(), handler.clone()));
+            if let Some((
+                Pair {
+                    error: Some(error),
+                    data: Some(data),
+                },
+                _,
+            )) = pairs.remove(&id)
+            {
+                running.spawn(forward_pair(
+                    port,
+                    error,
+                    data,
+                    pod.clone(),
+                    handler.clone(),
+                ));
             }
         }
     }
@@ -187,13 +214,23 @@ mod tests {
             }
             h
         };
-        assert_eq!(check_headers(&headers(&[("port", "80"), ("streamType", "data")])), Ok((80, false)));
-        assert_eq!(check_headers(&headers(&[("port", "80"), ("streamType", "error")])), Ok((80, true)));
+        assert_eq!(
+            check_headers(&headers(&[("port", "80"), ("streamType", "data")])),
+            Ok((80, false))
+        );
+        assert_eq!(
+            check_headers(&headers(&[("port", "80"), ("streamType", "error")])),
+            Ok((80, true))
+        );
         assert_eq!(
             check_headers(&headers(&[("streamType", "data")])).unwrap_err(),
             "\"port\" header is required"
         );
-        assert!(check_headers(&headers(&[("port", "x"), ("streamType", "data")])).unwrap_err().starts_with("unable to parse \"x\" as a port"));
+        assert!(
+            check_headers(&headers(&[("port", "x"), ("streamType", "data")]))
+                .unwrap_err()
+                .starts_with("unable to parse \"x\" as a port")
+        );
         assert_eq!(
             check_headers(&headers(&[("port", "0"), ("streamType", "data")])).unwrap_err(),
             "port \"0\" must be > 0"

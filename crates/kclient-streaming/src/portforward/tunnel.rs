@@ -74,9 +74,7 @@ where
                 None => this.eof = true,
                 Some(Ok(Message::Binary(data))) => this.unread = data,
                 Some(Ok(Message::Close(frame))) => {
-                    let normal = frame
-                        .as_ref()
-                        .is_none_or(|f| f.code == CloseCode::Normal);
+                    let normal = frame.as_ref().is_none_or(|f| f.code == CloseCode::Normal);
                     if !normal {
                         return Poll::Ready(Err(io::Error::new(
                             io::ErrorKind::ConnectionAborted,
@@ -121,7 +119,9 @@ where
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.socket).poll_flush(cx).map_err(ws_io_error)
+        Pin::new(&mut self.socket)
+            .poll_flush(cx)
+            .map_err(ws_io_error)
     }
 
     /// Sends a normal closure (client-go's `Close`; gorilla/websocket takes a bare close as

@@ -17,9 +17,9 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::options::{AttachOptions, ExecOptions, StreamOptions, TerminalSizeQueue};
 use super::{
-    status, Error, DEFAULT_MAX_MESSAGE_LEN, MAX_ERROR_STREAM_LEN, PING_PERIOD,
-    PING_READ_DEADLINE, STREAM_CLOSE, STREAM_ERR, STREAM_PROTOCOL_V4_NAME,
-    STREAM_PROTOCOL_V5_NAME, STREAM_RESIZE, STREAM_STDERR, STREAM_STDIN, STREAM_STDOUT,
+    status, Error, DEFAULT_MAX_MESSAGE_LEN, MAX_ERROR_STREAM_LEN, PING_PERIOD, PING_READ_DEADLINE,
+    STREAM_CLOSE, STREAM_ERR, STREAM_PROTOCOL_V4_NAME, STREAM_PROTOCOL_V5_NAME, STREAM_RESIZE,
+    STREAM_STDERR, STREAM_STDIN, STREAM_STDOUT,
 };
 use crate::upgrade::{self, UpgradeError, DEFAULT_UPGRADE_TIMEOUT};
 
@@ -240,7 +240,8 @@ impl Session {
         let (mut sink, mut source) = socket.split();
         let mut error_stream = Vec::new();
         let mut stdin_buf = vec![0u8; STDIN_CHUNK];
-        let mut pings = tokio::time::interval_at(Instant::now() + self.ping_period, self.ping_period);
+        let mut pings =
+            tokio::time::interval_at(Instant::now() + self.ping_period, self.ping_period);
         let mut deadline = Instant::now() + self.ping_read_deadline;
         loop {
             tokio::select! {
@@ -330,7 +331,6 @@ impl Session {
         }
         status::decode(&error_stream)
     }
-
 }
 
 /// What a read failure means: `None` for the end of an orderly closed connection.

@@ -126,7 +126,6 @@ impl Error {
             _ => None,
         }
     }
-
 }
 
 /// The server's `Status`: the refusal of the upgrade, or the failure the session ended with

@@ -48,13 +48,19 @@ pub(crate) fn decode(message: &[u8]) -> Result<(), Error> {
                 )));
             };
             // As client-go (`strconv.ParseUint(message, 10, 8)`): decimal digits only.
-            let digits = !cause.message.is_empty() && cause.message.bytes().all(|b| b.is_ascii_digit());
-            let code: u8 = cause.message.parse().ok().filter(|_| digits).ok_or_else(|| {
-                Error::ErrorStream(format!(
-                    "error stream protocol error: invalid exit code value {:?}",
-                    cause.message
-                ))
-            })?;
+            let digits =
+                !cause.message.is_empty() && cause.message.bytes().all(|b| b.is_ascii_digit());
+            let code: u8 = cause
+                .message
+                .parse()
+                .ok()
+                .filter(|_| digits)
+                .ok_or_else(|| {
+                    Error::ErrorStream(format!(
+                        "error stream protocol error: invalid exit code value {:?}",
+                        cause.message
+                    ))
+                })?;
             Err(Error::NonZeroExit(CodeExitError {
                 code: i32::from(code),
             }))
@@ -92,7 +98,10 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(decode(&exit("255")), Err(Error::NonZeroExit(CodeExitError { code: 255 }))));
+        assert!(matches!(
+            decode(&exit("255")),
+            Err(Error::NonZeroExit(CodeExitError { code: 255 }))
+        ));
         for bad in ["256", "-1", "x", "+3", ""] {
             match decode(&exit(bad)) {
                 Err(Error::ErrorStream(m)) => assert!(m.contains("invalid exit code value"), "{m}"),

@@ -378,7 +378,11 @@ impl Shared {
             return Err(Error::Closed(reason.clone()));
         }
         let id = state.next_ping_id;
-        state.next_ping_id = if id > MAX_STREAM_ID - 2 { id - (MAX_STREAM_ID - 1) } else { id + 2 };
+        state.next_ping_id = if id > MAX_STREAM_ID - 2 {
+            id - (MAX_STREAM_ID - 1)
+        } else {
+            id + 2
+        };
         let (tx, rx) = oneshot::channel();
         state.pings.insert(id, tx);
         Ok((id, rx))
@@ -473,7 +477,10 @@ impl Shared {
                 fin,
                 headers,
                 ..
-            } => self.on_syn_stream(stream_id, fin, headers, incoming, alive).await,
+            } => {
+                self.on_syn_stream(stream_id, fin, headers, incoming, alive)
+                    .await
+            }
             Frame::Ping { id } => {
                 let ours = match self.role {
                     Role::Client => id % 2 == 1,

@@ -215,7 +215,10 @@ impl FrameDecoder {
         let fin = flags & FLAG_FIN != 0;
         let need = |kind: &'static str, payload: &Bytes, len: usize| {
             if payload.len() < len {
-                Err(invalid(kind, format!("{} bytes, at least {len} expected", payload.len())))
+                Err(invalid(
+                    kind,
+                    format!("{} bytes, at least {len} expected", payload.len()),
+                ))
             } else {
                 Ok(())
             }
@@ -289,7 +292,10 @@ impl FrameDecoder {
             }
             TYPE_GOAWAY => {
                 if payload.len() != 8 {
-                    return Err(invalid("GOAWAY", format!("{} bytes, 8 expected", payload.len())));
+                    return Err(invalid(
+                        "GOAWAY",
+                        format!("{} bytes, 8 expected", payload.len()),
+                    ));
                 }
                 Frame::GoAway {
                     last_good_stream_id: payload.get_u32() & STREAM_ID_MASK,
@@ -372,7 +378,12 @@ impl std::fmt::Debug for FrameEncoder {
     }
 }
 
-fn control_header(dst: &mut BytesMut, frame_type: u16, flags: u8, len: usize) -> Result<(), FrameError> {
+fn control_header(
+    dst: &mut BytesMut,
+    frame_type: u16,
+    flags: u8,
+    len: usize,
+) -> Result<(), FrameError> {
     if len > MAX_PAYLOAD_LEN {
         return Err(FrameError::TooLarge {
             len,

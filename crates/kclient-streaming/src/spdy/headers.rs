@@ -161,7 +161,11 @@ impl HeaderCompressor {
     }
 
     /// Appends `headers`, compressed and sync-flushed, to `out`.
-    pub(crate) fn compress(&mut self, headers: &Headers, out: &mut BytesMut) -> Result<(), FrameError> {
+    pub(crate) fn compress(
+        &mut self,
+        headers: &Headers,
+        out: &mut BytesMut,
+    ) -> Result<(), FrameError> {
         let mut block = Vec::new();
         headers.encode(&mut block);
         let mut consumed = 0;
@@ -208,9 +212,11 @@ impl HeaderDecompressor {
             block.reserve(room);
             let before_in = self.zlib.total_in();
             let before_out = block.len();
-            let result =
-                self.zlib
-                    .decompress_vec(&compressed[consumed..], &mut block, FlushDecompress::Sync);
+            let result = self.zlib.decompress_vec(
+                &compressed[consumed..],
+                &mut block,
+                FlushDecompress::Sync,
+            );
             consumed += (self.zlib.total_in() - before_in) as usize;
             match result {
                 Ok(Status::StreamEnd) => {
@@ -263,7 +269,11 @@ mod tests {
         let mut compressor = HeaderCompressor::new();
         let mut decompressor = HeaderDecompressor::new(DEFAULT_MAX_HEADER_BLOCK_LEN);
         let blocks = [
-            headers(&[("streamtype", "error"), ("port", "8080"), ("requestid", "0")]),
+            headers(&[
+                ("streamtype", "error"),
+                ("port", "8080"),
+                ("requestid", "0"),
+            ]),
             headers(&[("streamtype", "data"), ("port", "8080"), ("requestid", "0")]),
             Headers::new(),
             headers(&[("x-multi", "a"), ("x-multi", "b")]),

@@ -13,7 +13,11 @@ use crate::error::Error;
 
 impl ResourceClient<Pod> {
     /// The namespace and the checked name of a pod this client addresses.
-    fn pod_target<'a>(&'a self, verb: &'static str, name: &'a str) -> Result<(&'a str, &'a str), Error> {
+    fn pod_target<'a>(
+        &'a self,
+        verb: &'static str,
+        name: &'a str,
+    ) -> Result<(&'a str, &'a str), Error> {
         let namespace = self.namespace().ok_or_else(|| Error::NamespaceRequired {
             verb,
             resource: GroupResource::new("", "pods"),
@@ -45,7 +49,12 @@ impl ResourceClient<Pod> {
     /// Attaches to a container of pod `name` (its main process's streams).
     pub fn attach(&self, name: &str, options: &AttachOptions) -> Result<Executor, Error> {
         let (namespace, name) = self.pod_target("attach", name)?;
-        Ok(Executor::attach(self.rest_client(), namespace, name, options))
+        Ok(Executor::attach(
+            self.rest_client(),
+            namespace,
+            name,
+            options,
+        ))
     }
 
     /// A dialer of port-forward connections to pod `name`: `dial().await?.connect(port)` is
