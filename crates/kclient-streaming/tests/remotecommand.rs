@@ -19,6 +19,9 @@ use crate::support::{self, accept_websocket, finish, respond, send, ScriptedServ
 /// Every binary message a server received, in order.
 type Seen = Arc<Mutex<Vec<Vec<u8>>>>;
 
+/// Whether an error is the one a case expects.
+type ErrorCheck = Box<dyn Fn(&Error) -> bool + Send>;
+
 /// Reads the client's messages until it closes stdin (v5) or `until` messages came.
 async fn read_client(
     ws: &mut tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>,
@@ -249,7 +252,7 @@ async fn a_refused_upgrade_is_an_upgrade_error_with_the_status() {
 /// Answers that do not switch: plain text, a 200, a wrong accept key, a protocol not offered.
 #[tokio::test]
 async fn answers_that_do_not_switch_are_upgrade_failures() {
-    let cases: Vec<(&str, Box<dyn Fn(&Error) -> bool + Send>)> = vec![
+    let cases: Vec<(&str, ErrorCheck)> = vec![
         (
             "text",
             Box::new(
@@ -312,7 +315,7 @@ async fn answers_that_do_not_switch_are_upgrade_failures() {
 /// empty message, garbage on the error channel. Each is its own typed error.
 #[tokio::test]
 async fn broken_sessions_are_typed_errors() {
-    let cases: Vec<(&str, Box<dyn Fn(&Error) -> bool + Send>)> = vec![
+    let cases: Vec<(&str, ErrorCheck)> = vec![
         ("drop", Box::new(|e| matches!(e, Error::ConnectionLost(_)))),
         (
             "big",

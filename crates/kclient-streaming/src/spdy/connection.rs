@@ -483,8 +483,8 @@ impl Shared {
             }
             Frame::Ping { id } => {
                 let ours = match self.role {
-                    Role::Client => id % 2 == 1,
-                    Role::Server => id % 2 == 0,
+                    Role::Client => !id.is_multiple_of(2),
+                    Role::Server => id.is_multiple_of(2),
                 };
                 if ours {
                     if let Some(waiter) = self.state.lock().pings.remove(&id) {
@@ -519,7 +519,7 @@ impl Shared {
         let (data_tx, data_rx) = mpsc::channel(STREAM_BUFFER_FRAMES);
         {
             let mut state = self.state.lock();
-            if stream_id % 2 == 0 || stream_id < state.next_remote_id {
+            if stream_id.is_multiple_of(2) || stream_id < state.next_remote_id {
                 drop(state);
                 refuse(rst_status::PROTOCOL_ERROR);
                 return;
