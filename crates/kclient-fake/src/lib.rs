@@ -180,8 +180,8 @@ pub use kubeconfig::Credentials;
 pub use manifests::{load_manifests, parse_manifests};
 pub use server::{FakeApiServer, FakeApiServerBuilder, Settings};
 pub use streaming::{
-    echo_port, forward_to_address, ExecRequest, PortForwardRequest, Process, ProcessOutput,
-    ProcessStdin,
+    echo_port, forward_to_address, ExecRequest, FakeKubelet, PortForwardRequest, Process,
+    ProcessOutput, ProcessStdin,
 };
 pub use tls::CertifiedKey;
 

@@ -507,3 +507,36 @@ async fn the_pod_side_error_follows_a_reset_data_stream_every_time() {
         );
     }
 }
+
+/// The kubelet stand-in's port-forward route (what kube-apiserver proxies to; the e2e
+/// suite's `kubelet_standin` runs exec and port-forward through a real kube-apiserver):
+/// a SPDY upgrade on `/portForward/{namespace}/{pod}`, HTTPS with a certificate nobody
+/// verifies, other paths 404.
+#[tokio::test]
+async fn the_kubelet_stand_in_serves_port_forward_over_a_spdy_upgrade() {
+    let kubelet = kclient_fake::FakeKubelet::start().await.unwrap();
+    kubelet.set_port_forward_handler(echo_port);
+    let node = kubelet.node("n1");
+    assert_eq!(
+        node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"],
+        kubelet.port()
+    );
+    let mut config = kclient_rest::Config::new(format!("https://127.0.0.1:{}", kubelet.port()));
+    config.tls.insecure = true;
+    config.qps = None;
+    let client = kclient_rest::RestClient::new(config).unwrap();
+    let dialer = Dialer::new({
+        let client = client.clone();
+        move |method| client.request(method).abs_path("/portForward/ns/web")
+    })
+    .transport(Transport::Spdy);
+    let connection = dialer.dial().await.unwrap();
+    let mut stream = connection.connect(80).await.unwrap();
+    stream.write_all(b"kubelet").await.unwrap();
+    stream.shutdown().await.unwrap();
+    let mut back = Vec::new();
+    stream.read_to_end(&mut back).await.unwrap();
+    assert_eq!(back, b"kubelet");
+    let missing = client.post().abs_path("/pods").send().await.unwrap_err();
+    assert_eq!(missing.http_code(), Some(404));
+}

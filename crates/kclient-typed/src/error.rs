@@ -68,9 +68,17 @@ pub enum Error {
 
     /// A port-forward could not start (the `streaming` feature): the upgrade was refused
     /// (with the server's `Status`), a port specification is invalid, nothing could listen.
+    /// Boxed, to keep `Result<_, Error>` small.
     #[cfg(feature = "streaming")]
     #[error(transparent)]
-    PortForward(#[from] kclient_streaming::portforward::Error),
+    PortForward(Box<kclient_streaming::portforward::Error>),
+}
+
+#[cfg(feature = "streaming")]
+impl From<kclient_streaming::portforward::Error> for Error {
+    fn from(e: kclient_streaming::portforward::Error) -> Self {
+        Error::PortForward(Box::new(e))
+    }
 }
 
 /// The checks before sending are kclient-rest's, shared with the dynamic client; each

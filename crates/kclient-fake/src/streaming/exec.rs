@@ -56,6 +56,51 @@ impl std::fmt::Debug for Process {
     }
 }
 
+/// The session's ends of a [`Process`]'s streams.
+pub(super) struct ProcessEnds {
+    /// Into its stdin (dropped: the end of its input).
+    pub(super) stdin: mpsc::Sender<Bytes>,
+    /// What it writes, with the channel (stdout, or stderr) it is for.
+    pub(super) output: mpsc::Receiver<(u8, Bytes)>,
+    /// Into its terminal's sizes.
+    pub(super) resizes: mpsc::Sender<TerminalSize>,
+}
+
+impl Process {
+    /// A process for `request`, and the session's ends of its streams. With a TTY the
+    /// terminal carries stderr on stdout.
+    pub(super) fn new(request: ExecRequest) -> (Self, ProcessEnds) {
+        let (stdin_tx, stdin_rx) = mpsc::channel(BUFFERED_MESSAGES);
+        let (out_tx, out_rx) = mpsc::channel(BUFFERED_MESSAGES);
+        let (resize_tx, resize_rx) = mpsc::channel(BUFFERED_MESSAGES);
+        let (stdout, stderr, tty) = (request.stdout, request.stderr, request.tty);
+        let process = Process {
+            request,
+            stdin: ProcessStdin {
+                data: stdin_rx,
+                unread: Bytes::new(),
+            },
+            stdout: ProcessOutput {
+                channel: STREAM_STDOUT,
+                wanted: stdout,
+                out: PollSender::new(out_tx.clone()),
+            },
+            stderr: ProcessOutput {
+                channel: if tty { STREAM_STDOUT } else { STREAM_STDERR },
+                wanted: if tty { stdout } else { stderr },
+                out: PollSender::new(out_tx),
+            },
+            resizes: resize_rx,
+        };
+        let ends = ProcessEnds {
+            stdin: stdin_tx,
+            output: out_rx,
+            resizes: resize_tx,
+        };
+        (process, ends)
+    }
+}
+
 /// A process's standard input.
 pub struct ProcessStdin {
     data: mpsc::Receiver<Bytes>,
@@ -177,7 +222,7 @@ struct Session {
 
 /// A `Status` as kube-apiserver writes it on the error channel (`json.Marshal` of a
 /// `metav1.Status` without type meta).
-fn status_json(exit_code: i32) -> String {
+pub(super) fn status_json(exit_code: i32) -> String {
     if exit_code == 0 {
         return r#"{"metadata":{},"status":"Success"}"#.to_owned();
     }
@@ -236,35 +281,19 @@ impl Session {
             finish(sink, source).await;
             return;
         }
-        let (stdin_tx, stdin_rx) = mpsc::channel(BUFFERED_MESSAGES);
-        let (out_tx, mut out_rx) = mpsc::channel(BUFFERED_MESSAGES);
-        let (resize_tx, resize_rx) = mpsc::channel(BUFFERED_MESSAGES);
-        let process = Process {
-            request: self.request.clone(),
-            stdin: ProcessStdin {
-                data: stdin_rx,
-                unread: Bytes::new(),
-            },
-            stdout: ProcessOutput {
-                channel: STREAM_STDOUT,
-                wanted: r.stdout,
-                out: PollSender::new(out_tx.clone()),
-            },
-            // With a TTY the terminal carries stderr on stdout.
-            stderr: ProcessOutput {
-                channel: if r.tty { STREAM_STDOUT } else { STREAM_STDERR },
-                wanted: if r.tty { r.stdout } else { r.stderr },
-                out: PollSender::new(out_tx),
-            },
-            resizes: resize_rx,
-        };
+        let (process, ends) = Process::new(self.request.clone());
+        let ProcessEnds {
+            stdin: stdin_tx,
+            mut output,
+            resizes: resize_tx,
+        } = ends;
         let mut stdin_tx = r.stdin.then_some(stdin_tx);
         let mut resize_buf = Vec::new();
         let mut running_process = handler(process);
         let exit_code = loop {
             tokio::select! {
                 code = &mut running_process => break code,
-                Some((channel, data)) = out_rx.recv() => {
+                Some((channel, data)) = output.recv() => {
                     if sink.send(message(channel, &data)).await.is_err() {
                         return;
                     }
@@ -305,7 +334,7 @@ impl Session {
             }
         };
         // What the process wrote before it ended goes out before the status.
-        while let Ok((channel, data)) = out_rx.try_recv() {
+        while let Ok((channel, data)) = output.try_recv() {
             if sink.send(message(channel, &data)).await.is_err() {
                 return;
             }
@@ -336,7 +365,7 @@ where
 /// The complete JSON sizes at the front of `buf` (a `json.Decoder` over the resize
 /// channel's bytes); what is left is kept for the next message. A size that does not parse
 /// ends the resizes, as the decoder's error ends the server's loop.
-fn drain_sizes(buf: &mut Vec<u8>) -> Vec<TerminalSize> {
+pub(super) fn drain_sizes(buf: &mut Vec<u8>) -> Vec<TerminalSize> {
     let mut sizes = Vec::new();
     let consumed = {
         let mut stream = serde_json::Deserializer::from_slice(buf).into_iter::<TerminalSize>();

@@ -27,6 +27,7 @@
 //! `connect` module).
 
 mod exec;
+mod kubelet;
 mod port_forward;
 
 use std::future::Future;
@@ -42,6 +43,7 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_util::sync::CancellationToken;
 
 pub use exec::{Process, ProcessOutput, ProcessStdin};
+pub use kubelet::FakeKubelet;
 pub use port_forward::{echo_port, forward_to_address, PortForwardRequest};
 
 use crate::query::Query;
@@ -260,7 +262,7 @@ fn serve(
 }
 
 /// Every value of a repeated query parameter, in order (`command`).
-fn all_values(query: Option<&str>, name: &str) -> Vec<String> {
+pub(super) fn all_values(query: Option<&str>, name: &str) -> Vec<String> {
     query
         .unwrap_or("")
         .split('&')
@@ -275,7 +277,7 @@ fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
 }
 
 /// A plain-text answer (what the kubelet writes, passed through by kube-apiserver).
-fn text(code: StatusCode, message: String) -> Response<Body> {
+pub(super) fn text(code: StatusCode, message: String) -> Response<Body> {
     let mut res = Response::new(response::full(message));
     *res.status_mut() = code;
     res.headers_mut().insert(
@@ -286,7 +288,7 @@ fn text(code: StatusCode, message: String) -> Response<Body> {
 }
 
 /// Whether the request asks for `Upgrade: <protocol>` with `Connection: Upgrade`.
-fn upgrade_to(headers: &HeaderMap, protocol: &str) -> bool {
+pub(super) fn upgrade_to(headers: &HeaderMap, protocol: &str) -> bool {
     let has_token = |name: header::HeaderName, token: &str| {
         headers.get_all(name).iter().any(|v| {
             v.to_str()
