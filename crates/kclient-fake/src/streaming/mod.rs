@@ -24,7 +24,8 @@
 //! upgrade (`500 pod not found ("name_namespace")`, the kubelet's, passed through).
 //!
 //! Without a handler, the subresources fail as a cluster with nothing running does (see the
-//! `connect` module).
+//! `connect` module). [`FakeKubelet`] serves the same handlers as a kubelet, for a real
+//! kube-apiserver to proxy to.
 
 mod exec;
 mod kubelet;
