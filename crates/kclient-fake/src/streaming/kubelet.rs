@@ -16,22 +16,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{header, HeaderMap, Method, Request, Response, StatusCode};
+use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use kclient_streaming::portforward::server::{self as port_server, PodIdentity, PortHandler};
 use kclient_streaming::remotecommand::{
     STREAM_PROTOCOL_V4_NAME, STREAM_PROTOCOL_V5_NAME, STREAM_STDERR, STREAM_STDOUT,
 };
-use kclient_streaming::spdy::{self, ConnectionOptions, Role, HEADER_PROTOCOL_VERSION};
+use kclient_streaming::spdy::{self, ConnectionOptions, Role};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::exec::{drain_sizes, status_json, Process, ProcessEnds};
-use super::port_forward::PortForwardRequest;
-use super::{text, upgrade_to, ExecHandler, ExecRequest, Handlers};
-use crate::response::{self, Body};
+use super::port_forward::{spawn_session, PortForwardRequest, Target, Transport};
+use super::{spdy_handshake, text, ExecHandler, ExecRequest, Handlers};
+use crate::response::Body;
 use crate::tls::Authority;
 use crate::Error;
 
@@ -236,86 +235,17 @@ fn route(
                 Ok(accepted) => accepted,
                 Err(refusal) => return refusal,
             };
-            let (namespace, pod) = ((*namespace).to_owned(), (*pod).to_owned());
-            let identity = PodIdentity {
-                name: pod.clone(),
+            let target = Target {
+                namespace: (*namespace).to_owned(),
+                pod: (*pod).to_owned(),
+                // The kubelet's URL carries no uid.
                 uid: String::new(),
             };
-            let port_handler: PortHandler = Arc::new(move |port, stream| {
-                let request = PortForwardRequest {
-                    namespace: namespace.clone(),
-                    pod: pod.clone(),
-                    port,
-                };
-                handler(request, stream)
-            });
-            tokio::spawn(async move {
-                let Ok(upgraded) = on_upgrade.await else {
-                    return;
-                };
-                let connection = spdy::Connection::new(
-                    TokioIo::new(upgraded),
-                    Role::Server,
-                    ConnectionOptions::default(),
-                );
-                tokio::select! {
-                    _ = port_server::serve(connection.clone(), identity, port_handler) => {}
-                    _ = stop.cancelled() => connection.close(),
-                }
-            });
+            spawn_session(on_upgrade, Transport::Spdy, target, handler, stop);
             response
         }
         _ => not_found(),
     }
-}
-
-/// httpstream's `Handshake` on a SPDY upgrade: the first protocol the client offers that
-/// `supported` has.
-fn spdy_handshake(
-    headers: &HeaderMap,
-    supported: &[&str],
-) -> Result<(Response<Body>, String), Response<Body>> {
-    if !upgrade_to(headers, spdy::HEADER_SPDY31) {
-        return Err(text(
-            StatusCode::BAD_REQUEST,
-            "unable to upgrade: missing upgrade headers in request".into(),
-        ));
-    }
-    let offered: Vec<String> = headers
-        .get_all(HEADER_PROTOCOL_VERSION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|p| p.trim().to_owned())
-        .filter(|p| !p.is_empty())
-        .collect();
-    let Some(chosen) = offered
-        .iter()
-        .find(|p| supported.contains(&p.as_str()))
-        .cloned()
-    else {
-        return Err(text(
-            StatusCode::FORBIDDEN,
-            format!(
-                "unable to upgrade: unable to negotiate protocol: client supports {offered:?}, server accepts {supported:?}"
-            ),
-        ));
-    };
-    let mut res = Response::new(response::full(""));
-    *res.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-    let h = res.headers_mut();
-    h.insert(
-        header::CONNECTION,
-        header::HeaderValue::from_static("Upgrade"),
-    );
-    h.insert(
-        header::UPGRADE,
-        header::HeaderValue::from_static(spdy::HEADER_SPDY31),
-    );
-    if let Ok(v) = header::HeaderValue::from_str(&chosen) {
-        h.insert(HEADER_PROTOCOL_VERSION, v);
-    }
-    Ok((res, chosen))
 }
 
 /// One exec or attach over SPDY, as the kubelet's `remotecommand` server runs it: the

@@ -299,6 +299,74 @@ pub(super) fn upgrade_to(headers: &HeaderMap, protocol: &str) -> bool {
     has_token(header::CONNECTION, "upgrade") && has_token(header::UPGRADE, protocol)
 }
 
+/// httpstream's `Handshake` on a SPDY upgrade: the first protocol the client offers in
+/// `X-Stream-Protocol-Version` that `supported` has, with httpstream's refusals (`400`
+/// without the header, `403` with `X-Accepted-Stream-Protocol-Versions` when none fits); the
+/// `101` and the protocol chosen.
+fn spdy_handshake(
+    headers: &HeaderMap,
+    supported: &[&str],
+) -> Result<(Response<Body>, String), Response<Body>> {
+    use kclient_streaming::spdy::{HEADER_PROTOCOL_VERSION, HEADER_SPDY31};
+    if !upgrade_to(headers, HEADER_SPDY31) {
+        return Err(text(
+            StatusCode::BAD_REQUEST,
+            "unable to upgrade: missing upgrade headers in request".into(),
+        ));
+    }
+    let offered: Vec<String> = headers
+        .get_all(HEADER_PROTOCOL_VERSION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|p| p.trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if offered.is_empty() {
+        return Err(text(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "unable to upgrade: header {HEADER_PROTOCOL_VERSION} does not exist in request"
+            ),
+        ));
+    }
+    let Some(chosen) = offered
+        .iter()
+        .find(|p| supported.contains(&p.as_str()))
+        .cloned()
+    else {
+        let mut refusal = text(
+            StatusCode::FORBIDDEN,
+            format!(
+                "unable to upgrade: unable to negotiate protocol: client supports {offered:?}, server accepts {supported:?}"
+            ),
+        );
+        for accepted in supported {
+            if let Ok(v) = header::HeaderValue::from_str(accepted) {
+                refusal
+                    .headers_mut()
+                    .append("X-Accepted-Stream-Protocol-Versions", v);
+            }
+        }
+        return Err(refusal);
+    };
+    let mut res = Response::new(response::full(""));
+    *res.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = res.headers_mut();
+    h.insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("Upgrade"),
+    );
+    h.insert(
+        header::UPGRADE,
+        header::HeaderValue::from_static(HEADER_SPDY31),
+    );
+    if let Ok(v) = header::HeaderValue::from_str(&chosen) {
+        h.insert(HEADER_PROTOCOL_VERSION, v);
+    }
+    Ok((res, chosen))
+}
+
 /// The subprotocols a WebSocket request offers, in its order.
 fn offered_protocols(headers: &HeaderMap) -> Vec<String> {
     headers

@@ -6,21 +6,23 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use http::{header, HeaderMap, Response, StatusCode};
+use http::{HeaderMap, Response, StatusCode};
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 use kclient_streaming::portforward::server::{self, PodIdentity, PortHandler};
 use kclient_streaming::portforward::{
     TunnelingConnection, PORT_FORWARD_PROTOCOL_V1_NAME, WEBSOCKETS_SPDY_TUNNELING_PORT_FORWARD_V1,
 };
-use kclient_streaming::spdy::{self, ConnectionOptions, Role, HEADER_PROTOCOL_VERSION};
+use kclient_streaming::spdy::{self, ConnectionOptions, Role};
 use tokio::io::AsyncWriteExt;
 use tokio_tungstenite::tungstenite::protocol::Role as WsRole;
 use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::CancellationToken;
 
-use super::{offered_protocols, text, upgrade_to, websocket_accept, PortForwardHandler};
-use crate::response::{self, Body};
+use super::{
+    offered_protocols, spdy_handshake, text, upgrade_to, websocket_accept, PortForwardHandler,
+};
+use crate::response::Body;
 
 /// Which pod's port a forwarded connection is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,11 +85,38 @@ pub(super) fn upgrade(
             Err(refusal) => return refusal,
         }
     } else {
-        match spdy_handshake(headers) {
-            Ok(r) => r,
+        match spdy_handshake(headers, &[PORT_FORWARD_PROTOCOL_V1_NAME]) {
+            Ok((r, _)) => r,
             Err(refusal) => return refusal,
         }
     };
+    let transport = if websocket {
+        Transport::WebSocketTunnel
+    } else {
+        Transport::Spdy
+    };
+    spawn_session(on_upgrade, transport, target, handler, shutdown);
+    response
+}
+
+/// How the session's SPDY arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Transport {
+    /// Inside a WebSocket (`SPDY/3.1+portforward.k8s.io`).
+    WebSocketTunnel,
+    /// On the upgraded connection itself.
+    Spdy,
+}
+
+/// Once the connection is upgraded, serves it with the kubelet's stream pairing and the
+/// test's handler, until it ends or the server shuts down.
+pub(super) fn spawn_session(
+    on_upgrade: OnUpgrade,
+    transport: Transport,
+    target: Target,
+    handler: PortForwardHandler,
+    shutdown: CancellationToken,
+) {
     let pod = PodIdentity {
         name: target.pod.clone(),
         uid: target.uid,
@@ -106,72 +135,24 @@ pub(super) fn upgrade(
             return;
         };
         let io = TokioIo::new(upgraded);
-        let connection = if websocket {
-            let socket = WebSocketStream::from_raw_socket(io, WsRole::Server, None).await;
-            spdy::Connection::new(
-                TunnelingConnection::new(socket),
-                Role::Server,
-                ConnectionOptions::default(),
-            )
-        } else {
-            spdy::Connection::new(io, Role::Server, ConnectionOptions::default())
+        let connection = match transport {
+            Transport::WebSocketTunnel => {
+                let socket = WebSocketStream::from_raw_socket(io, WsRole::Server, None).await;
+                spdy::Connection::new(
+                    TunnelingConnection::new(socket),
+                    Role::Server,
+                    ConnectionOptions::default(),
+                )
+            }
+            Transport::Spdy => {
+                spdy::Connection::new(io, Role::Server, ConnectionOptions::default())
+            }
         };
         tokio::select! {
             _ = server::serve(connection.clone(), pod, port_handler) => {}
             _ = shutdown.cancelled() => connection.close(),
         }
     });
-    response
-}
-
-/// httpstream's `Handshake` for a SPDY upgrade: the client must offer
-/// `portforward.k8s.io` in `X-Stream-Protocol-Version`.
-fn spdy_handshake(headers: &HeaderMap) -> Result<Response<Body>, Response<Body>> {
-    let offered: Vec<String> = headers
-        .get_all(HEADER_PROTOCOL_VERSION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|p| p.trim().to_owned())
-        .filter(|p| !p.is_empty())
-        .collect();
-    if offered.is_empty() {
-        return Err(text(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "unable to upgrade: header {HEADER_PROTOCOL_VERSION} does not exist in request"
-            ),
-        ));
-    }
-    if !offered.iter().any(|p| p == PORT_FORWARD_PROTOCOL_V1_NAME) {
-        let mut refusal = text(
-            StatusCode::FORBIDDEN,
-            format!(
-                "unable to upgrade: unable to negotiate protocol: client supports {offered:?}, server accepts [{PORT_FORWARD_PROTOCOL_V1_NAME}]"
-            ),
-        );
-        refusal.headers_mut().insert(
-            "X-Accepted-Stream-Protocol-Versions",
-            header::HeaderValue::from_static(PORT_FORWARD_PROTOCOL_V1_NAME),
-        );
-        return Err(refusal);
-    }
-    let mut res = Response::new(response::full(""));
-    *res.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-    let h = res.headers_mut();
-    h.insert(
-        header::CONNECTION,
-        header::HeaderValue::from_static("Upgrade"),
-    );
-    h.insert(
-        header::UPGRADE,
-        header::HeaderValue::from_static(spdy::HEADER_SPDY31),
-    );
-    h.insert(
-        HEADER_PROTOCOL_VERSION,
-        header::HeaderValue::from_static(PORT_FORWARD_PROTOCOL_V1_NAME),
-    );
-    Ok(res)
 }
 
 type PortFuture = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
