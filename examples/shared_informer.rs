@@ -169,11 +169,20 @@ async fn scenario(server: &FakeApiServer) -> Result<(Reads, Vec<String>), Error>
     default_pods
         .delete("web-0", &DeleteOptions::default())
         .await?;
-    // The handler is told asynchronously: wait for the cache to show both changes.
+    // The cache shows a change before the handler is told (each handler runs on its own
+    // queue): wait for both to have seen the two changes.
     let lister = informer.lister();
+    let handled = |line: &str| {
+        seen.lock()
+            .map(|s| s.iter().any(|l| l == line))
+            .unwrap_or(false)
+    };
     for _ in 0..200 {
         let names = on_node(&informer, "node-a")?;
-        if names == ["cart-0", "web-2"] {
+        if names == ["cart-0", "web-2"]
+            && handled("added default/web-2")
+            && handled("deleted default/web-0")
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -39,10 +39,22 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     // The clients: none of them knows the cache.
     ("kclient-discovery", &["kclient-core", "kclient-rest"]),
     ("kclient-dynamic", &["kclient-core", "kclient-rest"]),
-    ("kclient-typed", &["kclient-core", "kclient-rest"]),
+    // Exec, attach and port-forward: protocols upgraded on the REST layer's transport.
+    ("kclient-streaming", &["kclient-core", "kclient-rest"]),
+    // The typed client's Pod expansion runs exec and port-forward (its optional
+    // `streaming` feature).
+    (
+        "kclient-typed",
+        &["kclient-core", "kclient-rest", "kclient-streaming"],
+    ),
     (
         "kclient-fake",
-        &["kclient-core", "kclient-rest", "kclient-protobuf"],
+        &[
+            "kclient-core",
+            "kclient-rest",
+            "kclient-protobuf",
+            "kclient-streaming",
+        ],
     ),
     // The typed informers: the cache with generated accessors, no client.
     ("kclient-informers", &["kclient-core", "kclient-cache"]),
@@ -73,6 +85,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-workqueue",
             "kclient-fake",
             "kclient-tools",
+            "kclient-streaming",
         ],
     ),
     // Not published: the e2e suite, the benchmark scenarios, the project's automation.

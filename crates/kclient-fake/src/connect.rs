@@ -153,8 +153,12 @@ fn kubelet_unreachable(node: &Value, name: &str) -> Result<Response<Body>, ApiEr
 }
 
 /// kube-apiserver's choice of container for exec and attach: the named one must exist, and
-/// a pod with several needs one named.
-fn validate_container(pod: &Value, name: &str, container: &str) -> Result<(), ApiError> {
+/// a pod with several needs one named. The container chosen.
+pub(crate) fn validate_container(
+    pod: &Value,
+    name: &str,
+    container: &str,
+) -> Result<String, ApiError> {
     let names = |list: &str| -> Vec<String> {
         pod.pointer(&format!("/spec/{list}"))
             .and_then(Value::as_array)
@@ -167,9 +171,9 @@ fn validate_container(pod: &Value, name: &str, container: &str) -> Result<(), Ap
     };
     let containers = names("containers");
     if container.is_empty() {
-        return match containers.len() {
-            1 => Ok(()),
-            0 => Err(ApiError::bad_request(format!(
+        return match containers.as_slice() {
+            [only] => Ok(only.clone()),
+            [] => Err(ApiError::bad_request(format!(
                 "a container name must be specified for pod {name}"
             ))),
             _ => {
@@ -192,7 +196,7 @@ fn validate_container(pod: &Value, name: &str, container: &str) -> Result<(), Ap
             "container {container} is not valid for pod {name}"
         )));
     }
-    Ok(())
+    Ok(container.to_owned())
 }
 
 fn token_request_invalid(name: &str, field: FieldError) -> ApiError {

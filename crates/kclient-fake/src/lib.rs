@@ -39,8 +39,11 @@
 //! the selectable fields (and the wording of an unsupported one), a few visible defaults.
 //! Subresources: `namespaces/finalize`; the pod's `log`, `binding`, `eviction` (honouring
 //! PodDisruptionBudgets), `ephemeralcontainers` and `resize`; `serviceaccounts/token`
-//! (TokenRequests); and the connect subresources (`pods/exec`, `attach`, `portforward`,
-//! `proxy`, `services/proxy`, `nodes/proxy`), which fail as a cluster with nothing running
+//! (TokenRequests); `pods/exec`, `attach` and `portforward`, over the real protocols
+//! (WebSocket, SPDY), through handlers the test installs to play the container
+//! ([`FakeApiServer::set_exec_handler`], [`FakeApiServer::set_port_forward_handler`]); and
+//! the other connect subresources (`pods/proxy`, `services/proxy`, `nodes/proxy`, and exec,
+//! attach and port-forward without a handler), which fail as a cluster with nothing running
 //! does.
 //!
 //! ```no_run
@@ -123,10 +126,13 @@
 //!   `timeoutSeconds` says otherwise. The history starts with the state the server started
 //!   with (as the watch cache starts from a list), so a watch from resourceVersion 1 gets
 //!   `410 Expired`.
-//! - **Nothing runs**: no kubelet, container, endpoint or controller. The connect
-//!   subresources answer as kube-apiserver does when there is nothing to connect to (`400`
-//!   without a host or container, `404`/`500` for a missing node or one without addresses,
-//!   `503` otherwise); a PodDisruptionBudget's status is what a test writes (a new one has not
+//! - **Nothing runs**: no kubelet, container, endpoint or controller. Exec, attach and
+//!   port-forward run what the test's handlers do (a handler stands in for the kubelet of
+//!   every node: the Node object need not exist; a pod is running when its `status.phase`
+//!   says `Running`; exec over SPDY and port-forward's old WebSocket channel protocol are
+//!   not served). The other connect subresources answer as kube-apiserver does when there
+//!   is nothing to connect to (`400` without a host or container, `404`/`500` for a missing
+//!   node or one without addresses, `503` otherwise); a PodDisruptionBudget's status is what a test writes (a new one has not
 //!   been observed, so evicting a running pod it selects gets `429` until the test plays the
 //!   disruption controller); `serviceaccounts/token` mints JWT-shaped, unsigned tokens that
 //!   the fake itself does not accept.
@@ -174,6 +180,7 @@ mod schema;
 mod selectors;
 mod server;
 mod store;
+mod streaming;
 mod table;
 mod tls;
 mod verbs;
@@ -186,6 +193,10 @@ pub use kubeconfig::Credentials;
 pub use manifests::{load_manifests, parse_manifests};
 pub use reactors::{Reaction, Reactor, ReactorHandle, Reactors};
 pub use server::{FakeApiServer, FakeApiServerBuilder, Settings};
+pub use streaming::{
+    echo_port, forward_to_address, ExecRequest, FakeKubelet, PortForwardRequest, Process,
+    ProcessOutput, ProcessStdin,
+};
 pub use tls::CertifiedKey;
 
 /// Why the server could not start or a handle operation failed.

@@ -80,6 +80,7 @@ pub struct Shared {
     pub(crate) actions: ActionLog,
     pub(crate) settings: Settings,
     pub(crate) pod_logs: crate::pods::PodLogs,
+    pub(crate) streaming: crate::streaming::Handlers,
     addr: SocketAddr,
     auth: Auth,
 }
@@ -217,6 +218,7 @@ impl FakeApiServerBuilder {
             actions: ActionLog::new(self.settings.action_history),
             settings: self.settings,
             pod_logs: Default::default(),
+            streaming: Default::default(),
             addr,
             auth: self.auth,
         });
@@ -303,7 +305,9 @@ where
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(READ_HEADER_TIMEOUT);
-    let connection = builder.serve_connection(TokioIo::new(io), service);
+    // With upgrades: exec, attach and port-forward switch their connection to WebSocket or
+    // SPDY (see the `streaming` module).
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     let mut connection = std::pin::pin!(connection);
     // Until a first request has arrived (protocol detection, a slow first header), the
     // connection gets READ_HEADER_TIMEOUT; later requests' headers get it from hyper.
@@ -342,6 +346,10 @@ async fn dispatch(
     if !authenticated(&shared, &req, client_cert) {
         return response::error(&crate::errors::unauthorized());
     }
+    let req = match crate::streaming::try_serve(&shared, req).await {
+        Ok(res) => return res,
+        Err(req) => req,
+    };
     match handler::read_request(req).await {
         Ok(req) => handler::handle(shared, req).await,
         Err(e) => response::error(&e),
@@ -545,6 +553,11 @@ impl FakeApiServer {
     /// no containers, so tests script their logs).
     pub fn set_pod_log(&self, namespace: &str, pod: &str, container: &str, text: &str) {
         self.shared.pod_logs.set(namespace, pod, container, text);
+    }
+
+    /// The state every connection shares (for the modules that extend the handle).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// The current resourceVersion of the store.

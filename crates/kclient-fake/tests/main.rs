@@ -19,6 +19,7 @@ mod pods;
 mod protobuf;
 mod reactors;
 mod rest_client;
+mod streaming;
 mod subresources;
 mod table_dry_run;
 mod tls_faults;

@@ -20,7 +20,10 @@
 //!   either encoding. [`Config::disable_protobuf`] forces JSON; a `406` makes the client speak
 //!   JSON for its lifetime. Requests whose answer is read whole ask for gzip, as Go's
 //!   transport does for client-go, and inflate it as it arrives
-//!   ([`Config::disable_compression`] turns that off).
+//!   ([`Config::disable_compression`] turns that off). [`Request::upgrade`] switches a
+//!   connection to another protocol (`101`; the WebSocket and SPDY of exec, attach and
+//!   port-forward, which kclient-streaming speaks over it), over HTTP/1.1 with the same TLS,
+//!   proxy and credentials.
 //! - [`Error`] is typed: the server's `Status` ([`Error::Api`], with `is_not_found()` and the
 //!   other [`kclient_core::ApiStatus`] predicates), TLS, connection, exec plugin, kubeconfig and
 //!   timeout failures each have a variant, and every cause stays in the source chain.
@@ -81,6 +84,7 @@ pub mod resource_requests;
 pub mod response;
 pub mod retry;
 pub mod transport;
+pub mod upgrade;
 pub mod warnings;
 pub mod watch;
 
@@ -112,4 +116,5 @@ pub use transport::pool::{
     HTTP2_PING_TIMEOUT, HTTP2_READ_IDLE_TIMEOUT, IDLE_CONN_TIMEOUT, MAX_IDLE_CONNS_PER_HOST,
 };
 pub use transport::tls::TlsError;
+pub use upgrade::{Upgraded, UpgradedConnection};
 pub use warnings::{DedupWarningLogger, NoWarnings, Warning, WarningHandler};

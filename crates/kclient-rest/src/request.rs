@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt};
-use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
+use http::header::{ACCEPT, ACCEPT_ENCODING, CONNECTION, CONTENT_TYPE, UPGRADE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use http_body_util::{BodyExt, BodyStream, Limited};
 use hyper::body::Incoming;
@@ -32,6 +32,7 @@ use crate::response::{decode_json, error_from_response, Response};
 use crate::retry::{Failure, Retry, RetryState, DEFAULT_MAX_RETRIES};
 use crate::transport::url::{encode_path, encode_query, redacted_uri};
 use crate::transport::{is_connection_reset_or_eof, is_network_timeout, OutgoingRequest};
+use crate::upgrade::Upgraded;
 use crate::warnings::{parse_warning_headers, Warning};
 use crate::watch::{decode_watch, DEFAULT_MAX_WATCH_FRAME_LEN};
 
@@ -48,7 +49,8 @@ const MAX_ERROR_BODY: usize = 1024 * 1024;
 pub type ByteStream = BoxStream<'static, Result<Bytes, Error>>;
 
 /// A request being built. Finish it with [`send`](Self::send), [`bytes`](Self::bytes),
-/// [`json`](Self::json), [`stream`](Self::stream) or [`watch`](Self::watch).
+/// [`json`](Self::json), [`stream`](Self::stream), [`watch`](Self::watch) or
+/// [`upgrade`](Self::upgrade).
 #[must_use = "a request does nothing until a terminal (send, json, watch ...) is awaited"]
 pub struct Request {
     client: RestClient,
@@ -152,6 +154,8 @@ pub(crate) enum Mode {
     Stream,
     /// Hand the body over as a watch.
     Watch,
+    /// Upgrade the connection (`101 Switching Protocols`) and hand it over.
+    Upgrade,
 }
 
 /// A response whose body has not been read.
@@ -494,6 +498,11 @@ impl Request {
         headers
             .entry(ACCEPT)
             .or_insert(HeaderValue::from_static(accept));
+        if mode == Mode::Upgrade {
+            headers
+                .entry(CONNECTION)
+                .or_insert(HeaderValue::from_static("Upgrade"));
+        }
         if mode == Mode::Full && !self.client.config().disable_compression {
             headers
                 .entry(ACCEPT_ENCODING)
@@ -509,6 +518,7 @@ impl Request {
             uri,
             headers,
             body: self.body.clone().unwrap_or_default(),
+            http1_only: mode == Mode::Upgrade,
         })
     }
 
@@ -618,6 +628,31 @@ impl Request {
                 Ok(futures::stream::empty().boxed())
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// Upgrades the connection to another protocol (client-go's upgrading round trippers:
+    /// the WebSocket and SPDY dialers of `remotecommand` and `portforward`): sends the
+    /// request over HTTP/1.1 (a connection of its own, with the client's TLS, proxy,
+    /// credentials and impersonation; HTTP/2 has no upgrade) with `Connection: Upgrade` and
+    /// the `Upgrade` header the caller set (with the protocol's own headers), and returns the
+    /// connection once the server answers `101 Switching Protocols`.
+    ///
+    /// Any other answer is an error: the server's `Status` as [`Error::Api`], or
+    /// [`Error::HttpStatus`] with the start of the body (a `2xx` too: the server did not
+    /// switch). The timeout bounds the wait for the answer only; answers with `Retry-After`
+    /// are retried as every request's are, a broken connection is not.
+    pub async fn upgrade(self) -> Result<Upgraded, Error> {
+        if !self.headers.contains_key(UPGRADE) {
+            return Err(Error::InvalidRequest(
+                "an upgrade request needs an Upgrade header".into(),
+            ));
+        }
+        match self.run(Mode::Upgrade).await? {
+            Outcome::Streaming(s) => Upgraded::from_response(s.response, s.url).await,
+            Outcome::Full(_) => Err(Error::InvalidRequest(
+                "internal: unexpected full body".into(),
+            )),
         }
     }
 
@@ -798,6 +833,7 @@ impl Request {
         self.record_result(&outgoing.method, status.as_str());
         let success = match mode {
             Mode::Watch => status == StatusCode::OK,
+            Mode::Upgrade => status == StatusCode::SWITCHING_PROTOCOLS,
             Mode::Full | Mode::Stream => status.is_success(),
         };
         if success {
@@ -815,7 +851,7 @@ impl Request {
                     }
                     .map(Outcome::Full)
                 }
-                Mode::Stream | Mode::Watch => Ok(Outcome::Streaming(Streaming {
+                Mode::Stream | Mode::Watch | Mode::Upgrade => Ok(Outcome::Streaming(Streaming {
                     response,
                     url: redacted_uri(&outgoing.uri),
                 })),

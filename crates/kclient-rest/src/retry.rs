@@ -73,11 +73,12 @@ pub(crate) struct Retry {
 
 /// Whether a transport error is worth another attempt (client-go's `IsRetryableResponse`
 /// and the watch's own rule): a connection that broke under a `GET`, or under a watch, which
-/// also retries network timeouts; never a stream, whose caller may have read part of it.
+/// also retries network timeouts; never a stream, whose caller may have read part of it, nor
+/// an upgrade (client-go's upgrading dialers try once).
 pub(crate) fn is_retryable_transport_error(error: &Error, method: &Method, mode: Mode) -> bool {
     match mode {
         Mode::Full => method == Method::GET && is_connection_reset_or_eof(error),
-        Mode::Stream => false,
+        Mode::Stream | Mode::Upgrade => false,
         Mode::Watch => is_connection_reset_or_eof(error) || is_network_timeout(error),
     }
 }

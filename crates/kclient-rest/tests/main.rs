@@ -14,4 +14,5 @@ mod rate_limit;
 mod retry;
 mod throttle_log;
 mod tls;
+mod upgrade;
 mod watch;

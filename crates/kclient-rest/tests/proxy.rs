@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 
 /// A CONNECT proxy that records each request head and tunnels to the target (or refuses with
 /// 407 when `require` is set and the Proxy-Authorization header differs).
-async fn connect_proxy(
+pub(crate) async fn connect_proxy(
     require: Option<&'static str>,
 ) -> (
     std::net::SocketAddr,

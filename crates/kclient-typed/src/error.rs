@@ -65,6 +65,20 @@ pub enum Error {
     /// ([`PagerError::RepeatedContinueToken`]).
     #[error(transparent)]
     Pager(#[from] PagerError),
+
+    /// A port-forward could not start (the `streaming` feature): the upgrade was refused
+    /// (with the server's `Status`), a port specification is invalid, nothing could listen.
+    /// Boxed, to keep `Result<_, Error>` small.
+    #[cfg(feature = "streaming")]
+    #[error(transparent)]
+    PortForward(Box<kclient_streaming::portforward::Error>),
+}
+
+#[cfg(feature = "streaming")]
+impl From<kclient_streaming::portforward::Error> for Error {
+    fn from(e: kclient_streaming::portforward::Error) -> Self {
+        Error::PortForward(Box::new(e))
+    }
 }
 
 /// The checks before sending are kclient-rest's, shared with the dynamic client; each
@@ -87,6 +101,8 @@ impl ApiStatus for Error {
     fn api_status(&self) -> Option<&Status> {
         match self {
             Error::Rest(e) => e.api_status(),
+            #[cfg(feature = "streaming")]
+            Error::PortForward(e) => e.api_status(),
             _ => None,
         }
     }
@@ -94,6 +110,8 @@ impl ApiStatus for Error {
     fn is_connection_refused(&self) -> bool {
         match self {
             Error::Rest(e) => e.is_connection_refused(),
+            #[cfg(feature = "streaming")]
+            Error::PortForward(e) => e.is_connection_refused(),
             _ => false,
         }
     }

@@ -6,5 +6,7 @@ mod common;
 mod clientset;
 mod pager;
 mod pod_expansion;
+#[cfg(feature = "streaming")]
+mod pod_streams;
 mod subresources;
 mod verbs;

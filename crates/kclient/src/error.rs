@@ -167,6 +167,16 @@ pub enum Error {
     #[cfg(feature = "fake")]
     #[error(transparent)]
     Fake(Box<kclient_fake::Error>),
+
+    /// An exec or attach session failed, or its command exited non-zero (kclient-streaming).
+    #[cfg(feature = "streaming")]
+    #[error(transparent)]
+    RemoteCommand(Box<kclient_streaming::remotecommand::Error>),
+
+    /// A port-forward failed (kclient-streaming).
+    #[cfg(feature = "streaming")]
+    #[error(transparent)]
+    PortForward(Box<kclient_streaming::portforward::Error>),
 }
 
 /// A `Result` with [`Error`].
@@ -202,6 +212,20 @@ impl From<kclient_discovery::MapperError> for Error {
 impl From<kclient_fake::Error> for Error {
     fn from(e: kclient_fake::Error) -> Self {
         Error::Fake(Box::new(e))
+    }
+}
+
+#[cfg(feature = "streaming")]
+impl From<kclient_streaming::remotecommand::Error> for Error {
+    fn from(e: kclient_streaming::remotecommand::Error) -> Self {
+        Error::RemoteCommand(Box::new(e))
+    }
+}
+
+#[cfg(feature = "streaming")]
+impl From<kclient_streaming::portforward::Error> for Error {
+    fn from(e: kclient_streaming::portforward::Error) -> Self {
+        Error::PortForward(Box::new(e))
     }
 }
 
@@ -316,6 +340,10 @@ impl ApiStatus for Error {
             Error::EventSink(e) => e.api_status(),
             #[cfg(feature = "tools")]
             Error::LeaseLock(e) => e.api_status(),
+            #[cfg(feature = "streaming")]
+            Error::RemoteCommand(e) => e.api_status(),
+            #[cfg(feature = "streaming")]
+            Error::PortForward(e) => e.api_status(),
             _ => None,
         }
     }
@@ -336,6 +364,10 @@ impl ApiStatus for Error {
             Error::EventSink(e) => e.is_connection_refused(),
             #[cfg(feature = "tools")]
             Error::LeaseLock(e) => e.is_connection_refused(),
+            #[cfg(feature = "streaming")]
+            Error::RemoteCommand(e) => e.is_connection_refused(),
+            #[cfg(feature = "streaming")]
+            Error::PortForward(e) => e.is_connection_refused(),
             _ => false,
         }
     }

@@ -23,6 +23,7 @@
 //! | `workqueue` | `kclient-workqueue`: client-go's workqueue | `workqueue` (default) |
 //! | `tools` | `kclient-tools`: leader election, events, watch utilities, retries, wait helpers | `tools` |
 //! | `fake` | `kclient-fake`: an in-memory API server for tests | `fake` |
+//! | `streaming` | `kclient-streaming`: exec, attach and port-forward (`remotecommand`, `portforward`), also on the typed client's pods | `streaming` |
 //!
 //! Built-in types come from k8s-openapi, re-exported as [`k8s_openapi`] so that `kclient` is
 //! the one dependency a program lists (`kclient::k8s_openapi::api::core::v1::Pod`). It needs
@@ -134,6 +135,14 @@ pub use kclient_tools as tools;
 #[cfg_attr(docsrs, doc(cfg(feature = "fake")))]
 #[doc(inline)]
 pub use kclient_fake as fake;
+
+/// Exec, attach and port-forward: client-go's `tools/remotecommand` and `tools/portforward`
+/// over WebSocket and SPDY (the `kclient-streaming` crate). The typed client's pods get
+/// `exec`, `attach`, `forward` and friends with it.
+#[cfg(feature = "streaming")]
+#[cfg_attr(docsrs, doc(cfg(feature = "streaming")))]
+#[doc(inline)]
+pub use kclient_streaming as streaming;
 
 /// The names most programs use, in one import: a second, short path to items of the layers
 /// above (each also at its one path in its layer's module), no two with the same name.

@@ -12,7 +12,7 @@ pub(crate) mod pool;
 pub mod tls;
 pub(crate) mod url;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, USER_AGENT};
@@ -37,6 +37,8 @@ pub(crate) struct OutgoingRequest {
     pub(crate) uri: Uri,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
+    /// Send over HTTP/1.1 only (a protocol upgrade, which HTTP/2 has no place for).
+    pub(crate) http1_only: bool,
 }
 
 /// The connection pool and the headers every request gets.
@@ -45,9 +47,12 @@ pub(crate) struct Transport {
     tls: TlsMaterial,
     net: NetOptions,
     http: Arc<Pool>,
-    /// A pool for the client certificate an exec plugin returned, replaced when it changes
-    /// (the old pool's connections are closed then, as client-go's `CloseAll` does).
-    exec_cert_pool: Mutex<Option<(Vec<u8>, Arc<Pool>)>>,
+    /// The pool of HTTP/1.1-only connections (ALPN offers `http/1.1` alone), for protocol
+    /// upgrades; made on the first upgrade.
+    http1: OnceLock<Arc<Pool>>,
+    /// The pools for the client certificate an exec plugin returned, replaced when it
+    /// changes (the old pools' connections are closed then, as client-go's `CloseAll` does).
+    exec_cert_pools: Mutex<Option<ExecCertPools>>,
     auth: Authenticator,
     user_agent: HeaderValue,
     impersonation: Vec<(HeaderName, HeaderValue)>,
@@ -86,7 +91,8 @@ impl Transport {
             tls,
             net,
             http,
-            exec_cert_pool: Mutex::new(None),
+            http1: OnceLock::new(),
+            exec_cert_pools: Mutex::new(None),
             auth,
             user_agent,
             impersonation,
@@ -150,7 +156,10 @@ impl Transport {
             .body(Full::new(req.body.clone()))
             .map_err(|e| Error::InvalidRequest(e.to_string()))?;
         let pool = match creds.and_then(|c| c.client_cert.as_ref()) {
-            Some((cert, key)) if self.tls.cert_pem.is_none() => self.exec_pool(cert, key)?,
+            Some((cert, key)) if self.tls.cert_pem.is_none() => {
+                self.exec_pool(cert, key, req.http1_only)?
+            }
+            _ if req.http1_only => self.http1_pool()?,
             _ => self.http.clone(),
         };
         pool.client()
@@ -159,28 +168,70 @@ impl Transport {
             .map_err(|e| classify(&req.uri, e))
     }
 
-    /// The pool presenting an exec plugin's client certificate. When the plugin returns
-    /// another certificate, a new pool presents it and the old pool's connections are
-    /// closed (client-go's certificate callback rotation).
-    fn exec_pool(&self, cert: &[u8], key: &[u8]) -> Result<Arc<Pool>, Error> {
-        let mut slot = self.exec_cert_pool.lock();
-        if let Some((current, pool)) = slot.as_ref() {
-            if current.as_slice() == cert {
-                return Ok(pool.clone());
-            }
+    /// The pool of HTTP/1.1-only connections with the configuration's TLS and proxy.
+    fn http1_pool(&self) -> Result<Arc<Pool>, Error> {
+        if let Some(pool) = self.http1.get() {
+            return Ok(pool.clone());
         }
-        let tls = TlsMaterial {
-            cert_pem: Some(cert.to_vec()),
-            key_pem: Some(key.to_vec()),
-            cert_files: None,
-            ..self.tls.clone()
-        };
-        let pool = Arc::new(pool::build_pool(&tls, &self.net)?);
-        if let Some((_, old)) = slot.replace((cert.to_vec(), pool.clone())) {
+        let pool = pool::shared_pool(&self.tls, &self.net.http1_only())?;
+        Ok(self.http1.get_or_init(|| pool).clone())
+    }
+
+    /// The pool presenting an exec plugin's client certificate (HTTP/1.1-only for an
+    /// upgrade). When the plugin returns another certificate, new pools present it and the
+    /// old pools' connections are closed (client-go's certificate callback rotation).
+    fn exec_pool(&self, cert: &[u8], key: &[u8], http1_only: bool) -> Result<Arc<Pool>, Error> {
+        let mut slot = self.exec_cert_pools.lock();
+        if let Some(old) = slot.take_if(|pools| pools.cert != cert) {
             tracing::info!("the exec plugin returned a new client certificate: closing the connections that present the old one");
             old.close_all();
         }
+        let pools = slot.get_or_insert_with(|| ExecCertPools {
+            cert: cert.to_vec(),
+            key: key.to_vec(),
+            any: None,
+            http1: None,
+        });
+        let net = if http1_only {
+            self.net.http1_only()
+        } else {
+            self.net.clone()
+        };
+        let tls = TlsMaterial {
+            cert_pem: Some(pools.cert.clone()),
+            key_pem: Some(pools.key.clone()),
+            cert_files: None,
+            ..self.tls.clone()
+        };
+        let entry = if http1_only {
+            &mut pools.http1
+        } else {
+            &mut pools.any
+        };
+        if let Some(pool) = entry {
+            return Ok(pool.clone());
+        }
+        let pool = Arc::new(pool::build_pool(&tls, &net)?);
+        *entry = Some(pool.clone());
         Ok(pool)
+    }
+}
+
+/// The pools presenting one client certificate from an exec plugin.
+struct ExecCertPools {
+    cert: Vec<u8>,
+    key: Vec<u8>,
+    /// HTTP/2 or HTTP/1.1, as ALPN decides.
+    any: Option<Arc<Pool>>,
+    /// HTTP/1.1 only, for upgrades.
+    http1: Option<Arc<Pool>>,
+}
+
+impl ExecCertPools {
+    fn close_all(&self) {
+        for pool in self.any.iter().chain(self.http1.iter()) {
+            pool.close_all();
+        }
     }
 }
 

@@ -103,6 +103,15 @@ impl NetOptions {
             h2_ping_timeout,
         }
     }
+
+    /// The same options with HTTP/2 off: ALPN offers `http/1.1` alone (for protocol
+    /// upgrades, which HTTP/2 has no place for).
+    pub(crate) fn http1_only(&self) -> Self {
+        Self {
+            http2: false,
+            ..self.clone()
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
