@@ -57,6 +57,19 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-cache",
         ],
     ),
+    // The reconcile runtime: controllers on the cache's shared informers, fed through the
+    // workqueue; leader election, events and retries from the tools, the finalizer helper's
+    // writes through the typed client.
+    (
+        "kclient-controller",
+        &[
+            "kclient-core",
+            "kclient-cache",
+            "kclient-workqueue",
+            "kclient-tools",
+            "kclient-typed",
+        ],
+    ),
     // The generator (its optional `discovery` feature reads a live server).
     ("kclient-codegen", &["kclient-rest"]),
     // The facade: every layer; nothing depends on it.
@@ -73,6 +86,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-workqueue",
             "kclient-fake",
             "kclient-tools",
+            "kclient-controller",
         ],
     ),
     // Not published: the e2e suite, the benchmark scenarios, the project's automation.

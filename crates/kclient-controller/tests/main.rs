@@ -1,0 +1,2 @@
+//! The integration tests of kclient-controller, one module per file, linked into one test
+//! binary.

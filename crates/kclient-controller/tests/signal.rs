@@ -1,0 +1,1 @@
+//! SIGTERM and SIGINT.
