@@ -1,2 +1,6 @@
 //! The integration tests of kclient-controller, one module per file, linked into one test
-//! binary.
+//! binary (see docs/testing.md for why).
+
+mod support;
+
+mod reconcile;
