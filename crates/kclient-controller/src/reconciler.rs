@@ -44,8 +44,10 @@ use crate::action::Action;
 /// }
 /// ```
 pub trait Reconciler<K>: Send + Sync + 'static {
-    /// What a reconcile fails with.
-    type Error: std::error::Error + Send + Sync + 'static;
+    /// What a reconcile fails with: anything that can be logged, such as a
+    /// `std::error::Error`, `kclient::Error`, `Box<dyn std::error::Error + Send + Sync>` or
+    /// `anyhow::Error`.
+    type Error: std::fmt::Debug + std::fmt::Display + Send + Sync + 'static;
 
     /// Makes the world match `obj`, the cached state of [`ReconcileContext::key`].
     fn reconcile(

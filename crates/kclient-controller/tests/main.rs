@@ -3,4 +3,5 @@
 
 mod support;
 
+mod fake_server;
 mod reconcile;
