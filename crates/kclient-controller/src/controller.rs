@@ -23,7 +23,9 @@ use kclient_core::{CancellationToken, ListerWatcherFor, ObjectKey, Resource};
 use kclient_tools::events::{EventBroadcaster, EventRecorder};
 use kclient_tools::leaderelection::LeaderToken;
 use kclient_workqueue::rate_limiter::TypedRateLimiter;
-use kclient_workqueue::{default_controller_rate_limiter, RateLimitingQueue, RateLimitingQueueConfig};
+use kclient_workqueue::{
+    default_controller_rate_limiter, RateLimitingQueue, RateLimitingQueueConfig,
+};
 use parking_lot::Mutex;
 use tokio::task::JoinSet;
 
@@ -435,9 +437,7 @@ where
             cache: primary.get_indexer().clone(),
             last_known,
             reconciler,
-            metrics: metrics
-                .as_ref()
-                .map(|m| m.for_controller(&name, workers)),
+            metrics: metrics.as_ref().map(|m| m.for_controller(&name, workers)),
             in_flight: AtomicUsize::new(0),
         });
         let halt = CancellationToken::new();

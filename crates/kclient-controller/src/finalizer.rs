@@ -190,8 +190,7 @@ where
             0 if obj.resource_version().is_some() => obj.clone(),
             _ => client.get(name).await?,
         };
-        if current.is_being_deleted() || current.finalizers().iter().any(|f| f == finalizer_name)
-        {
+        if current.is_being_deleted() || current.finalizers().iter().any(|f| f == finalizer_name) {
             return Ok(current);
         }
         let mut finalizers = current.finalizers().to_vec();

@@ -291,7 +291,10 @@ impl ManagerBuilder {
     pub fn leader_election<L: Lock + 'static>(mut self, config: LeaderElectionConfig<L>) -> Self {
         self.watch_dog = config.watch_dog.clone();
         self.election = Some(Box::new(move |callbacks| {
-            let elector = LeaderElector::new(LeaderElectionConfig { callbacks, ..config })?;
+            let elector = LeaderElector::new(LeaderElectionConfig {
+                callbacks,
+                ..config
+            })?;
             Ok(Arc::new(elector) as Arc<dyn Election>)
         }));
         self
@@ -514,7 +517,11 @@ impl Manager {
             ));
         }
         if let (Some(listener), Some(registry)) = (metrics_listener, registry) {
-            servers.push(spawn_server(listener, metrics_routes(registry), &servers_stop));
+            servers.push(spawn_server(
+                listener,
+                metrics_routes(registry),
+                &servers_stop,
+            ));
         }
 
         let outcome = run_with_caches(&shared, election, cache_sync_timeout).await;

@@ -93,10 +93,7 @@ pub fn controller_of<K: Resource + ?Sized>(obj: &K) -> Option<&OwnerReference> {
 /// Refused ([`OwnerReferenceError`]): an owner not stored yet (no name or uid), a
 /// namespaced owner of a cluster-scoped object or of an object in another namespace (set
 /// the object's namespace first), and an object that already has another controller.
-pub fn set_controller_reference<O, K>(
-    owner: &O,
-    object: &mut K,
-) -> Result<(), OwnerReferenceError>
+pub fn set_controller_reference<O, K>(owner: &O, object: &mut K) -> Result<(), OwnerReferenceError>
 where
     O: Resource<DynamicType = ()>,
     K: Resource<DynamicType = ()>,
@@ -178,9 +175,11 @@ fn check_scopes<O: Resource, K: Resource>(
         return Ok(()); // a cluster-scoped owner may own anything
     };
     if !object_namespaced {
-        return Err(OwnerReferenceError::ClusterScopedObjectWithNamespacedOwner {
-            owner_namespace: owner_namespace.to_owned(),
-        });
+        return Err(
+            OwnerReferenceError::ClusterScopedObjectWithNamespacedOwner {
+                owner_namespace: owner_namespace.to_owned(),
+            },
+        );
     }
     let object_namespace = object.namespace().unwrap_or_default();
     if object_namespace != owner_namespace {
@@ -294,7 +293,10 @@ mod tests {
             })
         );
         assert_eq!(
-            set_controller_reference(&deployment("dev", "web", "u1"), &mut config_map(Some("prod"))),
+            set_controller_reference(
+                &deployment("dev", "web", "u1"),
+                &mut config_map(Some("prod"))
+            ),
             Err(OwnerReferenceError::CrossNamespace {
                 owner_namespace: "dev".into(),
                 object_namespace: "prod".into()
@@ -308,15 +310,20 @@ mod tests {
         ns.metadata.name = Some("team".into());
         assert_eq!(
             set_controller_reference(&deployment("prod", "web", "u1"), &mut ns),
-            Err(OwnerReferenceError::ClusterScopedObjectWithNamespacedOwner {
-                owner_namespace: "prod".into()
-            })
+            Err(
+                OwnerReferenceError::ClusterScopedObjectWithNamespacedOwner {
+                    owner_namespace: "prod".into()
+                }
+            )
         );
         let mut unsaved = deployment("prod", "web", "");
         unsaved.metadata.uid = None;
         assert!(matches!(
             set_controller_reference(&unsaved, &mut config_map(Some("prod"))),
-            Err(OwnerReferenceError::OwnerNotStored { missing: "metadata.uid", .. })
+            Err(OwnerReferenceError::OwnerNotStored {
+                missing: "metadata.uid",
+                ..
+            })
         ));
         // Nothing was changed by a refusal.
         let mut untouched = config_map(Some("prod"));

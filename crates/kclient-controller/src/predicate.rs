@@ -85,10 +85,12 @@ impl<K: 'static> Predicate<K> {
 /// equal, silently drops every update of them. kube-rs's `predicates::generation` lets them
 /// through too.
 pub fn generation_changed<K: Resource + 'static>() -> Predicate<K> {
-    Predicate::new(|old: &K, new: &K| match (old.meta().generation, new.meta().generation) {
-        (Some(old), Some(new)) => old != new,
-        _ => true,
-    })
+    Predicate::new(
+        |old: &K, new: &K| match (old.meta().generation, new.meta().generation) {
+            (Some(old), Some(new)) => old != new,
+            _ => true,
+        },
+    )
 }
 
 /// Passes updates that change the labels (controller-runtime's `LabelChangedPredicate`).

@@ -131,7 +131,10 @@ impl ReconcileContext {
     /// clock against the renew deadline. The runtime asks it right before each reconcile;
     /// ask it again right before a write that only the leader may make.
     pub fn is_leader(&self) -> bool {
-        self.scope.leader.as_ref().is_none_or(LeaderToken::is_leader)
+        self.scope
+            .leader
+            .as_ref()
+            .is_none_or(LeaderToken::is_leader)
     }
 
     /// The Event recorder bound to this controller (its name is the Events' source

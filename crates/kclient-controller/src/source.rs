@@ -124,13 +124,19 @@ where
         })
         .update_func(move |old: &Arc<O>, new: &Arc<O>| {
             if predicate.as_ref().is_none_or(|p| p.evaluate(old, new)) {
-                map_update(old).into_iter().for_each(|key| on_update.add(key));
-                map_update(new).into_iter().for_each(|key| on_update.add(key));
+                map_update(old)
+                    .into_iter()
+                    .for_each(|key| on_update.add(key));
+                map_update(new)
+                    .into_iter()
+                    .for_each(|key| on_update.add(key));
             }
         })
         .delete_func(move |deleted| {
             if let Some(obj) = deleted.last_known() {
-                map_delete(obj).into_iter().for_each(|key| on_delete.add(key));
+                map_delete(obj)
+                    .into_iter()
+                    .for_each(|key| on_delete.add(key));
             }
         });
     register(informer, name, handler)
@@ -187,7 +193,12 @@ mod tests {
         cm
     }
 
-    fn reference(api_version: &str, kind: &str, name: &str, controller: Option<bool>) -> OwnerReference {
+    fn reference(
+        api_version: &str,
+        kind: &str,
+        name: &str,
+        controller: Option<bool>,
+    ) -> OwnerReference {
         OwnerReference {
             api_version: api_version.into(),
             kind: kind.into(),
@@ -203,26 +214,43 @@ mod tests {
         let deployments = OwnerType::of::<Deployment>(&());
         let key = |refs, ns| deployments.controller_key(&owned(refs, ns));
         assert_eq!(
-            key(vec![reference("apps/v1", "Deployment", "web", Some(true))], Some("prod")),
+            key(
+                vec![reference("apps/v1", "Deployment", "web", Some(true))],
+                Some("prod")
+            ),
             Some(ObjectKey::namespaced("prod", "web"))
         );
         // Any version of the group.
         assert_eq!(
-            key(vec![reference("apps/v1beta2", "Deployment", "web", Some(true))], Some("prod")),
+            key(
+                vec![reference("apps/v1beta2", "Deployment", "web", Some(true))],
+                Some("prod")
+            ),
             Some(ObjectKey::namespaced("prod", "web"))
         );
         // Not the controller, another group, another kind, a malformed apiVersion.
         for refs in [
             vec![reference("apps/v1", "Deployment", "web", None)],
             vec![reference("apps/v1", "Deployment", "web", Some(false))],
-            vec![reference("extensions/v1beta1", "Deployment", "web", Some(true))],
+            vec![reference(
+                "extensions/v1beta1",
+                "Deployment",
+                "web",
+                Some(true),
+            )],
             vec![reference("apps/v1", "StatefulSet", "web", Some(true))],
             vec![reference("a/b/c", "Deployment", "web", Some(true))],
         ] {
             assert_eq!(key(refs.clone(), Some("prod")), None, "{refs:?}");
         }
         // A namespaced owner without a namespace to look in.
-        assert_eq!(key(vec![reference("apps/v1", "Deployment", "web", Some(true))], None), None);
+        assert_eq!(
+            key(
+                vec![reference("apps/v1", "Deployment", "web", Some(true))],
+                None
+            ),
+            None
+        );
         // A second, non-controller reference of the right kind does not map.
         assert_eq!(
             key(
@@ -240,7 +268,10 @@ mod tests {
     fn a_cluster_scoped_owner_has_no_namespace_in_its_key() {
         let namespaces = OwnerType::of::<Namespace>(&());
         assert_eq!(
-            namespaces.controller_key(&owned(vec![reference("v1", "Namespace", "team", Some(true))], Some("team"))),
+            namespaces.controller_key(&owned(
+                vec![reference("v1", "Namespace", "team", Some(true))],
+                Some("team")
+            )),
             Some(ObjectKey::cluster_scoped("team"))
         );
     }

@@ -45,11 +45,7 @@ where
     /// One worker: takes keys until `halt` fires or the queue shuts down. Right before each
     /// reconcile it asks whether this process may still act (the leader token's clock
     /// check); when it may not, it gives the key back undone, fires `lost` and stops.
-    pub(crate) async fn run(
-        self: Arc<Self>,
-        halt: CancellationToken,
-        lost: CancellationToken,
-    ) {
+    pub(crate) async fn run(self: Arc<Self>, halt: CancellationToken, lost: CancellationToken) {
         loop {
             let key = tokio::select! {
                 biased;
@@ -125,12 +121,18 @@ where
                     self.reconciler.error_policy(&error, ctx)
                 }));
                 Outcome::Failed(policy.unwrap_or_else(|panic| {
-                    tracing::error!(panic = panic_message(&*panic), "the error policy panicked; backing off");
+                    tracing::error!(
+                        panic = panic_message(&*panic),
+                        "the error policy panicked; backing off"
+                    );
                     Action::requeue_rate_limited()
                 }))
             }
             Err(panic) => {
-                tracing::error!(panic = panic_message(&*panic), "the reconciler panicked; backing off");
+                tracing::error!(
+                    panic = panic_message(&*panic),
+                    "the reconciler panicked; backing off"
+                );
                 Outcome::Panicked
             }
         }

@@ -15,15 +15,17 @@ use kclient_controller::finalizer::{finalizer, FinalizerError, FinalizerEvent};
 use kclient_controller::owner::{controller_of, set_controller_reference};
 use kclient_controller::{Action, Config, Controller, ReconcileContext, Reconciler};
 use kclient_core::{
-    ApiStatus, CancellationToken, CreateOptions, DeleteOptions, GroupResource,
-    ObjectKey, Patch, PatchOptions, ResourceExt, UpdateOptions,
+    ApiStatus, CancellationToken, CreateOptions, DeleteOptions, GroupResource, ObjectKey, Patch,
+    PatchOptions, ResourceExt, UpdateOptions,
 };
 use kclient_fake::{Failure, FakeApiServer};
 use kclient_rest::{Config as RestConfig, RestClient};
 use kclient_typed::Clientset;
 use serde_json::json;
 
-use crate::support::{config_map, deployment, eventually, eventually_async, replicas, secret, Counting, Probe};
+use crate::support::{
+    config_map, deployment, eventually, eventually_async, replicas, secret, Counting, Probe,
+};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -47,8 +49,14 @@ struct Settings {
 impl Reconciler<Deployment> for Settings {
     type Error = BoxError;
 
-    async fn reconcile(&self, d: Arc<Deployment>, ctx: &ReconcileContext) -> Result<Action, BoxError> {
-        let _running = self.probe.begin(ctx.key(), ctx.retries(), d.resource_version());
+    async fn reconcile(
+        &self,
+        d: Arc<Deployment>,
+        ctx: &ReconcileContext,
+    ) -> Result<Action, BoxError> {
+        let _running = self
+            .probe
+            .begin(ctx.key(), ctx.retries(), d.resource_version());
         let namespace = d.namespace().unwrap_or_default();
         let name = format!("{}-settings", d.name_any());
         let want = BTreeMap::from([("replicas".to_string(), replicas(&d).to_string())]);
@@ -132,7 +140,9 @@ async fn changes_to_owned_objects_reach_their_owner() -> Result<(), BoxError> {
     deployments.scale_to("web", 5).await?;
     assert!(eventually_async(LIMIT, || async { has_replicas("5")(settings().await) }).await);
     // The owner goes: kclient-fake's garbage collector takes the ConfigMap with it.
-    deployments.delete("web", &DeleteOptions::background()).await?;
+    deployments
+        .delete("web", &DeleteOptions::background())
+        .await?;
     assert!(eventually_async(LIMIT, || async { settings().await.is_none() }).await);
 
     assert!(probe.overlaps().is_empty());
@@ -149,7 +159,9 @@ impl<K: kclient_core::Resource + Send + Sync + 'static> Reconciler<K> for Count<
     type Error = std::convert::Infallible;
 
     async fn reconcile(&self, obj: Arc<K>, ctx: &ReconcileContext) -> Result<Action, Self::Error> {
-        let _running = self.0.begin(ctx.key(), ctx.retries(), obj.resource_version());
+        let _running = self
+            .0
+            .begin(ctx.key(), ctx.retries(), obj.resource_version());
         Ok(Action::await_change())
     }
 }
@@ -166,7 +178,10 @@ async fn controllers_sharing_a_factory_watch_each_type_once() -> Result<(), BoxE
     typed
         .core_v1()
         .config_maps("default")
-        .create(&config_map("default", "settings", &[]), &CreateOptions::default())
+        .create(
+            &config_map("default", "settings", &[]),
+            &CreateOptions::default(),
+        )
         .await?;
     typed
         .core_v1()
@@ -186,10 +201,18 @@ async fn controllers_sharing_a_factory_watch_each_type_once() -> Result<(), BoxE
     let deployments = Controller::<Deployment, _>::new("deployments", &factory)
         .owns::<ConfigMap>()
         .owns::<Secret>();
-    let config_maps = Controller::<ConfigMap, _>::new("config-maps", &factory)
-        .watches(|s: &Secret| Some(ObjectKey::namespaced(s.namespace().unwrap_or_default(), "settings")));
+    let config_maps =
+        Controller::<ConfigMap, _>::new("config-maps", &factory).watches(|s: &Secret| {
+            Some(ObjectKey::namespaced(
+                s.namespace().unwrap_or_default(),
+                "settings",
+            ))
+        });
     let secrets = Controller::<Secret, _>::new("secrets", &factory).watches(|d: &Deployment| {
-        Some(ObjectKey::namespaced(d.namespace().unwrap_or_default(), "creds"))
+        Some(ObjectKey::namespaced(
+            d.namespace().unwrap_or_default(),
+            "creds",
+        ))
     });
     let runs = vec![
         tokio::spawn(deployments.run(count::<Deployment>(&probes[0]), shutdown.clone())),
@@ -228,11 +251,22 @@ struct Observe {
 impl Reconciler<ConfigMap> for Observe {
     type Error = kclient_typed::Error;
 
-    async fn reconcile(&self, cm: Arc<ConfigMap>, ctx: &ReconcileContext) -> Result<Action, Self::Error> {
-        let _running = self.probe.begin(ctx.key(), ctx.retries(), cm.resource_version());
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        ctx: &ReconcileContext,
+    ) -> Result<Action, Self::Error> {
+        let _running = self
+            .probe
+            .begin(ctx.key(), ctx.retries(), cm.resource_version());
         // Long enough for other keys' reconciles to overlap with this one.
         tokio::time::sleep(Duration::from_millis(5)).await;
-        let v = cm.data.as_ref().and_then(|d| d.get("v")).cloned().unwrap_or_default();
+        let v = cm
+            .data
+            .as_ref()
+            .and_then(|d| d.get("v"))
+            .cloned()
+            .unwrap_or_default();
         if cm.annotations().get("observed") != Some(&v) {
             let patch = Patch::Merge(json!({"metadata": {"annotations": {"observed": v}}}));
             self.clientset
@@ -246,7 +280,8 @@ impl Reconciler<ConfigMap> for Observe {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_object_converges_through_dropped_watches_a_compaction_and_5xx_storms() -> Result<(), BoxError> {
+async fn every_object_converges_through_dropped_watches_a_compaction_and_5xx_storms(
+) -> Result<(), BoxError> {
     const OBJECTS: usize = 40;
     let server = FakeApiServer::builder().start().await?;
     let clientset = clientset(&server);
@@ -277,20 +312,30 @@ async fn every_object_converges_through_dropped_watches_a_compaction_and_5xx_sto
         server
             .list::<ConfigMap>(Some("default"))
             .iter()
-            .filter(|cm| cm.data.as_ref().and_then(|d| d.get("v")) != cm.annotations().get("observed"))
+            .filter(|cm| {
+                cm.data.as_ref().and_then(|d| d.get("v")) != cm.annotations().get("observed")
+            })
             .map(|cm| cm.name_any().to_owned())
             .collect()
     };
-    assert!(eventually(LIMIT, converged).await, "the initial list: {:?}", stuck());
+    assert!(
+        eventually(LIMIT, converged).await,
+        "the initial list: {:?}",
+        stuck()
+    );
     let faults = server.faults();
     // Each fault, then a change of half the objects (made inside the server, so that the
     // faults meet the controller's requests only); then every object must converge.
     let script: [(&str, &dyn Fn()); 6] = [
         ("dropped watches", &|| faults.drop_watches()),
         ("a compaction (410)", &|| faults.compact_history()),
-        ("a 503 storm", &|| faults.fail_next(15, Failure::status(503).message("a storm"))),
+        ("a 503 storm", &|| {
+            faults.fail_next(15, Failure::status(503).message("a storm"))
+        }),
         ("dropped watches", &|| faults.drop_watches()),
-        ("a 500 storm", &|| faults.fail_next(15, Failure::status(500).message("a storm"))),
+        ("a 500 storm", &|| {
+            faults.fail_next(15, Failure::status(500).message("a storm"))
+        }),
         ("a compaction (410)", &|| faults.compact_history()),
     ];
     for (round, (fault, inject)) in script.iter().enumerate() {
@@ -308,7 +353,10 @@ async fn every_object_converges_through_dropped_watches_a_compaction_and_5xx_sto
     }
     assert_eq!(server.list::<ConfigMap>(Some("default")).len(), OBJECTS);
     assert!(probe.overlaps().is_empty(), "{:?}", probe.overlaps());
-    assert!(probe.most_at_once() > 1, "the four workers ran reconciles side by side");
+    assert!(
+        probe.most_at_once() > 1,
+        "the four workers ran reconciles side by side"
+    );
     assert!(
         probe.seen().iter().any(|s| s.retries > 0),
         "the storms failed some writes, which were retried with backoff"
@@ -331,7 +379,11 @@ const FINALIZER: &str = "kclient.io/ledger";
 impl Reconciler<ConfigMap> for Ledger {
     type Error = FinalizerError<std::convert::Infallible>;
 
-    async fn reconcile(&self, cm: Arc<ConfigMap>, _: &ReconcileContext) -> Result<Action, Self::Error> {
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        _: &ReconcileContext,
+    ) -> Result<Action, Self::Error> {
         let client = self.clientset.core_v1().config_maps("");
         finalizer(&client, FINALIZER, cm, |event| async {
             match event {
@@ -350,7 +402,8 @@ impl Reconciler<ConfigMap> for Ledger {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_finalizer_is_added_before_apply_and_cleanup_runs_once_before_the_object_goes() -> Result<(), BoxError> {
+async fn the_finalizer_is_added_before_apply_and_cleanup_runs_once_before_the_object_goes(
+) -> Result<(), BoxError> {
     let server = FakeApiServer::builder().start().await?;
     let clientset = clientset(&server);
     let factory = SharedInformerFactory::new(clientset.clone(), Duration::ZERO);
@@ -372,7 +425,9 @@ async fn the_finalizer_is_added_before_apply_and_cleanup_runs_once_before_the_ob
     let stored = config_maps.get("booked").await?;
     assert_eq!(stored.finalizers(), ["example.com/other", FINALIZER]);
 
-    config_maps.delete("booked", &DeleteOptions::default()).await?;
+    config_maps
+        .delete("booked", &DeleteOptions::default())
+        .await?;
     // Ours goes once the cleanup ran; the other controller's holds the object.
     assert!(
         eventually_async(LIMIT, || async {
@@ -389,7 +444,10 @@ async fn the_finalizer_is_added_before_apply_and_cleanup_runs_once_before_the_ob
         .await?;
     assert!(
         eventually_async(LIMIT, || async {
-            config_maps.get_opt("booked").await.is_ok_and(|cm| cm.is_none())
+            config_maps
+                .get_opt("booked")
+                .await
+                .is_ok_and(|cm| cm.is_none())
         })
         .await
     );
@@ -407,12 +465,17 @@ async fn the_finalizer_helper_retries_a_conflict_on_a_fresh_read() -> Result<(),
     let clientset = clientset(&server);
     let config_maps = clientset.core_v1().config_maps("default");
     let stale = config_maps
-        .create(&config_map("default", "raced", &[]), &CreateOptions::default())
+        .create(
+            &config_map("default", "raced", &[]),
+            &CreateOptions::default(),
+        )
         .await?;
     // Someone else writes after our copy was read: our first patch conflicts.
     let mut newer = stale.clone();
     newer.metadata.labels = Some([("edited".to_string(), "yes".to_string())].into());
-    config_maps.update(&newer, &UpdateOptions::default()).await?;
+    config_maps
+        .update(&newer, &UpdateOptions::default())
+        .await?;
 
     let applied_to = Arc::new(parking_lot::Mutex::new(None));
     let action = finalizer(&config_maps, FINALIZER, Arc::new(stale), |event| {
@@ -434,17 +497,25 @@ async fn the_finalizer_helper_retries_a_conflict_on_a_fresh_read() -> Result<(),
         "the other writer's change is kept"
     );
     assert_eq!(
-        applied_to.lock().clone().and_then(|l| l.get("edited").cloned()).as_deref(),
+        applied_to
+            .lock()
+            .clone()
+            .and_then(|l| l.get("edited").cloned())
+            .as_deref(),
         Some("yes"),
         "Apply got the object as written, not the stale copy"
     );
 
     // Deleting: removing the finalizer from a stale copy also conflicts, and is retried.
-    config_maps.delete("raced", &DeleteOptions::default()).await?;
+    config_maps
+        .delete("raced", &DeleteOptions::default())
+        .await?;
     let deleting = config_maps.get("raced").await?;
     let mut touched = deleting.clone();
     touched.metadata.labels = Some([("touched".to_string(), "yes".to_string())].into());
-    config_maps.update(&touched, &UpdateOptions::default()).await?;
+    config_maps
+        .update(&touched, &UpdateOptions::default())
+        .await?;
     let cleaned = Arc::new(AtomicUsize::new(0));
     finalizer(&config_maps, FINALIZER, Arc::new(deleting), |event| {
         let cleaned = Arc::clone(&cleaned);
@@ -457,6 +528,9 @@ async fn the_finalizer_helper_retries_a_conflict_on_a_fresh_read() -> Result<(),
     })
     .await?;
     assert_eq!(cleaned.load(Ordering::SeqCst), 1);
-    assert!(config_maps.get_opt("raced").await?.is_none(), "gone with its last finalizer");
+    assert!(
+        config_maps.get_opt("raced").await?.is_none(),
+        "gone with its last finalizer"
+    );
     Ok(())
 }

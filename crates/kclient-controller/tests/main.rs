@@ -4,4 +4,5 @@
 mod support;
 
 mod fake_server;
+mod manager;
 mod reconcile;

@@ -30,10 +30,16 @@ struct Failed(String);
 
 /// What a test reconciler does for one call.
 type Act = Arc<
-    dyn Fn(Arc<ConfigMap>, ReconcileContext) -> futures::future::BoxFuture<'static, Result<Action, Failed>>
+    dyn Fn(
+            Arc<ConfigMap>,
+            ReconcileContext,
+        ) -> futures::future::BoxFuture<'static, Result<Action, Failed>>
         + Send
         + Sync,
 >;
+
+/// The keys `reconcile_deleted` saw, with the resourceVersion of the last known state.
+type Deletions = Arc<Mutex<Vec<(String, Option<String>)>>>;
 
 /// A reconciler of ConfigMaps that records each call in a probe and does what `act` says.
 #[derive(Clone)]
@@ -42,13 +48,16 @@ struct Scripted {
     act: Act,
     /// Gives up on a key after this many retries (the default policy otherwise).
     give_up_after: Option<usize>,
-    deleted: Option<Arc<Mutex<Vec<(String, Option<String>)>>>>,
+    deleted: Option<Deletions>,
 }
 
 impl Scripted {
     fn new(
         probe: &Arc<Probe>,
-        act: impl Fn(Arc<ConfigMap>, ReconcileContext) -> futures::future::BoxFuture<'static, Result<Action, Failed>>
+        act: impl Fn(
+                Arc<ConfigMap>,
+                ReconcileContext,
+            ) -> futures::future::BoxFuture<'static, Result<Action, Failed>>
             + Send
             + Sync
             + 'static,
@@ -69,7 +78,11 @@ impl Scripted {
 impl Reconciler<ConfigMap> for Scripted {
     type Error = Failed;
 
-    async fn reconcile(&self, cm: Arc<ConfigMap>, ctx: &ReconcileContext) -> Result<Action, Failed> {
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        ctx: &ReconcileContext,
+    ) -> Result<Action, Failed> {
         let _running = self
             .probe
             .begin(ctx.key(), ctx.retries(), cm.resource_version());
@@ -147,7 +160,9 @@ async fn settle() {
 async fn the_object_is_read_from_the_lister_when_its_key_is_processed() {
     let sources = Sources::default();
     sources.config_maps.add(config_map("default", "a", &[]));
-    sources.config_maps.add(config_map("default", "b", &[("v", "1")]));
+    sources
+        .config_maps
+        .add(config_map("default", "b", &[("v", "1")]));
     let probe = Arc::new(Probe::default());
     let gate = Arc::new(Notify::new());
     let reconciler = Scripted::new(&probe, {
@@ -165,7 +180,9 @@ async fn the_object_is_read_from_the_lister_when_its_key_is_processed() {
     let running = start(&sources, Config::default(), reconciler);
     assert!(eventually(Duration::from_secs(5), || probe.count(&key("a")) == 1).await);
     // The one worker is busy with a; b is queued from the initial list. b changes twice.
-    let b = sources.config_maps.modify(config_map("default", "b", &[("v", "2")]));
+    let b = sources
+        .config_maps
+        .modify(config_map("default", "b", &[("v", "2")]));
     let b = sources.config_maps.modify(ConfigMap {
         data: Some([("v".to_string(), "3".to_string())].into()),
         ..b
@@ -175,7 +192,9 @@ async fn the_object_is_read_from_the_lister_when_its_key_is_processed() {
         eventually(Duration::from_secs(5), || lister
             .namespaced("default")
             .get("b")
-            .is_ok_and(|cached| cached.resource_version() == b.resource_version()))
+            .is_ok_and(
+                |cached| cached.resource_version() == b.resource_version()
+            ))
         .await
     );
     assert_eq!(probe.count(&key("b")), 0);
@@ -201,7 +220,11 @@ async fn a_deleted_object_is_not_reconciled_unless_the_reconciler_asks() {
     assert_eq!(probe.count(&key("a")), 1);
     sources.config_maps.delete(a);
     settle().await;
-    assert_eq!(probe.count(&key("a")), 1, "no reconcile for the deleted object");
+    assert_eq!(
+        probe.count(&key("a")),
+        1,
+        "no reconcile for the deleted object"
+    );
     running.stop().await.unwrap();
 
     // Asking: reconcile_deleted gets the last state the deletion carried, once.
@@ -226,7 +249,10 @@ async fn a_deleted_object_is_not_reconciled_unless_the_reconciler_asks() {
         [(key("a"), gone.resource_version().map(str::to_owned))],
         "the state the deletion carried"
     );
-    assert!(probe.count(&key("a")) <= 2, "the update may or may not be seen before the delete");
+    assert!(
+        probe.count(&key("a")) <= 2,
+        "the update may or may not be seen before the delete"
+    );
     running.stop().await.unwrap();
 }
 
@@ -287,11 +313,17 @@ async fn failures_back_off_per_key_exponentially_and_a_success_forgets_them() {
     // client-go's default controller limiter: 5 ms doubling per failure of the key.
     assert_eq!(
         gaps,
-        [Duration::from_millis(5), Duration::from_millis(10), Duration::from_millis(20)]
+        [
+            Duration::from_millis(5),
+            Duration::from_millis(10),
+            Duration::from_millis(20)
+        ]
     );
     assert_eq!(probe.count(&key("fine")), 1, "other keys are not held back");
     // The success forgot the failures: the next change starts at retry 0.
-    sources.config_maps.modify(config_map("default", "flaky", &[("v", "2")]));
+    sources
+        .config_maps
+        .modify(config_map("default", "flaky", &[("v", "2")]));
     settle().await;
     assert_eq!(probe.seen_of(&key("flaky")).last().unwrap().retries, 0);
     running.stop().await.unwrap();
@@ -300,7 +332,9 @@ async fn failures_back_off_per_key_exponentially_and_a_success_forgets_them() {
 #[tokio::test(start_paused = true)]
 async fn the_error_policy_can_give_up_until_the_next_event() {
     let sources = Sources::default();
-    sources.config_maps.add(config_map("default", "broken", &[]));
+    sources
+        .config_maps
+        .add(config_map("default", "broken", &[]));
     let probe = Arc::new(Probe::default());
     let reconciler = Scripted {
         give_up_after: Some(2),
@@ -310,11 +344,21 @@ async fn the_error_policy_can_give_up_until_the_next_event() {
     };
     let running = start(&sources, Config::default(), reconciler);
     tokio::time::sleep(Duration::from_secs(3600)).await;
-    let retries: Vec<usize> = probe.seen_of(&key("broken")).iter().map(|s| s.retries).collect();
+    let retries: Vec<usize> = probe
+        .seen_of(&key("broken"))
+        .iter()
+        .map(|s| s.retries)
+        .collect();
     assert_eq!(retries, [0, 1, 2], "given up after two retries");
-    sources.config_maps.modify(config_map("default", "broken", &[("v", "2")]));
+    sources
+        .config_maps
+        .modify(config_map("default", "broken", &[("v", "2")]));
     settle().await;
-    let retries: Vec<usize> = probe.seen_of(&key("broken")).iter().map(|s| s.retries).collect();
+    let retries: Vec<usize> = probe
+        .seen_of(&key("broken"))
+        .iter()
+        .map(|s| s.retries)
+        .collect();
     assert_eq!(&retries[3..], [0, 1, 2], "the next event starts afresh");
     running.stop().await.unwrap();
 }
@@ -386,7 +430,11 @@ struct Owners(Arc<Probe>);
 impl Reconciler<Deployment> for Owners {
     type Error = Failed;
 
-    async fn reconcile(&self, d: Arc<Deployment>, ctx: &ReconcileContext) -> Result<Action, Failed> {
+    async fn reconcile(
+        &self,
+        d: Arc<Deployment>,
+        ctx: &ReconcileContext,
+    ) -> Result<Action, Failed> {
         let _running = self.0.begin(ctx.key(), ctx.retries(), d.resource_version());
         Ok(Action::await_change())
     }
@@ -414,7 +462,10 @@ async fn owned_objects_queue_their_controller_owner_and_watched_ones_their_mappe
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(controller.run(Owners(Arc::clone(&probe)), shutdown.clone()));
     settle().await;
-    assert_eq!((probe.count("default/web"), probe.count("default/api")), (1, 1));
+    assert_eq!(
+        (probe.count("default/web"), probe.count("default/api")),
+        (1, 1)
+    );
 
     // An owned ConfigMap: its add, update and delete each queue web.
     let mut owned = config_map("default", "web-settings", &[]);
@@ -433,14 +484,16 @@ async fn owned_objects_queue_their_controller_owner_and_watched_ones_their_mappe
     assert_eq!(probe.count("default/web"), 4);
     // Not the controller: a plain owner reference to api does not map.
     let mut referenced = config_map("default", "shared", &[]);
-    referenced.metadata.owner_references = Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-        api_version: "apps/v1".into(),
-        kind: "Deployment".into(),
-        name: "api".into(),
-        uid: "api-uid".into(),
-        controller: None,
-        block_owner_deletion: None,
-    }]);
+    referenced.metadata.owner_references = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: "api".into(),
+            uid: "api-uid".into(),
+            controller: None,
+            block_owner_deletion: None,
+        },
+    ]);
     sources.config_maps.add(referenced);
     settle().await;
     assert_eq!(probe.count("default/api"), 1);
@@ -459,7 +512,10 @@ async fn owned_objects_queue_their_controller_owner_and_watched_ones_their_mappe
         ..s
     });
     settle().await;
-    assert_eq!((probe.count("default/web"), probe.count("default/api")), (5, 3));
+    assert_eq!(
+        (probe.count("default/web"), probe.count("default/api")),
+        (5, 3)
+    );
     // A key for an object that does not exist: not reconciled.
     sources
         .secrets
@@ -492,7 +548,9 @@ async fn caches_that_never_sync_fail_the_run_after_the_cache_sync_timeout() {
     );
     let Running { factory, task, .. } = running;
     match task.await.unwrap() {
-        Err(ControllerError::CacheSyncTimeout { unsynced, timeout, .. }) => {
+        Err(ControllerError::CacheSyncTimeout {
+            unsynced, timeout, ..
+        }) => {
             assert_eq!(unsynced, ["v1/ConfigMap"]);
             assert_eq!(timeout, Duration::from_secs(30));
         }
@@ -527,11 +585,17 @@ async fn a_graceful_shutdown_lets_reconciles_in_flight_finish_and_starts_no_new_
     let running = start(&sources, Config::default(), reconciler);
     assert!(eventually(Duration::from_secs(5), || probe.count(&key("slow")) == 1).await);
     // Queued behind it (one worker): never started once the shutdown began.
-    sources.config_maps.add(config_map("default", "queued", &[]));
+    sources
+        .config_maps
+        .add(config_map("default", "queued", &[]));
     settle().await;
     let stopping = Instant::now();
     running.stop().await.unwrap();
-    assert_eq!(finished.load(Ordering::SeqCst), 1, "the reconcile in flight finished");
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        1,
+        "the reconcile in flight finished"
+    );
     assert!(stopping.elapsed() >= Duration::from_secs(18));
     assert_eq!(probe.count(&key("queued")), 0);
 }
@@ -554,7 +618,9 @@ async fn reconciles_past_the_graceful_shutdown_timeout_are_dropped() {
     assert!(eventually(Duration::from_secs(5), || probe.count(&key("slow")) == 1).await);
     let stopping = Instant::now();
     match running.stop().await {
-        Err(ControllerError::ShutdownTimedOut { in_flight, timeout, .. }) => {
+        Err(ControllerError::ShutdownTimedOut {
+            in_flight, timeout, ..
+        }) => {
             assert_eq!((in_flight, timeout), (1, Duration::from_secs(5)));
         }
         other => panic!("{other:?}"),
@@ -620,7 +686,10 @@ async fn metrics_count_results_with_controller_runtimes_names() {
 
 /// The fields of the `reconcile` spans, as a subscriber saw them.
 #[derive(Default, Clone)]
-struct Spans(Arc<Mutex<Vec<Vec<(String, String)>>>>);
+struct Spans(Arc<Mutex<Vec<SpanFields>>>);
+
+/// One span's fields, by name, as text.
+type SpanFields = Vec<(String, String)>;
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Spans {
     fn on_new_span(

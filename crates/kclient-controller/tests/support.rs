@@ -126,7 +126,12 @@ pub struct CountingListerWatcher<L> {
 
 impl<L> CountingListerWatcher<L> {
     fn count_list(&self) {
-        *self.calls.lock().lists.entry(self.kind.clone()).or_default() += 1;
+        *self
+            .calls
+            .lock()
+            .lists
+            .entry(self.kind.clone())
+            .or_default() += 1;
     }
 }
 
@@ -213,7 +218,12 @@ impl Drop for Running<'_> {
 
 impl Probe {
     /// Records the start of a reconcile of `key`; keep the guard until it ends.
-    pub fn begin(&self, key: &ObjectKey, retries: usize, resource_version: Option<&str>) -> Running<'_> {
+    pub fn begin(
+        &self,
+        key: &ObjectKey,
+        retries: usize,
+        resource_version: Option<&str>,
+    ) -> Running<'_> {
         let key = key.to_string();
         {
             let mut running = self.running.lock();
@@ -349,7 +359,10 @@ where
 pub async fn http_get(address: std::net::SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
     let mut stream = tokio::net::TcpStream::connect(address).await?;
     stream
-        .write_all(format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n").as_bytes())
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
         .await?;
     let mut response = String::new();
     stream.read_to_string(&mut response).await?;

@@ -55,7 +55,6 @@ type QueueLabel = Vec<(&'static str, String)>;
 /// A constructor for the duration histograms.
 type HistogramConstructor = fn() -> Histogram;
 
-
 fn duration_histogram() -> Histogram {
     // component-base: prometheus.ExponentialBuckets(10e-9, 10, 10).
     Histogram::new(exponential_buckets(10e-9, 10.0, 10))
@@ -201,11 +200,15 @@ impl HistogramMetric for SecondsHistogram {
 
 impl MetricsProvider for PrometheusMetricsProvider {
     fn new_depth_metric(&self, name: &str) -> Box<dyn GaugeMetric> {
-        Box::new(DepthGauge(self.depth.get_or_create(&self.label(name)).clone()))
+        Box::new(DepthGauge(
+            self.depth.get_or_create(&self.label(name)).clone(),
+        ))
     }
 
     fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric> {
-        Box::new(TotalCounter(self.adds.get_or_create(&self.label(name)).clone()))
+        Box::new(TotalCounter(
+            self.adds.get_or_create(&self.label(name)).clone(),
+        ))
     }
 
     fn new_latency_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
