@@ -79,6 +79,27 @@ pub enum FinalizerError<E: std::error::Error + 'static> {
     UnnamedObject,
 }
 
+impl<E: std::error::Error + 'static> FinalizerError<E> {
+    /// The same error with the reconcile's error converted by `f` (into a program's own
+    /// error type, say); the finalizer's own errors are kept.
+    pub fn map_reconcile_error<F: std::error::Error + 'static>(
+        self,
+        f: impl FnOnce(E) -> F,
+    ) -> FinalizerError<F> {
+        match self {
+            Self::ApplyFailed(e) => FinalizerError::ApplyFailed(f(e)),
+            Self::CleanupFailed(e) => FinalizerError::CleanupFailed(f(e)),
+            Self::AddFinalizer { finalizer, source } => {
+                FinalizerError::AddFinalizer { finalizer, source }
+            }
+            Self::RemoveFinalizer { finalizer, source } => {
+                FinalizerError::RemoveFinalizer { finalizer, source }
+            }
+            Self::UnnamedObject => FinalizerError::UnnamedObject,
+        }
+    }
+}
+
 impl<E: std::error::Error + ApiStatus + 'static> ApiStatus for FinalizerError<E> {
     fn api_status(&self) -> Option<&kclient_core::Status> {
         match self {

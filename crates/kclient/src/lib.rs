@@ -22,6 +22,7 @@
 //! | `informers` | `kclient-informers`: the generated typed informers and listers, `factory.core_v1().pods()` | `informers` (default) |
 //! | `workqueue` | `kclient-workqueue`: client-go's workqueue | `workqueue` (default) |
 //! | `tools` | `kclient-tools`: leader election, events, watch utilities, retries, wait helpers | `tools` |
+//! | `controller` | `kclient-controller`: the reconcile runtime, `Controller`, `Reconciler`, `Action`, finalizers, owner references, `Manager` | `controller` |
 //! | `fake` | `kclient-fake`: an in-memory API server for tests | `fake` |
 //!
 //! Built-in types come from k8s-openapi, re-exported as [`k8s_openapi`] so that `kclient` is
@@ -128,6 +129,14 @@ pub use kclient_workqueue as workqueue;
 #[doc(inline)]
 pub use kclient_tools as tools;
 
+/// The reconcile runtime on shared informers: `Controller` (owns, watches, predicates),
+/// `Reconciler` and `Action`, finalizers, owner references, and a `Manager` with leader
+/// election, probes, metrics and graceful shutdown (the `kclient-controller` crate).
+#[cfg(feature = "controller")]
+#[cfg_attr(docsrs, doc(cfg(feature = "controller")))]
+#[doc(inline)]
+pub use kclient_controller as controller;
+
 /// An in-memory Kubernetes API server over real HTTP, for tests and demos (the
 /// `kclient-fake` crate).
 #[cfg(feature = "fake")]
@@ -146,6 +155,10 @@ pub mod prelude {
         ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
         SharedInformerFactory,
     };
+    #[cfg(feature = "controller")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "controller")))]
+    #[doc(no_inline)]
+    pub use kclient_controller::{Action, Controller, Manager, ReconcileContext, Reconciler};
     #[doc(no_inline)]
     pub use kclient_core::{
         ApiError, ApiResource, ApiStatus, CancellationToken, DeletedObject, DynamicObject,
