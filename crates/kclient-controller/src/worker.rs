@@ -63,6 +63,12 @@ where
             self.process(&key).await;
             self.in_flight.fetch_sub(1, Ordering::AcqRel);
             self.queue.done(&key);
+            // The queue hands out a waiting key without yielding, and a reconcile may finish
+            // without awaiting anything: with keys always waiting (a backlog, or keys that
+            // requeue themselves at once) the loop would never give its thread back, and the
+            // informers and every other task there would starve. Yield when tokio's
+            // cooperative budget is spent.
+            tokio::task::coop::consume_budget().await;
         }
     }
 

@@ -756,3 +756,53 @@ fn each_reconcile_runs_in_a_span_with_its_key_and_attempt() {
     };
     assert_eq!(spans, [expect("0"), expect("1")]);
 }
+
+/// Keys that requeue themselves at once, reconciles that never await: the workers always find
+/// work, and must still give their thread back (tokio's cooperative budget), or the informer
+/// and every other task on it would starve. On a current-thread runtime, so a starving worker
+/// would stop everything: the runtime runs on a thread of its own, and the test waits for it
+/// with a bound.
+#[test]
+fn workers_that_always_find_work_do_not_starve_the_runtime() {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let sources = Sources::default();
+            for i in 0..10 {
+                sources
+                    .config_maps
+                    .add(config_map("default", &format!("busy-{i}"), &[]));
+            }
+            let probe = Arc::new(Probe::default());
+            let reconciler = Scripted::new(&probe, |_, _| {
+                Box::pin(async { Ok(Action::requeue(Duration::ZERO)) })
+            });
+            let running = start(
+                &sources,
+                Config {
+                    workers: 2,
+                    ..Config::default()
+                },
+                reconciler,
+            );
+            // This task runs only if the workers yield; so do the informer's, which deliver
+            // the object added now.
+            while probe.total() < 10_000 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            sources.config_maps.add(config_map("default", "late", &[]));
+            while probe.count(&key("late")) == 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            running.stop().await.unwrap();
+        });
+        let _ = done.send(());
+    });
+    finished
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the workers gave the runtime back");
+}
