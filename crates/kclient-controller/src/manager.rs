@@ -241,9 +241,13 @@ pub struct ManagerBuilder {
     registry: Option<Registry>,
     election: Option<MakeElection>,
     watch_dog: Option<HealthzAdaptor>,
+    on_new_leader: Option<NewLeader>,
     broadcaster: Option<EventBroadcaster>,
     cache_sync_timeout: Duration,
 }
+
+/// What is called with each leader the election observes.
+type NewLeader = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl fmt::Debug for ManagerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -285,8 +289,9 @@ impl ManagerBuilder {
 
     /// Runs the controllers only while this replica leads the election `config` describes
     /// (its lock, durations, `release_on_cancel` and `name`). Its callbacks are the
-    /// manager's: any set in `config` are replaced. Its `watch_dog`, if set, is the
-    /// `/healthz` check.
+    /// manager's: any set in `config` are replaced (see
+    /// [`on_new_leader`](Self::on_new_leader)). Its `watch_dog`, if set, is the `/healthz`
+    /// check.
     #[must_use]
     pub fn leader_election<L: Lock + 'static>(mut self, config: LeaderElectionConfig<L>) -> Self {
         self.watch_dog = config.watch_dog.clone();
@@ -297,6 +302,16 @@ impl ManagerBuilder {
             })?;
             Ok(Arc::new(elector) as Arc<dyn Election>)
         }));
+        self
+    }
+
+    /// Calls `f` with the holder's identity whenever the election observes a new one, and
+    /// with `""` when the lease is seen released (kclient-tools'
+    /// [`LeaderCallbacks::on_new_leader`], which the manager's own callbacks replace). Quick:
+    /// it runs on the elector's task.
+    #[must_use]
+    pub fn on_new_leader(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_new_leader = Some(Arc::new(f));
         self
     }
 
@@ -352,9 +367,10 @@ impl ManagerBuilder {
             phase: Mutex::new(Phase::Candidate),
             errors: Mutex::new(Vec::new()),
         });
+        let on_new_leader = self.on_new_leader;
         let election = self
             .election
-            .map(|make| make(leader_callbacks(&shared)))
+            .map(|make| make(leader_callbacks(&shared, on_new_leader)))
             .transpose()?;
         Ok(Manager {
             informers: self.informers,
@@ -373,9 +389,13 @@ impl ManagerBuilder {
 
 /// The leader's work: the controllers, until the manager stops (gracefully, still leading)
 /// or the leader token fires (leadership lost: at once).
-fn leader_callbacks(shared: &Arc<Shared>) -> LeaderCallbacks {
+fn leader_callbacks(shared: &Arc<Shared>, on_new_leader: Option<NewLeader>) -> LeaderCallbacks {
     let shared = Arc::clone(shared);
-    LeaderCallbacks::new()
+    let callbacks = match on_new_leader {
+        Some(f) => LeaderCallbacks::new().on_new_leader(move |leader| f(leader)),
+        None => LeaderCallbacks::new(),
+    };
+    callbacks
         .on_started_leading(move |token| {
             let shared = Arc::clone(&shared);
             async move {
@@ -436,6 +456,7 @@ impl Manager {
             registry: None,
             election: None,
             watch_dog: None,
+            on_new_leader: None,
             broadcaster: None,
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
         }

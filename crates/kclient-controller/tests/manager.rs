@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kclient_cache::SharedInformerFactory;
 use kclient_controller::{
     Action, Config, Controller, Manager, ManagerError, ReconcileContext, Reconciler,
@@ -17,6 +17,7 @@ use kclient_controller::{
 use kclient_core::{ApiError, CancellationToken, CreateOptions, GroupResource, ResourceExt};
 use kclient_fake::{Failure, FakeApiServer};
 use kclient_rest::{Config as RestConfig, RestClient};
+use kclient_tools::events::{new_broadcaster, object_reference, EventType, MemorySink};
 use kclient_tools::leaderelection::{
     LeaderCallbacks, LeaderElectionConfig, LeaderElectionRecord, LeaseLock, Lock, VersionedRecord,
 };
@@ -519,4 +520,66 @@ fn a_leader_election_configuration_is_checked_when_the_manager_is_built() {
         matches!(built, Err(ManagerError::LeaderElection(_))),
         "{built:?}"
     );
+}
+
+/// Records an Event about each ConfigMap it reconciles.
+struct Announce;
+
+impl Reconciler<ConfigMap> for Announce {
+    type Error = std::convert::Infallible;
+
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        ctx: &ReconcileContext,
+    ) -> Result<Action, Self::Error> {
+        let recorder = ctx
+            .recorder()
+            .expect("the manager's broadcaster gave a recorder");
+        recorder.event(
+            &object_reference(cm.as_ref()),
+            EventType::Normal,
+            "Seen",
+            "reconciled",
+        );
+        Ok(Action::await_change())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn controllers_record_events_as_themselves_and_new_leaders_are_reported() {
+    let sources = Sources::default();
+    sources.config_maps.add(config_map("default", "a", &[]));
+    let store = Store::default();
+    let broadcaster = new_broadcaster();
+    let sink = MemorySink::new();
+    broadcaster.start_recording_to_sink(sink.clone()).unwrap();
+    let leaders = Arc::new(Mutex::new(Vec::new()));
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+    let mut manager = Manager::builder(&factory)
+        .leader_election(election(&store, "a"))
+        .on_new_leader({
+            let leaders = Arc::clone(&leaders);
+            move |leader| leaders.lock().push(leader.to_owned())
+        })
+        .event_broadcaster(broadcaster.clone())
+        .build()
+        .unwrap();
+    manager.add(
+        Controller::<ConfigMap, _>::new("announcer", &factory),
+        Announce,
+    );
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(manager.run(shutdown.clone()));
+    assert!(eventually(Duration::from_secs(10), || !sink.events().is_empty()).await);
+    let events: Vec<Event> = sink.events();
+    assert_eq!(events.len(), 1);
+    let source = events[0].source.clone().unwrap_or_default();
+    assert_eq!(source.component.as_deref(), Some("announcer"));
+    assert_eq!(events[0].reason.as_deref(), Some("Seen"));
+    assert_eq!(events[0].involved_object.name.as_deref(), Some("a"));
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+    broadcaster.shutdown().await;
+    assert_eq!(leaders.lock().first().map(String::as_str), Some("a"));
 }
