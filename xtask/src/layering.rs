@@ -107,6 +107,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-cache",
             "kclient-typed",
             "kclient-workqueue",
+            "kclient-controller",
             "kclient-fake",
             "kclient-protobuf",
         ],
