@@ -19,22 +19,15 @@ use kclient_core::{
     PatchOptions, ResourceExt, UpdateOptions,
 };
 use kclient_fake::{Failure, FakeApiServer};
-use kclient_rest::{Config as RestConfig, RestClient};
 use kclient_typed::Clientset;
 use serde_json::json;
 
 use crate::support::{
-    config_map, deployment, eventually, eventually_async, replicas, secret, Counting, Probe,
+    clientset, config_map, deployment, eventually, eventually_async, replicas, secret, Count,
+    Counting, Probe,
 };
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// A Clientset without client-side rate limiting (the tests write in bursts).
-fn clientset(server: &FakeApiServer) -> Clientset {
-    let mut config = RestConfig::new(server.url());
-    config.qps = None;
-    Clientset::from_client(RestClient::new(config).unwrap())
-}
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -152,24 +145,6 @@ async fn changes_to_owned_objects_reach_their_owner() -> Result<(), BoxError> {
     Ok(())
 }
 
-/// Counts reconciles, nothing more.
-struct Count<K>(Arc<Probe>, std::marker::PhantomData<fn() -> K>);
-
-impl<K: kclient_core::Resource + Send + Sync + 'static> Reconciler<K> for Count<K> {
-    type Error = std::convert::Infallible;
-
-    async fn reconcile(&self, obj: Arc<K>, ctx: &ReconcileContext) -> Result<Action, Self::Error> {
-        let _running = self
-            .0
-            .begin(ctx.key(), ctx.retries(), obj.resource_version());
-        Ok(Action::await_change())
-    }
-}
-
-fn count<K>(probe: &Arc<Probe>) -> Count<K> {
-    Count(Arc::clone(probe), std::marker::PhantomData)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn controllers_sharing_a_factory_watch_each_type_once() -> Result<(), BoxError> {
     let server = FakeApiServer::builder().start().await?;
@@ -215,9 +190,9 @@ async fn controllers_sharing_a_factory_watch_each_type_once() -> Result<(), BoxE
         ))
     });
     let runs = vec![
-        tokio::spawn(deployments.run(count::<Deployment>(&probes[0]), shutdown.clone())),
-        tokio::spawn(config_maps.run(count::<ConfigMap>(&probes[1]), shutdown.clone())),
-        tokio::spawn(secrets.run(count::<Secret>(&probes[2]), shutdown.clone())),
+        tokio::spawn(deployments.run(Count::<Deployment>::new(&probes[0]), shutdown.clone())),
+        tokio::spawn(config_maps.run(Count::<ConfigMap>::new(&probes[1]), shutdown.clone())),
+        tokio::spawn(secrets.run(Count::<Secret>::new(&probes[2]), shutdown.clone())),
     ];
     assert!(
         eventually(LIMIT, || {

@@ -16,7 +16,6 @@ use kclient_controller::{
 };
 use kclient_core::{ApiError, CancellationToken, CreateOptions, GroupResource, ResourceExt};
 use kclient_fake::{Failure, FakeApiServer};
-use kclient_rest::{Config as RestConfig, RestClient};
 use kclient_tools::events::{new_broadcaster, object_reference, EventType, MemorySink};
 use kclient_tools::leaderelection::{
     LeaderCallbacks, LeaderElectionConfig, LeaderElectionRecord, LeaseLock, Lock, VersionedRecord,
@@ -25,7 +24,9 @@ use kclient_typed::Clientset;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use crate::support::{config_map, eventually, http_get, Counting, Probe, Sources};
+use crate::support::{
+    clientset, config_map, eventually, http_get, Count, Counting, Probe, Sources,
+};
 
 /// An in-memory election store shared by the candidates' locks, with a switch that fails
 /// every call.
@@ -296,30 +297,6 @@ async fn a_replica_that_never_leads_keeps_warm_caches_never_reconciles_and_stops
     leading.await.unwrap().unwrap();
 }
 
-/// Reconciles ConfigMaps, counting per replica.
-struct Counter(Arc<Probe>);
-
-impl Reconciler<ConfigMap> for Counter {
-    type Error = std::convert::Infallible;
-
-    async fn reconcile(
-        &self,
-        cm: Arc<ConfigMap>,
-        ctx: &ReconcileContext,
-    ) -> Result<Action, Self::Error> {
-        let _running = self
-            .0
-            .begin(ctx.key(), ctx.retries(), cm.resource_version());
-        Ok(Action::await_change())
-    }
-}
-
-fn clientset(server: &FakeApiServer) -> Clientset {
-    let mut config = RestConfig::new(server.url());
-    config.qps = None;
-    Clientset::from_client(RestClient::new(config).unwrap())
-}
-
 const LIMIT: Duration = Duration::from_secs(30);
 
 /// One replica against kclient-fake: its client (counting its informers' requests), its
@@ -350,7 +327,7 @@ fn start_replica(server: &FakeApiServer, identity: &str) -> Replica {
     let probe = Arc::new(Probe::default());
     manager.add(
         Controller::<ConfigMap, _>::new("config-maps", &factory),
-        Counter(Arc::clone(&probe)),
+        Count::<ConfigMap>::new(&probe),
     );
     let health = manager.health_probe_address().unwrap();
     let shutdown = CancellationToken::new();
@@ -446,7 +423,7 @@ async fn the_probes_and_the_metrics_endpoint(
     let probe = Arc::new(Probe::default());
     manager.add(
         Controller::<ConfigMap, _>::new("config-maps", &factory),
-        Counter(Arc::clone(&probe)),
+        Count::<ConfigMap>::new(&probe),
     );
     let (health, metrics) = (
         manager.health_probe_address().unwrap(),

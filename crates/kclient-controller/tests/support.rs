@@ -11,10 +11,14 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kclient_cache::testing::FakeControllerSource;
+use kclient_controller::{Action, ReconcileContext, Reconciler};
 use kclient_core::{
     FetchedList, ListOptions, ListerWatcher, ListerWatcherFor, ObjectKey, ObjectList, Resource,
     TweakListOptions, WatchStream,
 };
+use kclient_fake::FakeApiServer;
+use kclient_rest::{Config as RestConfig, RestClient};
+use kclient_typed::Clientset;
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
@@ -272,6 +276,35 @@ impl Probe {
     pub fn most_at_once(&self) -> usize {
         *self.most_at_once.lock()
     }
+}
+
+/// A reconciler that records each reconcile in a probe, nothing more.
+pub struct Count<K>(pub Arc<Probe>, std::marker::PhantomData<fn() -> K>);
+
+impl<K> Count<K> {
+    pub fn new(probe: &Arc<Probe>) -> Self {
+        Self(Arc::clone(probe), std::marker::PhantomData)
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> Reconciler<K> for Count<K> {
+    type Error = std::convert::Infallible;
+
+    async fn reconcile(&self, obj: Arc<K>, ctx: &ReconcileContext) -> Result<Action, Self::Error> {
+        let _running = self.0.begin(
+            ctx.key(),
+            ctx.retries(),
+            obj.meta().resource_version.as_deref(),
+        );
+        Ok(Action::await_change())
+    }
+}
+
+/// A Clientset for `server` without client-side rate limiting (the tests write in bursts).
+pub fn clientset(server: &FakeApiServer) -> Clientset {
+    let mut config = RestConfig::new(server.url());
+    config.qps = None;
+    Clientset::from_client(RestClient::new(config).expect("a client for kclient-fake"))
 }
 
 pub fn config_map(namespace: &str, name: &str, data: &[(&str, &str)]) -> ConfigMap {
