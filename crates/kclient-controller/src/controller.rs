@@ -1,17 +1,5 @@
-//! [`Controller`]: reconciles objects of one type `K`, keyed by namespace and name, on the
-//! shared informers of a [`SharedInformerFactory`] (kube-rs's `Controller`,
-//! controller-runtime's `builder.ControllerManagedBy`, on client-go's model).
-//!
-//! The pieces are client-go's: the factory's one informer per type (shared with every
-//! other controller and handler of the process), event handlers that turn events into keys,
-//! a [`RateLimitingQueue`] of keys, and workers that read the object from the lister and
-//! reconcile it.
-//!
-//! ```text
-//!  K informer ----add/update/delete------------------------> key of the object -----.
-//!  O informer (owns)  ---- controller owner reference of kind K --> owner's key ----+--> RateLimitingQueue --> N workers --> Reconciler
-//!  W informer (watches) -- mapper(&W) ----------------------> keys -----------------'       (one key at a time)      (object from the lister)
-//! ```
+//! [`Controller`]: the builder of a controller and its run (handlers, caches, workers,
+//! shutdown).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -37,10 +25,22 @@ use crate::reconciler::{ControllerScope, Reconciler};
 use crate::source::{register_mapped, register_primary, OwnerType, Registration, Source};
 use crate::worker::Workers;
 
-/// Reconciles objects of type `K`; see the [module docs](self). Built on a
-/// [`SharedInformerFactory`] over a client `C` (kclient-typed's `Clientset`, or any
-/// [`ListerWatcherFor`] each watched type), then [`run`](Self::run) with a [`Reconciler`],
-/// or added to a [`Manager`](crate::Manager).
+/// Reconciles objects of one type `K`, keyed by namespace and name, on the shared informers
+/// of a [`SharedInformerFactory`] (kube-rs's `Controller`, controller-runtime's
+/// `builder.ControllerManagedBy`, on client-go's model). Built on a factory over a client `C`
+/// (kclient-typed's `Clientset`, or any [`ListerWatcherFor`] each watched type), then
+/// [`run`](Self::run) with a [`Reconciler`], or added to a [`Manager`](crate::Manager).
+///
+/// The pieces are client-go's: the factory's one informer per type (shared with every
+/// other controller and handler of the process), event handlers that turn events into keys,
+/// a [`RateLimitingQueue`] of keys, and workers that read the object from the lister and
+/// reconcile it:
+///
+/// ```text
+///  K informer ----add/update/delete------------------------> key of the object -----.
+///  O informer (owns)  ---- controller owner reference of kind K --> owner's key ----+--> RateLimitingQueue --> N workers --> Reconciler
+///  W informer (watches) -- mapper(&W) ----------------------> keys -----------------'       (one key at a time)      (object from the lister)
+/// ```
 ///
 /// * [`owns::<O>()`](Self::owns): a change to an `O` whose controller owner reference
 ///   names a `K` (same group and kind) queues that `K`;

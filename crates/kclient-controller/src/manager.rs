@@ -1,66 +1,5 @@
-//! [`Manager`]: runs several controllers on one [`SharedInformerFactory`], with leader
-//! election, health and readiness probes, Prometheus metrics and graceful shutdown
-//! (controller-runtime's `manager.Manager`).
-//!
-//! ```text
-//!  every replica:   factory (one informer per type) --> caches warm --> /readyz 200
-//!                   /healthz, /metrics
-//!  the leader only: controllers' handlers + workers --> reconciles
-//! ```
-//!
-//! * **Caches in every replica, reconciles in the leader.** The factory's informers start at
-//!   once in every replica, so a replica that takes over has warm caches. With
-//!   [`leader_election`](ManagerBuilder::leader_election), the controllers (their handlers,
-//!   queues and workers) run only while this replica leads, and each worker asks the leader
-//!   token ([`LeaderToken::is_leader`](kclient_tools::leaderelection::LeaderToken::is_leader),
-//!   which reads the clock against the renew deadline) right before each reconcile.
-//!   Leadership lost: the reconciles in flight are dropped at once, and
-//!   [`run`](Manager::run) returns [`ManagerError::LeaderElectionLost`] (exit and let the
-//!   replica restart, as controller-runtime does).
-//! * **Probes** ([`health_probe_bind_address`](ManagerBuilder::health_probe_bind_address)):
-//!   `/healthz` answers 200 while the manager runs (500 when the leader election's health
-//!   check, the config's `watch_dog`, fails); `/readyz` answers 200 once every controller's
-//!   caches have synced, 500 before, naming the informers still syncing.
-//! * **Metrics** ([`metrics_bind_address`](ManagerBuilder::metrics_bind_address)):
-//!   `/metrics` in the OpenMetrics text format, with controller-runtime's controller and
-//!   workqueue metrics ([`ControllerMetrics`]) and whatever else the registry given to
-//!   [`metrics_registry`](ManagerBuilder::metrics_registry) holds.
-//! * **Graceful shutdown**: when the token given to [`run`](Manager::run) fires
-//!   ([`shutdown_on_signal`](crate::shutdown_on_signal) fires one on SIGTERM or Ctrl-C), no
-//!   new reconcile starts, the ones in flight get their controller's
-//!   [`graceful_shutdown_timeout`](crate::Config::graceful_shutdown_timeout) — still as the
-//!   leader: the lease is released only after they finished — then the informers and the
-//!   endpoints stop.
-//!
-//! ```no_run
-//! use std::sync::Arc;
-//! use std::time::Duration;
-//! use k8s_openapi::api::core::v1::ConfigMap;
-//! use kclient_cache::SharedInformerFactory;
-//! use kclient_controller::{shutdown_on_signal, Action, Controller, Manager, ReconcileContext, Reconciler};
-//! use kclient_tools::leaderelection::{LeaderCallbacks, LeaderElectionConfig, LeaseLock};
-//! use kclient_typed::Clientset;
-//!
-//! struct Noop;
-//! impl Reconciler<ConfigMap> for Noop {
-//!     type Error = std::convert::Infallible;
-//!     async fn reconcile(&self, _: Arc<ConfigMap>, _: &ReconcileContext) -> Result<Action, Self::Error> {
-//!         Ok(Action::await_change())
-//!     }
-//! }
-//!
-//! # async fn run(clientset: Clientset) -> Result<(), Box<dyn std::error::Error>> {
-//! let factory = SharedInformerFactory::new(clientset.clone(), Duration::ZERO);
-//! let lock = LeaseLock::from_clientset(&clientset, "kube-system", "my-operator", "replica-1");
-//! let mut manager = Manager::builder(&factory)
-//!     .health_probe_bind_address("0.0.0.0:8081".parse()?)
-//!     .metrics_bind_address("0.0.0.0:8080".parse()?)
-//!     .leader_election(LeaderElectionConfig::new(lock, LeaderCallbacks::new()))
-//!     .build()?;
-//! manager.add(Controller::<ConfigMap, _>::new("config-maps", &factory), Noop);
-//! manager.run(shutdown_on_signal()?).await?;
-//! # Ok(()) }
-//! ```
+//! [`Manager`]: several controllers on one informer factory, with leader election, probes,
+//! metrics and graceful shutdown.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -233,7 +172,7 @@ async fn run_controllers(
 /// Makes the elector once the manager's callbacks exist.
 type MakeElection = Box<dyn FnOnce(LeaderCallbacks) -> Result<Arc<dyn Election>, ConfigError>>;
 
-/// Builds a [`Manager`]; see the [module docs](self).
+/// Builds a [`Manager`] (made by [`Manager::builder`]).
 pub struct ManagerBuilder {
     informers: Arc<dyn Informers>,
     health_probe_address: Option<SocketAddr>,
@@ -421,7 +360,69 @@ fn leader_callbacks(shared: &Arc<Shared>, on_new_leader: Option<NewLeader>) -> L
         .on_stopped_leading(|| tracing::info!("left the leader election"))
 }
 
-/// Runs controllers on one informer factory; see the [module docs](self).
+/// Runs several controllers on one [`SharedInformerFactory`], with leader
+/// election, health and readiness probes, Prometheus metrics and graceful shutdown
+/// (controller-runtime's `manager.Manager`).
+///
+/// ```text
+///  every replica:   factory (one informer per type) --> caches warm --> /readyz 200
+///                   /healthz, /metrics
+///  the leader only: controllers' handlers + workers --> reconciles
+/// ```
+///
+/// * **Caches in every replica, reconciles in the leader.** The factory's informers start at
+///   once in every replica, so a replica that takes over has warm caches. With
+///   [`leader_election`](ManagerBuilder::leader_election), the controllers (their handlers,
+///   queues and workers) run only while this replica leads, and each worker asks the leader
+///   token ([`LeaderToken::is_leader`](kclient_tools::leaderelection::LeaderToken::is_leader),
+///   which reads the clock against the renew deadline) right before each reconcile.
+///   Leadership lost: the reconciles in flight are dropped at once, and
+///   [`run`](Manager::run) returns [`ManagerError::LeaderElectionLost`] (exit and let the
+///   replica restart, as controller-runtime does).
+/// * **Probes** ([`health_probe_bind_address`](ManagerBuilder::health_probe_bind_address)):
+///   `/healthz` answers 200 while the manager runs (500 when the leader election's health
+///   check, the config's `watch_dog`, fails); `/readyz` answers 200 once every controller's
+///   caches have synced, 500 before, naming the informers still syncing.
+/// * **Metrics** ([`metrics_bind_address`](ManagerBuilder::metrics_bind_address)):
+///   `/metrics` in the OpenMetrics text format, with controller-runtime's controller and
+///   workqueue metrics ([`ControllerMetrics`]) and whatever else the registry given to
+///   [`metrics_registry`](ManagerBuilder::metrics_registry) holds.
+/// * **Graceful shutdown**: when the token given to [`run`](Manager::run) fires
+///   ([`shutdown_on_signal`](crate::shutdown_on_signal) fires one on SIGTERM or Ctrl-C), no
+///   new reconcile starts, the ones in flight get their controller's
+///   [`graceful_shutdown_timeout`](crate::Config::graceful_shutdown_timeout) — still as the
+///   leader: the lease is released only after they finished — then the informers and the
+///   endpoints stop.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kclient_cache::SharedInformerFactory;
+/// use kclient_controller::{shutdown_on_signal, Action, Controller, Manager, ReconcileContext, Reconciler};
+/// use kclient_tools::leaderelection::{LeaderCallbacks, LeaderElectionConfig, LeaseLock};
+/// use kclient_typed::Clientset;
+///
+/// struct Noop;
+/// impl Reconciler<ConfigMap> for Noop {
+///     type Error = std::convert::Infallible;
+///     async fn reconcile(&self, _: Arc<ConfigMap>, _: &ReconcileContext) -> Result<Action, Self::Error> {
+///         Ok(Action::await_change())
+///     }
+/// }
+///
+/// # async fn run(clientset: Clientset) -> Result<(), Box<dyn std::error::Error>> {
+/// let factory = SharedInformerFactory::new(clientset.clone(), Duration::ZERO);
+/// let lock = LeaseLock::from_clientset(&clientset, "kube-system", "my-operator", "replica-1");
+/// let mut manager = Manager::builder(&factory)
+///     .health_probe_bind_address("0.0.0.0:8081".parse()?)
+///     .metrics_bind_address("0.0.0.0:8080".parse()?)
+///     .leader_election(LeaderElectionConfig::new(lock, LeaderCallbacks::new()))
+///     .build()?;
+/// manager.add(Controller::<ConfigMap, _>::new("config-maps", &factory), Noop);
+/// manager.run(shutdown_on_signal()?).await?;
+/// # Ok(()) }
+/// ```
 pub struct Manager {
     informers: Arc<dyn Informers>,
     health_probe: Option<std::net::TcpListener>,

@@ -1,33 +1,4 @@
-//! [`ControllerMetrics`]: controller-runtime's controller metrics and client-go's workqueue
-//! metrics, in a `prometheus-client` registry, under controller-runtime's names and labels
-//! so that its dashboards and alerts work unchanged.
-//!
-//! | metric | type | labels |
-//! |---|---|---|
-//! | `controller_runtime_reconcile_total` | counter | `controller`, `result` (`success`, `error`, `requeue`, `requeue_after`) |
-//! | `controller_runtime_reconcile_errors_total` | counter | `controller` |
-//! | `controller_runtime_reconcile_panics_total` | counter | `controller` |
-//! | `controller_runtime_reconcile_time_seconds` | histogram (controller-runtime's buckets, 5 ms to 60 s) | `controller` |
-//! | `controller_runtime_max_concurrent_reconciles` | gauge | `controller` |
-//! | `controller_runtime_active_workers` | gauge | `controller` |
-//! | `workqueue_depth`, `workqueue_adds_total`, `workqueue_queue_duration_seconds`, `workqueue_work_duration_seconds`, `workqueue_unfinished_work_seconds`, `workqueue_longest_running_processor_seconds`, `workqueue_retries_total` | kclient-workqueue's [`PrometheusMetricsProvider`] | `name`, `controller` (both the controller's name) |
-//!
-//! A reconcile's `result`: `error` when it failed (or panicked), `requeue_after` for
-//! [`Action::requeue`](crate::Action::requeue), `requeue` for
-//! [`Action::requeue_rate_limited`](crate::Action::requeue_rate_limited), `success` for
-//! [`Action::await_change`](crate::Action::await_change). controller-runtime's
-//! `controller_runtime_terminal_reconcile_errors_total` has no counterpart: an error policy
-//! that gives up returns `await_change`, and the error is counted in `..._errors_total`.
-//!
-//! ```
-//! use prometheus_client::registry::Registry;
-//! use kclient_controller::ControllerMetrics;
-//!
-//! let mut registry = Registry::default();
-//! let metrics = ControllerMetrics::new(&mut registry);
-//! # let _ = metrics;
-//! // Hand `metrics` to Controller::metrics (a Manager with a metrics address does it).
-//! ```
+//! [`ControllerMetrics`]: controller-runtime's controller and workqueue metrics.
 
 use std::sync::Arc;
 
@@ -54,9 +25,39 @@ fn reconcile_time_histogram() -> Histogram {
     Histogram::new(RECONCILE_TIME_BUCKETS)
 }
 
-/// The metric families of every controller reporting to one registry; see the
-/// [module docs](self). Register them once per registry ([`new`](Self::new)) and give
-/// clones to each controller. Cheap to clone.
+/// The metrics of controller-runtime's controllers and client-go's workqueue, in a
+/// `prometheus-client` registry, under controller-runtime's names and labels so that its
+/// dashboards and alerts work unchanged.
+///
+/// | metric | type | labels |
+/// |---|---|---|
+/// | `controller_runtime_reconcile_total` | counter | `controller`, `result` (`success`, `error`, `requeue`, `requeue_after`) |
+/// | `controller_runtime_reconcile_errors_total` | counter | `controller` |
+/// | `controller_runtime_reconcile_panics_total` | counter | `controller` |
+/// | `controller_runtime_reconcile_time_seconds` | histogram (controller-runtime's buckets, 5 ms to 60 s) | `controller` |
+/// | `controller_runtime_max_concurrent_reconciles` | gauge | `controller` |
+/// | `controller_runtime_active_workers` | gauge | `controller` |
+/// | `workqueue_depth`, `workqueue_adds_total`, `workqueue_queue_duration_seconds`, `workqueue_work_duration_seconds`, `workqueue_unfinished_work_seconds`, `workqueue_longest_running_processor_seconds`, `workqueue_retries_total` | kclient-workqueue's [`PrometheusMetricsProvider`] | `name`, `controller` (both the controller's name) |
+///
+/// A reconcile's `result`: `error` when it failed (or panicked), `requeue_after` for
+/// [`Action::requeue`](crate::Action::requeue), `requeue` for
+/// [`Action::requeue_rate_limited`](crate::Action::requeue_rate_limited), `success` for
+/// [`Action::await_change`](crate::Action::await_change). controller-runtime's
+/// `controller_runtime_terminal_reconcile_errors_total` has no counterpart: an error policy
+/// that gives up returns `await_change`, and the error is counted in `..._errors_total`.
+///
+/// ```
+/// use prometheus_client::registry::Registry;
+/// use kclient_controller::ControllerMetrics;
+///
+/// let mut registry = Registry::default();
+/// let metrics = ControllerMetrics::new(&mut registry);
+/// # let _ = metrics;
+/// // Hand `metrics` to Controller::metrics (a Manager with a metrics address does it).
+/// ```
+///
+/// Register them once per registry ([`new`](Self::new)) and give clones to each controller.
+/// Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct ControllerMetrics {
     reconcile_total: Family<ResultLabel, Counter>,
