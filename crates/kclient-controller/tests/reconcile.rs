@@ -806,3 +806,127 @@ fn workers_that_always_find_work_do_not_starve_the_runtime() {
         .recv_timeout(Duration::from_secs(60))
         .expect("the workers gave the runtime back");
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_rate_limiter_paces_backoff_and_rate_limited_requeues_and_a_fixed_requeue_keeps_the_failures(
+) {
+    let sources = Sources::default();
+    sources.config_maps.add(config_map("default", "paced", &[]));
+    let probe = Arc::new(Probe::default());
+    let calls = Arc::new(AtomicUsize::new(0));
+    // Fails twice (the default policy: the limiter's backoff), then succeeds asking for a
+    // rate-limited requeue, then fails once more with a fixed requeue, then settles.
+    let reconciler = Scripted::new(&probe, {
+        let calls = Arc::clone(&calls);
+        move |_, _| {
+            let call = calls.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move {
+                match call {
+                    0 | 1 => Err(Failed("not yet".into())),
+                    2 => Ok(Action::requeue_rate_limited()),
+                    3 => Err(Failed("fixed".into())),
+                    _ => Ok(Action::await_change()),
+                }
+            })
+        }
+    });
+    struct FixedRetry(Scripted);
+    impl Reconciler<ConfigMap> for FixedRetry {
+        type Error = Failed;
+        async fn reconcile(
+            &self,
+            cm: Arc<ConfigMap>,
+            ctx: &ReconcileContext,
+        ) -> Result<Action, Failed> {
+            self.0.reconcile(cm, ctx).await
+        }
+        fn error_policy(&self, error: &Failed, _: &ReconcileContext) -> Action {
+            match error.0.as_str() {
+                "fixed" => Action::requeue(Duration::from_secs(30)),
+                _ => Action::requeue_rate_limited(),
+            }
+        }
+    }
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+    let limiter = kclient_workqueue::rate_limiter::ItemExponentialFailureRateLimiter::new(
+        Duration::from_secs(1),
+        Duration::from_secs(60),
+    );
+    let controller = Controller::<ConfigMap, _>::new("paced", &factory).rate_limiter(limiter);
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(controller.run(FixedRetry(reconciler), shutdown.clone()));
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    let seen = probe.seen_of(&key("paced"));
+    let gaps: Vec<Duration> = seen.windows(2).map(|w| w[1].at - w[0].at).collect();
+    let retries: Vec<usize> = seen.iter().map(|s| s.retries).collect();
+    // 1 s, 2 s: the custom limiter's backoff; 4 s: a rate-limited requeue after a success
+    // counts as one more; 30 s: the fixed requeue, which does not forget the failures.
+    assert_eq!(
+        gaps,
+        [
+            Duration::from_secs(1),
+            Duration::from_secs(2),
+            Duration::from_secs(4),
+            Duration::from_secs(30)
+        ]
+    );
+    assert_eq!(retries, [0, 1, 2, 3, 3]);
+    shutdown.cancel();
+    task.await.unwrap().unwrap();
+    factory.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn predicates_filter_the_updates_of_owned_and_watched_objects() {
+    let sources = Sources::default();
+    let mut web = deployment("default", "web", 1);
+    web.metadata.uid = Some("web-uid".into());
+    let web = sources.deployments.add(web);
+    let mut owned = config_map("default", "web-settings", &[]);
+    set_controller_reference(&web, &mut owned).unwrap();
+    let owned = sources.config_maps.add(owned);
+    let watched = sources
+        .secrets
+        .add(secret("default", "creds", &[("deployment", "web")]));
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+    let probe = Arc::new(Probe::default());
+    let controller = Controller::<Deployment, _>::new("filtered", &factory)
+        .owns_with::<ConfigMap>(kclient_controller::predicate::labels_changed())
+        .watches_with(
+            |s: &Secret| {
+                Some(ObjectKey::namespaced(
+                    "default",
+                    s.labels()["deployment"].clone(),
+                ))
+            },
+            kclient_controller::predicate::annotations_changed(),
+        );
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(controller.run(Owners(Arc::clone(&probe)), shutdown.clone()));
+    settle().await;
+    let initial = probe.count("default/web");
+    // Data changes: filtered out on both.
+    let owned = sources.config_maps.modify(ConfigMap {
+        data: Some([("v".to_string(), "2".to_string())].into()),
+        ..owned
+    });
+    let mut changed = watched.clone();
+    changed.data = Some([("token".to_string(), k8s_openapi::ByteString(b"x".to_vec()))].into());
+    let watched = sources.secrets.modify(changed);
+    settle().await;
+    assert_eq!(probe.count("default/web"), initial);
+    // A label on the owned object, an annotation on the watched one: both pass.
+    let mut relabelled = owned;
+    relabelled.metadata.labels = Some([("tier".to_string(), "web".to_string())].into());
+    sources.config_maps.modify(relabelled);
+    settle().await;
+    assert_eq!(probe.count("default/web"), initial + 1);
+    let mut annotated = watched;
+    annotated.metadata.annotations = Some([("note".to_string(), "rotated".to_string())].into());
+    sources.secrets.modify(annotated);
+    settle().await;
+    assert_eq!(probe.count("default/web"), initial + 2);
+    shutdown.cancel();
+    task.await.unwrap().unwrap();
+    factory.shutdown().await;
+}
