@@ -1,61 +1,45 @@
-//! A controller in the shape of client-go's sample-controller: for every Deployment labelled
-//! `config=managed`, it keeps a ConfigMap `<name>-settings` owned by the Deployment and
-//! holding its replica count and image.
+//! A controller in the shape of client-go's sample-controller, on kclient's reconcile runtime:
+//! for every Deployment labelled `config=managed`, it keeps a ConfigMap `<name>-settings`
+//! owned by the Deployment and holding its replica count and image.
 //!
-//! * an informer factory with two informers (Deployments and ConfigMaps) and their listers;
-//! * a custom index: ConfigMaps by the uid of their owning Deployment;
-//! * event handlers that enqueue the Deployment's key, also for a change to a ConfigMap it
-//!   owns (sample-controller's `handleObject`);
-//! * a rate-limited workqueue and two workers, retrying a failed key at most five times;
-//! * `wait_for_named_cache_sync` before the workers start, and a graceful shutdown (Ctrl-C,
-//!   or the end of the scenario): the queue drains, the informers stop.
+//! * a [`Controller`] of Deployments that `owns` ConfigMaps: a change to a ConfigMap whose
+//!   controller owner reference names a Deployment reconciles that Deployment
+//!   (sample-controller's `handleObject`), on one informer factory's shared informers;
+//! * a [`Reconciler`] reading the ConfigMap from the lister and applying it (server-side
+//!   apply) through the typed Clientset, owned with [`set_controller_reference`];
+//! * an error policy retrying a failed key with the workqueue's backoff at most five times;
+//! * two workers, the caches waited for, a graceful shutdown (Ctrl-C, or the end of the
+//!   scenario): no new reconcile, the ones in flight finish, the informers stop.
 //!
 //! ```text
-//! cargo run -p kclient --features fake --example sample_controller             # kclient-fake, with a scripted scenario
-//! cargo run -p kclient --features fake --example sample_controller -- --kubeconfig ~/.kube/config [--namespace NS]
+//! cargo run -p kclient --features fake,controller --example sample_controller             # kclient-fake, with a scripted scenario
+//! cargo run -p kclient --features fake,controller --example sample_controller -- --kubeconfig ~/.kube/config [--namespace NS]
 //! ```
 //!
 //! Against a cluster it runs until Ctrl-C, in the namespace given (default `default`).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kclient::cache::{wait_for_named_cache_sync, Indexers, Lister};
-use kclient::core::{CancellationToken, CreateOptions, ListOptions, UpdateOptions};
+use kclient::cache::Lister;
+use kclient::controller::owner::{controller_of, set_controller_reference};
+use kclient::controller::{self, shutdown_on_signal};
+use kclient::core::{CancellationToken, CreateOptions, ListOptions};
 use kclient::fake::FakeApiServer;
 use kclient::prelude::*;
 use kclient::rest::KubeconfigOptions;
-use kclient::workqueue::{default_controller_rate_limiter, RateLimitingQueue};
+use kclient::typed::ApplyOptions;
 use serde_json::json;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// The label that puts a Deployment under this controller.
 const MANAGED: (&str, &str) = ("config", "managed");
-/// The index of ConfigMaps by their owning Deployment's uid.
-const BY_OWNER: &str = "by-owner";
 /// How many times a failing key is retried before it is dropped (client-go's example).
 const MAX_RETRIES: usize = 5;
-
-/// The controller: listers over the two caches, the queue, and the client for writes.
-#[derive(Clone)]
-struct Controller {
-    clientset: Clientset,
-    deployments: Lister<Deployment>,
-    config_maps: Lister<ConfigMap>,
-    config_map_index: kclient::cache::Indexer<ConfigMap>,
-    queue: RateLimitingQueue<String>,
-    reconciles: Arc<AtomicUsize>,
-}
-
-fn is_managed(d: &Deployment) -> bool {
-    d.labels().get(MANAGED.0).map(String::as_str) == Some(MANAGED.1)
-}
 
 /// What the ConfigMap of `d` should hold (read through JSON, which is the same for every
 /// Kubernetes version k8s-openapi models).
@@ -71,198 +55,79 @@ fn desired_data(d: &Deployment) -> BTreeMap<String, String> {
     ])
 }
 
-impl Controller {
-    /// Builds the controller on `factory`'s informers and registers its handlers.
-    fn new(
-        clientset: Clientset,
-        factory: &SharedInformerFactory<Clientset>,
-    ) -> Result<Self, Error> {
-        let deployment_informer = factory.apps_v1().deployments().informer();
-        let config_map_informer = factory.core_v1().config_maps().informer();
-        config_map_informer.add_indexers(Indexers::new().with(BY_OWNER, |cm: &ConfigMap| {
-            Ok(cm
-                .owner_references()
-                .iter()
-                .filter(|o| o.kind == "Deployment")
-                .map(|o| o.uid.clone())
-                .collect())
-        }))?;
-        let controller = Controller {
-            clientset,
-            deployments: deployment_informer.lister(),
-            config_maps: config_map_informer.lister(),
-            config_map_index: config_map_informer.get_indexer().clone(),
-            queue: RateLimitingQueue::new(default_controller_rate_limiter()),
-            reconciles: Arc::default(),
-        };
+// ---- The controller: from here to `run`, the whole of it. ----
 
-        let (add, update) = (controller.clone(), controller.clone());
-        deployment_informer.add_event_handler(
-            ResourceEventHandlerFuncs::new()
-                .add_func(move |d: &Arc<Deployment>, _| add.enqueue(d))
-                .update_func(move |old: &Arc<Deployment>, new: &Arc<Deployment>| {
-                    // A resync redelivers unchanged objects: nothing to do for them.
-                    if old.resource_version() != new.resource_version() {
-                        update.enqueue(new)
-                    }
-                }),
-        )?;
-        let (add, update, delete) = (controller.clone(), controller.clone(), controller.clone());
-        config_map_informer.add_event_handler(
-            ResourceEventHandlerFuncs::new()
-                .add_func(move |cm: &Arc<ConfigMap>, _| add.handle_owned(cm))
-                .update_func(move |_, cm: &Arc<ConfigMap>| update.handle_owned(cm))
-                .delete_func(move |cm: &DeletedObject<ConfigMap>| {
-                    // A tombstone carries the last state the cache knew.
-                    if let Some(cm) = cm.last_known() {
-                        delete.handle_owned(cm)
-                    }
-                }),
-        )?;
-        Ok(controller)
-    }
+struct Settings {
+    clientset: Clientset,
+    config_maps: Lister<ConfigMap>,
+}
 
-    fn enqueue(&self, d: &Deployment) {
-        if is_managed(d) {
-            self.queue.add(kclient::core::meta_namespace_key(d));
-        }
-    }
+impl Reconciler<Deployment> for Settings {
+    type Error = Error;
 
-    /// A ConfigMap changed: if a managed Deployment owns it, that Deployment is looked at
-    /// again (sample-controller's `handleObject`).
-    fn handle_owned(&self, cm: &ConfigMap) {
-        let Some(owner) = cm
-            .owner_references()
-            .iter()
-            .find(|o| o.kind == "Deployment")
-        else {
-            return;
-        };
-        let namespace = cm.namespace().unwrap_or_default();
-        if let Ok(d) = self
-            .deployments
-            .namespaced(namespace)
-            .get(owner.name.as_str())
+    /// Makes the Deployment's ConfigMap what it should be (server-side apply).
+    async fn reconcile(&self, d: Arc<Deployment>, _: &ReconcileContext) -> Result<Action, Error> {
+        let (namespace, name) = (d.namespace().unwrap_or_default(), d.name_any());
+        let settings = format!("{name}-settings");
+        let current = self.config_maps.namespaced(namespace).get(&settings).ok();
+        let data = desired_data(&d);
+        if d.labels().get(MANAGED.0).is_none_or(|v| v != MANAGED.1)
+            || current
+                .as_ref()
+                .is_some_and(|cm| cm.data.as_ref() == Some(&data))
         {
-            self.enqueue(&d);
+            return Ok(Action::await_change());
         }
-    }
-
-    /// Runs `workers` workers until the queue shuts down.
-    async fn run_workers(&self, workers: usize) {
-        let mut tasks = Vec::new();
-        for _ in 0..workers {
-            let controller = self.clone();
-            tasks.push(tokio::spawn(async move {
-                while let Some(key) = controller.queue.get().await {
-                    let result = controller.sync(&key).await;
-                    controller.handle_err(&key, result);
-                    controller.queue.done(&key);
-                }
-            }));
+        if current.is_some_and(|cm| controller_of(&*cm).map(|o| o.uid.as_str()) != d.uid()) {
+            return Err(format!("{settings} exists and is not owned by {name}").into());
         }
-        for task in tasks {
-            let _ = task.await;
-        }
-    }
-
-    fn handle_err(&self, key: &String, result: Result<(), Error>) {
-        match result {
-            Ok(()) => self.queue.forget(key),
-            Err(error) if self.queue.num_requeues(key) < MAX_RETRIES => {
-                println!("  error syncing {key}: {error}; retrying");
-                self.queue.add_rate_limited(key.clone());
-            }
-            Err(error) => {
-                println!("  dropping {key} after {MAX_RETRIES} retries: {error}");
-                self.queue.forget(key);
-            }
-        }
-    }
-
-    /// Makes the Deployment's ConfigMap what it should be.
-    async fn sync(&self, key: &str) -> Result<(), Error> {
-        self.reconciles.fetch_add(1, Ordering::SeqCst);
-        let (namespace, name) = kclient::core::split_meta_namespace_key(key)?;
-        let deployment = match self.deployments.namespaced(namespace).get(name) {
-            Ok(d) => d,
-            // Deleted: its ConfigMap goes with it (garbage collection of owned objects).
-            Err(e) if e.is_not_found() => return Ok(()),
-            Err(e) => return Err(e.into()),
-        };
-        let uid = deployment.uid().unwrap_or_default().to_owned();
-        let data = desired_data(&deployment);
-        let owned = self.config_map_index.by_index(BY_OWNER, &uid)?;
+        let mut cm = ConfigMap::default();
+        (cm.metadata.name, cm.metadata.namespace) =
+            (Some(settings.clone()), Some(namespace.into()));
+        cm.data = Some(data);
+        set_controller_reference(d.as_ref(), &mut cm)?;
+        let apply = ApplyOptions::new("sample-controller").force();
         let client = self.clientset.core_v1().config_maps(namespace);
-        match owned.first() {
-            Some(cm) if cm.data.as_ref() == Some(&data) => Ok(()),
-            Some(cm) => {
-                let mut updated = ConfigMap::clone(cm);
-                updated.data = Some(data);
-                client.update(&updated, &UpdateOptions::default()).await?;
-                println!("  updated {namespace}/{}", cm.name_any());
-                Ok(())
-            }
-            None => {
-                let settings = format!("{name}-settings");
-                if self
-                    .config_maps
-                    .namespaced(namespace)
-                    .get(settings.as_str())
-                    .is_ok()
-                {
-                    return Err(format!("{settings} exists and is not owned by {name}").into());
-                }
-                let mut cm = ConfigMap::default();
-                cm.metadata.name = Some(settings.clone());
-                cm.metadata.namespace = Some(namespace.to_owned());
-                cm.metadata.owner_references = Some(vec![OwnerReference {
-                    api_version: "apps/v1".into(),
-                    kind: "Deployment".into(),
-                    name: name.to_owned(),
-                    uid,
-                    controller: Some(true),
-                    block_owner_deletion: Some(true),
-                }]);
-                cm.data = Some(data);
-                client.create(&cm, &CreateOptions::default()).await?;
-                println!("  created {namespace}/{settings}");
-                Ok(())
-            }
+        client.apply(&settings, &cm, &apply).await?;
+        Ok(Action::await_change())
+    }
+
+    /// Retries a failed key with the workqueue's backoff, at most `MAX_RETRIES` times.
+    fn error_policy(&self, error: &Error, ctx: &ReconcileContext) -> Action {
+        println!("  error syncing {}: {error}", ctx.key());
+        match ctx.retries() < MAX_RETRIES {
+            true => Action::requeue_rate_limited(),
+            false => Action::await_change(),
         }
     }
 }
 
-/// Starts the factory and the controller, runs until `cancel`, then shuts down gracefully:
-/// the queue drains, the workers end, the informers stop. Returns the reconcile count.
+/// Runs the controller in `namespace`, with two workers, until `cancel` fires.
 async fn run(
     clientset: Clientset,
     namespace: &str,
     cancel: CancellationToken,
-) -> Result<usize, Error> {
+) -> Result<(), Error> {
     let factory = SharedInformerFactory::builder(clientset.clone())
-        .default_resync(Duration::from_secs(10 * 60))
         .namespace(namespace)
         .build();
-    let controller = Controller::new(clientset, &factory)?;
-    factory.start(&cancel);
-    let synced = [
-        factory.apps_v1().deployments().informer().synced(),
-        factory.core_v1().config_maps().informer().synced(),
-    ];
-    if !wait_for_named_cache_sync("sample-controller", &cancel, &synced).await {
-        return Err("caches did not sync".into());
-    }
-    let workers = tokio::spawn({
-        let controller = controller.clone();
-        async move { controller.run_workers(2).await }
-    });
-    cancel.cancelled().await;
-    controller.queue.shut_down_with_drain().await;
-    workers.await?;
+    let settings = Settings {
+        clientset,
+        config_maps: factory.lister(),
+    };
+    Controller::<Deployment, _>::new("sample-controller", &factory)
+        .owns::<ConfigMap>()
+        .with_config(controller::Config {
+            workers: 2,
+            ..Default::default()
+        })
+        .run(settings, cancel)
+        .await?;
     factory.shutdown().await;
-    Ok(controller.reconciles.load(Ordering::SeqCst))
+    Ok(())
 }
+
+// ---- The rest: a scripted scenario against kclient-fake, and `main`. ----
 
 fn deployment(name: &str, replicas: i32, managed: bool) -> Result<Deployment, Error> {
     let labels = if managed {
@@ -324,11 +189,8 @@ async fn scenario(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     cancel.cancel();
-    let reconciles = controller.await??;
-    println!(
-        "The controller reconciled {reconciles} times and made {:?}",
-        current.keys()
-    );
+    controller.await??;
+    println!("The controller made {:?}", current.keys());
     Ok(current)
 }
 
@@ -347,18 +209,9 @@ async fn main() -> Result<(), ErrorReport> {
                 ..Default::default()
             })?;
             let namespace = flag("--namespace").unwrap_or_else(|| "default".into());
-            let cancel = CancellationToken::new();
-            tokio::spawn({
-                let cancel = cancel.clone();
-                async move {
-                    let _ = tokio::signal::ctrl_c().await;
-                    println!("Shutting down...");
-                    cancel.cancel();
-                }
-            });
+            let cancel = shutdown_on_signal()?;
             println!("Running in {namespace} until Ctrl-C");
-            let reconciles = run(Clientset::new(config)?, &namespace, cancel).await?;
-            println!("Reconciled {reconciles} times.");
+            run(Clientset::new(config)?, &namespace, cancel).await?;
         }
         None => {
             let server = FakeApiServer::builder().start().await?;

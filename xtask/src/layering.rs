@@ -69,6 +69,19 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-cache",
         ],
     ),
+    // The reconcile runtime: controllers on the cache's shared informers, fed through the
+    // workqueue; leader election, events and retries from the tools, the finalizer helper's
+    // writes through the typed client.
+    (
+        "kclient-controller",
+        &[
+            "kclient-core",
+            "kclient-cache",
+            "kclient-workqueue",
+            "kclient-tools",
+            "kclient-typed",
+        ],
+    ),
     // The generator (its optional `discovery` feature reads a live server).
     ("kclient-codegen", &["kclient-rest"]),
     // The facade: every layer; nothing depends on it.
@@ -86,6 +99,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-fake",
             "kclient-tools",
             "kclient-streaming",
+            "kclient-controller",
         ],
     ),
     // Not published: the e2e suite, the benchmark scenarios, the project's automation.
@@ -106,6 +120,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-cache",
             "kclient-typed",
             "kclient-workqueue",
+            "kclient-controller",
             "kclient-fake",
             "kclient-protobuf",
         ],

@@ -11,7 +11,7 @@ use crate::{cargo, e2e, step};
 /// and tested too. (`--all-features` cannot be used: the facade's Kubernetes-version features
 /// are mutually exclusive.)
 const TEST_FEATURES: &str =
-    "kclient-workqueue/prometheus,kclient/fake,kclient/tools,kclient/streaming";
+    "kclient-workqueue/prometheus,kclient/fake,kclient/tools,kclient/streaming,kclient/controller";
 
 /// Set (to anything but `0`) to leave the e2e suite out of `cargo xtask test`, e.g. on a
 /// machine without Go. CI does not set it.

@@ -39,10 +39,17 @@ pub(crate) struct Options {
     pub(crate) path: String,
     /// Offer HTTP/1.1 only (ALPN), instead of HTTP/2 and HTTP/1.1.
     pub(crate) http1: bool,
+    /// Controllers of the controller scenario (1 or 3).
+    pub(crate) controllers: usize,
+    /// The controller scenario's reconciles requeue their key at once.
+    pub(crate) requeue: bool,
+    /// Primary ConfigMaps, each owning a Secret, in the manifest's `--owned-namespace`.
+    pub(crate) owned: usize,
+    pub(crate) owned_namespace: String,
 }
 
 impl Options {
-    /// Parses `--name value` pairs (and the `--http1` switch).
+    /// Parses `--name value` pairs (and the `--http1` and `--requeue` switches).
     pub(crate) fn parse(args: &[String]) -> Result<Self, Error> {
         let mut o = Options {
             kubeconfig: String::new(),
@@ -62,11 +69,19 @@ impl Options {
             shape: "queue".into(),
             path: String::new(),
             http1: false,
+            controllers: 1,
+            requeue: false,
+            owned: 0,
+            owned_namespace: String::new(),
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
             if flag == "--http1" {
                 o.http1 = true;
+                continue;
+            }
+            if flag == "--requeue" {
+                o.requeue = true;
                 continue;
             }
             let name = flag
@@ -97,6 +112,9 @@ impl Options {
                 "repeat" => o.repeat = number(&value)?.max(1),
                 "iterations" => o.iterations = number(&value)?,
                 "concurrency" => o.concurrency = number(&value)?.max(1),
+                "controllers" => o.controllers = number(&value)?,
+                "owned" => o.owned = number(&value)?,
+                "owned-namespace" => o.owned_namespace = value,
                 other => return Err(format!("unknown option --{other}").into()),
             }
         }

@@ -9,11 +9,12 @@
 //! kclient-bench watch     --kubeconfig K --namespace NS --count N
 //! kclient-bench workqueue --shape queue|contended --iterations I [--repeat R]
 //! kclient-bench decode    --kubeconfig K [--namespace NS] --count N [--repeat R] [--http1]
+//! kclient-bench controller --kubeconfig K --namespace NS --count N --controllers 1|3 [--concurrency W] [--requeue --settle S]
 //! kclient-bench decode-local --count N [--repeat R]   (the two decoders alone, in memory)
 //! kclient-bench reads-local --count N --managed-fields keep|strip --cache decoded|compact [--gets G] [--lookups L]   (a cache's reads alone, in memory)
 //! kclient-bench write-bodies --kubeconfig K --namespace NS --count N [--repeat R] [--concurrency C]   (JSON against protobuf request bodies)
 //!
-//! kclient-bench manifest  --path FILE --count N --namespace NS --objects M   (N Pods, M ConfigMaps in NS)
+//! kclient-bench manifest  --path FILE --count N --namespace NS --objects M [--owned O --owned-namespace NS2]   (N Pods, M ConfigMaps in NS, O ConfigMaps owning a Secret each in NS2)
 //! kclient-bench seed      --kubeconfig K --namespace NS --count N --objects M
 //! kclient-bench write     --kubeconfig K --namespace NS --count N --objects M [--concurrency C]
 //! kclient-bench cleanup   --kubeconfig K --namespace NS
@@ -22,6 +23,7 @@
 //! Linux only: memory and CPU time come from `/proc/self`.
 
 mod args;
+mod controller;
 mod decode;
 mod decode_local;
 mod objects;
@@ -66,6 +68,7 @@ async fn run(scenario: &str, rest: &[String]) -> Result<Option<serde_json::Value
     let options = args::Options::parse(rest)?;
     Ok(match scenario {
         "sync" => Some(sync::run(&options).await?),
+        "controller" => Some(controller::run(&options).await?),
         "watch" => Some(watch::run(&options).await?),
         "workqueue" => Some(workqueue::run(&options).await?),
         "decode" => Some(decode::run(&options).await?),

@@ -26,14 +26,37 @@ fn config_map(namespace: &str, i: usize) -> Value {
            "data": {"key": "value", "index": i.to_string()}})
 }
 
+/// The controller scenario's primary ConfigMap `p-<i>` (1 KB of data) and the Secret `o-<i>`
+/// it owns (1 KB of base64 data, a controller owner reference; the uid is made up: owner
+/// references are matched by group, kind and name, and nothing deletes the owner).
+fn owner_and_owned(namespace: &str, i: usize) -> [Value; 2] {
+    let filler = "x".repeat(1024);
+    // 768 bytes of `x`, base64-encoded: 1,024 characters.
+    let encoded = "eHh4".repeat(256);
+    [
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": format!("p-{i}"), "namespace": namespace, "labels": {"app": "bench-controller"}},
+               "data": {"settings": filler}}),
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": format!("o-{i}"), "namespace": namespace, "labels": {"app": "bench-controller"},
+                            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": format!("p-{i}"),
+                                                 "uid": format!("00000000-0000-0000-0000-{i:012}"),
+                                                 "controller": true, "blockOwnerDeletion": true}]},
+               "type": "Opaque",
+               "data": {"token": encoded}}),
+    ]
+}
+
 /// `manifest`: a List of `--count` realistic Pods (with managedFields, in kclient-fake's ten
-/// namespaces) and `--objects` ConfigMaps in `--namespace`, written item by item.
+/// namespaces), `--objects` ConfigMaps in `--namespace`, and `--owned` ConfigMaps owning a
+/// Secret each in `--owned-namespace`, written item by item.
 pub(crate) fn write_manifest(o: &Options) -> Result<(), Error> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(&o.path)?);
     out.write_all(br#"{"apiVersion":"v1","kind":"List","items":["#)?;
     let pods = (0..o.count).map(|i| kclient_fake::samples::realistic_pod(i, true));
     let config_maps = (0..o.objects).map(|i| config_map(&o.namespace, i));
-    for (n, item) in pods.chain(config_maps).enumerate() {
+    let owned = (0..o.owned).flat_map(|i| owner_and_owned(&o.owned_namespace, i));
+    for (n, item) in pods.chain(config_maps).chain(owned).enumerate() {
         if n > 0 {
             out.write_all(b",")?;
         }

@@ -14,6 +14,10 @@
 //! | `workqueue_longest_running_processor_seconds{name}` | gauge |
 //! | `workqueue_retries_total{name}` | counter |
 //!
+//! [`PrometheusMetricsProvider::with_controller_label`] adds the `controller` label
+//! controller-runtime sets (to the same value as `name`), for dashboards built on
+//! controller-runtime's metrics; kclient-controller's `ControllerMetrics` uses it.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use prometheus_client::registry::Registry;
@@ -44,15 +48,12 @@ use crate::metrics::{
     CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric,
 };
 
-/// The label set of every workqueue metric: the queue's name.
-type QueueLabel = [(&'static str, String); 1];
+/// The label set of every workqueue metric: the queue's name, and with
+/// [`PrometheusMetricsProvider::with_controller_label`] the `controller` label too.
+type QueueLabel = Vec<(&'static str, String)>;
 
 /// A constructor for the duration histograms.
 type HistogramConstructor = fn() -> Histogram;
-
-fn label(name: &str) -> QueueLabel {
-    [("name", name.to_owned())]
-}
 
 fn duration_histogram() -> Histogram {
     // component-base: prometheus.ExponentialBuckets(10e-9, 10, 10).
@@ -71,11 +72,39 @@ pub struct PrometheusMetricsProvider {
     unfinished_work_seconds: Family<QueueLabel, Gauge<f64, AtomicU64>>,
     longest_running_processor_seconds: Family<QueueLabel, Gauge<f64, AtomicU64>>,
     retries: Family<QueueLabel, Counter>,
+    controller_label: bool,
 }
 
 impl PrometheusMetricsProvider {
-    /// Creates the seven metric families and registers them in `registry`.
+    /// Creates the seven metric families and registers them in `registry`; each series is
+    /// labelled with the queue's `name`.
     pub fn new(registry: &mut Registry) -> Self {
+        Self::register(registry, false)
+    }
+
+    /// [`new`](Self::new), each series labelled `name` and `controller`, both the queue's
+    /// name, as controller-runtime labels its workqueue metrics (whose queues are named
+    /// after their controllers).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use prometheus_client::registry::Registry;
+    /// use kclient_workqueue::prometheus::PrometheusMetricsProvider;
+    /// use kclient_workqueue::{WorkQueue, WorkQueueConfig};
+    ///
+    /// let mut registry = Registry::default();
+    /// let provider = Arc::new(PrometheusMetricsProvider::with_controller_label(&mut registry));
+    /// let queue = WorkQueue::with_config(WorkQueueConfig::new().name("web").metrics_provider(provider));
+    /// queue.add(1);
+    /// let mut text = String::new();
+    /// prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    /// assert!(text.contains(r#"workqueue_depth{name="web",controller="web"} 1"#), "{text}");
+    /// ```
+    pub fn with_controller_label(registry: &mut Registry) -> Self {
+        Self::register(registry, true)
+    }
+
+    fn register(registry: &mut Registry, controller_label: bool) -> Self {
         let provider = Self {
             depth: Family::default(),
             adds: Family::default(),
@@ -84,6 +113,7 @@ impl PrometheusMetricsProvider {
             unfinished_work_seconds: Family::default(),
             longest_running_processor_seconds: Family::default(),
             retries: Family::default(),
+            controller_label,
         };
         registry.register(
             "workqueue_depth",
@@ -122,6 +152,14 @@ impl PrometheusMetricsProvider {
             provider.retries.clone(),
         );
         provider
+    }
+
+    fn label(&self, name: &str) -> QueueLabel {
+        let mut label = vec![("name", name.to_owned())];
+        if self.controller_label {
+            label.push(("controller", name.to_owned()));
+        }
+        label
     }
 }
 
@@ -162,29 +200,33 @@ impl HistogramMetric for SecondsHistogram {
 
 impl MetricsProvider for PrometheusMetricsProvider {
     fn new_depth_metric(&self, name: &str) -> Box<dyn GaugeMetric> {
-        Box::new(DepthGauge(self.depth.get_or_create(&label(name)).clone()))
+        Box::new(DepthGauge(
+            self.depth.get_or_create(&self.label(name)).clone(),
+        ))
     }
 
     fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric> {
-        Box::new(TotalCounter(self.adds.get_or_create(&label(name)).clone()))
+        Box::new(TotalCounter(
+            self.adds.get_or_create(&self.label(name)).clone(),
+        ))
     }
 
     fn new_latency_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
         Box::new(SecondsHistogram(
-            self.latency.get_or_create(&label(name)).clone(),
+            self.latency.get_or_create(&self.label(name)).clone(),
         ))
     }
 
     fn new_work_duration_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
         Box::new(SecondsHistogram(
-            self.work_duration.get_or_create(&label(name)).clone(),
+            self.work_duration.get_or_create(&self.label(name)).clone(),
         ))
     }
 
     fn new_unfinished_work_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric> {
         Box::new(SecondsGauge(
             self.unfinished_work_seconds
-                .get_or_create(&label(name))
+                .get_or_create(&self.label(name))
                 .clone(),
         ))
     }
@@ -195,14 +237,14 @@ impl MetricsProvider for PrometheusMetricsProvider {
     ) -> Box<dyn SettableGaugeMetric> {
         Box::new(SecondsGauge(
             self.longest_running_processor_seconds
-                .get_or_create(&label(name))
+                .get_or_create(&self.label(name))
                 .clone(),
         ))
     }
 
     fn new_retries_metric(&self, name: &str) -> Box<dyn CounterMetric> {
         Box::new(TotalCounter(
-            self.retries.get_or_create(&label(name)).clone(),
+            self.retries.get_or_create(&self.label(name)).clone(),
         ))
     }
 }

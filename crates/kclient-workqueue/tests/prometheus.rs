@@ -64,3 +64,28 @@ async fn exports_component_base_names_with_the_queue_name_label() {
         "{text}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn with_the_controller_label_each_series_names_the_queue_twice_as_controller_runtime_does() {
+    let mut registry = Registry::default();
+    let provider = Arc::new(PrometheusMetricsProvider::with_controller_label(
+        &mut registry,
+    ));
+    let q = DelayingQueue::with_config(
+        DelayingQueueConfig::new()
+            .name("deployments")
+            .metrics_provider(provider),
+    );
+    q.add("default/web");
+    q.add_after("default/api", Duration::from_secs(1));
+    let mut text = String::new();
+    encode(&mut text, &registry).unwrap();
+    for line in [
+        r#"workqueue_depth{name="deployments",controller="deployments"} 1"#,
+        r#"workqueue_adds_total{name="deployments",controller="deployments"} 1"#,
+        r#"workqueue_retries_total{name="deployments",controller="deployments"} 1"#,
+        r#"workqueue_unfinished_work_seconds{name="deployments",controller="deployments"} 0"#,
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+}

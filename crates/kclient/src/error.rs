@@ -163,6 +163,27 @@ pub enum Error {
     #[error("polling was cancelled")]
     Cancelled,
 
+    /// A controller's run ended badly (kclient-controller).
+    #[cfg(feature = "controller")]
+    #[error(transparent)]
+    Controller(#[from] kclient_controller::ControllerError),
+
+    /// A controller manager could not be built or ended badly (kclient-controller).
+    #[cfg(feature = "controller")]
+    #[error(transparent)]
+    Manager(#[from] kclient_controller::ManagerError),
+
+    /// A controller reference was refused (kclient-controller).
+    #[cfg(feature = "controller")]
+    #[error(transparent)]
+    OwnerReference(#[from] kclient_controller::owner::OwnerReferenceError),
+
+    /// The finalizer helper failed (kclient-controller); the reconcile's error inside it
+    /// converted to this type.
+    #[cfg(feature = "controller")]
+    #[error(transparent)]
+    Finalizer(Box<kclient_controller::finalizer::FinalizerError<Error>>),
+
     /// The in-memory API server could not start or refused a seed (kclient-fake).
     #[cfg(feature = "fake")]
     #[error(transparent)]
@@ -296,6 +317,17 @@ impl<E: Into<Error>> From<kclient_cache::ReflectorError<E>> for Error {
     }
 }
 
+#[cfg(feature = "controller")]
+impl<E> From<kclient_controller::finalizer::FinalizerError<E>> for Error
+where
+    E: std::error::Error + Into<Error> + 'static,
+{
+    /// Keeps what the finalizer helper was doing; converts the reconcile's error inside.
+    fn from(e: kclient_controller::finalizer::FinalizerError<E>) -> Self {
+        Error::Finalizer(Box::new(e.map_reconcile_error(Into::into)))
+    }
+}
+
 #[cfg(feature = "tools")]
 impl<E: Into<Error>> From<kclient_tools::wait::PollError<E>> for Error {
     /// `Cancelled` and `Timeout` become [`Error::Cancelled`] and [`Error::WaitTimeout`]; a
@@ -344,6 +376,8 @@ impl ApiStatus for Error {
             Error::RemoteCommand(e) => e.api_status(),
             #[cfg(feature = "streaming")]
             Error::PortForward(e) => e.api_status(),
+            #[cfg(feature = "controller")]
+            Error::Finalizer(e) => e.api_status(),
             _ => None,
         }
     }

@@ -22,6 +22,7 @@
 //! | `informers` | `kclient-informers`: the generated typed informers and listers, `factory.core_v1().pods()` | `informers` (default) |
 //! | `workqueue` | `kclient-workqueue`: client-go's workqueue | `workqueue` (default) |
 //! | `tools` | `kclient-tools`: leader election, events, watch utilities, retries, wait helpers | `tools` |
+//! | `controller` | `kclient-controller`: the reconcile runtime, `Controller`, `Reconciler`, `Action`, finalizers, owner references, `Manager` | `controller` |
 //! | `fake` | `kclient-fake`: an in-memory API server for tests | `fake` |
 //! | `streaming` | `kclient-streaming`: exec, attach and port-forward (`remotecommand`, `portforward`), also on the typed client's pods | `streaming` |
 //!
@@ -129,6 +130,14 @@ pub use kclient_workqueue as workqueue;
 #[doc(inline)]
 pub use kclient_tools as tools;
 
+/// The reconcile runtime on shared informers: `Controller` (owns, watches, predicates),
+/// `Reconciler` and `Action`, finalizers, owner references, and a `Manager` with leader
+/// election, probes, metrics and graceful shutdown (the `kclient-controller` crate).
+#[cfg(feature = "controller")]
+#[cfg_attr(docsrs, doc(cfg(feature = "controller")))]
+#[doc(inline)]
+pub use kclient_controller as controller;
+
 /// An in-memory Kubernetes API server over real HTTP, for tests and demos (the
 /// `kclient-fake` crate).
 #[cfg(feature = "fake")]
@@ -155,6 +164,10 @@ pub mod prelude {
         KeyFunc, Lister, ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
         SharedInformerFactory,
     };
+    #[cfg(feature = "controller")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "controller")))]
+    #[doc(no_inline)]
+    pub use kclient_controller::{Action, Controller, Manager, ReconcileContext, Reconciler};
     #[doc(no_inline)]
     pub use kclient_core::{
         ApiError, ApiResource, ApiStatus, CancellationToken, DeletedObject, DynamicObject,

@@ -176,22 +176,26 @@ struct FakeServer {
 }
 
 impl FakeServer {
-    fn start(programs: &Programs, work: &Path, pods: usize, config_maps: usize) -> Result<Self> {
-        let manifest = work.join(format!("objects-{pods}-{config_maps}.json"));
+    fn start(programs: &Programs, work: &Path, run: &scenarios::FakeRun) -> Result<Self> {
+        let (pods, config_maps, owned) = (run.pods, run.config_maps, run.owned);
+        let manifest = work.join(format!("objects-{pods}-{config_maps}-{owned}.json"));
         let status = Command::new(&programs.kclient)
             .args(["manifest", "--path"])
             .arg(&manifest)
             .args(["--count", &pods.to_string()])
             .args(["--objects", &config_maps.to_string()])
             .args(["--namespace", scenarios::WATCH_NAMESPACE])
+            .args(["--owned", &owned.to_string()])
+            .args(["--owned-namespace", scenarios::CONTROLLER_NAMESPACE])
             .status()?;
         if !status.success() {
             bail!("writing the manifest failed ({status})");
         }
-        let kubeconfig = work.join(format!("kubeconfig-{pods}-{config_maps}"));
+        let kubeconfig = work.join(format!("kubeconfig-{pods}-{config_maps}-{owned}"));
         let _ = fs::remove_file(&kubeconfig);
         eprintln!(
-            "bench: starting kclient-fake-apiserver with {pods} Pods and {config_maps} ConfigMaps"
+            "bench: starting kclient-fake-apiserver with {pods} Pods, {config_maps} ConfigMaps \
+             and {owned} ConfigMaps owning a Secret each"
         );
         let child = Command::new(&programs.server)
             .args(["--https", "--token", "bench-token", "--load"])
@@ -227,7 +231,7 @@ impl Drop for FakeServer {
 fn run_fake(mode: Mode, programs: &Programs, work: &Path) -> Result<Results> {
     let mut results = results("kclient-fake", mode, None)?;
     for run in scenarios::fake(mode) {
-        let server = FakeServer::start(programs, work, run.pods, run.config_maps)?;
+        let server = FakeServer::start(programs, work, &run)?;
         run_scenarios(
             mode,
             programs,

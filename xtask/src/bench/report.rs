@@ -268,6 +268,31 @@ fn rows(results: &Results) -> Vec<Row> {
                     &|v| num(v, "latency_p99_ms"),
                 ));
             }
+            Kind::Controller => {
+                rows.push(figure(
+                    "start to all reconciled s",
+                    Better::Lower,
+                    true,
+                    false,
+                    &|v| num(v, "initial_s"),
+                ));
+                rows.push(figure("CPU s", Better::Lower, false, false, &|v| {
+                    num(v, "cpu_s")
+                }));
+                rows.push(figure("RSS MiB", Better::Lower, true, true, &|v| {
+                    Some(num(v, "rss_after")? / 1048576.0)
+                }));
+                rows.push(figure("reconciles", Better::Lower, false, false, &|v| {
+                    num(v, "reconciles")
+                }));
+                rows.push(figure(
+                    "requeued reconciles/s",
+                    Better::Higher,
+                    true,
+                    false,
+                    &|v| num(v, "requeue_per_s"),
+                ));
+            }
             Kind::Decode => {
                 let bytes = median(
                     results

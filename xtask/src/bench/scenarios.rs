@@ -8,6 +8,8 @@ use super::Mode;
 pub(crate) const WATCH_NAMESPACE: &str = "bench-watch";
 /// How many ConfigMaps the watch scenario updates in turn.
 pub(crate) const WATCH_OBJECTS: usize = 1000;
+/// The namespace of the controller scenario's ConfigMaps and the Secrets they own.
+pub(crate) const CONTROLLER_NAMESPACE: &str = "bench-controller";
 
 /// What a scenario measures (and which fields of a result the report reads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,6 +24,8 @@ pub(crate) enum Kind {
     Index,
     /// 5: one unpaged typed list.
     Decode,
+    /// 8: a controller runtime, from its start to every object reconciled.
+    Controller,
 }
 
 impl Kind {
@@ -33,6 +37,7 @@ impl Kind {
             Kind::Workqueue => &["items_per_s"],
             Kind::Index => &["lookups_per_s", "found_per_lookup"],
             Kind::Decode => &["seconds", "objects"],
+            Kind::Controller => &["initial_s", "cpu_s", "rss_after", "reconciles", "objects"],
         }
     }
 }
@@ -284,11 +289,66 @@ fn scale(config_maps: usize, rounds: usize, clients: &[Client]) -> Vec<Scenario>
     .collect()
 }
 
-/// One server of the kclient-fake runs: the Pods and the ConfigMaps it holds, and the
-/// scenarios run against it.
+/// Scenario 8: kclient's reconcile runtime beside kube-rs's `Controller`, on `objects`
+/// ConfigMaps owning a Secret each: one controller (to every object reconciled, then the
+/// turnaround of reconciles that requeue themselves at once) and three controllers sharing
+/// the two types (the memory of one cache per type against one per controller).
+fn controllers(objects: usize, rounds: usize) -> Vec<Scenario> {
+    let clients = [
+        client(KCLIENT, Program::Kclient, &[]),
+        client(KUBE_RS, Program::KubeRs, &[]),
+    ];
+    let args = |controllers: &str, extra: &[&str]| {
+        let mut args = strings(&[
+            "controller",
+            "--namespace",
+            CONTROLLER_NAMESPACE,
+            "--count",
+            &objects.to_string(),
+            "--controllers",
+            controllers,
+            "--concurrency",
+            "4",
+        ]);
+        args.extend(strings(extra));
+        args
+    };
+    let n = thousands(objects);
+    vec![
+        scenario(
+            format!("controller-{n}"),
+            format!("8. controller, {n} ConfigMaps owning a Secret each, 4 workers: start to all reconciled"),
+            Kind::Controller,
+            rounds,
+            args("1", &[]),
+            clients.to_vec(),
+        ),
+        // kube-rs takes minutes to reach every key once in this one (see docs/benchmarks.md).
+        scenario(
+            format!("controller-requeue-{n}"),
+            format!("8. controller, {n} keys requeueing themselves at once, 4 workers"),
+            Kind::Controller,
+            rounds.min(3),
+            args("1", &["--requeue", "--settle", "5"]),
+            clients.to_vec(),
+        ),
+        scenario(
+            format!("controllers-3-{n}"),
+            format!("8. three controllers sharing ConfigMaps and Secrets, {n} of each"),
+            Kind::Controller,
+            rounds,
+            args("3", &[]),
+            clients.to_vec(),
+        ),
+    ]
+}
+
+/// One server of the kclient-fake runs: the Pods and the ConfigMaps it holds (and the
+/// controller scenario's ConfigMaps owning a Secret each), and the scenarios run against it.
 pub(crate) struct FakeRun {
     pub(crate) pods: usize,
     pub(crate) config_maps: usize,
+    pub(crate) owned: usize,
     pub(crate) scenarios: Vec<Scenario>,
 }
 
@@ -384,13 +444,23 @@ pub(crate) fn fake(mode: Mode) -> Vec<FakeRun> {
             with_index.to_vec(),
         )
     };
+    let controller_run = FakeRun {
+        pods: 0,
+        config_maps: 0,
+        owned: small,
+        scenarios: controllers(small, rounds),
+    };
     if mode.quick || mode.smoke {
         first.push(index(small, rounds));
-        return vec![FakeRun {
-            pods: small,
-            config_maps: WATCH_OBJECTS,
-            scenarios: first,
-        }];
+        return vec![
+            FakeRun {
+                pods: small,
+                config_maps: WATCH_OBJECTS,
+                owned: 0,
+                scenarios: first,
+            },
+            controller_run,
+        ];
     }
     let large = 100_000;
     let mut second = syncs(
@@ -408,18 +478,22 @@ pub(crate) fn fake(mode: Mode) -> Vec<FakeRun> {
         FakeRun {
             pods: small,
             config_maps: WATCH_OBJECTS,
+            owned: 0,
             scenarios: first,
         },
         FakeRun {
             pods: large,
             config_maps: WATCH_OBJECTS,
+            owned: 0,
             scenarios: second,
         },
         FakeRun {
             pods: 0,
             config_maps: scale_objects,
+            owned: 0,
             scenarios: scale(scale_objects, 2, &all),
         },
+        controller_run,
     ]
 }
 

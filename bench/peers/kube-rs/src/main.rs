@@ -5,6 +5,7 @@
 //! kube-rs-bench sync   --kubeconfig K [--namespace NS] [--kind pods|configmaps] --count N --mode list|stream --managed-fields keep|strip
 //! kube-rs-bench watch  --kubeconfig K --namespace NS --count N
 //! kube-rs-bench decode --kubeconfig K [--namespace NS] --count N [--repeat R]
+//! kube-rs-bench controller --kubeconfig K --namespace NS --count N --controllers 1|3 [--concurrency W] [--requeue --settle S]
 //! ```
 //!
 //! The same scenarios, arguments and JSON fields as the kclient and client-go programs. kube-rs
@@ -17,9 +18,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{reflector, watcher, WatchStreamExt};
 use kube::{Client, Config, ResourceExt};
 use serde_json::{json, Value};
@@ -38,14 +41,25 @@ struct Options {
     kind: String,
     count: usize,
     repeat: usize,
-    /// Seconds after the sync before reading the resident set again (0: not read).
+    /// Seconds after the sync before reading the resident set again (0: not read); the
+    /// controller scenario's requeue window.
     settle: u64,
+    /// The controller scenario: how many controllers, how many concurrent reconciles each,
+    /// whether every reconcile requeues its key at once.
+    controllers: usize,
+    concurrency: usize,
+    requeue: bool,
 }
 
 fn options(args: &[String]) -> Result<Options, Error> {
     let mut flags: HashMap<&str, &str> = HashMap::new();
+    let mut requeue = false;
     let mut it = args.iter();
     while let Some(name) = it.next() {
+        if name == "--requeue" {
+            requeue = true;
+            continue;
+        }
         let name = name
             .strip_prefix("--")
             .ok_or(format!("unexpected {name:?}"))?;
@@ -62,6 +76,9 @@ fn options(args: &[String]) -> Result<Options, Error> {
         count: get("count", "0").parse()?,
         repeat: get("repeat", "3").parse()?,
         settle: get("settle", "0").parse()?,
+        controllers: get("controllers", "1").parse()?,
+        concurrency: get("concurrency", "16").parse()?,
+        requeue,
     })
 }
 
@@ -76,6 +93,7 @@ async fn main() -> Result<(), Error> {
         "sync" => sync(&o).await?,
         "watch" => watch(&o).await?,
         "decode" => decode(&o).await?,
+        "controller" => controller(&o).await?,
         other => return Err(format!("kube-rs has no {other:?} scenario").into()),
     };
     result["client"] = json!("kube-rs");
@@ -333,4 +351,138 @@ async fn decode(o: &Options) -> Result<Value, Error> {
     Ok(
         json!({"objects": objects, "first_s": first, "seconds": seconds, "rss_peak": status_bytes("VmHWM:")}),
     )
+}
+
+/// Counts the reconciles of one controller, and which of its `count` objects were reconciled
+/// at least once (the objects are named `<prefix>-<i>`).
+struct Counter {
+    reconciles: AtomicU64,
+    first: Vec<std::sync::atomic::AtomicBool>,
+    missing: AtomicU64,
+    requeue: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Counter {
+    fn new(count: usize, requeue: &Arc<std::sync::atomic::AtomicBool>) -> Arc<Self> {
+        Arc::new(Self {
+            reconciles: AtomicU64::new(0),
+            first: (0..count).map(|_| Default::default()).collect(),
+            missing: AtomicU64::new(count as u64),
+            requeue: Arc::clone(requeue),
+        })
+    }
+
+    fn count(&self, name: &str) -> Action {
+        self.reconciles.fetch_add(1, Ordering::Relaxed);
+        let index = name.split_once('-').and_then(|(_, i)| i.parse::<usize>().ok());
+        if let Some(seen) = index.and_then(|i| self.first.get(i)) {
+            if !seen.swap(true, Ordering::AcqRel) {
+                self.missing.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        if self.requeue.load(Ordering::Relaxed) {
+            Action::requeue(Duration::ZERO)
+        } else {
+            Action::await_change()
+        }
+    }
+}
+
+async fn count<K: kube::Resource>(obj: Arc<K>, counter: Arc<Counter>) -> Result<Action, kube::Error> {
+    Ok(counter.count(&obj.name_any()))
+}
+
+fn never_fails<K>(_: Arc<K>, _: &kube::Error, _: Arc<Counter>) -> Action {
+    Action::await_change()
+}
+
+fn counterpart<K: kube::Resource<DynamicType = ()>>(namespace: &str, name: &str, prefix: &str) -> Option<ObjectRef<K>> {
+    let (_, i) = name.split_once('-')?;
+    Some(ObjectRef::new(&format!("{prefix}-{i}")).within(namespace))
+}
+
+/// Scenario 8, kube-rs's side: its `Controller` on the primary ConfigMaps owning a Secret
+/// each (see kclient-bench's `controller` module). Each `Controller` runs its own reflector
+/// of its primary type (a store) and a watcher per `owns`/`watches` (no store): with three
+/// controllers, three stores and six watches where kclient's shared informers have two.
+async fn controller(o: &Options) -> Result<Value, Error> {
+    let client = client(o).await?;
+    let config_maps = || Api::<ConfigMap>::namespaced(client.clone(), &o.namespace);
+    let secrets = || Api::<Secret>::namespaced(client.clone(), &o.namespace);
+    let wc = watcher::Config::default;
+    let config = ControllerConfig::default().concurrency(o.concurrency as u16);
+    let requeue = Arc::new(std::sync::atomic::AtomicBool::new(o.requeue));
+    let mut counters = Vec::new();
+    let mut tasks = Vec::new();
+    let before = status_bytes("VmRSS:");
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let (start, cpu0) = (Instant::now(), cpu_time());
+    let c = Counter::new(o.count, &requeue);
+    counters.push(Arc::clone(&c));
+    tasks.push(tokio::spawn(
+        Controller::new(config_maps(), wc())
+            .owns(secrets(), wc())
+            .with_config(config.clone())
+            .run(count, never_fails, c)
+            .for_each(|_| futures::future::ready(())),
+    ));
+    match o.controllers {
+        1 => {}
+        3 => {
+            let c = Counter::new(o.count, &requeue);
+            counters.push(Arc::clone(&c));
+            let ns = o.namespace.clone();
+            tasks.push(tokio::spawn(
+                Controller::new(secrets(), wc())
+                    .watches(config_maps(), wc(), move |cm: ConfigMap| {
+                        counterpart::<Secret>(&ns, &cm.name_any(), "o")
+                    })
+                    .with_config(config.clone())
+                    .run(count, never_fails, c)
+                    .for_each(|_| futures::future::ready(())),
+            ));
+            let c = Counter::new(o.count, &requeue);
+            counters.push(Arc::clone(&c));
+            let ns = o.namespace.clone();
+            tasks.push(tokio::spawn(
+                Controller::new(config_maps(), wc())
+                    .watches(secrets(), wc(), move |s: Secret| {
+                        counterpart::<ConfigMap>(&ns, &s.name_any(), "p")
+                    })
+                    .with_config(config.clone())
+                    .run(count, never_fails, c)
+                    .for_each(|_| futures::future::ready(())),
+            ));
+        }
+        other => return Err(format!("--controllers {other}: 1 or 3").into()),
+    }
+    while counters.iter().any(|c| c.missing.load(Ordering::Acquire) > 0) {
+        if start.elapsed() > Duration::from_secs(600) {
+            let missing: Vec<u64> = counters.iter().map(|c| c.missing.load(Ordering::Acquire)).collect();
+            return Err(format!("not every object was reconciled within 600 s: {missing:?} missing").into());
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let (wall, cpu) = (start.elapsed(), cpu_time() - cpu0);
+    let (peak, after) = (status_bytes("VmHWM:"), status_bytes("VmRSS:"));
+    let reconciles = |counters: &[Arc<Counter>]| -> u64 {
+        counters.iter().map(|c| c.reconciles.load(Ordering::Relaxed)).sum()
+    };
+    let counted = reconciles(&counters);
+    let mut result = json!({
+        "controllers": o.controllers, "objects": o.count,
+        "initial_s": wall.as_secs_f64(), "cpu_s": cpu.as_secs_f64(), "reconciles": counted,
+        "rss_before": before, "rss_after": after, "rss_peak": peak,
+    });
+    if o.requeue {
+        let (window, cpu1) = (Instant::now(), cpu_time());
+        tokio::time::sleep(Duration::from_secs(o.settle.max(1))).await;
+        let (elapsed, cpu) = (window.elapsed().as_secs_f64(), cpu_time() - cpu1);
+        result["requeue_per_s"] = json!((reconciles(&counters) - counted) as f64 / elapsed);
+        result["requeue_cpu_s"] = json!(cpu.as_secs_f64());
+    }
+    for task in tasks {
+        task.abort();
+    }
+    Ok(result)
 }

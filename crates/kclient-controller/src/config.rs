@@ -1,0 +1,60 @@
+//! [`Config`]: how a controller runs (kube-rs's `controller::Config`, controller-runtime's
+//! `controller.Options`).
+
+use std::time::Duration;
+
+/// How many workers a controller runs and how long it waits at its start and its end.
+///
+/// ```
+/// use std::time::Duration;
+/// use kclient_controller::Config;
+///
+/// let config = Config { workers: 4, ..Config::default() };
+/// assert_eq!(config.graceful_shutdown_timeout, Duration::from_secs(30));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// How many keys are reconciled at once, at most (client-go's worker count,
+    /// controller-runtime's `MaxConcurrentReconciles`, kube-rs's `concurrency`); zero counts
+    /// as one. Whatever the number, one key is never reconciled by two workers at once.
+    pub workers: usize,
+    /// How long the controller waits for its caches to sync before it fails
+    /// ([`ControllerError::CacheSyncTimeout`](crate::ControllerError::CacheSyncTimeout)): a
+    /// cache that cannot list (no permission, a missing CRD) never syncs.
+    pub cache_sync_timeout: Duration,
+    /// How long reconciles in flight may run on after the controller was told to stop;
+    /// then they are dropped at their next await point
+    /// ([`ControllerError::ShutdownTimedOut`](crate::ControllerError::ShutdownTimedOut)).
+    pub graceful_shutdown_timeout: Duration,
+}
+
+/// controller-runtime's `CacheSyncTimeout` default.
+pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// controller-runtime's `GracefulShutdownTimeout` default.
+pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Default for Config {
+    /// One worker (controller-runtime's default), caches given two minutes to sync,
+    /// reconciles in flight given 30 s to finish at shutdown.
+    fn default() -> Self {
+        Self {
+            workers: 1,
+            cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
+            graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_controller_runtimes() {
+        let config = Config::default();
+        assert_eq!(config.workers, 1);
+        assert_eq!(config.cache_sync_timeout, Duration::from_secs(120));
+        assert_eq!(config.graceful_shutdown_timeout, Duration::from_secs(30));
+    }
+}

@@ -1,0 +1,509 @@
+//! [`Controller`]: the builder of a controller and its run (handlers, caches, workers,
+//! shutdown).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+
+use kclient_cache::{InformerSynced, SharedIndexInformer, SharedInformerFactory};
+use kclient_core::{CancellationToken, ListerWatcherFor, ObjectKey, Resource};
+use kclient_tools::events::{EventBroadcaster, EventRecorder};
+use kclient_tools::leaderelection::LeaderToken;
+use kclient_workqueue::rate_limiter::TypedRateLimiter;
+use kclient_workqueue::{
+    default_controller_rate_limiter, RateLimitingQueue, RateLimitingQueueConfig,
+};
+use parking_lot::Mutex;
+use tokio::task::JoinSet;
+
+use crate::config::Config;
+use crate::error::ControllerError;
+use crate::metrics::ControllerMetrics;
+use crate::predicate::Predicate;
+use crate::reconciler::{ControllerScope, Reconciler};
+use crate::source::{register_mapped, register_primary, OwnerType, Registration, Source};
+use crate::worker::Workers;
+
+/// Reconciles objects of one type `K`, keyed by namespace and name, on the shared informers
+/// of a [`SharedInformerFactory`] (kube-rs's `Controller`, controller-runtime's
+/// `builder.ControllerManagedBy`, on client-go's model). Built on a factory over a client `C`
+/// (kclient-typed's `Clientset`, or any [`ListerWatcherFor`] each watched type), then
+/// [`run`](Self::run) with a [`Reconciler`], or added to a [`Manager`](crate::Manager).
+///
+/// The pieces are client-go's: the factory's one informer per type (shared with every
+/// other controller and handler of the process), event handlers that turn events into keys,
+/// a [`RateLimitingQueue`] of keys, and workers that read the object from the lister and
+/// reconcile it:
+///
+/// ```text
+///  K informer ----add/update/delete------------------------> key of the object -----.
+///  O informer (owns)  ---- controller owner reference of kind K --> owner's key ----+--> RateLimitingQueue --> N workers --> Reconciler
+///  W informer (watches) -- mapper(&W) ----------------------> keys -----------------'       (one key at a time)      (object from the lister)
+/// ```
+///
+/// * [`owns::<O>()`](Self::owns): a change to an `O` whose controller owner reference
+///   names a `K` (same group and kind) queues that `K`;
+/// * [`watches::<W>(mapper)`](Self::watches): a change to a `W` queues the keys `mapper`
+///   gives;
+/// * [`with_predicate`](Self::with_predicate), [`owns_with`](Self::owns_with),
+///   [`watches_with`](Self::watches_with): [`Predicate`]s that filter update events;
+/// * [`with_config`](Self::with_config): workers and timeouts ([`Config`]);
+///   [`rate_limiter`](Self::rate_limiter), [`metrics`](Self::metrics),
+///   [`record_events`](Self::record_events).
+///
+/// Every informer is asked of the factory when the controller is built, so the factory
+/// starts them all, and a type watched by several controllers is watched once.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use k8s_openapi::api::apps::v1::Deployment;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kclient_cache::SharedInformerFactory;
+/// use kclient_controller::{Action, Controller, ReconcileContext, Reconciler};
+/// use kclient_core::CancellationToken;
+/// use kclient_typed::Clientset;
+///
+/// struct Settings;
+///
+/// impl Reconciler<Deployment> for Settings {
+///     type Error = kclient_typed::Error;
+///     async fn reconcile(&self, d: Arc<Deployment>, ctx: &ReconcileContext) -> Result<Action, Self::Error> {
+///         // ... make the Deployment's ConfigMap what it should be ...
+///         Ok(Action::await_change())
+///     }
+/// }
+///
+/// # async fn run(clientset: Clientset) -> Result<(), kclient_controller::ControllerError> {
+/// let factory = SharedInformerFactory::new(clientset, Duration::ZERO);
+/// let shutdown = CancellationToken::new();
+/// Controller::<Deployment, _>::new("settings", &factory)
+///     .owns::<ConfigMap>()
+///     .run(Settings, shutdown)
+///     .await
+/// # }
+/// ```
+pub struct Controller<K, C> {
+    name: Arc<str>,
+    factory: SharedInformerFactory<C>,
+    primary: SharedIndexInformer<K>,
+    predicate: Option<Predicate<K>>,
+    sources: Vec<Source>,
+    informers: Vec<(String, InformerSynced)>,
+    config: Config,
+    rate_limiter: Option<Box<dyn TypedRateLimiter<ObjectKey>>>,
+    metrics: Option<ControllerMetrics>,
+    recorder: Option<EventRecorder>,
+}
+
+impl<K, C> fmt::Debug for Controller<K, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Controller")
+            .field("name", &self.name)
+            .field(
+                "informers",
+                &self.informers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a controller run is driven: by its own token ([`Controller::run`]) or by a
+/// [`Manager`](crate::Manager) (leader election).
+pub(crate) struct RunEnv {
+    /// Stop gracefully: no new reconcile, the ones in flight get the graceful timeout.
+    pub(crate) stop: CancellationToken,
+    /// Stop at once: leadership was lost.
+    pub(crate) abort: CancellationToken,
+    /// The leader token, asked right before each reconcile.
+    pub(crate) leader: Option<LeaderToken>,
+}
+
+impl<K, C> Controller<K, C>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Default,
+    C: ListerWatcherFor<K> + Send + Sync + 'static,
+{
+    /// A controller named `name` (its queue's name, the `controller` label of its metrics,
+    /// the component of its Events) reconciling the `K`s of `factory`'s informer.
+    pub fn new(name: impl Into<String>, factory: &SharedInformerFactory<C>) -> Self {
+        let primary = factory.informer::<K>();
+        Self {
+            name: name.into().into(),
+            factory: factory.clone(),
+            informers: vec![(primary.name().to_owned(), primary.synced())],
+            primary,
+            predicate: None,
+            sources: Vec::new(),
+            config: Config::default(),
+            rate_limiter: None,
+            metrics: None,
+            recorder: None,
+        }
+    }
+}
+
+impl<K, C> Controller<K, C>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Default,
+    C: Send + Sync + 'static,
+{
+    /// The controller's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The shared informer of `K` (its lister reads what the reconciles read).
+    pub fn informer(&self) -> &SharedIndexInformer<K> {
+        &self.primary
+    }
+
+    /// Workers and timeouts (the default: one worker, controller-runtime's timeouts).
+    #[must_use]
+    pub fn with_config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Filters the updates of `K` that queue a reconcile (adds and deletes always do);
+    /// several predicates must all pass.
+    #[must_use]
+    pub fn with_predicate(mut self, predicate: Predicate<K>) -> Self {
+        self.predicate = Some(match self.predicate.take() {
+            Some(earlier) => earlier.and(predicate),
+            None => predicate,
+        });
+        self
+    }
+
+    /// Reconciles the owner when an object it controls changes: an `O` whose controller
+    /// owner reference (`controller: true`) names a `K` by group and kind (any version)
+    /// queues that `K` — on the `O`'s add, update (the owner before and after) and delete.
+    /// Set the reference with [`set_controller_reference`](crate::owner::set_controller_reference).
+    #[must_use]
+    pub fn owns<O>(self) -> Self
+    where
+        O: Resource + Clone + Send + Sync + 'static,
+        O::DynamicType: Default,
+        C: ListerWatcherFor<O>,
+    {
+        self.owned(None)
+    }
+
+    /// [`owns`](Self::owns), with the updates of `O` filtered by `predicate`.
+    #[must_use]
+    pub fn owns_with<O>(self, predicate: Predicate<O>) -> Self
+    where
+        O: Resource + Clone + Send + Sync + 'static,
+        O::DynamicType: Default,
+        C: ListerWatcherFor<O>,
+    {
+        self.owned(Some(predicate))
+    }
+
+    fn owned<O>(self, predicate: Option<Predicate<O>>) -> Self
+    where
+        O: Resource + Clone + Send + Sync + 'static,
+        O::DynamicType: Default,
+        C: ListerWatcherFor<O>,
+    {
+        let owner = OwnerType::of::<K>(&K::DynamicType::default());
+        self.mapped(move |obj: &O| owner.controller_key(obj), predicate)
+    }
+
+    /// Reconciles the keys `mapper` gives for a changed `W` (controller-runtime's
+    /// `Watches` with `EnqueueRequestsFromMapFunc`, kube-rs's `watches`): on the `W`'s add,
+    /// update (the keys of the object before and after) and delete (of its last known
+    /// state). `mapper` runs on the informer's handler task: keep it quick (read listers,
+    /// never call the API server).
+    #[must_use]
+    pub fn watches<W, I>(self, mapper: impl Fn(&W) -> I + Send + Sync + 'static) -> Self
+    where
+        W: Resource + Clone + Send + Sync + 'static,
+        W::DynamicType: Default,
+        C: ListerWatcherFor<W>,
+        I: IntoIterator<Item = ObjectKey>,
+    {
+        self.mapped(mapper, None)
+    }
+
+    /// [`watches`](Self::watches), with the updates of `W` filtered by `predicate`.
+    #[must_use]
+    pub fn watches_with<W, I>(
+        self,
+        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
+        predicate: Predicate<W>,
+    ) -> Self
+    where
+        W: Resource + Clone + Send + Sync + 'static,
+        W::DynamicType: Default,
+        C: ListerWatcherFor<W>,
+        I: IntoIterator<Item = ObjectKey>,
+    {
+        self.mapped(mapper, Some(predicate))
+    }
+
+    fn mapped<W, I>(
+        mut self,
+        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
+        predicate: Option<Predicate<W>>,
+    ) -> Self
+    where
+        W: Resource + Clone + Send + Sync + 'static,
+        W::DynamicType: Default,
+        C: ListerWatcherFor<W>,
+        I: IntoIterator<Item = ObjectKey>,
+    {
+        let informer = self.factory.informer::<W>();
+        self.informers
+            .push((informer.name().to_owned(), informer.synced()));
+        let handler_name = format!("{}/{}", self.name, informer.name());
+        self.sources.push(Box::new(move |queue| {
+            register_mapped(&informer, handler_name, queue, mapper, predicate)
+        }));
+        self
+    }
+
+    /// The rate limiter of the controller's queue: how long a key waits after
+    /// [`Action::requeue_rate_limited`](crate::Action::requeue_rate_limited) (the default,
+    /// client-go's `default_controller_rate_limiter`: per-key exponential backoff from 5 ms
+    /// to 1000 s, and 10 qps / burst 100 overall).
+    #[must_use]
+    pub fn rate_limiter(mut self, limiter: impl TypedRateLimiter<ObjectKey> + 'static) -> Self {
+        self.rate_limiter = Some(Box::new(limiter));
+        self
+    }
+
+    /// Reports controller-runtime's controller and workqueue metrics to `metrics`' registry.
+    #[must_use]
+    pub fn metrics(mut self, metrics: ControllerMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Gives the reconciles an Event recorder bound to this controller (its name is the
+    /// Events' source component): [`ReconcileContext::recorder`](crate::ReconcileContext::recorder).
+    #[must_use]
+    pub fn record_events(mut self, broadcaster: &EventBroadcaster) -> Self {
+        self.recorder = Some(broadcaster.new_recorder(&self.name, ""));
+        self
+    }
+
+    pub(crate) fn has_metrics(&self) -> bool {
+        self.metrics.is_some()
+    }
+
+    pub(crate) fn has_recorder(&self) -> bool {
+        self.recorder.is_some()
+    }
+
+    /// The informers this controller reads, by name, and their sync handles.
+    pub(crate) fn informer_syncs(&self) -> &[(String, InformerSynced)] {
+        &self.informers
+    }
+
+    /// Runs the controller until `shutdown` fires: starts the factory's informers (all of
+    /// them, for every controller built on it; starting is idempotent, and they stop when
+    /// `shutdown` fires), registers the controller's handlers, waits for the caches
+    /// ([`Config::cache_sync_timeout`]), and runs [`Config::workers`] workers. When
+    /// `shutdown` fires no new reconcile starts, and the ones in flight get
+    /// [`Config::graceful_shutdown_timeout`] to finish.
+    ///
+    /// Runs several controllers, leader election, probes and metrics: see
+    /// [`Manager`](crate::Manager).
+    pub async fn run<R: Reconciler<K>>(
+        self,
+        reconciler: R,
+        shutdown: CancellationToken,
+    ) -> Result<(), ControllerError> {
+        self.factory.start(&shutdown);
+        let env = RunEnv {
+            stop: shutdown,
+            abort: CancellationToken::new(),
+            leader: None,
+        };
+        self.run_in(reconciler, env).await
+    }
+
+    /// Runs the controller in `env`; the factory is started by the caller.
+    pub(crate) async fn run_in<R: Reconciler<K>>(
+        self,
+        reconciler: R,
+        env: RunEnv,
+    ) -> Result<(), ControllerError> {
+        let Controller {
+            name,
+            factory: _,
+            primary,
+            predicate,
+            sources,
+            informers,
+            config,
+            rate_limiter,
+            metrics,
+            recorder,
+        } = self;
+        let workers = config.workers.max(1);
+        let mut queue_config = RateLimitingQueueConfig::new().name(&*name);
+        if let Some(metrics) = &metrics {
+            queue_config = queue_config.metrics_provider(metrics.workqueue_provider());
+        }
+        let queue = match rate_limiter {
+            Some(limiter) => RateLimitingQueue::with_config(limiter, queue_config),
+            None => RateLimitingQueue::with_config(default_controller_rate_limiter(), queue_config),
+        };
+        let informer_error = |source| ControllerError::Informer {
+            controller: name.to_string(),
+            source,
+        };
+
+        // Handlers: registered now, so a run that never happens (a replica that never
+        // leads) queues nothing; on a running informer each gets the cache replayed.
+        let last_known = Arc::new(Mutex::new(HashMap::new()));
+        let mut registrations: Vec<Registration> = Vec::new();
+        let registered = std::iter::once(register_primary(
+            &primary,
+            format!("{name}/{}", primary.name()),
+            &queue,
+            predicate,
+            Arc::clone(&last_known),
+        ))
+        .chain(sources.into_iter().map(|source| source(&queue)));
+        for registration in registered {
+            match registration {
+                Ok(registration) => registrations.push(registration),
+                Err(e) => {
+                    registrations.into_iter().for_each(Registration::remove);
+                    queue.shut_down();
+                    return Err(informer_error(e));
+                }
+            }
+        }
+        let remove_handlers = |registrations: Vec<Registration>| {
+            registrations.into_iter().for_each(Registration::remove);
+        };
+
+        // Caches: every informer, and every handler's initial list.
+        let synced: Vec<InformerSynced> = informers
+            .iter()
+            .map(|(_, s)| s.clone())
+            .chain(registrations.iter().map(|r| r.synced.clone()))
+            .collect();
+        let waited = tokio::time::timeout(config.cache_sync_timeout, async {
+            tokio::select! {
+                synced = kclient_cache::wait_for_named_cache_sync(&name, &env.stop, &synced) => synced,
+                () = env.abort.cancelled() => false,
+            }
+        })
+        .await;
+        match waited {
+            Ok(true) => {}
+            Ok(false) => {
+                remove_handlers(registrations);
+                queue.shut_down();
+                return Ok(());
+            }
+            Err(_) => {
+                remove_handlers(registrations);
+                queue.shut_down();
+                let mut unsynced: Vec<String> = informers
+                    .iter()
+                    .filter(|(_, s)| !s.has_synced())
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                if unsynced.is_empty() {
+                    unsynced.push(format!("the handlers of {name}"));
+                }
+                return Err(ControllerError::CacheSyncTimeout {
+                    controller: name.to_string(),
+                    unsynced,
+                    timeout: config.cache_sync_timeout,
+                });
+            }
+        }
+
+        tracing::info!(controller = %name, workers, "Starting workers");
+        let shared = Arc::new(Workers {
+            scope: Arc::new(ControllerScope {
+                name: Arc::clone(&name),
+                recorder,
+                leader: env.leader,
+            }),
+            queue: queue.clone(),
+            cache: primary.get_indexer().clone(),
+            last_known,
+            reconciler,
+            metrics: metrics.as_ref().map(|m| m.for_controller(&name, workers)),
+            in_flight: AtomicUsize::new(0),
+        });
+        let halt = CancellationToken::new();
+        let lost = CancellationToken::new();
+        let mut tasks = JoinSet::new();
+        for _ in 0..workers {
+            tasks.spawn(Arc::clone(&shared).run(halt.clone(), lost.clone()));
+        }
+
+        let graceful = tokio::select! {
+            () = env.stop.cancelled() => true,
+            () = env.abort.cancelled() => false,
+            () = lost.cancelled() => false,
+        };
+        halt.cancel();
+        queue.shut_down();
+        let ending = if graceful {
+            tracing::info!(controller = %name, "Shutdown signal received, waiting for all workers to finish");
+            tokio::select! {
+                drained = tokio::time::timeout(config.graceful_shutdown_timeout, drain(&mut tasks)) => {
+                    if drained.is_ok() { Ending::Drained } else { Ending::TimedOut }
+                }
+                () = env.abort.cancelled() => Ending::Aborted,
+            }
+        } else {
+            Ending::Aborted
+        };
+        let outcome = match ending {
+            Ending::Drained => {
+                tracing::info!(controller = %name, "All workers finished");
+                Ok(())
+            }
+            Ending::TimedOut => {
+                let in_flight = shared.in_flight.load(std::sync::atomic::Ordering::Acquire);
+                tasks.abort_all();
+                drain(&mut tasks).await;
+                tracing::error!(controller = %name, in_flight, "reconciles still running after the graceful shutdown timeout: dropped");
+                Err(ControllerError::ShutdownTimedOut {
+                    controller: name.to_string(),
+                    in_flight,
+                    timeout: config.graceful_shutdown_timeout,
+                })
+            }
+            Ending::Aborted => {
+                tracing::warn!(controller = %name, "leadership lost: the reconciles in flight are dropped");
+                tasks.abort_all();
+                drain(&mut tasks).await;
+                Ok(())
+            }
+        };
+        remove_handlers(registrations);
+        outcome
+    }
+}
+
+/// How the workers ended.
+enum Ending {
+    /// Every reconcile in flight finished.
+    Drained,
+    /// Some were still running at the graceful shutdown timeout.
+    TimedOut,
+    /// Leadership was lost: dropped at once.
+    Aborted,
+}
+
+/// Waits for every task of `tasks` to end.
+async fn drain(tasks: &mut JoinSet<()>) {
+    while tasks.join_next().await.is_some() {}
+}

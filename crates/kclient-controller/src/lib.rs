@@ -1,0 +1,119 @@
+//! kclient-controller: a reconcile runtime on kclient's shared informers — what kube-rs's
+//! `Controller` and controller-runtime's builder give, done on client-go's model.
+//!
+//! You write a [`Reconciler`] (`async fn reconcile(&self, obj: Arc<K>, ctx) -> Result<Action,
+//! E>`); a [`Controller`] runs it for every object of type `K`:
+//!
+//! * its informers come from a [`SharedInformerFactory`](kclient_cache::SharedInformerFactory)
+//!   that several controllers share: **one watch and one cache per type** in the process,
+//!   however many controllers read it (kube-rs opens one per controller, kube-rs#1080);
+//! * events become keys on client-go's [`RateLimitingQueue`](kclient_workqueue::RateLimitingQueue):
+//!   a key queued many times is reconciled once, **never by two workers at once**, with
+//!   [`Config::workers`] workers;
+//! * the object comes from the **lister when the key is processed** (never a stale copy from
+//!   the event); a **deleted object is not reconciled** unless the reconciler implements
+//!   [`Reconciler::reconcile_deleted`];
+//! * [`Action::requeue`] / [`Action::await_change`] after a success; on an error the
+//!   reconciler's [`error_policy`](Reconciler::error_policy) chooses, by default the
+//!   queue's **per-key exponential backoff** (`add_rate_limited`), which kube-rs lacks
+//!   (kube-rs#1916); a success `forget`s the key's failures;
+//! * [`owns`](Controller::owns) maps owned objects to their controller owner,
+//!   [`watches`](Controller::watches) any object to keys, and [`predicate`]s filter updates;
+//! * each reconcile runs in a `tracing` span `reconcile` with the `controller`, the `key` and
+//!   the `attempt` (the key's retries so far).
+//!
+//! Helpers: [`finalizer::finalizer`] (add, clean up, remove, conflicts retried),
+//! [`owner::set_controller_reference`] / [`owner::controller_of`], an Event recorder bound to
+//! the controller ([`ReconcileContext::recorder`]).
+//!
+//! A [`Manager`] runs several controllers on one factory, with leader election (caches warm
+//! in every replica, reconciles in the leader only, the leader token checked right before
+//! each reconcile), `/healthz` and `/readyz`, Prometheus metrics under controller-runtime's
+//! names ([`ControllerMetrics`]), and a graceful shutdown on SIGTERM or Ctrl-C
+//! ([`shutdown_on_signal`]).
+//!
+//! # Example
+//!
+//! A controller that stamps every ConfigMap with the number of its keys, against
+//! kclient-fake:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kclient_cache::SharedInformerFactory;
+//! use kclient_controller::{Action, Controller, ReconcileContext, Reconciler};
+//! use kclient_core::{CancellationToken, CreateOptions, Patch, PatchOptions};
+//! use kclient_typed::Clientset;
+//! use serde_json::json;
+//!
+//! struct Stamp(Clientset);
+//!
+//! impl Reconciler<ConfigMap> for Stamp {
+//!     type Error = kclient_typed::Error;
+//!
+//!     async fn reconcile(&self, cm: Arc<ConfigMap>, ctx: &ReconcileContext) -> Result<Action, Self::Error> {
+//!         let keys = cm.data.as_ref().map_or(0, |d| d.len()).to_string();
+//!         let stamped = cm.metadata.annotations.as_ref().and_then(|a| a.get("keys"));
+//!         if stamped != Some(&keys) {
+//!             let patch = Patch::Merge(json!({"metadata": {"annotations": {"keys": keys}}}));
+//!             let namespace = ctx.key().namespace.as_deref().unwrap_or_default();
+//!             self.0.core_v1().config_maps(namespace).patch(&ctx.key().name, &patch, &PatchOptions::default()).await?;
+//!         }
+//!         Ok(Action::await_change())
+//!     }
+//! }
+//!
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = kclient_fake::FakeApiServer::builder().start().await?;
+//! let clientset = Clientset::new(server.config()?)?;
+//! let factory = SharedInformerFactory::new(clientset.clone(), Duration::ZERO);
+//! let shutdown = CancellationToken::new();
+//! let controller = Controller::<ConfigMap, _>::new("stamp", &factory);
+//! let running = tokio::spawn(controller.run(Stamp(clientset.clone()), shutdown.clone()));
+//!
+//! let mut cm = ConfigMap::default();
+//! cm.metadata.name = Some("settings".into());
+//! cm.data = Some([("mode".to_string(), "fast".to_string())].into());
+//! let config_maps = clientset.core_v1().config_maps("default");
+//! config_maps.create(&cm, &CreateOptions::default()).await?;
+//! let stamped = async {
+//!     loop {
+//!         let cm = config_maps.get("settings").await?;
+//!         if cm.metadata.annotations.is_some_and(|a| a.get("keys").is_some_and(|k| k == "1")) {
+//!             return Ok::<_, kclient_typed::Error>(());
+//!         }
+//!         tokio::time::sleep(Duration::from_millis(20)).await;
+//!     }
+//! };
+//! tokio::time::timeout(Duration::from_secs(30), stamped).await??;
+//! shutdown.cancel();
+//! running.await??;
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod action;
+mod config;
+mod controller;
+mod error;
+pub mod finalizer;
+mod http;
+mod manager;
+mod metrics;
+pub mod owner;
+pub mod predicate;
+mod reconciler;
+mod signal;
+mod source;
+mod worker;
+
+pub use action::Action;
+pub use config::{Config, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
+pub use controller::Controller;
+pub use error::ControllerError;
+pub use manager::{Manager, ManagerBuilder, ManagerError};
+pub use metrics::ControllerMetrics;
+pub use reconciler::{ReconcileContext, Reconciler};
+pub use signal::shutdown_on_signal;

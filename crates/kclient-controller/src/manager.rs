@@ -1,0 +1,688 @@
+//! [`Manager`]: several controllers on one informer factory, with leader election, probes,
+//! metrics and graceful shutdown.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use http::StatusCode;
+use kclient_cache::{InformerSynced, SharedInformerFactory};
+use kclient_core::{CancellationToken, Resource};
+use kclient_tools::events::EventBroadcaster;
+use kclient_tools::leaderelection::{
+    ConfigError, HealthzAdaptor, LeaderCallbacks, LeaderElectionConfig, LeaderElector, Lock,
+};
+use parking_lot::Mutex;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+
+use crate::config::DEFAULT_CACHE_SYNC_TIMEOUT;
+use crate::controller::{Controller, RunEnv};
+use crate::error::ControllerError;
+use crate::http::{serve, Reply, Routes};
+use crate::metrics::ControllerMetrics;
+use crate::reconciler::Reconciler;
+
+/// Why a [`Manager`] could not be built or ended badly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManagerError {
+    /// An endpoint's address could not be bound.
+    #[error("cannot listen on {address} for the {endpoint} endpoint: {source}")]
+    Bind {
+        /// Which endpoint: `health probe` or `metrics`.
+        endpoint: &'static str,
+        /// The address.
+        address: SocketAddr,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The leader election's configuration was refused.
+    #[error("leader election: {0}")]
+    LeaderElection(#[from] ConfigError),
+    /// The caches did not sync within the manager's cache sync timeout.
+    #[error("caches did not sync within {timeout:?}: {}", unsynced.join(", "))]
+    CacheSyncTimeout {
+        /// The informers that had not synced.
+        unsynced: Vec<String>,
+        /// The timeout.
+        timeout: Duration,
+    },
+    /// This replica led and lost the lease (its renewals failed or another holder took
+    /// it): the controllers stopped at once. Exit, and let the replica restart.
+    #[error("leader election lost")]
+    LeaderElectionLost,
+    /// Controllers ended with errors (their graceful shutdown timed out, say).
+    #[error("{} controller(s) failed: {}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Controllers(Vec<ControllerError>),
+}
+
+/// A controller bound to its reconciler, as the manager keeps it.
+trait Runnable: Send {
+    fn run(self: Box<Self>, env: RunEnv) -> BoxFuture<'static, Result<(), ControllerError>>;
+}
+
+struct Bound<K, C, R> {
+    controller: Controller<K, C>,
+    reconciler: R,
+}
+
+impl<K, C, R> Runnable for Bound<K, C, R>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Default,
+    C: Send + Sync + 'static,
+    R: Reconciler<K>,
+{
+    fn run(self: Box<Self>, env: RunEnv) -> BoxFuture<'static, Result<(), ControllerError>> {
+        let Bound {
+            controller,
+            reconciler,
+        } = *self;
+        Box::pin(controller.run_in(reconciler, env))
+    }
+}
+
+/// The manager's factory, without its client type.
+trait Informers: Send + Sync {
+    fn start(&self, cancel: &CancellationToken);
+    fn shutdown(&self) -> BoxFuture<'_, ()>;
+}
+
+impl<C: Send + Sync + 'static> Informers for SharedInformerFactory<C> {
+    fn start(&self, cancel: &CancellationToken) {
+        SharedInformerFactory::start(self, cancel);
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(SharedInformerFactory::shutdown(self))
+    }
+}
+
+/// A leader elector, without its lock type.
+trait Election: Send + Sync {
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, ()>;
+}
+
+impl<L: Lock + 'static> Election for LeaderElector<L> {
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, ()> {
+        Box::pin(LeaderElector::run(self, cancel))
+    }
+}
+
+/// Where a replica is in the election.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting to lead.
+    Candidate,
+    /// Running the controllers.
+    Leading,
+    /// Done: stopped before leading, or the controllers' run ended.
+    Finished,
+}
+
+/// What the manager and its leader callbacks share.
+struct Shared {
+    /// Fires with the token given to `run`: stop gracefully.
+    stop: CancellationToken,
+    controllers: Mutex<Option<Vec<Box<dyn Runnable>>>>,
+    syncs: Mutex<Vec<(String, InformerSynced)>>,
+    phase: Mutex<Phase>,
+    errors: Mutex<Vec<ControllerError>>,
+}
+
+impl Shared {
+    fn take_controllers(&self) -> Vec<Box<dyn Runnable>> {
+        self.controllers.lock().take().unwrap_or_default()
+    }
+
+    /// The informers of every controller that have not synced yet.
+    fn unsynced(&self) -> Vec<String> {
+        let mut unsynced: Vec<String> = self
+            .syncs
+            .lock()
+            .iter()
+            .filter(|(_, synced)| !synced.has_synced())
+            .map(|(name, _)| name.clone())
+            .collect();
+        unsynced.sort();
+        unsynced.dedup();
+        unsynced
+    }
+}
+
+/// Runs `controllers` in `env`, all at once; the errors of those that failed.
+async fn run_controllers(
+    controllers: Vec<Box<dyn Runnable>>,
+    env: impl Fn() -> RunEnv,
+) -> Vec<ControllerError> {
+    let runs = controllers
+        .into_iter()
+        .map(|controller| controller.run(env()));
+    futures::future::join_all(runs)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+        .collect()
+}
+
+/// Makes the elector once the manager's callbacks exist.
+type MakeElection = Box<dyn FnOnce(LeaderCallbacks) -> Result<Arc<dyn Election>, ConfigError>>;
+
+/// Builds a [`Manager`] (made by [`Manager::builder`]).
+pub struct ManagerBuilder {
+    informers: Arc<dyn Informers>,
+    health_probe_address: Option<SocketAddr>,
+    metrics_address: Option<SocketAddr>,
+    registry: Option<Registry>,
+    election: Option<MakeElection>,
+    watch_dog: Option<HealthzAdaptor>,
+    on_new_leader: Option<NewLeader>,
+    broadcaster: Option<EventBroadcaster>,
+    cache_sync_timeout: Duration,
+}
+
+/// What is called with each leader the election observes.
+type NewLeader = Arc<dyn Fn(&str) + Send + Sync>;
+
+impl fmt::Debug for ManagerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManagerBuilder")
+            .field("health_probe_address", &self.health_probe_address)
+            .field("metrics_address", &self.metrics_address)
+            .field("leader_election", &self.election.is_some())
+            .field("cache_sync_timeout", &self.cache_sync_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ManagerBuilder {
+    /// Serves `/healthz` and `/readyz` on `address` (controller-runtime's
+    /// `HealthProbeBindAddress`; port 0 picks a free port, see
+    /// [`Manager::health_probe_address`]).
+    #[must_use]
+    pub fn health_probe_bind_address(mut self, address: SocketAddr) -> Self {
+        self.health_probe_address = Some(address);
+        self
+    }
+
+    /// Serves `/metrics` on `address` (controller-runtime's `Metrics.BindAddress`; port 0
+    /// picks a free port, see [`Manager::metrics_address`]), and reports every controller's
+    /// metrics ([`ControllerMetrics`]).
+    #[must_use]
+    pub fn metrics_bind_address(mut self, address: SocketAddr) -> Self {
+        self.metrics_address = Some(address);
+        self
+    }
+
+    /// The registry `/metrics` serves, with metrics of your own registered in it; the
+    /// controllers' metrics are added to it. A fresh one by default.
+    #[must_use]
+    pub fn metrics_registry(mut self, registry: Registry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Runs the controllers only while this replica leads the election `config` describes
+    /// (its lock, durations, `release_on_cancel` and `name`). Its callbacks are the
+    /// manager's: any set in `config` are replaced (see
+    /// [`on_new_leader`](Self::on_new_leader)). Its `watch_dog`, if set, is the `/healthz`
+    /// check.
+    #[must_use]
+    pub fn leader_election<L: Lock + 'static>(mut self, config: LeaderElectionConfig<L>) -> Self {
+        self.watch_dog = config.watch_dog.clone();
+        self.election = Some(Box::new(move |callbacks| {
+            let elector = LeaderElector::new(LeaderElectionConfig {
+                callbacks,
+                ..config
+            })?;
+            Ok(Arc::new(elector) as Arc<dyn Election>)
+        }));
+        self
+    }
+
+    /// Calls `f` with the holder's identity whenever the election observes a new one, and
+    /// with `""` when the lease is seen released (kclient-tools'
+    /// [`LeaderCallbacks::on_new_leader`], which the manager's own callbacks replace). Quick:
+    /// it runs on the elector's task.
+    #[must_use]
+    pub fn on_new_leader(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_new_leader = Some(Arc::new(f));
+        self
+    }
+
+    /// Gives every controller added without a recorder of its own an Event recorder bound
+    /// to its name ([`ReconcileContext::recorder`](crate::ReconcileContext::recorder)).
+    #[must_use]
+    pub fn event_broadcaster(mut self, broadcaster: EventBroadcaster) -> Self {
+        self.broadcaster = Some(broadcaster);
+        self
+    }
+
+    /// How long [`Manager::run`] waits for the caches before it fails (two minutes by
+    /// default, controller-runtime's `CacheSyncTimeout`).
+    #[must_use]
+    pub fn cache_sync_timeout(mut self, timeout: Duration) -> Self {
+        self.cache_sync_timeout = timeout;
+        self
+    }
+
+    /// The manager: binds the endpoints' addresses and checks the election's configuration
+    /// now, so that a wrong one fails here.
+    pub fn build(self) -> Result<Manager, ManagerError> {
+        let bind = |endpoint, address| {
+            let listener = std::net::TcpListener::bind(address)
+                .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                .map_err(|source| ManagerError::Bind {
+                    endpoint,
+                    address,
+                    source,
+                })?;
+            Ok::<_, ManagerError>(listener)
+        };
+        let health_probe = self
+            .health_probe_address
+            .map(|address| bind("health probe", address))
+            .transpose()?;
+        let metrics_listener = self
+            .metrics_address
+            .map(|address| bind("metrics", address))
+            .transpose()?;
+        let (registry, metrics) = match metrics_listener {
+            Some(_) => {
+                let mut registry = self.registry.unwrap_or_default();
+                let metrics = ControllerMetrics::new(&mut registry);
+                (Some(Arc::new(registry)), Some(metrics))
+            }
+            None => (None, None),
+        };
+        let shared = Arc::new(Shared {
+            stop: CancellationToken::new(),
+            controllers: Mutex::new(Some(Vec::new())),
+            syncs: Mutex::new(Vec::new()),
+            phase: Mutex::new(Phase::Candidate),
+            errors: Mutex::new(Vec::new()),
+        });
+        let on_new_leader = self.on_new_leader;
+        let election = self
+            .election
+            .map(|make| make(leader_callbacks(&shared, on_new_leader)))
+            .transpose()?;
+        Ok(Manager {
+            informers: self.informers,
+            health_probe,
+            metrics_listener,
+            registry,
+            metrics,
+            election,
+            watch_dog: self.watch_dog,
+            broadcaster: self.broadcaster,
+            cache_sync_timeout: self.cache_sync_timeout,
+            shared,
+        })
+    }
+}
+
+/// The leader's work: the controllers, until the manager stops (gracefully, still leading)
+/// or the leader token fires (leadership lost: at once).
+fn leader_callbacks(shared: &Arc<Shared>, on_new_leader: Option<NewLeader>) -> LeaderCallbacks {
+    let shared = Arc::clone(shared);
+    let callbacks = match on_new_leader {
+        Some(f) => LeaderCallbacks::new().on_new_leader(move |leader| f(leader)),
+        None => LeaderCallbacks::new(),
+    };
+    callbacks
+        .on_started_leading(move |token| {
+            let shared = Arc::clone(&shared);
+            async move {
+                {
+                    let mut phase = shared.phase.lock();
+                    if *phase != Phase::Candidate {
+                        return;
+                    }
+                    *phase = Phase::Leading;
+                }
+                tracing::info!("leading: starting the controllers");
+                let controllers = shared.take_controllers();
+                let errors = run_controllers(controllers, || RunEnv {
+                    stop: shared.stop.clone(),
+                    abort: token.cancellation_token().clone(),
+                    leader: Some(token.clone()),
+                })
+                .await;
+                shared.errors.lock().extend(errors);
+                *shared.phase.lock() = Phase::Finished;
+            }
+        })
+        .on_stopped_leading(|| tracing::info!("left the leader election"))
+}
+
+/// Runs several controllers on one [`SharedInformerFactory`], with leader
+/// election, health and readiness probes, Prometheus metrics and graceful shutdown
+/// (controller-runtime's `manager.Manager`).
+///
+/// ```text
+///  every replica:   factory (one informer per type) --> caches warm --> /readyz 200
+///                   /healthz, /metrics
+///  the leader only: controllers' handlers + workers --> reconciles
+/// ```
+///
+/// * **Caches in every replica, reconciles in the leader.** The factory's informers start at
+///   once in every replica, so a replica that takes over has warm caches. With
+///   [`leader_election`](ManagerBuilder::leader_election), the controllers (their handlers,
+///   queues and workers) run only while this replica leads, and each worker asks the leader
+///   token ([`LeaderToken::is_leader`](kclient_tools::leaderelection::LeaderToken::is_leader),
+///   which reads the clock against the renew deadline) right before each reconcile.
+///   Leadership lost: the reconciles in flight are dropped at once, and
+///   [`run`](Manager::run) returns [`ManagerError::LeaderElectionLost`] (exit and let the
+///   replica restart, as controller-runtime does).
+/// * **Probes** ([`health_probe_bind_address`](ManagerBuilder::health_probe_bind_address)):
+///   `/healthz` answers 200 while the manager runs (500 when the leader election's health
+///   check, the config's `watch_dog`, fails); `/readyz` answers 200 once every controller's
+///   caches have synced, 500 before, naming the informers still syncing.
+/// * **Metrics** ([`metrics_bind_address`](ManagerBuilder::metrics_bind_address)):
+///   `/metrics` in the OpenMetrics text format, with controller-runtime's controller and
+///   workqueue metrics ([`ControllerMetrics`]) and whatever else the registry given to
+///   [`metrics_registry`](ManagerBuilder::metrics_registry) holds.
+/// * **Graceful shutdown**: when the token given to [`run`](Manager::run) fires
+///   ([`shutdown_on_signal`](crate::shutdown_on_signal) fires one on SIGTERM or Ctrl-C), no
+///   new reconcile starts, the ones in flight get their controller's
+///   [`graceful_shutdown_timeout`](crate::Config::graceful_shutdown_timeout) — still as the
+///   leader: the lease is released only after they finished — then the informers and the
+///   endpoints stop.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kclient_cache::SharedInformerFactory;
+/// use kclient_controller::{shutdown_on_signal, Action, Controller, Manager, ReconcileContext, Reconciler};
+/// use kclient_tools::leaderelection::{LeaderCallbacks, LeaderElectionConfig, LeaseLock};
+/// use kclient_typed::Clientset;
+///
+/// struct Noop;
+/// impl Reconciler<ConfigMap> for Noop {
+///     type Error = std::convert::Infallible;
+///     async fn reconcile(&self, _: Arc<ConfigMap>, _: &ReconcileContext) -> Result<Action, Self::Error> {
+///         Ok(Action::await_change())
+///     }
+/// }
+///
+/// # async fn run(clientset: Clientset) -> Result<(), Box<dyn std::error::Error>> {
+/// let factory = SharedInformerFactory::new(clientset.clone(), Duration::ZERO);
+/// let lock = LeaseLock::from_clientset(&clientset, "kube-system", "my-operator", "replica-1");
+/// let mut manager = Manager::builder(&factory)
+///     .health_probe_bind_address("0.0.0.0:8081".parse()?)
+///     .metrics_bind_address("0.0.0.0:8080".parse()?)
+///     .leader_election(LeaderElectionConfig::new(lock, LeaderCallbacks::new()))
+///     .build()?;
+/// manager.add(Controller::<ConfigMap, _>::new("config-maps", &factory), Noop);
+/// manager.run(shutdown_on_signal()?).await?;
+/// # Ok(()) }
+/// ```
+pub struct Manager {
+    informers: Arc<dyn Informers>,
+    health_probe: Option<std::net::TcpListener>,
+    metrics_listener: Option<std::net::TcpListener>,
+    registry: Option<Arc<Registry>>,
+    metrics: Option<ControllerMetrics>,
+    election: Option<Arc<dyn Election>>,
+    watch_dog: Option<HealthzAdaptor>,
+    broadcaster: Option<EventBroadcaster>,
+    cache_sync_timeout: Duration,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Manager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Manager")
+            .field("health_probe_address", &self.health_probe_address())
+            .field("metrics_address", &self.metrics_address())
+            .field("leader_election", &self.election.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Manager {
+    /// A builder of a manager whose controllers share `factory` (build every controller on
+    /// this factory: each type is then watched once for all of them).
+    pub fn builder<C: Send + Sync + 'static>(factory: &SharedInformerFactory<C>) -> ManagerBuilder {
+        ManagerBuilder {
+            informers: Arc::new(factory.clone()),
+            health_probe_address: None,
+            metrics_address: None,
+            registry: None,
+            election: None,
+            watch_dog: None,
+            on_new_leader: None,
+            broadcaster: None,
+            cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
+        }
+    }
+
+    /// Adds a controller with its reconciler. It reports to the manager's metrics and
+    /// records Events through the manager's broadcaster, unless it was given its own.
+    pub fn add<K, C, R>(&mut self, mut controller: Controller<K, C>, reconciler: R)
+    where
+        K: Resource + Clone + Send + Sync + 'static,
+        K::DynamicType: Default,
+        C: Send + Sync + 'static,
+        R: Reconciler<K>,
+    {
+        if let (Some(metrics), false) = (&self.metrics, controller.has_metrics()) {
+            controller = controller.metrics(metrics.clone());
+        }
+        if let (Some(broadcaster), false) = (&self.broadcaster, controller.has_recorder()) {
+            controller = controller.record_events(broadcaster);
+        }
+        self.shared
+            .syncs
+            .lock()
+            .extend(controller.informer_syncs().iter().cloned());
+        if let Some(controllers) = self.shared.controllers.lock().as_mut() {
+            controllers.push(Box::new(Bound {
+                controller,
+                reconciler,
+            }));
+        }
+    }
+
+    /// Where `/healthz` and `/readyz` are served, if they are.
+    pub fn health_probe_address(&self) -> Option<SocketAddr> {
+        self.health_probe.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// Where `/metrics` is served, if it is.
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+    }
+
+    /// Runs until `shutdown` fires (see [`shutdown_on_signal`](crate::shutdown_on_signal)):
+    /// starts the informers and the endpoints, waits for the caches, then runs the
+    /// controllers — at once, or while this replica leads. When `shutdown` fires the
+    /// controllers stop gracefully (each within its graceful shutdown timeout), then the
+    /// lease is released (with `release_on_cancel`), the informers and the endpoints stop.
+    pub async fn run(self, shutdown: CancellationToken) -> Result<(), ManagerError> {
+        let Manager {
+            informers,
+            health_probe,
+            metrics_listener,
+            registry,
+            metrics: _,
+            election,
+            watch_dog,
+            broadcaster: _,
+            cache_sync_timeout,
+            shared,
+        } = self;
+        let link = tokio::spawn({
+            let stop = shared.stop.clone();
+            async move {
+                shutdown.cancelled().await;
+                stop.cancel();
+            }
+        });
+        let informers_stop = CancellationToken::new();
+        informers.start(&informers_stop);
+        let servers_stop = CancellationToken::new();
+        let mut servers = Vec::new();
+        if let Some(listener) = health_probe {
+            servers.push(spawn_server(
+                listener,
+                probe_routes(Arc::clone(&shared), watch_dog),
+                &servers_stop,
+            ));
+        }
+        if let (Some(listener), Some(registry)) = (metrics_listener, registry) {
+            servers.push(spawn_server(
+                listener,
+                metrics_routes(registry),
+                &servers_stop,
+            ));
+        }
+
+        let outcome = run_with_caches(&shared, election, cache_sync_timeout).await;
+
+        informers_stop.cancel();
+        informers.shutdown().await;
+        servers_stop.cancel();
+        for server in servers {
+            let _ = server.await;
+        }
+        link.abort();
+        outcome
+    }
+}
+
+/// Waits for the caches, then runs the controllers (under the election, if any); what the
+/// run ended with.
+async fn run_with_caches(
+    shared: &Arc<Shared>,
+    election: Option<Arc<dyn Election>>,
+    cache_sync_timeout: Duration,
+) -> Result<(), ManagerError> {
+    let syncs: Vec<InformerSynced> = shared.syncs.lock().iter().map(|(_, s)| s.clone()).collect();
+    let waited = tokio::time::timeout(
+        cache_sync_timeout,
+        kclient_cache::wait_for_named_cache_sync("manager", &shared.stop, &syncs),
+    )
+    .await;
+    match waited {
+        Ok(true) => {}
+        Ok(false) => return Ok(()), // stopped before the caches synced
+        Err(_) => {
+            return Err(ManagerError::CacheSyncTimeout {
+                unsynced: shared.unsynced(),
+                timeout: cache_sync_timeout,
+            })
+        }
+    }
+    match election {
+        None => {
+            let controllers = shared.take_controllers();
+            let errors = run_controllers(controllers, || RunEnv {
+                stop: shared.stop.clone(),
+                abort: CancellationToken::new(),
+                leader: None,
+            })
+            .await;
+            shared.errors.lock().extend(errors);
+        }
+        Some(elector) => {
+            let leave = CancellationToken::new();
+            // Stopped while a candidate: leave the election. While leading, the
+            // controllers stop gracefully and their end steps down (and releases).
+            let candidate_stop = tokio::spawn({
+                let (shared, leave) = (Arc::clone(shared), leave.clone());
+                async move {
+                    shared.stop.cancelled().await;
+                    let mut phase = shared.phase.lock();
+                    if *phase == Phase::Candidate {
+                        *phase = Phase::Finished;
+                        leave.cancel();
+                    }
+                }
+            });
+            elector.run(leave).await;
+            candidate_stop.abort();
+            if !shared.stop.is_cancelled() {
+                let errors = std::mem::take(&mut *shared.errors.lock());
+                if !errors.is_empty() {
+                    return Err(ManagerError::Controllers(errors));
+                }
+                return Err(ManagerError::LeaderElectionLost);
+            }
+        }
+    }
+    let errors = std::mem::take(&mut *shared.errors.lock());
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ManagerError::Controllers(errors))
+    }
+}
+
+fn spawn_server(
+    listener: std::net::TcpListener,
+    routes: Routes,
+    stop: &CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    let stop = stop.clone();
+    tokio::spawn(async move {
+        match TcpListener::from_std(listener) {
+            Ok(listener) => serve(listener, routes, stop).await,
+            Err(error) => tracing::error!(%error, "cannot serve an endpoint"),
+        }
+    })
+}
+
+/// `/healthz`: ok, unless the leader election's health check fails; `/readyz`: ok once the
+/// caches synced.
+fn probe_routes(shared: Arc<Shared>, watch_dog: Option<HealthzAdaptor>) -> Routes {
+    Arc::new(move |path| match path {
+        "/healthz" => Some(match watch_dog.as_ref().map(HealthzAdaptor::check) {
+            Some(Err(error)) => Reply::text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("leader election: {error}\n"),
+            ),
+            _ => Reply::text(StatusCode::OK, "ok"),
+        }),
+        "/readyz" => Some({
+            let unsynced = shared.unsynced();
+            if unsynced.is_empty() {
+                Reply::text(StatusCode::OK, "ok")
+            } else {
+                Reply::text(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("caches not synced: {}\n", unsynced.join(", ")),
+                )
+            }
+        }),
+        _ => None,
+    })
+}
+
+/// `/metrics`: the registry in the OpenMetrics text format.
+fn metrics_routes(registry: Arc<Registry>) -> Routes {
+    Arc::new(move |path| {
+        (path == "/metrics").then(|| {
+            let mut text = String::new();
+            match prometheus_client::encoding::text::encode(&mut text, &registry) {
+                Ok(()) => Reply {
+                    status: StatusCode::OK,
+                    content_type: "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    body: text,
+                },
+                Err(error) => Reply::text(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("cannot encode the metrics: {error}\n"),
+                ),
+            }
+        })
+    })
+}

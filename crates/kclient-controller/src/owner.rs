@@ -1,0 +1,347 @@
+//! Owner and controller references: [`controller_of`] (apimachinery's `GetControllerOf`)
+//! and [`set_controller_reference`] (controller-runtime's `controllerutil.SetControllerReference`),
+//! which makes an object a dependent of its controller — the garbage collector deletes it
+//! with its owner, and [`Controller::owns`](crate::Controller::owns) maps its changes to the
+//! owner's key.
+//!
+//! ```
+//! use k8s_openapi::api::apps::v1::Deployment;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kclient_controller::owner::{controller_of, set_controller_reference, OwnerReferenceError};
+//!
+//! let mut web = Deployment::default();
+//! web.metadata.name = Some("web".into());
+//! web.metadata.namespace = Some("prod".into());
+//! web.metadata.uid = Some("0b8c-web".into());
+//!
+//! let mut settings = ConfigMap::default();
+//! settings.metadata.name = Some("web-settings".into());
+//! settings.metadata.namespace = Some("prod".into());
+//! set_controller_reference(&web, &mut settings).unwrap();
+//! let owner = controller_of(&settings).unwrap();
+//! assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("Deployment", "web"));
+//! assert_eq!(owner.block_owner_deletion, Some(true));
+//!
+//! // A second controller is refused.
+//! let mut api = web.clone();
+//! api.metadata.name = Some("api".into());
+//! api.metadata.uid = Some("77aa-api".into());
+//! let refused = set_controller_reference(&api, &mut settings).unwrap_err();
+//! assert!(matches!(refused, OwnerReferenceError::AlreadyOwned { .. }));
+//! ```
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kclient_core::{GroupVersion, Resource, ResourceExt};
+
+/// Why [`set_controller_reference`] refused, with controller-runtime's rules (and its
+/// wording where it has one).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OwnerReferenceError {
+    /// The owner has no name or no uid: only a stored object can own (the API server refuses
+    /// an owner reference without a uid, and the garbage collector matches by it).
+    #[error("the owner {kind} {name:?} has no {missing}: only a stored object can be an owner")]
+    OwnerNotStored {
+        /// The owner's kind.
+        kind: String,
+        /// The owner's name (empty when missing).
+        name: String,
+        /// What is missing: `metadata.name` or `metadata.uid`.
+        missing: &'static str,
+    },
+    /// A cluster-scoped object cannot depend on a namespaced owner.
+    #[error("cluster-scoped resource must not have a namespace-scoped owner, owner's namespace {owner_namespace}")]
+    ClusterScopedObjectWithNamespacedOwner {
+        /// The owner's namespace.
+        owner_namespace: String,
+    },
+    /// A namespaced owner can only own objects of its own namespace (the object's namespace
+    /// must be set).
+    #[error("cross-namespace owner references are disallowed, owner's namespace {owner_namespace}, obj's namespace {object_namespace}")]
+    CrossNamespace {
+        /// The owner's namespace.
+        owner_namespace: String,
+        /// The object's namespace (empty when not set).
+        object_namespace: String,
+    },
+    /// The object already has another controller (controller-runtime's `AlreadyOwnedError`).
+    #[error("object {object} is already owned by another {kind} controller {name}")]
+    AlreadyOwned {
+        /// The object (`namespace/name`).
+        object: String,
+        /// The current controller's kind.
+        kind: String,
+        /// The current controller's name.
+        name: String,
+    },
+}
+
+/// The owner reference of `obj` that is its controller (`controller: true`), if any
+/// (apimachinery's `metav1.GetControllerOf`). An object has at most one.
+pub fn controller_of<K: Resource + ?Sized>(obj: &K) -> Option<&OwnerReference> {
+    obj.owner_references()
+        .iter()
+        .find(|owner| owner.controller == Some(true))
+}
+
+/// Makes `owner` the controller of `object` (controller-runtime's
+/// `SetControllerReference`): adds an owner reference with `controller: true` and
+/// `blockOwnerDeletion: true`, or updates the one that already refers to `owner` (same
+/// group, kind and name). For statically typed objects; see
+/// [`set_controller_reference_with`] for dynamic ones.
+///
+/// Refused ([`OwnerReferenceError`]): an owner not stored yet (no name or uid), a
+/// namespaced owner of a cluster-scoped object or of an object in another namespace (set
+/// the object's namespace first), and an object that already has another controller.
+pub fn set_controller_reference<O, K>(owner: &O, object: &mut K) -> Result<(), OwnerReferenceError>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()>,
+{
+    set_controller_reference_with(owner, &(), object, &())
+}
+
+/// [`set_controller_reference`] for types known at run time
+/// ([`DynamicObject`](kclient_core::DynamicObject) with its `ApiResource`): the owner's
+/// group, version and kind and the object's scope come from their dynamic types.
+pub fn set_controller_reference_with<O: Resource, K: Resource>(
+    owner: &O,
+    owner_type: &O::DynamicType,
+    object: &mut K,
+    object_type: &K::DynamicType,
+) -> Result<(), OwnerReferenceError> {
+    let owner_resource = O::api_resource(owner_type);
+    let reference = controller_reference(owner, &owner_resource)?;
+    check_scopes(owner, object, K::api_resource(object_type).namespaced)?;
+    if let Some(existing) = controller_of(object) {
+        if !refers_to_same_object(existing, &reference) {
+            return Err(OwnerReferenceError::AlreadyOwned {
+                object: kclient_core::meta_namespace_key(object),
+                kind: existing.kind.clone(),
+                name: existing.name.clone(),
+            });
+        }
+    }
+    let references = object
+        .meta_mut()
+        .owner_references
+        .get_or_insert_with(Vec::new);
+    match references
+        .iter_mut()
+        .find(|r| refers_to_same_object(r, &reference))
+    {
+        Some(same) => *same = reference,
+        None => references.push(reference),
+    }
+    Ok(())
+}
+
+/// The controller reference to `owner` (apimachinery's `NewControllerRef`).
+fn controller_reference<O: Resource>(
+    owner: &O,
+    resource: &kclient_core::ApiResource,
+) -> Result<OwnerReference, OwnerReferenceError> {
+    let missing = |missing| OwnerReferenceError::OwnerNotStored {
+        kind: resource.kind.clone(),
+        name: owner.name().unwrap_or_default().to_owned(),
+        missing,
+    };
+    let name = owner
+        .name()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| missing("metadata.name"))?;
+    let uid = owner
+        .uid()
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| missing("metadata.uid"))?;
+    Ok(OwnerReference {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+        name: name.to_owned(),
+        uid: uid.to_owned(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    })
+}
+
+/// controller-runtime's `validateOwner`, with the object's scope from its type rather than
+/// from whether its namespace is set.
+fn check_scopes<O: Resource, K: Resource>(
+    owner: &O,
+    object: &K,
+    object_namespaced: bool,
+) -> Result<(), OwnerReferenceError> {
+    let Some(owner_namespace) = owner.namespace().filter(|ns| !ns.is_empty()) else {
+        return Ok(()); // a cluster-scoped owner may own anything
+    };
+    if !object_namespaced {
+        return Err(
+            OwnerReferenceError::ClusterScopedObjectWithNamespacedOwner {
+                owner_namespace: owner_namespace.to_owned(),
+            },
+        );
+    }
+    let object_namespace = object.namespace().unwrap_or_default();
+    if object_namespace != owner_namespace {
+        return Err(OwnerReferenceError::CrossNamespace {
+            owner_namespace: owner_namespace.to_owned(),
+            object_namespace: object_namespace.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The group of an owner reference's `apiVersion` (`""` for the core group); `None` when it
+/// does not parse.
+pub(crate) fn reference_group(reference: &OwnerReference) -> Option<String> {
+    GroupVersion::parse(&reference.api_version)
+        .ok()
+        .map(|gv| gv.group)
+}
+
+/// controller-runtime's `referSameObject`: the same group, kind and name (the version may
+/// differ).
+fn refers_to_same_object(a: &OwnerReference, b: &OwnerReference) -> bool {
+    a.kind == b.kind
+        && a.name == b.name
+        && reference_group(a).is_some()
+        && reference_group(a) == reference_group(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+
+    fn deployment(ns: &str, name: &str, uid: &str) -> Deployment {
+        let mut d = Deployment::default();
+        d.metadata.namespace = Some(ns.into());
+        d.metadata.name = Some(name.into());
+        d.metadata.uid = Some(uid.into());
+        d
+    }
+
+    fn config_map(ns: Option<&str>) -> ConfigMap {
+        let mut cm = ConfigMap::default();
+        cm.metadata.namespace = ns.map(Into::into);
+        cm.metadata.name = Some("settings".into());
+        cm
+    }
+
+    #[test]
+    fn adds_a_controller_reference_once_and_updates_it_in_place() {
+        let mut cm = config_map(Some("prod"));
+        let other = OwnerReference {
+            api_version: "v1".into(),
+            kind: "Secret".into(),
+            name: "creds".into(),
+            uid: "s".into(),
+            ..OwnerReference::default()
+        };
+        cm.metadata.owner_references = Some(vec![other.clone()]);
+        set_controller_reference(&deployment("prod", "web", "u1"), &mut cm).unwrap();
+        set_controller_reference(&deployment("prod", "web", "u1"), &mut cm).unwrap();
+        let refs = cm.metadata.owner_references.clone().unwrap();
+        assert_eq!(refs.len(), 2, "{refs:?}");
+        assert_eq!(refs[0], other);
+        assert_eq!(
+            refs[1],
+            OwnerReference {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                name: "web".into(),
+                uid: "u1".into(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }
+        );
+        // The same owner recreated (a new uid): the reference is replaced, not added.
+        set_controller_reference(&deployment("prod", "web", "u2"), &mut cm).unwrap();
+        let refs = cm.metadata.owner_references.unwrap();
+        assert_eq!(refs.len(), 2);
+        assert_eq!(refs[1].uid, "u2");
+    }
+
+    #[test]
+    fn a_plain_owner_reference_to_the_same_object_becomes_the_controller() {
+        let mut cm = config_map(Some("prod"));
+        cm.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps/v1beta1".into(),
+            kind: "Deployment".into(),
+            name: "web".into(),
+            uid: "old".into(),
+            ..OwnerReference::default()
+        }]);
+        set_controller_reference(&deployment("prod", "web", "u1"), &mut cm).unwrap();
+        let refs = cm.metadata.owner_references.unwrap();
+        assert_eq!(refs.len(), 1);
+        assert_eq!(refs[0].controller, Some(true));
+        assert_eq!(refs[0].api_version, "apps/v1");
+    }
+
+    #[test]
+    fn refusals() {
+        let mut cm = config_map(Some("prod"));
+        set_controller_reference(&deployment("prod", "web", "u1"), &mut cm).unwrap();
+        assert_eq!(
+            set_controller_reference(&deployment("prod", "api", "u2"), &mut cm),
+            Err(OwnerReferenceError::AlreadyOwned {
+                object: "prod/settings".into(),
+                kind: "Deployment".into(),
+                name: "web".into()
+            })
+        );
+        assert_eq!(
+            set_controller_reference(
+                &deployment("dev", "web", "u1"),
+                &mut config_map(Some("prod"))
+            ),
+            Err(OwnerReferenceError::CrossNamespace {
+                owner_namespace: "dev".into(),
+                object_namespace: "prod".into()
+            })
+        );
+        assert!(matches!(
+            set_controller_reference(&deployment("prod", "web", "u1"), &mut config_map(None)),
+            Err(OwnerReferenceError::CrossNamespace { object_namespace, .. }) if object_namespace.is_empty()
+        ));
+        let mut ns = Namespace::default();
+        ns.metadata.name = Some("team".into());
+        assert_eq!(
+            set_controller_reference(&deployment("prod", "web", "u1"), &mut ns),
+            Err(
+                OwnerReferenceError::ClusterScopedObjectWithNamespacedOwner {
+                    owner_namespace: "prod".into()
+                }
+            )
+        );
+        let mut unsaved = deployment("prod", "web", "");
+        unsaved.metadata.uid = None;
+        assert!(matches!(
+            set_controller_reference(&unsaved, &mut config_map(Some("prod"))),
+            Err(OwnerReferenceError::OwnerNotStored {
+                missing: "metadata.uid",
+                ..
+            })
+        ));
+        // Nothing was changed by a refusal.
+        let mut untouched = config_map(Some("prod"));
+        let _ = set_controller_reference(&deployment("dev", "web", "u1"), &mut untouched);
+        assert_eq!(untouched.metadata.owner_references, None);
+    }
+
+    #[test]
+    fn a_cluster_scoped_owner_may_own_namespaced_and_cluster_scoped_objects() {
+        let mut owner = Namespace::default();
+        owner.metadata.name = Some("team".into());
+        owner.metadata.uid = Some("n1".into());
+        let mut cm = config_map(Some("prod"));
+        set_controller_reference(&owner, &mut cm).unwrap();
+        assert_eq!(controller_of(&cm).unwrap().kind, "Namespace");
+        let mut other = Namespace::default();
+        other.metadata.name = Some("other".into());
+        set_controller_reference(&owner, &mut other).unwrap();
+        assert_eq!(controller_of(&other).unwrap().api_version, "v1");
+    }
+}

@@ -1,0 +1,193 @@
+//! The workers: take a key, read its object from the cache, reconcile it, and tell the
+//! workqueue what comes next (client-go's `processNextWorkItem` / controller-runtime's
+//! `reconcileHandler`).
+
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use futures::FutureExt;
+use kclient_cache::Indexer;
+use kclient_core::{CancellationToken, ObjectKey};
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::action::{Action, Next};
+use crate::metrics::ReconcileMetrics;
+use crate::reconciler::{ControllerScope, ReconcileContext, Reconciler};
+use crate::source::{KeyQueue, LastKnown};
+
+/// What every worker of one controller run shares.
+pub(crate) struct Workers<K, R> {
+    pub(crate) scope: Arc<ControllerScope>,
+    pub(crate) queue: KeyQueue,
+    pub(crate) cache: Indexer<K>,
+    pub(crate) last_known: LastKnown<K>,
+    pub(crate) reconciler: R,
+    pub(crate) metrics: Option<ReconcileMetrics>,
+    /// Reconciles running now.
+    pub(crate) in_flight: AtomicUsize,
+}
+
+/// How a reconcile ended, before the action is applied.
+enum Outcome {
+    Succeeded(Action),
+    Failed(Action),
+    Panicked,
+}
+
+impl<K, R> Workers<K, R>
+where
+    K: Send + Sync + 'static,
+    R: Reconciler<K>,
+{
+    /// One worker: takes keys until `halt` fires or the queue shuts down. Right before each
+    /// reconcile it asks whether this process may still act (the leader token's clock
+    /// check); when it may not, it gives the key back undone, fires `lost` and stops.
+    pub(crate) async fn run(self: Arc<Self>, halt: CancellationToken, lost: CancellationToken) {
+        loop {
+            let key = tokio::select! {
+                biased;
+                () = halt.cancelled() => return,
+                key = self.queue.get() => key,
+            };
+            let Some(key) = key else { return };
+            if !self.scope.leader.as_ref().is_none_or(|l| l.is_leader()) {
+                tracing::info!(controller = %self.scope.name, %key, "no longer the leader: not reconciling");
+                self.queue.done(&key);
+                lost.cancel();
+                return;
+            }
+            self.in_flight.fetch_add(1, Ordering::AcqRel);
+            self.process(&key).await;
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            self.queue.done(&key);
+            // The queue hands out a waiting key without yielding, and a reconcile may finish
+            // without awaiting anything: with keys always waiting (a backlog, or keys that
+            // requeue themselves at once) the loop would never give its thread back, and the
+            // informers and every other task there would starve. Yield when tokio's
+            // cooperative budget is spent.
+            tokio::task::coop::consume_budget().await;
+        }
+    }
+
+    /// Reconciles `key` in a span carrying the key and its attempt, and applies the outcome.
+    async fn process(&self, key: &ObjectKey) {
+        let retries = self.queue.num_requeues(key);
+        let span = tracing::info_span!(
+            "reconcile",
+            controller = %self.scope.name,
+            key = %key,
+            attempt = retries,
+        );
+        async {
+            let started = Instant::now();
+            if let Some(metrics) = &self.metrics {
+                metrics.active.inc();
+            }
+            let ctx = ReconcileContext::new(Arc::clone(&self.scope), key.clone(), retries);
+            let outcome = self.reconcile(&ctx).await;
+            self.apply(key, outcome);
+            if let Some(metrics) = &self.metrics {
+                metrics.active.dec();
+                metrics.time.observe(started.elapsed().as_secs_f64());
+            }
+        }
+        .instrument(span)
+        .await;
+    }
+
+    /// Calls the reconciler with the key's object as the cache holds it now (or its
+    /// deletion hook), catching panics.
+    async fn reconcile(&self, ctx: &ReconcileContext) -> Outcome {
+        let key = ctx.key();
+        let last_known = self.last_known.lock().remove(key);
+        let cached = self.cache.get_by_key(&key.to_string());
+        let result = match cached {
+            Some(obj) => {
+                AssertUnwindSafe(self.reconciler.reconcile(obj, ctx))
+                    .catch_unwind()
+                    .await
+            }
+            None => {
+                AssertUnwindSafe(self.reconciler.reconcile_deleted(last_known, ctx))
+                    .catch_unwind()
+                    .await
+            }
+        };
+        match result {
+            Ok(Ok(action)) => {
+                tracing::debug!(?action, "reconciled");
+                Outcome::Succeeded(action)
+            }
+            Ok(Err(error)) => {
+                tracing::error!(error = %error, "Reconciler error");
+                let policy = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    self.reconciler.error_policy(&error, ctx)
+                }));
+                Outcome::Failed(policy.unwrap_or_else(|panic| {
+                    tracing::error!(
+                        panic = panic_message(&*panic),
+                        "the error policy panicked; backing off"
+                    );
+                    Action::requeue_rate_limited()
+                }))
+            }
+            Err(panic) => {
+                tracing::error!(
+                    panic = panic_message(&*panic),
+                    "the reconciler panicked; backing off"
+                );
+                Outcome::Panicked
+            }
+        }
+    }
+
+    /// Tells the queue what comes next for `key` (controller-runtime's `reconcileHandler`)
+    /// and counts the result.
+    fn apply(&self, key: &ObjectKey, outcome: Outcome) {
+        let queue = &self.queue;
+        let (action, failed) = match outcome {
+            Outcome::Succeeded(action) => (action, false),
+            Outcome::Failed(action) => (action, true),
+            Outcome::Panicked => {
+                if let Some(metrics) = &self.metrics {
+                    metrics.panics.inc();
+                }
+                (Action::requeue_rate_limited(), true)
+            }
+        };
+        match action.next() {
+            Next::AwaitChange => queue.forget(key),
+            Next::After(after) => {
+                if !failed {
+                    queue.forget(key);
+                }
+                queue.add_after(key.clone(), after);
+            }
+            Next::RateLimited => queue.add_rate_limited(key.clone()),
+        }
+        if let Some(metrics) = &self.metrics {
+            if failed {
+                metrics.errors.inc();
+                metrics.error.inc();
+            } else {
+                match action.next() {
+                    Next::AwaitChange => metrics.success.inc(),
+                    Next::After(_) => metrics.requeue_after.inc(),
+                    Next::RateLimited => metrics.requeue.inc(),
+                };
+            }
+        }
+    }
+}
+
+/// A panic's message, for the log.
+fn panic_message(panic: &(dyn Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
+}

@@ -1,0 +1,8 @@
+//! The integration tests of kclient-controller, one module per file, linked into one test
+//! binary (see docs/testing.md for why).
+
+mod support;
+
+mod fake_server;
+mod manager;
+mod reconcile;

@@ -1,0 +1,562 @@
+//! The Manager: leader election on an in-memory lock and the paused clock (a lost lease
+//! stops the reconciles at once and ends the run; a graceful shutdown as leader finishes the
+//! reconciles in flight while still renewing, then releases; a replica that never leads never
+//! reconciles), and against kclient-fake in real time: two replicas with warm caches, one
+//! reconciling, the other taking over on release without listing again; the probes and the
+//! metrics endpoint.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use kclient_cache::SharedInformerFactory;
+use kclient_controller::{
+    Action, Config, Controller, Manager, ManagerError, ReconcileContext, Reconciler,
+};
+use kclient_core::{ApiError, CancellationToken, CreateOptions, GroupResource, ResourceExt};
+use kclient_fake::{Failure, FakeApiServer};
+use kclient_tools::events::{new_broadcaster, object_reference, EventType, MemorySink};
+use kclient_tools::leaderelection::{
+    LeaderCallbacks, LeaderElectionConfig, LeaderElectionRecord, LeaseLock, Lock, VersionedRecord,
+};
+use kclient_typed::Clientset;
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+use crate::support::{
+    clientset, config_map, eventually, http_get, Count, Counting, Probe, Sources,
+};
+
+/// An in-memory election store shared by the candidates' locks, with a switch that fails
+/// every call.
+#[derive(Clone, Default)]
+struct Store {
+    record: Arc<Mutex<Option<(LeaderElectionRecord, u64)>>>,
+    failing: Arc<AtomicBool>,
+}
+
+impl Store {
+    fn lock(&self, identity: &str) -> MemoryLock {
+        MemoryLock {
+            store: self.clone(),
+            identity: identity.to_owned(),
+            seen: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    fn holder(&self) -> Option<String> {
+        self.record
+            .lock()
+            .as_ref()
+            .map(|(r, _)| r.holder_identity.clone())
+    }
+
+    fn version(&self) -> u64 {
+        self.record.lock().as_ref().map_or(0, |(_, v)| *v)
+    }
+}
+
+struct MemoryLock {
+    store: Store,
+    identity: String,
+    seen: Arc<AtomicU64>,
+}
+
+fn leases() -> GroupResource {
+    GroupResource::new("coordination.k8s.io", "leases")
+}
+
+impl Lock for MemoryLock {
+    type Error = ApiError;
+
+    async fn get(&self) -> Result<VersionedRecord, ApiError> {
+        if self.store.failing.load(Ordering::SeqCst) {
+            return Err(ApiError::internal_error("the store is down"));
+        }
+        let record = self.store.record.lock().clone();
+        let (record, version) = record.ok_or_else(|| ApiError::not_found(&leases(), "lease"))?;
+        self.seen.store(version, Ordering::SeqCst);
+        Ok(VersionedRecord {
+            record,
+            version: version.to_string(),
+        })
+    }
+
+    async fn create(&self, record: LeaderElectionRecord) -> Result<(), ApiError> {
+        if self.store.failing.load(Ordering::SeqCst) {
+            return Err(ApiError::internal_error("the store is down"));
+        }
+        let mut stored = self.store.record.lock();
+        if stored.is_some() {
+            return Err(ApiError::already_exists(&leases(), "lease"));
+        }
+        *stored = Some((record, 1));
+        self.seen.store(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn update(&self, record: LeaderElectionRecord) -> Result<(), ApiError> {
+        if self.store.failing.load(Ordering::SeqCst) {
+            return Err(ApiError::internal_error("the store is down"));
+        }
+        let mut stored = self.store.record.lock();
+        let current = stored.as_ref().map_or(0, |(_, v)| *v);
+        if current != self.seen.load(Ordering::SeqCst) {
+            return Err(ApiError::conflict(&leases(), "lease", "written meanwhile"));
+        }
+        *stored = Some((record, current + 1));
+        self.seen.store(current + 1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    fn describe(&self) -> String {
+        "memory/lease".into()
+    }
+}
+
+/// Reconciles ConfigMaps: `slow` takes `slow_for`; records whether it still led at the end.
+struct Work {
+    probe: Arc<Probe>,
+    slow_for: Duration,
+    finished: Arc<AtomicUsize>,
+    led_at_the_end: Arc<Mutex<Vec<bool>>>,
+}
+
+impl Work {
+    fn new(probe: &Arc<Probe>, slow_for: Duration) -> Self {
+        Self {
+            probe: Arc::clone(probe),
+            slow_for,
+            finished: Arc::default(),
+            led_at_the_end: Arc::default(),
+        }
+    }
+}
+
+impl Reconciler<ConfigMap> for Work {
+    type Error = std::convert::Infallible;
+
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        ctx: &ReconcileContext,
+    ) -> Result<Action, Self::Error> {
+        let _running = self
+            .probe
+            .begin(ctx.key(), ctx.retries(), cm.resource_version());
+        if cm.name_any() == "slow" {
+            tokio::time::sleep(self.slow_for).await;
+            self.led_at_the_end.lock().push(ctx.is_leader());
+            self.finished.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(Action::await_change())
+    }
+}
+
+fn election(store: &Store, identity: &str) -> LeaderElectionConfig<MemoryLock> {
+    LeaderElectionConfig {
+        release_on_cancel: true,
+        name: "test".into(),
+        ..LeaderElectionConfig::new(store.lock(identity), LeaderCallbacks::new())
+    }
+}
+
+/// A manager of one ConfigMap controller (two workers) on `sources`, under `store`'s
+/// election as `identity`.
+fn replica(
+    sources: &Sources,
+    store: &Store,
+    identity: &str,
+    work: Work,
+) -> (Manager, SharedInformerFactory<Sources>) {
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+    let mut manager = Manager::builder(&factory)
+        .leader_election(election(store, identity))
+        .build()
+        .unwrap();
+    let controller = Controller::<ConfigMap, _>::new("config-maps", &factory).with_config(Config {
+        workers: 2,
+        ..Config::default()
+    });
+    manager.add(controller, work);
+    (manager, factory)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_lease_stops_the_reconciles_at_once_and_ends_the_run() {
+    let sources = Sources::default();
+    sources.config_maps.add(config_map("default", "a", &[]));
+    sources.config_maps.add(config_map("default", "slow", &[]));
+    let store = Store::default();
+    let probe = Arc::new(Probe::default());
+    let work = Work::new(&probe, Duration::from_secs(600));
+    let finished = Arc::clone(&work.finished);
+    let (manager, _factory) = replica(&sources, &store, "a", work);
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(manager.run(shutdown.clone()));
+    assert!(eventually(Duration::from_secs(10), || probe.count("default/slow") == 1).await);
+    assert_eq!(store.holder().as_deref(), Some("a"));
+
+    store.failing.store(true, Ordering::SeqCst);
+    let failed_at = Instant::now();
+    let outcome = run.await.unwrap();
+    assert!(
+        matches!(outcome, Err(ManagerError::LeaderElectionLost)),
+        "{outcome:?}"
+    );
+    // The last successful renewal started at most a retry period (2 s) before the failures;
+    // leadership ends at the renew deadline (10 s) after it.
+    assert!(
+        failed_at.elapsed() <= Duration::from_secs(10),
+        "{:?}",
+        failed_at.elapsed()
+    );
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        0,
+        "the reconcile in flight was dropped"
+    );
+    assert!(probe.overlaps().is_empty());
+    // A change after the loss is not reconciled: nothing runs any more.
+    let reconciles = probe.total();
+    sources.config_maps.add(config_map("default", "later", &[]));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(probe.total(), reconciles);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_graceful_shutdown_while_leading_finishes_the_reconciles_in_flight_then_releases() {
+    let sources = Sources::default();
+    sources.config_maps.add(config_map("default", "slow", &[]));
+    let store = Store::default();
+    let probe = Arc::new(Probe::default());
+    let work = Work::new(&probe, Duration::from_secs(25));
+    let (finished, led) = (Arc::clone(&work.finished), Arc::clone(&work.led_at_the_end));
+    let (manager, _factory) = replica(&sources, &store, "a", work);
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(manager.run(shutdown.clone()));
+    assert!(eventually(Duration::from_secs(10), || probe.count("default/slow") == 1).await);
+    let version = store.version();
+    shutdown.cancel();
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(
+        store.holder().as_deref(),
+        Some("a"),
+        "still held while reconciles finish"
+    );
+    assert!(store.version() > version, "and renewed meanwhile");
+    run.await.unwrap().unwrap();
+    assert_eq!(finished.load(Ordering::SeqCst), 1);
+    assert_eq!(*led.lock(), [true], "the reconcile still led at its end");
+    assert_eq!(store.holder().as_deref(), Some(""), "released after");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replica_that_never_leads_keeps_warm_caches_never_reconciles_and_stops_when_told() {
+    let sources = Sources::default();
+    sources.config_maps.add(config_map("default", "a", &[]));
+    let store = Store::default();
+    let (leader_probe, follower_probe) = (Arc::new(Probe::default()), Arc::new(Probe::default()));
+    let (leader, _leader_factory) = replica(
+        &sources,
+        &store,
+        "a",
+        Work::new(&leader_probe, Duration::ZERO),
+    );
+    let (stop_leader, stop_follower) = (CancellationToken::new(), CancellationToken::new());
+    let leading = tokio::spawn(leader.run(stop_leader.clone()));
+    assert!(
+        eventually(Duration::from_secs(10), || leader_probe.count("default/a")
+            == 1)
+        .await
+    );
+    let (follower, follower_factory) = replica(
+        &sources,
+        &store,
+        "b",
+        Work::new(&follower_probe, Duration::ZERO),
+    );
+    let following = tokio::spawn(follower.run(stop_follower.clone()));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(follower_probe.total(), 0);
+    let cached = follower_factory
+        .informer::<ConfigMap>()
+        .lister()
+        .list(&Default::default());
+    assert_eq!(cached.len(), 1, "the follower's cache is warm");
+    stop_follower.cancel();
+    following.await.unwrap().unwrap();
+    assert_eq!(follower_probe.total(), 0);
+    assert_eq!(store.holder().as_deref(), Some("a"));
+    stop_leader.cancel();
+    leading.await.unwrap().unwrap();
+}
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// One replica against kclient-fake: its client (counting its informers' requests), its
+/// probe, its manager's run and shutdown token, its probe endpoint.
+struct Replica {
+    client: Counting<Clientset>,
+    probe: Arc<Probe>,
+    shutdown: CancellationToken,
+    run: tokio::task::JoinHandle<Result<(), ManagerError>>,
+    health: std::net::SocketAddr,
+}
+
+fn start_replica(server: &FakeApiServer, identity: &str) -> Replica {
+    let client = Counting::new(clientset(server));
+    let lock = LeaseLock::from_clientset(&client.client, "default", "replicas", identity);
+    let factory = SharedInformerFactory::new(client.clone(), Duration::ZERO);
+    let mut manager = Manager::builder(&factory)
+        .health_probe_bind_address("127.0.0.1:0".parse().unwrap())
+        .leader_election(LeaderElectionConfig {
+            lease_duration: Duration::from_secs(3),
+            renew_deadline: Duration::from_secs(2),
+            retry_period: Duration::from_millis(300),
+            release_on_cancel: true,
+            ..LeaderElectionConfig::new(lock, LeaderCallbacks::new())
+        })
+        .build()
+        .unwrap();
+    let probe = Arc::new(Probe::default());
+    manager.add(
+        Controller::<ConfigMap, _>::new("config-maps", &factory),
+        Count::<ConfigMap>::new(&probe),
+    );
+    let health = manager.health_probe_address().unwrap();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(manager.run(shutdown.clone()));
+    Replica {
+        client,
+        probe,
+        shutdown,
+        run,
+        health,
+    }
+}
+
+async fn ready(replica: &Replica) -> bool {
+    http_get(replica.health, "/readyz")
+        .await
+        .is_ok_and(|(status, _)| status == 200)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_warm_their_caches_one_reconciles_and_the_other_takes_over_without_listing_again(
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let server = FakeApiServer::builder().start().await?;
+    let config_maps = clientset(&server).core_v1().config_maps("default");
+    for name in ["a", "b", "c"] {
+        config_maps
+            .create(&config_map("default", name, &[]), &CreateOptions::default())
+            .await?;
+    }
+    let replicas = [start_replica(&server, "one"), start_replica(&server, "two")];
+    let mut both_ready = false;
+    for _ in 0..(LIMIT.as_millis() / 50) {
+        if ready(&replicas[0]).await && ready(&replicas[1]).await {
+            both_ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(both_ready, "both replicas' caches synced");
+    assert!(eventually(LIMIT, || replicas.iter().any(|r| r.probe.total() == 3)).await);
+    let leader = replicas.iter().position(|r| r.probe.total() == 3).unwrap();
+    let follower = 1 - leader;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        replicas[follower].probe.total(),
+        0,
+        "only the leader reconciles"
+    );
+
+    let [first, second] = replicas;
+    let (leader, follower) = if leader == 0 {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    leader.shutdown.cancel();
+    leader.run.await??;
+    // Released: the follower leads at its next attempt and reconciles every cached object.
+    assert!(eventually(LIMIT, || follower.probe.total() == 3).await);
+    config_maps
+        .create(&config_map("default", "d", &[]), &CreateOptions::default())
+        .await?;
+    assert!(eventually(LIMIT, || follower.probe.count("default/d") == 1).await);
+    assert_eq!(
+        (follower.client.lists("ConfigMap"), follower.client.watches("ConfigMap")),
+        (0, 1),
+        "the follower's cache was warm: one (streaming) watch from its start, no list on taking over"
+    );
+    follower.shutdown.cancel();
+    follower.run.await??;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probes_and_the_metrics_endpoint(
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let server = FakeApiServer::builder().start().await?;
+    let clientset = clientset(&server);
+    clientset
+        .core_v1()
+        .config_maps("default")
+        .create(&config_map("default", "a", &[]), &CreateOptions::default())
+        .await?;
+    // The informer cannot list at first: not ready.
+    server
+        .faults()
+        .fail_next(1_000, Failure::status(503).message("not yet"));
+    let factory = SharedInformerFactory::new(clientset.clone(), Duration::ZERO);
+    let mut manager = Manager::builder(&factory)
+        .health_probe_bind_address("127.0.0.1:0".parse()?)
+        .metrics_bind_address("127.0.0.1:0".parse()?)
+        .build()?;
+    let probe = Arc::new(Probe::default());
+    manager.add(
+        Controller::<ConfigMap, _>::new("config-maps", &factory),
+        Count::<ConfigMap>::new(&probe),
+    );
+    let (health, metrics) = (
+        manager.health_probe_address().unwrap(),
+        manager.metrics_address().unwrap(),
+    );
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(manager.run(shutdown.clone()));
+    assert_eq!(http_get(health, "/healthz").await?, (200, "ok".to_string()));
+    let (status, body) = http_get(health, "/readyz").await?;
+    assert_eq!(
+        (status, body.as_str()),
+        (500, "caches not synced: v1/ConfigMap\n")
+    );
+    assert_eq!(http_get(health, "/nothing").await?.0, 404);
+
+    server.faults().clear_failures();
+    assert!(eventually(LIMIT, || probe.count("default/a") == 1).await);
+    assert_eq!(http_get(health, "/readyz").await?, (200, "ok".to_string()));
+    let (status, text) = http_get(metrics, "/metrics").await?;
+    assert_eq!(status, 200);
+    for line in [
+        r#"controller_runtime_reconcile_total{controller="config-maps",result="success"} 1"#,
+        r#"controller_runtime_max_concurrent_reconciles{controller="config-maps"} 1"#,
+        r#"workqueue_adds_total{name="config-maps",controller="config-maps"} 1"#,
+        "# EOF",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+
+    shutdown.cancel();
+    run.await??;
+    assert!(
+        tokio::net::TcpStream::connect(health).await.is_err(),
+        "the probe endpoint is closed after the run"
+    );
+    Ok(())
+}
+
+#[test]
+fn an_endpoint_address_in_use_fails_the_build() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let factory = SharedInformerFactory::new(Sources::default(), Duration::ZERO);
+        let built = Manager::builder(&factory)
+            .metrics_bind_address(address)
+            .build();
+        assert!(
+            matches!(built, Err(ManagerError::Bind { endpoint: "metrics", address: a, .. }) if a == address),
+            "{built:?}"
+        );
+    });
+}
+
+#[test]
+fn a_leader_election_configuration_is_checked_when_the_manager_is_built() {
+    let factory = SharedInformerFactory::new(Sources::default(), Duration::ZERO);
+    let store = Store::default();
+    let built = Manager::builder(&factory)
+        .leader_election(LeaderElectionConfig {
+            lease_duration: Duration::from_secs(5),
+            renew_deadline: Duration::from_secs(10),
+            ..election(&store, "a")
+        })
+        .build();
+    assert!(
+        matches!(built, Err(ManagerError::LeaderElection(_))),
+        "{built:?}"
+    );
+}
+
+/// Records an Event about each ConfigMap it reconciles.
+struct Announce;
+
+impl Reconciler<ConfigMap> for Announce {
+    type Error = std::convert::Infallible;
+
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        ctx: &ReconcileContext,
+    ) -> Result<Action, Self::Error> {
+        let recorder = ctx
+            .recorder()
+            .expect("the manager's broadcaster gave a recorder");
+        recorder.event(
+            &object_reference(cm.as_ref()),
+            EventType::Normal,
+            "Seen",
+            "reconciled",
+        );
+        Ok(Action::await_change())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn controllers_record_events_as_themselves_and_new_leaders_are_reported() {
+    let sources = Sources::default();
+    sources.config_maps.add(config_map("default", "a", &[]));
+    let store = Store::default();
+    let broadcaster = new_broadcaster();
+    let sink = MemorySink::new();
+    broadcaster.start_recording_to_sink(sink.clone()).unwrap();
+    let leaders = Arc::new(Mutex::new(Vec::new()));
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+    let mut manager = Manager::builder(&factory)
+        .leader_election(election(&store, "a"))
+        .on_new_leader({
+            let leaders = Arc::clone(&leaders);
+            move |leader| leaders.lock().push(leader.to_owned())
+        })
+        .event_broadcaster(broadcaster.clone())
+        .build()
+        .unwrap();
+    manager.add(
+        Controller::<ConfigMap, _>::new("announcer", &factory),
+        Announce,
+    );
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(manager.run(shutdown.clone()));
+    assert!(eventually(Duration::from_secs(10), || !sink.events().is_empty()).await);
+    let events: Vec<Event> = sink.events();
+    assert_eq!(events.len(), 1);
+    let source = events[0].source.clone().unwrap_or_default();
+    assert_eq!(source.component.as_deref(), Some("announcer"));
+    assert_eq!(events[0].reason.as_deref(), Some("Seen"));
+    assert_eq!(events[0].involved_object.name.as_deref(), Some("a"));
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+    broadcaster.shutdown().await;
+    assert_eq!(leaders.lock().first().map(String::as_str), Some("a"));
+}
