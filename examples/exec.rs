@@ -17,8 +17,8 @@
 
 use std::path::PathBuf;
 
-use kclient::fake::{FakeApiServer, Process};
 use kclient::core::ErrorReport;
+use kclient::fake::{FakeApiServer, Process};
 use kclient::rest::Config;
 use kclient::streaming::remotecommand::{ExecOptions, Output};
 use kclient::typed::Clientset;

@@ -19,8 +19,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use kclient::fake::{forward_to_address, FakeApiServer};
 use kclient::core::ErrorReport;
+use kclient::fake::{forward_to_address, FakeApiServer};
 use kclient::rest::Config;
 use kclient::typed::Clientset;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
