@@ -82,16 +82,22 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> &str {
         .unwrap_or("")
 }
 
-/// Serves one request: records it, delays it by the injected latency, sends it down the
-/// reactor chain, and serves it if no reactor answered.
-pub async fn handle(shared: Arc<Shared>, req: ApiRequest) -> Response<Body> {
-    let action = Action::from_request(&req, Some(&shared.registry.catalogue));
+/// What happens to every request before it is served: it is recorded, delayed by the
+/// injected latency and sent down the reactor chain, whose answer, if any, is the response.
+pub(crate) async fn intercept(shared: &Shared, req: &ApiRequest) -> Option<Response<Body>> {
+    let action = Action::from_request(req, Some(&shared.registry.catalogue));
     shared.actions.record(action.clone());
     let latency = shared.faults.latency();
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
-    if let Some(answer) = shared.faults.reactors.react(&action).await {
+    shared.faults.reactors.react(&action).await
+}
+
+/// Serves one request: records it, delays it by the injected latency, sends it down the
+/// reactor chain, and serves it if no reactor answered.
+pub async fn handle(shared: Arc<Shared>, req: ApiRequest) -> Response<Body> {
+    if let Some(answer) = intercept(&shared, &req).await {
         return answer;
     }
     match route(&req.path) {

@@ -288,6 +288,43 @@ async fn missing_pods_containers_nodes_and_stopped_pods_are_refused_as_on_a_clus
     assert_eq!(done.to_string(), status.message);
 }
 
+/// An exec is a request as any other: recorded among the actions (a WebSocket handshake is a
+/// `GET`, so kube-apiserver's verb is `get`, on the subresource `pods/exec`), and a reactor
+/// on `pods/exec` answers it instead of the server (once here; the next exec runs).
+#[tokio::test]
+async fn exec_is_recorded_and_reactors_answer_it() {
+    let server = server().await;
+    install_shell(&server, Arc::default());
+    let client = client(&server);
+    let failure = kclient_fake::Failure::status(403);
+    server.reactors().prepend(
+        kclient_fake::Reactor::new(
+            kclient_fake::ActionFilter::new("*", "pods/exec").name("web"),
+            kclient_fake::Reaction::Fail(failure),
+        )
+        .times(1),
+    );
+    let exec = || {
+        let options = ExecOptions::command(["sh", "0"]).stdout();
+        let executor = Executor::exec(&client, "ns", "web", &options);
+        async move { executor.output(None).await }
+    };
+    let refused = exec().await.unwrap_err();
+    assert_eq!(refused.api_status().unwrap().code, 403, "{refused:?}");
+    let ran = exec().await.unwrap();
+    assert_eq!(ran.exit_code, 0);
+
+    let recorded = server.actions_matching(&kclient_fake::ActionFilter::new("get", "pods/exec"));
+    assert_eq!(recorded.len(), 2);
+    assert_eq!(
+        (
+            recorded[0].namespace.as_deref(),
+            recorded[0].name.as_deref()
+        ),
+        (Some("ns"), Some("web"))
+    );
+}
+
 /// A plain request (no upgrade) and a SPDY upgrade for exec are refused with `400`.
 #[tokio::test]
 async fn requests_that_are_not_websocket_upgrades_are_refused() {

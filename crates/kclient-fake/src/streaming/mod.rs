@@ -47,6 +47,7 @@ pub use exec::{Process, ProcessOutput, ProcessStdin};
 pub use kubelet::FakeKubelet;
 pub use port_forward::{echo_port, forward_to_address, PortForwardRequest};
 
+use crate::handler::ApiRequest;
 use crate::query::Query;
 use crate::response::{self, Body};
 use crate::router::{route, Route};
@@ -167,12 +168,17 @@ pub(crate) async fn try_serve(
     let Some((namespace, name, kind)) = served(shared, &req) else {
         return Err(req);
     };
-    let latency = shared.faults.latency();
-    if !latency.is_zero() {
-        tokio::time::sleep(latency).await;
-    }
-    if let Some(failure) = shared.faults.next_failure() {
-        return Ok(failure.response());
+    // Recorded, delayed and offered to the reactors as every request is (an upgrade has no
+    // body to read).
+    let seen = ApiRequest {
+        method: req.method().clone(),
+        path: req.uri().path().to_owned(),
+        query: req.uri().query().map(str::to_owned),
+        headers: req.headers().clone(),
+        body: Default::default(),
+    };
+    if let Some(answer) = crate::handler::intercept(shared, &seen).await {
+        return Ok(answer);
     }
     Ok(match serve(shared, req, &namespace, &name, kind) {
         Ok(res) => res,
