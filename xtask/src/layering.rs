@@ -42,10 +42,16 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     // Exec, attach and port-forward: protocols upgraded on the REST layer's transport.
     ("kclient-streaming", &["kclient-core", "kclient-rest"]),
     // The typed client's Pod expansion runs exec and port-forward (its optional
-    // `streaming` feature).
+    // `streaming` feature); the Clientset makes the informers of resources chosen at run time
+    // (whole or metadata only) through the dynamic and metadata clients.
     (
         "kclient-typed",
-        &["kclient-core", "kclient-rest", "kclient-streaming"],
+        &[
+            "kclient-core",
+            "kclient-rest",
+            "kclient-dynamic",
+            "kclient-streaming",
+        ],
     ),
     (
         "kclient-fake",

@@ -43,6 +43,9 @@ pub(crate) struct Options {
     pub(crate) controllers: usize,
     /// The controller scenario's reconciles requeue their key at once.
     pub(crate) requeue: bool,
+    /// How the one controller of the controller scenario caches the Secrets it owns:
+    /// `metadata` (`owns_metadata`) or `whole` (`owns`).
+    pub(crate) owns: String,
     /// Primary ConfigMaps, each owning a Secret, in the manifest's `--owned-namespace`.
     pub(crate) owned: usize,
     pub(crate) owned_namespace: String,
@@ -71,6 +74,7 @@ impl Options {
             http1: false,
             controllers: 1,
             requeue: false,
+            owns: "metadata".into(),
             owned: 0,
             owned_namespace: String::new(),
         };
@@ -113,6 +117,7 @@ impl Options {
                 "iterations" => o.iterations = number(&value)?,
                 "concurrency" => o.concurrency = number(&value)?.max(1),
                 "controllers" => o.controllers = number(&value)?,
+                "owns" => o.owns = value,
                 "owned" => o.owned = number(&value)?,
                 "owned-namespace" => o.owned_namespace = value,
                 other => return Err(format!("unknown option --{other}").into()),

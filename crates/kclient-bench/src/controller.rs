@@ -117,10 +117,13 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
     let before = status_bytes("VmRSS:");
     reset_peak();
     let (began, cpu0) = (Instant::now(), cpu_time());
-    runs.start(
-        Controller::<ConfigMap, _>::new("config-maps", &factory).owns::<Secret>(),
-        Counter::new(o.count, &requeue),
-    );
+    let config_maps = Controller::<ConfigMap, _>::new("config-maps", &factory);
+    let config_maps = match o.owns.as_str() {
+        "metadata" => config_maps.owns_metadata::<Secret>(),
+        "whole" => config_maps.owns::<Secret>(),
+        other => return Err(format!("--owns {other:?}: metadata or whole").into()),
+    };
+    runs.start(config_maps, Counter::new(o.count, &requeue));
     if o.controllers == 3 {
         let ns = o.namespace.clone();
         runs.start(
@@ -163,6 +166,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
     let counted = reconciles(&counters);
     let mut result = json!({
         "controllers": o.controllers,
+        "owns": o.owns,
         "objects": o.count,
         "initial_s": wall.as_secs_f64(),
         "cpu_s": cpu.as_secs_f64(),

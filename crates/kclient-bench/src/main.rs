@@ -9,7 +9,7 @@
 //! kclient-bench watch     --kubeconfig K --namespace NS --count N
 //! kclient-bench workqueue --shape queue|contended --iterations I [--repeat R]
 //! kclient-bench decode    --kubeconfig K [--namespace NS] --count N [--repeat R] [--http1]
-//! kclient-bench controller --kubeconfig K --namespace NS --count N --controllers 1|3 [--concurrency W] [--requeue --settle S]
+//! kclient-bench controller --kubeconfig K --namespace NS --count N --controllers 1|3 [--owns metadata|whole] [--concurrency W] [--requeue --settle S]
 //! kclient-bench decode-local --count N [--repeat R]   (the two decoders alone, in memory)
 //! kclient-bench reads-local --count N --managed-fields keep|strip --cache decoded|compact [--gets G] [--lookups L]   (a cache's reads alone, in memory)
 //! kclient-bench write-bodies --kubeconfig K --namespace NS --count N [--repeat R] [--concurrency C]   (JSON against protobuf request bodies)

@@ -8,7 +8,8 @@
 //! implements it for every type) and [`DynamicListerWatcherFor`] for any resource described
 //! at run time, as `DynamicObject` (kclient-dynamic's `DynamicClient`: client-go's
 //! `dynamicinformer`) or as `PartialObjectMetadata` (its `MetadataClient`: client-go's
-//! `metadatainformer`); a test double can implement either. The generated typed accessors
+//! `metadatainformer`; kclient-typed's `Clientset` implements both as well, so one factory
+//! over it serves all three); a test double can implement either. The generated typed accessors
 //! (`factory.core_v1().pods()`) are kclient-informers'.
 //!
 //! client-go's rules, kept:

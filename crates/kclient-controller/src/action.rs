@@ -4,6 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::reconciler::ReconcileContext;
+
 /// What happens to a key after a reconcile, in workqueue terms:
 ///
 /// | action | after a success | after an error (from the error policy) |
@@ -62,6 +64,34 @@ impl Action {
     pub fn requeue_rate_limited() -> Self {
         Self {
             next: Next::RateLimited,
+        }
+    }
+
+    /// [`requeue_rate_limited`](Self::requeue_rate_limited) while the key has been retried
+    /// fewer than `max_retries` times since it last succeeded
+    /// ([`ReconcileContext::retries`]), then [`await_change`](Self::await_change): the
+    /// error policy that gives up on a failing key after `max_retries` retries, until its
+    /// next event (client-go's workqueue example: `if queue.NumRequeues(key) < maxRetries {
+    /// queue.AddRateLimited(key) } else { queue.Forget(key) }`).
+    ///
+    /// ```
+    /// use kclient_controller::{Action, ReconcileContext, Reconciler};
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # struct Settings;
+    /// # impl Reconciler<ConfigMap> for Settings {
+    /// #     type Error = std::io::Error;
+    /// #     async fn reconcile(&self, _: Arc<ConfigMap>, _: &ReconcileContext) -> Result<Action, Self::Error> { Ok(Action::await_change()) }
+    /// fn error_policy(&self, _: &std::io::Error, ctx: &ReconcileContext) -> Action {
+    ///     Action::requeue_rate_limited_up_to(ctx, 5)
+    /// }
+    /// # }
+    /// ```
+    pub fn requeue_rate_limited_up_to(ctx: &ReconcileContext, max_retries: usize) -> Self {
+        if ctx.retries() < max_retries {
+            Self::requeue_rate_limited()
+        } else {
+            Self::await_change()
         }
     }
 

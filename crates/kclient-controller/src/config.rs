@@ -9,7 +9,8 @@ use std::time::Duration;
 /// use std::time::Duration;
 /// use kclient_controller::Config;
 ///
-/// let config = Config { workers: 4, ..Config::default() };
+/// let config = Config::default().workers(4);
+/// assert_eq!(config, Config { workers: 4, ..Config::default() });
 /// assert_eq!(config.graceful_shutdown_timeout, Duration::from_secs(30));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +35,30 @@ pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 /// controller-runtime's `GracefulShutdownTimeout` default.
 pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
+impl Config {
+    /// The same configuration with `workers` workers (kube-rs's `Config::concurrency`):
+    /// `Config::default().workers(4)`.
+    #[must_use]
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers;
+        self
+    }
+
+    /// The same configuration with the cache sync timeout `timeout`.
+    #[must_use]
+    pub fn cache_sync_timeout(mut self, timeout: Duration) -> Self {
+        self.cache_sync_timeout = timeout;
+        self
+    }
+
+    /// The same configuration with the graceful shutdown timeout `timeout`.
+    #[must_use]
+    pub fn graceful_shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.graceful_shutdown_timeout = timeout;
+        self
+    }
+}
+
 impl Default for Config {
     /// One worker (controller-runtime's default), caches given two minutes to sync,
     /// reconciles in flight given 30 s to finish at shutdown.
@@ -56,5 +81,21 @@ mod tests {
         assert_eq!(config.workers, 1);
         assert_eq!(config.cache_sync_timeout, Duration::from_secs(120));
         assert_eq!(config.graceful_shutdown_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn setters_change_one_field_each() {
+        let config = Config::default()
+            .workers(3)
+            .cache_sync_timeout(Duration::from_secs(5))
+            .graceful_shutdown_timeout(Duration::from_secs(7));
+        assert_eq!(
+            config,
+            Config {
+                workers: 3,
+                cache_sync_timeout: Duration::from_secs(5),
+                graceful_shutdown_timeout: Duration::from_secs(7),
+            }
+        );
     }
 }

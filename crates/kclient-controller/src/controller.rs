@@ -7,7 +7,10 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use kclient_cache::{InformerSynced, SharedIndexInformer, SharedInformerFactory};
-use kclient_core::{CancellationToken, ListerWatcherFor, ObjectKey, Resource};
+use kclient_core::{
+    ApiResource, CancellationToken, DynamicListerWatcherFor, ListerWatcherFor, ObjectKey,
+    PartialObjectMetadata, Resource,
+};
 use kclient_tools::events::{EventBroadcaster, EventRecorder};
 use kclient_tools::leaderelection::LeaderToken;
 use kclient_workqueue::rate_limiter::TypedRateLimiter;
@@ -44,6 +47,7 @@ use crate::worker::Workers;
 ///
 /// * [`owns::<O>()`](Self::owns): a change to an `O` whose controller owner reference
 ///   names a `K` (same group and kind) queues that `K`;
+///   [`owns_metadata::<O>()`](Self::owns_metadata) the same, caching only the `O`s' metadata;
 /// * [`watches::<W>(mapper)`](Self::watches): a change to a `W` queues the keys `mapper`
 ///   gives;
 /// * [`with_predicate`](Self::with_predicate), [`owns_with`](Self::owns_with),
@@ -54,6 +58,10 @@ use crate::worker::Workers;
 ///
 /// Every informer is asked of the factory when the controller is built, so the factory
 /// starts them all, and a type watched by several controllers is watched once.
+///
+/// `K` is a statically typed resource ([`new`](Self::new)), or one known only at run time
+/// ([`for_resource`](Self::for_resource): a [`DynamicObject`](kclient_core::DynamicObject)
+/// or [`PartialObjectMetadata`] controller, a custom resource's say).
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -88,6 +96,8 @@ pub struct Controller<K, C> {
     name: Arc<str>,
     factory: SharedInformerFactory<C>,
     primary: SharedIndexInformer<K>,
+    /// `K` as owner references name it.
+    owner: OwnerType,
     predicate: Option<Predicate<K>>,
     sources: Vec<Source>,
     informers: Vec<(String, InformerSynced)>,
@@ -130,12 +140,87 @@ where
     /// A controller named `name` (its queue's name, the `controller` label of its metrics,
     /// the component of its Events) reconciling the `K`s of `factory`'s informer.
     pub fn new(name: impl Into<String>, factory: &SharedInformerFactory<C>) -> Self {
-        let primary = factory.informer::<K>();
+        let owner = OwnerType::of::<K>(&K::DynamicType::default());
+        Self::on(name.into(), factory, factory.informer::<K>(), owner)
+    }
+}
+
+impl<K, C> Controller<K, C>
+where
+    K: Resource<DynamicType = ApiResource> + Clone + Send + Sync + 'static,
+    C: DynamicListerWatcherFor<K> + Send + Sync + 'static,
+{
+    /// A controller named `name` reconciling the objects of a resource known only at run
+    /// time, `resource` (from discovery's `RestMapper`, or a custom resource's definition),
+    /// on `factory`'s informer of it (kube-rs's `Controller::new_with` with its dynamic
+    /// type): `K` is [`DynamicObject`](kclient_core::DynamicObject) for whole objects, or
+    /// [`PartialObjectMetadata`] for a controller that needs only their metadata
+    /// (controller-runtime's `For` with `OnlyMetadata`). A factory over kclient-typed's
+    /// `Clientset` serves both, besides its typed informers.
+    ///
+    /// Owner references name the resource by `resource`'s group and kind, so
+    /// [`owns`](Self::owns) maps the objects a `K` controls to it as for a typed primary.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kclient_cache::SharedInformerFactory;
+    /// use kclient_controller::{Action, Controller, ReconcileContext, Reconciler};
+    /// use kclient_core::{ApiResource, CancellationToken, DynamicObject, GroupVersionKind};
+    /// use kclient_typed::Clientset;
+    ///
+    /// struct CronTabs;
+    ///
+    /// impl Reconciler<DynamicObject> for CronTabs {
+    ///     type Error = kclient_typed::Error;
+    ///     async fn reconcile(&self, ct: Arc<DynamicObject>, ctx: &ReconcileContext) -> Result<Action, Self::Error> {
+    ///         println!("{} runs at {}", ctx.key(), ct.data["spec"]["cronSpec"]);
+    ///         Ok(Action::await_change())
+    ///     }
+    /// }
+    ///
+    /// # async fn run(clientset: Clientset) -> Result<(), kclient_controller::ControllerError> {
+    /// let crontabs = ApiResource::from_gvk_with_plural(
+    ///     &GroupVersionKind::new("stable.example.com", "v1", "CronTab"),
+    ///     "crontabs",
+    ///     true,
+    /// );
+    /// let factory = SharedInformerFactory::new(clientset, Duration::ZERO);
+    /// Controller::<DynamicObject, _>::for_resource("crontabs", &factory, &crontabs)
+    ///     .owns::<ConfigMap>()
+    ///     .run(CronTabs, CancellationToken::new())
+    ///     .await
+    /// # }
+    /// ```
+    pub fn for_resource(
+        name: impl Into<String>,
+        factory: &SharedInformerFactory<C>,
+        resource: &ApiResource,
+    ) -> Self {
+        let informer = factory.for_resource::<K>(resource).into_informer();
+        Self::on(name.into(), factory, informer, OwnerType::of::<K>(resource))
+    }
+}
+
+impl<K, C> Controller<K, C>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// A controller of the objects of `primary`, which owner references name as `owner`.
+    fn on(
+        name: String,
+        factory: &SharedInformerFactory<C>,
+        primary: SharedIndexInformer<K>,
+        owner: OwnerType,
+    ) -> Self {
         Self {
-            name: name.into().into(),
+            name: name.into(),
             factory: factory.clone(),
             informers: vec![(primary.name().to_owned(), primary.synced())],
             primary,
+            owner,
             predicate: None,
             sources: Vec::new(),
             config: Config::default(),
@@ -144,14 +229,7 @@ where
             recorder: None,
         }
     }
-}
 
-impl<K, C> Controller<K, C>
-where
-    K: Resource + Clone + Send + Sync + 'static,
-    K::DynamicType: Default,
-    C: Send + Sync + 'static,
-{
     /// The controller's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -211,8 +289,87 @@ where
         O::DynamicType: Default,
         C: ListerWatcherFor<O>,
     {
-        let owner = OwnerType::of::<K>(&K::DynamicType::default());
-        self.mapped(move |obj: &O| owner.controller_key(obj), predicate)
+        let informer = self.factory.informer::<O>();
+        self.owned_on(informer, predicate)
+    }
+
+    /// [`owns`](Self::owns), caching only the metadata of the `O`s: the owned objects'
+    /// [`PartialObjectMetadata`] — names, labels, annotations, owner references,
+    /// resourceVersions — from the factory's metadata informer of `O`'s resource (shared
+    /// with every other metadata reader of it on this factory), never their spec, data or
+    /// status (controller-runtime's `Owns(&O{}, builder.OnlyMetadata)`). The factory's client
+    /// must make metadata lister-watchers ([`DynamicListerWatcherFor`]`<PartialObjectMetadata>`):
+    /// kclient-typed's `Clientset` does.
+    ///
+    /// The trade-off: the cache holds a few hundred bytes per owned object instead of the
+    /// whole object, and the API server sends (and kclient decodes) only that, so the owned
+    /// informer syncs sooner and costs less — but a reconcile can read only the owned objects'
+    /// metadata from the cache (the informer's lister, by namespace and name). Use it when
+    /// the reconcile does not read what the owned objects hold (it writes them whole with a
+    /// server-side apply, or only needs to know they exist and who owns them); use
+    /// [`owns`](Self::owns) when it compares their content with what it wants. An owned
+    /// type that is also cached whole on the same factory (another controller's `owns`, a
+    /// lister) is then watched twice, whole and as metadata.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use k8s_openapi::api::apps::v1::Deployment;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # use kclient_cache::SharedInformerFactory;
+    /// # use kclient_controller::Controller;
+    /// # fn build(clientset: kclient_typed::Clientset) {
+    /// let factory = SharedInformerFactory::new(clientset, Duration::ZERO);
+    /// let controller = Controller::<Deployment, _>::new("settings", &factory)
+    ///     .owns_metadata::<ConfigMap>();
+    /// # let _ = controller; }
+    /// ```
+    #[must_use]
+    pub fn owns_metadata<O>(self) -> Self
+    where
+        O: Resource,
+        O::DynamicType: Default,
+        C: DynamicListerWatcherFor<PartialObjectMetadata>,
+    {
+        self.owned_metadata::<O>(None)
+    }
+
+    /// [`owns_metadata`](Self::owns_metadata), with the updates of the owned objects'
+    /// metadata filtered by `predicate`.
+    #[must_use]
+    pub fn owns_metadata_with<O>(self, predicate: Predicate<PartialObjectMetadata>) -> Self
+    where
+        O: Resource,
+        O::DynamicType: Default,
+        C: DynamicListerWatcherFor<PartialObjectMetadata>,
+    {
+        self.owned_metadata::<O>(Some(predicate))
+    }
+
+    fn owned_metadata<O>(self, predicate: Option<Predicate<PartialObjectMetadata>>) -> Self
+    where
+        O: Resource,
+        O::DynamicType: Default,
+        C: DynamicListerWatcherFor<PartialObjectMetadata>,
+    {
+        let resource = O::api_resource(&O::DynamicType::default());
+        let informer = self
+            .factory
+            .for_resource::<PartialObjectMetadata>(&resource)
+            .into_informer();
+        self.owned_on(informer, predicate)
+    }
+
+    /// Queues the controller owner of each object of `informer` that is a `K`.
+    fn owned_on<O>(self, informer: SharedIndexInformer<O>, predicate: Option<Predicate<O>>) -> Self
+    where
+        O: Resource + Clone + Send + Sync + 'static,
+    {
+        let owner = self.owner.clone();
+        self.mapped_on(
+            informer,
+            move |obj: &O| owner.controller_key(obj),
+            predicate,
+        )
     }
 
     /// Reconciles the keys `mapper` gives for a changed `W` (controller-runtime's
@@ -248,7 +405,7 @@ where
     }
 
     fn mapped<W, I>(
-        mut self,
+        self,
         mapper: impl Fn(&W) -> I + Send + Sync + 'static,
         predicate: Option<Predicate<W>>,
     ) -> Self
@@ -259,6 +416,20 @@ where
         I: IntoIterator<Item = ObjectKey>,
     {
         let informer = self.factory.informer::<W>();
+        self.mapped_on(informer, mapper, predicate)
+    }
+
+    /// Queues the keys `mapper` gives for each object of `informer`.
+    fn mapped_on<W, I>(
+        mut self,
+        informer: SharedIndexInformer<W>,
+        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
+        predicate: Option<Predicate<W>>,
+    ) -> Self
+    where
+        W: Resource + Clone + Send + Sync + 'static,
+        I: IntoIterator<Item = ObjectKey>,
+    {
         self.informers
             .push((informer.name().to_owned(), informer.synced()));
         let handler_name = format!("{}/{}", self.name, informer.name());
@@ -339,6 +510,7 @@ where
             name,
             factory: _,
             primary,
+            owner: _,
             predicate,
             sources,
             informers,

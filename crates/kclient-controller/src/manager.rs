@@ -73,7 +73,6 @@ struct Bound<K, C, R> {
 impl<K, C, R> Runnable for Bound<K, C, R>
 where
     K: Resource + Clone + Send + Sync + 'static,
-    K::DynamicType: Default,
     C: Send + Sync + 'static,
     R: Reconciler<K>,
 {
@@ -468,7 +467,6 @@ impl Manager {
     pub fn add<K, C, R>(&mut self, mut controller: Controller<K, C>, reconciler: R)
     where
         K: Resource + Clone + Send + Sync + 'static,
-        K::DynamicType: Default,
         C: Send + Sync + 'static,
         R: Reconciler<K>,
     {

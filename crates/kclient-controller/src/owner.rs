@@ -1,8 +1,9 @@
-//! Owner and controller references: [`controller_of`] (apimachinery's `GetControllerOf`)
-//! and [`set_controller_reference`] (controller-runtime's `controllerutil.SetControllerReference`),
-//! which makes an object a dependent of its controller — the garbage collector deletes it
-//! with its owner, and [`Controller::owns`](crate::Controller::owns) maps its changes to the
-//! owner's key.
+//! Owner and controller references: [`controller_of`] and [`is_controlled_by`]
+//! (apimachinery's `GetControllerOf` and `IsControlledBy`), [`set_controller_reference`]
+//! (controller-runtime's `controllerutil.SetControllerReference`), which makes an object a
+//! dependent of its controller — the garbage collector deletes it with its owner, and
+//! [`Controller::owns`](crate::Controller::owns) maps its changes to the owner's key — and
+//! [`new_controlled_by`], a new object in its owner's namespace with that reference set.
 //!
 //! ```
 //! use k8s_openapi::api::apps::v1::Deployment;
@@ -82,6 +83,55 @@ pub fn controller_of<K: Resource + ?Sized>(obj: &K) -> Option<&OwnerReference> {
     obj.owner_references()
         .iter()
         .find(|owner| owner.controller == Some(true))
+}
+
+/// Whether `owner` is the controller of `obj`: `obj`'s controller reference carries
+/// `owner`'s uid (apimachinery's `metav1.IsControlledBy`). The uid decides, as for the
+/// garbage collector: an object controlled by an earlier owner of the same name (deleted and
+/// made again) is not controlled by the new one, and an owner without a uid (not stored
+/// yet) controls nothing.
+pub fn is_controlled_by<K: Resource + ?Sized, O: Resource + ?Sized>(obj: &K, owner: &O) -> bool {
+    let Some(uid) = owner.uid().filter(|uid| !uid.is_empty()) else {
+        return false;
+    };
+    controller_of(obj).is_some_and(|reference| reference.uid == uid)
+}
+
+/// A new `K` named `name`, in `owner`'s namespace and controlled by it
+/// ([`set_controller_reference`]): how a controller starts each object it makes for an
+/// owner, before filling in the rest. The object is a namespaced `K` of the owner's
+/// namespace, or a cluster-scoped `K`; a cluster-scoped owner has no namespace to give, so
+/// set a namespaced object's namespace yourself then.
+///
+/// Refused as [`set_controller_reference`] refuses: an owner not stored yet (no name or
+/// uid), a cluster-scoped `K` of a namespaced owner.
+///
+/// ```
+/// use k8s_openapi::api::apps::v1::Deployment;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kclient_controller::owner::{is_controlled_by, new_controlled_by};
+///
+/// let mut web = Deployment::default();
+/// web.metadata.name = Some("web".into());
+/// web.metadata.namespace = Some("prod".into());
+/// web.metadata.uid = Some("0b8c-web".into());
+///
+/// let settings: ConfigMap = new_controlled_by(&web, "web-settings").unwrap();
+/// assert_eq!(settings.metadata.namespace.as_deref(), Some("prod"));
+/// assert!(is_controlled_by(&settings, &web));
+/// ```
+pub fn new_controlled_by<K, O>(owner: &O, name: impl Into<String>) -> Result<K, OwnerReferenceError>
+where
+    K: Resource<DynamicType = ()> + Default,
+    O: Resource<DynamicType = ()>,
+{
+    let mut object = K::default();
+    object.meta_mut().name = Some(name.into());
+    if K::api_resource(&()).namespaced {
+        object.meta_mut().namespace = owner.namespace().map(str::to_owned);
+    }
+    set_controller_reference(owner, &mut object)?;
+    Ok(object)
 }
 
 /// Makes `owner` the controller of `object` (controller-runtime's
@@ -278,6 +328,47 @@ mod tests {
         assert_eq!(refs.len(), 1);
         assert_eq!(refs[0].controller, Some(true));
         assert_eq!(refs[0].api_version, "apps/v1");
+    }
+
+    #[test]
+    fn controlled_by_is_decided_by_the_uid_of_the_controller_reference() {
+        let web = deployment("prod", "web", "u1");
+        let mut cm = config_map(Some("prod"));
+        assert!(!is_controlled_by(&cm, &web));
+        set_controller_reference(&web, &mut cm).unwrap();
+        assert!(is_controlled_by(&cm, &web));
+        // The same name made again, another owner, an owner not stored.
+        assert!(!is_controlled_by(&cm, &deployment("prod", "web", "u2")));
+        assert!(!is_controlled_by(&cm, &deployment("prod", "api", "u3")));
+        assert!(!is_controlled_by(&cm, &deployment("prod", "web", "")));
+        // A plain owner reference is not control.
+        cm.metadata.owner_references.as_mut().unwrap()[0].controller = None;
+        assert!(!is_controlled_by(&cm, &web));
+    }
+
+    #[test]
+    fn a_new_controlled_object_is_named_in_the_owners_namespace_and_controlled_by_it() {
+        let web = deployment("prod", "web", "u1");
+        let cm: ConfigMap = new_controlled_by(&web, "web-settings").unwrap();
+        assert_eq!(cm.metadata.name.as_deref(), Some("web-settings"));
+        assert_eq!(cm.metadata.namespace.as_deref(), Some("prod"));
+        assert!(is_controlled_by(&cm, &web));
+        assert_eq!(controller_of(&cm).unwrap().block_owner_deletion, Some(true));
+        // A cluster-scoped owner: no namespace to give; a cluster-scoped object of a
+        // namespaced owner, or an owner not stored: refused.
+        let mut team = Namespace::default();
+        team.metadata.name = Some("team".into());
+        team.metadata.uid = Some("n1".into());
+        let cm: ConfigMap = new_controlled_by(&team, "quota").unwrap();
+        assert_eq!(cm.metadata.namespace, None);
+        assert!(matches!(
+            new_controlled_by::<Namespace, _>(&web, "web-ns"),
+            Err(OwnerReferenceError::ClusterScopedObjectWithNamespacedOwner { .. })
+        ));
+        assert!(matches!(
+            new_controlled_by::<ConfigMap, _>(&deployment("prod", "web", ""), "x"),
+            Err(OwnerReferenceError::OwnerNotStored { .. })
+        ));
     }
 
     #[test]

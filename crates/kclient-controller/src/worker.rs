@@ -62,13 +62,10 @@ where
             self.in_flight.fetch_add(1, Ordering::AcqRel);
             self.process(&key).await;
             self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            // No yield of our own: a reconcile may finish without awaiting anything, but
+            // the queue's `get` spends tokio's cooperative budget, so a worker that always
+            // finds a key waiting still gives its thread back.
             self.queue.done(&key);
-            // The queue hands out a waiting key without yielding, and a reconcile may finish
-            // without awaiting anything: with keys always waiting (a backlog, or keys that
-            // requeue themselves at once) the loop would never give its thread back, and the
-            // informers and every other task there would starve. Yield when tokio's
-            // cooperative budget is spent.
-            tokio::task::coop::consume_budget().await;
         }
     }
 

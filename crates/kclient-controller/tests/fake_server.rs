@@ -12,19 +12,22 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kclient_cache::{Lister, SharedInformerFactory};
 use kclient_controller::finalizer::{finalizer, FinalizerError, FinalizerEvent};
-use kclient_controller::owner::{controller_of, set_controller_reference};
+use kclient_controller::owner::{
+    controller_of, is_controlled_by, new_controlled_by, set_controller_reference,
+    set_controller_reference_with,
+};
 use kclient_controller::{Action, Config, Controller, ReconcileContext, Reconciler};
 use kclient_core::{
-    ApiStatus, CancellationToken, CreateOptions, DeleteOptions, GroupResource, ObjectKey, Patch,
-    PatchOptions, ResourceExt, UpdateOptions,
+    ApiStatus, CancellationToken, CreateOptions, DeleteOptions, DynamicObject, GroupResource,
+    ObjectKey, PartialObjectMetadata, Patch, PatchOptions, Resource, ResourceExt, UpdateOptions,
 };
 use kclient_fake::{Failure, FakeApiServer};
-use kclient_typed::Clientset;
+use kclient_typed::{ApplyOptions, Clientset};
 use serde_json::json;
 
 use crate::support::{
-    clientset, config_map, deployment, eventually, eventually_async, replicas, secret, Count,
-    Counting, Probe,
+    clientset, config_map, crontabs, deployment, eventually, eventually_async, replicas, secret,
+    Count, Counting, Probe,
 };
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -132,16 +135,275 @@ async fn changes_to_owned_objects_reach_their_owner() -> Result<(), BoxError> {
     // The owner changes: the ConfigMap follows.
     deployments.scale_to("web", 5).await?;
     assert!(eventually_async(LIMIT, || async { has_replicas("5")(settings().await) }).await);
-    // The owner goes: kclient-fake's garbage collector takes the ConfigMap with it.
-    deployments
-        .delete("web", &DeleteOptions::background())
-        .await?;
-    assert!(eventually_async(LIMIT, || async { settings().await.is_none() }).await);
-
     assert!(probe.overlaps().is_empty());
+
+    // The controller stops first: the garbage collector's deletion of the ConfigMap can reach
+    // it before the owner's, and it would make the ConfigMap again, owned by an owner gone
+    // (kube-controller-manager's collector takes such a dangling dependent later;
+    // kclient-fake's runs only on deletes). The owner goes: the ConfigMap goes with it.
     shutdown.cancel();
     running.await??;
     factory.shutdown().await;
+    deployments
+        .delete("web", &DeleteOptions::background())
+        .await?;
+    assert!(settings().await.is_none());
+    Ok(())
+}
+
+/// Keeps a ConfigMap `<name>-settings` owned by each Deployment by applying it whole
+/// (server-side apply) on every reconcile: it never reads the owned ConfigMaps, so their
+/// metadata is all a controller needs to cache of them.
+struct AppliedSettings {
+    clientset: Clientset,
+    probe: Arc<Probe>,
+}
+
+impl Reconciler<Deployment> for AppliedSettings {
+    type Error = BoxError;
+
+    async fn reconcile(
+        &self,
+        d: Arc<Deployment>,
+        ctx: &ReconcileContext,
+    ) -> Result<Action, BoxError> {
+        let _running = self
+            .probe
+            .begin(ctx.key(), ctx.retries(), d.resource_version());
+        let name = format!("{}-settings", d.name_any());
+        let mut cm: ConfigMap = new_controlled_by(d.as_ref(), &name)?;
+        cm.data = Some(BTreeMap::from([(
+            "replicas".to_string(),
+            replicas(&d).to_string(),
+        )]));
+        self.clientset
+            .core_v1()
+            .config_maps(d.namespace().unwrap_or_default())
+            .apply(&name, &cm, &ApplyOptions::new("settings").force())
+            .await?;
+        Ok(Action::await_change())
+    }
+}
+
+/// Whether `cm` holds `replicas`.
+fn holds_replicas(cm: Option<ConfigMap>, replicas: &str) -> bool {
+    cm.and_then(|cm| cm.data)
+        .is_some_and(|d| d.get("replicas").map(String::as_str) == Some(replicas))
+}
+
+/// `owns_metadata` against kclient-fake: the server sends the owned ConfigMaps' metadata
+/// only; two controllers owning them share the factory's one metadata informer (one watch,
+/// no cache of whole ConfigMaps); an edit or a deletion of an owned ConfigMap reaches its
+/// owner, whose reconcile repairs it; the garbage collector takes it with the owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owned_objects_cached_as_metadata_reach_their_owner_through_one_metadata_watch(
+) -> Result<(), BoxError> {
+    let server = FakeApiServer::builder().start().await?;
+    let client = Counting::new(clientset(&server));
+    let typed = clientset(&server);
+    let factory = SharedInformerFactory::new(client.clone(), Duration::ZERO);
+    let (probe, audit) = (Arc::new(Probe::default()), Arc::new(Probe::default()));
+    let shutdown = CancellationToken::new();
+    let runs = [
+        tokio::spawn(
+            Controller::<Deployment, _>::new("settings", &factory)
+                .owns_metadata::<ConfigMap>()
+                .run(
+                    AppliedSettings {
+                        clientset: typed.clone(),
+                        probe: Arc::clone(&probe),
+                    },
+                    shutdown.clone(),
+                ),
+        ),
+        tokio::spawn(
+            Controller::<Deployment, _>::new("audit", &factory)
+                .owns_metadata::<ConfigMap>()
+                .run(Count::<Deployment>::new(&audit), shutdown.clone()),
+        ),
+    ];
+
+    let deployments = typed.apps_v1().deployments("default");
+    let config_maps = typed.core_v1().config_maps("default");
+    let web = deployments
+        .create(&deployment("default", "web", 2), &CreateOptions::default())
+        .await?;
+    let settings = || async { config_maps.get_opt("web-settings").await.ok().flatten() };
+    assert!(eventually_async(LIMIT, || async { holds_replicas(settings().await, "2") }).await);
+    let cached = factory
+        .for_resource::<PartialObjectMetadata>(&ConfigMap::api_resource(&()))
+        .lister()
+        .namespaced("default");
+    assert!(
+        eventually(LIMIT, || cached
+            .get("web-settings")
+            .is_ok_and(|m| is_controlled_by(&*m, &web)))
+        .await
+    );
+    assert_eq!(client.lister_watchers("ConfigMap/PartialObjectMetadata"), 1);
+    assert_eq!(client.watches("ConfigMap/PartialObjectMetadata"), 1);
+    assert_eq!(
+        client.lister_watchers("ConfigMap"),
+        0,
+        "no whole ConfigMaps"
+    );
+
+    // Someone edits the owned ConfigMap: both owners' controllers hear of it, and the
+    // settings controller repairs it.
+    let before = audit.count("default/web");
+    let patch = Patch::Merge(json!({"data": {"replicas": "99"}}));
+    config_maps
+        .patch("web-settings", &patch, &PatchOptions::default())
+        .await?;
+    assert!(eventually_async(LIMIT, || async { holds_replicas(settings().await, "2") }).await);
+    assert!(eventually(LIMIT, || audit.count("default/web") > before).await);
+    // Someone deletes it: remade.
+    let made = settings().await.unwrap();
+    config_maps
+        .delete("web-settings", &DeleteOptions::default())
+        .await?;
+    assert!(
+        eventually_async(LIMIT, || async {
+            settings().await.is_some_and(|cm| cm.uid() != made.uid())
+        })
+        .await
+    );
+    let remade = settings().await.unwrap();
+    assert!(
+        eventually(LIMIT, || cached
+            .get("web-settings")
+            .is_ok_and(|m| m.uid() == remade.uid()))
+        .await
+    );
+    // The owner changes.
+    deployments.scale_to("web", 5).await?;
+    assert!(eventually_async(LIMIT, || async { holds_replicas(settings().await, "5") }).await);
+    assert!(probe.overlaps().is_empty());
+
+    // The controllers stop (a reconcile still running when the owner goes would apply the
+    // ConfigMap again after the garbage collector took it); the owner goes: so does the
+    // ConfigMap.
+    shutdown.cancel();
+    for run in runs {
+        run.await??;
+    }
+    deployments
+        .delete("web", &DeleteOptions::background())
+        .await?;
+    assert!(settings().await.is_none());
+    factory.shutdown().await;
+    Ok(())
+}
+
+/// Keeps a ConfigMap `<name>-schedule` holding each CronTab's `spec.cronSpec`, controlled by
+/// the CronTab: a controller of a custom resource known only at run time.
+struct Schedules {
+    clientset: Clientset,
+    probe: Arc<Probe>,
+}
+
+impl Reconciler<DynamicObject> for Schedules {
+    type Error = BoxError;
+
+    async fn reconcile(
+        &self,
+        ct: Arc<DynamicObject>,
+        ctx: &ReconcileContext,
+    ) -> Result<Action, BoxError> {
+        let _running = self
+            .probe
+            .begin(ctx.key(), ctx.retries(), ct.resource_version());
+        let namespace = ct.namespace().unwrap_or_default();
+        let name = format!("{}-schedule", ct.name_any());
+        let spec = ct.data["spec"]["cronSpec"].as_str().unwrap_or_default();
+        let mut cm = config_map(namespace, &name, &[("cronSpec", spec)]);
+        set_controller_reference_with(ct.as_ref(), &crontabs(), &mut cm, &())?;
+        self.clientset
+            .core_v1()
+            .config_maps(namespace)
+            .apply(&name, &cm, &ApplyOptions::new("schedules").force())
+            .await?;
+        Ok(Action::await_change())
+    }
+}
+
+/// A controller of CronTabs, a custom resource the program knows only at run time
+/// (`for_resource` over `DynamicObject`, on a factory over the Clientset), owning
+/// ConfigMaps (metadata only) against kclient-fake: each CronTab gets its ConfigMap, a
+/// changed schedule and an edited ConfigMap reach the CronTab, and the ConfigMap names the
+/// CronTab as its owner, so the garbage collector takes it with the CronTab.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_of_a_custom_resource_known_at_run_time() -> Result<(), BoxError> {
+    let server = FakeApiServer::builder().start().await?;
+    server.seed(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "crontabs.stable.example.com"},
+        "spec": {"group": "stable.example.com", "scope": "Namespaced",
+                 "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "listKind": "CronTabList"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))?;
+    let typed = clientset(&server);
+    let factory = SharedInformerFactory::new(typed.clone(), Duration::ZERO);
+    let probe = Arc::new(Probe::default());
+    let controller =
+        Controller::<DynamicObject, _>::for_resource("schedules", &factory, &crontabs())
+            .owns_metadata::<ConfigMap>();
+    let shutdown = CancellationToken::new();
+    let reconciler = Schedules {
+        clientset: typed.clone(),
+        probe: Arc::clone(&probe),
+    };
+    let running = tokio::spawn(controller.run(reconciler, shutdown.clone()));
+
+    let crontabs_client = kclient_dynamic::DynamicClient::new(typed.rest_client().clone())
+        .resource(crontabs())
+        .namespace("default");
+    let nightly = DynamicObject::new("nightly", &crontabs())
+        .within("default")
+        .data(json!({"spec": {"cronSpec": "0 3 * * *"}}));
+    crontabs_client
+        .create(&nightly, &CreateOptions::default())
+        .await?;
+    let config_maps = typed.core_v1().config_maps("default");
+    let schedule = || async { config_maps.get_opt("nightly-schedule").await.ok().flatten() };
+    let holds = |want: &'static str| {
+        move |cm: Option<ConfigMap>| {
+            cm.and_then(|cm| cm.data)
+                .is_some_and(|d| d.get("cronSpec").map(String::as_str) == Some(want))
+        }
+    };
+    assert!(eventually_async(LIMIT, || async { holds("0 3 * * *")(schedule().await) }).await);
+    let made = schedule().await.unwrap();
+    let owner = controller_of(&made).unwrap();
+    assert_eq!(
+        (owner.api_version.as_str(), owner.kind.as_str()),
+        ("stable.example.com/v1", "CronTab")
+    );
+
+    // The schedule changes: the ConfigMap follows. The ConfigMap is edited: repaired.
+    let patch = Patch::Merge(json!({"spec": {"cronSpec": "0 0 * * *"}}));
+    crontabs_client
+        .patch("nightly", &patch, &PatchOptions::default())
+        .await?;
+    assert!(eventually_async(LIMIT, || async { holds("0 0 * * *")(schedule().await) }).await);
+    let patch = Patch::Merge(json!({"data": {"cronSpec": "never"}}));
+    config_maps
+        .patch("nightly-schedule", &patch, &PatchOptions::default())
+        .await?;
+    assert!(eventually_async(LIMIT, || async { holds("0 0 * * *")(schedule().await) }).await);
+    assert!(probe.overlaps().is_empty());
+    // The controller stops first: a reconcile still running when its CronTab goes would apply
+    // the ConfigMap again after the garbage collector took it (kube-controller-manager's
+    // collector takes such a dangling dependent later; kclient-fake's runs only on deletes).
+    shutdown.cancel();
+    running.await??;
+    factory.shutdown().await;
+    // The CronTab goes: so does its ConfigMap, which names it as owner.
+    crontabs_client
+        .delete("nightly", &DeleteOptions::background())
+        .await?;
+    assert!(schedule().await.is_none());
     Ok(())
 }
 

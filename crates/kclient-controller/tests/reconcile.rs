@@ -15,13 +15,16 @@ use kclient_controller::predicate::generation_changed;
 use kclient_controller::{
     Action, Config, Controller, ControllerError, ControllerMetrics, ReconcileContext, Reconciler,
 };
-use kclient_core::{ApiError, CancellationToken, GroupResource, ObjectKey, ResourceExt};
+use kclient_core::{
+    ApiError, CancellationToken, DynamicObject, GroupResource, ObjectKey, PartialObjectMetadata,
+    Resource, ResourceExt,
+};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::support::{config_map, deployment, eventually, secret, Probe, Sources};
+use crate::support::{config_map, crontabs, deployment, eventually, secret, Count, Probe, Sources};
 
 /// A reconcile's error.
 #[derive(Debug, thiserror::Error)]
@@ -91,8 +94,8 @@ impl Reconciler<ConfigMap> for Scripted {
 
     fn error_policy(&self, _error: &Failed, ctx: &ReconcileContext) -> Action {
         match self.give_up_after {
-            Some(limit) if ctx.retries() >= limit => Action::await_change(),
-            _ => Action::requeue_rate_limited(),
+            Some(limit) => Action::requeue_rate_limited_up_to(ctx, limit),
+            None => Action::requeue_rate_limited(),
         }
     }
 
@@ -523,6 +526,154 @@ async fn owned_objects_queue_their_controller_owner_and_watched_ones_their_mappe
     settle().await;
     assert_eq!(probe.count("default/gone"), 0);
     let _ = api;
+    shutdown.cancel();
+    task.await.unwrap().unwrap();
+    factory.shutdown().await;
+}
+
+/// `owns_metadata`: the owned objects come from the factory's metadata informer of their
+/// resource — one, however many controllers and other readers ask for it — and their add,
+/// update and delete queue their controller owner as `owns` does; `owns_metadata_with`'s
+/// predicate filters their updates.
+#[tokio::test(start_paused = true)]
+async fn owned_objects_cached_as_metadata_queue_their_controller_owner() {
+    let sources = Sources::default();
+    let mut web = deployment("default", "web", 1);
+    web.metadata.uid = Some("web-uid".into());
+    let web = sources.deployments.add(web);
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+    let (every, labelled) = (Arc::new(Probe::default()), Arc::new(Probe::default()));
+    let all_updates =
+        Controller::<Deployment, _>::new("every", &factory).owns_metadata::<ConfigMap>();
+    let label_updates = Controller::<Deployment, _>::new("labelled", &factory)
+        .owns_metadata_with::<ConfigMap>(kclient_controller::predicate::labels_changed());
+    // Another reader of the ConfigMaps' metadata on the same factory.
+    let metadata = factory.for_resource::<PartialObjectMetadata>(&ConfigMap::api_resource(&()));
+    assert_eq!(
+        *sources.asked.lock(),
+        ["metadata configmaps"],
+        "one informer"
+    );
+    let shutdown = CancellationToken::new();
+    let tasks = [
+        tokio::spawn(all_updates.run(Owners(Arc::clone(&every)), shutdown.clone())),
+        tokio::spawn(label_updates.run(Owners(Arc::clone(&labelled)), shutdown.clone())),
+    ];
+    settle().await;
+    let counts = || (every.count("default/web"), labelled.count("default/web"));
+    assert_eq!(counts(), (1, 1));
+
+    let mut owned = config_map("default", "web-settings", &[]);
+    set_controller_reference(&web, &mut owned).unwrap();
+    let owned = sources
+        .config_map_metadata
+        .add(PartialObjectMetadata::from_resource(&owned));
+    settle().await;
+    assert_eq!(counts(), (2, 2), "an add always passes");
+    assert!(metadata.lister().get("default/web-settings").is_ok());
+    let mut annotated = owned;
+    annotated.metadata.annotations = Some([("note".to_string(), "x".to_string())].into());
+    let annotated = sources.config_map_metadata.modify(annotated);
+    settle().await;
+    assert_eq!(counts(), (3, 2), "not a label change");
+    let mut relabelled = annotated;
+    relabelled.metadata.labels = Some([("tier".to_string(), "web".to_string())].into());
+    let relabelled = sources.config_map_metadata.modify(relabelled);
+    settle().await;
+    assert_eq!(counts(), (4, 3));
+    sources.config_map_metadata.delete(relabelled);
+    settle().await;
+    assert_eq!(counts(), (5, 4), "a delete always passes");
+    // A plain owner reference (not the controller) maps to nothing.
+    let mut referenced =
+        PartialObjectMetadata::from_resource(&config_map("default", "shared", &[]));
+    let mut reference = kclient_controller::owner::controller_of(&owned_by(&web))
+        .unwrap()
+        .clone();
+    reference.controller = None;
+    referenced.metadata.owner_references = Some(vec![reference]);
+    sources.config_map_metadata.add(referenced);
+    settle().await;
+    assert_eq!(counts(), (5, 4));
+    assert!(every.overlaps().is_empty());
+    shutdown.cancel();
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    factory.shutdown().await;
+}
+
+/// A ConfigMap controlled by `owner`.
+fn owned_by(owner: &Deployment) -> ConfigMap {
+    let mut cm = config_map("default", "owned", &[]);
+    set_controller_reference(owner, &mut cm).unwrap();
+    cm
+}
+
+/// A controller of a resource known only at run time (`for_resource`, over
+/// `DynamicObject`): its objects are reconciled from the factory's dynamic informer, deleted
+/// ones are not, and the objects they control map to them by the resource's group and kind.
+#[tokio::test(start_paused = true)]
+async fn a_controller_of_a_resource_known_at_run_time_reconciles_dynamic_objects() {
+    let sources = Sources::default();
+    let crontab = |name: &str| {
+        let mut ct = DynamicObject::new(name, &crontabs()).within("default");
+        ct.metadata.uid = Some(format!("{name}-uid"));
+        ct.data = serde_json::json!({"spec": {"cronSpec": "* * * * */5"}});
+        ct
+    };
+    let nightly = sources.crontabs.add(crontab("nightly"));
+    sources.crontabs.add(crontab("hourly"));
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+    let probe = Arc::new(Probe::default());
+    let controller =
+        Controller::<DynamicObject, _>::for_resource("crontabs", &factory, &crontabs())
+            .owns::<ConfigMap>();
+    assert_eq!(*sources.asked.lock(), ["objects crontabs"]);
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(controller.run(Count::new(&probe), shutdown.clone()));
+    settle().await;
+    assert_eq!(
+        (
+            probe.count("default/nightly"),
+            probe.count("default/hourly")
+        ),
+        (1, 1)
+    );
+
+    // A ConfigMap the CronTab controls queues it; one controlled by a Deployment of the same
+    // name does not.
+    let mut owned = config_map("default", "nightly-job", &[]);
+    kclient_controller::owner::set_controller_reference_with(
+        &nightly,
+        &crontabs(),
+        &mut owned,
+        &(),
+    )
+    .unwrap();
+    sources.config_maps.add(owned);
+    let mut impostor = deployment("default", "nightly", 1);
+    impostor.metadata.uid = Some("deployment-uid".into());
+    let mut other = config_map("default", "other", &[]);
+    set_controller_reference(&impostor, &mut other).unwrap();
+    sources.config_maps.add(other);
+    settle().await;
+    assert_eq!(probe.count("default/nightly"), 2);
+
+    let mut changed = nightly.clone();
+    changed.data["spec"]["cronSpec"] = serde_json::json!("0 0 * * *");
+    let changed = sources.crontabs.modify(changed);
+    settle().await;
+    let seen = probe.seen_of("default/nightly");
+    assert_eq!(seen.len(), 3);
+    assert_eq!(
+        seen[2].resource_version.as_deref(),
+        changed.metadata.resource_version.as_deref(),
+        "read from the cache"
+    );
+    sources.crontabs.delete(changed);
+    settle().await;
+    assert_eq!(probe.count("default/nightly"), 3, "deleted: not reconciled");
     shutdown.cancel();
     task.await.unwrap().unwrap();
     factory.shutdown().await;

@@ -13,8 +13,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kclient_cache::testing::FakeControllerSource;
 use kclient_controller::{Action, ReconcileContext, Reconciler};
 use kclient_core::{
-    FetchedList, ListOptions, ListerWatcher, ListerWatcherFor, ObjectKey, ObjectList, Resource,
-    TweakListOptions, WatchStream,
+    ApiResource, DynamicListerWatcherFor, DynamicObject, FetchedList, GroupVersionKind,
+    ListOptions, ListerWatcher, ListerWatcherFor, ObjectKey, ObjectList, PartialObjectMetadata,
+    Resource, TweakListOptions, WatchStream,
 };
 use kclient_fake::FakeApiServer;
 use kclient_rest::{Config as RestConfig, RestClient};
@@ -24,12 +25,60 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
 /// In-memory sources of the types the paused-clock suites use: a client for an informer
-/// factory without HTTP.
+/// factory without HTTP. Besides the typed sources, the metadata of ConfigMaps (for
+/// `owns_metadata`) and the CronTabs of [`crontabs`] (a resource known at run time), with
+/// the resources the factory asked for.
 #[derive(Clone, Default)]
 pub struct Sources {
     pub config_maps: FakeControllerSource<ConfigMap>,
     pub secrets: FakeControllerSource<Secret>,
     pub deployments: FakeControllerSource<Deployment>,
+    pub config_map_metadata: FakeControllerSource<PartialObjectMetadata>,
+    pub crontabs: FakeControllerSource<DynamicObject>,
+    pub asked: Arc<Mutex<Vec<String>>>,
+}
+
+/// The custom resource of the dynamic suites: `stable.example.com/v1` CronTabs.
+pub fn crontabs() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::new("stable.example.com", "v1", "CronTab"),
+        "crontabs",
+        true,
+    )
+}
+
+impl DynamicListerWatcherFor<PartialObjectMetadata> for Sources {
+    type ListerWatcher = FakeControllerSource<PartialObjectMetadata>;
+
+    fn dynamic_lister_watcher(
+        &self,
+        resource: &ApiResource,
+        _namespace: Option<&str>,
+        _tweak: Option<TweakListOptions>,
+    ) -> Self::ListerWatcher {
+        self.asked
+            .lock()
+            .push(format!("metadata {}", resource.plural));
+        assert_eq!(resource.plural, "configmaps", "only ConfigMaps' metadata");
+        self.config_map_metadata.clone()
+    }
+}
+
+impl DynamicListerWatcherFor<DynamicObject> for Sources {
+    type ListerWatcher = FakeControllerSource<DynamicObject>;
+
+    fn dynamic_lister_watcher(
+        &self,
+        resource: &ApiResource,
+        _namespace: Option<&str>,
+        _tweak: Option<TweakListOptions>,
+    ) -> Self::ListerWatcher {
+        self.asked
+            .lock()
+            .push(format!("objects {}", resource.plural));
+        assert_eq!(resource, &crontabs(), "only CronTabs");
+        self.crontabs.clone()
+    }
 }
 
 macro_rules! source_for {
@@ -114,6 +163,42 @@ where
             .or_default() += 1;
         CountingListerWatcher {
             inner: self.client.lister_watcher(namespace, tweak),
+            kind,
+            calls: Arc::clone(&self.calls),
+        }
+    }
+}
+
+/// The informers of resources chosen at run time, counted under `<Kind>/<object type>`
+/// (`ConfigMap/PartialObjectMetadata`, `CronTab/DynamicObject`).
+impl<K, C> DynamicListerWatcherFor<K> for Counting<C>
+where
+    K: Resource<DynamicType = ApiResource> + Send + Sync + 'static,
+    C: DynamicListerWatcherFor<K>,
+{
+    type ListerWatcher = CountingListerWatcher<C::ListerWatcher>;
+
+    fn dynamic_lister_watcher(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        tweak: Option<TweakListOptions>,
+    ) -> Self::ListerWatcher {
+        let object_type = std::any::type_name::<K>()
+            .rsplit("::")
+            .next()
+            .unwrap_or("?");
+        let kind = format!("{}/{object_type}", resource.kind);
+        *self
+            .calls
+            .lock()
+            .lister_watchers
+            .entry(kind.clone())
+            .or_default() += 1;
+        CountingListerWatcher {
+            inner: self
+                .client
+                .dynamic_lister_watcher(resource, namespace, tweak),
             kind,
             calls: Arc::clone(&self.calls),
         }

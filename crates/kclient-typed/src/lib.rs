@@ -9,7 +9,11 @@
 //!   the types that have them ([`HasStatus`], [`HasScale`]). It implements
 //!   [`ListerWatcher`](kclient_core::ListerWatcher), so informers run on it, and the
 //!   [`Clientset`] implements [`ListerWatcherFor`](kclient_core::ListerWatcherFor), so an
-//!   informer factory makes informers from it; `filtered_list_watch` gives kclient-core's
+//!   informer factory makes informers from it — and
+//!   [`DynamicListerWatcherFor`](kclient_core::DynamicListerWatcherFor) for `DynamicObject`
+//!   and `PartialObjectMetadata` (through kclient-dynamic's clients), so the same factory
+//!   makes informers of resources chosen at run time, whole or metadata only;
+//!   `filtered_list_watch` gives kclient-core's
 //!   [`FilteredListWatch`](kclient_core::FilteredListWatch) over it. This crate knows nothing of the cache: the
 //!   factory is kclient-cache's, its typed accessors (`factory.core_v1().pods()`)
 //!   kclient-informers'.

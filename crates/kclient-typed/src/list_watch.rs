@@ -1,14 +1,17 @@
 //! The [`ListerWatcher`] implementations that connect typed clients to the informer cache,
-//! and the [`ListerWatcherFor`] through which an informer factory makes them from the
-//! [`Clientset`] — both kclient-core's seams, so this crate knows nothing of the cache.
+//! and the [`ListerWatcherFor`] and [`DynamicListerWatcherFor`] through which an informer
+//! factory makes them from the [`Clientset`] — kclient-core's seams, so this crate knows
+//! nothing of the cache.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use kclient_core::{
-    FetchedList, FilteredListWatch, ListOptions, ListerWatcher, ListerWatcherFor, ObjectList,
-    Resource, TweakListOptions, WatchStream,
+    ApiResource, DynamicListerWatcherFor, DynamicObject, FetchedList, FilteredListWatch,
+    ListOptions, ListerWatcher, ListerWatcherFor, ObjectList, PartialObjectMetadata, Resource,
+    TweakListOptions, WatchStream,
 };
+use kclient_dynamic::{DynamicClient, DynamicResource, MetadataClient, MetadataResource};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -91,5 +94,44 @@ where
             None => ResourceClient::<K>::all_namespaces(self.rest_client().clone()),
         };
         FilteredListWatch::with_optional_tweak(client, tweak)
+    }
+}
+
+/// The Clientset lists and watches any resource described at run time as [`DynamicObject`]s
+/// for the informer factory's `for_resource` (client-go's `dynamicinformer`), through
+/// kclient-dynamic's [`DynamicClient`] over the Clientset's REST client: one factory over a
+/// Clientset serves typed informers and dynamic ones (a custom resource known only at run
+/// time), sharing its transport and rate limiter.
+impl DynamicListerWatcherFor<DynamicObject> for Clientset {
+    type ListerWatcher = FilteredListWatch<DynamicResource>;
+
+    fn dynamic_lister_watcher(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        tweak: Option<TweakListOptions>,
+    ) -> Self::ListerWatcher {
+        DynamicClient::new(self.rest_client().clone())
+            .dynamic_lister_watcher(resource, namespace, tweak)
+    }
+}
+
+/// The Clientset lists and watches the metadata of any resource, as
+/// [`PartialObjectMetadata`], for the informer factory's `for_resource` (client-go's
+/// `metadatainformer`, controller-runtime's metadata-only watches), through kclient-dynamic's
+/// [`MetadataClient`] over the Clientset's REST client: one factory over a Clientset serves a
+/// type's whole objects (`informer::<Secret>()`) and, in another informer, its metadata
+/// alone (`for_resource::<PartialObjectMetadata>(&Secret::api_resource(&()))`).
+impl DynamicListerWatcherFor<PartialObjectMetadata> for Clientset {
+    type ListerWatcher = FilteredListWatch<MetadataResource>;
+
+    fn dynamic_lister_watcher(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        tweak: Option<TweakListOptions>,
+    ) -> Self::ListerWatcher {
+        MetadataClient::new(self.rest_client().clone())
+            .dynamic_lister_watcher(resource, namespace, tweak)
     }
 }

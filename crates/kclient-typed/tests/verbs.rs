@@ -3,13 +3,15 @@
 use crate::common;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Node, Pod, PodSpec};
 use kclient_core::{
-    ApiStatus, CreateOptions, DeleteOptions, DeleteResponse, GetOptions, JsonPatch, ListOptions,
-    ListerWatcher, Patch, PatchOptions, ResourceExt, ResourceVersionMatch, UpdateOptions,
+    ApiStatus, CreateOptions, DeleteOptions, DeleteResponse, DynamicListerWatcherFor,
+    DynamicObject, GetOptions, JsonPatch, ListOptions, ListerWatcher, PartialObjectMetadata, Patch,
+    PatchOptions, Resource, ResourceExt, ResourceVersionMatch, TweakListOptions, UpdateOptions,
     WatchEvent,
 };
 use kclient_typed::{ApplyOptions, Error, ResourceClient};
@@ -618,6 +620,73 @@ async fn resource_clients_are_lister_watchers() {
         Some(WatchEvent::Added(cm)) => assert_eq!(cm.name_any(), "c"),
         other => panic!("{other:?}"),
     }
+}
+
+/// The Clientset makes the lister-watchers of the factory's `for_resource` too: of whole
+/// objects (`DynamicObject`) and of metadata alone (`PartialObjectMetadata`, which the server
+/// converts), in the factory's namespace and with its tweak, over the Clientset's transport.
+#[tokio::test]
+async fn the_clientset_lists_and_watches_resources_chosen_at_run_time_whole_or_metadata_only() {
+    let (_server, clientset) = fake().await;
+    let mut other = config_map("elsewhere", &[("app", "web")], "x");
+    other.metadata.namespace = Some("kube-system".into());
+    clientset
+        .namespaced::<ConfigMap>("kube-system")
+        .create(&other, &CreateOptions::default())
+        .await
+        .unwrap();
+    let cms = clientset.namespaced::<ConfigMap>("default");
+    for (name, app) in [("a", "web"), ("b", "db")] {
+        cms.create(
+            &config_map(name, &[("app", app)], "x"),
+            &CreateOptions::default(),
+        )
+        .await
+        .unwrap();
+    }
+    let resource = ConfigMap::api_resource(&());
+    let web: TweakListOptions = Arc::new(|o: &mut ListOptions| {
+        o.label_selector = Some("app=web".into());
+    });
+
+    let objects = DynamicListerWatcherFor::<DynamicObject>::dynamic_lister_watcher(
+        &clientset,
+        &resource,
+        Some("default"),
+        Some(Arc::clone(&web)),
+    );
+    let list = objects.list(&ListOptions::default()).await.unwrap();
+    let names: Vec<_> = list.iter().map(|o| o.name_any().to_owned()).collect();
+    assert_eq!(names, ["a"], "in the namespace, with the tweak");
+    assert_eq!(list.items[0].data["data"]["key"], "x", "whole objects");
+    let mut events = objects
+        .watch(&ListOptions::default().resource_version(list.resource_version().unwrap()))
+        .await
+        .unwrap();
+
+    let metadata = DynamicListerWatcherFor::<PartialObjectMetadata>::dynamic_lister_watcher(
+        &clientset, &resource, None, None,
+    );
+    let list = metadata.list(&ListOptions::default()).await.unwrap();
+    let mut names: Vec<_> = list.iter().map(|o| o.name_any().to_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["a", "b", "elsewhere"], "every namespace");
+    assert!(list.iter().all(|o| o.labels().contains_key("app")));
+
+    cms.create(
+        &config_map("c", &[("app", "web")], "y"),
+        &CreateOptions::default(),
+    )
+    .await
+    .unwrap();
+    match events.try_next().await.unwrap() {
+        Some(WatchEvent::Added(o)) => assert_eq!(o.name_any(), "c"),
+        other => panic!("{other:?}"),
+    }
+    assert!(objects
+        .inner()
+        .rest_client()
+        .shares_state_with(clientset.rest_client()));
 }
 
 #[tokio::test]

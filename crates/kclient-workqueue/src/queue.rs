@@ -245,7 +245,20 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// Cancel-safe: dropping the future before it completes loses no item (an item is taken
     /// from the queue only in the same step that returns it), and a wake-up it had received
     /// passes on to another waiting worker.
+    ///
+    /// Cooperative, as tokio's channels are: handing out an item spends a unit of the task's
+    /// [budget](tokio::task::coop), and a `get` whose task has spent it yields to the
+    /// scheduler before looking. So a worker loop that always finds an item waiting (a
+    /// backlog, or items that requeue themselves) and whose processing never awaits still
+    /// gives its thread back; without it, such a loop would starve every other task of that
+    /// thread, the informers filling the queue included. (Go's scheduler preempts a goroutine
+    /// that never blocks; tokio's relies on this budget.)
     pub async fn get(&self) -> Option<T> {
+        tokio::task::coop::cooperative(self.get_uncooperative()).await
+    }
+
+    /// [`get`](Self::get) without the budget.
+    async fn get_uncooperative(&self) -> Option<T> {
         match self.shared.try_get(None) {
             Attempt::Item(item) => return Some(item),
             Attempt::ShutDown => return None,

@@ -15,9 +15,11 @@ fn s(v: &str) -> String {
     v.to_owned()
 }
 
-/// Gets an item that must already be there.
+/// Gets an item that must already be there (outside the task's budget, which `get` spends
+/// and which a long run of gets would exhaust: see
+/// `queue::get_spends_the_task_budget_so_a_busy_worker_lets_other_tasks_run`).
 async fn get_now(q: &WorkQueue<String>) -> Option<String> {
-    let mut get = pin!(q.get());
+    let mut get = pin!(tokio::task::unconstrained(q.get()));
     match poll!(get.as_mut()) {
         Poll::Ready(item) => item,
         Poll::Pending => panic!("get should not wait here"),
@@ -375,6 +377,32 @@ async fn a_large_queue_stays_fifo() {
         q.done(&got);
     }
     assert!(q.is_empty());
+}
+
+/// A worker loop that always finds an item and never awaits anything but `get`: on a
+/// current-thread runtime it must still let the other tasks run (tokio's cooperative budget,
+/// spent by each item `get` hands out), or it would hold the thread for ever. It stops as soon
+/// as another task has run; the bound only turns a starving loop into a failure.
+#[tokio::test(flavor = "current_thread")]
+async fn get_spends_the_task_budget_so_a_busy_worker_lets_other_tasks_run() {
+    let q: WorkQueue<u32> = WorkQueue::new();
+    q.add(1);
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    tokio::spawn({
+        let ran = std::sync::Arc::clone(&ran);
+        async move { ran.store(true, std::sync::atomic::Ordering::SeqCst) }
+    });
+    let mut handed_out = 0;
+    while !ran.load(std::sync::atomic::Ordering::SeqCst) {
+        assert!(
+            handed_out < 100_000,
+            "the worker never gave its thread back"
+        );
+        let item = q.get().await.expect("an item is always waiting");
+        q.done(&item);
+        q.add(item);
+        handed_out += 1;
+    }
 }
 
 #[test]

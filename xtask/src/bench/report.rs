@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::scenarios::{
     Kind, Scenario, CLIENT_GO, CLIENT_GO_JSON, KCLIENT, KCLIENT_COMPACT, KCLIENT_HTTP1,
-    KCLIENT_PROJECTION, KUBE_RS,
+    KCLIENT_OWNS_WHOLE, KCLIENT_PROJECTION, KUBE_RS,
 };
 use super::Results;
 
@@ -33,9 +33,10 @@ const SERVERS: [(&str, &str); 2] = [
 ];
 
 /// The clients, in the order of the columns.
-const CLIENTS: [&str; 7] = [
+const CLIENTS: [&str; 8] = [
     KCLIENT,
     KCLIENT_HTTP1,
+    KCLIENT_OWNS_WHOLE,
     KCLIENT_COMPACT,
     KCLIENT_PROJECTION,
     CLIENT_GO,

@@ -70,6 +70,9 @@ pub(crate) const KCLIENT: &str = "kclient";
 pub(crate) const KCLIENT_HTTP1: &str = "kclient (HTTP/1.1)";
 pub(crate) const KCLIENT_COMPACT: &str = "kclient (compact cache)";
 pub(crate) const KCLIENT_PROJECTION: &str = "kclient (PodView projection)";
+/// The controller scenario's controller caching the Secrets it owns whole (`owns`) rather
+/// than their metadata (`owns_metadata`, kclient-bench's default).
+pub(crate) const KCLIENT_OWNS_WHOLE: &str = "kclient (owns whole objects)";
 pub(crate) const CLIENT_GO: &str = "client-go";
 pub(crate) const CLIENT_GO_JSON: &str = "client-go (JSON)";
 pub(crate) const KUBE_RS: &str = "kube-rs";
@@ -321,7 +324,11 @@ fn controllers(objects: usize, rounds: usize) -> Vec<Scenario> {
             Kind::Controller,
             rounds,
             args("1", &[]),
-            clients.to_vec(),
+            vec![
+                clients[0].clone(),
+                client(KCLIENT_OWNS_WHOLE, Program::Kclient, &["--owns", "whole"]),
+                clients[1].clone(),
+            ],
         ),
         // kube-rs takes minutes to reach every key once in this one (see docs/benchmarks.md).
         scenario(
