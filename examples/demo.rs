@@ -47,7 +47,7 @@ use std::fmt;
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -227,21 +227,26 @@ struct View {
     inner: Arc<ViewInner>,
     stats: Arc<Stats>,
     started: Instant,
+    /// Whether the interruption was announced (see [`View::interrupted`]).
+    announced: Arc<Mutex<bool>>,
 }
 
 enum ViewInner {
-    /// A terminal: the table and the progress line, redrawn in place until `stopped`.
-    Live {
-        multi: MultiProgress,
-        table: ProgressBar,
-        progress: ProgressBar,
-        /// The current step's label, for its outcome line.
-        label: Mutex<String>,
-        /// Set once the bars are finished or abandoned: lines go below them from then on.
-        stopped: AtomicBool,
-    },
+    /// A terminal: the table and the progress line, redrawn in place until they stop (then
+    /// `None`: from there on lines go below them, and nothing redraws them).
+    Live(Mutex<Option<Bars>>),
     /// Plain lines.
     Plain(Mutex<Box<dyn Write + Send>>),
+}
+
+/// The live view's bars. Every change to them happens under the view's lock, so that none
+/// can come after they stopped (a redraw then would draw over the lines below them).
+struct Bars {
+    multi: MultiProgress,
+    table: ProgressBar,
+    progress: ProgressBar,
+    /// The running step's label, for its outcome line.
+    label: String,
 }
 
 impl View {
@@ -261,16 +266,17 @@ impl View {
             .expect("a valid template"),
         );
         progress.enable_steady_tick(Duration::from_millis(100));
+        let bars = Bars {
+            multi,
+            table,
+            progress,
+            label: String::new(),
+        };
         Self {
-            inner: Arc::new(ViewInner::Live {
-                multi,
-                table,
-                progress,
-                label: Mutex::new(String::new()),
-                stopped: AtomicBool::new(false),
-            }),
+            inner: Arc::new(ViewInner::Live(Mutex::new(Some(bars)))),
             stats,
             started: Instant::now(),
+            announced: Arc::default(),
         }
     }
 
@@ -279,24 +285,26 @@ impl View {
             inner: Arc::new(ViewInner::Plain(Mutex::new(out))),
             stats,
             started: Instant::now(),
+            announced: Arc::default(),
         }
     }
 
     fn is_live(&self) -> bool {
-        matches!(*self.inner, ViewInner::Live { .. })
+        matches!(*self.inner, ViewInner::Live(_))
     }
 
     /// A line of its own: above the live table, or in order with the others. Write errors
     /// (a terminal gone after SIGHUP) are ignored: the demo still cleans up.
     fn line(&self, text: &str) {
         match &*self.inner {
-            ViewInner::Live { multi, stopped, .. } => {
-                if stopped.load(Ordering::Acquire) {
-                    let _ = writeln!(std::io::stdout(), "{text}");
-                } else {
-                    let _ = multi.println(text);
+            ViewInner::Live(bars) => match &*lock(bars) {
+                Some(bars) => {
+                    let _ = bars.multi.println(text);
                 }
-            }
+                None => {
+                    let _ = writeln!(std::io::stdout(), "{text}");
+                }
+            },
             ViewInner::Plain(out) => {
                 let _ = writeln!(lock(out), "{text}");
             }
@@ -321,14 +329,12 @@ impl View {
     fn step(&self, n: u64, total: u64, title: &str) {
         let label = step_label(n, total, title);
         match &*self.inner {
-            ViewInner::Live {
-                progress,
-                label: current,
-                ..
-            } => {
-                progress.set_position(n - 1);
-                progress.set_message(label.clone());
-                *lock(current) = label;
+            ViewInner::Live(bars) => {
+                if let Some(bars) = lock(bars).as_mut() {
+                    bars.progress.set_position(n - 1);
+                    bars.progress.set_message(label.clone());
+                    bars.label = label;
+                }
             }
             ViewInner::Plain(_) => self.line(&label),
         }
@@ -337,12 +343,12 @@ impl View {
     /// The running step's outcome.
     fn outcome(&self, text: &str) {
         match &*self.inner {
-            ViewInner::Live {
-                progress, label, ..
-            } => {
-                progress.inc(1);
-                let label = lock(label).clone();
-                self.line(&format!("{label}: {text}"));
+            ViewInner::Live(bars) => {
+                let mut bars = lock(bars);
+                if let Some(bars) = bars.as_mut() {
+                    bars.progress.inc(1);
+                    let _ = bars.multi.println(format!("{}: {text}", bars.label));
+                }
             }
             ViewInner::Plain(_) => self.line(&format!("      {text}")),
         }
@@ -350,47 +356,48 @@ impl View {
 
     /// Redraws the live table (nothing when plain or stopped).
     fn draw(&self, table: String) {
-        if let ViewInner::Live {
-            table: bar,
-            stopped,
-            ..
-        } = &*self.inner
-        {
-            if !stopped.load(Ordering::Acquire) {
-                bar.set_message(table);
+        if let ViewInner::Live(bars) = &*self.inner {
+            if let Some(bars) = lock(bars).as_ref() {
+                bars.table.set_message(table);
             }
         }
     }
 
     /// The scenario is done: the bar full, the last table left on screen, no more redraws.
     fn finish(&self) {
-        self.stop_with(|table, progress| {
-            progress.finish_with_message("done");
-            table.finish();
-        });
+        if let Some(bars) = self.take_bars() {
+            bars.progress.finish_with_message("done");
+            bars.table.finish();
+        }
     }
 
     /// The scenario stopped early (`why`: interrupted, failed): the bars stay as they were,
-    /// marked, and nothing is redrawn any more, so the lines that follow are not drawn over.
+    /// marked, and nothing redraws them any more, so the lines that follow are not drawn
+    /// over.
     fn stop(&self, why: &'static str) {
-        self.stop_with(|table, progress| {
-            let label = progress.message();
-            progress.abandon_with_message(format!("{label} ({why})"));
-            table.abandon();
-        });
+        if let Some(bars) = self.take_bars() {
+            bars.progress
+                .abandon_with_message(format!("{} ({why})", bars.label));
+            bars.table.abandon();
+        }
     }
 
-    fn stop_with(&self, end: impl FnOnce(&ProgressBar, &ProgressBar)) {
-        if let ViewInner::Live {
-            table,
-            progress,
-            stopped,
-            ..
-        } = &*self.inner
-        {
-            if !stopped.swap(true, Ordering::AcqRel) {
-                end(table, progress);
-            }
+    /// A signal interrupted the demo: stops the live view and says so, once, before
+    /// anything else is printed (the signal's watcher and the scenario's end both call it;
+    /// the second waits for the first).
+    fn interrupted(&self) {
+        let mut announced = lock(&self.announced);
+        if !*announced {
+            *announced = true;
+            self.stop("interrupted");
+            self.line("Interrupted: cleaning up (Ctrl-C again to exit at once)");
+        }
+    }
+
+    fn take_bars(&self) -> Option<Bars> {
+        match &*self.inner {
+            ViewInner::Live(bars) => lock(bars).take(),
+            ViewInner::Plain(_) => None,
         }
     }
 }
@@ -1256,7 +1263,7 @@ impl Scene<'_> {
         let mut recoveries = Vec::new();
         let mut skipped_faults = 0;
         for (i, (fault, change)) in SCRIPT.iter().enumerate() {
-            self.pause().await;
+            self.pause().await?;
             let title = match fault {
                 Some(fault) => format!("fault: {}; then {}", fault.describe(), change.describe()),
                 None => change.describe(),
@@ -1309,11 +1316,19 @@ impl Scene<'_> {
         })
     }
 
-    /// On a terminal, a moment between steps for the eye; none when plain.
-    async fn pause(&self) {
+    /// On a terminal, a moment between steps for the eye (none when plain); an error once
+    /// interrupted.
+    async fn pause(&self) -> Result<(), BoxError> {
         if self.view.is_live() {
-            tokio::time::sleep(Duration::from_millis(1200)).await;
+            tokio::select! {
+                () = self.interrupted.cancelled() => {}
+                () = tokio::time::sleep(Duration::from_millis(1200)) => {}
+            }
         }
+        if self.interrupted.is_cancelled() {
+            return Err("interrupted".into());
+        }
+        Ok(())
     }
 
     /// Polls `condition` every 10 ms until it holds ([`STEP_TIMEOUT`] at most, or until
@@ -1615,8 +1630,7 @@ async fn demo(
         let (interrupted, view) = (interrupted.clone(), view.clone());
         async move {
             interrupted.cancelled().await;
-            view.stop("interrupted");
-            view.line("Interrupted: cleaning up (Ctrl-C again to exit at once)");
+            view.interrupted();
             if tokio::signal::ctrl_c().await.is_ok() {
                 std::process::exit(INTERRUPTED.into());
             }
@@ -1630,6 +1644,7 @@ async fn demo(
             Ok(Exit::Done)
         }
         Err(_) if interrupted.is_cancelled() => {
+            view.interrupted();
             view.line("Interrupted.");
             Ok(Exit::Interrupted)
         }
@@ -1709,7 +1724,10 @@ async fn in_namespace(
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
     namespaces.create(&ns, &CreateOptions::default()).await?;
     view.line(&format!("Created namespace {namespace}"));
-    let result = run(config, namespace, fake, view.clone(), interrupted).await;
+    let result = run(config, namespace, fake, view.clone(), interrupted.clone()).await;
+    if interrupted.is_cancelled() {
+        view.interrupted();
+    }
     match namespaces
         .delete(namespace, &DeleteOptions::background())
         .await
@@ -1792,29 +1810,33 @@ mod tests {
     }
 
     /// The live progress line names the step running with the same label as the plain
-    /// lines, and its bar counts the steps done.
+    /// lines, and its bar counts the steps done; once stopped, nothing changes it.
     #[test]
     fn the_live_progress_line_shows_the_running_step() {
         let view = View::live(Arc::new(Stats::default()), 8);
-        if let ViewInner::Live { progress, .. } = &*view.inner {
-            progress.set_draw_target(ProgressDrawTarget::hidden());
-            view.step(6, 8, "scale api to 3");
-            assert_eq!(progress.message(), step_label(6, 8, "scale api to 3"));
-            assert_eq!(progress.message(), "[6/8] scale api to 3");
-            assert_eq!(progress.position(), 5);
-            view.outcome("in sync");
-            assert_eq!(progress.position(), 6);
-            view.stop("interrupted");
-            assert_eq!(progress.message(), "[6/8] scale api to 3 (interrupted)");
-            assert_eq!(
-                progress.position(),
-                6,
-                "an interruption does not fill the bar"
-            );
-            view.finish();
-            assert_eq!(progress.message(), "[6/8] scale api to 3 (interrupted)");
+        let progress = match &*view.inner {
+            ViewInner::Live(bars) => lock(bars).as_ref().map(|b| b.progress.clone()),
+            ViewInner::Plain(_) => None,
         }
-        assert!(view.is_live());
+        .expect("live bars");
+        progress.set_draw_target(ProgressDrawTarget::hidden());
+        view.step(6, 8, "scale api to 3");
+        assert_eq!(progress.message(), step_label(6, 8, "scale api to 3"));
+        assert_eq!(progress.message(), "[6/8] scale api to 3");
+        assert_eq!(progress.position(), 5);
+        view.outcome("in sync");
+        assert_eq!(progress.position(), 6);
+        view.stop("interrupted");
+        assert_eq!(progress.message(), "[6/8] scale api to 3 (interrupted)");
+        assert_eq!(
+            progress.position(),
+            6,
+            "an interruption does not fill the bar"
+        );
+        view.step(7, 8, "scale web to 2");
+        view.finish();
+        assert_eq!(progress.message(), "[6/8] scale api to 3 (interrupted)");
+        assert_eq!(progress.position(), 6);
     }
 
     #[test]
