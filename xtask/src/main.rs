@@ -24,8 +24,9 @@
 //!   and the dependency lines of `README.md` and `docs/getting-started.md` resolved against
 //!   this checkout with one Kubernetes version (see `publish.rs`); `test` runs it after the
 //!   layering check.
-//! * `demo` — the main job: `examples/demo.rs`, a small controller built from kclient's layers,
-//!   against kclient-fake or, with `--kubeconfig`/`KUBECONFIG`, a cluster (see `demo.rs`).
+//! * `demo` — the main job: `examples/demo.rs`, a controller on kclient's reconcile runtime,
+//!   against kclient-fake or, with `--kubeconfig`/`KUBECONFIG`, a cluster; built with cargo's
+//!   progress shown, then run in place of xtask (see `demo.rs`).
 
 mod bench;
 mod check_features;
