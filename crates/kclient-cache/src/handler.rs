@@ -67,6 +67,18 @@ pub trait ResourceEventHandler<K>: Send + Sync {
     /// An object was deleted. When the deletion was inferred from a relist (the watch missed
     /// it), `obj` is a [`DeletedFinalStateUnknown`] tombstone carrying the last known state.
     fn on_delete(&self, _obj: &DeletedObject<K>) {}
+
+    /// Whether a call may block or take long (I/O, a lock another thread holds for long,
+    /// heavy work). `true` unless the handler says otherwise: a shared informer then calls
+    /// it on tokio's blocking pool, where it delays nobody but itself. A handler that only
+    /// hands work on (a workqueue's `add`, an unbounded channel's `send`, counters) returns
+    /// `false`, and the informer calls it from its listener's own task instead, saving a
+    /// thread hand-off per burst of events; such a handler that blocks anyway holds an
+    /// async worker thread while it does. kclient's own queueing handlers
+    /// ([`EnqueueObjectKey`], the reconcile runtime's) return `false`.
+    fn may_block(&self) -> bool {
+        true
+    }
 }
 
 impl<K, H: ResourceEventHandler<K> + ?Sized> ResourceEventHandler<K> for Arc<H> {
@@ -80,6 +92,9 @@ impl<K, H: ResourceEventHandler<K> + ?Sized> ResourceEventHandler<K> for Arc<H> 
 
     fn on_delete(&self, obj: &DeletedObject<K>) {
         (**self).on_delete(obj)
+    }
+    fn may_block(&self) -> bool {
+        (**self).may_block()
     }
 }
 
@@ -95,6 +110,9 @@ impl<K, H: ResourceEventHandler<K> + ?Sized> ResourceEventHandler<K> for Box<H> 
     fn on_delete(&self, obj: &DeletedObject<K>) {
         (**self).on_delete(obj)
     }
+    fn may_block(&self) -> bool {
+        (**self).may_block()
+    }
 }
 
 type AddFn<K> = dyn Fn(&Arc<K>, bool) + Send + Sync;
@@ -107,6 +125,7 @@ pub struct ResourceEventHandlerFuncs<K> {
     add: Option<Arc<AddFn<K>>>,
     update: Option<Arc<UpdateFn<K>>>,
     delete: Option<Arc<DeleteFn<K>>>,
+    non_blocking: bool,
 }
 
 impl<K> Clone for ResourceEventHandlerFuncs<K> {
@@ -115,6 +134,7 @@ impl<K> Clone for ResourceEventHandlerFuncs<K> {
             add: self.add.clone(),
             update: self.update.clone(),
             delete: self.delete.clone(),
+            non_blocking: self.non_blocking,
         }
     }
 }
@@ -125,6 +145,7 @@ impl<K> Default for ResourceEventHandlerFuncs<K> {
             add: None,
             update: None,
             delete: None,
+            non_blocking: false,
         }
     }
 }
@@ -135,6 +156,7 @@ impl<K> fmt::Debug for ResourceEventHandlerFuncs<K> {
             .field("add", &self.add.is_some())
             .field("update", &self.update.is_some())
             .field("delete", &self.delete.is_some())
+            .field("non_blocking", &self.non_blocking)
             .finish()
     }
 }
@@ -162,6 +184,14 @@ impl<K> ResourceEventHandlerFuncs<K> {
         self.delete = Some(Arc::new(f));
         self
     }
+    /// Declares that none of the closures blocks or takes long (they queue keys, send on an
+    /// unbounded channel, count): the informer calls them from its listener's task rather
+    /// than on tokio's blocking pool (see [`ResourceEventHandler::may_block`]). Not part of
+    /// client-go, whose handlers all run on goroutines of their own.
+    pub fn non_blocking(mut self) -> Self {
+        self.non_blocking = true;
+        self
+    }
 }
 
 impl<K> ResourceEventHandler<K> for ResourceEventHandlerFuncs<K> {
@@ -181,6 +211,9 @@ impl<K> ResourceEventHandler<K> for ResourceEventHandlerFuncs<K> {
         if let Some(f) = &self.delete {
             f(obj)
         }
+    }
+    fn may_block(&self) -> bool {
+        !self.non_blocking
     }
 }
 
@@ -247,6 +280,10 @@ impl<K, H: ResourceEventHandler<K>> ResourceEventHandler<K>
             self.handler.on_delete(obj);
         }
     }
+    /// The filter runs where the handler does: it should be as quick as the handler says.
+    fn may_block(&self) -> bool {
+        self.handler.may_block()
+    }
 }
 
 type KeySink = dyn Fn(String) + Send + Sync;
@@ -289,7 +326,9 @@ pub struct EnqueueObjectKey<K> {
 }
 
 impl<K> EnqueueObjectKey<K> {
-    /// A handler that calls `sink` with the key of each event's object.
+    /// A handler that calls `sink` with the key of each event's object. `sink` must not block
+    /// (the informer calls it from its listener's task: see
+    /// [`ResourceEventHandler::may_block`]); a workqueue's `add` does not.
     pub fn new(sink: impl Fn(String) + Send + Sync + 'static) -> Self {
         Self {
             sink: Arc::new(sink),
@@ -345,6 +384,10 @@ impl<K: Resource> ResourceEventHandler<K> for EnqueueObjectKey<K> {
 
     fn on_delete(&self, obj: &DeletedObject<K>) {
         (self.sink)(deletion_handling_meta_namespace_key(obj));
+    }
+    /// `false`: the sink queues a key (a workqueue's `add` never blocks).
+    fn may_block(&self) -> bool {
+        false
     }
 }
 

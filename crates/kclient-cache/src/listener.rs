@@ -1,6 +1,6 @@
 //! One handler's side of a shared informer (client-go's `processorListener`): its own queue
 //! of notifications, drained by its own task, in order, one call at a time, the calls made
-//! on tokio's blocking pool.
+//! on tokio's blocking pool (or by the task itself, for a handler that never blocks).
 //!
 //! The informer only ever pushes onto the queue (no handler runs under any lock, and a slow
 //! or blocking handler delays nobody but itself: it never holds an async worker thread). The queue is unbounded by default, like client-go's
@@ -219,11 +219,15 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
     /// queued, in order, then lingers up to [`LANE_LINGER`] for more before it returns, so
     /// that a steady stream of events costs one hand-off, not one per event.
     ///
-    /// On a current-thread runtime there is no worker to keep free (every task already
-    /// shares the one thread), so handlers are called by the listener's task itself.
+    /// A handler that says it never blocks ([`ResourceEventHandler::may_block`] is false) is
+    /// called by the listener's task itself, as is every handler on a current-thread
+    /// runtime (there is no worker to keep free: every task already shares the one
+    /// thread); the task spends tokio's cooperative budget per batch, so a steady stream of
+    /// events does not hold its worker.
     pub(crate) async fn run(self: Arc<Self>) {
-        let offload = tokio::runtime::Handle::current().runtime_flavor()
-            != tokio::runtime::RuntimeFlavor::CurrentThread;
+        let offload = self.handler.may_block()
+            && tokio::runtime::Handle::current().runtime_flavor()
+                != tokio::runtime::RuntimeFlavor::CurrentThread;
         loop {
             if self.is_closed() {
                 return;
@@ -236,6 +240,7 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
             if !offload {
                 self.handle_batch(batch);
                 self.queue.lock().lane_active = false;
+                tokio::task::coop::consume_budget().await;
                 continue;
             }
             let listener = Arc::clone(&self);

@@ -130,3 +130,64 @@ async fn a_blocking_handler_delays_only_its_own_listener() {
         run.await.unwrap();
     }
 }
+
+/// A handler declared non-blocking (`ResourceEventHandlerFuncs::non_blocking`, like
+/// `EnqueueObjectKey` and the reconcile runtime's handlers) is called by its listener's
+/// task, not on the blocking pool: with the runtime's only blocking thread held until the
+/// handler has seen an update, the update still arrives (called on the pool, it would wait
+/// behind the thread that waits for it, until the watchdog's 60 s).
+#[test]
+fn a_non_blocking_handler_is_called_by_its_listeners_task() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let source = FakeControllerSource::<ConfigMap>::new();
+        source.add((*obj("a", 0)).clone());
+        let informer =
+            SharedIndexInformer::new(source.clone(), SharedIndexInformerOptions::default());
+        let (seen_tx, seen_rx) = mpsc::channel::<i64>();
+        let seen_tx = parking_lot::Mutex::new(seen_tx);
+        let handler = ResourceEventHandlerFuncs::new()
+            .update_func(move |_, new: &Arc<ConfigMap>| {
+                let _ = seen_tx.lock().send(crate::common::val(new));
+            })
+            .non_blocking();
+        informer.add_event_handler(handler).unwrap();
+        let cancel = CancellationToken::new();
+        let run = tokio::spawn({
+            let (informer, cancel) = (informer.clone(), cancel.clone());
+            async move { informer.run(cancel).await }
+        });
+        assert!(kclient_cache::wait_for_cache_sync(&cancel, &[informer.synced()]).await);
+        let (holding_tx, holding_rx) = tokio::sync::oneshot::channel();
+        let holder = tokio::task::spawn_blocking(move || {
+            let _ = holding_tx.send(());
+            seen_rx.recv_timeout(Duration::from_secs(60))
+        });
+        holding_rx.await.unwrap();
+        source.modify((*obj("a", 1)).clone());
+        assert_eq!(holder.await.unwrap(), Ok(1));
+        cancel.cancel();
+        run.await.unwrap();
+    });
+}
+
+/// Whether a handler may block passes through the wrappers that hold it.
+#[test]
+fn may_block_passes_through_wrappers() {
+    use kclient_cache::{EnqueueObjectKey, FilteringResourceEventHandler, ResourceEventHandler};
+    let blocking = ResourceEventHandlerFuncs::<ConfigMap>::new();
+    let quick = ResourceEventHandlerFuncs::<ConfigMap>::new().non_blocking();
+    assert!(blocking.may_block());
+    assert!(!quick.may_block());
+    assert!(!Arc::new(quick.clone()).may_block());
+    let boxed: Box<dyn ResourceEventHandler<ConfigMap>> = Box::new(quick.clone());
+    assert!(!boxed.may_block());
+    assert!(!FilteringResourceEventHandler::new(|_: &ConfigMap| true, quick).may_block());
+    assert!(FilteringResourceEventHandler::new(|_: &ConfigMap| true, blocking).may_block());
+    assert!(!EnqueueObjectKey::<ConfigMap>::new(|_| {}).may_block());
+}

@@ -39,7 +39,9 @@ impl Registration {
 /// Registers a controller's handler on one informer when the controller starts.
 pub(crate) type Source = Box<dyn FnOnce(&KeyQueue) -> Result<Registration, InformerError> + Send>;
 
-/// Adds `handler` to `informer` under `name`, as a [`Registration`].
+/// Adds `handler` to `informer` under `name`, as a [`Registration`]. The handler only
+/// queues keys (its predicates and mappers are documented as quick), so the informer calls
+/// it from its listener's task rather than on the blocking pool.
 fn register<K>(
     informer: &SharedIndexInformer<K>,
     name: String,
@@ -49,7 +51,7 @@ where
     K: Resource + Clone + Send + Sync + 'static,
 {
     let registration = informer.add_event_handler_with_options(
-        handler,
+        handler.non_blocking(),
         HandlerOptions {
             name: Some(name),
             ..HandlerOptions::default()

@@ -104,4 +104,8 @@ impl<K: Send + Sync> ResourceEventHandler<K> for EventSender<K> {
             },
         }
     }
+    /// `false`: an unbounded channel's `send` never blocks.
+    fn may_block(&self) -> bool {
+        false
+    }
 }
