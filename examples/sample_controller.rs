@@ -6,7 +6,8 @@
 //!   controller owner reference names a Deployment reconciles that Deployment
 //!   (sample-controller's `handleObject`), on one informer factory's shared informers;
 //! * a [`Reconciler`] reading the ConfigMap from the lister and applying it (server-side
-//!   apply) through the typed Clientset, owned with [`set_controller_reference`];
+//!   apply) through the typed Clientset, made with its controller reference by
+//!   [`new_controlled_by`];
 //! * an error policy retrying a failed key with the workqueue's backoff at most five times;
 //! * two workers, the caches waited for, a graceful shutdown (Ctrl-C, or the end of the
 //!   scenario): no new reconcile, the ones in flight finish, the informers stop.
@@ -25,7 +26,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient::cache::Lister;
-use kclient::controller::owner::{controller_of, set_controller_reference};
+use kclient::controller::owner::{is_controlled_by, new_controlled_by};
 use kclient::controller::{self, shutdown_on_signal};
 use kclient::core::{CancellationToken, CreateOptions, ListOptions};
 use kclient::fake::FakeApiServer;
@@ -67,38 +68,32 @@ impl Reconciler<Deployment> for Settings {
 
     /// Makes the Deployment's ConfigMap what it should be (server-side apply).
     async fn reconcile(&self, d: Arc<Deployment>, _: &ReconcileContext) -> Result<Action, Error> {
-        let (namespace, name) = (d.namespace().unwrap_or_default(), d.name_any());
-        let settings = format!("{name}-settings");
-        let current = self.config_maps.namespaced(namespace).get(&settings).ok();
+        let namespace = d.namespace().unwrap_or_default();
+        let settings = format!("{}-settings", d.name_any());
         let data = desired_data(&d);
-        if d.labels().get(MANAGED.0).is_none_or(|v| v != MANAGED.1)
-            || current
-                .as_ref()
-                .is_some_and(|cm| cm.data.as_ref() == Some(&data))
-        {
-            return Ok(Action::await_change());
+        match self.config_maps.namespaced(namespace).get(&settings).ok() {
+            _ if d.labels().get(MANAGED.0).is_none_or(|v| v != MANAGED.1) => {}
+            Some(cm) if !is_controlled_by(&*cm, &*d) => {
+                return Err(
+                    format!("{settings} exists and is not owned by {}", d.name_any()).into(),
+                )
+            }
+            Some(cm) if cm.data.as_ref() == Some(&data) => {}
+            _ => {
+                let mut cm: ConfigMap = new_controlled_by(&*d, &settings)?;
+                cm.data = Some(data);
+                let apply = ApplyOptions::new("sample-controller").force();
+                let client = self.clientset.core_v1().config_maps(namespace);
+                client.apply(&settings, &cm, &apply).await?;
+            }
         }
-        if current.is_some_and(|cm| controller_of(&*cm).map(|o| o.uid.as_str()) != d.uid()) {
-            return Err(format!("{settings} exists and is not owned by {name}").into());
-        }
-        let mut cm = ConfigMap::default();
-        (cm.metadata.name, cm.metadata.namespace) =
-            (Some(settings.clone()), Some(namespace.into()));
-        cm.data = Some(data);
-        set_controller_reference(d.as_ref(), &mut cm)?;
-        let apply = ApplyOptions::new("sample-controller").force();
-        let client = self.clientset.core_v1().config_maps(namespace);
-        client.apply(&settings, &cm, &apply).await?;
         Ok(Action::await_change())
     }
 
     /// Retries a failed key with the workqueue's backoff, at most `MAX_RETRIES` times.
     fn error_policy(&self, error: &Error, ctx: &ReconcileContext) -> Action {
         println!("  error syncing {}: {error}", ctx.key());
-        match ctx.retries() < MAX_RETRIES {
-            true => Action::requeue_rate_limited(),
-            false => Action::await_change(),
-        }
+        Action::requeue_rate_limited_up_to(ctx, MAX_RETRIES)
     }
 }
 
@@ -117,10 +112,7 @@ async fn run(
     };
     Controller::<Deployment, _>::new("sample-controller", &factory)
         .owns::<ConfigMap>()
-        .with_config(controller::Config {
-            workers: 2,
-            ..Default::default()
-        })
+        .with_config(controller::Config::default().workers(2))
         .run(settings, cancel)
         .await?;
     factory.shutdown().await;

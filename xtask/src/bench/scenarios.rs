@@ -345,7 +345,12 @@ fn controllers(objects: usize, rounds: usize) -> Vec<Scenario> {
             Kind::Controller,
             rounds,
             args("3", &[]),
-            clients.to_vec(),
+            // The Secrets are cached whole anyway (the second controller's primary type): the
+            // owning controller shares that cache rather than add a metadata one.
+            vec![
+                client(KCLIENT, Program::Kclient, &["--owns", "whole"]),
+                clients[1].clone(),
+            ],
         ),
     ]
 }
