@@ -10,7 +10,8 @@
 //! ```text
 //!  object without our finalizer, not deleting --> add it (a patch), then Apply
 //!  object with our finalizer, not deleting    --> Apply
-//!  object with our finalizer, deleting        --> Cleanup; once it succeeded, remove the finalizer
+//!  object with our finalizer, deleting        --> read it live; if it still has the finalizer,
+//!                                                 Cleanup; once it succeeded, remove the finalizer
 //!  object without our finalizer, deleting     --> nothing: not ours to clean up (any more)
 //! ```
 //!
@@ -18,6 +19,11 @@
 //! `resourceVersion` they were computed from, so they never overwrite a change made
 //! meanwhile (another controller's finalizer); a `409 Conflict` is retried on a fresh read
 //! with client-go's `retry.DefaultRetry` (kclient-tools' [`retry_on_conflict`]).
+//!
+//! The live read before a cleanup costs one GET per deletion and keeps a cache that lags
+//! behind (the finalizer's removal not seen yet when the object is reconciled again) from
+//! running a finished cleanup twice (kube-rs's `finalizer` and controller-runtime run it
+//! from the cached object).
 //!
 //! What `Apply` and `Cleanup` must allow for: both may run again for the same state (a
 //! restart, a failed finalizer removal after a successful cleanup, a requeue), so they must
@@ -65,6 +71,16 @@ pub enum FinalizerError<E: std::error::Error + 'static> {
         #[source]
         source: kclient_typed::Error,
     },
+    /// The object could not be read live before its cleanup (the cleanup did not run and is
+    /// retried).
+    #[error("failed to read the object before its cleanup (finalizer {finalizer:?}): {source}")]
+    ReadBeforeCleanup {
+        /// The finalizer.
+        finalizer: String,
+        /// The read's error.
+        #[source]
+        source: kclient_typed::Error,
+    },
     /// The finalizer could not be removed (the cleanup had succeeded and runs again).
     #[error("failed to remove the finalizer {finalizer:?}: {source}")]
     RemoveFinalizer {
@@ -92,6 +108,9 @@ impl<E: std::error::Error + 'static> FinalizerError<E> {
             Self::AddFinalizer { finalizer, source } => {
                 FinalizerError::AddFinalizer { finalizer, source }
             }
+            Self::ReadBeforeCleanup { finalizer, source } => {
+                FinalizerError::ReadBeforeCleanup { finalizer, source }
+            }
             Self::RemoveFinalizer { finalizer, source } => {
                 FinalizerError::RemoveFinalizer { finalizer, source }
             }
@@ -104,9 +123,9 @@ impl<E: std::error::Error + ApiStatus + 'static> ApiStatus for FinalizerError<E>
     fn api_status(&self) -> Option<&kclient_core::Status> {
         match self {
             Self::ApplyFailed(e) | Self::CleanupFailed(e) => e.api_status(),
-            Self::AddFinalizer { source, .. } | Self::RemoveFinalizer { source, .. } => {
-                source.api_status()
-            }
+            Self::AddFinalizer { source, .. }
+            | Self::ReadBeforeCleanup { source, .. }
+            | Self::RemoveFinalizer { source, .. } => source.api_status(),
             Self::UnnamedObject => None,
         }
     }
@@ -162,10 +181,26 @@ where
             .await
             .map_err(FinalizerError::ApplyFailed),
         (true, true) => {
-            let action = reconcile(FinalizerEvent::Cleanup(Arc::clone(&obj)))
+            // The cache can lag behind a cleanup this process finished a moment ago (its
+            // finalizer's removal not seen yet, and an event about the object queued it
+            // again): read the object live, and clean up only while it still carries the
+            // finalizer. With the workqueue's one reconcile per key at a time, a deletion's
+            // cleanup then runs once per process unless it or the removal fails.
+            let live = match client.get(&name).await {
+                Ok(live) if ours(&live) => Arc::new(live),
+                Ok(_) => return Ok(Action::await_change()),
+                Err(e) if e.is_not_found() => return Ok(Action::await_change()),
+                Err(source) => {
+                    return Err(FinalizerError::ReadBeforeCleanup {
+                        finalizer: finalizer_name.to_owned(),
+                        source,
+                    })
+                }
+            };
+            let action = reconcile(FinalizerEvent::Cleanup(Arc::clone(&live)))
                 .await
                 .map_err(FinalizerError::CleanupFailed)?;
-            remove_finalizer(&client, &name, finalizer_name, &obj)
+            remove_finalizer(&client, &name, finalizer_name, &live)
                 .await
                 .map_err(|source| FinalizerError::RemoveFinalizer {
                     finalizer: finalizer_name.to_owned(),

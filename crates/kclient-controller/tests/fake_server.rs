@@ -696,6 +696,62 @@ async fn the_finalizer_is_added_before_apply_and_cleanup_runs_once_before_the_ob
     Ok(())
 }
 
+/// A reconcile from a cache that has not seen the finalizer's removal yet (the object
+/// deleting, still carrying the finalizer) does not clean up again: the helper reads the
+/// object live first. Seen on kube-apiserver, where the owned ConfigMap's deletion by the
+/// garbage collector queued the owner again before its finalizer's removal reached the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_cleanup_does_not_run_again_from_a_stale_copy() -> Result<(), BoxError> {
+    let server = FakeApiServer::builder().start().await?;
+    let clientset = clientset(&server);
+    let config_maps = clientset.core_v1().config_maps("default");
+    let cleaned = Arc::new(AtomicUsize::new(0));
+    let clean = |stale: &ConfigMap| {
+        let cleaned = Arc::clone(&cleaned);
+        finalizer(
+            &config_maps,
+            FINALIZER,
+            Arc::new(stale.clone()),
+            move |event| {
+                if let FinalizerEvent::Cleanup(_) = event {
+                    cleaned.fetch_add(1, Ordering::SeqCst);
+                }
+                async { Ok::<_, std::convert::Infallible>(Action::await_change()) }
+            },
+        )
+    };
+    for (name, others) in [("alone", vec![]), ("held", vec!["example.com/other"])] {
+        cleaned.store(0, Ordering::SeqCst);
+        let mut cm = config_map("default", name, &[]);
+        let finalizers = others
+            .iter()
+            .map(|f| f.to_string())
+            .chain([FINALIZER.to_string()]);
+        cm.metadata.finalizers = Some(finalizers.collect());
+        config_maps.create(&cm, &CreateOptions::default()).await?;
+        config_maps.delete(name, &DeleteOptions::default()).await?;
+        let stale = config_maps.get(name).await?;
+        assert!(stale.is_being_deleted());
+
+        assert_eq!(clean(&stale).await?, Action::await_change());
+        assert_eq!(cleaned.load(Ordering::SeqCst), 1, "{name}: cleaned up");
+        // The same stale copy again: the finalizer is gone from the server (with the object,
+        // or from the object another finalizer holds), so nothing runs.
+        assert_eq!(clean(&stale).await?, Action::await_change());
+        assert_eq!(
+            cleaned.load(Ordering::SeqCst),
+            1,
+            "{name}: not cleaned up twice"
+        );
+    }
+    assert!(config_maps.get_opt("alone").await?.is_none());
+    assert_eq!(
+        config_maps.get("held").await?.finalizers(),
+        ["example.com/other"]
+    );
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_finalizer_helper_retries_a_conflict_on_a_fresh_read() -> Result<(), BoxError> {
     let server = FakeApiServer::builder().start().await?;
