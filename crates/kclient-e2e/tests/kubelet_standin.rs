@@ -16,6 +16,7 @@ use kclient_e2e::scenarios::Namespace;
 use kclient_e2e::Target;
 use kclient_fake::{echo_port, FakeKubelet, Process};
 use kclient_streaming::remotecommand::ExecOptions;
+use kclient_tools::retry::{retry_on_conflict, DEFAULT_RETRY};
 use kclient_typed::Clientset;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -62,16 +63,26 @@ async fn with_node(
     target: &Target,
     clientset: &Clientset,
     node_name: &str,
-    mut created: Node,
+    created: Node,
     node: Node,
 ) -> Result<()> {
-    created.status = node.status;
-    clientset
-        .core_v1()
-        .nodes()
-        .update_status(&created, &UpdateOptions::default())
-        .await
-        .context("the node's status")?;
+    // kube-controller-manager's node controllers write the new Node too (taints,
+    // annotations): a conflict is retried on a fresh read.
+    let nodes = clientset.core_v1().nodes();
+    let first = std::sync::Mutex::new(Some(created));
+    retry_on_conflict(DEFAULT_RETRY, || async {
+        let taken = first.lock().unwrap().take();
+        let mut current = match taken {
+            Some(created) => created,
+            None => nodes.get(node_name).await?,
+        };
+        current.status = node.status.clone();
+        nodes
+            .update_status(&current, &UpdateOptions::default())
+            .await
+    })
+    .await
+    .context("the node's status")?;
     let ns = Namespace::create(&target.client()?, "kubelet").await?;
     let outcome = in_namespace(target, clientset, node_name, &ns.name).await;
     ns.delete().await?;

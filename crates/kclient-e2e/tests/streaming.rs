@@ -196,12 +196,19 @@ impl Fixture {
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("could not run {}", self.kubectl.display()))?;
+        // Stdin is written while the output is read: written first, a large input echoed
+        // back would fill the output pipe and stop kubectl reading its stdin.
         let mut input = child.stdin.take().context("stdin")?;
-        input.write_all(stdin).await?;
-        drop(input);
+        let stdin = stdin.to_vec();
+        let writer = tokio::spawn(async move {
+            let written = input.write_all(&stdin).await;
+            drop(input);
+            written
+        });
         let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
             .await
             .context("kubectl did not finish within 60 s")??;
+        writer.await??;
         Ok(Seen {
             stdout: output.stdout,
             stderr: output.stderr,
