@@ -3,7 +3,10 @@
 //!
 //! - **Background** deletion: the owner goes at once; then every dependent (an object whose
 //!   `ownerReferences` name the owner's uid) that has no other existing owner is deleted, and
-//!   dependents with other owners lose the dangling reference.
+//!   dependents with other owners lose the dangling reference. The same happens to an object
+//!   written later naming the removed owner (a controller's reconcile that raced the
+//!   deletion), as kube-controller-manager's collector finds it dangling; an owner this server
+//!   never held (a seeded Pod's ReplicaSet that was never created) is left alone.
 //! - **Foreground**: the owner gets a `deletionTimestamp` and the `foregroundDeletion`
 //!   finalizer; its dependents are deleted (in the foreground too); when none is left the
 //!   finalizer is removed and the owner goes.
@@ -69,6 +72,7 @@ impl Registry {
                         }
                     }
                     Work::Namespace(ns) => self.empty_namespace(&ns),
+                    Work::DanglingOwner(uid) => self.collect_dependents(&uid),
                 }
             }
         }

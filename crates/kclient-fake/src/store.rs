@@ -140,7 +140,15 @@ pub struct StoreState {
     uids: HashMap<String, (GroupResource, String)>,
     /// owner uid → dependents (resource, key).
     dependents: HashMap<String, HashSet<(GroupResource, String)>>,
+    /// The uids of the latest [`REMEMBERED_REMOVALS`] removed objects, oldest first, and
+    /// the same as a set.
+    removed_order: VecDeque<String>,
+    removed: HashSet<String>,
 }
+
+/// How many uids of removed objects the store remembers, to tell a dependent written after
+/// its owner went (see [`StoreState::removed_owners`]).
+const REMEMBERED_REMOVALS: usize = 100_000;
 
 fn uid_of(value: &Value) -> Option<&str> {
     value.pointer("/metadata/uid").and_then(Value::as_str)
@@ -165,6 +173,8 @@ impl StoreState {
             compacted: 1,
             uids: HashMap::new(),
             dependents: HashMap::new(),
+            removed_order: VecDeque::new(),
+            removed: HashSet::new(),
         }
     }
 
@@ -188,6 +198,16 @@ impl StoreState {
         let (resource, key) = self.uids.get(uid)?;
         let obj = self.get(resource, key)?;
         Some((resource, key.as_str(), obj))
+    }
+
+    /// The owners `value`'s owner references name that this store held and has removed
+    /// (among the latest [`REMEMBERED_REMOVALS`] removals): references the garbage collector
+    /// finds dangling. An owner the store never held is not among them.
+    pub fn removed_owners(&self, value: &Value) -> Vec<String> {
+        owner_uids(value)
+            .filter(|uid| self.removed.contains(*uid))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// The objects whose owner references name `uid`.
@@ -284,6 +304,7 @@ impl StoreState {
     ) -> Option<Arc<StoredObject>> {
         let prev = self.collections.get_mut(resource)?.remove(key)?;
         self.unindex(resource, key, &prev.value);
+        self.remember_removal(&prev.value);
         self.rv += 1;
         let rv = self.rv;
         let mut last = prev.value.clone();
@@ -311,6 +332,20 @@ impl StoreState {
                 .entry(owner.to_string())
                 .or_default()
                 .insert((resource.clone(), key.to_string()));
+        }
+    }
+
+    fn remember_removal(&mut self, value: &Value) {
+        let Some(uid) = uid_of(value) else {
+            return;
+        };
+        if self.removed.insert(uid.to_string()) {
+            self.removed_order.push_back(uid.to_string());
+            if self.removed_order.len() > REMEMBERED_REMOVALS {
+                if let Some(oldest) = self.removed_order.pop_front() {
+                    self.removed.remove(&oldest);
+                }
+            }
         }
     }
 

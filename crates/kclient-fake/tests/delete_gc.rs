@@ -196,6 +196,57 @@ async fn background_propagation() {
     );
 }
 
+/// An object written after its owner went (created, or updated to name it) is collected as
+/// kube-controller-manager's collector collects a dangling dependent: deleted when no owner
+/// is left, the dangling reference dropped when another owner exists. An owner the server
+/// never held is not dangling to it: such a reference stays.
+#[tokio::test]
+async fn a_dependent_written_after_its_owner_went_is_collected() {
+    let (server, c) = server().await;
+    let cms = GroupResource::new("", "configmaps");
+    let owner = c.post(CMS, &configmap("owner", json!({}))).await.body;
+    let other = c.post(CMS, &configmap("other-owner", json!({}))).await.body;
+    let r = c.delete(&format!("{CMS}/owner")).await;
+    assert_eq!(r.status, StatusCode::OK);
+
+    // Created naming the removed owner: answered, then collected.
+    let r = c
+        .post(CMS, &owned_by(configmap("late", json!({})), &owner))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert!(server.get_value(&cms, "default", "late").is_none());
+
+    // Updated to name it: collected too.
+    c.post(CMS, &configmap("edited", json!({}))).await;
+    let mut edited = c.get(&format!("{CMS}/edited")).await.body;
+    edited["metadata"]["ownerReferences"] =
+        owned_by(json!({}), &owner)["metadata"]["ownerReferences"].clone();
+    let r = c.put(&format!("{CMS}/edited"), &edited).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(server.get_value(&cms, "default", "edited").is_none());
+
+    // With another owner alive: kept, without the dangling reference.
+    let mut shared = owned_by(configmap("shared", json!({})), &owner);
+    shared["metadata"]["ownerReferences"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "other-owner", "uid": other["metadata"]["uid"]}));
+    c.post(CMS, &shared).await;
+    let shared = server
+        .get_value(&cms, "default", "shared")
+        .expect("kept: it has another owner");
+    let refs = shared["metadata"]["ownerReferences"].as_array().unwrap();
+    assert_eq!(refs.len(), 1);
+    assert_eq!(refs[0]["name"], "other-owner");
+
+    // An owner this server never held: left alone.
+    let never = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "ghost", "uid": "0b5c0c6a-0000-0000-0000-000000000000"}});
+    c.post(CMS, &owned_by(configmap("haunted", json!({})), &never))
+        .await;
+    assert!(server.get_value(&cms, "default", "haunted").is_some());
+}
+
 #[tokio::test]
 async fn orphan_dependents_false_is_accepted_when_the_object_stays() {
     let (_server, c) = server().await;

@@ -114,7 +114,9 @@ impl Registry {
             if opts.dry_run {
                 return Ok(obj);
             }
-            Ok(state.put(&gr, namespace, &key, obj).value.clone())
+            let stored = state.put(&gr, namespace, &key, obj).value.clone();
+            self.push_dangling_owners(state, &stored);
+            Ok(stored)
         })?;
         crate::crd::after_write(self, info, Some(&stored));
         Ok(for_version(info, &stored))

@@ -144,6 +144,9 @@ pub enum Work {
     },
     /// A namespace is terminating: delete its content.
     Namespace(String),
+    /// An object was written naming as owner the uid of an object already removed: collect
+    /// that owner's dependents again.
+    DanglingOwner(String),
 }
 
 /// The registry.
@@ -244,6 +247,15 @@ impl Registry {
 
     pub(crate) fn push_work(&self, work: Work) {
         self.pending.lock().push(work);
+    }
+
+    /// Records the owners of the just-written `stored` that are gone already, for the
+    /// garbage collector (kube-controller-manager's collects a dependent whose owners are
+    /// all gone whenever it was written).
+    pub(crate) fn push_dangling_owners(&self, state: &StoreState, stored: &Value) {
+        for uid in state.removed_owners(stored) {
+            self.push_work(Work::DanglingOwner(uid));
+        }
     }
 
     pub(crate) fn take_work(&self) -> Vec<Work> {

@@ -115,6 +115,7 @@ impl Registry {
                     return Ok((new, false, true));
                 }
                 let stored = state.put(&gr, namespace, &key, new).value.clone();
+                self.push_dangling_owners(state, &stored);
                 if meta::is_terminating(&stored) || started_terminating {
                     self.push_work(Work::Terminating {
                         resource: gr.clone(),
