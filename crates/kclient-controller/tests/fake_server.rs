@@ -135,19 +135,16 @@ async fn changes_to_owned_objects_reach_their_owner() -> Result<(), BoxError> {
     // The owner changes: the ConfigMap follows.
     deployments.scale_to("web", 5).await?;
     assert!(eventually_async(LIMIT, || async { has_replicas("5")(settings().await) }).await);
-    assert!(probe.overlaps().is_empty());
-
-    // The controller stops first: the garbage collector's deletion of the ConfigMap can reach
-    // it before the owner's, and it would make the ConfigMap again, owned by an owner gone
-    // (kube-controller-manager's collector takes such a dangling dependent later;
-    // kclient-fake's runs only on deletes). The owner goes: the ConfigMap goes with it.
-    shutdown.cancel();
-    running.await??;
-    factory.shutdown().await;
+    // The owner goes: kclient-fake's garbage collector takes the ConfigMap with it.
     deployments
         .delete("web", &DeleteOptions::background())
         .await?;
-    assert!(settings().await.is_none());
+    assert!(eventually_async(LIMIT, || async { settings().await.is_none() }).await);
+
+    assert!(probe.overlaps().is_empty());
+    shutdown.cancel();
+    running.await??;
+    factory.shutdown().await;
     Ok(())
 }
 
@@ -268,29 +265,20 @@ async fn owned_objects_cached_as_metadata_reach_their_owner_through_one_metadata
         })
         .await
     );
-    let remade = settings().await.unwrap();
-    assert!(
-        eventually(LIMIT, || cached
-            .get("web-settings")
-            .is_ok_and(|m| m.uid() == remade.uid()))
-        .await
-    );
-    // The owner changes.
+    // The owner changes, then goes.
     deployments.scale_to("web", 5).await?;
     assert!(eventually_async(LIMIT, || async { holds_replicas(settings().await, "5") }).await);
-    assert!(probe.overlaps().is_empty());
+    deployments
+        .delete("web", &DeleteOptions::background())
+        .await?;
+    assert!(eventually_async(LIMIT, || async { settings().await.is_none() }).await);
+    assert!(eventually(LIMIT, || cached.get("web-settings").is_err()).await);
 
-    // The controllers stop (a reconcile still running when the owner goes would apply the
-    // ConfigMap again after the garbage collector took it); the owner goes: so does the
-    // ConfigMap.
+    assert!(probe.overlaps().is_empty());
     shutdown.cancel();
     for run in runs {
         run.await??;
     }
-    deployments
-        .delete("web", &DeleteOptions::background())
-        .await?;
-    assert!(settings().await.is_none());
     factory.shutdown().await;
     Ok(())
 }
@@ -330,8 +318,8 @@ impl Reconciler<DynamicObject> for Schedules {
 /// A controller of CronTabs, a custom resource the program knows only at run time
 /// (`for_resource` over `DynamicObject`, on a factory over the Clientset), owning
 /// ConfigMaps (metadata only) against kclient-fake: each CronTab gets its ConfigMap, a
-/// changed schedule and an edited ConfigMap reach the CronTab, and the ConfigMap names the
-/// CronTab as its owner, so the garbage collector takes it with the CronTab.
+/// changed schedule and an edited ConfigMap reach the CronTab, the garbage collector takes
+/// the ConfigMap with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_of_a_custom_resource_known_at_run_time() -> Result<(), BoxError> {
     let server = FakeApiServer::builder().start().await?;
@@ -392,18 +380,15 @@ async fn a_controller_of_a_custom_resource_known_at_run_time() -> Result<(), Box
         .patch("nightly-schedule", &patch, &PatchOptions::default())
         .await?;
     assert!(eventually_async(LIMIT, || async { holds("0 0 * * *")(schedule().await) }).await);
-    assert!(probe.overlaps().is_empty());
-    // The controller stops first: a reconcile still running when its CronTab goes would apply
-    // the ConfigMap again after the garbage collector took it (kube-controller-manager's
-    // collector takes such a dangling dependent later; kclient-fake's runs only on deletes).
-    shutdown.cancel();
-    running.await??;
-    factory.shutdown().await;
-    // The CronTab goes: so does its ConfigMap, which names it as owner.
+    // The CronTab goes: so does its ConfigMap.
     crontabs_client
         .delete("nightly", &DeleteOptions::background())
         .await?;
-    assert!(schedule().await.is_none());
+    assert!(eventually_async(LIMIT, || async { schedule().await.is_none() }).await);
+    assert!(probe.overlaps().is_empty());
+    shutdown.cancel();
+    running.await??;
+    factory.shutdown().await;
     Ok(())
 }
 
