@@ -93,6 +93,7 @@ impl<K, H: ResourceEventHandler<K> + ?Sized> ResourceEventHandler<K> for Arc<H> 
     fn on_delete(&self, obj: &DeletedObject<K>) {
         (**self).on_delete(obj)
     }
+
     fn may_block(&self) -> bool {
         (**self).may_block()
     }
@@ -110,6 +111,7 @@ impl<K, H: ResourceEventHandler<K> + ?Sized> ResourceEventHandler<K> for Box<H> 
     fn on_delete(&self, obj: &DeletedObject<K>) {
         (**self).on_delete(obj)
     }
+
     fn may_block(&self) -> bool {
         (**self).may_block()
     }
@@ -184,6 +186,7 @@ impl<K> ResourceEventHandlerFuncs<K> {
         self.delete = Some(Arc::new(f));
         self
     }
+
     /// Declares that none of the closures blocks or takes long (they queue keys, send on an
     /// unbounded channel, count): the informer calls them from its listener's task rather
     /// than on tokio's blocking pool (see [`ResourceEventHandler::may_block`]). Not part of
@@ -212,6 +215,7 @@ impl<K> ResourceEventHandler<K> for ResourceEventHandlerFuncs<K> {
             f(obj)
         }
     }
+
     fn may_block(&self) -> bool {
         !self.non_blocking
     }
@@ -280,6 +284,7 @@ impl<K, H: ResourceEventHandler<K>> ResourceEventHandler<K>
             self.handler.on_delete(obj);
         }
     }
+
     /// The filter runs where the handler does: it should be as quick as the handler says.
     fn may_block(&self) -> bool {
         self.handler.may_block()
@@ -385,6 +390,7 @@ impl<K: Resource> ResourceEventHandler<K> for EnqueueObjectKey<K> {
     fn on_delete(&self, obj: &DeletedObject<K>) {
         (self.sink)(deletion_handling_meta_namespace_key(obj));
     }
+
     /// `false`: the sink queues a key (a workqueue's `add` never blocks).
     fn may_block(&self) -> bool {
         false

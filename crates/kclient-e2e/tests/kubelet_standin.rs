@@ -53,8 +53,8 @@ async fn kube_apiserver_proxies_exec_and_port_forward_to_a_kubelet_stand_in() ->
     let nodes = clientset.core_v1().nodes();
     let node_name = format!("kclient-e2e-kubelet-{}", std::process::id());
     let node: Node = serde_json::from_value(kubelet.node(&node_name))?;
-    let created = nodes.create(&node, &CreateOptions::default()).await?;
-    let outcome = with_node(&target, &clientset, &node_name, created, node).await;
+    nodes.create(&node, &CreateOptions::default()).await?;
+    let outcome = with_node(&target, &clientset, &node_name, node).await;
     let _ = nodes.delete(&node_name, &DeleteOptions::default()).await;
     outcome
 }
@@ -63,19 +63,13 @@ async fn with_node(
     target: &Target,
     clientset: &Clientset,
     node_name: &str,
-    created: Node,
     node: Node,
 ) -> Result<()> {
     // kube-controller-manager's node controllers write the new Node too (taints,
-    // annotations): a conflict is retried on a fresh read.
+    // annotations): the status goes on a fresh read, again after a conflict.
     let nodes = clientset.core_v1().nodes();
-    let first = std::sync::Mutex::new(Some(created));
     retry_on_conflict(DEFAULT_RETRY, || async {
-        let taken = first.lock().unwrap().take();
-        let mut current = match taken {
-            Some(created) => created,
-            None => nodes.get(node_name).await?,
-        };
+        let mut current = nodes.get(node_name).await?;
         current.status = node.status.clone();
         nodes
             .update_status(&current, &UpdateOptions::default())
