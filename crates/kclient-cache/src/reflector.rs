@@ -177,13 +177,14 @@ pub struct ReflectorOptions {
     pub expected_gvk: Option<GroupVersionKind>,
     /// Receives lists, watches, relists, items per list and the last resourceVersion.
     pub metrics: Option<Arc<dyn ReflectorMetrics>>,
-    /// Store a copy of each decoded object rather than the object itself (on by default; not
-    /// in client-go, whose decoder has no such waste). Decoding fills each `Vec` by pushing,
-    /// and a `Vec`'s first push reserves room for four elements (for elements up to 1 KiB),
-    /// so a decoded Pod carries some 4 KB of spare capacity; a copy has exact capacities. The
-    /// copy is made once per received object, after the transform: at 100k Pods it cut the
-    /// resident memory per cached Pod by 23% at the same CPU time (fewer pages to fault in
-    /// paid for the copying; `docs/benchmarks.md`).
+    /// Store each received object with exact capacities (on by default; not in client-go,
+    /// whose decoder has no such waste). Decoding fills each `Vec` by pushing, and a `Vec`'s
+    /// first push reserves room for four elements (for elements up to 1 KiB), so a Pod
+    /// decoded by serde carries some 4 KB of spare capacity. Types with a protobuf codec
+    /// (built-in kinds, `PartialObjectMetadata`) are fitted in place — their protobuf decoder
+    /// already fits as it decodes, so this only walks them; other types are stored as a copy,
+    /// which has exact capacities. Done once per received object, after the transform: at
+    /// 100k Pods it cut the resident memory per cached Pod by 23% (`docs/benchmarks.md`).
     pub compact_objects: bool,
     /// After each streaming list, list again at its resourceVersion (`Exact`) and compare the
     /// two — keys, uids, resourceVersions — panicking on a difference (client-go's watch-list
@@ -413,7 +414,7 @@ pub struct Reflector<K, L: ListerWatcher<K>, S> {
     use_watch_list: bool,
     expected_gvk: Option<GroupVersionKind>,
     metrics: Option<Arc<dyn ReflectorMetrics>>,
-    compact_objects: bool,
+    compaction: Compaction<K>,
     check_watch_list_consistency: bool,
     backoff: Mutex<ExponentialBackoffManager>,
     state: Mutex<RvState>,
@@ -425,6 +426,38 @@ pub struct Reflector<K, L: ListerWatcher<K>, S> {
     known_objects: Option<Indexer<K>>,
     list_codec: Option<ObjectCodec<K>>,
     _kind: std::marker::PhantomData<fn() -> K>,
+}
+
+/// How a received object gets exact capacities ([`ReflectorOptions::compact_objects`]).
+enum Compaction<K> {
+    /// Stored as received.
+    Keep,
+    /// Fitted in place by its protobuf codec's walk.
+    Fit(fn(&mut K)),
+    /// Stored as a copy (a type without a codec).
+    Copy,
+}
+
+impl<K: Clone + 'static> Compaction<K> {
+    fn new(compact_objects: bool) -> Self {
+        match (compact_objects, kclient_protobuf::registry::codec::<K>()) {
+            (false, _) => Compaction::Keep,
+            (true, Some(codec)) => Compaction::Fit(codec.fitter()),
+            (true, None) => Compaction::Copy,
+        }
+    }
+
+    fn apply(&self, mut obj: Arc<K>) -> Arc<K> {
+        match self {
+            Compaction::Keep => obj,
+            Compaction::Fit(fit) => {
+                // The object was just made (and transformed): the `Arc` is its only owner.
+                fit(Arc::make_mut(&mut obj));
+                obj
+            }
+            Compaction::Copy => Arc::new(K::clone(&obj)),
+        }
+    }
 }
 
 impl<K, L: ListerWatcher<K>, S> fmt::Debug for Reflector<K, L, S> {
@@ -485,7 +518,7 @@ where
             use_watch_list: options.use_watch_list,
             expected_gvk: options.expected_gvk.or(gvk),
             metrics: options.metrics,
-            compact_objects: options.compact_objects,
+            compaction: Compaction::new(options.compact_objects),
             check_watch_list_consistency: options.check_watch_list_consistency,
             backoff: Mutex::new(options.backoff),
             state: Mutex::new(RvState::default()),
@@ -837,11 +870,7 @@ where
             }
         }
         let obj = transform(self.transformer.as_ref(), Arc::new(obj))?;
-        Ok(if self.compact_objects {
-            Arc::new(K::clone(&obj))
-        } else {
-            obj
-        })
+        Ok(self.compaction.apply(obj))
     }
 
     fn cached_same_version(known: &Indexer<K>, obj: &K) -> Option<Arc<K>> {

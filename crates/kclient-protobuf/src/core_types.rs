@@ -62,6 +62,10 @@ impl Message for PartialObjectMetadata {
     fn put_zero(buf: &mut impl BufMut) {
         field::put_req(1, &ObjectMeta::default(), buf);
     }
+
+    fn fit(&mut self) {
+        field::fit_req(&mut self.metadata);
+    }
 }
 
 /// A `Status` message (the `raw` of an envelope typed `v1` `Status`) as kclient-core's

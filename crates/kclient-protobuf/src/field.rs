@@ -15,6 +15,11 @@
 //! | `len_opt_zero` / `put_opt_zero` | `Option<T>` | — | always, `None` as Go's zero value (Go values) |
 //! | `rep`, `rep_opt` | `Vec<T>`, `Option<Vec<T>>` | one element per field, packed or not | one field per element |
 //! | `map`, `map_opt` | `BTreeMap<String, T>`, `Option<…>` | one entry per field | one entry per key, in key order |
+//!
+//! Once a message is read, its decoder gives each repeated field's spare capacity back
+//! (`shrink_rep`, `shrink_rep_opt`); `Message::fit` does the same, in place, for an object
+//! decoded some other way (`fit_req`, `fit_opt`, `fit_rep`, `fit_rep_opt`, `fit_map`,
+//! `fit_map_opt`, generated for every field that holds a list or a message).
 
 use std::collections::BTreeMap;
 
@@ -31,6 +36,12 @@ pub trait Message: Decode + Encode {
     fn zero_len() -> usize;
     /// Writes Go's zero value of the message.
     fn put_zero(buf: &mut impl BufMut);
+    /// Gives back, in place, the capacity the message's lists (and those of the messages it
+    /// holds) do not use: for an object decoded by serde from JSON, whose lists grow as
+    /// [`shrink_rep`] describes. An informer stores each object it receives fitted
+    /// (`ReflectorOptions::compact_objects`); the protobuf decoders fit as they decode, so
+    /// for their objects this only walks the object.
+    fn fit(&mut self) {}
 }
 
 /// The Rust type of one field value: how it is read from and written to the wire.
@@ -52,6 +63,8 @@ pub trait Value: Sized {
     fn zero_len() -> usize;
     /// Writes Go's zero value after its key.
     fn put_zero(buf: &mut impl BufMut);
+    /// Gives back the capacity the value's lists do not use (nothing for scalars).
+    fn fit(&mut self) {}
 }
 
 fn put_len(len: usize, buf: &mut impl BufMut) {
@@ -173,7 +186,11 @@ impl Value for Vec<String> {
                 _ => wire::skip(tag, wt, &mut msg)?,
             }
         }
+        shrink_rep(&mut items);
         Ok(Some(items))
+    }
+    fn fit(&mut self) {
+        shrink_rep(self);
     }
     fn value_len(&self) -> usize {
         let len = items_len(self);
@@ -217,6 +234,9 @@ impl<T: Message> Value for T {
     fn put_zero(buf: &mut impl BufMut) {
         put_len(T::zero_len(), buf);
         T::put_zero(buf);
+    }
+    fn fit(&mut self) {
+        Message::fit(self);
     }
 }
 
@@ -293,6 +313,72 @@ pub fn rep_opt<V: Value>(
     ctx: Ctx,
 ) -> Result<(), DecodeError> {
     rep(slot.get_or_insert_with(Vec::new), wt, buf, ctx)
+}
+
+/// Gives a decoded repeated field back the capacity it does not use, once its message is read
+/// (its elements, decoded before, are already fitted).
+///
+/// Elements arrive one field at a time, so the `Vec` grows by doubling from Rust's minimum
+/// non-zero capacity (four elements of up to 1 KiB): a Pod's single `ContainerStatus` (752
+/// bytes) would otherwise keep room for four, its two `EnvVar`s room for four — some 4 KB of
+/// a decoded Pod (issue 27). Shrinking is a `realloc` that glibc does in place.
+#[inline]
+pub fn shrink_rep<V>(slot: &mut Vec<V>) {
+    if slot.capacity() > slot.len() {
+        slot.shrink_to_fit();
+    }
+}
+
+/// [`shrink_rep`] for a repeated field held as `Option<Vec<T>>`.
+#[inline]
+pub fn shrink_rep_opt<V>(slot: &mut Option<Vec<V>>) {
+    if let Some(slot) = slot {
+        shrink_rep(slot);
+    }
+}
+
+/// A field held as `T` (generated `Message::fit`).
+#[inline]
+pub fn fit_req<V: Value>(slot: &mut V) {
+    slot.fit();
+}
+
+/// A field held as `Option<T>`.
+#[inline]
+pub fn fit_opt<V: Value>(slot: &mut Option<V>) {
+    if let Some(value) = slot {
+        value.fit();
+    }
+}
+
+/// A repeated field held as `Vec<T>`: shrunk, and each element fitted.
+#[inline]
+pub fn fit_rep<V: Value>(slot: &mut Vec<V>) {
+    shrink_rep(slot);
+    slot.iter_mut().for_each(Value::fit);
+}
+
+/// A repeated field held as `Option<Vec<T>>`.
+#[inline]
+pub fn fit_rep_opt<V: Value>(slot: &mut Option<Vec<V>>) {
+    if let Some(slot) = slot {
+        fit_rep(slot);
+    }
+}
+
+/// A map field held as `BTreeMap<String, T>`: each value fitted (a B-tree has no spare
+/// capacity to give back).
+#[inline]
+pub fn fit_map<V: Value>(slot: &mut BTreeMap<String, V>) {
+    slot.values_mut().for_each(Value::fit);
+}
+
+/// A map field held as `Option<BTreeMap<String, T>>`.
+#[inline]
+pub fn fit_map_opt<V: Value>(slot: &mut Option<BTreeMap<String, V>>) {
+    if let Some(slot) = slot {
+        fit_map(slot);
+    }
 }
 
 /// One entry of a `map<string, V>` held as `BTreeMap`: a message with the key as field 1 and

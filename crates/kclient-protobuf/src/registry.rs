@@ -33,6 +33,7 @@ pub struct Codec<K> {
     decode: fn(&[u8], Ctx) -> Result<K, DecodeError>,
     encoded_len: fn(&K) -> usize,
     encode_raw: fn(&K, &mut Vec<u8>),
+    fit: fn(&mut K),
 }
 
 impl<K> std::fmt::Debug for Codec<K> {
@@ -53,6 +54,7 @@ impl<K: Message> Codec<K> {
             decode: <K as Decode>::decode,
             encoded_len: <K as Encode>::encoded_len,
             encode_raw: |k, buf| k.encode_raw(buf),
+            fit: <K as Message>::fit,
         }
     }
 }
@@ -82,6 +84,13 @@ impl<K> Codec<K> {
     /// message.
     pub fn decode_body(&self, body: &[u8], ctx: Ctx) -> Result<K, DecodeError> {
         envelope::decode_object_with(body, self.kind, ctx, self.decode)
+    }
+
+    /// The function that gives back, in place, the capacity an object's lists do not use
+    /// (`Message::fit`): what an object decoded by serde needs to be as small as one the
+    /// codec decoded.
+    pub fn fitter(&self) -> fn(&mut K) {
+        self.fit
     }
 
     /// The bare message's bytes.

@@ -386,6 +386,9 @@ impl Value for Box<JSONSchemaProps> {
     fn put_zero(buf: &mut impl BufMut) {
         <JSONSchemaProps as Value>::put_zero(buf);
     }
+    fn fit(&mut self) {
+        Value::fit(&mut **self);
+    }
 }
 
 /// Encodes a message built from `len` and `put` as a delimited value.

@@ -217,6 +217,10 @@ struct Body {
     len: String,
     /// Statements writing to `buf`.
     put: String,
+    /// Statements run once every field is read (repeated fields give back unused capacity).
+    shrink: String,
+    /// The statements of `Message::fit` (every list shrunk, every message in it fitted).
+    fit: String,
     /// Helper functions (inlined messages).
     helpers: String,
     /// Rust fields the message covers.
@@ -335,8 +339,8 @@ impl Emitter<'_> {
         }
         let _ = writeln!(
             out,
-            "while !buf.is_empty() {{ let (tag, wt) = wire::key(&mut buf)?; match tag {{ {} _ => wire::skip(tag, wt, &mut buf)?, }} }}",
-            body.arms
+            "while !buf.is_empty() {{ let (tag, wt) = wire::key(&mut buf)?; match tag {{ {} _ => wire::skip(tag, wt, &mut buf)?, }} }} {}",
+            body.arms, body.shrink
         );
         if local {
             let _ = write!(out, "Ok(Self {{");
@@ -372,12 +376,14 @@ impl Emitter<'_> {
         if def.has_default {
             let _ = writeln!(
                 out,
-                "impl Message for {path} {{ fn zero_len() -> usize {{ Self::default().encoded_len() }} fn put_zero(buf: &mut impl BufMut) {{ Self::default().encode_raw(buf) }} }}"
+                "impl Message for {path} {{ fn zero_len() -> usize {{ Self::default().encoded_len() }} fn put_zero(buf: &mut impl BufMut) {{ Self::default().encode_raw(buf) }} {} }}",
+                fit_fn(&body.fit)
             );
         } else {
             let _ = writeln!(
                 out,
-                "/// Go's zero value is written as an empty message (k8s-openapi's type has no `Default`); Go decodes both the same.\nimpl Message for {path} {{ fn zero_len() -> usize {{ 0 }} fn put_zero(_buf: &mut impl BufMut) {{}} }}"
+                "/// Go's zero value is written as an empty message (k8s-openapi's type has no `Default`); Go decodes both the same.\nimpl Message for {path} {{ fn zero_len() -> usize {{ 0 }} fn put_zero(_buf: &mut impl BufMut) {{}} {} }}",
+                fit_fn(&body.fit)
             );
         }
         Ok(body.schema)
@@ -452,6 +458,8 @@ impl Emitter<'_> {
                     body.put,
                     "wire::put_header({number}, len_{helper}(m), buf); put_{helper}(m, buf);"
                 );
+                body.shrink.push_str(&sub.shrink);
+                body.fit.push_str(&sub.fit);
                 body.covered.extend(sub.covered);
                 body.schema.extend(sub.schema);
                 continue;
@@ -541,6 +549,21 @@ impl Emitter<'_> {
                 body.arms,
                 "{number} => field::{dec}(&mut {slot}, wt, &mut buf, ctx).at({fname:?})?,"
             );
+            if matches!(dec, "rep" | "rep_opt") {
+                let _ = write!(body.shrink, "field::shrink_{dec}(&mut {slot});");
+            }
+            // Lists to shrink, and messages (alone, in lists or maps) to walk into.
+            if f.label() == "repeated" || is_message {
+                let fit = match (f.label(), optional) {
+                    ("repeated", false) => "rep",
+                    ("repeated", true) => "rep_opt",
+                    ("map", false) => "map",
+                    ("map", true) => "map_opt",
+                    (_, false) => "req",
+                    (_, true) => "opt",
+                };
+                let _ = write!(body.fit, "field::fit_{fit}(&mut m.{rust});");
+            }
             let _ = write!(body.len, "n += field::len_{enc}({number}, &m.{rust});");
             let _ = write!(body.put, "field::put_{enc}({number}, &m.{rust}, buf);");
             body.covered.push(rust.clone());
@@ -571,6 +594,15 @@ impl Emitter<'_> {
 
 /// A message without fields does not use `ctx`: `let _ = ctx;` keeps its decoder free of an
 /// unused-variable warning.
+/// `Message::fit` of a message whose fit statements are `fit` (none: the trait's no-op).
+fn fit_fn(fit: &str) -> String {
+    if fit.is_empty() {
+        String::new()
+    } else {
+        format!("fn fit(&mut self) {{ let m = self; {fit} }}")
+    }
+}
+
 fn ctx_unused(out: &mut String, arms: &str) -> std::fmt::Result {
     if arms.is_empty() {
         writeln!(out, "let _ = ctx;")?;

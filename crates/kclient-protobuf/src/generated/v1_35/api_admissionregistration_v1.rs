@@ -155,6 +155,8 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MatchResources {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resource_rules);
+        field::shrink_rep_opt(&mut m.exclude_resource_rules);
         Ok(message)
     }
 }
@@ -187,6 +189,13 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MatchResources {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.namespace_selector);
+        field::fit_opt(&mut m.object_selector);
+        field::fit_rep_opt(&mut m.resource_rules);
+        field::fit_rep_opt(&mut m.exclude_resource_rules);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.MutatingWebhook
@@ -217,6 +226,9 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.rules);
+        field::shrink_rep(&mut m.admission_review_versions);
+        field::shrink_rep_opt(&mut m.match_conditions);
         Ok(message)
     }
 }
@@ -263,6 +275,15 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.client_config);
+        field::fit_rep_opt(&mut m.rules);
+        field::fit_opt(&mut m.namespace_selector);
+        field::fit_rep(&mut m.admission_review_versions);
+        field::fit_opt(&mut m.object_selector);
+        field::fit_rep_opt(&mut m.match_conditions);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.MutatingWebhookConfiguration
@@ -279,6 +300,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingWebhookConf
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.webhooks);
         Ok(message)
     }
 }
@@ -304,6 +326,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingWebhookCon
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.webhooks);
     }
 }
 
@@ -413,6 +440,11 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperat
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resource_names);
+        field::shrink_rep_opt(&mut m.operations);
+        field::shrink_rep_opt(&mut m.api_groups);
+        field::shrink_rep_opt(&mut m.api_versions);
+        field::shrink_rep_opt(&mut m.resources);
         Ok(message)
     }
 }
@@ -443,6 +475,14 @@ impl Message for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOpera
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.resource_names);
+        field::fit_rep_opt(&mut m.operations);
+        field::fit_rep_opt(&mut m.api_groups);
+        field::fit_rep_opt(&mut m.api_versions);
+        field::fit_rep_opt(&mut m.resources);
     }
 }
 
@@ -535,6 +575,10 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ParamRef {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.selector);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.RuleWithOperations
@@ -589,6 +633,10 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::RuleWithOperations 
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.operations);
+        field::shrink_rep_opt(&mut m.api_groups);
+        field::shrink_rep_opt(&mut m.api_versions);
+        field::shrink_rep_opt(&mut m.resources);
         Ok(message)
     }
 }
@@ -615,6 +663,13 @@ impl Message for k8s_openapi::api::admissionregistration::v1::RuleWithOperations
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.operations);
+        field::fit_rep_opt(&mut m.api_groups);
+        field::fit_rep_opt(&mut m.api_versions);
+        field::fit_rep_opt(&mut m.resources);
     }
 }
 
@@ -680,6 +735,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::TypeChecking {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.expression_warnings);
         Ok(message)
     }
 }
@@ -703,6 +759,10 @@ impl Message for k8s_openapi::api::admissionregistration::v1::TypeChecking {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.expression_warnings);
     }
 }
 
@@ -749,6 +809,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding
@@ -791,6 +857,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec
@@ -810,6 +881,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.validation_actions);
         Ok(message)
     }
 }
@@ -840,6 +912,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.param_ref);
+        field::fit_opt(&mut m.match_resources);
+        field::fit_rep_opt(&mut m.validation_actions);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicySpec
@@ -864,6 +942,10 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.validations);
+        field::shrink_rep_opt(&mut m.audit_annotations);
+        field::shrink_rep_opt(&mut m.match_conditions);
+        field::shrink_rep_opt(&mut m.variables);
         Ok(message)
     }
 }
@@ -900,6 +982,15 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.param_kind);
+        field::fit_opt(&mut m.match_constraints);
+        field::fit_rep_opt(&mut m.validations);
+        field::fit_rep_opt(&mut m.audit_annotations);
+        field::fit_rep_opt(&mut m.match_conditions);
+        field::fit_rep_opt(&mut m.variables);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyStatus
@@ -918,6 +1009,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -945,6 +1037,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.type_checking);
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -974,6 +1071,9 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.rules);
+        field::shrink_rep(&mut m.admission_review_versions);
+        field::shrink_rep_opt(&mut m.match_conditions);
         Ok(message)
     }
 }
@@ -1018,6 +1118,15 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook 
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.client_config);
+        field::fit_rep_opt(&mut m.rules);
+        field::fit_opt(&mut m.namespace_selector);
+        field::fit_rep(&mut m.admission_review_versions);
+        field::fit_opt(&mut m.object_selector);
+        field::fit_rep_opt(&mut m.match_conditions);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.ValidatingWebhookConfiguration
@@ -1034,6 +1143,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookCo
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.webhooks);
         Ok(message)
     }
 }
@@ -1059,6 +1169,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookC
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.webhooks);
     }
 }
 
@@ -1195,5 +1310,9 @@ impl Message for k8s_openapi::api::admissionregistration::v1::WebhookClientConfi
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.service);
     }
 }

@@ -25,6 +25,8 @@ impl Decode for k8s_openapi::api::apiserverinternal::v1alpha1::ServerStorageVers
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.decodable_versions);
+        field::shrink_rep_opt(&mut m.served_versions);
         Ok(message)
     }
 }
@@ -54,6 +56,11 @@ impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::ServerStorageVer
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.decodable_versions);
+        field::fit_rep_opt(&mut m.served_versions);
     }
 }
 
@@ -99,6 +106,12 @@ impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_req(&mut m.status);
     }
 }
 
@@ -156,6 +169,10 @@ impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionCo
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // k8s.io.api.apiserverinternal.v1alpha1.StorageVersionSpec: an empty message (k8s-openapi: a JSON object).
@@ -202,6 +219,8 @@ impl Decode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSta
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.storage_versions);
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -229,5 +248,10 @@ impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSt
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.storage_versions);
+        field::fit_rep_opt(&mut m.conditions);
     }
 }

@@ -46,6 +46,11 @@ impl Message for k8s_openapi::api::certificates::v1alpha1::ClusterTrustBundle {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.certificates.v1alpha1.ClusterTrustBundleSpec

@@ -46,6 +46,11 @@ impl Message for k8s_openapi::api::coordination::v1::Lease {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.coordination.v1.LeaseSpec
@@ -106,5 +111,10 @@ impl Message for k8s_openapi::api::coordination::v1::LeaseSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.acquire_time);
+        field::fit_opt(&mut m.renew_time);
     }
 }

@@ -27,6 +27,7 @@ impl Decode for k8s_openapi::api::discovery::v1::Endpoint {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.addresses);
         Ok(message)
     }
 }
@@ -64,6 +65,13 @@ impl Message for k8s_openapi::api::discovery::v1::Endpoint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.addresses);
+        field::fit_opt(&mut m.conditions);
+        field::fit_opt(&mut m.target_ref);
+        field::fit_opt(&mut m.hints);
     }
 }
 
@@ -126,6 +134,8 @@ impl Decode for k8s_openapi::api::discovery::v1::EndpointHints {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.for_zones);
+        field::shrink_rep_opt(&mut m.for_nodes);
         Ok(message)
     }
 }
@@ -151,6 +161,11 @@ impl Message for k8s_openapi::api::discovery::v1::EndpointHints {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.for_zones);
+        field::fit_rep_opt(&mut m.for_nodes);
     }
 }
 
@@ -218,6 +233,8 @@ impl Decode for k8s_openapi::api::discovery::v1::EndpointSlice {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.endpoints);
+        field::shrink_rep_opt(&mut m.ports);
         Ok(message)
     }
 }
@@ -247,6 +264,12 @@ impl Message for k8s_openapi::api::discovery::v1::EndpointSlice {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep(&mut m.endpoints);
+        field::fit_rep_opt(&mut m.ports);
     }
 }
 

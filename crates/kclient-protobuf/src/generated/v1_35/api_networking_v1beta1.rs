@@ -46,6 +46,11 @@ impl Message for k8s_openapi::api::networking::v1beta1::IPAddress {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.networking.v1beta1.IPAddressSpec
@@ -84,6 +89,10 @@ impl Message for k8s_openapi::api::networking::v1beta1::IPAddressSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.parent_ref);
     }
 }
 
@@ -178,6 +187,12 @@ impl Message for k8s_openapi::api::networking::v1beta1::ServiceCIDR {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.networking.v1beta1.ServiceCIDRSpec
@@ -193,6 +208,7 @@ impl Decode for k8s_openapi::api::networking::v1beta1::ServiceCIDRSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.cidrs);
         Ok(message)
     }
 }
@@ -217,6 +233,10 @@ impl Message for k8s_openapi::api::networking::v1beta1::ServiceCIDRSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.cidrs);
+    }
 }
 
 // ---- k8s.io.api.networking.v1beta1.ServiceCIDRStatus
@@ -232,6 +252,7 @@ impl Decode for k8s_openapi::api::networking::v1beta1::ServiceCIDRStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -255,5 +276,9 @@ impl Message for k8s_openapi::api::networking::v1beta1::ServiceCIDRStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }

@@ -52,6 +52,10 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaint {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time_added);
+    }
 }
 
 // ---- k8s.io.api.resource.v1alpha3.DeviceTaintRule
@@ -97,6 +101,12 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRule {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.resource.v1alpha3.DeviceTaintRuleSpec
@@ -139,6 +149,11 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.device_selector);
+        field::fit_req(&mut m.taint);
+    }
 }
 
 // ---- k8s.io.api.resource.v1alpha3.DeviceTaintRuleStatus
@@ -154,6 +169,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -177,6 +193,10 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 

@@ -25,6 +25,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -60,6 +61,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_opt(&mut m.data);
+        field::fit_opt(&mut m.network_data);
     }
 }
 
@@ -107,6 +114,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::AllocationResult {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.devices);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_opt(&mut m.allocation_timestamp);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.BasicDevice
@@ -136,6 +149,10 @@ impl Decode for k8s_openapi::api::resource::v1beta1::BasicDevice {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.consumes_counters);
+        field::shrink_rep_opt(&mut m.taints);
+        field::shrink_rep_opt(&mut m.binding_conditions);
+        field::shrink_rep_opt(&mut m.binding_failure_conditions);
         Ok(message)
     }
 }
@@ -179,6 +196,16 @@ impl Message for k8s_openapi::api::resource::v1beta1::BasicDevice {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.attributes);
+        field::fit_map_opt(&mut m.capacity);
+        field::fit_rep_opt(&mut m.consumes_counters);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_rep_opt(&mut m.taints);
+        field::fit_rep_opt(&mut m.binding_conditions);
+        field::fit_rep_opt(&mut m.binding_failure_conditions);
     }
 }
 
@@ -236,6 +263,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.valid_values);
         Ok(message)
     }
 }
@@ -263,6 +291,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.default);
+        field::fit_rep_opt(&mut m.valid_values);
+        field::fit_opt(&mut m.valid_range);
     }
 }
 
@@ -309,6 +343,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.min);
+        field::fit_opt(&mut m.max);
+        field::fit_opt(&mut m.step);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.CapacityRequirements
@@ -348,6 +388,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.requests);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.Counter
@@ -386,6 +430,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::Counter {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.value);
     }
 }
 
@@ -429,6 +477,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::CounterSet {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map(&mut m.counters);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.Device
@@ -470,6 +522,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::Device {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.basic);
     }
 }
 
@@ -523,6 +579,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfigurati
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -559,6 +616,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfigurat
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_opt(&mut m.opaque);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceAllocationResult
@@ -575,6 +637,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.results);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -600,6 +664,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.results);
+        field::fit_rep_opt(&mut m.config);
     }
 }
 
@@ -691,6 +760,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.value);
+        field::fit_opt(&mut m.request_policy);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceClaim
@@ -708,6 +782,9 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClaim {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
+        field::shrink_rep_opt(&mut m.constraints);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -735,6 +812,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_rep_opt(&mut m.constraints);
+        field::fit_rep_opt(&mut m.config);
     }
 }
 
@@ -787,6 +870,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -817,6 +901,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_opt(&mut m.opaque);
     }
 }
 
@@ -859,6 +948,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClass {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
     }
 }
 
@@ -939,6 +1033,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.opaque);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceClassSpec
@@ -957,6 +1055,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -985,6 +1085,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.config);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceConstraint
@@ -1003,6 +1108,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -1030,6 +1136,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
     }
 }
 
@@ -1073,6 +1183,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceCounterConsumption {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map(&mut m.counters);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceRequest
@@ -1101,6 +1215,9 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.first_available);
+        field::shrink_rep_opt(&mut m.tolerations);
         Ok(message)
     }
 }
@@ -1141,6 +1258,13 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequest {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.first_available);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_opt(&mut m.capacity);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceRequestAllocationResult
@@ -1168,6 +1292,9 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationResu
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.tolerations);
+        field::shrink_rep_opt(&mut m.binding_conditions);
+        field::shrink_rep_opt(&mut m.binding_failure_conditions);
         Ok(message)
     }
 }
@@ -1210,6 +1337,13 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationRes
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_rep_opt(&mut m.binding_conditions);
+        field::fit_rep_opt(&mut m.binding_failure_conditions);
+        field::fit_map_opt(&mut m.consumed_capacity);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceSelector
@@ -1249,6 +1383,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceSelector {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.cel);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceSubRequest
@@ -1274,6 +1412,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.tolerations);
         Ok(message)
     }
 }
@@ -1309,6 +1449,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_opt(&mut m.capacity);
     }
 }
 
@@ -1357,6 +1503,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceTaint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time_added);
     }
 }
 
@@ -1428,6 +1578,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ips);
         Ok(message)
     }
 }
@@ -1455,6 +1606,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ips);
     }
 }
 
@@ -1497,6 +1652,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.parameters);
     }
 }
 
@@ -1542,6 +1701,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -1630,6 +1795,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.devices);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.ResourceClaimStatus
@@ -1647,6 +1816,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.reserved_for);
+        field::shrink_rep_opt(&mut m.devices);
         Ok(message)
     }
 }
@@ -1674,6 +1845,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.allocation);
+        field::fit_rep_opt(&mut m.reserved_for);
+        field::fit_rep_opt(&mut m.devices);
     }
 }
 
@@ -1717,6 +1894,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.ResourceClaimTemplateSpec
@@ -1758,6 +1940,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplateSpec 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.metadata);
+        field::fit_req(&mut m.spec);
     }
 }
 
@@ -1847,6 +2034,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceSlice {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.ResourceSliceSpec
@@ -1871,6 +2063,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.devices);
+        field::shrink_rep_opt(&mut m.shared_counters);
         Ok(message)
     }
 }
@@ -1908,5 +2102,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.pool);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_rep_opt(&mut m.devices);
+        field::fit_rep_opt(&mut m.shared_counters);
     }
 }

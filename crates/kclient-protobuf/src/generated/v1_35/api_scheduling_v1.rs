@@ -56,4 +56,8 @@ impl Message for k8s_openapi::api::scheduling::v1::PriorityClass {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+    }
 }

@@ -112,6 +112,10 @@ impl Message for k8s_openapi::api::scheduling::v1alpha1::PodGroup {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.policy);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1alpha1.PodGroupPolicy
@@ -153,6 +157,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha1::PodGroupPolicy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.basic);
+        field::fit_opt(&mut m.gang);
     }
 }
 
@@ -241,6 +250,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha1::Workload {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1alpha1.WorkloadSpec
@@ -257,6 +271,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha1::WorkloadSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.pod_groups);
         Ok(message)
     }
 }
@@ -282,5 +297,10 @@ impl Message for k8s_openapi::api::scheduling::v1alpha1::WorkloadSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.controller_ref);
+        field::fit_rep(&mut m.pod_groups);
     }
 }

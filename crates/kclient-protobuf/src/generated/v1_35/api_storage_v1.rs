@@ -46,6 +46,11 @@ impl Message for k8s_openapi::api::storage::v1::CSIDriver {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.CSIDriverSpec
@@ -85,6 +90,8 @@ impl Decode for k8s_openapi::api::storage::v1::CSIDriverSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.volume_lifecycle_modes);
+        field::shrink_rep_opt(&mut m.token_requests);
         Ok(message)
     }
 }
@@ -126,6 +133,11 @@ impl Message for k8s_openapi::api::storage::v1::CSIDriverSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.volume_lifecycle_modes);
+        field::fit_rep_opt(&mut m.token_requests);
     }
 }
 
@@ -169,6 +181,11 @@ impl Message for k8s_openapi::api::storage::v1::CSINode {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.CSINodeDriver
@@ -187,6 +204,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeDriver {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.topology_keys);
         Ok(message)
     }
 }
@@ -217,6 +235,11 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeDriver {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.topology_keys);
+        field::fit_opt(&mut m.allocatable);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.CSINodeSpec
@@ -232,6 +255,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.drivers);
         Ok(message)
     }
 }
@@ -255,6 +279,10 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.drivers);
     }
 }
 
@@ -309,6 +337,13 @@ impl Message for k8s_openapi::api::storage::v1::CSIStorageCapacity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.node_topology);
+        field::fit_opt(&mut m.capacity);
+        field::fit_opt(&mut m.maximum_volume_size);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.StorageClass
@@ -334,6 +369,8 @@ impl Decode for k8s_openapi::api::storage::v1::StorageClass {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.mount_options);
+        field::shrink_rep_opt(&mut m.allowed_topologies);
         Ok(message)
     }
 }
@@ -371,6 +408,12 @@ impl Message for k8s_openapi::api::storage::v1::StorageClass {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.mount_options);
+        field::fit_rep_opt(&mut m.allowed_topologies);
     }
 }
 
@@ -460,6 +503,12 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachment {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.VolumeAttachmentSource
@@ -503,6 +552,10 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.inline_volume_spec);
     }
 }
 
@@ -548,6 +601,10 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.source);
     }
 }
 
@@ -598,6 +655,11 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.attach_error);
+        field::fit_opt(&mut m.detach_error);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.VolumeAttributesClass
@@ -643,6 +705,10 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttributesClass {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.VolumeError
@@ -687,6 +753,10 @@ impl Message for k8s_openapi::api::storage::v1::VolumeError {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time);
     }
 }
 

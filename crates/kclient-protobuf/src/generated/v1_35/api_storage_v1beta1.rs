@@ -49,4 +49,8 @@ impl Message for k8s_openapi::api::storage::v1beta1::VolumeAttributesClass {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+    }
 }

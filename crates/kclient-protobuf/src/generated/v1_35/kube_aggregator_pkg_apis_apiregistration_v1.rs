@@ -49,6 +49,12 @@ impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::A
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.kube_aggregator.pkg.apis.apiregistration.v1.APIServiceCondition
@@ -100,6 +106,10 @@ impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::A
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -162,6 +172,10 @@ impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::A
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.service);
+    }
 }
 
 // ---- k8s.io.kube_aggregator.pkg.apis.apiregistration.v1.APIServiceStatus
@@ -177,6 +191,7 @@ impl Decode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::AP
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -200,6 +215,10 @@ impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::A
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 

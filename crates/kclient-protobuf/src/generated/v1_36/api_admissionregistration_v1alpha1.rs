@@ -147,6 +147,8 @@ impl Decode for k8s_openapi::api::admissionregistration::v1alpha1::MatchResource
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resource_rules);
+        field::shrink_rep_opt(&mut m.exclude_resource_rules);
         Ok(message)
     }
 }
@@ -178,6 +180,13 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::MatchResourc
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.namespace_selector);
+        field::fit_opt(&mut m.object_selector);
+        field::fit_rep_opt(&mut m.resource_rules);
+        field::fit_rep_opt(&mut m.exclude_resource_rules);
     }
 }
 
@@ -221,6 +230,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmi
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1alpha1.MutatingAdmissionPolicyBinding
@@ -262,6 +276,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmi
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
     }
 }
 
@@ -314,6 +333,11 @@ impl Message
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.param_ref);
+        field::fit_opt(&mut m.match_resources);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1alpha1.MutatingAdmissionPolicySpec
@@ -338,6 +362,9 @@ impl Decode for k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmis
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.variables);
+        field::shrink_rep_opt(&mut m.mutations);
+        field::shrink_rep_opt(&mut m.match_conditions);
         Ok(message)
     }
 }
@@ -373,6 +400,14 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmi
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.param_kind);
+        field::fit_opt(&mut m.match_constraints);
+        field::fit_rep_opt(&mut m.variables);
+        field::fit_rep_opt(&mut m.mutations);
+        field::fit_rep_opt(&mut m.match_conditions);
     }
 }
 
@@ -419,6 +454,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::Mutation {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.apply_configuration);
+        field::fit_opt(&mut m.json_patch);
     }
 }
 
@@ -528,6 +568,11 @@ impl Decode for k8s_openapi::api::admissionregistration::v1alpha1::NamedRuleWith
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resource_names);
+        field::shrink_rep_opt(&mut m.operations);
+        field::shrink_rep_opt(&mut m.api_groups);
+        field::shrink_rep_opt(&mut m.api_versions);
+        field::shrink_rep_opt(&mut m.resources);
         Ok(message)
     }
 }
@@ -558,6 +603,14 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::NamedRuleWit
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.resource_names);
+        field::fit_rep_opt(&mut m.operations);
+        field::fit_rep_opt(&mut m.api_groups);
+        field::fit_rep_opt(&mut m.api_versions);
+        field::fit_rep_opt(&mut m.resources);
     }
 }
 
@@ -649,6 +702,10 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::ParamRef {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.selector);
     }
 }
 

@@ -49,6 +49,11 @@ impl Message for k8s_openapi::api::apps::v1::ControllerRevision {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.data);
+    }
 }
 
 // ---- k8s.io.api.apps.v1.DaemonSet
@@ -93,6 +98,12 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSet {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -145,6 +156,10 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetCondition {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -201,6 +216,12 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.selector);
+        field::fit_req(&mut m.template);
+        field::fit_opt(&mut m.update_strategy);
+    }
 }
 
 // ---- k8s.io.api.apps.v1.DaemonSetStatus
@@ -232,6 +253,7 @@ impl Decode for k8s_openapi::api::apps::v1::DaemonSetStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -274,6 +296,10 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+    }
 }
 
 // ---- k8s.io.api.apps.v1.DaemonSetUpdateStrategy
@@ -315,6 +341,10 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.rolling_update);
     }
 }
 
@@ -360,6 +390,12 @@ impl Message for k8s_openapi::api::apps::v1::Deployment {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -416,6 +452,11 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentCondition {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_update_time);
+        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -480,6 +521,12 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.selector);
+        field::fit_req(&mut m.template);
+        field::fit_opt(&mut m.strategy);
+    }
 }
 
 // ---- k8s.io.api.apps.v1.DeploymentStatus
@@ -508,6 +555,7 @@ impl Decode for k8s_openapi::api::apps::v1::DeploymentStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -547,6 +595,10 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -589,6 +641,10 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentStrategy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.rolling_update);
     }
 }
 
@@ -634,6 +690,12 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSet {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -687,6 +749,10 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSetCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.apps.v1.ReplicaSetSpec
@@ -736,6 +802,11 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSetSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.selector);
+        field::fit_opt(&mut m.template);
+    }
 }
 
 // ---- k8s.io.api.apps.v1.ReplicaSetStatus
@@ -761,6 +832,7 @@ impl Decode for k8s_openapi::api::apps::v1::ReplicaSetStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -796,6 +868,10 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSetStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -839,6 +915,11 @@ impl Message for k8s_openapi::api::apps::v1::RollingUpdateDaemonSet {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.max_unavailable);
+        field::fit_opt(&mut m.max_surge);
+    }
 }
 
 // ---- k8s.io.api.apps.v1.RollingUpdateDeployment
@@ -881,6 +962,11 @@ impl Message for k8s_openapi::api::apps::v1::RollingUpdateDeployment {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.max_unavailable);
+        field::fit_opt(&mut m.max_surge);
+    }
 }
 
 // ---- k8s.io.api.apps.v1.RollingUpdateStatefulSetStrategy
@@ -922,6 +1008,10 @@ impl Message for k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.max_unavailable);
     }
 }
 
@@ -967,6 +1057,12 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSet {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -1019,6 +1115,10 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetCondition {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -1138,6 +1238,7 @@ impl Decode for k8s_openapi::api::apps::v1::StatefulSetSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.volume_claim_templates);
         Ok(message)
     }
 }
@@ -1182,6 +1283,15 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.selector);
+        field::fit_req(&mut m.template);
+        field::fit_rep_opt(&mut m.volume_claim_templates);
+        field::fit_opt(&mut m.update_strategy);
+        field::fit_opt(&mut m.persistent_volume_claim_retention_policy);
+        field::fit_opt(&mut m.ordinals);
+    }
 }
 
 // ---- k8s.io.api.apps.v1.StatefulSetStatus
@@ -1213,6 +1323,7 @@ impl Decode for k8s_openapi::api::apps::v1::StatefulSetStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -1255,6 +1366,10 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+    }
 }
 
 // ---- k8s.io.api.apps.v1.StatefulSetUpdateStrategy
@@ -1296,5 +1411,9 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetUpdateStrategy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.rolling_update);
     }
 }

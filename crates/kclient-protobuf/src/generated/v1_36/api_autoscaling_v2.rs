@@ -49,6 +49,10 @@ impl Message for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSourc
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.target);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.ContainerResourceMetricStatus
@@ -93,6 +97,10 @@ impl Message for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricStatu
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.current);
     }
 }
 
@@ -181,6 +189,11 @@ impl Message for k8s_openapi::api::autoscaling::v2::ExternalMetricSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metric);
+        field::fit_req(&mut m.target);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.ExternalMetricStatus
@@ -222,6 +235,11 @@ impl Message for k8s_openapi::api::autoscaling::v2::ExternalMetricStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metric);
+        field::fit_req(&mut m.current);
     }
 }
 
@@ -287,6 +305,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.policies);
         Ok(message)
     }
 }
@@ -316,6 +335,11 @@ impl Message for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.policies);
+        field::fit_opt(&mut m.tolerance);
     }
 }
 
@@ -362,6 +386,12 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerBehavior
@@ -403,6 +433,11 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehav
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.scale_up);
+        field::fit_opt(&mut m.scale_down);
     }
 }
 
@@ -456,6 +491,10 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondi
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerSpec
@@ -475,6 +514,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.metrics);
         Ok(message)
     }
 }
@@ -507,6 +547,12 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec 
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.scale_target_ref);
+        field::fit_rep_opt(&mut m.metrics);
+        field::fit_opt(&mut m.behavior);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerStatus
@@ -532,6 +578,8 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.current_metrics);
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -565,6 +613,12 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatu
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_scale_time);
+        field::fit_rep_opt(&mut m.current_metrics);
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -607,6 +661,10 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricIdentifier {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.selector);
     }
 }
 
@@ -663,6 +721,14 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.object);
+        field::fit_opt(&mut m.pods);
+        field::fit_opt(&mut m.resource);
+        field::fit_opt(&mut m.external);
+        field::fit_opt(&mut m.container_resource);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.MetricStatus
@@ -718,6 +784,14 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.object);
+        field::fit_opt(&mut m.pods);
+        field::fit_opt(&mut m.resource);
+        field::fit_opt(&mut m.external);
+        field::fit_opt(&mut m.container_resource);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.MetricTarget
@@ -767,6 +841,11 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricTarget {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.value);
+        field::fit_opt(&mut m.average_value);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.MetricValueStatus
@@ -812,6 +891,11 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricValueStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.value);
+        field::fit_opt(&mut m.average_value);
     }
 }
 
@@ -860,6 +944,12 @@ impl Message for k8s_openapi::api::autoscaling::v2::ObjectMetricSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.described_object);
+        field::fit_req(&mut m.target);
+        field::fit_req(&mut m.metric);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.ObjectMetricStatus
@@ -907,6 +997,12 @@ impl Message for k8s_openapi::api::autoscaling::v2::ObjectMetricStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metric);
+        field::fit_req(&mut m.current);
+        field::fit_req(&mut m.described_object);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.PodsMetricSource
@@ -948,6 +1044,11 @@ impl Message for k8s_openapi::api::autoscaling::v2::PodsMetricSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metric);
+        field::fit_req(&mut m.target);
     }
 }
 
@@ -991,6 +1092,11 @@ impl Message for k8s_openapi::api::autoscaling::v2::PodsMetricStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metric);
+        field::fit_req(&mut m.current);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.ResourceMetricSource
@@ -1033,6 +1139,10 @@ impl Message for k8s_openapi::api::autoscaling::v2::ResourceMetricSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.target);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.ResourceMetricStatus
@@ -1074,5 +1184,9 @@ impl Message for k8s_openapi::api::autoscaling::v2::ResourceMetricStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.current);
     }
 }

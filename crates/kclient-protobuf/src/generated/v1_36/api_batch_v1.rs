@@ -49,6 +49,12 @@ impl Message for k8s_openapi::api::batch::v1::CronJob {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.CronJobSpec
@@ -113,6 +119,10 @@ impl Message for k8s_openapi::api::batch::v1::CronJobSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.job_template);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.CronJobStatus
@@ -132,6 +142,7 @@ impl Decode for k8s_openapi::api::batch::v1::CronJobStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.active);
         Ok(message)
     }
 }
@@ -159,6 +170,12 @@ impl Message for k8s_openapi::api::batch::v1::CronJobStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.active);
+        field::fit_opt(&mut m.last_schedule_time);
+        field::fit_opt(&mut m.last_successful_time);
     }
 }
 
@@ -204,6 +221,12 @@ impl Message for k8s_openapi::api::batch::v1::Job {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -261,6 +284,11 @@ impl Message for k8s_openapi::api::batch::v1::JobCondition {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_probe_time);
+        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -352,6 +380,13 @@ impl Message for k8s_openapi::api::batch::v1::JobSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.selector);
+        field::fit_req(&mut m.template);
+        field::fit_opt(&mut m.pod_failure_policy);
+        field::fit_opt(&mut m.success_policy);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.JobStatus
@@ -379,6 +414,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -423,6 +459,13 @@ impl Message for k8s_openapi::api::batch::v1::JobStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_opt(&mut m.start_time);
+        field::fit_opt(&mut m.completion_time);
+        field::fit_opt(&mut m.uncounted_terminated_pods);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.JobTemplateSpec
@@ -465,6 +508,11 @@ impl Message for k8s_openapi::api::batch::v1::JobTemplateSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.PodFailurePolicy
@@ -480,6 +528,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicy {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.rules);
         Ok(message)
     }
 }
@@ -504,6 +553,10 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicy {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.rules);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.PodFailurePolicyOnExitCodesRequirement
@@ -521,6 +574,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirem
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.values);
         Ok(message)
     }
 }
@@ -548,6 +602,10 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequire
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.values);
     }
 }
 
@@ -609,6 +667,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.on_pod_conditions);
         Ok(message)
     }
 }
@@ -637,6 +696,11 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.on_exit_codes);
+        field::fit_rep_opt(&mut m.on_pod_conditions);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.SuccessPolicy
@@ -652,6 +716,7 @@ impl Decode for k8s_openapi::api::batch::v1::SuccessPolicy {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.rules);
         Ok(message)
     }
 }
@@ -675,6 +740,10 @@ impl Message for k8s_openapi::api::batch::v1::SuccessPolicy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.rules);
     }
 }
 
@@ -735,6 +804,8 @@ impl Decode for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.succeeded);
+        field::shrink_rep_opt(&mut m.failed);
         Ok(message)
     }
 }
@@ -760,5 +831,10 @@ impl Message for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.succeeded);
+        field::fit_rep_opt(&mut m.failed);
     }
 }

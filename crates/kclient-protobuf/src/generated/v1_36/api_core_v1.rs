@@ -99,6 +99,12 @@ impl Message for k8s_openapi::api::core::v1::Affinity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.node_affinity);
+        field::fit_opt(&mut m.pod_affinity);
+        field::fit_opt(&mut m.pod_anti_affinity);
+    }
 }
 
 // ---- k8s.io.api.core.v1.AppArmorProfile
@@ -375,6 +381,11 @@ impl Message for k8s_openapi::api::core::v1::Binding {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.target);
+    }
 }
 
 // ---- k8s.io.api.core.v1.CSIPersistentVolumeSource
@@ -447,6 +458,14 @@ impl Message for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.controller_publish_secret_ref);
+        field::fit_opt(&mut m.node_stage_secret_ref);
+        field::fit_opt(&mut m.node_publish_secret_ref);
+        field::fit_opt(&mut m.controller_expand_secret_ref);
+        field::fit_opt(&mut m.node_expand_secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.CSIVolumeSource
@@ -500,6 +519,10 @@ impl Message for k8s_openapi::api::core::v1::CSIVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.node_publish_secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.Capabilities
@@ -516,6 +539,8 @@ impl Decode for k8s_openapi::api::core::v1::Capabilities {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.add);
+        field::shrink_rep_opt(&mut m.drop);
         Ok(message)
     }
 }
@@ -542,6 +567,11 @@ impl Message for k8s_openapi::api::core::v1::Capabilities {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.add);
+        field::fit_rep_opt(&mut m.drop);
+    }
 }
 
 // ---- k8s.io.api.core.v1.CephFSPersistentVolumeSource
@@ -562,6 +592,7 @@ impl Decode for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.monitors);
         Ok(message)
     }
 }
@@ -596,6 +627,11 @@ impl Message for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.monitors);
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.CephFSVolumeSource
@@ -616,6 +652,7 @@ impl Decode for k8s_openapi::api::core::v1::CephFSVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.monitors);
         Ok(message)
     }
 }
@@ -649,6 +686,11 @@ impl Message for k8s_openapi::api::core::v1::CephFSVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.monitors);
+        field::fit_opt(&mut m.secret_ref);
     }
 }
 
@@ -698,6 +740,10 @@ impl Message for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.CinderVolumeSource
@@ -745,6 +791,10 @@ impl Message for k8s_openapi::api::core::v1::CinderVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret_ref);
     }
 }
 
@@ -836,6 +886,10 @@ impl Message for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.label_selector);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ComponentCondition
@@ -900,6 +954,7 @@ impl Decode for k8s_openapi::api::core::v1::ComponentStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -925,6 +980,11 @@ impl Message for k8s_openapi::api::core::v1::ComponentStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -973,6 +1033,10 @@ impl Message for k8s_openapi::api::core::v1::ConfigMap {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
     }
 }
 
@@ -1242,6 +1306,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapProjection {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.items);
         Ok(message)
     }
 }
@@ -1270,6 +1335,10 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapProjection {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.items);
     }
 }
 
@@ -1324,6 +1393,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.items);
         Ok(message)
     }
 }
@@ -1358,6 +1428,10 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.items);
     }
 }
 
@@ -1406,6 +1480,15 @@ impl Decode for k8s_openapi::api::core::v1::Container {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.command);
+        field::shrink_rep_opt(&mut m.args);
+        field::shrink_rep_opt(&mut m.ports);
+        field::shrink_rep_opt(&mut m.env);
+        field::shrink_rep_opt(&mut m.volume_mounts);
+        field::shrink_rep_opt(&mut m.env_from);
+        field::shrink_rep_opt(&mut m.volume_devices);
+        field::shrink_rep_opt(&mut m.resize_policy);
+        field::shrink_rep_opt(&mut m.restart_policy_rules);
         Ok(message)
     }
 }
@@ -1478,6 +1561,24 @@ impl Message for k8s_openapi::api::core::v1::Container {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.command);
+        field::fit_rep_opt(&mut m.args);
+        field::fit_rep_opt(&mut m.ports);
+        field::fit_rep_opt(&mut m.env);
+        field::fit_opt(&mut m.resources);
+        field::fit_rep_opt(&mut m.volume_mounts);
+        field::fit_opt(&mut m.liveness_probe);
+        field::fit_opt(&mut m.readiness_probe);
+        field::fit_opt(&mut m.lifecycle);
+        field::fit_opt(&mut m.security_context);
+        field::fit_rep_opt(&mut m.env_from);
+        field::fit_rep_opt(&mut m.volume_devices);
+        field::fit_opt(&mut m.startup_probe);
+        field::fit_rep_opt(&mut m.resize_policy);
+        field::fit_rep_opt(&mut m.restart_policy_rules);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ContainerExtendedResourceRequest
@@ -1539,6 +1640,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerImage {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.names);
         Ok(message)
     }
 }
@@ -1564,6 +1666,10 @@ impl Message for k8s_openapi::api::core::v1::ContainerImage {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.names);
     }
 }
 
@@ -1700,6 +1806,10 @@ impl Message for k8s_openapi::api::core::v1::ContainerRestartRule {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.exit_codes);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ContainerRestartRuleOnExitCodes
@@ -1716,6 +1826,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.values);
         Ok(message)
     }
 }
@@ -1741,6 +1852,10 @@ impl Message for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.values);
     }
 }
 
@@ -1787,6 +1902,12 @@ impl Message for k8s_openapi::api::core::v1::ContainerState {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.waiting);
+        field::fit_opt(&mut m.running);
+        field::fit_opt(&mut m.terminated);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ContainerStateRunning
@@ -1825,6 +1946,10 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateRunning {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.started_at);
     }
 }
 
@@ -1882,6 +2007,11 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateTerminated {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.started_at);
+        field::fit_opt(&mut m.finished_at);
     }
 }
 
@@ -1956,6 +2086,8 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.volume_mounts);
+        field::shrink_rep_opt(&mut m.allocated_resources_status);
         Ok(message)
     }
 }
@@ -2008,6 +2140,16 @@ impl Message for k8s_openapi::api::core::v1::ContainerStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.state);
+        field::fit_opt(&mut m.last_state);
+        field::fit_map_opt(&mut m.allocated_resources);
+        field::fit_opt(&mut m.resources);
+        field::fit_rep_opt(&mut m.volume_mounts);
+        field::fit_opt(&mut m.user);
+        field::fit_rep_opt(&mut m.allocated_resources_status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ContainerUser
@@ -2046,6 +2188,10 @@ impl Message for k8s_openapi::api::core::v1::ContainerUser {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.linux);
     }
 }
 
@@ -2101,6 +2247,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIProjection {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.items);
         Ok(message)
     }
 }
@@ -2124,6 +2271,10 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIProjection {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.items);
     }
 }
 
@@ -2174,6 +2325,11 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.field_ref);
+        field::fit_opt(&mut m.resource_field_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.DownwardAPIVolumeSource
@@ -2190,6 +2346,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.items);
         Ok(message)
     }
 }
@@ -2215,6 +2372,10 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.items);
     }
 }
 
@@ -2257,6 +2418,10 @@ impl Message for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.size_limit);
     }
 }
 
@@ -2305,6 +2470,10 @@ impl Message for k8s_openapi::api::core::v1::EndpointAddress {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.target_ref);
     }
 }
 
@@ -2372,6 +2541,9 @@ impl Decode for k8s_openapi::api::core::v1::EndpointSubset {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.addresses);
+        field::shrink_rep_opt(&mut m.not_ready_addresses);
+        field::shrink_rep_opt(&mut m.ports);
         Ok(message)
     }
 }
@@ -2400,6 +2572,12 @@ impl Message for k8s_openapi::api::core::v1::EndpointSubset {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.addresses);
+        field::fit_rep_opt(&mut m.not_ready_addresses);
+        field::fit_rep_opt(&mut m.ports);
+    }
 }
 
 // ---- k8s.io.api.core.v1.Endpoints
@@ -2416,6 +2594,7 @@ impl Decode for k8s_openapi::api::core::v1::Endpoints {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.subsets);
         Ok(message)
     }
 }
@@ -2441,6 +2620,11 @@ impl Message for k8s_openapi::api::core::v1::Endpoints {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.subsets);
     }
 }
 
@@ -2487,6 +2671,11 @@ impl Message for k8s_openapi::api::core::v1::EnvFromSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.config_map_ref);
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.EnvVar
@@ -2531,6 +2720,10 @@ impl Message for k8s_openapi::api::core::v1::EnvVar {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.value_from);
     }
 }
 
@@ -2584,6 +2777,14 @@ impl Message for k8s_openapi::api::core::v1::EnvVarSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.field_ref);
+        field::fit_opt(&mut m.resource_field_ref);
+        field::fit_opt(&mut m.config_map_key_ref);
+        field::fit_opt(&mut m.secret_key_ref);
+        field::fit_opt(&mut m.file_key_ref);
     }
 }
 
@@ -2714,6 +2915,15 @@ impl Decode for k8s_openapi::api::core::v1::EphemeralContainer {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.command);
+        field::shrink_rep_opt(&mut m.args);
+        field::shrink_rep_opt(&mut m.ports);
+        field::shrink_rep_opt(&mut m.env);
+        field::shrink_rep_opt(&mut m.volume_mounts);
+        field::shrink_rep_opt(&mut m.env_from);
+        field::shrink_rep_opt(&mut m.volume_devices);
+        field::shrink_rep_opt(&mut m.resize_policy);
+        field::shrink_rep_opt(&mut m.restart_policy_rules);
         Ok(message)
     }
 }
@@ -2744,6 +2954,24 @@ impl Message for k8s_openapi::api::core::v1::EphemeralContainer {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.command);
+        field::fit_rep_opt(&mut m.args);
+        field::fit_rep_opt(&mut m.ports);
+        field::fit_rep_opt(&mut m.env);
+        field::fit_opt(&mut m.resources);
+        field::fit_rep_opt(&mut m.volume_mounts);
+        field::fit_opt(&mut m.liveness_probe);
+        field::fit_opt(&mut m.readiness_probe);
+        field::fit_opt(&mut m.lifecycle);
+        field::fit_opt(&mut m.security_context);
+        field::fit_rep_opt(&mut m.env_from);
+        field::fit_rep_opt(&mut m.volume_devices);
+        field::fit_opt(&mut m.startup_probe);
+        field::fit_rep_opt(&mut m.resize_policy);
+        field::fit_rep_opt(&mut m.restart_policy_rules);
     }
 }
 
@@ -2784,6 +3012,10 @@ impl Message for k8s_openapi::api::core::v1::EphemeralVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.volume_claim_template);
     }
 }
 
@@ -2870,6 +3102,17 @@ impl Message for k8s_openapi::api::core::v1::Event {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.involved_object);
+        field::fit_opt(&mut m.source);
+        field::fit_opt(&mut m.first_timestamp);
+        field::fit_opt(&mut m.last_timestamp);
+        field::fit_opt(&mut m.event_time);
+        field::fit_opt(&mut m.series);
+        field::fit_opt(&mut m.related);
+    }
 }
 
 // ---- k8s.io.api.core.v1.EventSeries
@@ -2912,6 +3155,10 @@ impl Message for k8s_openapi::api::core::v1::EventSeries {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_observed_time);
     }
 }
 
@@ -2970,6 +3217,7 @@ impl Decode for k8s_openapi::api::core::v1::ExecAction {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.command);
         Ok(message)
     }
 }
@@ -2994,6 +3242,10 @@ impl Message for k8s_openapi::api::core::v1::ExecAction {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.command);
+    }
 }
 
 // ---- k8s.io.api.core.v1.FCVolumeSource
@@ -3013,6 +3265,8 @@ impl Decode for k8s_openapi::api::core::v1::FCVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.target_wwns);
+        field::shrink_rep_opt(&mut m.wwids);
         Ok(message)
     }
 }
@@ -3044,6 +3298,11 @@ impl Message for k8s_openapi::api::core::v1::FCVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.target_wwns);
+        field::fit_rep_opt(&mut m.wwids);
     }
 }
 
@@ -3144,6 +3403,10 @@ impl Message for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.FlexVolumeSource
@@ -3194,6 +3457,10 @@ impl Message for k8s_openapi::api::core::v1::FlexVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret_ref);
     }
 }
 
@@ -3485,6 +3752,7 @@ impl Decode for k8s_openapi::api::core::v1::HTTPGetAction {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.http_headers);
         Ok(message)
     }
 }
@@ -3516,6 +3784,11 @@ impl Message for k8s_openapi::api::core::v1::HTTPGetAction {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.port);
+        field::fit_rep_opt(&mut m.http_headers);
     }
 }
 
@@ -3575,6 +3848,7 @@ impl Decode for k8s_openapi::api::core::v1::HostAlias {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.hostnames);
         Ok(message)
     }
 }
@@ -3600,6 +3874,10 @@ impl Message for k8s_openapi::api::core::v1::HostAlias {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.hostnames);
     }
 }
 
@@ -3711,6 +3989,7 @@ impl Decode for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.portals);
         Ok(message)
     }
 }
@@ -3755,6 +4034,11 @@ impl Message for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.portals);
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ISCSIVolumeSource
@@ -3784,6 +4068,7 @@ impl Decode for k8s_openapi::api::core::v1::ISCSIVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.portals);
         Ok(message)
     }
 }
@@ -3827,6 +4112,11 @@ impl Message for k8s_openapi::api::core::v1::ISCSIVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.portals);
+        field::fit_opt(&mut m.secret_ref);
     }
 }
 
@@ -3999,6 +4289,11 @@ impl Message for k8s_openapi::api::core::v1::Lifecycle {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.post_start);
+        field::fit_opt(&mut m.pre_stop);
+    }
 }
 
 // ---- k8s.io.api.core.v1.LifecycleHandler
@@ -4047,6 +4342,13 @@ impl Message for k8s_openapi::api::core::v1::LifecycleHandler {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.exec);
+        field::fit_opt(&mut m.http_get);
+        field::fit_opt(&mut m.tcp_socket);
+        field::fit_opt(&mut m.sleep);
+    }
 }
 
 // ---- k8s.io.api.core.v1.LimitRange
@@ -4088,6 +4390,11 @@ impl Message for k8s_openapi::api::core::v1::LimitRange {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
     }
 }
 
@@ -4145,6 +4452,14 @@ impl Message for k8s_openapi::api::core::v1::LimitRangeItem {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.max);
+        field::fit_map_opt(&mut m.min);
+        field::fit_map_opt(&mut m.default);
+        field::fit_map_opt(&mut m.default_request);
+        field::fit_map_opt(&mut m.max_limit_request_ratio);
+    }
 }
 
 // ---- k8s.io.api.core.v1.LimitRangeSpec
@@ -4160,6 +4475,7 @@ impl Decode for k8s_openapi::api::core::v1::LimitRangeSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.limits);
         Ok(message)
     }
 }
@@ -4184,6 +4500,10 @@ impl Message for k8s_openapi::api::core::v1::LimitRangeSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.limits);
+    }
 }
 
 // ---- k8s.io.api.core.v1.LinuxContainerUser
@@ -4202,6 +4522,7 @@ impl Decode for k8s_openapi::api::core::v1::LinuxContainerUser {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.supplemental_groups);
         Ok(message)
     }
 }
@@ -4230,6 +4551,10 @@ impl Message for k8s_openapi::api::core::v1::LinuxContainerUser {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.supplemental_groups);
+    }
 }
 
 // ---- k8s.io.api.core.v1.LoadBalancerIngress
@@ -4248,6 +4573,7 @@ impl Decode for k8s_openapi::api::core::v1::LoadBalancerIngress {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ports);
         Ok(message)
     }
 }
@@ -4278,6 +4604,10 @@ impl Message for k8s_openapi::api::core::v1::LoadBalancerIngress {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ports);
+    }
 }
 
 // ---- k8s.io.api.core.v1.LoadBalancerStatus
@@ -4293,6 +4623,7 @@ impl Decode for k8s_openapi::api::core::v1::LoadBalancerStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ingress);
         Ok(message)
     }
 }
@@ -4316,6 +4647,10 @@ impl Message for k8s_openapi::api::core::v1::LoadBalancerStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ingress);
     }
 }
 
@@ -4536,6 +4871,12 @@ impl Message for k8s_openapi::api::core::v1::Namespace {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NamespaceCondition
@@ -4588,6 +4929,10 @@ impl Message for k8s_openapi::api::core::v1::NamespaceCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NamespaceSpec
@@ -4603,6 +4948,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.finalizers);
         Ok(message)
     }
 }
@@ -4627,6 +4973,10 @@ impl Message for k8s_openapi::api::core::v1::NamespaceSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.finalizers);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NamespaceStatus
@@ -4643,6 +4993,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -4668,6 +5019,10 @@ impl Message for k8s_openapi::api::core::v1::NamespaceStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -4713,6 +5068,12 @@ impl Message for k8s_openapi::api::core::v1::Node {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -4784,6 +5145,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAffinity {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.preferred_during_scheduling_ignored_during_execution);
         Ok(message)
     }
 }
@@ -4818,6 +5180,11 @@ impl Message for k8s_openapi::api::core::v1::NodeAffinity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.required_during_scheduling_ignored_during_execution);
+        field::fit_rep_opt(&mut m.preferred_during_scheduling_ignored_during_execution);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeAllocatableResourceClaimStatus
@@ -4836,6 +5203,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.containers);
         Ok(message)
     }
 }
@@ -4863,6 +5231,11 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.containers);
+        field::fit_map(&mut m.resources);
     }
 }
 
@@ -4920,6 +5293,11 @@ impl Message for k8s_openapi::api::core::v1::NodeCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_heartbeat_time);
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeConfigSource
@@ -4958,6 +5336,10 @@ impl Message for k8s_openapi::api::core::v1::NodeConfigSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.config_map);
     }
 }
 
@@ -5007,6 +5389,12 @@ impl Message for k8s_openapi::api::core::v1::NodeConfigStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.assigned);
+        field::fit_opt(&mut m.active);
+        field::fit_opt(&mut m.last_known_good);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeDaemonEndpoints
@@ -5046,6 +5434,10 @@ impl Message for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.kubelet_endpoint);
     }
 }
 
@@ -5129,6 +5521,10 @@ impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandler {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.features);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeRuntimeHandlerFeatures
@@ -5188,6 +5584,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelector {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.node_selector_terms);
         Ok(message)
     }
 }
@@ -5212,6 +5609,10 @@ impl Message for k8s_openapi::api::core::v1::NodeSelector {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.node_selector_terms);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeSelectorRequirement
@@ -5229,6 +5630,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelectorRequirement {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.values);
         Ok(message)
     }
 }
@@ -5257,6 +5659,10 @@ impl Message for k8s_openapi::api::core::v1::NodeSelectorRequirement {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.values);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeSelectorTerm
@@ -5274,6 +5680,8 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelectorTerm {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.match_expressions);
+        field::shrink_rep_opt(&mut m.match_fields);
         Ok(message)
     }
 }
@@ -5300,6 +5708,11 @@ impl Message for k8s_openapi::api::core::v1::NodeSelectorTerm {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.match_expressions);
+        field::fit_rep_opt(&mut m.match_fields);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeSpec
@@ -5321,6 +5734,8 @@ impl Decode for k8s_openapi::api::core::v1::NodeSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.taints);
+        field::shrink_rep_opt(&mut m.pod_cidrs);
         Ok(message)
     }
 }
@@ -5357,6 +5772,12 @@ impl Message for k8s_openapi::api::core::v1::NodeSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.taints);
+        field::fit_opt(&mut m.config_source);
+        field::fit_rep_opt(&mut m.pod_cidrs);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeStatus
@@ -5389,6 +5810,13 @@ impl Decode for k8s_openapi::api::core::v1::NodeStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
+        field::shrink_rep_opt(&mut m.addresses);
+        field::shrink_rep_opt(&mut m.images);
+        field::shrink_rep_opt(&mut m.volumes_in_use);
+        field::shrink_rep_opt(&mut m.volumes_attached);
+        field::shrink_rep_opt(&mut m.runtime_handlers);
+        field::shrink_rep_opt(&mut m.declared_features);
         Ok(message)
     }
 }
@@ -5438,6 +5866,22 @@ impl Message for k8s_openapi::api::core::v1::NodeStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.capacity);
+        field::fit_map_opt(&mut m.allocatable);
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_rep_opt(&mut m.addresses);
+        field::fit_opt(&mut m.daemon_endpoints);
+        field::fit_opt(&mut m.node_info);
+        field::fit_rep_opt(&mut m.images);
+        field::fit_rep_opt(&mut m.volumes_in_use);
+        field::fit_rep_opt(&mut m.volumes_attached);
+        field::fit_opt(&mut m.config);
+        field::fit_rep_opt(&mut m.runtime_handlers);
+        field::fit_opt(&mut m.features);
+        field::fit_rep_opt(&mut m.declared_features);
     }
 }
 
@@ -5550,6 +5994,10 @@ impl Message for k8s_openapi::api::core::v1::NodeSystemInfo {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.swap);
     }
 }
 
@@ -5696,6 +6144,12 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolume {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PersistentVolumeClaim
@@ -5740,6 +6194,12 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -5798,6 +6258,11 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_probe_time);
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PersistentVolumeClaimSpec
@@ -5823,6 +6288,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.access_modes);
         Ok(message)
     }
 }
@@ -5863,6 +6329,14 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.access_modes);
+        field::fit_opt(&mut m.resources);
+        field::fit_opt(&mut m.selector);
+        field::fit_opt(&mut m.data_source);
+        field::fit_opt(&mut m.data_source_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PersistentVolumeClaimStatus
@@ -5894,6 +6368,8 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.access_modes);
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -5931,6 +6407,14 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.access_modes);
+        field::fit_map_opt(&mut m.capacity);
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_map_opt(&mut m.allocated_resources);
+        field::fit_opt(&mut m.modify_volume_status);
     }
 }
 
@@ -5973,6 +6457,11 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.metadata);
+        field::fit_req(&mut m.spec);
     }
 }
 
@@ -6145,6 +6634,8 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.access_modes);
+        field::shrink_rep_opt(&mut m.mount_options);
         Ok(message)
     }
 }
@@ -6191,6 +6682,36 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.capacity);
+        field::fit_opt(&mut m.gce_persistent_disk);
+        field::fit_opt(&mut m.aws_elastic_block_store);
+        field::fit_opt(&mut m.host_path);
+        field::fit_opt(&mut m.glusterfs);
+        field::fit_opt(&mut m.nfs);
+        field::fit_opt(&mut m.rbd);
+        field::fit_opt(&mut m.iscsi);
+        field::fit_opt(&mut m.cinder);
+        field::fit_opt(&mut m.cephfs);
+        field::fit_opt(&mut m.fc);
+        field::fit_opt(&mut m.flocker);
+        field::fit_opt(&mut m.flex_volume);
+        field::fit_opt(&mut m.azure_file);
+        field::fit_opt(&mut m.vsphere_volume);
+        field::fit_opt(&mut m.quobyte);
+        field::fit_opt(&mut m.azure_disk);
+        field::fit_opt(&mut m.photon_persistent_disk);
+        field::fit_opt(&mut m.portworx_volume);
+        field::fit_opt(&mut m.scale_io);
+        field::fit_opt(&mut m.local);
+        field::fit_opt(&mut m.storageos);
+        field::fit_opt(&mut m.csi);
+        field::fit_rep_opt(&mut m.access_modes);
+        field::fit_opt(&mut m.claim_ref);
+        field::fit_rep_opt(&mut m.mount_options);
+        field::fit_opt(&mut m.node_affinity);
     }
 }
 
@@ -6240,6 +6761,10 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_phase_transition_time);
     }
 }
 
@@ -6328,6 +6853,12 @@ impl Message for k8s_openapi::api::core::v1::Pod {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodAffinity
@@ -6356,6 +6887,8 @@ impl Decode for k8s_openapi::api::core::v1::PodAffinity {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.required_during_scheduling_ignored_during_execution);
+        field::shrink_rep_opt(&mut m.preferred_during_scheduling_ignored_during_execution);
         Ok(message)
     }
 }
@@ -6390,6 +6923,11 @@ impl Message for k8s_openapi::api::core::v1::PodAffinity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.required_during_scheduling_ignored_during_execution);
+        field::fit_rep_opt(&mut m.preferred_during_scheduling_ignored_during_execution);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodAffinityTerm
@@ -6413,6 +6951,9 @@ impl Decode for k8s_openapi::api::core::v1::PodAffinityTerm {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.namespaces);
+        field::shrink_rep_opt(&mut m.match_label_keys);
+        field::shrink_rep_opt(&mut m.mismatch_label_keys);
         Ok(message)
     }
 }
@@ -6447,6 +6988,14 @@ impl Message for k8s_openapi::api::core::v1::PodAffinityTerm {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.label_selector);
+        field::fit_rep_opt(&mut m.namespaces);
+        field::fit_opt(&mut m.namespace_selector);
+        field::fit_rep_opt(&mut m.match_label_keys);
+        field::fit_rep_opt(&mut m.mismatch_label_keys);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodAntiAffinity
@@ -6475,6 +7024,8 @@ impl Decode for k8s_openapi::api::core::v1::PodAntiAffinity {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.required_during_scheduling_ignored_during_execution);
+        field::shrink_rep_opt(&mut m.preferred_during_scheduling_ignored_during_execution);
         Ok(message)
     }
 }
@@ -6508,6 +7059,11 @@ impl Message for k8s_openapi::api::core::v1::PodAntiAffinity {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.required_during_scheduling_ignored_during_execution);
+        field::fit_rep_opt(&mut m.preferred_during_scheduling_ignored_during_execution);
     }
 }
 
@@ -6631,6 +7187,11 @@ impl Message for k8s_openapi::api::core::v1::PodCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_probe_time);
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodDNSConfig
@@ -6648,6 +7209,9 @@ impl Decode for k8s_openapi::api::core::v1::PodDNSConfig {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.nameservers);
+        field::shrink_rep_opt(&mut m.searches);
+        field::shrink_rep_opt(&mut m.options);
         Ok(message)
     }
 }
@@ -6675,6 +7239,12 @@ impl Message for k8s_openapi::api::core::v1::PodDNSConfig {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.nameservers);
+        field::fit_rep_opt(&mut m.searches);
+        field::fit_rep_opt(&mut m.options);
     }
 }
 
@@ -6737,6 +7307,7 @@ impl Decode for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.request_mappings);
         Ok(message)
     }
 }
@@ -6762,6 +7333,10 @@ impl Message for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.request_mappings);
     }
 }
 
@@ -7081,6 +7656,8 @@ impl Decode for k8s_openapi::api::core::v1::PodSecurityContext {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.supplemental_groups);
+        field::shrink_rep_opt(&mut m.sysctls);
         Ok(message)
     }
 }
@@ -7128,6 +7705,15 @@ impl Message for k8s_openapi::api::core::v1::PodSecurityContext {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.se_linux_options);
+        field::fit_rep_opt(&mut m.supplemental_groups);
+        field::fit_rep_opt(&mut m.sysctls);
+        field::fit_opt(&mut m.windows_options);
+        field::fit_opt(&mut m.seccomp_profile);
+        field::fit_opt(&mut m.app_armor_profile);
     }
 }
 
@@ -7211,6 +7797,17 @@ impl Decode for k8s_openapi::api::core::v1::PodSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.volumes);
+        field::shrink_rep(&mut m.containers);
+        field::shrink_rep_opt(&mut m.image_pull_secrets);
+        field::shrink_rep_opt(&mut m.init_containers);
+        field::shrink_rep_opt(&mut m.tolerations);
+        field::shrink_rep_opt(&mut m.host_aliases);
+        field::shrink_rep_opt(&mut m.readiness_gates);
+        field::shrink_rep_opt(&mut m.topology_spread_constraints);
+        field::shrink_rep_opt(&mut m.ephemeral_containers);
+        field::shrink_rep_opt(&mut m.scheduling_gates);
+        field::shrink_rep_opt(&mut m.resource_claims);
         Ok(message)
     }
 }
@@ -7317,6 +7914,27 @@ impl Message for k8s_openapi::api::core::v1::PodSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.volumes);
+        field::fit_rep(&mut m.containers);
+        field::fit_opt(&mut m.security_context);
+        field::fit_rep_opt(&mut m.image_pull_secrets);
+        field::fit_opt(&mut m.affinity);
+        field::fit_rep_opt(&mut m.init_containers);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_rep_opt(&mut m.host_aliases);
+        field::fit_opt(&mut m.dns_config);
+        field::fit_rep_opt(&mut m.readiness_gates);
+        field::fit_map_opt(&mut m.overhead);
+        field::fit_rep_opt(&mut m.topology_spread_constraints);
+        field::fit_rep_opt(&mut m.ephemeral_containers);
+        field::fit_opt(&mut m.os);
+        field::fit_rep_opt(&mut m.scheduling_gates);
+        field::fit_rep_opt(&mut m.resource_claims);
+        field::fit_opt(&mut m.resources);
+        field::fit_opt(&mut m.scheduling_group);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodStatus
@@ -7366,6 +7984,14 @@ impl Decode for k8s_openapi::api::core::v1::PodStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
+        field::shrink_rep_opt(&mut m.container_statuses);
+        field::shrink_rep_opt(&mut m.init_container_statuses);
+        field::shrink_rep_opt(&mut m.pod_ips);
+        field::shrink_rep_opt(&mut m.ephemeral_container_statuses);
+        field::shrink_rep_opt(&mut m.resource_claim_statuses);
+        field::shrink_rep_opt(&mut m.host_ips);
+        field::shrink_rep_opt(&mut m.node_allocatable_resource_claim_statuses);
         Ok(message)
     }
 }
@@ -7430,6 +8056,21 @@ impl Message for k8s_openapi::api::core::v1::PodStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_opt(&mut m.start_time);
+        field::fit_rep_opt(&mut m.container_statuses);
+        field::fit_rep_opt(&mut m.init_container_statuses);
+        field::fit_rep_opt(&mut m.pod_ips);
+        field::fit_rep_opt(&mut m.ephemeral_container_statuses);
+        field::fit_rep_opt(&mut m.resource_claim_statuses);
+        field::fit_rep_opt(&mut m.host_ips);
+        field::fit_opt(&mut m.extended_resource_claim_status);
+        field::fit_map_opt(&mut m.allocated_resources);
+        field::fit_opt(&mut m.resources);
+        field::fit_rep_opt(&mut m.node_allocatable_resource_claim_statuses);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodTemplate
@@ -7472,6 +8113,11 @@ impl Message for k8s_openapi::api::core::v1::PodTemplate {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.template);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodTemplateSpec
@@ -7513,6 +8159,11 @@ impl Message for k8s_openapi::api::core::v1::PodTemplateSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
     }
 }
 
@@ -7646,6 +8297,10 @@ impl Message for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.preference);
+    }
 }
 
 // ---- k8s.io.api.core.v1.Probe
@@ -7744,6 +8399,13 @@ impl Message for k8s_openapi::api::core::v1::Probe {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.exec);
+        field::fit_opt(&mut m.http_get);
+        field::fit_opt(&mut m.tcp_socket);
+        field::fit_opt(&mut m.grpc);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ProjectedVolumeSource
@@ -7760,6 +8422,7 @@ impl Decode for k8s_openapi::api::core::v1::ProjectedVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.sources);
         Ok(message)
     }
 }
@@ -7785,6 +8448,10 @@ impl Message for k8s_openapi::api::core::v1::ProjectedVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.sources);
     }
 }
 
@@ -7862,6 +8529,7 @@ impl Decode for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.monitors);
         Ok(message)
     }
 }
@@ -7900,6 +8568,11 @@ impl Message for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.monitors);
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.RBDVolumeSource
@@ -7922,6 +8595,7 @@ impl Decode for k8s_openapi::api::core::v1::RBDVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.monitors);
         Ok(message)
     }
 }
@@ -7959,6 +8633,11 @@ impl Message for k8s_openapi::api::core::v1::RBDVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.monitors);
+        field::fit_opt(&mut m.secret_ref);
     }
 }
 
@@ -8004,6 +8683,12 @@ impl Message for k8s_openapi::api::core::v1::ReplicationController {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -8057,6 +8742,10 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ReplicationControllerSpec
@@ -8106,6 +8795,10 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.template);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ReplicationControllerStatus
@@ -8129,6 +8822,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationControllerStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -8162,6 +8856,10 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -8249,6 +8947,10 @@ impl Message for k8s_openapi::api::core::v1::ResourceFieldSelector {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.divisor);
     }
 }
 
@@ -8340,6 +9042,12 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuota {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ResourceQuotaSpec
@@ -8357,6 +9065,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceQuotaSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.scopes);
         Ok(message)
     }
 }
@@ -8384,6 +9093,12 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuotaSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.hard);
+        field::fit_rep_opt(&mut m.scopes);
+        field::fit_opt(&mut m.scope_selector);
     }
 }
 
@@ -8427,6 +9142,11 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuotaStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.hard);
+        field::fit_map_opt(&mut m.used);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ResourceRequirements
@@ -8444,6 +9164,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceRequirements {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.claims);
         Ok(message)
     }
 }
@@ -8472,6 +9193,12 @@ impl Message for k8s_openapi::api::core::v1::ResourceRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.limits);
+        field::fit_map_opt(&mut m.requests);
+        field::fit_rep_opt(&mut m.claims);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ResourceStatus
@@ -8488,6 +9215,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resources);
         Ok(message)
     }
 }
@@ -8513,6 +9241,10 @@ impl Message for k8s_openapi::api::core::v1::ResourceStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.resources);
     }
 }
 
@@ -8629,6 +9361,10 @@ impl Message for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ScaleIOVolumeSource
@@ -8696,6 +9432,10 @@ impl Message for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ScopeSelector
@@ -8712,6 +9452,7 @@ impl Decode for k8s_openapi::api::core::v1::ScopeSelector {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.match_expressions);
         Ok(message)
     }
 }
@@ -8736,6 +9477,10 @@ impl Message for k8s_openapi::api::core::v1::ScopeSelector {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.match_expressions);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ScopedResourceSelectorRequirement
@@ -8753,6 +9498,7 @@ impl Decode for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.values);
         Ok(message)
     }
 }
@@ -8780,6 +9526,10 @@ impl Message for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.values);
     }
 }
 
@@ -8874,6 +9624,10 @@ impl Message for k8s_openapi::api::core::v1::Secret {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
     }
 }
 
@@ -9086,6 +9840,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretProjection {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.items);
         Ok(message)
     }
 }
@@ -9114,6 +9869,10 @@ impl Message for k8s_openapi::api::core::v1::SecretProjection {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.items);
     }
 }
 
@@ -9175,6 +9934,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.items);
         Ok(message)
     }
 }
@@ -9204,6 +9964,10 @@ impl Message for k8s_openapi::api::core::v1::SecretVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.items);
     }
 }
 
@@ -9281,6 +10045,14 @@ impl Message for k8s_openapi::api::core::v1::SecurityContext {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.capabilities);
+        field::fit_opt(&mut m.se_linux_options);
+        field::fit_opt(&mut m.windows_options);
+        field::fit_opt(&mut m.seccomp_profile);
+        field::fit_opt(&mut m.app_armor_profile);
+    }
 }
 
 // ---- k8s.io.api.core.v1.Service
@@ -9326,6 +10098,12 @@ impl Message for k8s_openapi::api::core::v1::Service {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ServiceAccount
@@ -9346,6 +10124,8 @@ impl Decode for k8s_openapi::api::core::v1::ServiceAccount {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.secrets);
+        field::shrink_rep_opt(&mut m.image_pull_secrets);
         Ok(message)
     }
 }
@@ -9375,6 +10155,12 @@ impl Message for k8s_openapi::api::core::v1::ServiceAccount {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.secrets);
+        field::fit_rep_opt(&mut m.image_pull_secrets);
     }
 }
 
@@ -9476,6 +10262,10 @@ impl Message for k8s_openapi::api::core::v1::ServicePort {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.target_port);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ServiceSpec
@@ -9523,6 +10313,11 @@ impl Decode for k8s_openapi::api::core::v1::ServiceSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ports);
+        field::shrink_rep_opt(&mut m.external_ips);
+        field::shrink_rep_opt(&mut m.load_balancer_source_ranges);
+        field::shrink_rep_opt(&mut m.cluster_ips);
+        field::shrink_rep_opt(&mut m.ip_families);
         Ok(message)
     }
 }
@@ -9585,6 +10380,15 @@ impl Message for k8s_openapi::api::core::v1::ServiceSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ports);
+        field::fit_rep_opt(&mut m.external_ips);
+        field::fit_rep_opt(&mut m.load_balancer_source_ranges);
+        field::fit_opt(&mut m.session_affinity_config);
+        field::fit_rep_opt(&mut m.cluster_ips);
+        field::fit_rep_opt(&mut m.ip_families);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ServiceStatus
@@ -9601,6 +10405,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -9626,6 +10431,11 @@ impl Message for k8s_openapi::api::core::v1::ServiceStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.load_balancer);
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -9665,6 +10475,10 @@ impl Message for k8s_openapi::api::core::v1::SessionAffinityConfig {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.client_ip);
     }
 }
 
@@ -9757,6 +10571,10 @@ impl Message for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.StorageOSVolumeSource
@@ -9808,6 +10626,10 @@ impl Message for k8s_openapi::api::core::v1::StorageOSVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret_ref);
     }
 }
 
@@ -9893,6 +10715,10 @@ impl Message for k8s_openapi::api::core::v1::TCPSocketAction {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.port);
+    }
 }
 
 // ---- k8s.io.api.core.v1.Taint
@@ -9940,6 +10766,10 @@ impl Message for k8s_openapi::api::core::v1::Taint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time_added);
     }
 }
 
@@ -10009,6 +10839,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.values);
         Ok(message)
     }
 }
@@ -10035,6 +10866,10 @@ impl Message for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.values);
+    }
 }
 
 // ---- k8s.io.api.core.v1.TopologySelectorTerm
@@ -10051,6 +10886,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySelectorTerm {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.match_label_expressions);
         Ok(message)
     }
 }
@@ -10074,6 +10910,10 @@ impl Message for k8s_openapi::api::core::v1::TopologySelectorTerm {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.match_label_expressions);
     }
 }
 
@@ -10101,6 +10941,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySpreadConstraint {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.match_label_keys);
         Ok(message)
     }
 }
@@ -10138,6 +10979,11 @@ impl Message for k8s_openapi::api::core::v1::TopologySpreadConstraint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.label_selector);
+        field::fit_rep_opt(&mut m.match_label_keys);
     }
 }
 
@@ -10391,6 +11237,39 @@ impl Message for k8s_openapi::api::core::v1::Volume {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.host_path);
+        field::fit_opt(&mut m.empty_dir);
+        field::fit_opt(&mut m.gce_persistent_disk);
+        field::fit_opt(&mut m.aws_elastic_block_store);
+        field::fit_opt(&mut m.git_repo);
+        field::fit_opt(&mut m.secret);
+        field::fit_opt(&mut m.nfs);
+        field::fit_opt(&mut m.iscsi);
+        field::fit_opt(&mut m.glusterfs);
+        field::fit_opt(&mut m.persistent_volume_claim);
+        field::fit_opt(&mut m.rbd);
+        field::fit_opt(&mut m.flex_volume);
+        field::fit_opt(&mut m.cinder);
+        field::fit_opt(&mut m.cephfs);
+        field::fit_opt(&mut m.flocker);
+        field::fit_opt(&mut m.downward_api);
+        field::fit_opt(&mut m.fc);
+        field::fit_opt(&mut m.azure_file);
+        field::fit_opt(&mut m.config_map);
+        field::fit_opt(&mut m.vsphere_volume);
+        field::fit_opt(&mut m.quobyte);
+        field::fit_opt(&mut m.azure_disk);
+        field::fit_opt(&mut m.photon_persistent_disk);
+        field::fit_opt(&mut m.portworx_volume);
+        field::fit_opt(&mut m.scale_io);
+        field::fit_opt(&mut m.projected);
+        field::fit_opt(&mut m.storageos);
+        field::fit_opt(&mut m.csi);
+        field::fit_opt(&mut m.ephemeral);
+        field::fit_opt(&mut m.image);
+    }
 }
 
 // ---- k8s.io.api.core.v1.VolumeDevice
@@ -10544,6 +11423,10 @@ impl Message for k8s_openapi::api::core::v1::VolumeMountStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.volume_status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.VolumeNodeAffinity
@@ -10582,6 +11465,10 @@ impl Message for k8s_openapi::api::core::v1::VolumeNodeAffinity {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.required);
     }
 }
 
@@ -10639,6 +11526,15 @@ impl Message for k8s_openapi::api::core::v1::VolumeProjection {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret);
+        field::fit_opt(&mut m.downward_api);
+        field::fit_opt(&mut m.config_map);
+        field::fit_opt(&mut m.service_account_token);
+        field::fit_opt(&mut m.cluster_trust_bundle);
+        field::fit_opt(&mut m.pod_certificate);
+    }
 }
 
 // ---- k8s.io.api.core.v1.VolumeResourceRequirements
@@ -10681,6 +11577,11 @@ impl Message for k8s_openapi::api::core::v1::VolumeResourceRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.limits);
+        field::fit_map_opt(&mut m.requests);
+    }
 }
 
 // ---- k8s.io.api.core.v1.VolumeStatus
@@ -10719,6 +11620,10 @@ impl Message for k8s_openapi::api::core::v1::VolumeStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.image);
     }
 }
 
@@ -10813,6 +11718,10 @@ impl Message for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.pod_affinity_term);
     }
 }
 

@@ -91,6 +91,17 @@ impl Message for k8s_openapi::api::events::v1::Event {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.event_time);
+        field::fit_opt(&mut m.series);
+        field::fit_opt(&mut m.regarding);
+        field::fit_opt(&mut m.related);
+        field::fit_opt(&mut m.deprecated_source);
+        field::fit_opt(&mut m.deprecated_first_timestamp);
+        field::fit_opt(&mut m.deprecated_last_timestamp);
+    }
 }
 
 // ---- k8s.io.api.events.v1.EventSeries
@@ -140,4 +151,8 @@ impl Message for k8s_openapi::api::events::v1::EventSeries {
         0
     }
     fn put_zero(_buf: &mut impl BufMut) {}
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.last_observed_time);
+    }
 }

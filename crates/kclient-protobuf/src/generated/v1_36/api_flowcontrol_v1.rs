@@ -133,6 +133,12 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchema {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.flowcontrol.v1.FlowSchemaCondition
@@ -185,6 +191,10 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.flowcontrol.v1.FlowSchemaSpec
@@ -206,6 +216,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::FlowSchemaSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.rules);
         Ok(message)
     }
 }
@@ -236,6 +247,12 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.priority_level_configuration);
+        field::fit_opt(&mut m.distinguisher_method);
+        field::fit_rep_opt(&mut m.rules);
+    }
 }
 
 // ---- k8s.io.api.flowcontrol.v1.FlowSchemaStatus
@@ -251,6 +268,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::FlowSchemaStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -274,6 +292,10 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -356,6 +378,10 @@ impl Message for k8s_openapi::api::flowcontrol::v1::LimitResponse {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.queuing);
+    }
 }
 
 // ---- k8s.io.api.flowcontrol.v1.LimitedPriorityLevelConfiguration
@@ -408,6 +434,10 @@ impl Message for k8s_openapi::api::flowcontrol::v1::LimitedPriorityLevelConfigur
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.limit_response);
+    }
 }
 
 // ---- k8s.io.api.flowcontrol.v1.NonResourcePolicyRule
@@ -426,6 +456,8 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::NonResourcePolicyRule {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.verbs);
+        field::shrink_rep(&mut m.non_resource_urls);
         Ok(message)
     }
 }
@@ -452,6 +484,11 @@ impl Message for k8s_openapi::api::flowcontrol::v1::NonResourcePolicyRule {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.verbs);
+        field::fit_rep(&mut m.non_resource_urls);
+    }
 }
 
 // ---- k8s.io.api.flowcontrol.v1.PolicyRulesWithSubjects
@@ -472,6 +509,9 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::PolicyRulesWithSubjects {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.subjects);
+        field::shrink_rep_opt(&mut m.resource_rules);
+        field::shrink_rep_opt(&mut m.non_resource_rules);
         Ok(message)
     }
 }
@@ -499,6 +539,12 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PolicyRulesWithSubjects {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.subjects);
+        field::fit_rep_opt(&mut m.resource_rules);
+        field::fit_rep_opt(&mut m.non_resource_rules);
     }
 }
 
@@ -544,6 +590,12 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -596,6 +648,10 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationCo
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -681,6 +737,11 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSp
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.limited);
+        field::fit_opt(&mut m.exempt);
+    }
 }
 
 // ---- k8s.io.api.flowcontrol.v1.PriorityLevelConfigurationStatus
@@ -696,6 +757,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSta
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -719,6 +781,10 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSt
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -785,6 +851,10 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::ResourcePolicyRule {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.verbs);
+        field::shrink_rep(&mut m.api_groups);
+        field::shrink_rep(&mut m.resources);
+        field::shrink_rep_opt(&mut m.namespaces);
         Ok(message)
     }
 }
@@ -816,6 +886,13 @@ impl Message for k8s_openapi::api::flowcontrol::v1::ResourcePolicyRule {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.verbs);
+        field::fit_rep(&mut m.api_groups);
+        field::fit_rep(&mut m.resources);
+        field::fit_rep_opt(&mut m.namespaces);
     }
 }
 
@@ -906,6 +983,12 @@ impl Message for k8s_openapi::api::flowcontrol::v1::Subject {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.user);
+        field::fit_opt(&mut m.group);
+        field::fit_opt(&mut m.service_account);
     }
 }
 

@@ -49,6 +49,10 @@ impl Message for k8s_openapi::api::networking::v1::HTTPIngressPath {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.backend);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.HTTPIngressRuleValue
@@ -64,6 +68,7 @@ impl Decode for k8s_openapi::api::networking::v1::HTTPIngressRuleValue {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.paths);
         Ok(message)
     }
 }
@@ -87,6 +92,10 @@ impl Message for k8s_openapi::api::networking::v1::HTTPIngressRuleValue {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.paths);
     }
 }
 
@@ -130,6 +139,11 @@ impl Message for k8s_openapi::api::networking::v1::IPAddress {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.IPAddressSpec
@@ -169,6 +183,10 @@ impl Message for k8s_openapi::api::networking::v1::IPAddressSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.parent_ref);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.IPBlock
@@ -185,6 +203,7 @@ impl Decode for k8s_openapi::api::networking::v1::IPBlock {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.except);
         Ok(message)
     }
 }
@@ -210,6 +229,10 @@ impl Message for k8s_openapi::api::networking::v1::IPBlock {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.except);
     }
 }
 
@@ -256,6 +279,12 @@ impl Message for k8s_openapi::api::networking::v1::Ingress {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.IngressBackend
@@ -298,6 +327,11 @@ impl Message for k8s_openapi::api::networking::v1::IngressBackend {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.resource);
+        field::fit_opt(&mut m.service);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.IngressClass
@@ -339,6 +373,11 @@ impl Message for k8s_openapi::api::networking::v1::IngressClass {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
     }
 }
 
@@ -433,6 +472,10 @@ impl Message for k8s_openapi::api::networking::v1::IngressClassSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.parameters);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.IngressLoadBalancerIngress
@@ -450,6 +493,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressLoadBalancerIngress {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ports);
         Ok(message)
     }
 }
@@ -478,6 +522,10 @@ impl Message for k8s_openapi::api::networking::v1::IngressLoadBalancerIngress {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ports);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.IngressLoadBalancerStatus
@@ -493,6 +541,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressLoadBalancerStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ingress);
         Ok(message)
     }
 }
@@ -516,6 +565,10 @@ impl Message for k8s_openapi::api::networking::v1::IngressLoadBalancerStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ingress);
     }
 }
 
@@ -638,6 +691,10 @@ impl Message for k8s_openapi::api::networking::v1::IngressRule {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.http);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.IngressServiceBackend
@@ -680,6 +737,10 @@ impl Message for k8s_openapi::api::networking::v1::IngressServiceBackend {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.port);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.IngressSpec
@@ -699,6 +760,8 @@ impl Decode for k8s_openapi::api::networking::v1::IngressSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.tls);
+        field::shrink_rep_opt(&mut m.rules);
         Ok(message)
     }
 }
@@ -728,6 +791,12 @@ impl Message for k8s_openapi::api::networking::v1::IngressSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.default_backend);
+        field::fit_rep_opt(&mut m.tls);
+        field::fit_rep_opt(&mut m.rules);
     }
 }
 
@@ -768,6 +837,10 @@ impl Message for k8s_openapi::api::networking::v1::IngressStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.load_balancer);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.IngressTLS
@@ -784,6 +857,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressTLS {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.hosts);
         Ok(message)
     }
 }
@@ -809,6 +883,10 @@ impl Message for k8s_openapi::api::networking::v1::IngressTLS {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.hosts);
     }
 }
 
@@ -852,6 +930,11 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicy {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.NetworkPolicyEgressRule
@@ -868,6 +951,8 @@ impl Decode for k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ports);
+        field::shrink_rep_opt(&mut m.to);
         Ok(message)
     }
 }
@@ -894,6 +979,11 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ports);
+        field::fit_rep_opt(&mut m.to);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.NetworkPolicyIngressRule
@@ -910,6 +1000,8 @@ impl Decode for k8s_openapi::api::networking::v1::NetworkPolicyIngressRule {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ports);
+        field::shrink_rep_opt(&mut m.from);
         Ok(message)
     }
 }
@@ -935,6 +1027,11 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicyIngressRule {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ports);
+        field::fit_rep_opt(&mut m.from);
     }
 }
 
@@ -982,6 +1079,12 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicyPeer {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.pod_selector);
+        field::fit_opt(&mut m.namespace_selector);
+        field::fit_opt(&mut m.ip_block);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.NetworkPolicyPort
@@ -1027,6 +1130,10 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicyPort {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.port);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.NetworkPolicySpec
@@ -1045,6 +1152,9 @@ impl Decode for k8s_openapi::api::networking::v1::NetworkPolicySpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ingress);
+        field::shrink_rep_opt(&mut m.egress);
+        field::shrink_rep_opt(&mut m.policy_types);
         Ok(message)
     }
 }
@@ -1074,6 +1184,13 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicySpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.pod_selector);
+        field::fit_rep_opt(&mut m.ingress);
+        field::fit_rep_opt(&mut m.egress);
+        field::fit_rep_opt(&mut m.policy_types);
     }
 }
 
@@ -1210,6 +1327,12 @@ impl Message for k8s_openapi::api::networking::v1::ServiceCIDR {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.ServiceCIDRSpec
@@ -1225,6 +1348,7 @@ impl Decode for k8s_openapi::api::networking::v1::ServiceCIDRSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.cidrs);
         Ok(message)
     }
 }
@@ -1249,6 +1373,10 @@ impl Message for k8s_openapi::api::networking::v1::ServiceCIDRSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.cidrs);
+    }
 }
 
 // ---- k8s.io.api.networking.v1.ServiceCIDRStatus
@@ -1264,6 +1392,7 @@ impl Decode for k8s_openapi::api::networking::v1::ServiceCIDRStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -1287,5 +1416,9 @@ impl Message for k8s_openapi::api::networking::v1::ServiceCIDRStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }

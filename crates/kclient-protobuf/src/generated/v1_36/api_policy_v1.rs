@@ -46,6 +46,11 @@ impl Message for k8s_openapi::api::policy::v1::Eviction {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.delete_options);
+    }
 }
 
 // ---- k8s.io.api.policy.v1.PodDisruptionBudget
@@ -90,6 +95,12 @@ impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudget {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -140,6 +151,12 @@ impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.min_available);
+        field::fit_opt(&mut m.selector);
+        field::fit_opt(&mut m.max_unavailable);
+    }
 }
 
 // ---- k8s.io.api.policy.v1.PodDisruptionBudgetStatus
@@ -165,6 +182,7 @@ impl Decode for k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -200,5 +218,10 @@ impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.disrupted_pods);
+        field::fit_rep_opt(&mut m.conditions);
     }
 }

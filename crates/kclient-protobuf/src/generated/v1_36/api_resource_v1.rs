@@ -25,6 +25,7 @@ impl Decode for k8s_openapi::api::resource::v1::AllocatedDeviceStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -60,6 +61,12 @@ impl Message for k8s_openapi::api::resource::v1::AllocatedDeviceStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_opt(&mut m.data);
+        field::fit_opt(&mut m.network_data);
     }
 }
 
@@ -106,6 +113,12 @@ impl Message for k8s_openapi::api::resource::v1::AllocationResult {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.devices);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_opt(&mut m.allocation_timestamp);
     }
 }
 
@@ -163,6 +176,7 @@ impl Decode for k8s_openapi::api::resource::v1::CapacityRequestPolicy {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.valid_values);
         Ok(message)
     }
 }
@@ -190,6 +204,12 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequestPolicy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.default);
+        field::fit_rep_opt(&mut m.valid_values);
+        field::fit_opt(&mut m.valid_range);
     }
 }
 
@@ -236,6 +256,12 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequestPolicyRange {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.min);
+        field::fit_opt(&mut m.max);
+        field::fit_opt(&mut m.step);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.CapacityRequirements
@@ -275,6 +301,10 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.requests);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.Counter
@@ -313,6 +343,10 @@ impl Message for k8s_openapi::api::resource::v1::Counter {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.value);
     }
 }
 
@@ -356,6 +390,10 @@ impl Message for k8s_openapi::api::resource::v1::CounterSet {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map(&mut m.counters);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.Device
@@ -388,6 +426,10 @@ impl Decode for k8s_openapi::api::resource::v1::Device {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.consumes_counters);
+        field::shrink_rep_opt(&mut m.taints);
+        field::shrink_rep_opt(&mut m.binding_conditions);
+        field::shrink_rep_opt(&mut m.binding_failure_conditions);
         Ok(message)
     }
 }
@@ -435,6 +477,17 @@ impl Message for k8s_openapi::api::resource::v1::Device {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.attributes);
+        field::fit_map_opt(&mut m.capacity);
+        field::fit_rep_opt(&mut m.consumes_counters);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_rep_opt(&mut m.taints);
+        field::fit_rep_opt(&mut m.binding_conditions);
+        field::fit_rep_opt(&mut m.binding_failure_conditions);
+        field::fit_map_opt(&mut m.node_allocatable_resource_mappings);
     }
 }
 
@@ -488,6 +541,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceAllocationConfiguration {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -524,6 +578,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceAllocationConfiguration {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_opt(&mut m.opaque);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceAllocationResult
@@ -540,6 +599,8 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceAllocationResult {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.results);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -566,6 +627,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceAllocationResult {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.results);
+        field::fit_rep_opt(&mut m.config);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceAttribute
@@ -588,6 +654,10 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceAttribute {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ints);
+        field::shrink_rep_opt(&mut m.bools);
+        field::shrink_rep_opt(&mut m.strings);
+        field::shrink_rep_opt(&mut m.versions);
         Ok(message)
     }
 }
@@ -625,6 +695,13 @@ impl Message for k8s_openapi::api::resource::v1::DeviceAttribute {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ints);
+        field::fit_rep_opt(&mut m.bools);
+        field::fit_rep_opt(&mut m.strings);
+        field::fit_rep_opt(&mut m.versions);
     }
 }
 
@@ -668,6 +745,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceCapacity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.value);
+        field::fit_opt(&mut m.request_policy);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceClaim
@@ -685,6 +767,9 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceClaim {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
+        field::shrink_rep_opt(&mut m.constraints);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -712,6 +797,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_rep_opt(&mut m.constraints);
+        field::fit_rep_opt(&mut m.config);
     }
 }
 
@@ -764,6 +855,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceClaimConfiguration {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -794,6 +886,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClaimConfiguration {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_opt(&mut m.opaque);
     }
 }
 
@@ -836,6 +933,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClass {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
     }
 }
 
@@ -916,6 +1018,10 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClassConfiguration {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.opaque);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceClassSpec
@@ -934,6 +1040,8 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceClassSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -962,6 +1070,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClassSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.config);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceConstraint
@@ -980,6 +1093,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceConstraint {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -1007,6 +1121,10 @@ impl Message for k8s_openapi::api::resource::v1::DeviceConstraint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
     }
 }
 
@@ -1050,6 +1168,10 @@ impl Message for k8s_openapi::api::resource::v1::DeviceCounterConsumption {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map(&mut m.counters);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceRequest
@@ -1068,6 +1190,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.first_available);
         Ok(message)
     }
 }
@@ -1096,6 +1219,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceRequest {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.exactly);
+        field::fit_rep_opt(&mut m.first_available);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceRequestAllocationResult
@@ -1123,6 +1251,9 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.tolerations);
+        field::shrink_rep_opt(&mut m.binding_conditions);
+        field::shrink_rep_opt(&mut m.binding_failure_conditions);
         Ok(message)
     }
 }
@@ -1165,6 +1296,13 @@ impl Message for k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_rep_opt(&mut m.binding_conditions);
+        field::fit_rep_opt(&mut m.binding_failure_conditions);
+        field::fit_map_opt(&mut m.consumed_capacity);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceSelector
@@ -1204,6 +1342,10 @@ impl Message for k8s_openapi::api::resource::v1::DeviceSelector {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.cel);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceSubRequest
@@ -1229,6 +1371,8 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceSubRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.tolerations);
         Ok(message)
     }
 }
@@ -1264,6 +1408,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceSubRequest {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_opt(&mut m.capacity);
     }
 }
 
@@ -1312,6 +1462,10 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time_added);
     }
 }
 
@@ -1390,6 +1544,8 @@ impl Decode for k8s_openapi::api::resource::v1::ExactDeviceRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.tolerations);
         Ok(message)
     }
 }
@@ -1426,6 +1582,12 @@ impl Message for k8s_openapi::api::resource::v1::ExactDeviceRequest {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_opt(&mut m.capacity);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.NetworkDeviceData
@@ -1444,6 +1606,7 @@ impl Decode for k8s_openapi::api::resource::v1::NetworkDeviceData {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ips);
         Ok(message)
     }
 }
@@ -1471,6 +1634,10 @@ impl Message for k8s_openapi::api::resource::v1::NetworkDeviceData {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ips);
     }
 }
 
@@ -1515,6 +1682,10 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableResourceMapping 
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.allocation_multiplier);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.OpaqueDeviceConfiguration
@@ -1556,6 +1727,10 @@ impl Message for k8s_openapi::api::resource::v1::OpaqueDeviceConfiguration {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.parameters);
     }
 }
 
@@ -1601,6 +1776,12 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -1689,6 +1870,10 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.devices);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.ResourceClaimStatus
@@ -1706,6 +1891,8 @@ impl Decode for k8s_openapi::api::resource::v1::ResourceClaimStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.reserved_for);
+        field::shrink_rep_opt(&mut m.devices);
         Ok(message)
     }
 }
@@ -1733,6 +1920,12 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.allocation);
+        field::fit_rep_opt(&mut m.reserved_for);
+        field::fit_rep_opt(&mut m.devices);
     }
 }
 
@@ -1776,6 +1969,11 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimTemplate {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.ResourceClaimTemplateSpec
@@ -1817,6 +2015,11 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimTemplateSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.metadata);
+        field::fit_req(&mut m.spec);
     }
 }
 
@@ -1906,6 +2109,11 @@ impl Message for k8s_openapi::api::resource::v1::ResourceSlice {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.ResourceSliceSpec
@@ -1930,6 +2138,8 @@ impl Decode for k8s_openapi::api::resource::v1::ResourceSliceSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.devices);
+        field::shrink_rep_opt(&mut m.shared_counters);
         Ok(message)
     }
 }
@@ -1967,5 +2177,12 @@ impl Message for k8s_openapi::api::resource::v1::ResourceSliceSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.pool);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_rep_opt(&mut m.devices);
+        field::fit_rep_opt(&mut m.shared_counters);
     }
 }

@@ -25,6 +25,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -60,6 +61,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_opt(&mut m.data);
+        field::fit_opt(&mut m.network_data);
     }
 }
 
@@ -107,6 +114,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::AllocationResult {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.devices);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_opt(&mut m.allocation_timestamp);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.BasicDevice
@@ -138,6 +151,10 @@ impl Decode for k8s_openapi::api::resource::v1beta1::BasicDevice {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.consumes_counters);
+        field::shrink_rep_opt(&mut m.taints);
+        field::shrink_rep_opt(&mut m.binding_conditions);
+        field::shrink_rep_opt(&mut m.binding_failure_conditions);
         Ok(message)
     }
 }
@@ -183,6 +200,17 @@ impl Message for k8s_openapi::api::resource::v1beta1::BasicDevice {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.attributes);
+        field::fit_map_opt(&mut m.capacity);
+        field::fit_rep_opt(&mut m.consumes_counters);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_rep_opt(&mut m.taints);
+        field::fit_rep_opt(&mut m.binding_conditions);
+        field::fit_rep_opt(&mut m.binding_failure_conditions);
+        field::fit_map_opt(&mut m.node_allocatable_resource_mappings);
     }
 }
 
@@ -240,6 +268,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.valid_values);
         Ok(message)
     }
 }
@@ -267,6 +296,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.default);
+        field::fit_rep_opt(&mut m.valid_values);
+        field::fit_opt(&mut m.valid_range);
     }
 }
 
@@ -313,6 +348,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.min);
+        field::fit_opt(&mut m.max);
+        field::fit_opt(&mut m.step);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.CapacityRequirements
@@ -352,6 +393,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.requests);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.Counter
@@ -390,6 +435,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::Counter {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.value);
     }
 }
 
@@ -433,6 +482,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::CounterSet {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map(&mut m.counters);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.Device
@@ -474,6 +527,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::Device {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.basic);
     }
 }
 
@@ -527,6 +584,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfigurati
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -563,6 +621,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfigurat
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_opt(&mut m.opaque);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceAllocationResult
@@ -579,6 +642,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.results);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -605,6 +670,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.results);
+        field::fit_rep_opt(&mut m.config);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceAttribute
@@ -627,6 +697,10 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ints);
+        field::shrink_rep_opt(&mut m.bools);
+        field::shrink_rep_opt(&mut m.strings);
+        field::shrink_rep_opt(&mut m.versions);
         Ok(message)
     }
 }
@@ -664,6 +738,13 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ints);
+        field::fit_rep_opt(&mut m.bools);
+        field::fit_rep_opt(&mut m.strings);
+        field::fit_rep_opt(&mut m.versions);
     }
 }
 
@@ -707,6 +788,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.value);
+        field::fit_opt(&mut m.request_policy);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceClaim
@@ -724,6 +810,9 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClaim {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
+        field::shrink_rep_opt(&mut m.constraints);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -751,6 +840,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_rep_opt(&mut m.constraints);
+        field::fit_rep_opt(&mut m.config);
     }
 }
 
@@ -803,6 +898,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -833,6 +929,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_opt(&mut m.opaque);
     }
 }
 
@@ -875,6 +976,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClass {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
     }
 }
 
@@ -955,6 +1061,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.opaque);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceClassSpec
@@ -973,6 +1083,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -1001,6 +1113,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.config);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceConstraint
@@ -1019,6 +1136,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -1046,6 +1164,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
     }
 }
 
@@ -1089,6 +1211,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceCounterConsumption {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map(&mut m.counters);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceRequest
@@ -1117,6 +1243,9 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.first_available);
+        field::shrink_rep_opt(&mut m.tolerations);
         Ok(message)
     }
 }
@@ -1157,6 +1286,13 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequest {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.first_available);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_opt(&mut m.capacity);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceRequestAllocationResult
@@ -1184,6 +1320,9 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationResu
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.tolerations);
+        field::shrink_rep_opt(&mut m.binding_conditions);
+        field::shrink_rep_opt(&mut m.binding_failure_conditions);
         Ok(message)
     }
 }
@@ -1226,6 +1365,13 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationRes
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_rep_opt(&mut m.binding_conditions);
+        field::fit_rep_opt(&mut m.binding_failure_conditions);
+        field::fit_map_opt(&mut m.consumed_capacity);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceSelector
@@ -1265,6 +1411,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceSelector {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.cel);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceSubRequest
@@ -1290,6 +1440,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.tolerations);
         Ok(message)
     }
 }
@@ -1325,6 +1477,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_opt(&mut m.capacity);
     }
 }
 
@@ -1373,6 +1531,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceTaint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time_added);
     }
 }
 
@@ -1444,6 +1606,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ips);
         Ok(message)
     }
 }
@@ -1471,6 +1634,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ips);
     }
 }
 
@@ -1515,6 +1682,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::NodeAllocatableResourceMap
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.allocation_multiplier);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.OpaqueDeviceConfiguration
@@ -1556,6 +1727,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.parameters);
     }
 }
 
@@ -1601,6 +1776,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -1689,6 +1870,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.devices);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.ResourceClaimStatus
@@ -1706,6 +1891,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.reserved_for);
+        field::shrink_rep_opt(&mut m.devices);
         Ok(message)
     }
 }
@@ -1733,6 +1920,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.allocation);
+        field::fit_rep_opt(&mut m.reserved_for);
+        field::fit_rep_opt(&mut m.devices);
     }
 }
 
@@ -1776,6 +1969,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.ResourceClaimTemplateSpec
@@ -1817,6 +2015,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplateSpec 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.metadata);
+        field::fit_req(&mut m.spec);
     }
 }
 
@@ -1906,6 +2109,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceSlice {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.ResourceSliceSpec
@@ -1930,6 +2138,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.devices);
+        field::shrink_rep_opt(&mut m.shared_counters);
         Ok(message)
     }
 }
@@ -1967,5 +2177,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.pool);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_rep_opt(&mut m.devices);
+        field::fit_rep_opt(&mut m.shared_counters);
     }
 }

@@ -25,6 +25,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -60,6 +61,12 @@ impl Message for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_opt(&mut m.data);
+        field::fit_opt(&mut m.network_data);
     }
 }
 
@@ -106,6 +113,12 @@ impl Message for k8s_openapi::api::resource::v1beta2::AllocationResult {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.devices);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_opt(&mut m.allocation_timestamp);
     }
 }
 
@@ -163,6 +176,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.valid_values);
         Ok(message)
     }
 }
@@ -190,6 +204,12 @@ impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.default);
+        field::fit_rep_opt(&mut m.valid_values);
+        field::fit_opt(&mut m.valid_range);
     }
 }
 
@@ -236,6 +256,12 @@ impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.min);
+        field::fit_opt(&mut m.max);
+        field::fit_opt(&mut m.step);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.CapacityRequirements
@@ -275,6 +301,10 @@ impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.requests);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.Counter
@@ -313,6 +343,10 @@ impl Message for k8s_openapi::api::resource::v1beta2::Counter {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.value);
     }
 }
 
@@ -356,6 +390,10 @@ impl Message for k8s_openapi::api::resource::v1beta2::CounterSet {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map(&mut m.counters);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.Device
@@ -388,6 +426,10 @@ impl Decode for k8s_openapi::api::resource::v1beta2::Device {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.consumes_counters);
+        field::shrink_rep_opt(&mut m.taints);
+        field::shrink_rep_opt(&mut m.binding_conditions);
+        field::shrink_rep_opt(&mut m.binding_failure_conditions);
         Ok(message)
     }
 }
@@ -435,6 +477,17 @@ impl Message for k8s_openapi::api::resource::v1beta2::Device {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.attributes);
+        field::fit_map_opt(&mut m.capacity);
+        field::fit_rep_opt(&mut m.consumes_counters);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_rep_opt(&mut m.taints);
+        field::fit_rep_opt(&mut m.binding_conditions);
+        field::fit_rep_opt(&mut m.binding_failure_conditions);
+        field::fit_map_opt(&mut m.node_allocatable_resource_mappings);
     }
 }
 
@@ -488,6 +541,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfigurati
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -524,6 +578,11 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfigurat
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_opt(&mut m.opaque);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.DeviceAllocationResult
@@ -540,6 +599,8 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.results);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -566,6 +627,11 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.results);
+        field::fit_rep_opt(&mut m.config);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.DeviceAttribute
@@ -588,6 +654,10 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ints);
+        field::shrink_rep_opt(&mut m.bools);
+        field::shrink_rep_opt(&mut m.strings);
+        field::shrink_rep_opt(&mut m.versions);
         Ok(message)
     }
 }
@@ -625,6 +695,13 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ints);
+        field::fit_rep_opt(&mut m.bools);
+        field::fit_rep_opt(&mut m.strings);
+        field::fit_rep_opt(&mut m.versions);
     }
 }
 
@@ -668,6 +745,11 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.value);
+        field::fit_opt(&mut m.request_policy);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.DeviceClaim
@@ -685,6 +767,9 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClaim {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
+        field::shrink_rep_opt(&mut m.constraints);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -712,6 +797,12 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_rep_opt(&mut m.constraints);
+        field::fit_rep_opt(&mut m.config);
     }
 }
 
@@ -764,6 +855,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -794,6 +886,11 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_opt(&mut m.opaque);
     }
 }
 
@@ -836,6 +933,11 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceClass {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
     }
 }
 
@@ -916,6 +1018,10 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.opaque);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.DeviceClassSpec
@@ -934,6 +1040,8 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -962,6 +1070,11 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.config);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.DeviceConstraint
@@ -980,6 +1093,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -1007,6 +1121,10 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
     }
 }
 
@@ -1050,6 +1168,10 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map(&mut m.counters);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.DeviceRequest
@@ -1068,6 +1190,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.first_available);
         Ok(message)
     }
 }
@@ -1096,6 +1219,11 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceRequest {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.exactly);
+        field::fit_rep_opt(&mut m.first_available);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.DeviceRequestAllocationResult
@@ -1123,6 +1251,9 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResu
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.tolerations);
+        field::shrink_rep_opt(&mut m.binding_conditions);
+        field::shrink_rep_opt(&mut m.binding_failure_conditions);
         Ok(message)
     }
 }
@@ -1165,6 +1296,13 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationRes
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_rep_opt(&mut m.binding_conditions);
+        field::fit_rep_opt(&mut m.binding_failure_conditions);
+        field::fit_map_opt(&mut m.consumed_capacity);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.DeviceSelector
@@ -1204,6 +1342,10 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceSelector {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.cel);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.DeviceSubRequest
@@ -1229,6 +1371,8 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.tolerations);
         Ok(message)
     }
 }
@@ -1264,6 +1408,12 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_opt(&mut m.capacity);
     }
 }
 
@@ -1313,6 +1463,10 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaint {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time_added);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.DeviceTaintRule
@@ -1358,6 +1512,12 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintRule {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.DeviceTaintRuleSpec
@@ -1400,6 +1560,11 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.device_selector);
+        field::fit_req(&mut m.taint);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.DeviceTaintRuleStatus
@@ -1415,6 +1580,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -1438,6 +1604,10 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -1561,6 +1731,8 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.tolerations);
         Ok(message)
     }
 }
@@ -1597,6 +1769,12 @@ impl Message for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_opt(&mut m.capacity);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.NetworkDeviceData
@@ -1615,6 +1793,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ips);
         Ok(message)
     }
 }
@@ -1642,6 +1821,10 @@ impl Message for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ips);
     }
 }
 
@@ -1686,6 +1869,10 @@ impl Message for k8s_openapi::api::resource::v1beta2::NodeAllocatableResourceMap
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.allocation_multiplier);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.OpaqueDeviceConfiguration
@@ -1727,6 +1914,10 @@ impl Message for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.parameters);
     }
 }
 
@@ -1772,6 +1963,12 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -1860,6 +2057,10 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.devices);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.ResourceClaimStatus
@@ -1877,6 +2078,8 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.reserved_for);
+        field::shrink_rep_opt(&mut m.devices);
         Ok(message)
     }
 }
@@ -1904,6 +2107,12 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.allocation);
+        field::fit_rep_opt(&mut m.reserved_for);
+        field::fit_rep_opt(&mut m.devices);
     }
 }
 
@@ -1947,6 +2156,11 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.ResourceClaimTemplateSpec
@@ -1988,6 +2202,11 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.metadata);
+        field::fit_req(&mut m.spec);
     }
 }
 
@@ -2077,6 +2296,11 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceSlice {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.ResourceSliceSpec
@@ -2101,6 +2325,8 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.devices);
+        field::shrink_rep_opt(&mut m.shared_counters);
         Ok(message)
     }
 }
@@ -2138,5 +2364,12 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.pool);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_rep_opt(&mut m.devices);
+        field::fit_rep_opt(&mut m.shared_counters);
     }
 }

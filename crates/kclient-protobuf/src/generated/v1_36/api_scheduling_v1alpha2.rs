@@ -115,6 +115,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroup {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1alpha2.PodGroupResourceClaim
@@ -220,6 +226,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupSchedulingConstr
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.topology);
         Ok(message)
     }
 }
@@ -243,6 +250,10 @@ impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupSchedulingConst
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.topology);
     }
 }
 
@@ -286,6 +297,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupSchedulingPolic
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.basic);
+        field::fit_opt(&mut m.gang);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1alpha2.PodGroupSpec
@@ -312,6 +328,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resource_claims);
         Ok(message)
     }
 }
@@ -348,6 +365,13 @@ impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.pod_group_template_ref);
+        field::fit_req(&mut m.scheduling_policy);
+        field::fit_opt(&mut m.scheduling_constraints);
+        field::fit_rep_opt(&mut m.resource_claims);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1alpha2.PodGroupStatus
@@ -365,6 +389,8 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
+        field::shrink_rep_opt(&mut m.resource_claim_statuses);
         Ok(message)
     }
 }
@@ -391,6 +417,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_rep_opt(&mut m.resource_claim_statuses);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1alpha2.PodGroupTemplate
@@ -416,6 +447,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupTemplate {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resource_claims);
         Ok(message)
     }
 }
@@ -451,6 +483,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupTemplate {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.scheduling_policy);
+        field::fit_opt(&mut m.scheduling_constraints);
+        field::fit_rep_opt(&mut m.resource_claims);
     }
 }
 
@@ -490,6 +528,10 @@ impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupTemplateReferen
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.workload);
     }
 }
 
@@ -617,6 +659,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha2::Workload {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1alpha2.WorkloadPodGroupTemplateReference
@@ -677,6 +724,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::WorkloadSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.pod_group_templates);
         Ok(message)
     }
 }
@@ -702,5 +750,10 @@ impl Message for k8s_openapi::api::scheduling::v1alpha2::WorkloadSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.controller_ref);
+        field::fit_rep(&mut m.pod_group_templates);
     }
 }

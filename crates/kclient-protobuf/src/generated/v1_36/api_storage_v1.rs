@@ -46,6 +46,11 @@ impl Message for k8s_openapi::api::storage::v1::CSIDriver {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.CSIDriverSpec
@@ -87,6 +92,8 @@ impl Decode for k8s_openapi::api::storage::v1::CSIDriverSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.volume_lifecycle_modes);
+        field::shrink_rep_opt(&mut m.token_requests);
         Ok(message)
     }
 }
@@ -131,6 +138,11 @@ impl Message for k8s_openapi::api::storage::v1::CSIDriverSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.volume_lifecycle_modes);
+        field::fit_rep_opt(&mut m.token_requests);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.CSINode
@@ -173,6 +185,11 @@ impl Message for k8s_openapi::api::storage::v1::CSINode {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.CSINodeDriver
@@ -191,6 +208,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeDriver {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.topology_keys);
         Ok(message)
     }
 }
@@ -221,6 +239,11 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeDriver {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.topology_keys);
+        field::fit_opt(&mut m.allocatable);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.CSINodeSpec
@@ -236,6 +259,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.drivers);
         Ok(message)
     }
 }
@@ -259,6 +283,10 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.drivers);
     }
 }
 
@@ -313,6 +341,13 @@ impl Message for k8s_openapi::api::storage::v1::CSIStorageCapacity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.node_topology);
+        field::fit_opt(&mut m.capacity);
+        field::fit_opt(&mut m.maximum_volume_size);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.StorageClass
@@ -338,6 +373,8 @@ impl Decode for k8s_openapi::api::storage::v1::StorageClass {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.mount_options);
+        field::shrink_rep_opt(&mut m.allowed_topologies);
         Ok(message)
     }
 }
@@ -375,6 +412,12 @@ impl Message for k8s_openapi::api::storage::v1::StorageClass {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.mount_options);
+        field::fit_rep_opt(&mut m.allowed_topologies);
     }
 }
 
@@ -464,6 +507,12 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachment {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.VolumeAttachmentSource
@@ -507,6 +556,10 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.inline_volume_spec);
     }
 }
 
@@ -552,6 +605,10 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.source);
     }
 }
 
@@ -602,6 +659,11 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.attach_error);
+        field::fit_opt(&mut m.detach_error);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.VolumeAttributesClass
@@ -647,6 +709,10 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttributesClass {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.VolumeError
@@ -691,6 +757,10 @@ impl Message for k8s_openapi::api::storage::v1::VolumeError {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time);
     }
 }
 

@@ -11,7 +11,7 @@ use bytes::BufMut;
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition {
     fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {
 let mut message = Self::default(); let m = &mut message;
-while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,2 => field::req(&mut m.type_, wt, &mut buf, ctx).at("type")?,3 => field::opt_nz(&mut m.format, wt, &mut buf, ctx).at("format")?,4 => field::opt_nz(&mut m.description, wt, &mut buf, ctx).at("description")?,5 => field::opt_nz(&mut m.priority, wt, &mut buf, ctx).at("priority")?,6 => field::req(&mut m.json_path, wt, &mut buf, ctx).at("jsonPath")?, _ => wire::skip(tag, wt, &mut buf)?, } }
+while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,2 => field::req(&mut m.type_, wt, &mut buf, ctx).at("type")?,3 => field::opt_nz(&mut m.format, wt, &mut buf, ctx).at("format")?,4 => field::opt_nz(&mut m.description, wt, &mut buf, ctx).at("description")?,5 => field::opt_nz(&mut m.priority, wt, &mut buf, ctx).at("priority")?,6 => field::req(&mut m.json_path, wt, &mut buf, ctx).at("jsonPath")?, _ => wire::skip(tag, wt, &mut buf)?, } } 
 Ok(message)
 }
 }
@@ -21,7 +21,7 @@ fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_re
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_req(1, &m.name, buf);field::put_req(2, &m.type_, buf);field::put_opt_zero(3, &m.format, buf);field::put_opt_zero(4, &m.description, buf);field::put_opt_zero(5, &m.priority, buf);field::put_req(6, &m.json_path, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) }  }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceConversion
 
@@ -68,6 +68,10 @@ impl Message
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.webhook);
     }
 }
 
@@ -120,6 +124,12 @@ impl Message
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionCondition
@@ -127,7 +137,7 @@ impl Message
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionCondition {
     fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {
 let mut message = Self::default(); let m = &mut message;
-while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.type_, wt, &mut buf, ctx).at("type")?,2 => field::req(&mut m.status, wt, &mut buf, ctx).at("status")?,3 => field::opt_nz(&mut m.last_transition_time, wt, &mut buf, ctx).at("lastTransitionTime")?,4 => field::opt_nz(&mut m.reason, wt, &mut buf, ctx).at("reason")?,5 => field::opt_nz(&mut m.message, wt, &mut buf, ctx).at("message")?,6 => field::opt_nz(&mut m.observed_generation, wt, &mut buf, ctx).at("observedGeneration")?, _ => wire::skip(tag, wt, &mut buf)?, } }
+while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.type_, wt, &mut buf, ctx).at("type")?,2 => field::req(&mut m.status, wt, &mut buf, ctx).at("status")?,3 => field::opt_nz(&mut m.last_transition_time, wt, &mut buf, ctx).at("lastTransitionTime")?,4 => field::opt_nz(&mut m.reason, wt, &mut buf, ctx).at("reason")?,5 => field::opt_nz(&mut m.message, wt, &mut buf, ctx).at("message")?,6 => field::opt_nz(&mut m.observed_generation, wt, &mut buf, ctx).at("observedGeneration")?, _ => wire::skip(tag, wt, &mut buf)?, } } 
 Ok(message)
 }
 }
@@ -137,14 +147,14 @@ fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_re
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_req(1, &m.type_, buf);field::put_req(2, &m.status, buf);field::put_opt_zero(3, &m.last_transition_time, buf);field::put_opt_zero(4, &m.reason, buf);field::put_opt_zero(5, &m.message, buf);field::put_opt_zero(6, &m.observed_generation, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionCondition { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionCondition { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_opt(&mut m.last_transition_time); } }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionNames
 
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionNames {
     fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {
 let mut message = Self::default(); let m = &mut message;
-while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.plural, wt, &mut buf, ctx).at("plural")?,2 => field::opt_nz(&mut m.singular, wt, &mut buf, ctx).at("singular")?,3 => field::rep_opt(&mut m.short_names, wt, &mut buf, ctx).at("shortNames")?,4 => field::req(&mut m.kind, wt, &mut buf, ctx).at("kind")?,5 => field::opt_nz(&mut m.list_kind, wt, &mut buf, ctx).at("listKind")?,6 => field::rep_opt(&mut m.categories, wt, &mut buf, ctx).at("categories")?, _ => wire::skip(tag, wt, &mut buf)?, } }
+while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.plural, wt, &mut buf, ctx).at("plural")?,2 => field::opt_nz(&mut m.singular, wt, &mut buf, ctx).at("singular")?,3 => field::rep_opt(&mut m.short_names, wt, &mut buf, ctx).at("shortNames")?,4 => field::req(&mut m.kind, wt, &mut buf, ctx).at("kind")?,5 => field::opt_nz(&mut m.list_kind, wt, &mut buf, ctx).at("listKind")?,6 => field::rep_opt(&mut m.categories, wt, &mut buf, ctx).at("categories")?, _ => wire::skip(tag, wt, &mut buf)?, } } field::shrink_rep_opt(&mut m.short_names);field::shrink_rep_opt(&mut m.categories);
 Ok(message)
 }
 }
@@ -154,14 +164,14 @@ fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_re
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_req(1, &m.plural, buf);field::put_opt_zero(2, &m.singular, buf);field::put_rep_opt(3, &m.short_names, buf);field::put_req(4, &m.kind, buf);field::put_opt_zero(5, &m.list_kind, buf);field::put_rep_opt(6, &m.categories, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionNames { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionNames { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_rep_opt(&mut m.short_names);field::fit_rep_opt(&mut m.categories); } }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec
 
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionSpec {
     fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {
 let mut message = Self::default(); let m = &mut message;
-while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.group, wt, &mut buf, ctx).at("group")?,3 => field::req(&mut m.names, wt, &mut buf, ctx).at("names")?,4 => field::req(&mut m.scope, wt, &mut buf, ctx).at("scope")?,7 => field::rep(&mut m.versions, wt, &mut buf, ctx).at("versions")?,9 => field::opt(&mut m.conversion, wt, &mut buf, ctx).at("conversion")?,10 => field::opt_nz(&mut m.preserve_unknown_fields, wt, &mut buf, ctx).at("preserveUnknownFields")?, _ => wire::skip(tag, wt, &mut buf)?, } }
+while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.group, wt, &mut buf, ctx).at("group")?,3 => field::req(&mut m.names, wt, &mut buf, ctx).at("names")?,4 => field::req(&mut m.scope, wt, &mut buf, ctx).at("scope")?,7 => field::rep(&mut m.versions, wt, &mut buf, ctx).at("versions")?,9 => field::opt(&mut m.conversion, wt, &mut buf, ctx).at("conversion")?,10 => field::opt_nz(&mut m.preserve_unknown_fields, wt, &mut buf, ctx).at("preserveUnknownFields")?, _ => wire::skip(tag, wt, &mut buf)?, } } field::shrink_rep(&mut m.versions);
 Ok(message)
 }
 }
@@ -171,14 +181,14 @@ fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_re
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_req(1, &m.group, buf);field::put_req(3, &m.names, buf);field::put_req(4, &m.scope, buf);field::put_rep(7, &m.versions, buf);field::put_opt(9, &m.conversion, buf);field::put_opt_zero(10, &m.preserve_unknown_fields, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionSpec { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionSpec { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_req(&mut m.names);field::fit_rep(&mut m.versions);field::fit_opt(&mut m.conversion); } }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus
 
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionStatus {
     fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {
 let mut message = Self::default(); let m = &mut message;
-while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,2 => field::opt(&mut m.accepted_names, wt, &mut buf, ctx).at("acceptedNames")?,3 => field::rep_opt(&mut m.stored_versions, wt, &mut buf, ctx).at("storedVersions")?,4 => field::opt_nz(&mut m.observed_generation, wt, &mut buf, ctx).at("observedGeneration")?, _ => wire::skip(tag, wt, &mut buf)?, } }
+while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,2 => field::opt(&mut m.accepted_names, wt, &mut buf, ctx).at("acceptedNames")?,3 => field::rep_opt(&mut m.stored_versions, wt, &mut buf, ctx).at("storedVersions")?,4 => field::opt_nz(&mut m.observed_generation, wt, &mut buf, ctx).at("observedGeneration")?, _ => wire::skip(tag, wt, &mut buf)?, } } field::shrink_rep_opt(&mut m.conditions);field::shrink_rep_opt(&mut m.stored_versions);
 Ok(message)
 }
 }
@@ -188,14 +198,14 @@ fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_re
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_rep_opt(1, &m.conditions, buf);field::put_opt_zero(2, &m.accepted_names, buf);field::put_rep_opt(3, &m.stored_versions, buf);field::put_opt_zero(4, &m.observed_generation, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionStatus { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionStatus { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_rep_opt(&mut m.conditions);field::fit_opt(&mut m.accepted_names);field::fit_rep_opt(&mut m.stored_versions); } }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionVersion
 
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion {
     fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {
 let mut message = Self::default(); let m = &mut message;
-while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,2 => field::req(&mut m.served, wt, &mut buf, ctx).at("served")?,3 => field::req(&mut m.storage, wt, &mut buf, ctx).at("storage")?,4 => field::opt(&mut m.schema, wt, &mut buf, ctx).at("schema")?,5 => field::opt(&mut m.subresources, wt, &mut buf, ctx).at("subresources")?,6 => field::rep_opt(&mut m.additional_printer_columns, wt, &mut buf, ctx).at("additionalPrinterColumns")?,7 => field::opt_nz(&mut m.deprecated, wt, &mut buf, ctx).at("deprecated")?,8 => field::opt(&mut m.deprecation_warning, wt, &mut buf, ctx).at("deprecationWarning")?,9 => field::rep_opt(&mut m.selectable_fields, wt, &mut buf, ctx).at("selectableFields")?, _ => wire::skip(tag, wt, &mut buf)?, } }
+while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,2 => field::req(&mut m.served, wt, &mut buf, ctx).at("served")?,3 => field::req(&mut m.storage, wt, &mut buf, ctx).at("storage")?,4 => field::opt(&mut m.schema, wt, &mut buf, ctx).at("schema")?,5 => field::opt(&mut m.subresources, wt, &mut buf, ctx).at("subresources")?,6 => field::rep_opt(&mut m.additional_printer_columns, wt, &mut buf, ctx).at("additionalPrinterColumns")?,7 => field::opt_nz(&mut m.deprecated, wt, &mut buf, ctx).at("deprecated")?,8 => field::opt(&mut m.deprecation_warning, wt, &mut buf, ctx).at("deprecationWarning")?,9 => field::rep_opt(&mut m.selectable_fields, wt, &mut buf, ctx).at("selectableFields")?, _ => wire::skip(tag, wt, &mut buf)?, } } field::shrink_rep_opt(&mut m.additional_printer_columns);field::shrink_rep_opt(&mut m.selectable_fields);
 Ok(message)
 }
 }
@@ -205,14 +215,14 @@ fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_re
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_req(1, &m.name, buf);field::put_req(2, &m.served, buf);field::put_req(3, &m.storage, buf);field::put_opt(4, &m.schema, buf);field::put_opt(5, &m.subresources, buf);field::put_rep_opt(6, &m.additional_printer_columns, buf);field::put_opt_zero(7, &m.deprecated, buf);field::put_opt(8, &m.deprecation_warning, buf);field::put_rep_opt(9, &m.selectable_fields, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_opt(&mut m.schema);field::fit_opt(&mut m.subresources);field::fit_rep_opt(&mut m.additional_printer_columns);field::fit_rep_opt(&mut m.selectable_fields); } }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresourceScale
 
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceScale {
     fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {
 let mut message = Self::default(); let m = &mut message;
-while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.spec_replicas_path, wt, &mut buf, ctx).at("specReplicasPath")?,2 => field::req(&mut m.status_replicas_path, wt, &mut buf, ctx).at("statusReplicasPath")?,3 => field::opt(&mut m.label_selector_path, wt, &mut buf, ctx).at("labelSelectorPath")?, _ => wire::skip(tag, wt, &mut buf)?, } }
+while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.spec_replicas_path, wt, &mut buf, ctx).at("specReplicasPath")?,2 => field::req(&mut m.status_replicas_path, wt, &mut buf, ctx).at("statusReplicasPath")?,3 => field::opt(&mut m.label_selector_path, wt, &mut buf, ctx).at("labelSelectorPath")?, _ => wire::skip(tag, wt, &mut buf)?, } } 
 Ok(message)
 }
 }
@@ -222,7 +232,7 @@ fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_re
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_req(1, &m.spec_replicas_path, buf);field::put_req(2, &m.status_replicas_path, buf);field::put_opt(3, &m.label_selector_path, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceScale { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceScale { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) }  }
 
 // k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresourceStatus: an empty message (k8s-openapi: a JSON object).
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceStatus {
@@ -254,7 +264,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresources {
     fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {
 let mut message = Self::default(); let m = &mut message;
-while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::opt(&mut m.status, wt, &mut buf, ctx).at("status")?,2 => field::opt(&mut m.scale, wt, &mut buf, ctx).at("scale")?, _ => wire::skip(tag, wt, &mut buf)?, } }
+while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::opt(&mut m.status, wt, &mut buf, ctx).at("status")?,2 => field::opt(&mut m.scale, wt, &mut buf, ctx).at("scale")?, _ => wire::skip(tag, wt, &mut buf)?, } } 
 Ok(message)
 }
 }
@@ -264,7 +274,7 @@ fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_op
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_opt(1, &m.status, buf);field::put_opt(2, &m.scale, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresources { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresources { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_opt(&mut m.status);field::fit_opt(&mut m.scale); } }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceValidation
 
@@ -309,6 +319,10 @@ impl Message
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.open_api_v3_schema);
     }
 }
 
@@ -436,6 +450,13 @@ impl Decode
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.enum_);
+        field::shrink_rep_opt(&mut m.required);
+        field::shrink_rep_opt(&mut m.all_of);
+        field::shrink_rep_opt(&mut m.one_of);
+        field::shrink_rep_opt(&mut m.any_of);
+        field::shrink_rep_opt(&mut m.x_kubernetes_list_map_keys);
+        field::shrink_rep_opt(&mut m.x_kubernetes_validations);
         Ok(message)
     }
 }
@@ -549,6 +570,27 @@ impl Message
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.default);
+        field::fit_rep_opt(&mut m.enum_);
+        field::fit_rep_opt(&mut m.required);
+        field::fit_opt(&mut m.items);
+        field::fit_rep_opt(&mut m.all_of);
+        field::fit_rep_opt(&mut m.one_of);
+        field::fit_rep_opt(&mut m.any_of);
+        field::fit_opt(&mut m.not);
+        field::fit_map_opt(&mut m.properties);
+        field::fit_opt(&mut m.additional_properties);
+        field::fit_map_opt(&mut m.pattern_properties);
+        field::fit_map_opt(&mut m.dependencies);
+        field::fit_opt(&mut m.additional_items);
+        field::fit_map_opt(&mut m.definitions);
+        field::fit_opt(&mut m.external_docs);
+        field::fit_opt(&mut m.example);
+        field::fit_rep_opt(&mut m.x_kubernetes_list_map_keys);
+        field::fit_rep_opt(&mut m.x_kubernetes_validations);
     }
 }
 
@@ -759,6 +801,10 @@ impl Message
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.service);
+    }
 }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.WebhookConversion
@@ -778,6 +824,7 @@ impl Decode
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.conversion_review_versions);
         Ok(message)
     }
 }
@@ -807,5 +854,10 @@ impl Message
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.client_config);
+        field::fit_rep(&mut m.conversion_review_versions);
     }
 }

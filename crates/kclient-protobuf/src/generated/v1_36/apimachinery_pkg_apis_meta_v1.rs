@@ -24,6 +24,8 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.versions);
+        field::shrink_rep_opt(&mut m.server_address_by_client_cidrs);
         Ok(message)
     }
 }
@@ -54,6 +56,12 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.versions);
+        field::fit_opt(&mut m.preferred_version);
+        field::fit_rep_opt(&mut m.server_address_by_client_cidrs);
+    }
 }
 
 // ---- k8s.io.apimachinery.pkg.apis.meta.v1.APIGroupList
@@ -69,6 +77,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.groups);
         Ok(message)
     }
 }
@@ -92,6 +101,10 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.groups);
     }
 }
 
@@ -118,6 +131,8 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.short_names);
+        field::shrink_rep_opt(&mut m.categories);
         Ok(message)
     }
 }
@@ -160,6 +175,12 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.verbs);
+        field::fit_rep_opt(&mut m.short_names);
+        field::fit_rep_opt(&mut m.categories);
+    }
 }
 
 // ---- k8s.io.apimachinery.pkg.apis.meta.v1.APIResourceList
@@ -176,6 +197,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList 
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.resources);
         Ok(message)
     }
 }
@@ -202,6 +224,10 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.resources);
+    }
 }
 
 // ---- k8s.io.apimachinery.pkg.apis.meta.v1.APIVersions
@@ -219,6 +245,8 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.versions);
+        field::shrink_rep(&mut m.server_address_by_client_cidrs);
         Ok(message)
     }
 }
@@ -244,6 +272,11 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.versions);
+        field::fit_rep(&mut m.server_address_by_client_cidrs);
     }
 }
 
@@ -315,6 +348,10 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
         0
     }
     fn put_zero(_buf: &mut impl BufMut) {}
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions
@@ -344,6 +381,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.dry_run);
         Ok(message)
     }
 }
@@ -385,6 +423,11 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.preconditions);
+        field::fit_rep_opt(&mut m.dry_run);
+    }
 }
 
 // ---- k8s.io.apimachinery.pkg.apis.meta.v1.FieldSelectorRequirement
@@ -402,6 +445,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorReq
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.values);
         Ok(message)
     }
 }
@@ -429,6 +473,10 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorRe
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.values);
     }
 }
 
@@ -531,6 +579,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.match_expressions);
         Ok(message)
     }
 }
@@ -557,6 +606,10 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.match_expressions);
+    }
 }
 
 // ---- k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement
@@ -574,6 +627,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorReq
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.values);
         Ok(message)
     }
 }
@@ -601,6 +655,10 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRe
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.values);
     }
 }
 
@@ -654,6 +712,10 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.shard_info);
     }
 }
 
@@ -712,6 +774,11 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEn
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time);
+        field::fit_opt(&mut m.fields_v1);
+    }
 }
 
 // ---- k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta
@@ -749,6 +816,9 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.owner_references);
+        field::shrink_rep_opt(&mut m.finalizers);
+        field::shrink_rep_opt(&mut m.managed_fields);
         Ok(message)
     }
 }
@@ -800,6 +870,14 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.creation_timestamp);
+        field::fit_opt(&mut m.deletion_timestamp);
+        field::fit_rep_opt(&mut m.owner_references);
+        field::fit_rep_opt(&mut m.finalizers);
+        field::fit_rep_opt(&mut m.managed_fields);
     }
 }
 
@@ -1035,6 +1113,11 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.details);
+    }
 }
 
 // ---- k8s.io.apimachinery.pkg.apis.meta.v1.StatusCause
@@ -1101,6 +1184,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.causes);
         Ok(message)
     }
 }
@@ -1134,5 +1218,9 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.causes);
     }
 }

@@ -233,6 +233,8 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MatchResources {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resource_rules);
+        field::shrink_rep_opt(&mut m.exclude_resource_rules);
         Ok(message)
     }
 }
@@ -264,6 +266,13 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MatchResources {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.namespace_selector);
+        field::fit_opt(&mut m.object_selector);
+        field::fit_rep_opt(&mut m.resource_rules);
+        field::fit_rep_opt(&mut m.exclude_resource_rules);
     }
 }
 
@@ -307,6 +316,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.MutatingAdmissionPolicyBinding
@@ -348,6 +362,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
     }
 }
 
@@ -394,6 +413,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.param_ref);
+        field::fit_opt(&mut m.match_resources);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.MutatingAdmissionPolicySpec
@@ -418,6 +442,9 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPo
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.variables);
+        field::shrink_rep_opt(&mut m.mutations);
+        field::shrink_rep_opt(&mut m.match_conditions);
         Ok(message)
     }
 }
@@ -454,6 +481,14 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.param_kind);
+        field::fit_opt(&mut m.match_constraints);
+        field::fit_rep_opt(&mut m.variables);
+        field::fit_rep_opt(&mut m.mutations);
+        field::fit_rep_opt(&mut m.match_conditions);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.MutatingWebhook
@@ -484,6 +519,9 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.rules);
+        field::shrink_rep(&mut m.admission_review_versions);
+        field::shrink_rep_opt(&mut m.match_conditions);
         Ok(message)
     }
 }
@@ -530,6 +568,15 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.client_config);
+        field::fit_rep_opt(&mut m.rules);
+        field::fit_opt(&mut m.namespace_selector);
+        field::fit_rep(&mut m.admission_review_versions);
+        field::fit_opt(&mut m.object_selector);
+        field::fit_rep_opt(&mut m.match_conditions);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.MutatingWebhookConfiguration
@@ -546,6 +593,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingWebhookConf
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.webhooks);
         Ok(message)
     }
 }
@@ -571,6 +619,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingWebhookCon
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.webhooks);
     }
 }
 
@@ -617,6 +670,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::Mutation {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.apply_configuration);
+        field::fit_opt(&mut m.json_patch);
     }
 }
 
@@ -726,6 +784,11 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperat
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resource_names);
+        field::shrink_rep_opt(&mut m.operations);
+        field::shrink_rep_opt(&mut m.api_groups);
+        field::shrink_rep_opt(&mut m.api_versions);
+        field::shrink_rep_opt(&mut m.resources);
         Ok(message)
     }
 }
@@ -756,6 +819,14 @@ impl Message for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOpera
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.resource_names);
+        field::fit_rep_opt(&mut m.operations);
+        field::fit_rep_opt(&mut m.api_groups);
+        field::fit_rep_opt(&mut m.api_versions);
+        field::fit_rep_opt(&mut m.resources);
     }
 }
 
@@ -848,6 +919,10 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ParamRef {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.selector);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.RuleWithOperations
@@ -902,6 +977,10 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::RuleWithOperations 
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.operations);
+        field::shrink_rep_opt(&mut m.api_groups);
+        field::shrink_rep_opt(&mut m.api_versions);
+        field::shrink_rep_opt(&mut m.resources);
         Ok(message)
     }
 }
@@ -928,6 +1007,13 @@ impl Message for k8s_openapi::api::admissionregistration::v1::RuleWithOperations
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.operations);
+        field::fit_rep_opt(&mut m.api_groups);
+        field::fit_rep_opt(&mut m.api_versions);
+        field::fit_rep_opt(&mut m.resources);
     }
 }
 
@@ -993,6 +1079,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::TypeChecking {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.expression_warnings);
         Ok(message)
     }
 }
@@ -1016,6 +1103,10 @@ impl Message for k8s_openapi::api::admissionregistration::v1::TypeChecking {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.expression_warnings);
     }
 }
 
@@ -1062,6 +1153,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding
@@ -1104,6 +1201,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec
@@ -1123,6 +1225,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.validation_actions);
         Ok(message)
     }
 }
@@ -1153,6 +1256,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.param_ref);
+        field::fit_opt(&mut m.match_resources);
+        field::fit_rep(&mut m.validation_actions);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicySpec
@@ -1177,6 +1286,10 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.validations);
+        field::shrink_rep_opt(&mut m.audit_annotations);
+        field::shrink_rep_opt(&mut m.match_conditions);
+        field::shrink_rep_opt(&mut m.variables);
         Ok(message)
     }
 }
@@ -1213,6 +1326,15 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.param_kind);
+        field::fit_opt(&mut m.match_constraints);
+        field::fit_rep_opt(&mut m.validations);
+        field::fit_rep_opt(&mut m.audit_annotations);
+        field::fit_rep_opt(&mut m.match_conditions);
+        field::fit_rep_opt(&mut m.variables);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyStatus
@@ -1231,6 +1353,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -1258,6 +1381,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.type_checking);
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -1287,6 +1415,9 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.rules);
+        field::shrink_rep(&mut m.admission_review_versions);
+        field::shrink_rep_opt(&mut m.match_conditions);
         Ok(message)
     }
 }
@@ -1331,6 +1462,15 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook 
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.client_config);
+        field::fit_rep_opt(&mut m.rules);
+        field::fit_opt(&mut m.namespace_selector);
+        field::fit_rep(&mut m.admission_review_versions);
+        field::fit_opt(&mut m.object_selector);
+        field::fit_rep_opt(&mut m.match_conditions);
+    }
 }
 
 // ---- k8s.io.api.admissionregistration.v1.ValidatingWebhookConfiguration
@@ -1347,6 +1487,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookCo
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.webhooks);
         Ok(message)
     }
 }
@@ -1372,6 +1513,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookC
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.webhooks);
     }
 }
 
@@ -1508,5 +1654,9 @@ impl Message for k8s_openapi::api::admissionregistration::v1::WebhookClientConfi
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.service);
     }
 }

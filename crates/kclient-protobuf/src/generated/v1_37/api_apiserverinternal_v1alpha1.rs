@@ -26,6 +26,8 @@ impl Decode for k8s_openapi::api::apiserverinternal::v1alpha1::ServerStorageVers
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.decodable_versions);
+        field::shrink_rep_opt(&mut m.served_versions);
         Ok(message)
     }
 }
@@ -55,6 +57,11 @@ impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::ServerStorageVer
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.decodable_versions);
+        field::fit_rep_opt(&mut m.served_versions);
     }
 }
 
@@ -100,6 +107,12 @@ impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -157,6 +170,10 @@ impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionCo
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // k8s.io.api.apiserverinternal.v1alpha1.StorageVersionSpec: an empty message (k8s-openapi: a JSON object).
@@ -203,6 +220,8 @@ impl Decode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSta
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.storage_versions);
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -230,5 +249,10 @@ impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSt
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.storage_versions);
+        field::fit_rep_opt(&mut m.conditions);
     }
 }

@@ -94,6 +94,11 @@ impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReview {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.authentication.v1.SelfSubjectReviewStatus
@@ -132,6 +137,10 @@ impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.user_info);
     }
 }
 
@@ -178,6 +187,12 @@ impl Message for k8s_openapi::api::authentication::v1::TokenRequest {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.authentication.v1.TokenRequestSpec
@@ -197,6 +212,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenRequestSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.audiences);
         Ok(message)
     }
 }
@@ -226,6 +242,12 @@ impl Message for k8s_openapi::api::authentication::v1::TokenRequestSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.audiences);
+        field::fit_opt(&mut m.bound_object_ref);
+        field::fit_map_opt(&mut m.attestations);
     }
 }
 
@@ -269,6 +291,10 @@ impl Message for k8s_openapi::api::authentication::v1::TokenRequestStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.expiration_timestamp);
     }
 }
 
@@ -315,6 +341,12 @@ impl Message for k8s_openapi::api::authentication::v1::TokenReview {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.authentication.v1.TokenReviewSpec
@@ -331,6 +363,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenReviewSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.audiences);
         Ok(message)
     }
 }
@@ -357,6 +390,10 @@ impl Message for k8s_openapi::api::authentication::v1::TokenReviewSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.audiences);
+    }
 }
 
 // ---- k8s.io.api.authentication.v1.TokenReviewStatus
@@ -375,6 +412,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenReviewStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.audiences);
         Ok(message)
     }
 }
@@ -405,6 +443,11 @@ impl Message for k8s_openapi::api::authentication::v1::TokenReviewStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.user);
+        field::fit_rep_opt(&mut m.audiences);
+    }
 }
 
 // ---- k8s.io.api.authentication.v1.UserInfo
@@ -423,6 +466,7 @@ impl Decode for k8s_openapi::api::authentication::v1::UserInfo {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.groups);
         Ok(message)
     }
 }
@@ -452,5 +496,10 @@ impl Message for k8s_openapi::api::authentication::v1::UserInfo {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.groups);
+        field::fit_map_opt(&mut m.extra);
     }
 }

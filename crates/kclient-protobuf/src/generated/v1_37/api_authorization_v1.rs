@@ -20,6 +20,7 @@ impl Decode for k8s_openapi::api::authorization::v1::FieldSelectorAttributes {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requirements);
         Ok(message)
     }
 }
@@ -46,6 +47,10 @@ impl Message for k8s_openapi::api::authorization::v1::FieldSelectorAttributes {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requirements);
+    }
 }
 
 // ---- k8s.io.api.authorization.v1.LabelSelectorAttributes
@@ -62,6 +67,7 @@ impl Decode for k8s_openapi::api::authorization::v1::LabelSelectorAttributes {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requirements);
         Ok(message)
     }
 }
@@ -87,6 +93,10 @@ impl Message for k8s_openapi::api::authorization::v1::LabelSelectorAttributes {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requirements);
     }
 }
 
@@ -132,6 +142,12 @@ impl Message for k8s_openapi::api::authorization::v1::LocalSubjectAccessReview {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -192,6 +208,8 @@ impl Decode for k8s_openapi::api::authorization::v1::NonResourceRule {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.verbs);
+        field::shrink_rep_opt(&mut m.non_resource_urls);
         Ok(message)
     }
 }
@@ -217,6 +235,11 @@ impl Message for k8s_openapi::api::authorization::v1::NonResourceRule {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.verbs);
+        field::fit_rep_opt(&mut m.non_resource_urls);
     }
 }
 
@@ -281,6 +304,11 @@ impl Message for k8s_openapi::api::authorization::v1::ResourceAttributes {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.field_selector);
+        field::fit_opt(&mut m.label_selector);
+    }
 }
 
 // ---- k8s.io.api.authorization.v1.ResourceRule
@@ -301,6 +329,10 @@ impl Decode for k8s_openapi::api::authorization::v1::ResourceRule {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.verbs);
+        field::shrink_rep_opt(&mut m.api_groups);
+        field::shrink_rep_opt(&mut m.resources);
+        field::shrink_rep_opt(&mut m.resource_names);
         Ok(message)
     }
 }
@@ -330,6 +362,13 @@ impl Message for k8s_openapi::api::authorization::v1::ResourceRule {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.verbs);
+        field::fit_rep_opt(&mut m.api_groups);
+        field::fit_rep_opt(&mut m.resources);
+        field::fit_rep_opt(&mut m.resource_names);
     }
 }
 
@@ -376,6 +415,12 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectAccessReview {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.authorization.v1.SelfSubjectAccessReviewSpec
@@ -419,6 +464,11 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectAccessReviewSpe
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.resource_attributes);
+        field::fit_opt(&mut m.non_resource_attributes);
     }
 }
 
@@ -464,6 +514,12 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectRulesReview {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -549,6 +605,12 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReview {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.authorization.v1.SubjectAccessReviewSpec
@@ -571,6 +633,7 @@ impl Decode for k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.groups);
         Ok(message)
     }
 }
@@ -604,6 +667,13 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.resource_attributes);
+        field::fit_opt(&mut m.non_resource_attributes);
+        field::fit_rep_opt(&mut m.groups);
+        field::fit_map_opt(&mut m.extra);
     }
 }
 
@@ -674,6 +744,8 @@ impl Decode for k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.resource_rules);
+        field::shrink_rep(&mut m.non_resource_rules);
         Ok(message)
     }
 }
@@ -703,5 +775,10 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.resource_rules);
+        field::fit_rep(&mut m.non_resource_rules);
     }
 }

@@ -94,6 +94,12 @@ impl Message for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v1.HorizontalPodAutoscalerSpec
@@ -142,6 +148,10 @@ impl Message for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerSpec 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.scale_target_ref);
     }
 }
 
@@ -200,6 +210,10 @@ impl Message for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerStatu
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_scale_time);
+    }
 }
 
 // ---- k8s.io.api.autoscaling.v1.Scale
@@ -244,6 +258,12 @@ impl Message for k8s_openapi::api::autoscaling::v1::Scale {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 

@@ -49,6 +49,12 @@ impl Message for k8s_openapi::api::batch::v1::CronJob {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.CronJobSpec
@@ -113,6 +119,10 @@ impl Message for k8s_openapi::api::batch::v1::CronJobSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.job_template);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.CronJobStatus
@@ -132,6 +142,7 @@ impl Decode for k8s_openapi::api::batch::v1::CronJobStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.active);
         Ok(message)
     }
 }
@@ -159,6 +170,12 @@ impl Message for k8s_openapi::api::batch::v1::CronJobStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.active);
+        field::fit_opt(&mut m.last_schedule_time);
+        field::fit_opt(&mut m.last_successful_time);
     }
 }
 
@@ -204,6 +221,12 @@ impl Message for k8s_openapi::api::batch::v1::Job {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -262,6 +285,11 @@ impl Message for k8s_openapi::api::batch::v1::JobCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_probe_time);
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.JobSchedulingConfiguration
@@ -283,6 +311,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobSchedulingConfiguration {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resource_claims);
         Ok(message)
     }
 }
@@ -312,6 +341,13 @@ impl Message for k8s_openapi::api::batch::v1::JobSchedulingConfiguration {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.scheduling_policy);
+        field::fit_opt(&mut m.scheduling_constraints);
+        field::fit_opt(&mut m.disruption_mode);
+        field::fit_rep_opt(&mut m.resource_claims);
     }
 }
 
@@ -406,6 +442,14 @@ impl Message for k8s_openapi::api::batch::v1::JobSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.selector);
+        field::fit_req(&mut m.template);
+        field::fit_opt(&mut m.pod_failure_policy);
+        field::fit_opt(&mut m.success_policy);
+        field::fit_opt(&mut m.scheduling);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.JobStatus
@@ -433,6 +477,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -477,6 +522,13 @@ impl Message for k8s_openapi::api::batch::v1::JobStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_opt(&mut m.start_time);
+        field::fit_opt(&mut m.completion_time);
+        field::fit_opt(&mut m.uncounted_terminated_pods);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.JobTemplateSpec
@@ -519,6 +571,11 @@ impl Message for k8s_openapi::api::batch::v1::JobTemplateSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.PodFailurePolicy
@@ -534,6 +591,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicy {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.rules);
         Ok(message)
     }
 }
@@ -558,6 +616,10 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicy {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.rules);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.PodFailurePolicyOnExitCodesRequirement
@@ -575,6 +637,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirem
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.values);
         Ok(message)
     }
 }
@@ -602,6 +665,10 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequire
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.values);
     }
 }
 
@@ -663,6 +730,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.on_pod_conditions);
         Ok(message)
     }
 }
@@ -691,6 +759,11 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.on_exit_codes);
+        field::fit_rep_opt(&mut m.on_pod_conditions);
+    }
 }
 
 // ---- k8s.io.api.batch.v1.SuccessPolicy
@@ -706,6 +779,7 @@ impl Decode for k8s_openapi::api::batch::v1::SuccessPolicy {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.rules);
         Ok(message)
     }
 }
@@ -729,6 +803,10 @@ impl Message for k8s_openapi::api::batch::v1::SuccessPolicy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.rules);
     }
 }
 
@@ -789,6 +867,8 @@ impl Decode for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.succeeded);
+        field::shrink_rep_opt(&mut m.failed);
         Ok(message)
     }
 }
@@ -814,5 +894,10 @@ impl Message for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.succeeded);
+        field::fit_rep_opt(&mut m.failed);
     }
 }

@@ -49,6 +49,12 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequest {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.certificates.v1.CertificateSigningRequestCondition
@@ -105,6 +111,11 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestCo
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_update_time);
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.certificates.v1.CertificateSigningRequestSpec
@@ -128,6 +139,8 @@ impl Decode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSpe
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.groups);
+        field::shrink_rep_opt(&mut m.usages);
         Ok(message)
     }
 }
@@ -166,6 +179,12 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSp
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.groups);
+        field::fit_rep_opt(&mut m.usages);
+        field::fit_map_opt(&mut m.extra);
+    }
 }
 
 // ---- k8s.io.api.certificates.v1.CertificateSigningRequestStatus
@@ -182,6 +201,7 @@ impl Decode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSta
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -207,6 +227,10 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSt
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -249,6 +273,11 @@ impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundle {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
     }
 }
 
@@ -336,6 +365,12 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequest {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -428,6 +463,7 @@ impl Decode for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus 
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -459,5 +495,12 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_opt(&mut m.not_before);
+        field::fit_opt(&mut m.begin_refresh_at);
+        field::fit_opt(&mut m.not_after);
     }
 }

@@ -46,6 +46,11 @@ impl Message for k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.certificates.v1beta1.ClusterTrustBundleSpec
@@ -132,6 +137,12 @@ impl Message for k8s_openapi::api::certificates::v1beta1::PodCertificateRequest 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -231,6 +242,7 @@ impl Decode for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestSt
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -262,5 +274,12 @@ impl Message for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestS
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_opt(&mut m.not_before);
+        field::fit_opt(&mut m.begin_refresh_at);
+        field::fit_opt(&mut m.not_after);
     }
 }

@@ -46,6 +46,11 @@ impl Message for k8s_openapi::api::coordination::v1alpha2::LeaseCandidate {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.coordination.v1alpha2.LeaseCandidateSpec
@@ -100,5 +105,10 @@ impl Message for k8s_openapi::api::coordination::v1alpha2::LeaseCandidateSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.ping_time);
+        field::fit_opt(&mut m.renew_time);
     }
 }

@@ -99,6 +99,12 @@ impl Message for k8s_openapi::api::core::v1::Affinity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.node_affinity);
+        field::fit_opt(&mut m.pod_affinity);
+        field::fit_opt(&mut m.pod_anti_affinity);
+    }
 }
 
 // ---- k8s.io.api.core.v1.AppArmorProfile
@@ -375,6 +381,11 @@ impl Message for k8s_openapi::api::core::v1::Binding {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.target);
+    }
 }
 
 // ---- k8s.io.api.core.v1.CSIPersistentVolumeSource
@@ -447,6 +458,14 @@ impl Message for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.controller_publish_secret_ref);
+        field::fit_opt(&mut m.node_stage_secret_ref);
+        field::fit_opt(&mut m.node_publish_secret_ref);
+        field::fit_opt(&mut m.controller_expand_secret_ref);
+        field::fit_opt(&mut m.node_expand_secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.CSIVolumeSource
@@ -500,6 +519,10 @@ impl Message for k8s_openapi::api::core::v1::CSIVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.node_publish_secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.Capabilities
@@ -516,6 +539,8 @@ impl Decode for k8s_openapi::api::core::v1::Capabilities {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.add);
+        field::shrink_rep_opt(&mut m.drop);
         Ok(message)
     }
 }
@@ -542,6 +567,11 @@ impl Message for k8s_openapi::api::core::v1::Capabilities {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.add);
+        field::fit_rep_opt(&mut m.drop);
+    }
 }
 
 // ---- k8s.io.api.core.v1.CephFSPersistentVolumeSource
@@ -562,6 +592,7 @@ impl Decode for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.monitors);
         Ok(message)
     }
 }
@@ -596,6 +627,11 @@ impl Message for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.monitors);
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.CephFSVolumeSource
@@ -616,6 +652,7 @@ impl Decode for k8s_openapi::api::core::v1::CephFSVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.monitors);
         Ok(message)
     }
 }
@@ -649,6 +686,11 @@ impl Message for k8s_openapi::api::core::v1::CephFSVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.monitors);
+        field::fit_opt(&mut m.secret_ref);
     }
 }
 
@@ -698,6 +740,10 @@ impl Message for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.CinderVolumeSource
@@ -745,6 +791,10 @@ impl Message for k8s_openapi::api::core::v1::CinderVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret_ref);
     }
 }
 
@@ -839,6 +889,10 @@ impl Message for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.label_selector);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ComponentCondition
@@ -903,6 +957,7 @@ impl Decode for k8s_openapi::api::core::v1::ComponentStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -928,6 +983,11 @@ impl Message for k8s_openapi::api::core::v1::ComponentStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -976,6 +1036,10 @@ impl Message for k8s_openapi::api::core::v1::ConfigMap {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
     }
 }
 
@@ -1245,6 +1309,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapProjection {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.items);
         Ok(message)
     }
 }
@@ -1273,6 +1338,10 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapProjection {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.items);
     }
 }
 
@@ -1328,6 +1397,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.items);
         Ok(message)
     }
 }
@@ -1364,6 +1434,10 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.items);
     }
 }
 
@@ -1412,6 +1486,15 @@ impl Decode for k8s_openapi::api::core::v1::Container {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.command);
+        field::shrink_rep_opt(&mut m.args);
+        field::shrink_rep_opt(&mut m.ports);
+        field::shrink_rep_opt(&mut m.env);
+        field::shrink_rep_opt(&mut m.volume_mounts);
+        field::shrink_rep_opt(&mut m.env_from);
+        field::shrink_rep_opt(&mut m.volume_devices);
+        field::shrink_rep_opt(&mut m.resize_policy);
+        field::shrink_rep_opt(&mut m.restart_policy_rules);
         Ok(message)
     }
 }
@@ -1484,6 +1567,24 @@ impl Message for k8s_openapi::api::core::v1::Container {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.command);
+        field::fit_rep_opt(&mut m.args);
+        field::fit_rep_opt(&mut m.ports);
+        field::fit_rep_opt(&mut m.env);
+        field::fit_opt(&mut m.resources);
+        field::fit_rep_opt(&mut m.volume_mounts);
+        field::fit_opt(&mut m.liveness_probe);
+        field::fit_opt(&mut m.readiness_probe);
+        field::fit_opt(&mut m.lifecycle);
+        field::fit_opt(&mut m.security_context);
+        field::fit_rep_opt(&mut m.env_from);
+        field::fit_rep_opt(&mut m.volume_devices);
+        field::fit_opt(&mut m.startup_probe);
+        field::fit_rep_opt(&mut m.resize_policy);
+        field::fit_rep_opt(&mut m.restart_policy_rules);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ContainerExtendedResourceRequest
@@ -1545,6 +1646,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerImage {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.names);
         Ok(message)
     }
 }
@@ -1570,6 +1672,10 @@ impl Message for k8s_openapi::api::core::v1::ContainerImage {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.names);
     }
 }
 
@@ -1706,6 +1812,10 @@ impl Message for k8s_openapi::api::core::v1::ContainerRestartRule {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.exit_codes);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ContainerRestartRuleOnExitCodes
@@ -1722,6 +1832,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.values);
         Ok(message)
     }
 }
@@ -1747,6 +1858,10 @@ impl Message for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.values);
     }
 }
 
@@ -1793,6 +1908,12 @@ impl Message for k8s_openapi::api::core::v1::ContainerState {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.waiting);
+        field::fit_opt(&mut m.running);
+        field::fit_opt(&mut m.terminated);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ContainerStateRunning
@@ -1831,6 +1952,10 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateRunning {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.started_at);
     }
 }
 
@@ -1888,6 +2013,11 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateTerminated {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.started_at);
+        field::fit_opt(&mut m.finished_at);
     }
 }
 
@@ -1962,6 +2092,8 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.volume_mounts);
+        field::shrink_rep_opt(&mut m.allocated_resources_status);
         Ok(message)
     }
 }
@@ -2014,6 +2146,16 @@ impl Message for k8s_openapi::api::core::v1::ContainerStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.state);
+        field::fit_opt(&mut m.last_state);
+        field::fit_map_opt(&mut m.allocated_resources);
+        field::fit_opt(&mut m.resources);
+        field::fit_rep_opt(&mut m.volume_mounts);
+        field::fit_opt(&mut m.user);
+        field::fit_rep_opt(&mut m.allocated_resources_status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ContainerUser
@@ -2052,6 +2194,10 @@ impl Message for k8s_openapi::api::core::v1::ContainerUser {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.linux);
     }
 }
 
@@ -2107,6 +2253,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIProjection {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.items);
         Ok(message)
     }
 }
@@ -2130,6 +2277,10 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIProjection {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.items);
     }
 }
 
@@ -2183,6 +2334,11 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.field_ref);
+        field::fit_opt(&mut m.resource_field_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.DownwardAPIVolumeSource
@@ -2200,6 +2356,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.items);
         Ok(message)
     }
 }
@@ -2227,6 +2384,10 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.items);
     }
 }
 
@@ -2272,6 +2433,10 @@ impl Message for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.size_limit);
     }
 }
 
@@ -2320,6 +2485,10 @@ impl Message for k8s_openapi::api::core::v1::EndpointAddress {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.target_ref);
     }
 }
 
@@ -2387,6 +2556,9 @@ impl Decode for k8s_openapi::api::core::v1::EndpointSubset {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.addresses);
+        field::shrink_rep_opt(&mut m.not_ready_addresses);
+        field::shrink_rep_opt(&mut m.ports);
         Ok(message)
     }
 }
@@ -2415,6 +2587,12 @@ impl Message for k8s_openapi::api::core::v1::EndpointSubset {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.addresses);
+        field::fit_rep_opt(&mut m.not_ready_addresses);
+        field::fit_rep_opt(&mut m.ports);
+    }
 }
 
 // ---- k8s.io.api.core.v1.Endpoints
@@ -2431,6 +2609,7 @@ impl Decode for k8s_openapi::api::core::v1::Endpoints {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.subsets);
         Ok(message)
     }
 }
@@ -2456,6 +2635,11 @@ impl Message for k8s_openapi::api::core::v1::Endpoints {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.subsets);
     }
 }
 
@@ -2502,6 +2686,11 @@ impl Message for k8s_openapi::api::core::v1::EnvFromSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.config_map_ref);
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.EnvVar
@@ -2546,6 +2735,10 @@ impl Message for k8s_openapi::api::core::v1::EnvVar {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.value_from);
     }
 }
 
@@ -2599,6 +2792,14 @@ impl Message for k8s_openapi::api::core::v1::EnvVarSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.field_ref);
+        field::fit_opt(&mut m.resource_field_ref);
+        field::fit_opt(&mut m.config_map_key_ref);
+        field::fit_opt(&mut m.secret_key_ref);
+        field::fit_opt(&mut m.file_key_ref);
     }
 }
 
@@ -2729,6 +2930,15 @@ impl Decode for k8s_openapi::api::core::v1::EphemeralContainer {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.command);
+        field::shrink_rep_opt(&mut m.args);
+        field::shrink_rep_opt(&mut m.ports);
+        field::shrink_rep_opt(&mut m.env);
+        field::shrink_rep_opt(&mut m.volume_mounts);
+        field::shrink_rep_opt(&mut m.env_from);
+        field::shrink_rep_opt(&mut m.volume_devices);
+        field::shrink_rep_opt(&mut m.resize_policy);
+        field::shrink_rep_opt(&mut m.restart_policy_rules);
         Ok(message)
     }
 }
@@ -2759,6 +2969,24 @@ impl Message for k8s_openapi::api::core::v1::EphemeralContainer {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.command);
+        field::fit_rep_opt(&mut m.args);
+        field::fit_rep_opt(&mut m.ports);
+        field::fit_rep_opt(&mut m.env);
+        field::fit_opt(&mut m.resources);
+        field::fit_rep_opt(&mut m.volume_mounts);
+        field::fit_opt(&mut m.liveness_probe);
+        field::fit_opt(&mut m.readiness_probe);
+        field::fit_opt(&mut m.lifecycle);
+        field::fit_opt(&mut m.security_context);
+        field::fit_rep_opt(&mut m.env_from);
+        field::fit_rep_opt(&mut m.volume_devices);
+        field::fit_opt(&mut m.startup_probe);
+        field::fit_rep_opt(&mut m.resize_policy);
+        field::fit_rep_opt(&mut m.restart_policy_rules);
     }
 }
 
@@ -2799,6 +3027,10 @@ impl Message for k8s_openapi::api::core::v1::EphemeralVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.volume_claim_template);
     }
 }
 
@@ -2885,6 +3117,17 @@ impl Message for k8s_openapi::api::core::v1::Event {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.involved_object);
+        field::fit_opt(&mut m.source);
+        field::fit_opt(&mut m.first_timestamp);
+        field::fit_opt(&mut m.last_timestamp);
+        field::fit_opt(&mut m.event_time);
+        field::fit_opt(&mut m.series);
+        field::fit_opt(&mut m.related);
+    }
 }
 
 // ---- k8s.io.api.core.v1.EventSeries
@@ -2927,6 +3170,10 @@ impl Message for k8s_openapi::api::core::v1::EventSeries {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_observed_time);
     }
 }
 
@@ -3027,6 +3274,7 @@ impl Decode for k8s_openapi::api::core::v1::ExecAction {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.command);
         Ok(message)
     }
 }
@@ -3051,6 +3299,10 @@ impl Message for k8s_openapi::api::core::v1::ExecAction {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.command);
+    }
 }
 
 // ---- k8s.io.api.core.v1.FCVolumeSource
@@ -3070,6 +3322,8 @@ impl Decode for k8s_openapi::api::core::v1::FCVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.target_wwns);
+        field::shrink_rep_opt(&mut m.wwids);
         Ok(message)
     }
 }
@@ -3101,6 +3355,11 @@ impl Message for k8s_openapi::api::core::v1::FCVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.target_wwns);
+        field::fit_rep_opt(&mut m.wwids);
     }
 }
 
@@ -3201,6 +3460,10 @@ impl Message for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.FlexVolumeSource
@@ -3251,6 +3514,10 @@ impl Message for k8s_openapi::api::core::v1::FlexVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret_ref);
     }
 }
 
@@ -3546,6 +3813,7 @@ impl Decode for k8s_openapi::api::core::v1::HTTPGetAction {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.http_headers);
         Ok(message)
     }
 }
@@ -3579,6 +3847,11 @@ impl Message for k8s_openapi::api::core::v1::HTTPGetAction {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.port);
+        field::fit_rep_opt(&mut m.http_headers);
     }
 }
 
@@ -3638,6 +3911,7 @@ impl Decode for k8s_openapi::api::core::v1::HostAlias {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.hostnames);
         Ok(message)
     }
 }
@@ -3663,6 +3937,10 @@ impl Message for k8s_openapi::api::core::v1::HostAlias {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.hostnames);
     }
 }
 
@@ -3774,6 +4052,7 @@ impl Decode for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.portals);
         Ok(message)
     }
 }
@@ -3818,6 +4097,11 @@ impl Message for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.portals);
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ISCSIVolumeSource
@@ -3847,6 +4131,7 @@ impl Decode for k8s_openapi::api::core::v1::ISCSIVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.portals);
         Ok(message)
     }
 }
@@ -3890,6 +4175,11 @@ impl Message for k8s_openapi::api::core::v1::ISCSIVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.portals);
+        field::fit_opt(&mut m.secret_ref);
     }
 }
 
@@ -4065,6 +4355,11 @@ impl Message for k8s_openapi::api::core::v1::Lifecycle {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.post_start);
+        field::fit_opt(&mut m.pre_stop);
+    }
 }
 
 // ---- k8s.io.api.core.v1.LifecycleHandler
@@ -4113,6 +4408,13 @@ impl Message for k8s_openapi::api::core::v1::LifecycleHandler {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.exec);
+        field::fit_opt(&mut m.http_get);
+        field::fit_opt(&mut m.tcp_socket);
+        field::fit_opt(&mut m.sleep);
+    }
 }
 
 // ---- k8s.io.api.core.v1.LimitRange
@@ -4154,6 +4456,11 @@ impl Message for k8s_openapi::api::core::v1::LimitRange {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
     }
 }
 
@@ -4211,6 +4518,14 @@ impl Message for k8s_openapi::api::core::v1::LimitRangeItem {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.max);
+        field::fit_map_opt(&mut m.min);
+        field::fit_map_opt(&mut m.default);
+        field::fit_map_opt(&mut m.default_request);
+        field::fit_map_opt(&mut m.max_limit_request_ratio);
+    }
 }
 
 // ---- k8s.io.api.core.v1.LimitRangeSpec
@@ -4226,6 +4541,7 @@ impl Decode for k8s_openapi::api::core::v1::LimitRangeSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.limits);
         Ok(message)
     }
 }
@@ -4250,6 +4566,10 @@ impl Message for k8s_openapi::api::core::v1::LimitRangeSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.limits);
+    }
 }
 
 // ---- k8s.io.api.core.v1.LinuxContainerUser
@@ -4268,6 +4588,7 @@ impl Decode for k8s_openapi::api::core::v1::LinuxContainerUser {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.supplemental_groups);
         Ok(message)
     }
 }
@@ -4296,6 +4617,10 @@ impl Message for k8s_openapi::api::core::v1::LinuxContainerUser {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.supplemental_groups);
+    }
 }
 
 // ---- k8s.io.api.core.v1.LoadBalancerIngress
@@ -4314,6 +4639,7 @@ impl Decode for k8s_openapi::api::core::v1::LoadBalancerIngress {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ports);
         Ok(message)
     }
 }
@@ -4344,6 +4670,10 @@ impl Message for k8s_openapi::api::core::v1::LoadBalancerIngress {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ports);
+    }
 }
 
 // ---- k8s.io.api.core.v1.LoadBalancerStatus
@@ -4359,6 +4689,7 @@ impl Decode for k8s_openapi::api::core::v1::LoadBalancerStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ingress);
         Ok(message)
     }
 }
@@ -4382,6 +4713,10 @@ impl Message for k8s_openapi::api::core::v1::LoadBalancerStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ingress);
     }
 }
 
@@ -4602,6 +4937,12 @@ impl Message for k8s_openapi::api::core::v1::Namespace {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NamespaceCondition
@@ -4654,6 +4995,10 @@ impl Message for k8s_openapi::api::core::v1::NamespaceCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NamespaceSpec
@@ -4669,6 +5014,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.finalizers);
         Ok(message)
     }
 }
@@ -4693,6 +5039,10 @@ impl Message for k8s_openapi::api::core::v1::NamespaceSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.finalizers);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NamespaceStatus
@@ -4709,6 +5059,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -4734,6 +5085,10 @@ impl Message for k8s_openapi::api::core::v1::NamespaceStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -4779,6 +5134,12 @@ impl Message for k8s_openapi::api::core::v1::Node {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -4850,6 +5211,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAffinity {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.preferred_during_scheduling_ignored_during_execution);
         Ok(message)
     }
 }
@@ -4883,6 +5245,11 @@ impl Message for k8s_openapi::api::core::v1::NodeAffinity {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.required_during_scheduling_ignored_during_execution);
+        field::fit_rep_opt(&mut m.preferred_during_scheduling_ignored_during_execution);
     }
 }
 
@@ -4925,6 +5292,10 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.quantity);
     }
 }
 
@@ -4971,6 +5342,11 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.per_pod);
+        field::fit_opt(&mut m.per_container);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeAllocatableResourceClaimStatus
@@ -4990,6 +5366,9 @@ impl Decode for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.containers);
+        field::shrink_rep_opt(&mut m.mapping);
+        field::shrink_rep_opt(&mut m.overhead);
         Ok(message)
     }
 }
@@ -5019,6 +5398,12 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.containers);
+        field::fit_rep_opt(&mut m.mapping);
+        field::fit_rep_opt(&mut m.overhead);
     }
 }
 
@@ -5076,6 +5461,11 @@ impl Message for k8s_openapi::api::core::v1::NodeCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_heartbeat_time);
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeConfigSource
@@ -5114,6 +5504,10 @@ impl Message for k8s_openapi::api::core::v1::NodeConfigSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.config_map);
     }
 }
 
@@ -5163,6 +5557,12 @@ impl Message for k8s_openapi::api::core::v1::NodeConfigStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.assigned);
+        field::fit_opt(&mut m.active);
+        field::fit_opt(&mut m.last_known_good);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeDaemonEndpoints
@@ -5202,6 +5602,10 @@ impl Message for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.kubelet_endpoint);
     }
 }
 
@@ -5259,6 +5663,7 @@ impl Decode for k8s_openapi::api::core::v1::NodePodPreemptionPolicy {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.disable_resize_preemption);
         Ok(message)
     }
 }
@@ -5282,6 +5687,10 @@ impl Message for k8s_openapi::api::core::v1::NodePodPreemptionPolicy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.disable_resize_preemption);
     }
 }
 
@@ -5324,6 +5733,10 @@ impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandler {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.features);
     }
 }
 
@@ -5384,6 +5797,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelector {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.node_selector_terms);
         Ok(message)
     }
 }
@@ -5408,6 +5822,10 @@ impl Message for k8s_openapi::api::core::v1::NodeSelector {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.node_selector_terms);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeSelectorRequirement
@@ -5425,6 +5843,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelectorRequirement {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.values);
         Ok(message)
     }
 }
@@ -5453,6 +5872,10 @@ impl Message for k8s_openapi::api::core::v1::NodeSelectorRequirement {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.values);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeSelectorTerm
@@ -5470,6 +5893,8 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelectorTerm {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.match_expressions);
+        field::shrink_rep_opt(&mut m.match_fields);
         Ok(message)
     }
 }
@@ -5496,6 +5921,11 @@ impl Message for k8s_openapi::api::core::v1::NodeSelectorTerm {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.match_expressions);
+        field::fit_rep_opt(&mut m.match_fields);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeSpec
@@ -5519,6 +5949,8 @@ impl Decode for k8s_openapi::api::core::v1::NodeSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.taints);
+        field::shrink_rep_opt(&mut m.pod_cidrs);
         Ok(message)
     }
 }
@@ -5557,6 +5989,13 @@ impl Message for k8s_openapi::api::core::v1::NodeSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.taints);
+        field::fit_opt(&mut m.config_source);
+        field::fit_rep_opt(&mut m.pod_cidrs);
+        field::fit_opt(&mut m.pod_preemption_policy);
+    }
 }
 
 // ---- k8s.io.api.core.v1.NodeStatus
@@ -5589,6 +6028,13 @@ impl Decode for k8s_openapi::api::core::v1::NodeStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
+        field::shrink_rep_opt(&mut m.addresses);
+        field::shrink_rep_opt(&mut m.images);
+        field::shrink_rep_opt(&mut m.volumes_in_use);
+        field::shrink_rep_opt(&mut m.volumes_attached);
+        field::shrink_rep_opt(&mut m.runtime_handlers);
+        field::shrink_rep_opt(&mut m.declared_features);
         Ok(message)
     }
 }
@@ -5638,6 +6084,22 @@ impl Message for k8s_openapi::api::core::v1::NodeStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.capacity);
+        field::fit_map_opt(&mut m.allocatable);
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_rep_opt(&mut m.addresses);
+        field::fit_opt(&mut m.daemon_endpoints);
+        field::fit_opt(&mut m.node_info);
+        field::fit_rep_opt(&mut m.images);
+        field::fit_rep_opt(&mut m.volumes_in_use);
+        field::fit_rep_opt(&mut m.volumes_attached);
+        field::fit_opt(&mut m.config);
+        field::fit_rep_opt(&mut m.runtime_handlers);
+        field::fit_opt(&mut m.features);
+        field::fit_rep_opt(&mut m.declared_features);
     }
 }
 
@@ -5754,6 +6216,10 @@ impl Message for k8s_openapi::api::core::v1::NodeSystemInfo {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.swap);
     }
 }
 
@@ -5900,6 +6366,12 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolume {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PersistentVolumeClaim
@@ -5944,6 +6416,12 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -6002,6 +6480,11 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_probe_time);
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PersistentVolumeClaimSpec
@@ -6027,6 +6510,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.access_modes);
         Ok(message)
     }
 }
@@ -6067,6 +6551,14 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.access_modes);
+        field::fit_opt(&mut m.resources);
+        field::fit_opt(&mut m.selector);
+        field::fit_opt(&mut m.data_source);
+        field::fit_opt(&mut m.data_source_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PersistentVolumeClaimStatus
@@ -6099,6 +6591,8 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.access_modes);
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -6138,6 +6632,15 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.access_modes);
+        field::fit_map_opt(&mut m.capacity);
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_map_opt(&mut m.allocated_resources);
+        field::fit_opt(&mut m.modify_volume_status);
+        field::fit_opt(&mut m.health_status);
     }
 }
 
@@ -6180,6 +6683,11 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.metadata);
+        field::fit_req(&mut m.spec);
     }
 }
 
@@ -6352,6 +6860,8 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.access_modes);
+        field::shrink_rep_opt(&mut m.mount_options);
         Ok(message)
     }
 }
@@ -6398,6 +6908,36 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.capacity);
+        field::fit_opt(&mut m.gce_persistent_disk);
+        field::fit_opt(&mut m.aws_elastic_block_store);
+        field::fit_opt(&mut m.host_path);
+        field::fit_opt(&mut m.glusterfs);
+        field::fit_opt(&mut m.nfs);
+        field::fit_opt(&mut m.rbd);
+        field::fit_opt(&mut m.iscsi);
+        field::fit_opt(&mut m.cinder);
+        field::fit_opt(&mut m.cephfs);
+        field::fit_opt(&mut m.fc);
+        field::fit_opt(&mut m.flocker);
+        field::fit_opt(&mut m.flex_volume);
+        field::fit_opt(&mut m.azure_file);
+        field::fit_opt(&mut m.vsphere_volume);
+        field::fit_opt(&mut m.quobyte);
+        field::fit_opt(&mut m.azure_disk);
+        field::fit_opt(&mut m.photon_persistent_disk);
+        field::fit_opt(&mut m.portworx_volume);
+        field::fit_opt(&mut m.scale_io);
+        field::fit_opt(&mut m.local);
+        field::fit_opt(&mut m.storageos);
+        field::fit_opt(&mut m.csi);
+        field::fit_rep_opt(&mut m.access_modes);
+        field::fit_opt(&mut m.claim_ref);
+        field::fit_rep_opt(&mut m.mount_options);
+        field::fit_opt(&mut m.node_affinity);
     }
 }
 
@@ -6447,6 +6987,10 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_phase_transition_time);
     }
 }
 
@@ -6535,6 +7079,12 @@ impl Message for k8s_openapi::api::core::v1::Pod {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodAffinity
@@ -6563,6 +7113,8 @@ impl Decode for k8s_openapi::api::core::v1::PodAffinity {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.required_during_scheduling_ignored_during_execution);
+        field::shrink_rep_opt(&mut m.preferred_during_scheduling_ignored_during_execution);
         Ok(message)
     }
 }
@@ -6597,6 +7149,11 @@ impl Message for k8s_openapi::api::core::v1::PodAffinity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.required_during_scheduling_ignored_during_execution);
+        field::fit_rep_opt(&mut m.preferred_during_scheduling_ignored_during_execution);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodAffinityTerm
@@ -6620,6 +7177,9 @@ impl Decode for k8s_openapi::api::core::v1::PodAffinityTerm {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.namespaces);
+        field::shrink_rep_opt(&mut m.match_label_keys);
+        field::shrink_rep_opt(&mut m.mismatch_label_keys);
         Ok(message)
     }
 }
@@ -6654,6 +7214,14 @@ impl Message for k8s_openapi::api::core::v1::PodAffinityTerm {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.label_selector);
+        field::fit_rep_opt(&mut m.namespaces);
+        field::fit_opt(&mut m.namespace_selector);
+        field::fit_rep_opt(&mut m.match_label_keys);
+        field::fit_rep_opt(&mut m.mismatch_label_keys);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodAntiAffinity
@@ -6682,6 +7250,8 @@ impl Decode for k8s_openapi::api::core::v1::PodAntiAffinity {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.required_during_scheduling_ignored_during_execution);
+        field::shrink_rep_opt(&mut m.preferred_during_scheduling_ignored_during_execution);
         Ok(message)
     }
 }
@@ -6715,6 +7285,11 @@ impl Message for k8s_openapi::api::core::v1::PodAntiAffinity {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.required_during_scheduling_ignored_during_execution);
+        field::fit_rep_opt(&mut m.preferred_during_scheduling_ignored_during_execution);
     }
 }
 
@@ -6841,6 +7416,11 @@ impl Message for k8s_openapi::api::core::v1::PodCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_probe_time);
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodDNSConfig
@@ -6858,6 +7438,9 @@ impl Decode for k8s_openapi::api::core::v1::PodDNSConfig {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.nameservers);
+        field::shrink_rep_opt(&mut m.searches);
+        field::shrink_rep_opt(&mut m.options);
         Ok(message)
     }
 }
@@ -6885,6 +7468,12 @@ impl Message for k8s_openapi::api::core::v1::PodDNSConfig {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.nameservers);
+        field::fit_rep_opt(&mut m.searches);
+        field::fit_rep_opt(&mut m.options);
     }
 }
 
@@ -6947,6 +7536,7 @@ impl Decode for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.request_mappings);
         Ok(message)
     }
 }
@@ -6972,6 +7562,10 @@ impl Message for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.request_mappings);
     }
 }
 
@@ -7291,6 +7885,8 @@ impl Decode for k8s_openapi::api::core::v1::PodSecurityContext {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.supplemental_groups);
+        field::shrink_rep_opt(&mut m.sysctls);
         Ok(message)
     }
 }
@@ -7338,6 +7934,15 @@ impl Message for k8s_openapi::api::core::v1::PodSecurityContext {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.se_linux_options);
+        field::fit_rep_opt(&mut m.supplemental_groups);
+        field::fit_rep_opt(&mut m.sysctls);
+        field::fit_opt(&mut m.windows_options);
+        field::fit_opt(&mut m.seccomp_profile);
+        field::fit_opt(&mut m.app_armor_profile);
     }
 }
 
@@ -7423,6 +8028,18 @@ impl Decode for k8s_openapi::api::core::v1::PodSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.volumes);
+        field::shrink_rep(&mut m.containers);
+        field::shrink_rep_opt(&mut m.image_pull_secrets);
+        field::shrink_rep_opt(&mut m.init_containers);
+        field::shrink_rep_opt(&mut m.tolerations);
+        field::shrink_rep_opt(&mut m.host_aliases);
+        field::shrink_rep_opt(&mut m.readiness_gates);
+        field::shrink_rep_opt(&mut m.topology_spread_constraints);
+        field::shrink_rep_opt(&mut m.ephemeral_containers);
+        field::shrink_rep_opt(&mut m.scheduling_gates);
+        field::shrink_rep_opt(&mut m.resource_claims);
+        field::shrink_rep_opt(&mut m.eviction_responders);
         Ok(message)
     }
 }
@@ -7531,6 +8148,28 @@ impl Message for k8s_openapi::api::core::v1::PodSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.volumes);
+        field::fit_rep(&mut m.containers);
+        field::fit_opt(&mut m.security_context);
+        field::fit_rep_opt(&mut m.image_pull_secrets);
+        field::fit_opt(&mut m.affinity);
+        field::fit_rep_opt(&mut m.init_containers);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_rep_opt(&mut m.host_aliases);
+        field::fit_opt(&mut m.dns_config);
+        field::fit_rep_opt(&mut m.readiness_gates);
+        field::fit_map_opt(&mut m.overhead);
+        field::fit_rep_opt(&mut m.topology_spread_constraints);
+        field::fit_rep_opt(&mut m.ephemeral_containers);
+        field::fit_opt(&mut m.os);
+        field::fit_rep_opt(&mut m.scheduling_gates);
+        field::fit_rep_opt(&mut m.resource_claims);
+        field::fit_opt(&mut m.resources);
+        field::fit_opt(&mut m.scheduling_group);
+        field::fit_rep_opt(&mut m.eviction_responders);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodStatus
@@ -7581,6 +8220,15 @@ impl Decode for k8s_openapi::api::core::v1::PodStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
+        field::shrink_rep_opt(&mut m.container_statuses);
+        field::shrink_rep_opt(&mut m.init_container_statuses);
+        field::shrink_rep_opt(&mut m.pod_ips);
+        field::shrink_rep_opt(&mut m.ephemeral_container_statuses);
+        field::shrink_rep_opt(&mut m.resource_claim_statuses);
+        field::shrink_rep_opt(&mut m.host_ips);
+        field::shrink_rep_opt(&mut m.node_allocatable_resource_claim_statuses);
+        field::shrink_rep_opt(&mut m.volume_health);
         Ok(message)
     }
 }
@@ -7647,6 +8295,22 @@ impl Message for k8s_openapi::api::core::v1::PodStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_opt(&mut m.start_time);
+        field::fit_rep_opt(&mut m.container_statuses);
+        field::fit_rep_opt(&mut m.init_container_statuses);
+        field::fit_rep_opt(&mut m.pod_ips);
+        field::fit_rep_opt(&mut m.ephemeral_container_statuses);
+        field::fit_rep_opt(&mut m.resource_claim_statuses);
+        field::fit_rep_opt(&mut m.host_ips);
+        field::fit_opt(&mut m.extended_resource_claim_status);
+        field::fit_map_opt(&mut m.allocated_resources);
+        field::fit_opt(&mut m.resources);
+        field::fit_rep_opt(&mut m.node_allocatable_resource_claim_statuses);
+        field::fit_rep_opt(&mut m.volume_health);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodTemplate
@@ -7688,6 +8352,11 @@ impl Message for k8s_openapi::api::core::v1::PodTemplate {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.template);
     }
 }
 
@@ -7731,6 +8400,11 @@ impl Message for k8s_openapi::api::core::v1::PodTemplateSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.core.v1.PodVolumeHealth
@@ -7750,6 +8424,7 @@ impl Decode for k8s_openapi::api::core::v1::PodVolumeHealth {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.health_conditions);
         Ok(message)
     }
 }
@@ -7777,6 +8452,11 @@ impl Message for k8s_openapi::api::core::v1::PodVolumeHealth {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.health_conditions);
+        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -7910,6 +8590,10 @@ impl Message for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.preference);
+    }
 }
 
 // ---- k8s.io.api.core.v1.Probe
@@ -8008,6 +8692,13 @@ impl Message for k8s_openapi::api::core::v1::Probe {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.exec);
+        field::fit_opt(&mut m.http_get);
+        field::fit_opt(&mut m.tcp_socket);
+        field::fit_opt(&mut m.grpc);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ProjectedVolumeSource
@@ -8025,6 +8716,7 @@ impl Decode for k8s_openapi::api::core::v1::ProjectedVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.sources);
         Ok(message)
     }
 }
@@ -8052,6 +8744,10 @@ impl Message for k8s_openapi::api::core::v1::ProjectedVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.sources);
     }
 }
 
@@ -8129,6 +8825,7 @@ impl Decode for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.monitors);
         Ok(message)
     }
 }
@@ -8167,6 +8864,11 @@ impl Message for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.monitors);
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.RBDVolumeSource
@@ -8189,6 +8891,7 @@ impl Decode for k8s_openapi::api::core::v1::RBDVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.monitors);
         Ok(message)
     }
 }
@@ -8226,6 +8929,11 @@ impl Message for k8s_openapi::api::core::v1::RBDVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.monitors);
+        field::fit_opt(&mut m.secret_ref);
     }
 }
 
@@ -8271,6 +8979,12 @@ impl Message for k8s_openapi::api::core::v1::ReplicationController {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -8324,6 +9038,10 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ReplicationControllerSpec
@@ -8373,6 +9091,10 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.template);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ReplicationControllerStatus
@@ -8396,6 +9118,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationControllerStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -8429,6 +9152,10 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -8516,6 +9243,10 @@ impl Message for k8s_openapi::api::core::v1::ResourceFieldSelector {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.divisor);
     }
 }
 
@@ -8607,6 +9338,12 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuota {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ResourceQuotaSpec
@@ -8624,6 +9361,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceQuotaSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.scopes);
         Ok(message)
     }
 }
@@ -8651,6 +9389,12 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuotaSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.hard);
+        field::fit_rep_opt(&mut m.scopes);
+        field::fit_opt(&mut m.scope_selector);
     }
 }
 
@@ -8694,6 +9438,11 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuotaStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.hard);
+        field::fit_map_opt(&mut m.used);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ResourceRequirements
@@ -8711,6 +9460,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceRequirements {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.claims);
         Ok(message)
     }
 }
@@ -8739,6 +9489,12 @@ impl Message for k8s_openapi::api::core::v1::ResourceRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.limits);
+        field::fit_map_opt(&mut m.requests);
+        field::fit_rep_opt(&mut m.claims);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ResourceStatus
@@ -8755,6 +9511,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resources);
         Ok(message)
     }
 }
@@ -8780,6 +9537,10 @@ impl Message for k8s_openapi::api::core::v1::ResourceStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.resources);
     }
 }
 
@@ -8896,6 +9657,10 @@ impl Message for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ScaleIOVolumeSource
@@ -8963,6 +9728,10 @@ impl Message for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ScopeSelector
@@ -8979,6 +9748,7 @@ impl Decode for k8s_openapi::api::core::v1::ScopeSelector {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.match_expressions);
         Ok(message)
     }
 }
@@ -9003,6 +9773,10 @@ impl Message for k8s_openapi::api::core::v1::ScopeSelector {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.match_expressions);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ScopedResourceSelectorRequirement
@@ -9020,6 +9794,7 @@ impl Decode for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.values);
         Ok(message)
     }
 }
@@ -9047,6 +9822,10 @@ impl Message for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.values);
     }
 }
 
@@ -9141,6 +9920,10 @@ impl Message for k8s_openapi::api::core::v1::Secret {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
     }
 }
 
@@ -9353,6 +10136,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretProjection {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.items);
         Ok(message)
     }
 }
@@ -9381,6 +10165,10 @@ impl Message for k8s_openapi::api::core::v1::SecretProjection {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.items);
     }
 }
 
@@ -9443,6 +10231,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretVolumeSource {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.items);
         Ok(message)
     }
 }
@@ -9474,6 +10263,10 @@ impl Message for k8s_openapi::api::core::v1::SecretVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.items);
     }
 }
 
@@ -9551,6 +10344,14 @@ impl Message for k8s_openapi::api::core::v1::SecurityContext {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.capabilities);
+        field::fit_opt(&mut m.se_linux_options);
+        field::fit_opt(&mut m.windows_options);
+        field::fit_opt(&mut m.seccomp_profile);
+        field::fit_opt(&mut m.app_armor_profile);
+    }
 }
 
 // ---- k8s.io.api.core.v1.Service
@@ -9596,6 +10397,12 @@ impl Message for k8s_openapi::api::core::v1::Service {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ServiceAccount
@@ -9616,6 +10423,8 @@ impl Decode for k8s_openapi::api::core::v1::ServiceAccount {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.secrets);
+        field::shrink_rep_opt(&mut m.image_pull_secrets);
         Ok(message)
     }
 }
@@ -9645,6 +10454,12 @@ impl Message for k8s_openapi::api::core::v1::ServiceAccount {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.secrets);
+        field::fit_rep_opt(&mut m.image_pull_secrets);
     }
 }
 
@@ -9749,6 +10564,10 @@ impl Message for k8s_openapi::api::core::v1::ServicePort {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.target_port);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ServiceSpec
@@ -9796,6 +10615,11 @@ impl Decode for k8s_openapi::api::core::v1::ServiceSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ports);
+        field::shrink_rep_opt(&mut m.external_ips);
+        field::shrink_rep_opt(&mut m.load_balancer_source_ranges);
+        field::shrink_rep_opt(&mut m.cluster_ips);
+        field::shrink_rep_opt(&mut m.ip_families);
         Ok(message)
     }
 }
@@ -9858,6 +10682,15 @@ impl Message for k8s_openapi::api::core::v1::ServiceSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ports);
+        field::fit_rep_opt(&mut m.external_ips);
+        field::fit_rep_opt(&mut m.load_balancer_source_ranges);
+        field::fit_opt(&mut m.session_affinity_config);
+        field::fit_rep_opt(&mut m.cluster_ips);
+        field::fit_rep_opt(&mut m.ip_families);
+    }
 }
 
 // ---- k8s.io.api.core.v1.ServiceStatus
@@ -9874,6 +10707,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -9899,6 +10733,11 @@ impl Message for k8s_openapi::api::core::v1::ServiceStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.load_balancer);
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -9938,6 +10777,10 @@ impl Message for k8s_openapi::api::core::v1::SessionAffinityConfig {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.client_ip);
     }
 }
 
@@ -10030,6 +10873,10 @@ impl Message for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret_ref);
+    }
 }
 
 // ---- k8s.io.api.core.v1.StorageOSVolumeSource
@@ -10081,6 +10928,10 @@ impl Message for k8s_openapi::api::core::v1::StorageOSVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret_ref);
     }
 }
 
@@ -10166,6 +11017,10 @@ impl Message for k8s_openapi::api::core::v1::TCPSocketAction {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.port);
+    }
 }
 
 // ---- k8s.io.api.core.v1.Taint
@@ -10213,6 +11068,10 @@ impl Message for k8s_openapi::api::core::v1::Taint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time_added);
     }
 }
 
@@ -10282,6 +11141,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.values);
         Ok(message)
     }
 }
@@ -10308,6 +11168,10 @@ impl Message for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.values);
+    }
 }
 
 // ---- k8s.io.api.core.v1.TopologySelectorTerm
@@ -10324,6 +11188,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySelectorTerm {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.match_label_expressions);
         Ok(message)
     }
 }
@@ -10347,6 +11212,10 @@ impl Message for k8s_openapi::api::core::v1::TopologySelectorTerm {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.match_label_expressions);
     }
 }
 
@@ -10374,6 +11243,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySpreadConstraint {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.match_label_keys);
         Ok(message)
     }
 }
@@ -10411,6 +11281,11 @@ impl Message for k8s_openapi::api::core::v1::TopologySpreadConstraint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.label_selector);
+        field::fit_rep_opt(&mut m.match_label_keys);
     }
 }
 
@@ -10664,6 +11539,39 @@ impl Message for k8s_openapi::api::core::v1::Volume {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.host_path);
+        field::fit_opt(&mut m.empty_dir);
+        field::fit_opt(&mut m.gce_persistent_disk);
+        field::fit_opt(&mut m.aws_elastic_block_store);
+        field::fit_opt(&mut m.git_repo);
+        field::fit_opt(&mut m.secret);
+        field::fit_opt(&mut m.nfs);
+        field::fit_opt(&mut m.iscsi);
+        field::fit_opt(&mut m.glusterfs);
+        field::fit_opt(&mut m.persistent_volume_claim);
+        field::fit_opt(&mut m.rbd);
+        field::fit_opt(&mut m.flex_volume);
+        field::fit_opt(&mut m.cinder);
+        field::fit_opt(&mut m.cephfs);
+        field::fit_opt(&mut m.flocker);
+        field::fit_opt(&mut m.downward_api);
+        field::fit_opt(&mut m.fc);
+        field::fit_opt(&mut m.azure_file);
+        field::fit_opt(&mut m.config_map);
+        field::fit_opt(&mut m.vsphere_volume);
+        field::fit_opt(&mut m.quobyte);
+        field::fit_opt(&mut m.azure_disk);
+        field::fit_opt(&mut m.photon_persistent_disk);
+        field::fit_opt(&mut m.portworx_volume);
+        field::fit_opt(&mut m.scale_io);
+        field::fit_opt(&mut m.projected);
+        field::fit_opt(&mut m.storageos);
+        field::fit_opt(&mut m.csi);
+        field::fit_opt(&mut m.ephemeral);
+        field::fit_opt(&mut m.image);
+    }
 }
 
 // ---- k8s.io.api.core.v1.VolumeDevice
@@ -10769,6 +11677,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeHealthStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.health_conditions);
         Ok(message)
     }
 }
@@ -10795,6 +11704,11 @@ impl Message for k8s_openapi::api::core::v1::VolumeHealthStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.health_conditions);
+        field::fit_opt(&mut m.last_transition_time);
+    }
 }
 
 // ---- k8s.io.api.core.v1.VolumeMount
@@ -10820,6 +11734,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeMount {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.bind_mount_options);
         Ok(message)
     }
 }
@@ -10857,6 +11772,10 @@ impl Message for k8s_openapi::api::core::v1::VolumeMount {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.bind_mount_options);
     }
 }
 
@@ -10910,6 +11829,10 @@ impl Message for k8s_openapi::api::core::v1::VolumeMountStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.volume_status);
+    }
 }
 
 // ---- k8s.io.api.core.v1.VolumeNodeAffinity
@@ -10948,6 +11871,10 @@ impl Message for k8s_openapi::api::core::v1::VolumeNodeAffinity {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.required);
     }
 }
 
@@ -11005,6 +11932,15 @@ impl Message for k8s_openapi::api::core::v1::VolumeProjection {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.secret);
+        field::fit_opt(&mut m.downward_api);
+        field::fit_opt(&mut m.config_map);
+        field::fit_opt(&mut m.service_account_token);
+        field::fit_opt(&mut m.cluster_trust_bundle);
+        field::fit_opt(&mut m.pod_certificate);
+    }
 }
 
 // ---- k8s.io.api.core.v1.VolumeResourceRequirements
@@ -11047,6 +11983,11 @@ impl Message for k8s_openapi::api::core::v1::VolumeResourceRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.limits);
+        field::fit_map_opt(&mut m.requests);
+    }
 }
 
 // ---- k8s.io.api.core.v1.VolumeStatus
@@ -11085,6 +12026,10 @@ impl Message for k8s_openapi::api::core::v1::VolumeStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.image);
     }
 }
 
@@ -11179,6 +12124,10 @@ impl Message for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.pod_affinity_term);
     }
 }
 

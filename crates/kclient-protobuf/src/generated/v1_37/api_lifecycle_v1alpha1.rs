@@ -49,6 +49,12 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::Eviction {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.lifecycle.v1alpha1.EvictionPodReference
@@ -135,6 +141,12 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -223,6 +235,10 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.target);
+    }
 }
 
 // ---- k8s.io.api.lifecycle.v1alpha1.EvictionRequestStatus
@@ -240,6 +256,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -265,6 +282,10 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -305,6 +326,10 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestTarget {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.pod);
+    }
 }
 
 // ---- k8s.io.api.lifecycle.v1alpha1.EvictionSpec
@@ -344,6 +369,10 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.target);
+    }
 }
 
 // ---- k8s.io.api.lifecycle.v1alpha1.EvictionStatus
@@ -365,6 +394,10 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::EvictionStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
+        field::shrink_rep_opt(&mut m.requesters);
+        field::shrink_rep_opt(&mut m.target_responders);
+        field::shrink_rep_opt(&mut m.responders);
         Ok(message)
     }
 }
@@ -396,6 +429,13 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_rep_opt(&mut m.requesters);
+        field::fit_rep_opt(&mut m.target_responders);
+        field::fit_rep_opt(&mut m.responders);
     }
 }
 
@@ -435,6 +475,10 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionTarget {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.pod);
     }
 }
 
@@ -532,6 +576,13 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::ResponderStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.start_time);
+        field::fit_opt(&mut m.heartbeat_time);
+        field::fit_opt(&mut m.expected_completion_time);
+        field::fit_opt(&mut m.completion_time);
     }
 }
 

@@ -43,6 +43,10 @@ impl Message for k8s_openapi::api::node::v1::Overhead {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.pod_fixed);
+    }
 }
 
 // ---- k8s.io.api.node.v1.RuntimeClass
@@ -91,6 +95,12 @@ impl Message for k8s_openapi::api::node::v1::RuntimeClass {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.overhead);
+        field::fit_opt(&mut m.scheduling);
+    }
 }
 
 // ---- k8s.io.api.node.v1.Scheduling
@@ -107,6 +117,7 @@ impl Decode for k8s_openapi::api::node::v1::Scheduling {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.tolerations);
         Ok(message)
     }
 }
@@ -132,5 +143,9 @@ impl Message for k8s_openapi::api::node::v1::Scheduling {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.tolerations);
     }
 }

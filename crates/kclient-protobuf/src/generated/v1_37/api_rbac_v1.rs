@@ -20,6 +20,7 @@ impl Decode for k8s_openapi::api::rbac::v1::AggregationRule {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.cluster_role_selectors);
         Ok(message)
     }
 }
@@ -44,6 +45,10 @@ impl Message for k8s_openapi::api::rbac::v1::AggregationRule {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.cluster_role_selectors);
+    }
 }
 
 // ---- k8s.io.api.rbac.v1.ClusterRole
@@ -63,6 +68,7 @@ impl Decode for k8s_openapi::api::rbac::v1::ClusterRole {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.rules);
         Ok(message)
     }
 }
@@ -91,6 +97,12 @@ impl Message for k8s_openapi::api::rbac::v1::ClusterRole {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.rules);
+        field::fit_opt(&mut m.aggregation_rule);
+    }
 }
 
 // ---- k8s.io.api.rbac.v1.ClusterRoleBinding
@@ -108,6 +120,7 @@ impl Decode for k8s_openapi::api::rbac::v1::ClusterRoleBinding {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.subjects);
         Ok(message)
     }
 }
@@ -136,6 +149,12 @@ impl Message for k8s_openapi::api::rbac::v1::ClusterRoleBinding {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.subjects);
+        field::fit_req(&mut m.role_ref);
+    }
 }
 
 // ---- k8s.io.api.rbac.v1.PolicyRule
@@ -158,6 +177,11 @@ impl Decode for k8s_openapi::api::rbac::v1::PolicyRule {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.verbs);
+        field::shrink_rep_opt(&mut m.api_groups);
+        field::shrink_rep_opt(&mut m.resources);
+        field::shrink_rep_opt(&mut m.resource_names);
+        field::shrink_rep_opt(&mut m.non_resource_urls);
         Ok(message)
     }
 }
@@ -190,6 +214,14 @@ impl Message for k8s_openapi::api::rbac::v1::PolicyRule {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.verbs);
+        field::fit_rep_opt(&mut m.api_groups);
+        field::fit_rep_opt(&mut m.resources);
+        field::fit_rep_opt(&mut m.resource_names);
+        field::fit_rep_opt(&mut m.non_resource_urls);
+    }
 }
 
 // ---- k8s.io.api.rbac.v1.Role
@@ -206,6 +238,7 @@ impl Decode for k8s_openapi::api::rbac::v1::Role {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.rules);
         Ok(message)
     }
 }
@@ -232,6 +265,11 @@ impl Message for k8s_openapi::api::rbac::v1::Role {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.rules);
+    }
 }
 
 // ---- k8s.io.api.rbac.v1.RoleBinding
@@ -249,6 +287,7 @@ impl Decode for k8s_openapi::api::rbac::v1::RoleBinding {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.subjects);
         Ok(message)
     }
 }
@@ -276,6 +315,12 @@ impl Message for k8s_openapi::api::rbac::v1::RoleBinding {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.subjects);
+        field::fit_req(&mut m.role_ref);
     }
 }
 

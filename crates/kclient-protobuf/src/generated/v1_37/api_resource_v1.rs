@@ -25,6 +25,7 @@ impl Decode for k8s_openapi::api::resource::v1::AllocatedDeviceStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -60,6 +61,12 @@ impl Message for k8s_openapi::api::resource::v1::AllocatedDeviceStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_opt(&mut m.data);
+        field::fit_opt(&mut m.network_data);
     }
 }
 
@@ -106,6 +113,12 @@ impl Message for k8s_openapi::api::resource::v1::AllocationResult {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.devices);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_opt(&mut m.allocation_timestamp);
     }
 }
 
@@ -163,6 +176,7 @@ impl Decode for k8s_openapi::api::resource::v1::CapacityRequestPolicy {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.valid_values);
         Ok(message)
     }
 }
@@ -190,6 +204,12 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequestPolicy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.default);
+        field::fit_rep_opt(&mut m.valid_values);
+        field::fit_opt(&mut m.valid_range);
     }
 }
 
@@ -236,6 +256,12 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequestPolicyRange {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.min);
+        field::fit_opt(&mut m.max);
+        field::fit_opt(&mut m.step);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.CapacityRequirements
@@ -275,6 +301,10 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.requests);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.Counter
@@ -313,6 +343,10 @@ impl Message for k8s_openapi::api::resource::v1::Counter {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.value);
     }
 }
 
@@ -356,6 +390,10 @@ impl Message for k8s_openapi::api::resource::v1::CounterSet {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map(&mut m.counters);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.Device
@@ -388,6 +426,10 @@ impl Decode for k8s_openapi::api::resource::v1::Device {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.consumes_counters);
+        field::shrink_rep_opt(&mut m.taints);
+        field::shrink_rep_opt(&mut m.binding_conditions);
+        field::shrink_rep_opt(&mut m.binding_failure_conditions);
         Ok(message)
     }
 }
@@ -435,6 +477,17 @@ impl Message for k8s_openapi::api::resource::v1::Device {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.attributes);
+        field::fit_map_opt(&mut m.capacity);
+        field::fit_rep_opt(&mut m.consumes_counters);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_rep_opt(&mut m.taints);
+        field::fit_rep_opt(&mut m.binding_conditions);
+        field::fit_rep_opt(&mut m.binding_failure_conditions);
+        field::fit_map_opt(&mut m.node_allocatable_resources);
     }
 }
 
@@ -488,6 +541,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceAllocationConfiguration {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -524,6 +578,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceAllocationConfiguration {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_opt(&mut m.opaque);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceAllocationResult
@@ -540,6 +599,8 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceAllocationResult {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.results);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -566,6 +627,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceAllocationResult {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.results);
+        field::fit_rep_opt(&mut m.config);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceAttribute
@@ -588,6 +654,10 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceAttribute {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ints);
+        field::shrink_rep_opt(&mut m.bools);
+        field::shrink_rep_opt(&mut m.strings);
+        field::shrink_rep_opt(&mut m.versions);
         Ok(message)
     }
 }
@@ -625,6 +695,13 @@ impl Message for k8s_openapi::api::resource::v1::DeviceAttribute {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ints);
+        field::fit_rep_opt(&mut m.bools);
+        field::fit_rep_opt(&mut m.strings);
+        field::fit_rep_opt(&mut m.versions);
     }
 }
 
@@ -668,6 +745,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceCapacity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.value);
+        field::fit_opt(&mut m.request_policy);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceClaim
@@ -685,6 +767,9 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceClaim {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
+        field::shrink_rep_opt(&mut m.constraints);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -712,6 +797,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_rep_opt(&mut m.constraints);
+        field::fit_rep_opt(&mut m.config);
     }
 }
 
@@ -764,6 +855,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceClaimConfiguration {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -794,6 +886,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClaimConfiguration {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_opt(&mut m.opaque);
     }
 }
 
@@ -836,6 +933,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClass {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
     }
 }
 
@@ -916,6 +1018,10 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClassConfiguration {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.opaque);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceClassSpec
@@ -934,6 +1040,8 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceClassSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -962,6 +1070,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClassSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.config);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceConstraint
@@ -980,6 +1093,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceConstraint {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -1008,6 +1122,10 @@ impl Message for k8s_openapi::api::resource::v1::DeviceConstraint {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceCounterConsumption
@@ -1026,6 +1144,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceCounterConsumption {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.compatibility_groups);
         Ok(message)
     }
 }
@@ -1053,6 +1172,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceCounterConsumption {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map(&mut m.counters);
+        field::fit_rep_opt(&mut m.compatibility_groups);
     }
 }
 
@@ -1114,6 +1238,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.first_available);
         Ok(message)
     }
 }
@@ -1141,6 +1266,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceRequest {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.exactly);
+        field::fit_rep_opt(&mut m.first_available);
     }
 }
 
@@ -1171,6 +1301,10 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.tolerations);
+        field::shrink_rep_opt(&mut m.binding_conditions);
+        field::shrink_rep_opt(&mut m.binding_failure_conditions);
+        field::shrink_rep_opt(&mut m.skip_node_operations);
         Ok(message)
     }
 }
@@ -1215,6 +1349,14 @@ impl Message for k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_rep_opt(&mut m.binding_conditions);
+        field::fit_rep_opt(&mut m.binding_failure_conditions);
+        field::fit_map_opt(&mut m.consumed_capacity);
+        field::fit_rep_opt(&mut m.skip_node_operations);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceSelector
@@ -1254,6 +1396,10 @@ impl Message for k8s_openapi::api::resource::v1::DeviceSelector {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.cel);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceSubRequest
@@ -1281,6 +1427,9 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceSubRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.tolerations);
+        field::shrink_rep_opt(&mut m.derived_attributes);
         Ok(message)
     }
 }
@@ -1318,6 +1467,13 @@ impl Message for k8s_openapi::api::resource::v1::DeviceSubRequest {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_opt(&mut m.capacity);
+        field::fit_rep_opt(&mut m.derived_attributes);
     }
 }
 
@@ -1367,6 +1523,10 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaint {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time_added);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceTaintRule
@@ -1412,6 +1572,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRule {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceTaintRuleSpec
@@ -1454,6 +1620,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.device_selector);
+        field::fit_req(&mut m.taint);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.DeviceTaintRuleStatus
@@ -1469,6 +1640,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceTaintRuleStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -1492,6 +1664,10 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -1617,6 +1793,9 @@ impl Decode for k8s_openapi::api::resource::v1::ExactDeviceRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.tolerations);
+        field::shrink_rep_opt(&mut m.derived_attributes);
         Ok(message)
     }
 }
@@ -1655,6 +1834,13 @@ impl Message for k8s_openapi::api::resource::v1::ExactDeviceRequest {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_opt(&mut m.capacity);
+        field::fit_rep_opt(&mut m.derived_attributes);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.NetworkDeviceData
@@ -1673,6 +1859,7 @@ impl Decode for k8s_openapi::api::resource::v1::NetworkDeviceData {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ips);
         Ok(message)
     }
 }
@@ -1700,6 +1887,10 @@ impl Message for k8s_openapi::api::resource::v1::NetworkDeviceData {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ips);
     }
 }
 
@@ -1748,6 +1939,11 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableMapping {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.capacity_multiplier);
+        field::fit_opt(&mut m.device_multiplier);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.NodeAllocatableOverhead
@@ -1789,6 +1985,11 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableOverhead {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.per_pod);
+        field::fit_opt(&mut m.per_container);
     }
 }
 
@@ -1832,6 +2033,11 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableResource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.mapping);
+        field::fit_opt(&mut m.overhead);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.OpaqueDeviceConfiguration
@@ -1873,6 +2079,10 @@ impl Message for k8s_openapi::api::resource::v1::OpaqueDeviceConfiguration {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.parameters);
     }
 }
 
@@ -1918,6 +2128,12 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -2006,6 +2222,10 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.devices);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.ResourceClaimStatus
@@ -2023,6 +2243,8 @@ impl Decode for k8s_openapi::api::resource::v1::ResourceClaimStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.reserved_for);
+        field::shrink_rep_opt(&mut m.devices);
         Ok(message)
     }
 }
@@ -2050,6 +2272,12 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.allocation);
+        field::fit_rep_opt(&mut m.reserved_for);
+        field::fit_rep_opt(&mut m.devices);
     }
 }
 
@@ -2093,6 +2321,11 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimTemplate {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.ResourceClaimTemplateSpec
@@ -2134,6 +2367,11 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimTemplateSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
     }
 }
 
@@ -2223,6 +2461,11 @@ impl Message for k8s_openapi::api::resource::v1::ResourceSlice {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.resource.v1.ResourceSliceSpec
@@ -2251,6 +2494,9 @@ impl Decode for k8s_openapi::api::resource::v1::ResourceSliceSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.devices);
+        field::shrink_rep_opt(&mut m.shared_counters);
+        field::shrink_rep_opt(&mut m.skip_node_operations);
         Ok(message)
     }
 }
@@ -2292,5 +2538,13 @@ impl Message for k8s_openapi::api::resource::v1::ResourceSliceSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.pool);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_rep_opt(&mut m.devices);
+        field::fit_rep_opt(&mut m.shared_counters);
+        field::fit_rep_opt(&mut m.skip_node_operations);
     }
 }

@@ -52,6 +52,10 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaint {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time_added);
+    }
 }
 
 // ---- k8s.io.api.resource.v1alpha3.DeviceTaintRule
@@ -97,6 +101,12 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRule {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.resource.v1alpha3.DeviceTaintRuleSpec
@@ -139,6 +149,11 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.device_selector);
+        field::fit_req(&mut m.taint);
+    }
 }
 
 // ---- k8s.io.api.resource.v1alpha3.DeviceTaintRuleStatus
@@ -154,6 +169,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -177,6 +193,10 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -305,6 +325,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::PoolStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.partition_summary);
         Ok(message)
     }
 }
@@ -351,6 +372,11 @@ impl Message for k8s_openapi::api::resource::v1alpha3::PoolStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.partition_summary);
+        field::fit_opt(&mut m.shareable_summary);
+    }
 }
 
 // ---- k8s.io.api.resource.v1alpha3.ResourcePoolStatusRequest
@@ -395,6 +421,12 @@ impl Message for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -462,6 +494,8 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestS
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.pools);
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -489,6 +523,11 @@ impl Message for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.pools);
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -538,6 +577,12 @@ impl Message for k8s_openapi::api::resource::v1alpha3::ShareableCapacityStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.total);
+        field::fit_req(&mut m.consumed);
+        field::fit_req(&mut m.available);
+    }
 }
 
 // ---- k8s.io.api.resource.v1alpha3.ShareableSummaryStatus
@@ -557,6 +602,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::ShareableSummaryStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.capacity);
         Ok(message)
     }
 }
@@ -584,5 +630,9 @@ impl Message for k8s_openapi::api::resource::v1alpha3::ShareableSummaryStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.capacity);
     }
 }

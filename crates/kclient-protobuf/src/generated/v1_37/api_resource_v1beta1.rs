@@ -25,6 +25,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -60,6 +61,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_opt(&mut m.data);
+        field::fit_opt(&mut m.network_data);
     }
 }
 
@@ -107,6 +114,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::AllocationResult {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.devices);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_opt(&mut m.allocation_timestamp);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.BasicDevice
@@ -138,6 +151,10 @@ impl Decode for k8s_openapi::api::resource::v1beta1::BasicDevice {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.consumes_counters);
+        field::shrink_rep_opt(&mut m.taints);
+        field::shrink_rep_opt(&mut m.binding_conditions);
+        field::shrink_rep_opt(&mut m.binding_failure_conditions);
         Ok(message)
     }
 }
@@ -183,6 +200,17 @@ impl Message for k8s_openapi::api::resource::v1beta1::BasicDevice {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.attributes);
+        field::fit_map_opt(&mut m.capacity);
+        field::fit_rep_opt(&mut m.consumes_counters);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_rep_opt(&mut m.taints);
+        field::fit_rep_opt(&mut m.binding_conditions);
+        field::fit_rep_opt(&mut m.binding_failure_conditions);
+        field::fit_map_opt(&mut m.node_allocatable_resources);
     }
 }
 
@@ -240,6 +268,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.valid_values);
         Ok(message)
     }
 }
@@ -267,6 +296,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.default);
+        field::fit_rep_opt(&mut m.valid_values);
+        field::fit_opt(&mut m.valid_range);
     }
 }
 
@@ -313,6 +348,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.min);
+        field::fit_opt(&mut m.max);
+        field::fit_opt(&mut m.step);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.CapacityRequirements
@@ -352,6 +393,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map_opt(&mut m.requests);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.Counter
@@ -390,6 +435,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::Counter {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.value);
     }
 }
 
@@ -433,6 +482,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::CounterSet {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map(&mut m.counters);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.Device
@@ -474,6 +527,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::Device {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.basic);
     }
 }
 
@@ -527,6 +584,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfigurati
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -563,6 +621,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfigurat
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_opt(&mut m.opaque);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceAllocationResult
@@ -579,6 +642,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.results);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -605,6 +670,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.results);
+        field::fit_rep_opt(&mut m.config);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceAttribute
@@ -627,6 +697,10 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ints);
+        field::shrink_rep_opt(&mut m.bools);
+        field::shrink_rep_opt(&mut m.strings);
+        field::shrink_rep_opt(&mut m.versions);
         Ok(message)
     }
 }
@@ -664,6 +738,13 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ints);
+        field::fit_rep_opt(&mut m.bools);
+        field::fit_rep_opt(&mut m.strings);
+        field::fit_rep_opt(&mut m.versions);
     }
 }
 
@@ -707,6 +788,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.value);
+        field::fit_opt(&mut m.request_policy);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceClaim
@@ -724,6 +810,9 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClaim {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
+        field::shrink_rep_opt(&mut m.constraints);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -751,6 +840,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_rep_opt(&mut m.constraints);
+        field::fit_rep_opt(&mut m.config);
     }
 }
 
@@ -803,6 +898,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -833,6 +929,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+        field::fit_opt(&mut m.opaque);
     }
 }
 
@@ -875,6 +976,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClass {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
     }
 }
 
@@ -955,6 +1061,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.opaque);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceClassSpec
@@ -973,6 +1083,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.config);
         Ok(message)
     }
 }
@@ -1001,6 +1113,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.config);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceConstraint
@@ -1019,6 +1136,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.requests);
         Ok(message)
     }
 }
@@ -1047,6 +1165,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.requests);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceCounterConsumption
@@ -1065,6 +1187,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceCounterConsumption {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.compatibility_groups);
         Ok(message)
     }
 }
@@ -1092,6 +1215,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceCounterConsumption {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_map(&mut m.counters);
+        field::fit_rep_opt(&mut m.compatibility_groups);
     }
 }
 
@@ -1165,6 +1293,10 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.first_available);
+        field::shrink_rep_opt(&mut m.tolerations);
+        field::shrink_rep_opt(&mut m.derived_attributes);
         Ok(message)
     }
 }
@@ -1207,6 +1339,14 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequest {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.first_available);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_opt(&mut m.capacity);
+        field::fit_rep_opt(&mut m.derived_attributes);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceRequestAllocationResult
@@ -1236,6 +1376,10 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationResu
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.tolerations);
+        field::shrink_rep_opt(&mut m.binding_conditions);
+        field::shrink_rep_opt(&mut m.binding_failure_conditions);
+        field::shrink_rep_opt(&mut m.skip_node_operations);
         Ok(message)
     }
 }
@@ -1280,6 +1424,14 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationRes
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_rep_opt(&mut m.binding_conditions);
+        field::fit_rep_opt(&mut m.binding_failure_conditions);
+        field::fit_map_opt(&mut m.consumed_capacity);
+        field::fit_rep_opt(&mut m.skip_node_operations);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceSelector
@@ -1319,6 +1471,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceSelector {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.cel);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceSubRequest
@@ -1346,6 +1502,9 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.selectors);
+        field::shrink_rep_opt(&mut m.tolerations);
+        field::shrink_rep_opt(&mut m.derived_attributes);
         Ok(message)
     }
 }
@@ -1383,6 +1542,13 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.selectors);
+        field::fit_rep_opt(&mut m.tolerations);
+        field::fit_opt(&mut m.capacity);
+        field::fit_rep_opt(&mut m.derived_attributes);
     }
 }
 
@@ -1431,6 +1597,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceTaint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time_added);
     }
 }
 
@@ -1502,6 +1672,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.ips);
         Ok(message)
     }
 }
@@ -1529,6 +1700,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.ips);
     }
 }
 
@@ -1577,6 +1752,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::NodeAllocatableMapping {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.capacity_multiplier);
+        field::fit_opt(&mut m.device_multiplier);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.NodeAllocatableOverhead
@@ -1618,6 +1798,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::NodeAllocatableOverhead {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.per_pod);
+        field::fit_opt(&mut m.per_container);
     }
 }
 
@@ -1661,6 +1846,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::NodeAllocatableResource {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.mapping);
+        field::fit_opt(&mut m.overhead);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.OpaqueDeviceConfiguration
@@ -1702,6 +1892,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.parameters);
     }
 }
 
@@ -1747,6 +1941,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaim {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -1835,6 +2035,10 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.devices);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.ResourceClaimStatus
@@ -1852,6 +2056,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.reserved_for);
+        field::shrink_rep_opt(&mut m.devices);
         Ok(message)
     }
 }
@@ -1879,6 +2085,12 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.allocation);
+        field::fit_rep_opt(&mut m.reserved_for);
+        field::fit_rep_opt(&mut m.devices);
     }
 }
 
@@ -1922,6 +2134,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.ResourceClaimTemplateSpec
@@ -1963,6 +2180,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplateSpec 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
     }
 }
 
@@ -2052,6 +2274,11 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceSlice {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.ResourceSliceSpec
@@ -2080,6 +2307,9 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.devices);
+        field::shrink_rep_opt(&mut m.shared_counters);
+        field::shrink_rep_opt(&mut m.skip_node_operations);
         Ok(message)
     }
 }
@@ -2121,5 +2351,13 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.pool);
+        field::fit_opt(&mut m.node_selector);
+        field::fit_rep_opt(&mut m.devices);
+        field::fit_rep_opt(&mut m.shared_counters);
+        field::fit_rep_opt(&mut m.skip_node_operations);
     }
 }

@@ -154,6 +154,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.single);
+        field::fit_opt(&mut m.all);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1alpha3.CompositeGangSchedulingPolicy
@@ -238,6 +243,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1alpha3.CompositePodGroupSchedulingConstraints
@@ -253,6 +264,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedul
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.topology);
         Ok(message)
     }
 }
@@ -276,6 +288,10 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedu
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.topology);
     }
 }
 
@@ -318,6 +334,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedu
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.basic);
+        field::fit_opt(&mut m.gang);
     }
 }
 
@@ -384,6 +405,13 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.workload_ref);
+        field::fit_req(&mut m.scheduling_policy);
+        field::fit_opt(&mut m.scheduling_constraints);
+        field::fit_opt(&mut m.disruption_mode);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1alpha3.CompositePodGroupStatus
@@ -399,6 +427,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus 
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -422,6 +451,10 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
 
@@ -452,6 +485,8 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplat
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.pod_group_templates);
+        field::shrink_rep_opt(&mut m.composite_pod_group_templates);
         Ok(message)
     }
 }
@@ -491,6 +526,14 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTempla
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.scheduling_policy);
+        field::fit_opt(&mut m.scheduling_constraints);
+        field::fit_opt(&mut m.disruption_mode);
+        field::fit_rep_opt(&mut m.pod_group_templates);
+        field::fit_rep_opt(&mut m.composite_pod_group_templates);
     }
 }
 
@@ -533,6 +576,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::DisruptionMode {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.single);
+        field::fit_opt(&mut m.all);
     }
 }
 
@@ -617,6 +665,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroup {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -723,6 +777,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConstr
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.topology);
         Ok(message)
     }
 }
@@ -746,6 +801,10 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConst
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.topology);
     }
 }
 
@@ -789,6 +848,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolic
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.basic);
+        field::fit_opt(&mut m.gang);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1alpha3.PodGroupSpec
@@ -818,6 +882,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resource_claims);
         Ok(message)
     }
 }
@@ -858,6 +923,14 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.workload_ref);
+        field::fit_req(&mut m.scheduling_policy);
+        field::fit_opt(&mut m.scheduling_constraints);
+        field::fit_rep_opt(&mut m.resource_claims);
+        field::fit_opt(&mut m.disruption_mode);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1alpha3.PodGroupStatus
@@ -875,6 +948,8 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
+        field::shrink_rep_opt(&mut m.resource_claim_statuses);
         Ok(message)
     }
 }
@@ -900,6 +975,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_rep_opt(&mut m.resource_claim_statuses);
     }
 }
 
@@ -928,6 +1008,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resource_claims);
         Ok(message)
     }
 }
@@ -965,6 +1046,13 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.scheduling_policy);
+        field::fit_opt(&mut m.scheduling_constraints);
+        field::fit_rep_opt(&mut m.resource_claims);
+        field::fit_opt(&mut m.disruption_mode);
     }
 }
 
@@ -1146,6 +1234,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::Workload {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // k8s.io.api.scheduling.v1alpha3.WorkloadPodGroupAllDisruptionMode: an empty message (k8s-openapi: a JSON object).
@@ -1241,6 +1334,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisrupt
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.single);
+        field::fit_opt(&mut m.all);
     }
 }
 
@@ -1343,6 +1441,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupScheduli
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.topology);
         Ok(message)
     }
 }
@@ -1366,6 +1465,10 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedul
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.topology);
     }
 }
 
@@ -1408,6 +1511,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedul
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.basic);
+        field::fit_opt(&mut m.gang);
     }
 }
 
@@ -1497,6 +1605,8 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.pod_group_templates);
+        field::shrink_rep_opt(&mut m.composite_pod_group_templates);
         Ok(message)
     }
 }
@@ -1524,5 +1634,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.controller_ref);
+        field::fit_rep_opt(&mut m.pod_group_templates);
+        field::fit_rep_opt(&mut m.composite_pod_group_templates);
     }
 }

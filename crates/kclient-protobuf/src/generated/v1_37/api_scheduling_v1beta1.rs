@@ -154,6 +154,11 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::CompositeDisruptionMode 
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.single);
+        field::fit_opt(&mut m.all);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1beta1.CompositeGangSchedulingPolicy
@@ -208,6 +213,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupScheduli
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.topology);
         Ok(message)
     }
 }
@@ -231,6 +237,10 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupSchedul
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.topology);
     }
 }
 
@@ -274,6 +284,11 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupSchedul
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.basic);
+        field::fit_opt(&mut m.gang);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1beta1.CompositePodGroupTemplate
@@ -303,6 +318,8 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupTemplate
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.pod_group_templates);
+        field::shrink_rep_opt(&mut m.composite_pod_group_templates);
         Ok(message)
     }
 }
@@ -342,6 +359,14 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupTemplat
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.scheduling_policy);
+        field::fit_opt(&mut m.scheduling_constraints);
+        field::fit_opt(&mut m.disruption_mode);
+        field::fit_rep_opt(&mut m.pod_group_templates);
+        field::fit_rep_opt(&mut m.composite_pod_group_templates);
     }
 }
 
@@ -384,6 +409,11 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::DisruptionMode {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.single);
+        field::fit_opt(&mut m.all);
     }
 }
 
@@ -468,6 +498,12 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroup {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
     }
 }
 
@@ -574,6 +610,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingConstra
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.topology);
         Ok(message)
     }
 }
@@ -597,6 +634,10 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingConstr
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.topology);
     }
 }
 
@@ -640,6 +681,11 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingPolicy
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.basic);
+        field::fit_opt(&mut m.gang);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1beta1.PodGroupSpec
@@ -669,6 +715,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resource_claims);
         Ok(message)
     }
 }
@@ -709,6 +756,14 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.workload_ref);
+        field::fit_req(&mut m.scheduling_policy);
+        field::fit_opt(&mut m.scheduling_constraints);
+        field::fit_rep_opt(&mut m.resource_claims);
+        field::fit_opt(&mut m.disruption_mode);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1beta1.PodGroupStatus
@@ -726,6 +781,8 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
+        field::shrink_rep_opt(&mut m.resource_claim_statuses);
         Ok(message)
     }
 }
@@ -751,6 +808,11 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
+        field::fit_rep_opt(&mut m.resource_claim_statuses);
     }
 }
 
@@ -779,6 +841,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupTemplate {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.resource_claims);
         Ok(message)
     }
 }
@@ -816,6 +879,13 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupTemplate {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.scheduling_policy);
+        field::fit_opt(&mut m.scheduling_constraints);
+        field::fit_rep_opt(&mut m.resource_claims);
+        field::fit_opt(&mut m.disruption_mode);
     }
 }
 
@@ -997,6 +1067,11 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::Workload {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.scheduling.v1beta1.WorkloadReference
@@ -1058,6 +1133,8 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::WorkloadSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.pod_group_templates);
+        field::shrink_rep_opt(&mut m.composite_pod_group_templates);
         Ok(message)
     }
 }
@@ -1085,5 +1162,11 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::WorkloadSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.controller_ref);
+        field::fit_rep_opt(&mut m.pod_group_templates);
+        field::fit_rep_opt(&mut m.composite_pod_group_templates);
     }
 }

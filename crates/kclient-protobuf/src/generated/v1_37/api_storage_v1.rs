@@ -46,6 +46,11 @@ impl Message for k8s_openapi::api::storage::v1::CSIDriver {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.CSIDriverSpec
@@ -87,6 +92,8 @@ impl Decode for k8s_openapi::api::storage::v1::CSIDriverSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.volume_lifecycle_modes);
+        field::shrink_rep_opt(&mut m.token_requests);
         Ok(message)
     }
 }
@@ -130,6 +137,11 @@ impl Message for k8s_openapi::api::storage::v1::CSIDriverSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.volume_lifecycle_modes);
+        field::fit_rep_opt(&mut m.token_requests);
     }
 }
 
@@ -176,6 +188,12 @@ impl Message for k8s_openapi::api::storage::v1::CSINode {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.CSINodeDriver
@@ -194,6 +212,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeDriver {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.topology_keys);
         Ok(message)
     }
 }
@@ -224,6 +243,11 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeDriver {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.topology_keys);
+        field::fit_opt(&mut m.allocatable);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.CSINodeSpec
@@ -239,6 +263,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeSpec {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep(&mut m.drivers);
         Ok(message)
     }
 }
@@ -263,6 +288,10 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep(&mut m.drivers);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.CSINodeStatus
@@ -280,6 +309,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeStatus {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.storage_health);
         Ok(message)
     }
 }
@@ -303,6 +333,10 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.storage_health);
     }
 }
 
@@ -357,6 +391,13 @@ impl Message for k8s_openapi::api::storage::v1::CSIStorageCapacity {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.node_topology);
+        field::fit_opt(&mut m.capacity);
+        field::fit_opt(&mut m.maximum_volume_size);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.StorageClass
@@ -382,6 +423,8 @@ impl Decode for k8s_openapi::api::storage::v1::StorageClass {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.mount_options);
+        field::shrink_rep_opt(&mut m.allowed_topologies);
         Ok(message)
     }
 }
@@ -420,6 +463,12 @@ impl Message for k8s_openapi::api::storage::v1::StorageClass {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_rep_opt(&mut m.mount_options);
+        field::fit_rep_opt(&mut m.allowed_topologies);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.StorageHealth
@@ -437,6 +486,7 @@ impl Decode for k8s_openapi::api::storage::v1::StorageHealth {
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.health_conditions);
         Ok(message)
     }
 }
@@ -462,6 +512,10 @@ impl Message for k8s_openapi::api::storage::v1::StorageHealth {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.health_conditions);
     }
 }
 
@@ -517,6 +571,10 @@ impl Message for k8s_openapi::api::storage::v1::StorageHealthCondition {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -606,6 +664,12 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachment {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_req(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.VolumeAttachmentSource
@@ -649,6 +713,10 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.inline_volume_spec);
     }
 }
 
@@ -694,6 +762,10 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.source);
     }
 }
 
@@ -744,6 +816,11 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.attach_error);
+        field::fit_opt(&mut m.detach_error);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.VolumeAttributesClass
@@ -789,6 +866,10 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttributesClass {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+    }
 }
 
 // ---- k8s.io.api.storage.v1.VolumeError
@@ -833,6 +914,10 @@ impl Message for k8s_openapi::api::storage::v1::VolumeError {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_opt(&mut m.time);
     }
 }
 

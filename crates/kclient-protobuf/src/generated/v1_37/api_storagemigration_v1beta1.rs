@@ -49,6 +49,12 @@ impl Message for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigr
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.metadata);
+        field::fit_opt(&mut m.spec);
+        field::fit_opt(&mut m.status);
+    }
 }
 
 // ---- k8s.io.api.storagemigration.v1beta1.StorageVersionMigrationSpec
@@ -88,6 +94,10 @@ impl Message for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigr
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_req(&mut m.resource);
+    }
 }
 
 // ---- k8s.io.api.storagemigration.v1beta1.StorageVersionMigrationStatus
@@ -105,6 +115,7 @@ impl Decode for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigra
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
+        field::shrink_rep_opt(&mut m.conditions);
         Ok(message)
     }
 }
@@ -130,5 +141,9 @@ impl Message for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigr
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
+    }
+    fn fit(&mut self) {
+        let m = self;
+        field::fit_rep_opt(&mut m.conditions);
     }
 }
