@@ -11,7 +11,7 @@
 //! * `e2e up | down | test | status | build | gomod | kubectl` — a real kube-apiserver,
 //!   kube-controller-manager and etcd on 127.0.0.1, built from the Kubernetes Go module (see
 //!   `docs/e2e.md`).
-//! * `bench [--quick] [--real] [--smoke]` — kclient side by side with client-go and kube-rs on
+//! * `bench [--quick] [--real] [--smoke] [--only <id prefix>]` — kclient side by side with client-go and kube-rs on
 //!   the same objects; writes `docs/benchmarks.md`'s generated section (see `bench/mod.rs`).
 //! * `fuzz [--cases N] [--seconds S] [--seed X] [SUITE...]` — the property tests and fuzz
 //!   targets, run longer from new seeds (printed); what fails is recorded in the suites'
@@ -87,7 +87,8 @@ fn print_help() {
            e2e     a real kube-apiserver + etcd on 127.0.0.1: up | down | test | status |\n          \
                    build | gomod | kubectl (`cargo xtask e2e help`)\n  \
            bench   kclient vs client-go and kube-rs on kclient-fake [--quick], or on the\n          \
-                   running e2e kube-apiserver [--real]; writes docs/benchmarks.md\n  \
+                   running e2e kube-apiserver [--real], some scenarios [--only <id>];\n          \
+                   writes docs/benchmarks.md\n  \
            fuzz    the property tests and fuzz targets from new seeds, longer [--cases N]\n          \
                    [--seconds S] [--seed X] [SUITE...]; failures go to proptest-regressions/\n  \
            demo    run the main demo (against the embedded fake API server, or a cluster\n          \

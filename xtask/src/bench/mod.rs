@@ -17,6 +17,9 @@
 //! * `--quick`: fewer sizes and rounds (a few minutes). `--smoke`: tiny sizes, kclient only,
 //!   debug build, no waiting for a quiet machine and nothing written: `cargo xtask test`
 //!   runs it so the harness stays buildable and runnable.
+//! * `--only <id prefix>` (repeatable): only the scenarios whose id starts so (`--only
+//!   representations`); their results replace theirs in the server's result file, marked
+//!   with this run's date and commit, and the other scenarios' stay as they were.
 //!
 //! The machine is shared: before each group of runs the 1-minute load average is read, and
 //! while it is above `KCLIENT_BENCH_MAX_LOAD` (default 1.0) the harness waits a minute, a
@@ -77,24 +80,32 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         real: false,
         smoke: false,
     };
-    for arg in args {
+    let mut only = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => mode.quick = true,
             "--real" => mode.real = true,
             "--smoke" => mode.smoke = true,
+            "--only" => only.push(args.next().context("--only needs a scenario id prefix")?),
             "report" => return report::render(&workspace_root()),
             other => bail!(
-                "`cargo xtask bench` takes --quick, --real, --smoke or `report` (got {other:?})"
+                "`cargo xtask bench` takes --quick, --real, --smoke, --only <id prefix> or \
+                 `report` (got {other:?})"
             ),
         }
     }
+    let selected = |s: &Scenario| only.is_empty() || only.iter().any(|o| s.id.starts_with(*o));
     let programs = build(mode)?;
     let work = tempdir()?;
     let results = if mode.real {
-        run_real(mode, &programs, &work)?
+        run_real(mode, &programs, &work, &selected)?
     } else {
-        run_fake(mode, &programs, &work)?
+        run_fake(mode, &programs, &work, &selected)?
     };
+    if results.scenarios.is_empty() {
+        bail!("no scenario's id starts with {only:?}");
+    }
     let _ = fs::remove_dir_all(&work);
     if mode.smoke {
         check_smoke(&results)?;
@@ -104,6 +115,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let dir = workspace_root().join("docs").join("benchmarks");
     fs::create_dir_all(&dir)?;
     let file = dir.join(format!("peers-{}.json", results.server));
+    let results = match (only.is_empty(), fs::read_to_string(&file)) {
+        (false, Ok(earlier)) => merge(serde_json::from_str(&earlier)?, results),
+        _ => results,
+    };
     fs::write(&file, serde_json::to_string_pretty(&results)? + "\n")?;
     eprintln!("bench: results in {}", file.display());
     report::render(&workspace_root())
@@ -228,9 +243,40 @@ impl Drop for FakeServer {
     }
 }
 
-fn run_fake(mode: Mode, programs: &Programs, work: &Path) -> Result<Results> {
+/// The results of an earlier run with those of a run of some scenarios only (`--only`) in
+/// place of theirs, each marked with when it was measured.
+fn merge(mut earlier: Results, only: Results) -> Results {
+    let measured = format!(
+        "{} at commit `{}`{}",
+        only.date,
+        only.commit,
+        if only.quick { " with `--quick`" } else { "" }
+    );
+    let replaced = |id: &str| only.scenarios.iter().any(|s| s.id == id);
+    earlier.scenarios.retain(|s| !replaced(&s.id));
+    earlier.runs.retain(|r| !replaced(&r.scenario));
+    earlier
+        .scenarios
+        .extend(only.scenarios.into_iter().map(|mut s| {
+            s.measured = Some(measured.clone());
+            s
+        }));
+    earlier.runs.extend(only.runs);
+    earlier
+}
+
+fn run_fake(
+    mode: Mode,
+    programs: &Programs,
+    work: &Path,
+    selected: &dyn Fn(&Scenario) -> bool,
+) -> Result<Results> {
     let mut results = results("kclient-fake", mode, None)?;
-    for run in scenarios::fake(mode) {
+    for mut run in scenarios::fake(mode) {
+        run.scenarios.retain(|s| selected(s));
+        if run.scenarios.is_empty() {
+            continue;
+        }
         let server = FakeServer::start(programs, work, &run)?;
         run_scenarios(
             mode,
@@ -244,14 +290,20 @@ fn run_fake(mode: Mode, programs: &Programs, work: &Path) -> Result<Results> {
     Ok(results)
 }
 
-fn run_real(mode: Mode, programs: &Programs, work: &Path) -> Result<Results> {
+fn run_real(
+    mode: Mode,
+    programs: &Programs,
+    work: &Path,
+    selected: &dyn Fn(&Scenario) -> bool,
+) -> Result<Results> {
     let state = e2e::cluster::running()?
         .context("no e2e cluster is up: start one with `cargo xtask e2e up`")?;
     let kubeconfig = work.join("kubeconfig");
     fs::copy(&state.kubeconfig, &kubeconfig)?;
     let mut results = results("kube-apiserver", mode, Some(&state.kubernetes_version))?;
     let namespace = format!("kclient-bench-{}", std::process::id());
-    let (pods, scenarios) = scenarios::real(mode, &namespace);
+    let (pods, mut scenarios) = scenarios::real(mode, &namespace);
+    scenarios.retain(|s| selected(s));
     eprintln!("bench: seeding {pods} Pods in {namespace}");
     let seeded = kclient_json(
         programs,

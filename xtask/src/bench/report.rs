@@ -427,6 +427,11 @@ fn markdown(results: &Results, title: &str, rows: &[Row], svg: &str) -> String {
         hi,
         median(loads.clone()).unwrap_or(f64::NAN)
     );
+    for sc in &results.scenarios {
+        if let Some(measured) = &sc.measured {
+            let _ = writeln!(s, "\"{}\" measured by a run of its own: {measured}.\n", sc.title);
+        }
+    }
     let machine: Vec<String> = results
         .machine
         .iter()

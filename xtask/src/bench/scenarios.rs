@@ -91,6 +91,10 @@ pub(crate) struct Scenario {
     pub(crate) namespace: Option<String>,
     /// The watch scenario's updates.
     pub(crate) updates: usize,
+    /// When a scenario was measured by a run of its own (`--only`) and merged into the
+    /// results of an earlier run: that run's date, commit and mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) measured: Option<String>,
 }
 
 fn thousands(n: usize) -> String {
@@ -120,6 +124,7 @@ fn scenario(
         clients,
         namespace: None,
         updates: 0,
+        measured: None,
     }
 }
 
