@@ -429,7 +429,11 @@ fn markdown(results: &Results, title: &str, rows: &[Row], svg: &str) -> String {
     );
     for sc in &results.scenarios {
         if let Some(measured) = &sc.measured {
-            let _ = writeln!(s, "\"{}\" measured by a run of its own: {measured}.\n", sc.title);
+            let _ = writeln!(
+                s,
+                "\"{}\" measured by a run of its own: {measured}.\n",
+                sc.title
+            );
         }
     }
     let machine: Vec<String> = results

@@ -552,8 +552,9 @@ impl Emitter<'_> {
             if matches!(dec, "rep" | "rep_opt") {
                 let _ = write!(body.shrink, "field::shrink_{dec}(&mut {slot});");
             }
-            // Lists to shrink, and messages (alone, in lists or maps) to walk into.
-            if f.label() == "repeated" || is_message {
+            // Lists to shrink, and messages (alone, in lists or maps) to walk into; the special
+            // types (Time, Quantity, raw JSON…) hold no list of their own to fit.
+            if f.label() == "repeated" || (is_message && !SPECIAL.contains(&f.type_name())) {
                 let fit = match (f.label(), optional) {
                     ("repeated", false) => "rep",
                     ("repeated", true) => "rep_opt",

@@ -294,10 +294,6 @@ impl Message for k8s_openapi::api::authentication::v1::TokenRequestStatus {
         0
     }
     fn put_zero(_buf: &mut impl BufMut) {}
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.expiration_timestamp);
-    }
 }
 
 // ---- k8s.io.api.authentication.v1.TokenReview

@@ -210,10 +210,6 @@ impl Message for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerStatu
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_scale_time);
-    }
 }
 
 // ---- k8s.io.api.autoscaling.v1.Scale

@@ -339,7 +339,6 @@ impl Message for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.policies);
-        field::fit_opt(&mut m.tolerance);
     }
 }
 
@@ -491,10 +490,6 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondi
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerSpec
@@ -616,7 +611,6 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatu
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_opt(&mut m.last_scale_time);
         field::fit_rep_opt(&mut m.current_metrics);
         field::fit_rep_opt(&mut m.conditions);
     }
@@ -841,11 +835,6 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricTarget {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.value);
-        field::fit_opt(&mut m.average_value);
-    }
 }
 
 // ---- k8s.io.api.autoscaling.v2.MetricValueStatus
@@ -891,11 +880,6 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricValueStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.value);
-        field::fit_opt(&mut m.average_value);
     }
 }
 

@@ -174,8 +174,6 @@ impl Message for k8s_openapi::api::batch::v1::CronJobStatus {
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.active);
-        field::fit_opt(&mut m.last_schedule_time);
-        field::fit_opt(&mut m.last_successful_time);
     }
 }
 
@@ -284,11 +282,6 @@ impl Message for k8s_openapi::api::batch::v1::JobCondition {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_probe_time);
-        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -462,8 +455,6 @@ impl Message for k8s_openapi::api::batch::v1::JobStatus {
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.conditions);
-        field::fit_opt(&mut m.start_time);
-        field::fit_opt(&mut m.completion_time);
         field::fit_opt(&mut m.uncounted_terminated_pods);
     }
 }

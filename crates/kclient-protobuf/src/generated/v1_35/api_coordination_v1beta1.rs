@@ -106,9 +106,4 @@ impl Message for k8s_openapi::api::coordination::v1beta1::LeaseCandidateSpec {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.ping_time);
-        field::fit_opt(&mut m.renew_time);
-    }
 }

@@ -1130,10 +1130,6 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicyPort {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.port);
-    }
 }
 
 // ---- k8s.io.api.networking.v1.NetworkPolicySpec

@@ -43,10 +43,6 @@ impl Message for k8s_openapi::api::node::v1::Overhead {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_map_opt(&mut m.pod_fixed);
-    }
 }
 
 // ---- k8s.io.api.node.v1.RuntimeClass

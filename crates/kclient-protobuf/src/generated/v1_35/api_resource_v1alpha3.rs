@@ -52,10 +52,6 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaint {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.time_added);
-    }
 }
 
 // ---- k8s.io.api.resource.v1alpha3.DeviceTaintRule

@@ -65,7 +65,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.conditions);
-        field::fit_opt(&mut m.data);
         field::fit_opt(&mut m.network_data);
     }
 }
@@ -118,7 +117,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::AllocationResult {
         let m = self;
         field::fit_opt(&mut m.devices);
         field::fit_opt(&mut m.node_selector);
-        field::fit_opt(&mut m.allocation_timestamp);
     }
 }
 
@@ -294,7 +292,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_opt(&mut m.default);
         field::fit_rep_opt(&mut m.valid_values);
         field::fit_opt(&mut m.valid_range);
     }
@@ -343,12 +340,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.min);
-        field::fit_opt(&mut m.max);
-        field::fit_opt(&mut m.step);
-    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.CapacityRequirements
@@ -388,10 +379,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_map_opt(&mut m.requests);
-    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.Counter
@@ -430,10 +417,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::Counter {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.value);
     }
 }
 
@@ -762,7 +745,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_req(&mut m.value);
         field::fit_opt(&mut m.request_policy);
     }
 }
@@ -1342,7 +1324,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationRes
         field::fit_rep_opt(&mut m.tolerations);
         field::fit_rep_opt(&mut m.binding_conditions);
         field::fit_rep_opt(&mut m.binding_failure_conditions);
-        field::fit_map_opt(&mut m.consumed_capacity);
     }
 }
 
@@ -1504,10 +1485,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceTaint {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.time_added);
-    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceToleration
@@ -1652,10 +1629,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.parameters);
     }
 }
 

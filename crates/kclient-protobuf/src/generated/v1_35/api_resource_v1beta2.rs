@@ -65,7 +65,6 @@ impl Message for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.conditions);
-        field::fit_opt(&mut m.data);
         field::fit_opt(&mut m.network_data);
     }
 }
@@ -118,7 +117,6 @@ impl Message for k8s_openapi::api::resource::v1beta2::AllocationResult {
         let m = self;
         field::fit_opt(&mut m.devices);
         field::fit_opt(&mut m.node_selector);
-        field::fit_opt(&mut m.allocation_timestamp);
     }
 }
 
@@ -207,7 +205,6 @@ impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_opt(&mut m.default);
         field::fit_rep_opt(&mut m.valid_values);
         field::fit_opt(&mut m.valid_range);
     }
@@ -256,12 +253,6 @@ impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.min);
-        field::fit_opt(&mut m.max);
-        field::fit_opt(&mut m.step);
-    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.CapacityRequirements
@@ -301,10 +292,6 @@ impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_map_opt(&mut m.requests);
-    }
 }
 
 // ---- k8s.io.api.resource.v1beta2.Counter
@@ -343,10 +330,6 @@ impl Message for k8s_openapi::api::resource::v1beta2::Counter {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.value);
     }
 }
 
@@ -719,7 +702,6 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_req(&mut m.value);
         field::fit_opt(&mut m.request_policy);
     }
 }
@@ -1273,7 +1255,6 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationRes
         field::fit_rep_opt(&mut m.tolerations);
         field::fit_rep_opt(&mut m.binding_conditions);
         field::fit_rep_opt(&mut m.binding_failure_conditions);
-        field::fit_map_opt(&mut m.consumed_capacity);
     }
 }
 
@@ -1434,10 +1415,6 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.time_added);
     }
 }
 
@@ -1652,10 +1629,6 @@ impl Message for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.parameters);
     }
 }
 

@@ -111,11 +111,6 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestCo
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_update_time);
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.api.certificates.v1.CertificateSigningRequestSpec

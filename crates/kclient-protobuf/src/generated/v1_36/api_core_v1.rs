@@ -1947,10 +1947,6 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateRunning {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.started_at);
-    }
 }
 
 // ---- k8s.io.api.core.v1.ContainerStateTerminated
@@ -2007,11 +2003,6 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateTerminated {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.started_at);
-        field::fit_opt(&mut m.finished_at);
     }
 }
 
@@ -2144,7 +2135,6 @@ impl Message for k8s_openapi::api::core::v1::ContainerStatus {
         let m = self;
         field::fit_opt(&mut m.state);
         field::fit_opt(&mut m.last_state);
-        field::fit_map_opt(&mut m.allocated_resources);
         field::fit_opt(&mut m.resources);
         field::fit_rep_opt(&mut m.volume_mounts);
         field::fit_opt(&mut m.user);
@@ -2418,10 +2408,6 @@ impl Message for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.size_limit);
     }
 }
 
@@ -3107,9 +3093,6 @@ impl Message for k8s_openapi::api::core::v1::Event {
         field::fit_req(&mut m.metadata);
         field::fit_req(&mut m.involved_object);
         field::fit_opt(&mut m.source);
-        field::fit_opt(&mut m.first_timestamp);
-        field::fit_opt(&mut m.last_timestamp);
-        field::fit_opt(&mut m.event_time);
         field::fit_opt(&mut m.series);
         field::fit_opt(&mut m.related);
     }
@@ -3155,10 +3138,6 @@ impl Message for k8s_openapi::api::core::v1::EventSeries {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_observed_time);
     }
 }
 
@@ -3787,7 +3766,6 @@ impl Message for k8s_openapi::api::core::v1::HTTPGetAction {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_req(&mut m.port);
         field::fit_rep_opt(&mut m.http_headers);
     }
 }
@@ -4452,14 +4430,6 @@ impl Message for k8s_openapi::api::core::v1::LimitRangeItem {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_map_opt(&mut m.max);
-        field::fit_map_opt(&mut m.min);
-        field::fit_map_opt(&mut m.default);
-        field::fit_map_opt(&mut m.default_request);
-        field::fit_map_opt(&mut m.max_limit_request_ratio);
-    }
 }
 
 // ---- k8s.io.api.core.v1.LimitRangeSpec
@@ -4929,10 +4899,6 @@ impl Message for k8s_openapi::api::core::v1::NamespaceCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.api.core.v1.NamespaceSpec
@@ -5235,7 +5201,6 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus 
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.containers);
-        field::fit_map(&mut m.resources);
     }
 }
 
@@ -5292,11 +5257,6 @@ impl Message for k8s_openapi::api::core::v1::NodeCondition {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_heartbeat_time);
-        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -5869,8 +5829,6 @@ impl Message for k8s_openapi::api::core::v1::NodeStatus {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_map_opt(&mut m.capacity);
-        field::fit_map_opt(&mut m.allocatable);
         field::fit_rep_opt(&mut m.conditions);
         field::fit_rep_opt(&mut m.addresses);
         field::fit_opt(&mut m.daemon_endpoints);
@@ -6258,11 +6216,6 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_probe_time);
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.api.core.v1.PersistentVolumeClaimSpec
@@ -6411,9 +6364,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.access_modes);
-        field::fit_map_opt(&mut m.capacity);
         field::fit_rep_opt(&mut m.conditions);
-        field::fit_map_opt(&mut m.allocated_resources);
         field::fit_opt(&mut m.modify_volume_status);
     }
 }
@@ -6685,7 +6636,6 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeSpec {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_map_opt(&mut m.capacity);
         field::fit_opt(&mut m.gce_persistent_disk);
         field::fit_opt(&mut m.aws_elastic_block_store);
         field::fit_opt(&mut m.host_path);
@@ -6761,10 +6711,6 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_phase_transition_time);
     }
 }
 
@@ -7186,11 +7132,6 @@ impl Message for k8s_openapi::api::core::v1::PodCondition {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_probe_time);
-        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -7926,7 +7867,6 @@ impl Message for k8s_openapi::api::core::v1::PodSpec {
         field::fit_rep_opt(&mut m.host_aliases);
         field::fit_opt(&mut m.dns_config);
         field::fit_rep_opt(&mut m.readiness_gates);
-        field::fit_map_opt(&mut m.overhead);
         field::fit_rep_opt(&mut m.topology_spread_constraints);
         field::fit_rep_opt(&mut m.ephemeral_containers);
         field::fit_opt(&mut m.os);
@@ -8059,7 +7999,6 @@ impl Message for k8s_openapi::api::core::v1::PodStatus {
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.conditions);
-        field::fit_opt(&mut m.start_time);
         field::fit_rep_opt(&mut m.container_statuses);
         field::fit_rep_opt(&mut m.init_container_statuses);
         field::fit_rep_opt(&mut m.pod_ips);
@@ -8067,7 +8006,6 @@ impl Message for k8s_openapi::api::core::v1::PodStatus {
         field::fit_rep_opt(&mut m.resource_claim_statuses);
         field::fit_rep_opt(&mut m.host_ips);
         field::fit_opt(&mut m.extended_resource_claim_status);
-        field::fit_map_opt(&mut m.allocated_resources);
         field::fit_opt(&mut m.resources);
         field::fit_rep_opt(&mut m.node_allocatable_resource_claim_statuses);
     }
@@ -8742,10 +8680,6 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.api.core.v1.ReplicationControllerSpec
@@ -8948,10 +8882,6 @@ impl Message for k8s_openapi::api::core::v1::ResourceFieldSelector {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.divisor);
-    }
 }
 
 // ---- k8s.io.api.core.v1.ResourceHealth
@@ -9096,7 +9026,6 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuotaSpec {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_map_opt(&mut m.hard);
         field::fit_rep_opt(&mut m.scopes);
         field::fit_opt(&mut m.scope_selector);
     }
@@ -9141,11 +9070,6 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuotaStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_map_opt(&mut m.hard);
-        field::fit_map_opt(&mut m.used);
     }
 }
 
@@ -9195,8 +9119,6 @@ impl Message for k8s_openapi::api::core::v1::ResourceRequirements {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_map_opt(&mut m.limits);
-        field::fit_map_opt(&mut m.requests);
         field::fit_rep_opt(&mut m.claims);
     }
 }
@@ -10262,10 +10184,6 @@ impl Message for k8s_openapi::api::core::v1::ServicePort {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.target_port);
-    }
 }
 
 // ---- k8s.io.api.core.v1.ServiceSpec
@@ -10715,10 +10633,6 @@ impl Message for k8s_openapi::api::core::v1::TCPSocketAction {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.port);
-    }
 }
 
 // ---- k8s.io.api.core.v1.Taint
@@ -10766,10 +10680,6 @@ impl Message for k8s_openapi::api::core::v1::Taint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.time_added);
     }
 }
 
@@ -11576,11 +11486,6 @@ impl Message for k8s_openapi::api::core::v1::VolumeResourceRequirements {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_map_opt(&mut m.limits);
-        field::fit_map_opt(&mut m.requests);
     }
 }
 

@@ -94,13 +94,10 @@ impl Message for k8s_openapi::api::events::v1::Event {
     fn fit(&mut self) {
         let m = self;
         field::fit_req(&mut m.metadata);
-        field::fit_opt(&mut m.event_time);
         field::fit_opt(&mut m.series);
         field::fit_opt(&mut m.regarding);
         field::fit_opt(&mut m.related);
         field::fit_opt(&mut m.deprecated_source);
-        field::fit_opt(&mut m.deprecated_first_timestamp);
-        field::fit_opt(&mut m.deprecated_last_timestamp);
     }
 }
 
@@ -151,8 +148,4 @@ impl Message for k8s_openapi::api::events::v1::EventSeries {
         0
     }
     fn put_zero(_buf: &mut impl BufMut) {}
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.last_observed_time);
-    }
 }

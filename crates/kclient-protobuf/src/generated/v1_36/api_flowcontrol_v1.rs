@@ -191,10 +191,6 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.api.flowcontrol.v1.FlowSchemaSpec
@@ -648,10 +644,6 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationCo
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_transition_time);
     }
 }
 

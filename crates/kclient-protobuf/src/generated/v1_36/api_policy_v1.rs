@@ -153,9 +153,7 @@ impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_opt(&mut m.min_available);
         field::fit_opt(&mut m.selector);
-        field::fit_opt(&mut m.max_unavailable);
     }
 }
 
@@ -221,7 +219,6 @@ impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_map_opt(&mut m.disrupted_pods);
         field::fit_rep_opt(&mut m.conditions);
     }
 }

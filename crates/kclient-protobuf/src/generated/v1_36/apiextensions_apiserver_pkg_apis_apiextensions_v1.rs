@@ -147,7 +147,7 @@ fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_re
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_req(1, &m.type_, buf);field::put_req(2, &m.status, buf);field::put_opt_zero(3, &m.last_transition_time, buf);field::put_opt_zero(4, &m.reason, buf);field::put_opt_zero(5, &m.message, buf);field::put_opt_zero(6, &m.observed_generation, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionCondition { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_opt(&mut m.last_transition_time); } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionCondition { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) }  }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionNames
 
@@ -573,22 +573,16 @@ impl Message
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_opt(&mut m.default);
         field::fit_rep_opt(&mut m.enum_);
         field::fit_rep_opt(&mut m.required);
-        field::fit_opt(&mut m.items);
         field::fit_rep_opt(&mut m.all_of);
         field::fit_rep_opt(&mut m.one_of);
         field::fit_rep_opt(&mut m.any_of);
         field::fit_opt(&mut m.not);
         field::fit_map_opt(&mut m.properties);
-        field::fit_opt(&mut m.additional_properties);
         field::fit_map_opt(&mut m.pattern_properties);
-        field::fit_map_opt(&mut m.dependencies);
-        field::fit_opt(&mut m.additional_items);
         field::fit_map_opt(&mut m.definitions);
         field::fit_opt(&mut m.external_docs);
-        field::fit_opt(&mut m.example);
         field::fit_rep_opt(&mut m.x_kubernetes_list_map_keys);
         field::fit_rep_opt(&mut m.x_kubernetes_validations);
     }

@@ -348,10 +348,6 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
         0
     }
     fn put_zero(_buf: &mut impl BufMut) {}
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions
@@ -774,11 +770,6 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEn
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.time);
-        field::fit_opt(&mut m.fields_v1);
-    }
 }
 
 // ---- k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta
@@ -873,8 +864,6 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_opt(&mut m.creation_timestamp);
-        field::fit_opt(&mut m.deletion_timestamp);
         field::fit_rep_opt(&mut m.owner_references);
         field::fit_rep_opt(&mut m.finalizers);
         field::fit_rep_opt(&mut m.managed_fields);

@@ -170,10 +170,6 @@ impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionCo
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // k8s.io.api.apiserverinternal.v1alpha1.StorageVersionSpec: an empty message (k8s-openapi: a JSON object).

@@ -52,7 +52,6 @@ impl Message for k8s_openapi::api::apps::v1::ControllerRevision {
     fn fit(&mut self) {
         let m = self;
         field::fit_req(&mut m.metadata);
-        field::fit_req(&mut m.data);
     }
 }
 
@@ -156,10 +155,6 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetCondition {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -453,11 +448,6 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_update_time);
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.api.apps.v1.DeploymentSpec
@@ -749,10 +739,6 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSetCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.api.apps.v1.ReplicaSetSpec
@@ -915,11 +901,6 @@ impl Message for k8s_openapi::api::apps::v1::RollingUpdateDaemonSet {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.max_unavailable);
-        field::fit_opt(&mut m.max_surge);
-    }
 }
 
 // ---- k8s.io.api.apps.v1.RollingUpdateDeployment
@@ -962,11 +943,6 @@ impl Message for k8s_openapi::api::apps::v1::RollingUpdateDeployment {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.max_unavailable);
-        field::fit_opt(&mut m.max_surge);
-    }
 }
 
 // ---- k8s.io.api.apps.v1.RollingUpdateStatefulSetStrategy
@@ -1008,10 +984,6 @@ impl Message for k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.max_unavailable);
     }
 }
 
@@ -1115,10 +1087,6 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetCondition {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_transition_time);
     }
 }
 

@@ -292,10 +292,6 @@ impl Message for k8s_openapi::api::authentication::v1::TokenRequestStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.expiration_timestamp);
-    }
 }
 
 // ---- k8s.io.api.authentication.v1.TokenReview

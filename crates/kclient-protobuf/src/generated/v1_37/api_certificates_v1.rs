@@ -111,11 +111,6 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestCo
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_update_time);
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.api.certificates.v1.CertificateSigningRequestSpec
@@ -499,8 +494,5 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.conditions);
-        field::fit_opt(&mut m.not_before);
-        field::fit_opt(&mut m.begin_refresh_at);
-        field::fit_opt(&mut m.not_after);
     }
 }

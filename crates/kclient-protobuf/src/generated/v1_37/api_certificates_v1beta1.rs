@@ -278,8 +278,5 @@ impl Message for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestS
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.conditions);
-        field::fit_opt(&mut m.not_before);
-        field::fit_opt(&mut m.begin_refresh_at);
-        field::fit_opt(&mut m.not_after);
     }
 }

@@ -1953,10 +1953,6 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateRunning {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.started_at);
-    }
 }
 
 // ---- k8s.io.api.core.v1.ContainerStateTerminated
@@ -2013,11 +2009,6 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateTerminated {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.started_at);
-        field::fit_opt(&mut m.finished_at);
     }
 }
 
@@ -2150,7 +2141,6 @@ impl Message for k8s_openapi::api::core::v1::ContainerStatus {
         let m = self;
         field::fit_opt(&mut m.state);
         field::fit_opt(&mut m.last_state);
-        field::fit_map_opt(&mut m.allocated_resources);
         field::fit_opt(&mut m.resources);
         field::fit_rep_opt(&mut m.volume_mounts);
         field::fit_opt(&mut m.user);
@@ -2433,10 +2423,6 @@ impl Message for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.size_limit);
     }
 }
 
@@ -3122,9 +3108,6 @@ impl Message for k8s_openapi::api::core::v1::Event {
         field::fit_req(&mut m.metadata);
         field::fit_req(&mut m.involved_object);
         field::fit_opt(&mut m.source);
-        field::fit_opt(&mut m.first_timestamp);
-        field::fit_opt(&mut m.last_timestamp);
-        field::fit_opt(&mut m.event_time);
         field::fit_opt(&mut m.series);
         field::fit_opt(&mut m.related);
     }
@@ -3170,10 +3153,6 @@ impl Message for k8s_openapi::api::core::v1::EventSeries {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_observed_time);
     }
 }
 
@@ -3850,7 +3829,6 @@ impl Message for k8s_openapi::api::core::v1::HTTPGetAction {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_req(&mut m.port);
         field::fit_rep_opt(&mut m.http_headers);
     }
 }
@@ -4518,14 +4496,6 @@ impl Message for k8s_openapi::api::core::v1::LimitRangeItem {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_map_opt(&mut m.max);
-        field::fit_map_opt(&mut m.min);
-        field::fit_map_opt(&mut m.default);
-        field::fit_map_opt(&mut m.default_request);
-        field::fit_map_opt(&mut m.max_limit_request_ratio);
-    }
 }
 
 // ---- k8s.io.api.core.v1.LimitRangeSpec
@@ -4995,10 +4965,6 @@ impl Message for k8s_openapi::api::core::v1::NamespaceCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.api.core.v1.NamespaceSpec
@@ -5293,10 +5259,6 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.quantity);
-    }
 }
 
 // ---- k8s.io.api.core.v1.NodeAllocatableOverheadResources
@@ -5341,11 +5303,6 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.per_pod);
-        field::fit_opt(&mut m.per_container);
     }
 }
 
@@ -5460,11 +5417,6 @@ impl Message for k8s_openapi::api::core::v1::NodeCondition {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_heartbeat_time);
-        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -6087,8 +6039,6 @@ impl Message for k8s_openapi::api::core::v1::NodeStatus {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_map_opt(&mut m.capacity);
-        field::fit_map_opt(&mut m.allocatable);
         field::fit_rep_opt(&mut m.conditions);
         field::fit_rep_opt(&mut m.addresses);
         field::fit_opt(&mut m.daemon_endpoints);
@@ -6480,11 +6430,6 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_probe_time);
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.api.core.v1.PersistentVolumeClaimSpec
@@ -6636,9 +6581,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.access_modes);
-        field::fit_map_opt(&mut m.capacity);
         field::fit_rep_opt(&mut m.conditions);
-        field::fit_map_opt(&mut m.allocated_resources);
         field::fit_opt(&mut m.modify_volume_status);
         field::fit_opt(&mut m.health_status);
     }
@@ -6911,7 +6854,6 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeSpec {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_map_opt(&mut m.capacity);
         field::fit_opt(&mut m.gce_persistent_disk);
         field::fit_opt(&mut m.aws_elastic_block_store);
         field::fit_opt(&mut m.host_path);
@@ -6987,10 +6929,6 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_phase_transition_time);
     }
 }
 
@@ -7415,11 +7353,6 @@ impl Message for k8s_openapi::api::core::v1::PodCondition {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_probe_time);
-        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -8160,7 +8093,6 @@ impl Message for k8s_openapi::api::core::v1::PodSpec {
         field::fit_rep_opt(&mut m.host_aliases);
         field::fit_opt(&mut m.dns_config);
         field::fit_rep_opt(&mut m.readiness_gates);
-        field::fit_map_opt(&mut m.overhead);
         field::fit_rep_opt(&mut m.topology_spread_constraints);
         field::fit_rep_opt(&mut m.ephemeral_containers);
         field::fit_opt(&mut m.os);
@@ -8298,7 +8230,6 @@ impl Message for k8s_openapi::api::core::v1::PodStatus {
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.conditions);
-        field::fit_opt(&mut m.start_time);
         field::fit_rep_opt(&mut m.container_statuses);
         field::fit_rep_opt(&mut m.init_container_statuses);
         field::fit_rep_opt(&mut m.pod_ips);
@@ -8306,7 +8237,6 @@ impl Message for k8s_openapi::api::core::v1::PodStatus {
         field::fit_rep_opt(&mut m.resource_claim_statuses);
         field::fit_rep_opt(&mut m.host_ips);
         field::fit_opt(&mut m.extended_resource_claim_status);
-        field::fit_map_opt(&mut m.allocated_resources);
         field::fit_opt(&mut m.resources);
         field::fit_rep_opt(&mut m.node_allocatable_resource_claim_statuses);
         field::fit_rep_opt(&mut m.volume_health);
@@ -8456,7 +8386,6 @@ impl Message for k8s_openapi::api::core::v1::PodVolumeHealth {
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.health_conditions);
-        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -9038,10 +8967,6 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerCondition {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.api.core.v1.ReplicationControllerSpec
@@ -9244,10 +9169,6 @@ impl Message for k8s_openapi::api::core::v1::ResourceFieldSelector {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.divisor);
-    }
 }
 
 // ---- k8s.io.api.core.v1.ResourceHealth
@@ -9392,7 +9313,6 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuotaSpec {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_map_opt(&mut m.hard);
         field::fit_rep_opt(&mut m.scopes);
         field::fit_opt(&mut m.scope_selector);
     }
@@ -9437,11 +9357,6 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuotaStatus {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_map_opt(&mut m.hard);
-        field::fit_map_opt(&mut m.used);
     }
 }
 
@@ -9491,8 +9406,6 @@ impl Message for k8s_openapi::api::core::v1::ResourceRequirements {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_map_opt(&mut m.limits);
-        field::fit_map_opt(&mut m.requests);
         field::fit_rep_opt(&mut m.claims);
     }
 }
@@ -10564,10 +10477,6 @@ impl Message for k8s_openapi::api::core::v1::ServicePort {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.target_port);
-    }
 }
 
 // ---- k8s.io.api.core.v1.ServiceSpec
@@ -11017,10 +10926,6 @@ impl Message for k8s_openapi::api::core::v1::TCPSocketAction {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.port);
-    }
 }
 
 // ---- k8s.io.api.core.v1.Taint
@@ -11068,10 +10973,6 @@ impl Message for k8s_openapi::api::core::v1::Taint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.time_added);
     }
 }
 
@@ -11707,7 +11608,6 @@ impl Message for k8s_openapi::api::core::v1::VolumeHealthStatus {
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.health_conditions);
-        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -11982,11 +11882,6 @@ impl Message for k8s_openapi::api::core::v1::VolumeResourceRequirements {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_map_opt(&mut m.limits);
-        field::fit_map_opt(&mut m.requests);
     }
 }
 

@@ -577,13 +577,6 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::ResponderStatus {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.start_time);
-        field::fit_opt(&mut m.heartbeat_time);
-        field::fit_opt(&mut m.expected_completion_time);
-        field::fit_opt(&mut m.completion_time);
-    }
 }
 
 // ---- k8s.io.api.lifecycle.v1alpha1.TargetResponder

@@ -65,7 +65,6 @@ impl Message for k8s_openapi::api::resource::v1::AllocatedDeviceStatus {
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.conditions);
-        field::fit_opt(&mut m.data);
         field::fit_opt(&mut m.network_data);
     }
 }
@@ -118,7 +117,6 @@ impl Message for k8s_openapi::api::resource::v1::AllocationResult {
         let m = self;
         field::fit_opt(&mut m.devices);
         field::fit_opt(&mut m.node_selector);
-        field::fit_opt(&mut m.allocation_timestamp);
     }
 }
 
@@ -207,7 +205,6 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequestPolicy {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_opt(&mut m.default);
         field::fit_rep_opt(&mut m.valid_values);
         field::fit_opt(&mut m.valid_range);
     }
@@ -256,12 +253,6 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequestPolicyRange {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.min);
-        field::fit_opt(&mut m.max);
-        field::fit_opt(&mut m.step);
-    }
 }
 
 // ---- k8s.io.api.resource.v1.CapacityRequirements
@@ -301,10 +292,6 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_map_opt(&mut m.requests);
-    }
 }
 
 // ---- k8s.io.api.resource.v1.Counter
@@ -343,10 +330,6 @@ impl Message for k8s_openapi::api::resource::v1::Counter {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.value);
     }
 }
 
@@ -747,7 +730,6 @@ impl Message for k8s_openapi::api::resource::v1::DeviceCapacity {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_req(&mut m.value);
         field::fit_opt(&mut m.request_policy);
     }
 }
@@ -1354,7 +1336,6 @@ impl Message for k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
         field::fit_rep_opt(&mut m.tolerations);
         field::fit_rep_opt(&mut m.binding_conditions);
         field::fit_rep_opt(&mut m.binding_failure_conditions);
-        field::fit_map_opt(&mut m.consumed_capacity);
         field::fit_rep_opt(&mut m.skip_node_operations);
     }
 }
@@ -1522,10 +1503,6 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaint {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.time_added);
     }
 }
 
@@ -1939,11 +1916,6 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableMapping {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.capacity_multiplier);
-        field::fit_opt(&mut m.device_multiplier);
-    }
 }
 
 // ---- k8s.io.api.resource.v1.NodeAllocatableOverhead
@@ -1985,11 +1957,6 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableOverhead {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.per_pod);
-        field::fit_opt(&mut m.per_container);
     }
 }
 
@@ -2079,10 +2046,6 @@ impl Message for k8s_openapi::api::resource::v1::OpaqueDeviceConfiguration {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.parameters);
     }
 }
 

@@ -65,7 +65,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
     fn fit(&mut self) {
         let m = self;
         field::fit_rep_opt(&mut m.conditions);
-        field::fit_opt(&mut m.data);
         field::fit_opt(&mut m.network_data);
     }
 }
@@ -118,7 +117,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::AllocationResult {
         let m = self;
         field::fit_opt(&mut m.devices);
         field::fit_opt(&mut m.node_selector);
-        field::fit_opt(&mut m.allocation_timestamp);
     }
 }
 
@@ -299,7 +297,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_opt(&mut m.default);
         field::fit_rep_opt(&mut m.valid_values);
         field::fit_opt(&mut m.valid_range);
     }
@@ -348,12 +345,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.min);
-        field::fit_opt(&mut m.max);
-        field::fit_opt(&mut m.step);
-    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.CapacityRequirements
@@ -393,10 +384,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_map_opt(&mut m.requests);
-    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.Counter
@@ -435,10 +422,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::Counter {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.value);
     }
 }
 
@@ -790,7 +773,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
     }
     fn fit(&mut self) {
         let m = self;
-        field::fit_req(&mut m.value);
         field::fit_opt(&mut m.request_policy);
     }
 }
@@ -1429,7 +1411,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationRes
         field::fit_rep_opt(&mut m.tolerations);
         field::fit_rep_opt(&mut m.binding_conditions);
         field::fit_rep_opt(&mut m.binding_failure_conditions);
-        field::fit_map_opt(&mut m.consumed_capacity);
         field::fit_rep_opt(&mut m.skip_node_operations);
     }
 }
@@ -1598,10 +1579,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceTaint {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.time_added);
-    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.DeviceToleration
@@ -1752,11 +1729,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::NodeAllocatableMapping {
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.capacity_multiplier);
-        field::fit_opt(&mut m.device_multiplier);
-    }
 }
 
 // ---- k8s.io.api.resource.v1beta1.NodeAllocatableOverhead
@@ -1798,11 +1770,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::NodeAllocatableOverhead {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.per_pod);
-        field::fit_opt(&mut m.per_container);
     }
 }
 
@@ -1892,10 +1859,6 @@ impl Message for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration 
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_req(&mut m.parameters);
     }
 }
 

@@ -395,8 +395,6 @@ impl Message for k8s_openapi::api::storage::v1::CSIStorageCapacity {
         let m = self;
         field::fit_req(&mut m.metadata);
         field::fit_opt(&mut m.node_topology);
-        field::fit_opt(&mut m.capacity);
-        field::fit_opt(&mut m.maximum_volume_size);
     }
 }
 
@@ -571,10 +569,6 @@ impl Message for k8s_openapi::api::storage::v1::StorageHealthCondition {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_transition_time);
     }
 }
 
@@ -914,10 +908,6 @@ impl Message for k8s_openapi::api::storage::v1::VolumeError {
     }
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
-    }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.time);
     }
 }
 

@@ -107,10 +107,6 @@ impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::A
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
-    fn fit(&mut self) {
-        let m = self;
-        field::fit_opt(&mut m.last_transition_time);
-    }
 }
 
 // ---- k8s.io.kube_aggregator.pkg.apis.apiregistration.v1.APIServiceSpec
