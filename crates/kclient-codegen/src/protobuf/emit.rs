@@ -593,8 +593,6 @@ impl Emitter<'_> {
     }
 }
 
-/// A message without fields does not use `ctx`: `let _ = ctx;` keeps its decoder free of an
-/// unused-variable warning.
 /// `Message::fit` of a message whose fit statements are `fit` (none: the trait's no-op).
 fn fit_fn(fit: &str) -> String {
     if fit.is_empty() {
@@ -604,6 +602,8 @@ fn fit_fn(fit: &str) -> String {
     }
 }
 
+/// A message without fields does not use `ctx`: `let _ = ctx;` keeps its decoder free of an
+/// unused-variable warning.
 fn ctx_unused(out: &mut String, arms: &str) -> std::fmt::Result {
     if arms.is_empty() {
         writeln!(out, "let _ = ctx;")?;
