@@ -95,17 +95,17 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             ),
         }
     }
-    let selected = |s: &Scenario| only.is_empty() || only.iter().any(|o| s.id.starts_with(*o));
+    let plan = Plan::new(mode, &only)?;
     let programs = build(mode)?;
     let work = tempdir()?;
-    let results = if mode.real {
-        run_real(mode, &programs, &work, &selected)?
-    } else {
-        run_fake(mode, &programs, &work, &selected)?
+    let results = match plan {
+        Plan::Real {
+            namespace,
+            pods,
+            scenarios,
+        } => run_real(mode, &programs, &work, &namespace, pods, scenarios)?,
+        Plan::Fake(runs) => run_fake(mode, &programs, &work, runs)?,
     };
-    if results.scenarios.is_empty() {
-        bail!("no scenario's id starts with {only:?}");
-    }
     let _ = fs::remove_dir_all(&work);
     if mode.smoke {
         check_smoke(&results)?;
@@ -243,15 +243,55 @@ impl Drop for FakeServer {
     }
 }
 
+/// The scenarios a run measures, those `--only` selected (all without it), known before
+/// anything is built or seeded.
+enum Plan {
+    /// kclient-fake's runs, one server each.
+    Fake(Vec<scenarios::FakeRun>),
+    /// The real kube-apiserver's scenarios, on `pods` Pods seeded in `namespace`.
+    Real {
+        namespace: String,
+        pods: usize,
+        scenarios: Vec<Scenario>,
+    },
+}
+
+impl Plan {
+    fn new(mode: Mode, only: &[&String]) -> Result<Self> {
+        let selected =
+            |s: &Scenario| only.is_empty() || only.iter().any(|o| s.id.starts_with(o.as_str()));
+        let plan = if mode.real {
+            let namespace = format!("kclient-bench-{}", std::process::id());
+            let (pods, mut scenarios) = scenarios::real(mode, &namespace);
+            scenarios.retain(selected);
+            Plan::Real {
+                namespace,
+                pods,
+                scenarios,
+            }
+        } else {
+            let mut runs = scenarios::fake(mode);
+            for run in &mut runs {
+                run.scenarios.retain(selected);
+            }
+            runs.retain(|run| !run.scenarios.is_empty());
+            Plan::Fake(runs)
+        };
+        let empty = match &plan {
+            Plan::Fake(runs) => runs.is_empty(),
+            Plan::Real { scenarios, .. } => scenarios.is_empty(),
+        };
+        if empty {
+            bail!("no scenario's id starts with {only:?}");
+        }
+        Ok(plan)
+    }
+}
+
 /// The results of an earlier run with those of a run of some scenarios only (`--only`) in
 /// place of theirs, each marked with when it was measured.
 fn merge(mut earlier: Results, only: Results) -> Results {
-    let measured = format!(
-        "{} at commit `{}`{}",
-        only.date,
-        only.commit,
-        if only.quick { " with `--quick`" } else { "" }
-    );
+    let measured = only.measured_at();
     let replaced = |id: &str| only.scenarios.iter().any(|s| s.id == id);
     earlier.scenarios.retain(|s| !replaced(&s.id));
     earlier.runs.retain(|r| !replaced(&r.scenario));
@@ -269,14 +309,10 @@ fn run_fake(
     mode: Mode,
     programs: &Programs,
     work: &Path,
-    selected: &dyn Fn(&Scenario) -> bool,
+    runs: Vec<scenarios::FakeRun>,
 ) -> Result<Results> {
     let mut results = results("kclient-fake", mode, None)?;
-    for mut run in scenarios::fake(mode) {
-        run.scenarios.retain(|s| selected(s));
-        if run.scenarios.is_empty() {
-            continue;
-        }
+    for run in runs {
         let server = FakeServer::start(programs, work, &run)?;
         run_scenarios(
             mode,
@@ -294,16 +330,15 @@ fn run_real(
     mode: Mode,
     programs: &Programs,
     work: &Path,
-    selected: &dyn Fn(&Scenario) -> bool,
+    namespace: &str,
+    pods: usize,
+    scenarios: Vec<Scenario>,
 ) -> Result<Results> {
     let state = e2e::cluster::running()?
         .context("no e2e cluster is up: start one with `cargo xtask e2e up`")?;
     let kubeconfig = work.join("kubeconfig");
     fs::copy(&state.kubeconfig, &kubeconfig)?;
     let mut results = results("kube-apiserver", mode, Some(&state.kubernetes_version))?;
-    let namespace = format!("kclient-bench-{}", std::process::id());
-    let (pods, mut scenarios) = scenarios::real(mode, &namespace);
-    scenarios.retain(|s| selected(s));
     eprintln!("bench: seeding {pods} Pods in {namespace}");
     let seeded = kclient_json(
         programs,
@@ -312,7 +347,7 @@ fn run_real(
             "--kubeconfig",
             &kubeconfig.to_string_lossy(),
             "--namespace",
-            &namespace,
+            namespace,
             "--count",
             &pods.to_string(),
             "--objects",
@@ -326,7 +361,7 @@ fn run_real(
     let cleaned = Command::new(&programs.kclient)
         .args(["cleanup", "--kubeconfig"])
         .arg(&kubeconfig)
-        .args(["--namespace", &namespace])
+        .args(["--namespace", namespace])
         .status();
     match cleaned {
         Ok(s) if s.success() => eprintln!("bench: deleted namespace {namespace}"),
@@ -335,6 +370,18 @@ fn run_real(
     measured?;
     results.scenarios = scenarios;
     Ok(results)
+}
+
+impl Results {
+    /// When it was measured: "<date> at commit `<commit>`", and "with `--quick`" if so.
+    pub(crate) fn measured_at(&self) -> String {
+        format!(
+            "{} at commit `{}`{}",
+            self.date,
+            self.commit,
+            if self.quick { " with `--quick`" } else { "" }
+        )
+    }
 }
 
 fn results(server: &str, mode: Mode, kubernetes: Option<&str>) -> Result<Results> {

@@ -416,12 +416,10 @@ fn markdown(results: &Results, title: &str, rows: &[Row], svg: &str) -> String {
     let _ = writeln!(s, "### {title}\n");
     let _ = writeln!(
         s,
-        "Measured {} at commit `{}`{}: {} runs, medians over the rounds (clients \
-        alternating, a different one first each round). 1-minute load average at the start of \
-        the runs: {:.2}–{:.2} (median {:.2}).\n",
-        results.date,
-        results.commit,
-        if results.quick { " with `--quick`" } else { "" },
+        "Measured {}: {} runs, medians over the rounds (clients alternating, a different one \
+        first each round). 1-minute load average at the start of the runs: {:.2}–{:.2} \
+        (median {:.2}).\n",
+        results.measured_at(),
         results.runs.len(),
         lo,
         hi,
