@@ -373,7 +373,7 @@ fn run_real(
 }
 
 impl Results {
-    /// When it was measured: "<date> at commit `<commit>`", and "with `--quick`" if so.
+    /// When it was measured: its date "at commit" its commit, and "with `--quick`" if so.
     pub(crate) fn measured_at(&self) -> String {
         format!(
             "{} at commit `{}`{}",
