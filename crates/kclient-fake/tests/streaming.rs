@@ -147,6 +147,168 @@ async fn exec_runs_the_handler_s_process_with_stdin_stdout_stderr_and_exit_code(
     );
 }
 
+/// Runs an exec session of `options` in pod `web`, for 600 s at most: on the paused clock a
+/// session that stalls reaches that bound at once (the clock jumps to the next timer when
+/// every task waits), where a working one ends long before. Panics if it stalls or fails.
+async fn exec_unless_stalled(
+    client: &kclient_rest::RestClient,
+    options: &ExecOptions,
+    streams: StreamOptions<'_>,
+) {
+    let executor = Executor::exec(client, "ns", "web", options);
+    tokio::time::timeout(Duration::from_secs(600), executor.stream(streams))
+        .await
+        .expect("the session stalled")
+        .unwrap();
+}
+
+/// Echoes stdin to stdout as it reads it, as `cat` does.
+fn install_cat(server: &FakeApiServer) {
+    server.set_exec_handler(|mut process: Process| async move {
+        match tokio::io::copy(&mut process.stdin, &mut process.stdout).await {
+            Ok(_) => 0,
+            Err(_) => 1,
+        }
+    });
+}
+
+/// The local side of a session is one program (a pipe from it to stdin, a pipe from stdout
+/// to it, each of 1 KiB) that writes all its input before it reads any output: the session
+/// must go on taking stdin while stdout waits for room (a regression: one loop that waited
+/// on its stdout write read no more stdin, and the two pipes held each other up forever).
+#[tokio::test(start_paused = true)]
+async fn exec_takes_stdin_while_its_stdout_waits_for_room() {
+    let server = server().await;
+    install_cat(&server);
+    let client = client(&server);
+    let input: Vec<u8> = (0..32_768u32)
+        .flat_map(|i| format!("{i:07}\n").into_bytes())
+        .collect();
+    let (mut to_stdin, stdin) = tokio::io::duplex(1024);
+    let (stdout, mut from_stdout) = tokio::io::duplex(1024);
+    let local = tokio::spawn({
+        let input = input.clone();
+        async move {
+            to_stdin.write_all(&input).await.unwrap();
+            drop(to_stdin);
+            let mut output = Vec::new();
+            from_stdout.read_to_end(&mut output).await.unwrap();
+            output
+        }
+    });
+    let options = ExecOptions::command(["cat"]).stdin().stdout().stderr();
+    exec_unless_stalled(
+        &client,
+        &options,
+        StreamOptions::new().stdin(stdin).stdout(stdout),
+    )
+    .await;
+    assert!(local.await.unwrap() == input, "the output is the input");
+}
+
+/// Takes what is written; its first write waits `delay` first (a local stdout that is slow
+/// to drain, a terminal scrolled back).
+struct SlowFirstWrite {
+    written: Arc<Mutex<Vec<u8>>>,
+    delay: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl tokio::io::AsyncWrite for SlowFirstWrite {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if let Some(delay) = &mut self.delay {
+            std::task::ready!(std::future::Future::poll(delay.as_mut(), cx));
+            self.delay = None;
+        }
+        self.written.lock().extend_from_slice(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// The keepalive judges the server's silence, not the session's own: two minutes spent
+/// writing the first output to a slow local stdout, while the server answers every ping,
+/// is no reason to give up on it (a regression: the read deadline ran on while the session
+/// was writing and sent no pings, and it ended with `HeartbeatTimeout` once it came back).
+#[tokio::test(start_paused = true)]
+async fn time_spent_writing_to_a_slow_stdout_is_not_the_server_s_silence() {
+    let server = server().await;
+    server.set_exec_handler(|mut process: Process| async move {
+        process.stdout.write_all(b"first\n").await.unwrap();
+        let mut input = Vec::new();
+        process.stdin.read_to_end(&mut input).await.unwrap();
+        process.stdout.write_all(&input).await.unwrap();
+        0
+    });
+    let client = client(&server);
+    // Stdin ends 130 s in, after the first write (120 s) has returned.
+    let (mut to_stdin, stdin) = tokio::io::duplex(64);
+    tokio::spawn(async move {
+        to_stdin.write_all(b"last\n").await.unwrap();
+        tokio::time::sleep(Duration::from_secs(130)).await;
+    });
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let stdout = SlowFirstWrite {
+        written: Arc::clone(&written),
+        delay: Some(Box::pin(tokio::time::sleep(Duration::from_secs(120)))),
+    };
+    let options = ExecOptions::command(["sh"]).stdin().stdout();
+    let started = tokio::time::Instant::now();
+    exec_unless_stalled(
+        &client,
+        &options,
+        StreamOptions::new().stdin(stdin).stdout(stdout),
+    )
+    .await;
+    assert_eq!(&*written.lock(), b"first\nlast\n");
+    assert!(started.elapsed() >= Duration::from_secs(130));
+}
+
+/// A process that reads its stdin late (here after a second) still gets all of it, and
+/// the session goes on meanwhile (a regression in the fake: the session drove the process
+/// itself and, waiting for room in the process's stdin, stopped driving it; the client,
+/// its pings unanswered, gave up after 61 s: the e2e suite's flake under load).
+#[tokio::test(start_paused = true)]
+async fn a_process_that_reads_its_stdin_late_gets_all_of_it() {
+    let server = server().await;
+    server.set_exec_handler(|mut process: Process| async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let mut input = Vec::new();
+        process.stdin.read_to_end(&mut input).await.unwrap();
+        process.stdout.write_all(&input).await.unwrap();
+        0
+    });
+    let client = client(&server);
+    let input: Vec<u8> = (0..131_072u32)
+        .flat_map(|i| format!("{i:07}\n").into_bytes())
+        .collect();
+    let options = ExecOptions::command(["cat"]).stdin().stdout();
+    let mut stdout = Vec::new();
+    exec_unless_stalled(
+        &client,
+        &options,
+        StreamOptions::new().stdin(&input[..]).stdout(&mut stdout),
+    )
+    .await;
+    assert!(stdout == input, "the output is the input");
+}
+
 /// Attach has no command; a TTY merges stderr into stdout and delivers the resizes.
 #[tokio::test]
 async fn attach_with_a_terminal_gets_the_resizes() {

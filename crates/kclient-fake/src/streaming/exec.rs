@@ -262,7 +262,7 @@ impl Session {
     where
         S: AsyncRead + AsyncWrite + Unpin + Send,
     {
-        let (mut sink, mut source) = socket.split();
+        let (mut sink, source) = socket.split();
         let r = &self.request;
         // The lowest channel the client reads tells it the connection is up.
         let first = if r.stdout {
@@ -283,66 +283,125 @@ impl Session {
         }
         let (process, ends) = Process::new(self.request.clone());
         let ProcessEnds {
-            stdin: stdin_tx,
-            mut output,
-            resizes: resize_tx,
+            stdin,
+            output,
+            resizes,
         } = ends;
-        let mut stdin_tx = r.stdin.then_some(stdin_tx);
-        let mut resize_buf = Vec::new();
-        let mut running_process = handler(process);
-        let exit_code = loop {
-            tokio::select! {
-                code = &mut running_process => break code,
-                Some((channel, data)) = output.recv() => {
-                    if sink.send(message(channel, &data)).await.is_err() {
-                        return;
-                    }
-                }
-                incoming = source.next() => {
-                    let data = match incoming {
-                        Some(Ok(Message::Binary(data))) => data,
-                        Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
-                        Some(Ok(_)) => continue,
-                    };
-                    match data.first().copied() {
-                        Some(STREAM_CLOSE) if self.close_signal => {
-                            // wsstream: exactly one channel byte follows; closing stdin ends
-                            // the process's input.
-                            if data.len() != 2 {
-                                return;
-                            }
-                            if data[1] == STREAM_STDIN {
-                                stdin_tx = None;
-                            }
-                        }
-                        Some(STREAM_STDIN) => {
-                            if let Some(tx) = &stdin_tx {
-                                if data.len() > 1 && tx.send(data.slice(1..)).await.is_err() {
-                                    stdin_tx = None;
-                                }
-                            }
-                        }
-                        Some(STREAM_RESIZE) => {
-                            resize_buf.extend_from_slice(&data[1..]);
-                            for size in drain_sizes(&mut resize_buf) {
-                                let _ = resize_tx.try_send(size);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        };
-        // What the process wrote before it ended goes out before the status.
-        while let Ok((channel, data)) = output.try_recv() {
-            if sink.send(message(channel, &data)).await.is_err() {
-                return;
+        let stdin = self.request.stdin.then_some(stdin);
+        // The process runs as a task of its own, as a container's process runs whatever the
+        // session is doing: the session may wait for room in its stdin while the process
+        // is the one to make it. Dropping the session (the client gone) ends it.
+        let process = AbortOnDrop(tokio::spawn(handler(process)));
+        // The client's messages are read, and the process's output is sent, side by side
+        // (wsstream's reader and writers): a process that does not read its stdin holds up
+        // only the reading, never its output.
+        let reading = self.read_client(source, stdin, resizes);
+        let writing = send_output(&mut sink, output, process);
+        tokio::pin!(reading);
+        tokio::select! {
+            // The client closed or went away: the process is ended with the session.
+            _ = &mut reading => {}
+            () = writing => {
+                // The status is out: the close, and a bounded wait for the client's
+                // (kube-apiserver's `finish`), which `reading` reads.
+                let _ = sink.send(Message::Close(Some(normal_closure()))).await;
+                let _ = sink.close().await;
+                let _ = tokio::time::timeout(CLIENT_CLOSE_WAIT, reading).await;
             }
         }
-        let _ = sink
-            .send(message(STREAM_ERR, status_json(exit_code).as_bytes()))
-            .await;
-        finish(sink, source).await;
+    }
+
+    /// Reads the client's messages until it closes the WebSocket or goes away: stdin into
+    /// the process (waiting for room, as a pipe does), the CLOSE signal, terminal sizes.
+    async fn read_client<R>(
+        &self,
+        mut source: R,
+        mut stdin: Option<mpsc::Sender<Bytes>>,
+        resizes: mpsc::Sender<TerminalSize>,
+    ) where
+        R: futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+    {
+        let mut resize_buf = Vec::new();
+        while let Some(Ok(incoming)) = source.next().await {
+            let data = match incoming {
+                Message::Binary(data) => data,
+                Message::Close(_) => return,
+                _ => continue,
+            };
+            match data.first().copied() {
+                Some(STREAM_CLOSE) if self.close_signal => {
+                    // wsstream: exactly one channel byte follows; closing stdin ends the
+                    // process's input.
+                    if data.len() != 2 {
+                        return;
+                    }
+                    if data[1] == STREAM_STDIN {
+                        stdin = None;
+                    }
+                }
+                Some(STREAM_STDIN) => {
+                    if let Some(tx) = &stdin {
+                        // A process that has ended reads no more: what follows is dropped.
+                        if data.len() > 1 && tx.send(data.slice(1..)).await.is_err() {
+                            stdin = None;
+                        }
+                    }
+                }
+                Some(STREAM_RESIZE) => {
+                    resize_buf.extend_from_slice(&data[1..]);
+                    for size in drain_sizes(&mut resize_buf) {
+                        let _ = resizes.try_send(size);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Aborts a spawned task when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Sends what the process writes until it exits, then the rest of what it wrote and its
+/// status (a handler that panicked exits with 1, as a crashed process would fail).
+async fn send_output<K>(
+    sink: &mut K,
+    mut output: mpsc::Receiver<(u8, Bytes)>,
+    mut process: AbortOnDrop<i32>,
+) where
+    K: futures::Sink<Message> + Unpin,
+{
+    let exit_code = loop {
+        tokio::select! {
+            code = &mut process.0 => break code.unwrap_or_else(|e| {
+                tracing::error!(error = %e, "the exec handler panicked: the process exits with 1");
+                1
+            }),
+            Some((channel, data)) = output.recv() => {
+                if sink.send(message(channel, &data)).await.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+        }
+    };
+    // What the process wrote before it ended goes out before the status.
+    while let Ok((channel, data)) = output.try_recv() {
+        if sink.send(message(channel, &data)).await.is_err() {
+            return std::future::pending().await;
+        }
+    }
+    if sink
+        .send(message(STREAM_ERR, status_json(exit_code).as_bytes()))
+        .await
+        .is_err()
+    {
+        std::future::pending().await
     }
 }
 

@@ -219,7 +219,23 @@ fn channel_message(channel: u8, data: &[u8]) -> Message {
     Message::Binary(frame.freeze())
 }
 
+/// A local writer the server's output goes to (stdout or stderr), if the caller gave one.
+type LocalWriter<'a> = Option<Box<dyn AsyncWrite + Send + Unpin + 'a>>;
+
+/// How the server's side of a session ended.
+struct Received {
+    /// What the error channel carried (the session's `Status`; empty if nothing).
+    error_stream: Vec<u8>,
+    /// Whether the server closed the WebSocket (rather than the connection just ending).
+    closed: bool,
+}
+
 impl Session {
+    /// Runs the session: what the server sends is read and written out while stdin, terminal
+    /// sizes and pings are sent, the two directions side by side (client-go's separate
+    /// goroutines), so neither waits on the other: a local stdout that is slow to take the
+    /// output never holds up stdin, and a server slow to take stdin never holds up its
+    /// output. The session is over when the server's side ends.
     async fn run<S>(&self, socket: S, options: StreamOptions<'_>) -> Result<(), Error>
     where
         S: futures::Stream<Item = Result<Message, WsError>>
@@ -227,109 +243,162 @@ impl Session {
             + Unpin,
     {
         let StreamOptions {
-            mut stdin,
-            mut stdout,
+            stdin,
+            stdout,
             stderr,
             tty,
             terminal_size_queue,
         } = options;
         // With a TTY the terminal merges stderr into stdout (client-go asks for no stderr).
-        let mut stderr = if tty { None } else { stderr };
-        let mut resizes: Option<Box<dyn TerminalSizeQueue + '_>> =
+        let stderr = if tty { None } else { stderr };
+        let resizes: Option<Box<dyn TerminalSizeQueue + '_>> =
             if tty { terminal_size_queue } else { None };
-        let (mut sink, mut source) = socket.split();
-        let mut error_stream = Vec::new();
-        let mut stdin_buf = vec![0u8; STDIN_CHUNK];
-        let mut pings =
-            tokio::time::interval_at(Instant::now() + self.ping_period, self.ping_period);
-        let mut deadline = Instant::now() + self.ping_read_deadline;
-        loop {
-            tokio::select! {
-                message = source.next() => {
-                    deadline = Instant::now() + self.ping_read_deadline;
-                    let message = match message {
-                        None => break,
-                        Some(Ok(m)) => m,
-                        Some(Err(e)) => match read_error(e) {
-                            Some(e) => return Err(e),
-                            None => break,
-                        },
-                    };
-                    match message {
-                        Message::Binary(data) => {
-                            let Some((&channel, payload)) = data.split_first() else {
-                                return Err(Error::Protocol("an empty message has no channel".into()));
-                            };
-                            match channel {
-                                STREAM_STDOUT => write_to(&mut stdout, payload).await?,
-                                STREAM_STDERR => write_to(&mut stderr, payload).await?,
-                                STREAM_ERR => {
-                                    if error_stream.len() + payload.len() > MAX_ERROR_STREAM_LEN {
-                                        return Err(Error::Protocol(format!(
-                                            "the error channel carries more than {MAX_ERROR_STREAM_LEN} bytes"
-                                        )));
-                                    }
-                                    error_stream.extend_from_slice(payload);
-                                }
-                                // Nothing is read from the stdin and resize channels.
-                                STREAM_STDIN | STREAM_RESIZE => {}
-                                other => tracing::debug!(channel = other, "discarding a message for an unknown channel"),
-                            }
-                        }
-                        Message::Text(_) => {
-                            return Err(Error::Protocol("unexpected message type: text".into()))
-                        }
-                        // The server has said everything (the status comes before the close):
-                        // the close is answered, and the session is over.
-                        Message::Close(_) => {
-                            let _ = tokio::time::timeout(CLOSE_REPLY_TIMEOUT, sink.close()).await;
-                            break;
-                        }
-                        // Pongs only prove the server is alive; pings are answered by the
-                        // WebSocket layer.
-                        Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
+        let (mut sink, source) = socket.split();
+        let (received, write_error) = {
+            let reading = self.read_server(source, stdout, stderr);
+            let writing = self.write_client(&mut sink, stdin, resizes);
+            tokio::pin!(reading, writing);
+            let mut write_error = None;
+            let received = loop {
+                tokio::select! {
+                    received = &mut reading => break received,
+                    // The writer ends only when sending failed; the reader tells how the
+                    // session ended (a server that closed the connection after its status
+                    // has said everything, whatever became of our last stdin).
+                    e = &mut writing, if write_error.is_none() => {
+                        tracing::debug!(error = %e, "sending to the server failed; reading what it sends");
+                        write_error = Some(e);
                     }
                 }
-                read = read_stdin(&mut stdin, &mut stdin_buf), if stdin.is_some() => {
-                    match read {
-                        Ok(0) => {
-                            stdin = None;
-                            if self.close_signal {
-                                send(&mut sink, Message::Binary(Bytes::from_static(&[STREAM_CLOSE, STREAM_STDIN]))).await?;
-                            }
-                        }
-                        Ok(n) => send(&mut sink, channel_message(STREAM_STDIN, &stdin_buf[..n])).await?,
-                        Err(e) => {
-                            // As client-go: the copy ends, the remote stdin is closed.
-                            tracing::warn!(error = %e, "reading stdin failed; closing the command's stdin");
-                            stdin = None;
-                            if self.close_signal {
-                                send(&mut sink, Message::Binary(Bytes::from_static(&[STREAM_CLOSE, STREAM_STDIN]))).await?;
-                            }
-                        }
-                    }
-                }
-                size = next_size(&mut resizes), if resizes.is_some() => {
-                    match size {
-                        Some(size) => {
-                            // client-go's json.Encoder: the object and a newline.
-                            let mut json = serde_json::to_vec(&size).unwrap_or_default();
-                            json.push(b'\n');
-                            send(&mut sink, channel_message(STREAM_RESIZE, &json)).await?;
-                        }
-                        None => resizes = None,
-                    }
-                }
-                _ = pings.tick() => send(&mut sink, Message::Ping(Bytes::new())).await?,
-                _ = tokio::time::sleep_until(deadline) => {
-                    return Err(Error::HeartbeatTimeout(self.ping_read_deadline));
-                }
-            }
+            };
+            (received?, write_error)
+        };
+        if received.closed {
+            // The server has said everything (the status comes before the close): the close
+            // is answered, and the session is over.
+            let _ = tokio::time::timeout(CLOSE_REPLY_TIMEOUT, sink.close()).await;
         }
+        match write_error {
+            Some(e) if received.error_stream.is_empty() => Err(e),
+            _ => status::decode(&received.error_stream),
+        }
+    }
+
+    /// Reads the server's messages to the end of the session: output to the local writers,
+    /// the error channel kept. The server is judged silent only while this waits for it:
+    /// [`PING_READ_DEADLINE`] without a message or a pong, counted afresh each time a read
+    /// begins, so time spent writing to a slow local stdout is not the server's.
+    async fn read_server<R>(
+        &self,
+        mut source: R,
+        mut stdout: LocalWriter<'_>,
+        mut stderr: LocalWriter<'_>,
+    ) -> Result<Received, Error>
+    where
+        R: futures::Stream<Item = Result<Message, WsError>> + Unpin,
+    {
+        let mut error_stream = Vec::new();
+        let closed = loop {
+            let message = match tokio::time::timeout(self.ping_read_deadline, source.next()).await {
+                Err(_) => return Err(Error::HeartbeatTimeout(self.ping_read_deadline)),
+                Ok(None) => break false,
+                Ok(Some(Ok(m))) => m,
+                Ok(Some(Err(e))) => match read_error(e) {
+                    Some(e) => return Err(e),
+                    None => break false,
+                },
+            };
+            match message {
+                Message::Binary(data) => {
+                    let Some((&channel, payload)) = data.split_first() else {
+                        return Err(Error::Protocol("an empty message has no channel".into()));
+                    };
+                    match channel {
+                        STREAM_STDOUT => write_to(&mut stdout, payload).await?,
+                        STREAM_STDERR => write_to(&mut stderr, payload).await?,
+                        STREAM_ERR => {
+                            if error_stream.len() + payload.len() > MAX_ERROR_STREAM_LEN {
+                                return Err(Error::Protocol(format!(
+                                    "the error channel carries more than {MAX_ERROR_STREAM_LEN} bytes"
+                                )));
+                            }
+                            error_stream.extend_from_slice(payload);
+                        }
+                        // Nothing is read from the stdin and resize channels.
+                        STREAM_STDIN | STREAM_RESIZE => {}
+                        other => tracing::debug!(
+                            channel = other,
+                            "discarding a message for an unknown channel"
+                        ),
+                    }
+                }
+                Message::Text(_) => {
+                    return Err(Error::Protocol("unexpected message type: text".into()))
+                }
+                Message::Close(_) => break true,
+                // Pongs only prove the server is alive; pings are answered by the WebSocket
+                // layer.
+                Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
+            }
+        };
         for writer in [&mut stdout, &mut stderr].into_iter().flatten() {
             writer.flush().await?;
         }
-        status::decode(&error_stream)
+        Ok(Received {
+            error_stream,
+            closed,
+        })
+    }
+
+    /// Sends stdin (then, on v5, the CLOSE signal for it), terminal sizes and a ping every
+    /// [`PING_PERIOD`], until sending fails: that error is what this returns. It never ends
+    /// otherwise; the session drops it when the server's side has ended.
+    async fn write_client<K>(
+        &self,
+        sink: &mut K,
+        mut stdin: Option<Box<dyn AsyncRead + Send + Unpin + '_>>,
+        mut resizes: Option<Box<dyn TerminalSizeQueue + '_>>,
+    ) -> Error
+    where
+        K: futures::Sink<Message, Error = WsError> + Unpin,
+    {
+        let mut stdin_buf = vec![0u8; STDIN_CHUNK];
+        let mut pings =
+            tokio::time::interval_at(Instant::now() + self.ping_period, self.ping_period);
+        loop {
+            let message = tokio::select! {
+                read = read_stdin(&mut stdin, &mut stdin_buf), if stdin.is_some() => match read {
+                    Ok(n) if n > 0 => Some(channel_message(STREAM_STDIN, &stdin_buf[..n])),
+                    end => {
+                        if let Err(e) = end {
+                            // As client-go: the copy ends, the remote stdin is closed.
+                            tracing::warn!(error = %e, "reading stdin failed; closing the command's stdin");
+                        }
+                        stdin = None;
+                        self.close_signal
+                            .then(|| Message::Binary(Bytes::from_static(&[STREAM_CLOSE, STREAM_STDIN])))
+                    }
+                },
+                size = next_size(&mut resizes), if resizes.is_some() => match size {
+                    Some(size) => {
+                        // client-go's json.Encoder: the object and a newline.
+                        let mut json = serde_json::to_vec(&size).unwrap_or_default();
+                        json.push(b'\n');
+                        Some(channel_message(STREAM_RESIZE, &json))
+                    }
+                    None => {
+                        resizes = None;
+                        None
+                    }
+                },
+                _ = pings.tick() => Some(Message::Ping(Bytes::new())),
+            };
+            if let Some(message) = message {
+                if let Err(e) = sink.send(message).await {
+                    return Error::ConnectionLost(e);
+                }
+            }
+        }
     }
 }
 
@@ -374,12 +443,4 @@ async fn next_size(
         Some(q) => q.next().await,
         None => std::future::pending().await,
     }
-}
-
-/// Sends a message; a failure is the connection's.
-async fn send<K>(sink: &mut K, message: Message) -> Result<(), Error>
-where
-    K: futures::Sink<Message, Error = WsError> + Unpin,
-{
-    sink.send(message).await.map_err(Error::ConnectionLost)
 }

@@ -11,8 +11,11 @@
 //! success is `Ok(())`, a non-zero exit is [`Error::NonZeroExit`] (with the code), any
 //! other failure the server reports is [`Error::Remote`] (its `Status`).
 //!
+//! The server's output is read while stdin goes out, side by side (client-go's goroutines),
+//! so a slow local stdout never holds up stdin, nor a server slow to take stdin its output.
 //! Pings go out every [`PING_PERIOD`]; a server silent for [`PING_READ_DEADLINE`] (no data,
-//! no pong) ends the session with [`Error::HeartbeatTimeout`]. Messages over
+//! no pong) while the session waits for it ends the session with [`Error::HeartbeatTimeout`]
+//! (time the session spends writing to a slow local stdout is not the server's silence). Messages over
 //! [`DEFAULT_MAX_MESSAGE_LEN`] are refused ([`Error::MessageTooLarge`]). Cancelling is
 //! dropping the future (or wrapping it in `tokio::time::timeout`): the connection closes
 //! with it.
