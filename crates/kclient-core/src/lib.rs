@@ -59,6 +59,8 @@
 pub mod api_error;
 pub mod api_resource;
 mod box_error;
+#[cfg(feature = "schema")]
+pub mod crd;
 pub mod delete_response;
 pub mod dynamic_object;
 mod error_report;
@@ -127,3 +129,14 @@ pub use watch_frame::JsonFrameDecoder;
 /// tasks of every layer: tokio-util's `CancellationToken`, re-exported here, at the bottom of
 /// the layering, so that each layer takes the same type without its own re-export.
 pub use tokio_util::sync::CancellationToken;
+
+/// What the code `#[derive(CustomResource)]` generates refers to, so that a crate using the
+/// derive needs no dependency of its own on these. Not a public API.
+#[cfg(feature = "schema")]
+#[doc(hidden)]
+pub mod __private {
+    pub use k8s_openapi;
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+}
