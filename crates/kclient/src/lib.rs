@@ -226,6 +226,11 @@ mod getting_started {}
 #[doc = include_str!("../../../README.md")]
 mod readme {}
 
+/// The code of `docs/custom-resources.md`, compiled as doc tests (it uses the derive).
+#[cfg(all(doctest, feature = "derive"))]
+#[doc = include_str!("../../../docs/custom-resources.md")]
+mod custom_resources {}
+
 /// The code of `docs/testing-with-kclient-fake.md`, compiled as doc tests (it uses
 /// `kclient::fake`).
 #[cfg(all(doctest, feature = "fake"))]
