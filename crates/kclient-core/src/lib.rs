@@ -26,6 +26,8 @@
 //!   makes lister-watchers from a client, and [`FilteredListWatch`] (any lister-watcher with
 //!   its options tweaked, [`TweakListOptions`]); and the [`ListPager`] that pages any
 //!   `ListerWatcher`'s lists.
+//! * Webhooks' wire formats: [`admission`] (`AdmissionReview`) and [`conversion`]
+//!   (`ConversionReview`), what kclient-webhook serves and kclient-fake sends.
 //! * Shared plumbing: [`CancellationToken`] (tokio-util's), which stops every layer's tasks,
 //!   and [`BoxError`], the boxed error of user code and lower layers.
 //!
@@ -56,9 +58,11 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod admission;
 pub mod api_error;
 pub mod api_resource;
 mod box_error;
+pub mod conversion;
 #[cfg(feature = "schema")]
 pub mod crd;
 pub mod delete_response;
