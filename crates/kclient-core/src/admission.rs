@@ -202,13 +202,15 @@ impl AdmissionResponse {
         }
     }
 
-    /// This response with `patch` (a JSON patch) to apply to the object; an empty patch is
-    /// left out.
-    pub fn with_patch(mut self, patch: &crate::patch::JsonPatch) -> Self {
-        if patch.0.is_empty() {
+    /// This response with `patch` (a JSON patch: kclient-core's `JsonPatch`, json-patch's
+    /// `Patch`, or any value that serialises to an RFC 6902 array) to apply to the object;
+    /// an empty patch is left out.
+    pub fn with_patch<P: Serialize + ?Sized>(mut self, patch: &P) -> Self {
+        let value = serde_json::to_value(patch).unwrap_or(Value::Null);
+        if value.as_array().is_none_or(Vec::is_empty) {
             return self;
         }
-        let bytes = serde_json::to_vec(patch).unwrap_or_default();
+        let bytes = serde_json::to_vec(&value).unwrap_or_default();
         self.patch = Some(base64::engine::general_purpose::STANDARD.encode(bytes));
         self.patch_type = Some(JSON_PATCH_TYPE.to_owned());
         self
