@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use http::StatusCode;
 use kclient_cache::{InformerSynced, SharedInformerFactory};
-use kclient_core::{CancellationToken, Resource};
+use kclient_core::{BoxError, CancellationToken, Resource};
 use kclient_tools::events::EventBroadcaster;
 use kclient_tools::leaderelection::{
     ConfigError, HealthzAdaptor, LeaderCallbacks, LeaderElectionConfig, LeaderElector, Lock,
@@ -58,7 +58,20 @@ pub enum ManagerError {
     /// Controllers ended with errors (their graceful shutdown timed out, say).
     #[error("{} controller(s) failed: {}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Controllers(Vec<ControllerError>),
+    /// A runnable ([`Manager::add_runnable`]) failed: the manager stopped the others.
+    #[error("{name} failed: {source}")]
+    Runnable {
+        /// The runnable's name.
+        name: String,
+        /// Its error.
+        #[source]
+        source: BoxError,
+    },
 }
+
+/// A runnable as the manager keeps it: started with the token that stops it.
+type Service =
+    Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> + Send>;
 
 /// A controller bound to its reconciler, as the manager keeps it.
 trait Runnable: Send {
@@ -320,6 +333,7 @@ impl ManagerBuilder {
             watch_dog: self.watch_dog,
             broadcaster: self.broadcaster,
             cache_sync_timeout: self.cache_sync_timeout,
+            services: Vec::new(),
             shared,
         })
     }
@@ -432,6 +446,7 @@ pub struct Manager {
     watch_dog: Option<HealthzAdaptor>,
     broadcaster: Option<EventBroadcaster>,
     cache_sync_timeout: Duration,
+    services: Vec<(String, Service)>,
     shared: Arc<Shared>,
 }
 
@@ -488,6 +503,32 @@ impl Manager {
         }
     }
 
+    /// Adds a runnable: work that runs in every replica, leader or not, from the start of
+    /// [`run`](Self::run) until the manager stops (controller-runtime's `Add` of a runnable
+    /// that needs no leader election — a webhook server, which must answer in whichever
+    /// replica the API server reaches). `run` gets the token that fires when the manager
+    /// stops; if it fails, the manager stops everything and returns
+    /// [`ManagerError::Runnable`].
+    ///
+    /// ```no_run
+    /// # async fn demo(mut manager: kclient_controller::Manager, server: kclient_webhook_stub::Server) {
+    /// manager.add_runnable("webhook server", move |stop| server.run(stop));
+    /// # }
+    /// # mod kclient_webhook_stub { pub struct Server; impl Server { pub async fn run(self, _: kclient_core::CancellationToken) -> Result<(), std::io::Error> { Ok(()) } } }
+    /// ```
+    pub fn add_runnable<F, Fut, E>(&mut self, name: impl Into<String>, run: F)
+    where
+        F: FnOnce(CancellationToken) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<(), E>> + Send + 'static,
+        E: Into<BoxError>,
+    {
+        let service: Service = Box::new(move |stop| {
+            let running = run(stop);
+            Box::pin(async move { running.await.map_err(Into::into) })
+        });
+        self.services.push((name.into(), service));
+    }
+
     /// Where `/healthz` and `/readyz` are served, if they are.
     pub fn health_probe_address(&self) -> Option<SocketAddr> {
         self.health_probe.as_ref().and_then(|l| l.local_addr().ok())
@@ -516,6 +557,7 @@ impl Manager {
             watch_dog,
             broadcaster: _,
             cache_sync_timeout,
+            services,
             shared,
         } = self;
         let link = tokio::spawn({
@@ -544,8 +586,16 @@ impl Manager {
             ));
         }
 
+        let services_stop = CancellationToken::new();
+        let failed = Arc::new(Mutex::new(None));
+        let services = start_services(services, &services_stop, &shared.stop, &failed);
+
         let outcome = run_with_caches(&shared, election, cache_sync_timeout).await;
 
+        services_stop.cancel();
+        for service in services {
+            let _ = service.await;
+        }
         informers_stop.cancel();
         informers.shutdown().await;
         servers_stop.cancel();
@@ -553,8 +603,38 @@ impl Manager {
             let _ = server.await;
         }
         link.abort();
-        outcome
+        let failure = failed.lock().take();
+        match failure {
+            Some(error) => Err(error),
+            None => outcome,
+        }
     }
+}
+
+/// Starts every runnable with a token that fires at `stop_services`; the first that fails
+/// is kept in `failed` and stops the manager (`stop_manager`).
+fn start_services(
+    services: Vec<(String, Service)>,
+    stop_services: &CancellationToken,
+    stop_manager: &CancellationToken,
+    failed: &Arc<Mutex<Option<ManagerError>>>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    services
+        .into_iter()
+        .map(|(name, service)| {
+            let running = service(stop_services.clone());
+            let (stop_manager, failed) = (stop_manager.clone(), Arc::clone(failed));
+            tokio::spawn(async move {
+                if let Err(source) = running.await {
+                    tracing::error!(runnable = %name, error = %source, "a runnable failed; stopping the manager");
+                    failed
+                        .lock()
+                        .get_or_insert(ManagerError::Runnable { name, source });
+                    stop_manager.cancel();
+                }
+            })
+        })
+        .collect()
 }
 
 /// Waits for the caches, then runs the controllers (under the election, if any); what the

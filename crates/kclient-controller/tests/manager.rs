@@ -560,3 +560,75 @@ async fn controllers_record_events_as_themselves_and_new_leaders_are_reported() 
     broadcaster.shutdown().await;
     assert_eq!(leaders.lock().first().map(String::as_str), Some("a"));
 }
+
+/// A runnable (a webhook server, say) runs in every replica, leader or not, from the start
+/// until the manager stops; one that fails stops the manager, which says which.
+#[tokio::test(start_paused = true)]
+async fn runnables_run_in_every_replica_and_one_that_fails_stops_the_manager() {
+    let sources = Sources::default();
+    sources.config_maps.add(config_map("default", "a", &[]));
+    let store = Store::default();
+    let leader_probe = Arc::new(Probe::default());
+    let (leader, _leader_factory) = replica(
+        &sources,
+        &store,
+        "a",
+        Work::new(&leader_probe, Duration::ZERO),
+    );
+    let stop_leader = CancellationToken::new();
+    let leading = tokio::spawn(leader.run(stop_leader.clone()));
+    assert!(
+        eventually(Duration::from_secs(10), || leader_probe.count("default/a")
+            == 1)
+        .await
+    );
+    let probe = Arc::new(Probe::default());
+    let (mut follower, _factory) =
+        replica(&sources, &store, "b", Work::new(&probe, Duration::ZERO));
+    let (started, stopped) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (started_in, stopped_in) = (Arc::clone(&started), Arc::clone(&stopped));
+    follower.add_runnable("server", move |stop: CancellationToken| async move {
+        started_in.store(true, Ordering::SeqCst);
+        stop.cancelled().await;
+        stopped_in.store(true, Ordering::SeqCst);
+        Ok::<(), std::io::Error>(())
+    });
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(follower.run(shutdown.clone()));
+    assert!(eventually(Duration::from_secs(10), || started.load(Ordering::SeqCst)).await);
+    assert_eq!(probe.total(), 0, "not leading, yet the runnable runs");
+    shutdown.cancel();
+    running.await.unwrap().unwrap();
+    assert!(stopped.load(Ordering::SeqCst), "stopped with the manager");
+    stop_leader.cancel();
+    leading.await.unwrap().unwrap();
+
+    let (mut manager, _factory) = replica(
+        &sources,
+        &Store::default(),
+        "c",
+        Work::new(&probe, Duration::ZERO),
+    );
+    manager.add_runnable("broken", |_stop| async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        Err::<(), _>(std::io::Error::other("the port went away"))
+    });
+    let ended = tokio::time::timeout(
+        Duration::from_secs(60),
+        manager.run(CancellationToken::new()),
+    )
+    .await
+    .expect("the manager stopped");
+    match ended {
+        Err(ManagerError::Runnable { name, source }) => {
+            assert_eq!(
+                (name.as_str(), source.to_string().as_str()),
+                ("broken", "the port went away")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
