@@ -31,6 +31,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("kclient-workqueue", &[]),
     ("kclient-testkit", &[]),
     ("kclient-derive", &[]),
+    ("kclient-webhook", &["kclient-core"]),
     // Protobuf codecs on the k8s-openapi types and kclient-core's own (the REST layer's wire).
     ("kclient-protobuf", &["kclient-core"]),
     // HTTP, and the cache (which knows only kclient-core's ListerWatcher seams; its compact
@@ -108,6 +109,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-streaming",
             "kclient-controller",
             "kclient-derive",
+            "kclient-webhook",
         ],
     ),
     // Not published: the e2e suite, the benchmark scenarios, the project's automation.
@@ -357,6 +359,7 @@ mod tests {
         ("kclient-typed", &["kclient-core"]),
         ("kclient-testkit", &[]),
         ("kclient-derive", &[]),
+        ("kclient-webhook", &["kclient-core"]),
     ];
 
     #[test]
@@ -462,6 +465,7 @@ mod tests {
             ("kclient-core", &["kclient-testkit"]),
             ("kclient-testkit", &[]),
             ("kclient-derive", &[]),
+            ("kclient-webhook", &["kclient-core"]),
         ];
         let as_dev = [
             package("kclient-core", &[("kclient-testkit", Some("dev"))]),

@@ -184,6 +184,11 @@ pub enum Error {
     #[error(transparent)]
     OwnerReference(#[from] kclient_controller::owner::OwnerReferenceError),
 
+    /// The webhook server could not start (kclient-webhook).
+    #[cfg(feature = "webhook")]
+    #[error(transparent)]
+    Webhook(#[from] kclient_webhook::WebhookError),
+
     /// The finalizer helper failed (kclient-controller); the reconcile's error inside it
     /// converted to this type.
     #[cfg(feature = "controller")]

@@ -26,6 +26,7 @@
 //! | `fake` | `kclient-fake`: an in-memory API server for tests | `fake` |
 //! | `streaming` | `kclient-streaming`: exec, attach and port-forward (`remotecommand`, `portforward`), also on the typed client's pods | `streaming` |
 //! | `derive` | `kclient-derive`: `#[derive(CustomResource)]`, API types in Rust and their CRD (with `core::crd`) | `derive` |
+//! | `webhook` | `kclient-webhook`: admission and conversion webhooks, their HTTPS server, certificates and configurations | `webhook` |
 //!
 //! Built-in types come from k8s-openapi, re-exported as [`k8s_openapi`] so that `kclient` is
 //! the one dependency a program lists (`kclient::k8s_openapi::api::core::v1::Pod`). It needs
@@ -161,6 +162,15 @@ pub use kclient_streaming as streaming;
 #[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
 #[doc(inline)]
 pub use kclient_derive as derive;
+
+/// Admission and conversion webhooks: `CustomValidator`, `CustomDefaulter`, hub-and-spoke
+/// `Conversion`, the `WebhookServer` (HTTPS, certificate reloading, controller-runtime's
+/// metrics), development certificates and the webhook configurations (the `kclient-webhook`
+/// crate; the wire formats are [`core::admission`] and [`core::conversion`]).
+#[cfg(feature = "webhook")]
+#[cfg_attr(docsrs, doc(cfg(feature = "webhook")))]
+#[doc(inline)]
+pub use kclient_webhook as webhook;
 
 /// The names most programs use, in one import: a second, short path to items of the layers
 /// above (each also at its one path in its layer's module), no two with the same name.
