@@ -120,6 +120,8 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-rest",
             "kclient-fake",
             "kclient-protobuf",
+            "kclient-webhook",
+            "kclient-derive",
         ],
     ),
     (

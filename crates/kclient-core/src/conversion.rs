@@ -18,7 +18,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::status::Status;
+use crate::status::{null_as_default, Status};
 
 /// The `apiVersion` of the reviews kclient speaks (`conversionReviewVersions: ["v1"]`).
 pub const CONVERSION_REVIEW_API_VERSION: &str = "apiextensions.k8s.io/v1";
@@ -47,12 +47,13 @@ pub struct ConversionReview {
 #[serde(rename_all = "camelCase")]
 pub struct ConversionRequest {
     /// Identifies this call; the response carries it back.
+    #[serde(default)]
     pub uid: String,
     /// The `apiVersion` to convert to (`example.com/v2`).
     #[serde(rename = "desiredAPIVersion")]
     pub desired_api_version: String,
     /// The objects, each in its own version.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub objects: Vec<Value>,
 }
 
@@ -61,11 +62,15 @@ pub struct ConversionRequest {
 #[serde(rename_all = "camelCase")]
 pub struct ConversionResponse {
     /// The request's uid, echoed.
+    #[serde(default)]
     pub uid: String,
     /// The objects in the desired version, in the request's order (all of them, or none).
-    #[serde(default)]
+    /// (kube-apiserver sends a request with an empty response beside it:
+    /// `"convertedObjects": null`.)
+    #[serde(default, deserialize_with = "null_as_default")]
     pub converted_objects: Vec<Value>,
     /// `Success`, or a `Failure` whose message says why.
+    #[serde(default)]
     pub result: Status,
 }
 
@@ -103,5 +108,24 @@ impl ConversionResponse {
             request: None,
             response: Some(self),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// kube-apiserver sends an empty response beside the request, its list `null`.
+    #[test]
+    fn a_review_as_kube_apiserver_sends_it_decodes() {
+        let review: ConversionReview = serde_json::from_value(json!({
+            "kind": "ConversionReview", "apiVersion": "apiextensions.k8s.io/v1",
+            "request": {"uid": "u", "desiredAPIVersion": "example.com/v2", "objects": [{"kind": "Widget"}]},
+            "response": {"uid": "", "convertedObjects": null, "result": {"metadata": {}}},
+        }))
+        .unwrap();
+        assert_eq!(review.request.unwrap().objects.len(), 1);
+        assert!(review.response.unwrap().converted_objects.is_empty());
     }
 }

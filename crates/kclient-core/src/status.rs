@@ -44,7 +44,7 @@ pub struct Status {
 }
 
 /// `null` reads as the default, as Go's `encoding/json` leaves a field unset for it.
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Default + Deserialize<'de>,

@@ -28,6 +28,7 @@ mod metadata;
 mod patch;
 mod protobuf;
 mod status;
+mod webhooks;
 mod writes;
 
 pub use apply::server_side_apply;
@@ -45,6 +46,7 @@ pub use metadata::{metadata_accept_variants, metadata_custom_resource, metadata_
 pub use patch::{patches, strategic_merge_patch};
 pub use protobuf::protobuf_built_in_kinds;
 pub use status::status_subresource;
+pub use webhooks::webhooks;
 pub use writes::{watch_selector_transitions, writes};
 
 /// How long a watch may stay silent when an event is due.
