@@ -111,6 +111,12 @@ async fn patches() -> Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_patch_semantics() -> Result<()> {
+    let name = "json_patch_semantics";
+    run_everywhere(name, differential(name), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strategic_merge_patch() -> Result<()> {
     let name = "strategic_merge_patch";
     run_everywhere(name, differential(name), true).await

@@ -23,6 +23,7 @@ mod discovery;
 mod finalizers;
 mod garbage_collection;
 mod immutable;
+mod json_patch;
 mod metadata;
 mod patch;
 mod protobuf;
@@ -39,6 +40,7 @@ pub use immutable::{
     immutable_config_and_secrets, immutable_jobs, immutable_pods, immutable_service_cluster_ip,
     immutable_workload_selectors,
 };
+pub use json_patch::json_patch_semantics;
 pub use metadata::{metadata_accept_variants, metadata_custom_resource, metadata_watch};
 pub use patch::{patches, strategic_merge_patch};
 pub use protobuf::protobuf_built_in_kinds;
@@ -73,6 +75,9 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
     ("streaming_list", |t| Box::pin(streaming_list(t))),
     ("watch_bookmarks", |t| Box::pin(watch_bookmarks(t))),
     ("patches", |t| Box::pin(patches(t))),
+    ("json_patch_semantics", |t| {
+        Box::pin(json_patch_semantics(t))
+    }),
     ("strategic_merge_patch", |t| {
         Box::pin(strategic_merge_patch(t))
     }),
