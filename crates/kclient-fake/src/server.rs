@@ -648,10 +648,27 @@ impl FakeApiServer {
         serde_json::from_value(stored).map_err(|e| ApiError::internal_error(&e.to_string()))
     }
 
-    /// Changes an object directly (no HTTP, no injected faults), as an update of its main
-    /// resource would: `change` edits the stored JSON, then the server moves the
-    /// resourceVersion and tells watchers (`MODIFIED`). Returns the stored object; `404` if
-    /// there is none.
+    /// Changes an object directly (no HTTP, no injected faults): `change` edits the stored
+    /// JSON, then the server moves the resourceVersion and tells watchers (`MODIFIED`).
+    /// Returns the stored object; `404` if there is none.
+    ///
+    /// It is a write of the whole object, `status` included: the fake runs no controllers,
+    /// so a test plays them by writing what they would (a Deployment's `readyReplicas`, a
+    /// Pod's `phase`), which a client could only write through the `status` subresource.
+    /// Otherwise it is checked as an update of the main resource (immutable fields,
+    /// `generation` moved by spec changes, a custom resource's schema).
+    ///
+    /// ```no_run
+    /// # fn demo(server: &kclient_fake::FakeApiServer) -> Result<(), kclient_core::ApiError> {
+    /// use kclient_core::GroupResource;
+    /// use serde_json::json;
+    ///
+    /// // The deployment controller's work, done by the test: two replicas ready.
+    /// server.modify(&GroupResource::new("apps", "deployments"), "default", "web", |d| {
+    ///     d["status"] = json!({"replicas": 2, "readyReplicas": 2, "availableReplicas": 2});
+    /// })?;
+    /// # Ok(()) }
+    /// ```
     pub fn modify(
         &self,
         resource: &GroupResource,
@@ -669,7 +686,10 @@ impl FakeApiServer {
             namespace,
             name,
             crate::registry::Part::Main,
-            &WriteOptions::default(),
+            &WriteOptions {
+                seed: true,
+                ..WriteOptions::default()
+            },
             |current| {
                 let mut obj = current
                     .cloned()
