@@ -184,6 +184,7 @@ mod streaming;
 mod table;
 mod tls;
 mod verbs;
+mod wait;
 mod watch;
 
 pub use actions::{Action, ActionFilter, DEFAULT_ACTION_HISTORY};
@@ -213,10 +214,17 @@ pub enum Error {
     #[error("{0}")]
     Api(#[from] kclient_core::ApiError),
     /// [`FakeApiServer::wait_until`]'s condition did not hold within its bound.
-    #[error("the condition did not hold within {timeout:?}")]
+    #[error("the condition at {location} did not hold within {timeout:?}; {last_read}")]
+    #[non_exhaustive]
     WaitTimeout {
         /// The bound.
         timeout: std::time::Duration,
+        /// Where `wait_until` was called.
+        location: &'static std::panic::Location<'static>,
+        /// What the condition read from the server when it was last checked: each object it
+        /// got (its JSON without `managedFields`, or `absent`), each list (the names), the
+        /// number of recorded actions it looked at.
+        last_read: String,
     },
     /// A manifest could not be read or parsed.
     #[error("manifest {path}: {message}")]
