@@ -763,17 +763,40 @@ impl FakeApiServer {
         found
     }
 
-    /// A typed object read directly from the store.
+    /// A typed object read directly from the store: any k8s-openapi type, or any type with
+    /// k8s-openapi's `Resource` (kclient's generated CRD types have it). `None` when there is
+    /// no such object, or it does not deserialize as `K`.
     pub fn get<K>(&self, namespace: &str, name: &str) -> Option<K>
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        let v = self.get_value(
+        self.get_as(
             &GroupResource::new(K::GROUP, K::URL_PATH_SEGMENT),
             namespace,
             name,
-        )?;
-        serde_json::from_value(v).ok()
+        )
+    }
+
+    /// An object of `resource` read directly from the store as any type it deserializes
+    /// into, for types that do not implement k8s-openapi's `Resource`: a kube-derive
+    /// `#[derive(CustomResource)]` type (which implements kube's own `Resource`), or a
+    /// struct of the test's own. `None` when there is no such object, or it does not
+    /// deserialize as `T`.
+    ///
+    /// ```no_run
+    /// # #[derive(serde::Deserialize)] struct Memcached {}
+    /// # fn demo(server: &kclient_fake::FakeApiServer) {
+    /// use kclient_core::GroupResource;
+    ///
+    /// let memcacheds = GroupResource::new("cache.example.com", "memcacheds");
+    /// let m: Option<Memcached> = server.get_as(&memcacheds, "default", "cache");
+    /// # }
+    /// ```
+    pub fn get_as<T>(&self, resource: &GroupResource, namespace: &str, name: &str) -> Option<T>
+    where
+        T: DeserializeOwned,
+    {
+        serde_json::from_value(self.get_value(resource, namespace, name)?).ok()
     }
 
     /// A dynamic object read directly from the store.
@@ -783,12 +806,11 @@ impl FakeApiServer {
         namespace: &str,
         name: &str,
     ) -> Option<DynamicObject> {
-        let v = self.get_value(
+        self.get_as(
             &GroupResource::new(resource.group.clone(), resource.plural.clone()),
             namespace,
             name,
-        )?;
-        serde_json::from_value(v).ok()
+        )
     }
 
     /// Every object of `resource` (in `namespace`, if given), in key order, read directly
@@ -814,18 +836,28 @@ impl FakeApiServer {
         all
     }
 
-    /// Every typed object of `K` (in `namespace`, if given), read directly from the store.
+    /// Every typed object of `K` (in `namespace`, if given), read directly from the store
+    /// (see [`get`](Self::get); those that do not deserialize as `K` are left out).
     pub fn list<K>(&self, namespace: Option<&str>) -> Vec<K>
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        self.list_values(
+        self.list_as(
             &GroupResource::new(K::GROUP, K::URL_PATH_SEGMENT),
             namespace,
         )
-        .into_iter()
-        .filter_map(|v| serde_json::from_value(v).ok())
-        .collect()
+    }
+
+    /// Every object of `resource` (in `namespace`, if given) as any type it deserializes
+    /// into (see [`get_as`](Self::get_as); those that do not are left out).
+    pub fn list_as<T>(&self, resource: &GroupResource, namespace: Option<&str>) -> Vec<T>
+    where
+        T: DeserializeOwned,
+    {
+        self.list_values(resource, namespace)
+            .into_iter()
+            .filter_map(|v| serde_json::from_value(v).ok())
+            .collect()
     }
 
     /// Stops accepting connections, closes the open ones (watches end) and waits for the
