@@ -569,7 +569,8 @@ async fn types_without_k8s_openapi_s_resource_are_read_by_their_resource() {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use kclient_core::GroupResource;
 
-    /// What `#[derive(CustomResource)]` generates, serde and all, minus kube's traits.
+    /// The shape `#[derive(CustomResource)]` gives a type: metadata and a spec, `apiVersion`
+    /// and `kind` in its JSON, serde's traits and none of k8s-openapi's.
     #[derive(Debug, serde::Serialize, serde::Deserialize, PartialEq)]
     #[serde(rename_all = "camelCase")]
     struct Memcached {
