@@ -46,9 +46,13 @@
 //! attach and port-forward without a handler), which fail as a cluster with nothing running
 //! does.
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::fake::…`); one depending on kclient-fake alone writes `kclient_fake::…`.
+//!
 //! ```no_run
+//! # mod kclient { pub mod core { pub use ::kclient_core::*; } pub mod rest { pub use ::kclient_rest::*; } pub mod fake { pub use ::kclient_fake::*; } } // the facade's paths
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use kclient_fake::FakeApiServer;
+//! use kclient::fake::FakeApiServer;
 //! use serde_json::json;
 //!
 //! let server = FakeApiServer::builder().start().await?;
@@ -59,10 +63,10 @@
 //!     "data": {"mode": "fast"}
 //! }))?;
 //! // ...point a client at it (kclient-rest directly, anything else through a kubeconfig)...
-//! let client = kclient_rest::RestClient::new(server.config()?)?;
+//! let client = kclient::rest::RestClient::new(server.config()?)?;
 //! server.write_kubeconfig("/tmp/kubeconfig")?;
 //! // ...and read back what the code under test did.
-//! let cm = server.get_value(&kclient_core::GroupResource::new("", "configmaps"), "demo", "settings");
+//! let cm = server.get_value(&kclient::core::GroupResource::new("", "configmaps"), "demo", "settings");
 //! assert!(cm.is_some());
 //! server.shutdown().await;
 //! # Ok(()) }
