@@ -50,21 +50,13 @@ async fn build_kube_rs() -> Result<Option<PathBuf>> {
         manifest.display(),
         target_dir.display()
     );
-    let output = cargo()
+    let mut build = cargo();
+    build
         .args(["build", "--locked", "--manifest-path"])
         .arg(&manifest)
         .arg("--target-dir")
-        .arg(&target_dir)
-        .output()
-        .await
-        .context("could not run cargo to build the kube-rs peer")?;
-    if !output.status.success() {
-        bail!(
-            "building the kube-rs peer failed ({}):\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+        .arg(&target_dir);
+    run(build, "building the kube-rs peer").await?;
     let program = target_dir
         .join("debug")
         .join(format!("kube-rs-e2e{}", env::consts::EXE_SUFFIX));
@@ -103,7 +95,8 @@ fn cargo() -> Command {
 /// The workspace's target directory, as cargo finds it (`CARGO_TARGET_DIR`,
 /// `build.target-dir`, or `target/`).
 async fn target_dir(root: &Path) -> Result<PathBuf> {
-    let output = cargo()
+    let mut metadata = cargo();
+    metadata
         .args([
             "metadata",
             "--no-deps",
@@ -111,20 +104,28 @@ async fn target_dir(root: &Path) -> Result<PathBuf> {
             "1",
             "--manifest-path",
         ])
-        .arg(root.join("Cargo.toml"))
-        .output()
-        .await
-        .context("could not run cargo metadata")?;
-    if !output.status.success() {
-        bail!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+        .arg(root.join("Cargo.toml"));
+    let output = run(metadata, "cargo metadata").await?;
     let metadata: serde_json::Value =
         serde_json::from_slice(&output.stdout).context("cargo metadata printed no JSON")?;
     metadata["target_directory"]
         .as_str()
         .map(PathBuf::from)
         .context("cargo metadata names no target directory")
+}
+
+/// Runs `command` to its end; its output, or an error naming `what` with its stderr.
+async fn run(mut command: Command, what: &str) -> Result<std::process::Output> {
+    let output = command
+        .output()
+        .await
+        .with_context(|| format!("{what}: could not run cargo"))?;
+    if !output.status.success() {
+        bail!(
+            "{what} failed ({}):\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(output)
 }

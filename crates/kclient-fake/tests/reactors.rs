@@ -8,21 +8,12 @@ use kclient_core::PatchType;
 use kclient_fake::{ActionFilter, Failure, FakeApiServer, Reaction, Reactor};
 use serde_json::json;
 
-use crate::common::{configmap, server, Client, MERGE};
+use crate::common::{configmap, server, with_configmap, Client, MERGE};
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 
 fn item(name: &str) -> String {
     format!("{CONFIGMAPS}/{name}")
-}
-
-async fn with_configmap(name: &str) -> (FakeApiServer, Client) {
-    let (server, c) = server().await;
-    let created = c
-        .post(CONFIGMAPS, &configmap(name, json!({"k": "v"})))
-        .await;
-    assert_eq!(created.status, StatusCode::CREATED);
-    (server, c)
 }
 
 #[tokio::test]

@@ -27,7 +27,7 @@
 //!
 //! An operation that does not apply is a `422` whose `Status` says only `the server rejected
 //! our request due to an error in our request`, with empty details, exactly as kube-apiserver
-//! answers; why it did not apply is logged (`tracing`, debug level), in the library's words.
+//! answers; why it did not apply is logged (`tracing`, debug level).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -251,43 +251,34 @@ impl Operation {
         }
     }
 
-    fn path(&self, op: &str) -> Result<&str, String> {
-        self.path
-            .as_deref()
-            .ok_or_else(|| format!("{op} operation failed to decode path: missing value"))
+    fn path(&self) -> Result<&str, String> {
+        self.path.as_deref().ok_or_else(|| "no path".into())
     }
 
-    fn from(&self, op: &str) -> Result<&str, String> {
-        self.from.as_deref().ok_or_else(|| {
-            format!("{op} operation failed to decode from: operation, missing from field: missing value")
-        })
+    fn from(&self) -> Result<&str, String> {
+        self.from.as_deref().ok_or_else(|| "no from".into())
     }
 
     /// Applies the operation to `doc`; `copied` counts the bytes copies have added so far.
+    /// Why it did not apply, in words for the log.
     fn apply(&self, doc: &mut Node, copied: &mut usize) -> Result<(), String> {
         let kind = self.op.as_deref().unwrap_or("unknown");
+        self.apply_kind(kind, doc, copied)
+            .map_err(|why| format!("{kind} operation: {why}"))
+    }
+
+    fn apply_kind(&self, kind: &str, doc: &mut Node, copied: &mut usize) -> Result<(), String> {
         match kind {
             "add" => {
-                let path = self.path(kind)?;
-                let (parent, key) = parent_of(doc, path).ok_or_else(|| {
-                    format!("add operation does not apply: doc is missing path: {path:?}: missing value")
-                })?;
-                parent
-                    .add(&key, self.value()?)
-                    .map_err(|e| format!("error in add for path: '{path}': {e}"))
+                let (parent, key) = parent_of(doc, self.path()?)?;
+                parent.add(&key, self.value()?)
             }
             "remove" => {
-                let path = self.path(kind)?;
-                let (parent, key) = parent_of(doc, path).ok_or_else(|| {
-                    format!("remove operation does not apply: doc is missing path: {path:?}: missing value")
-                })?;
-                parent
-                    .remove(&key)
-                    .map(drop)
-                    .map_err(|e| format!("error in remove for path: '{path}': {e}"))
+                let (parent, key) = parent_of(doc, self.path()?)?;
+                parent.remove(&key).map(drop)
             }
             "replace" => {
-                let path = self.path(kind)?;
+                let path = self.path()?;
                 let value = self.value()?;
                 if path.is_empty() {
                     return match value {
@@ -295,110 +286,77 @@ impl Operation {
                             *doc = value;
                             Ok(())
                         }
-                        _ => Err("replace operation value must be object or array".into()),
+                        _ => Err("the document's value must be an object or an array".into()),
                     };
                 }
-                let (parent, key) = parent_of(doc, path).ok_or_else(|| {
-                    format!("replace operation does not apply: doc is missing path: {path}: missing value")
-                })?;
-                parent.get(&key).map_err(|_| {
-                    format!("replace operation does not apply: doc is missing key: {path}: missing value")
-                })?;
+                let (parent, key) = parent_of(doc, path)?;
+                parent.get(&key)?;
                 parent.set(&key, value)
             }
             "move" => {
-                let from = self.from(kind)?;
-                let (parent, key) = parent_of(doc, from).ok_or_else(|| {
-                    format!("move operation does not apply: doc is missing from path: {from}: missing value")
-                })?;
-                let moved = parent
-                    .remove(&key)
-                    .map_err(|e| format!("error in move for path: '{key}': {e}"))?;
-                let path = self.path(kind)?;
-                let (parent, key) = parent_of(doc, path).ok_or_else(|| {
-                    format!("move operation does not apply: doc is missing destination path: {path}: missing value")
-                })?;
-                parent
-                    .add(&key, moved)
-                    .map_err(|e| format!("error in move for path: '{path}': {e}"))
+                let (parent, key) = parent_of(doc, self.from()?)?;
+                let moved = parent.remove(&key)?;
+                let (parent, key) = parent_of(doc, self.path()?)?;
+                parent.add(&key, moved)
             }
             "test" => {
-                let path = self.path(kind)?;
+                let path = self.path()?;
                 let expected = self.value()?;
                 let found = if path.is_empty() {
                     Some(&*doc)
                 } else {
-                    let (parent, key) = parent_of(doc, path).ok_or_else(|| {
-                        format!(
-                            "test operation does not apply: is missing path: {path}: missing value"
-                        )
-                    })?;
-                    parent
-                        .get(&key)
-                        .map_err(|e| format!("error in test for path: '{path}': {e}"))?
+                    let (parent, key) = parent_of(doc, path)?;
+                    parent.get(&key)?
                 };
                 // A missing key and a null are the same here, and equal a null or absent value.
-                let found = found.unwrap_or(&Node::Null);
-                if *found == expected {
+                if *found.unwrap_or(&Node::Null) == expected {
                     Ok(())
                 } else {
-                    Err(format!("testing value {path} failed: test failed"))
+                    Err(format!("the value at {path:?} differs"))
                 }
             }
             "copy" => {
-                let from = self.from(kind)?;
-                let (parent, key) = parent_of(doc, from).ok_or_else(|| {
-                    format!("copy operation does not apply: doc is missing from path: {from}: missing value")
-                })?;
                 // A missing key (or a null) copies as a null, adding nothing to the count.
-                let copy = parent
-                    .get(&key)
-                    .map_err(|e| format!("error in copy for from: '{from}': {e}"))?
-                    .map(Node::copied);
-                let path = self.path(kind)?;
-                let (parent, key) = parent_of(doc, path).ok_or_else(|| {
-                    format!("copy operation does not apply: doc is missing destination path: {path}: missing value")
-                })?;
+                let (parent, key) = parent_of(doc, self.from()?)?;
+                let copy = parent.get(&key)?.map(Node::copied);
+                let (parent, key) = parent_of(doc, self.path()?)?;
                 *copied += copy.as_ref().map_or(0, Node::encoded_len);
-                let copy = copy.unwrap_or(Node::Null);
                 if *copied > MAX_COPY_BYTES {
                     return Err(format!(
-                        "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {MAX_COPY_BYTES}"
+                        "copies would add {copied} bytes, more than {MAX_COPY_BYTES}"
                     ));
                 }
-                parent
-                    .add(&key, copy)
-                    .map_err(|e| format!("error while adding value during copy: {e}"))
+                parent.add(&key, copy.unwrap_or(Node::Null))
             }
-            other => Err(format!("Unexpected kind: {other}")),
+            _ => Err("no such operation".into()),
         }
     }
 }
 
 /// The container a path's last segment is in, and that segment decoded: the path split at
-/// `/`, its first segment skipped, the ones between followed through objects and arrays.
-/// `None` when the path has no `/` or a segment leads nowhere (missing, out of range, or a
+/// `/`, its first segment skipped, the ones between followed through objects and arrays. An
+/// error when the path has no `/` or a segment leads nowhere (missing, out of range, or a
 /// null, string, number or boolean on the way).
-fn parent_of<'a>(doc: &'a mut Node, path: &str) -> Option<(&'a mut Node, String)> {
+fn parent_of<'a>(doc: &'a mut Node, path: &str) -> Result<(&'a mut Node, String), String> {
+    let missing = || format!("the document has no {path:?}");
     let segments: Vec<&str> = path.split('/').collect();
-    let (last, between) = segments.split_last()?;
-    let between = between.get(1..)?;
+    let (last, between) = segments.split_last().ok_or_else(missing)?;
+    let between = between.get(1..).ok_or_else(missing)?;
     let mut node = doc;
     for segment in between {
         let key = unescape(segment);
         node = match node {
-            Node::Object(map) => map.get_mut(&key)?,
-            Node::Array(items) => {
-                let at = index(&key, items.len(), 0).ok()?;
-                items.get_mut(at)?
-            }
-            _ => return None,
-        };
-        if !matches!(node, Node::Object(_) | Node::Array(_)) {
-            return None;
+            Node::Object(map) => map.get_mut(&key),
+            Node::Array(items) => match index(&key, items.len(), 0) {
+                Ok(at) => items.get_mut(at),
+                Err(_) => None,
+            },
+            _ => None,
         }
+        .filter(|n| matches!(n, Node::Object(_) | Node::Array(_)))
+        .ok_or_else(missing)?;
     }
-    Some((node, unescape(last)))
+    Ok((node, unescape(last)))
 }
 
 /// A reference token decoded (RFC 6901): `~1` is `/`, `~0` is `~`, in one pass from the left,
@@ -428,13 +386,13 @@ fn unescape(segment: &str) -> String {
 fn index(key: &str, len: usize, slack: usize) -> Result<usize, String> {
     let digits = key.strip_prefix(['+', '-']).unwrap_or(key);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("strconv.Atoi: parsing {key:?}: invalid syntax"));
+        return Err(format!("{key:?} is not an index"));
     }
     let at: i64 = key
         .parse()
-        .map_err(|_| format!("strconv.Atoi: parsing {key:?}: value out of range"))?;
+        .map_err(|_| format!("{key:?} is out of an integer's range"))?;
     let bound = i64::try_from(len + slack).unwrap_or(i64::MAX);
-    let invalid = || format!("Unable to access invalid index: {at}: invalid index referenced");
+    let invalid = || format!("index {at} is out of the array's range");
     if at >= bound || at < -bound {
         return Err(invalid());
     }
@@ -575,8 +533,7 @@ impl Node {
                 Ok(())
             }
             Node::Array(items) => {
-                let at = index(key, items.len(), 1)
-                    .map_err(|e| format!("value was not a proper array index: '{key}': {e}"))?;
+                let at = index(key, items.len(), 1)?;
                 items.insert(at, value);
                 Ok(())
             }
@@ -587,10 +544,7 @@ impl Node {
     /// Replaces the value at `key` (which [`get`](Self::get) found).
     fn set(&mut self, key: &str, value: Node) -> Result<(), String> {
         match self {
-            Node::Object(map) => {
-                map.insert(key.to_owned(), value);
-                Ok(())
-            }
+            Node::Object(_) => self.add(key, value),
             Node::Array(items) => {
                 let at = index(key, items.len(), 0)?;
                 items[at] = value;

@@ -184,29 +184,31 @@ async fn controller(api: &Api<ConfigMap>, t: &mut Vec<Value>) -> Result<(), Erro
     let created = api
         .create(&PostParams::default(), &config_map(NAME, SCENARIO))
         .await?;
-    let applied = await_condition(api.clone(), NAME, |cm: Option<&ConfigMap>| {
-        cm.is_some_and(|cm| cm.labels().get(APPLIED).is_some_and(|v| v == "yes"))
-    });
-    let applied = tokio::time::timeout(LIMIT, applied)
-        .await
-        .is_ok_and(|r| r.is_ok());
+    let applied = within_limit(await_condition(
+        api.clone(),
+        NAME,
+        |cm: Option<&ConfigMap>| {
+            cm.is_some_and(|cm| cm.labels().get(APPLIED).is_some_and(|v| v == "yes"))
+        },
+    ));
     record(
         t,
         "the controller added its finalizer and applied",
-        json!(applied),
+        json!(applied.await),
     );
     record(t, "finalizers", finalizers(api, NAME).await?);
 
     api.delete(NAME, &DeleteParams::default()).await?;
     let uid = created.uid().unwrap_or_default();
-    let gone = await_condition(api.clone(), NAME, conditions::is_deleted(&uid));
-    let gone = tokio::time::timeout(LIMIT, gone)
-        .await
-        .is_ok_and(|r| r.is_ok());
+    let gone = within_limit(await_condition(
+        api.clone(),
+        NAME,
+        conditions::is_deleted(&uid),
+    ));
     record(
         t,
         "the controller cleaned up and the object went",
-        json!(gone),
+        json!(gone.await),
     );
     task.abort();
     // Each kind of event the reconcile ran, in the order they first came.
@@ -218,6 +220,13 @@ async fn controller(api: &Api<ConfigMap>, t: &mut Vec<Value>) -> Result<(), Erro
     }
     record(t, "the controller's events", json!(kinds));
     Ok(())
+}
+
+/// Whether `condition` (an `await_condition`) is met within [`LIMIT`].
+async fn within_limit<T, E>(condition: impl std::future::Future<Output = Result<T, E>>) -> bool {
+    tokio::time::timeout(LIMIT, condition)
+        .await
+        .is_ok_and(|met| met.is_ok())
 }
 
 type Context = (Api<ConfigMap>, Arc<Mutex<Vec<&'static str>>>);
