@@ -30,6 +30,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("kclient-core", &[]),
     ("kclient-workqueue", &[]),
     ("kclient-testkit", &[]),
+    ("kclient-derive", &[]),
     // Protobuf codecs on the k8s-openapi types and kclient-core's own (the REST layer's wire).
     ("kclient-protobuf", &["kclient-core"]),
     // HTTP, and the cache (which knows only kclient-core's ListerWatcher seams; its compact
@@ -106,6 +107,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-tools",
             "kclient-streaming",
             "kclient-controller",
+            "kclient-derive",
         ],
     ),
     // Not published: the e2e suite, the benchmark scenarios, the project's automation.
@@ -354,6 +356,7 @@ mod tests {
         ("kclient-cache", &["kclient-core"]),
         ("kclient-typed", &["kclient-core"]),
         ("kclient-testkit", &[]),
+        ("kclient-derive", &[]),
     ];
 
     #[test]
@@ -458,6 +461,7 @@ mod tests {
         let allowed: &[(&str, &[&str])] = &[
             ("kclient-core", &["kclient-testkit"]),
             ("kclient-testkit", &[]),
+            ("kclient-derive", &[]),
         ];
         let as_dev = [
             package("kclient-core", &[("kclient-testkit", Some("dev"))]),

@@ -11,7 +11,10 @@ use crate::{cargo, e2e, step};
 /// and tested too. (`--all-features` cannot be used: the facade's Kubernetes-version features
 /// are mutually exclusive.)
 const TEST_FEATURES: &str =
-    "kclient-workqueue/prometheus,kclient/fake,kclient/tools,kclient/streaming,kclient/controller";
+    "kclient-workqueue/prometheus,kclient/fake,kclient/tools,kclient/streaming,kclient/controller,kclient/derive";
+
+/// The golden CRDs of kclient-derive's tests that codegen's types are made from.
+const DERIVE_GOLDEN_CRDS: [&str; 5] = ["memcached", "fields", "enums", "cel", "versions"];
 
 /// Set (to anything but `0`) to leave the e2e suite out of `cargo xtask test`, e.g. on a
 /// machine without Go. CI does not set it.
@@ -44,6 +47,22 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         crd_example.join("generated").display().to_string(),
         "--check".to_owned(),
     ])?;
+
+    // The types codegen makes from the derive's golden CRDs match them (kclient-derive's
+    // tests/codegen.rs checks that they read and write what the derived types do).
+    let derive_tests = crate::workspace_root().join("crates/kclient-derive/tests");
+    eprintln!("==> cargo xtask codegen crd crates/kclient-derive/tests/golden/*.yaml --check");
+    let mut args = vec!["crd".to_owned()];
+    for name in DERIVE_GOLDEN_CRDS {
+        let yaml = derive_tests.join("golden").join(format!("{name}.yaml"));
+        args.push(yaml.display().to_string());
+    }
+    args.extend([
+        "--out".to_owned(),
+        derive_tests.join("generated").display().to_string(),
+        "--check".to_owned(),
+    ]);
+    crate::codegen::run(&args)?;
 
     let mut clippy = cargo();
     clippy.args([

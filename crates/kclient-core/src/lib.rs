@@ -26,6 +26,8 @@
 //!   makes lister-watchers from a client, and [`FilteredListWatch`] (any lister-watcher with
 //!   its options tweaked, [`TweakListOptions`]); and the [`ListPager`] that pages any
 //!   `ListerWatcher`'s lists.
+//! * Webhooks' wire formats: [`admission`] (`AdmissionReview`) and [`conversion`]
+//!   (`ConversionReview`), what kclient-webhook serves and kclient-fake sends.
 //! * Shared plumbing: [`CancellationToken`] (tokio-util's), which stops every layer's tasks,
 //!   and [`BoxError`], the boxed error of user code and lower layers.
 //!
@@ -60,9 +62,13 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod admission;
 pub mod api_error;
 pub mod api_resource;
 mod box_error;
+pub mod conversion;
+#[cfg(feature = "schema")]
+pub mod crd;
 pub mod delete_response;
 pub mod dynamic_object;
 mod error_report;
@@ -131,3 +137,14 @@ pub use watch_frame::JsonFrameDecoder;
 /// tasks of every layer: tokio-util's `CancellationToken`, re-exported here, at the bottom of
 /// the layering, so that each layer takes the same type without its own re-export.
 pub use tokio_util::sync::CancellationToken;
+
+/// What the code `#[derive(CustomResource)]` generates refers to, so that a crate using the
+/// derive needs no dependency of its own on these. Not a public API.
+#[cfg(feature = "schema")]
+#[doc(hidden)]
+pub mod __private {
+    pub use k8s_openapi;
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+}

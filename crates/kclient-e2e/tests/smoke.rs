@@ -117,6 +117,18 @@ async fn crd_create_then_use() -> Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn derived_crds() -> Result<()> {
+    run_everywhere("derived_crds", differential("derived_crds"), true).await
+}
+
+/// The derive's CEL rules, on kube-apiserver (kclient-fake does not evaluate CEL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn derived_crd_rules() -> Result<()> {
+    let scenario: Scenario = |t| Box::pin(scenarios::derived_crd_rules(t));
+    run_everywhere("derived_crd_rules", scenario, false).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery() -> Result<()> {
     run_everywhere("discovery", differential("discovery"), true).await
 }

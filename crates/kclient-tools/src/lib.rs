@@ -21,6 +21,8 @@
 //!   [`EventBroadcaster`](events::EventBroadcaster), [`EventRecorder`](events::EventRecorder)
 //!   and [`EventCorrelator`](events::EventCorrelator) for core/v1 Events) and `tools/events`
 //!   ([`events::v1`], events.k8s.io/v1 Events with `EventSeries`).
+//! * [`crd`]: installing CustomResourceDefinitions and waiting until they are served
+//!   ([`install_crds`](crd::install_crds), controller-runtime's `envtest.InstallCRDs`).
 //! * [`watch`]: waiting for conditions on objects — [`until_with_sync`](watch::until_with_sync)
 //!   (informer-backed), [`until`](watch::until) over a
 //!   [`RetryWatcher`](watch::RetryWatcher) that resumes without replaying or skipping, and
@@ -46,6 +48,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod crd;
 pub mod events;
 pub mod flowcontrol;
 pub mod leaderelection;

@@ -3,6 +3,7 @@
 
 mod election_support;
 
+mod crd;
 mod events_broadcaster;
 mod events_correlator;
 mod events_fake;

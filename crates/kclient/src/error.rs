@@ -152,6 +152,12 @@ pub enum Error {
     #[error(transparent)]
     RetryWatcher(#[from] kclient_tools::watch::RetryWatcherError),
 
+    /// A CustomResourceDefinition was not installed: refused, its names not accepted, or not
+    /// served in time (kclient-tools).
+    #[cfg(feature = "tools")]
+    #[error(transparent)]
+    InstallCrd(#[from] kclient_tools::crd::InstallCrdError),
+
     /// A wait or retry ran out of steps or time without its condition holding (kclient-tools'
     /// `PollError::Timeout` and `WaitError::Timeout`, client-go's `ErrWaitTimeout`).
     #[cfg(feature = "tools")]
@@ -372,6 +378,8 @@ impl ApiStatus for Error {
             Error::EventSink(e) => e.api_status(),
             #[cfg(feature = "tools")]
             Error::LeaseLock(e) => e.api_status(),
+            #[cfg(feature = "tools")]
+            Error::InstallCrd(e) => e.api_status(),
             #[cfg(feature = "streaming")]
             Error::RemoteCommand(e) => e.api_status(),
             #[cfg(feature = "streaming")]

@@ -25,6 +25,7 @@
 //! | `controller` | `kclient-controller`: the reconcile runtime, `Controller`, `Reconciler`, `Action`, finalizers, owner references, `Manager` | `controller` |
 //! | `fake` | `kclient-fake`: an in-memory API server for tests | `fake` |
 //! | `streaming` | `kclient-streaming`: exec, attach and port-forward (`remotecommand`, `portforward`), also on the typed client's pods | `streaming` |
+//! | `derive` | `kclient-derive`: `#[derive(CustomResource)]`, API types in Rust and their CRD (with `core::crd`) | `derive` |
 //!
 //! Built-in types come from k8s-openapi, re-exported as [`k8s_openapi`] so that `kclient` is
 //! the one dependency a program lists (`kclient::k8s_openapi::api::core::v1::Pod`). It needs
@@ -153,6 +154,14 @@ pub use kclient_fake as fake;
 #[doc(inline)]
 pub use kclient_streaming as streaming;
 
+/// `#[derive(CustomResource)]`: a custom resource's API written as Rust types, its
+/// CustomResourceDefinition generated from them (the `kclient-derive` crate; the CRD side is
+/// [`core::crd`]: `CustomResourceExt`, `merge_crds`, structural schemas).
+#[cfg(feature = "derive")]
+#[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
+#[doc(inline)]
+pub use kclient_derive as derive;
+
 /// The names most programs use, in one import: a second, short path to items of the layers
 /// above (each also at its one path in its layer's module), no two with the same name.
 pub mod prelude {
@@ -168,12 +177,20 @@ pub mod prelude {
     #[cfg_attr(docsrs, doc(cfg(feature = "controller")))]
     #[doc(no_inline)]
     pub use kclient_controller::{Action, Controller, Manager, ReconcileContext, Reconciler};
+    #[cfg(feature = "derive")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
+    #[doc(no_inline)]
+    pub use kclient_core::crd::CustomResourceExt;
     #[doc(no_inline)]
     pub use kclient_core::{
         ApiError, ApiResource, ApiStatus, CancellationToken, DeletedObject, DynamicObject,
         ErrorReport, GroupVersion, GroupVersionKind, GroupVersionResource, ListerWatcher,
         ObjectKey, ObjectList, Resource, ResourceExt, WatchEvent,
     };
+    #[cfg(feature = "derive")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
+    #[doc(no_inline)]
+    pub use kclient_derive::CustomResource;
     #[cfg(feature = "dynamic")]
     #[cfg_attr(docsrs, doc(cfg(feature = "dynamic")))]
     #[doc(no_inline)]
@@ -208,6 +225,11 @@ mod getting_started {}
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 mod readme {}
+
+/// The code of `docs/custom-resources.md`, compiled as doc tests (it uses the derive).
+#[cfg(all(doctest, feature = "derive"))]
+#[doc = include_str!("../../../docs/custom-resources.md")]
+mod custom_resources {}
 
 /// The code of `docs/testing-with-kclient-fake.md`, compiled as doc tests (it uses
 /// `kclient::fake`).

@@ -13,7 +13,7 @@ use crate::target::Target;
 use crate::transcript::Transcript;
 
 /// How long the real server may take to serve a new resource or to forget a deleted one.
-const SETTLE: Duration = Duration::from_secs(60);
+pub(super) const SETTLE: Duration = Duration::from_secs(60);
 
 fn definition(group: &str) -> Value {
     json!({
@@ -72,7 +72,7 @@ fn widget(group: &str, name: &str, spec: Value) -> Value {
 }
 
 /// The CRD's conditions of the given types, as `type=status`.
-fn conditions(crd: &Value, types: &[&str]) -> Vec<String> {
+pub(super) fn conditions(crd: &Value, types: &[&str]) -> Vec<String> {
     let mut found: Vec<String> = crd["status"]["conditions"]
         .as_array()
         .into_iter()
@@ -264,7 +264,7 @@ pub async fn crd_create_then_use(target: &Target) -> Result<Transcript> {
 }
 
 /// `field reason` of each cause of an `Invalid` status, sorted.
-fn causes(status: &Value) -> Value {
+pub(super) fn causes(status: &Value) -> Value {
     let mut found: Vec<String> = status["details"]["causes"]
         .as_array()
         .into_iter()

@@ -19,6 +19,7 @@ use crate::transcript::Transcript;
 mod apply;
 mod bookmarks;
 mod crd;
+mod derived_crds;
 mod discovery;
 mod finalizers;
 mod garbage_collection;
@@ -34,6 +35,7 @@ mod writes;
 pub use apply::server_side_apply;
 pub use bookmarks::watch_bookmarks;
 pub use crd::crd_create_then_use;
+pub use derived_crds::{derived_crd_rules, derived_crds};
 pub use discovery::{discovery, AGGREGATED_DISCOVERY};
 pub use finalizers::finalizers;
 pub use garbage_collection::garbage_collection;
@@ -88,6 +90,7 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
     ("finalizers", |t| Box::pin(finalizers(t))),
     ("kube_rs_finalizer", |t| Box::pin(kube_rs_finalizer(t))),
     ("crd_create_then_use", |t| Box::pin(crd_create_then_use(t))),
+    ("derived_crds", |t| Box::pin(derived_crds(t))),
     ("discovery", |t| Box::pin(discovery(t))),
     ("garbage_collection", |t| Box::pin(garbage_collection(t))),
     ("writes", |t| Box::pin(writes(t))),

@@ -88,7 +88,10 @@ impl Registry {
             map.insert("status".into(), status);
         }
         if let Some(schema) = &info.schema {
-            let errs = crate::schema::validate_create(schema, &obj);
+            let mut errs = crate::schema::validate_create(schema, &obj);
+            if let Some(scale) = &info.scale {
+                errs.extend(crate::schema::scale::validate(scale, &obj, true));
+            }
             if !errs.is_empty() {
                 return Err(ApiError::invalid(&info.qualified_kind(), &name, errs));
             }

@@ -413,6 +413,7 @@ impl Registry {
         let Some(schema) = &info.schema else {
             return Ok(());
         };
+        crate::schema::go_numbers(obj);
         let before =
             (opts.field_validation == FieldValidation::Strict && opts.patch).then(|| obj.clone());
         let unknown = crate::schema::decode(schema, obj);

@@ -63,12 +63,16 @@ impl Registry {
                 let mut new = self.prepare_update(info, &old, new, part, opts)?;
                 if let Some(schema) = &info.schema {
                     // Only custom resources have a schema; the pod-only parts never get here.
-                    let errs = match part {
+                    let mut errs = match part {
                         Part::Status => crate::schema::validate_status_update(schema, &new, &old),
                         Part::Main | Part::EphemeralContainers | Part::Resize => {
                             crate::schema::validate_update(schema, &new, &old)
                         }
                     };
+                    if let Some(scale) = &info.scale {
+                        let spec = part != Part::Status;
+                        errs.extend(crate::schema::scale::validate(scale, &new, spec));
+                    }
                     if !errs.is_empty() {
                         return Err(ApiError::invalid(&info.qualified_kind(), name, errs));
                     }

@@ -32,6 +32,7 @@ pub mod embedded;
 pub mod formats;
 pub mod list_type;
 pub mod prune;
+pub mod scale;
 pub mod structural;
 pub mod validation;
 
@@ -55,6 +56,27 @@ pub fn decode(schema: &Schema, obj: &mut Value) -> Vec<String> {
 /// Applies the schema's defaults.
 pub fn default(schema: &Schema, obj: &mut Value) {
     defaulting::apply(obj, schema);
+    go_numbers(obj);
+}
+
+/// Numbers as a Go server holds an unstructured object's: a number with no fraction is an
+/// integer (`1.0` is read as `float64(1)`, and Go writes it back as `1`), the others
+/// `float64`. Applied to custom objects as they are read and after defaulting (a CRD's
+/// `default: 0.0` is stored as `0`).
+pub fn go_numbers(v: &mut Value) {
+    match v {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64() {
+                // Integral and within i64: Go prints it without a fraction.
+                if f.fract() == 0.0 && f.abs() < 9.2e18 {
+                    *v = Value::from(f as i64);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(go_numbers),
+        Value::Object(map) => map.values_mut().for_each(go_numbers),
+        _ => {}
+    }
 }
 
 /// What converting an object to another version does to it with the `None` strategy:

@@ -1,0 +1,11 @@
+use kclient_derive::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[kube(group = "cache.example.com", version = "v1")]
+struct Memcached {
+    size: i32,
+}
+
+fn main() {}
