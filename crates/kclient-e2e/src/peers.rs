@@ -4,8 +4,8 @@
 //!
 //! The program is built the first time a scenario asks for it in a test process, by the
 //! cargo running the tests, in the dev profile, into the workspace's target directory (the
-//! crates both projects lock at the same version and features are built once; the rest takes
-//! a minute or two the first time, then nothing). `KCLIENT_E2E_SKIP_KUBE_RS=1` skips the
+//! crates both projects build alike are built once; the rest takes under a minute the first
+//! time, then nothing). `KCLIENT_E2E_SKIP_KUBE_RS=1` skips the
 //! scenarios that need it, saying so; nothing else does.
 
 use std::env;
