@@ -52,14 +52,18 @@
 //! an indexer; a lister reads it. (The [`shared_informer`] and [`factory`] modules show the
 //! informer itself.)
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::cache::…`); one depending on kclient-cache alone writes `kclient_cache::…`.
+//!
 //! ```
+//! # mod kclient { pub mod k8s_openapi { pub use ::k8s_openapi::*; } pub mod core { pub use ::kclient_core::*; } pub mod cache { pub use ::kclient_cache::*; } } // the facade's paths
 //! use std::sync::Arc;
-//! use k8s_openapi::api::core::v1::Pod;
-//! use kclient_cache::{
+//! use kclient::k8s_openapi::api::core::v1::Pod;
+//! use kclient::cache::{
 //!     process_deltas, Indexer, Indexers, KeyFunc, Lister, Notification, Queue, RealFifo,
 //!     RealFifoOptions,
 //! };
-//! use kclient_core::labels::Selector;
+//! use kclient::core::labels::Selector;
 //!
 //! fn pod(name: &str) -> Arc<Pod> {
 //!     let mut pod = Pod::default();
@@ -81,7 +85,7 @@
 //! while !fifo.is_empty() {
 //!     fifo.pop(|deltas, initial| {
 //!         process_deltas(&indexer, deltas, initial, |n| events.push(format!("{n:?}")))
-//!             .map_err(|e| kclient_cache::ProcessError::Failed(e.into()))
+//!             .map_err(|e| kclient::cache::ProcessError::Failed(e.into()))
 //!     })
 //!     .await
 //!     .unwrap();

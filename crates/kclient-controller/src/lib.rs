@@ -37,20 +37,24 @@
 //! A controller that stamps every ConfigMap with the number of its keys, against
 //! kclient-fake:
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::controller::…`); one depending on kclient-controller alone writes `kclient_controller::…`.
+//!
 //! ```
+//! # mod kclient { pub mod k8s_openapi { pub use ::k8s_openapi::*; } pub mod core { pub use ::kclient_core::*; } pub mod typed { pub use ::kclient_typed::*; } pub mod cache { pub use ::kclient_cache::*; } pub mod controller { pub use ::kclient_controller::*; } pub mod fake { pub use ::kclient_fake::*; } } // the facade's paths
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use k8s_openapi::api::core::v1::ConfigMap;
-//! use kclient_cache::SharedInformerFactory;
-//! use kclient_controller::{Action, Controller, ReconcileContext, Reconciler};
-//! use kclient_core::{CancellationToken, CreateOptions, Patch, PatchOptions};
-//! use kclient_typed::Clientset;
+//! use kclient::k8s_openapi::api::core::v1::ConfigMap;
+//! use kclient::cache::SharedInformerFactory;
+//! use kclient::controller::{Action, Controller, ReconcileContext, Reconciler};
+//! use kclient::core::{CancellationToken, CreateOptions, Patch, PatchOptions};
+//! use kclient::typed::Clientset;
 //! use serde_json::json;
 //!
 //! struct Stamp(Clientset);
 //!
 //! impl Reconciler<ConfigMap> for Stamp {
-//!     type Error = kclient_typed::Error;
+//!     type Error = kclient::typed::Error;
 //!
 //!     async fn reconcile(&self, cm: Arc<ConfigMap>, ctx: &ReconcileContext) -> Result<Action, Self::Error> {
 //!         let keys = cm.data.as_ref().map_or(0, |d| d.len()).to_string();
@@ -65,7 +69,7 @@
 //! }
 //!
 //! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let server = kclient_fake::FakeApiServer::builder().start().await?;
+//! let server = kclient::fake::FakeApiServer::builder().start().await?;
 //! let clientset = Clientset::new(server.config()?)?;
 //! let factory = SharedInformerFactory::new(clientset.clone(), Duration::ZERO);
 //! let shutdown = CancellationToken::new();
@@ -81,7 +85,7 @@
 //!     loop {
 //!         let cm = config_maps.get("settings").await?;
 //!         if cm.metadata.annotations.is_some_and(|a| a.get("keys").is_some_and(|k| k == "1")) {
-//!             return Ok::<_, kclient_typed::Error>(());
+//!             return Ok::<_, kclient::typed::Error>(());
 //!         }
 //!         tokio::time::sleep(Duration::from_millis(20)).await;
 //!     }

@@ -162,6 +162,9 @@ fn write_json_string(s: &str, out: &mut String) {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
+            // Since Go 1.22 (kube-apiserver 1.37 is built with Go 1.26).
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
@@ -319,6 +322,11 @@ mod tests {
         assert_eq!(
             json(&json!({"z": [2e6], "a": {"&": null}})),
             r#"{"a":{"\u0026":null},"z":[2000000]}"#
+        );
+        // As Go 1.26's encoding/json writes it.
+        assert_eq!(
+            json(&json!("\u{8}\u{c}\u{1}<\u{2028}")),
+            r#""\b\f\u0001\u003c\u2028""#
         );
         assert_eq!(
             v(&json!({"b": [1, "x"], "a": null})),

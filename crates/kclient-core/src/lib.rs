@@ -31,10 +31,14 @@
 //! * Shared plumbing: [`CancellationToken`] (tokio-util's), which stops every layer's tasks,
 //!   and [`BoxError`], the boxed error of user code and lower layers.
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::core::…`); one depending on kclient-core alone writes `kclient_core::…`.
+//!
 //! ```
-//! use k8s_openapi::api::core::v1::Pod;
-//! use kclient_core::options::ListOptions;
-//! use kclient_core::{labels, meta_namespace_key, Resource, WatchEvent};
+//! # mod kclient { pub mod k8s_openapi { pub use ::k8s_openapi::*; } pub mod core { pub use ::kclient_core::*; } } // the facade's paths
+//! use kclient::k8s_openapi::api::core::v1::Pod;
+//! use kclient::core::options::ListOptions;
+//! use kclient::core::{labels, meta_namespace_key, Resource, WatchEvent};
 //!
 //! // Describe a resource and address it.
 //! let pods = Pod::api_resource(&());

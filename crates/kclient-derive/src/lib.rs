@@ -11,9 +11,13 @@
 //! `CustomResourceExt::crd()` (kclient-core's `crd` module) → the `CustomResourceDefinition`, its schema structural as kube-apiserver requires (from
 //! schemars: the spec and status types derive `schemars::JsonSchema`).
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::derive::…`); one depending on kclient-derive alone writes `kclient_derive::…`.
+//!
 //! ```
-//! use kclient_core::crd::CustomResourceExt;
-//! use kclient_derive::CustomResource;
+//! # mod kclient { pub mod core { pub use ::kclient_core::*; } pub mod derive { pub use ::kclient_derive::*; } } // the facade's paths
+//! use kclient::core::crd::CustomResourceExt;
+//! use kclient::derive::CustomResource;
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //!

@@ -16,11 +16,15 @@
 //!   one lazily and refreshes discovery once when a name is missing, so custom resources
 //!   installed after start are found.
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::discovery::…`); one depending on kclient-discovery alone writes `kclient_discovery::…`.
+//!
 //! ```no_run
-//! use kclient_discovery::{DeferredRestMapper, Discovery, DiscoveryClient, MemCacheClient};
+//! # mod kclient { pub mod rest { pub use ::kclient_rest::*; } pub mod discovery { pub use ::kclient_discovery::*; } } // the facade's paths
+//! use kclient::discovery::{DeferredRestMapper, Discovery, DiscoveryClient, MemCacheClient};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let config = kclient_rest::Config::infer()?;
+//! let config = kclient::rest::Config::infer()?;
 //! let discovery = MemCacheClient::new(DiscoveryClient::for_config(&config)?);
 //!
 //! let version = discovery.server_version().await?;

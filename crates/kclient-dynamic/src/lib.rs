@@ -20,13 +20,17 @@
 //! [`list_pages`](DynamicResource::list_pages) page its lists with kclient-core's
 //! [`ListPager`](kclient_core::ListPager).
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::dynamic::…`); one depending on kclient-dynamic alone writes `kclient_dynamic::…`.
+//!
 //! ```no_run
-//! use kclient_core::{DynamicObject, GroupVersionResource, ListOptions, Patch, PatchOptions};
-//! use kclient_dynamic::DynamicClient;
+//! # mod kclient { pub mod core { pub use ::kclient_core::*; } pub mod rest { pub use ::kclient_rest::*; } pub mod dynamic { pub use ::kclient_dynamic::*; } } // the facade's paths
+//! use kclient::core::{DynamicObject, GroupVersionResource, ListOptions, Patch, PatchOptions};
+//! use kclient::dynamic::DynamicClient;
 //! use serde_json::json;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let rest = kclient_rest::RestClient::new(kclient_rest::Config::infer()?)?;
+//! let rest = kclient::rest::RestClient::new(kclient::rest::Config::infer()?)?;
 //! let client = DynamicClient::new(rest);
 //! let crontabs = client
 //!     .resource(&GroupVersionResource::new("stable.example.com", "v1", "crontabs"))

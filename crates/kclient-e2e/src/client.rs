@@ -25,6 +25,8 @@ pub struct Response {
     pub body: Value,
     /// The `Content-Type` of a successful response (`None` for a failure `Status`).
     pub content_type: Option<String>,
+    /// The `Warning` headers of a successful response, as sent (`299 - "..."`).
+    pub warnings: Vec<String>,
 }
 
 impl Response {
@@ -55,6 +57,7 @@ impl Response {
             status: StatusCode::from_u16(status.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
             body,
             content_type: None,
+            warnings: Vec::new(),
         })
     }
 }
@@ -93,7 +96,7 @@ impl ApiClient {
         &self,
         method: Method,
         path_and_query: &str,
-        body: Option<(&str, &Value)>,
+        body: Option<(&str, Vec<u8>)>,
         accept: Option<&str>,
     ) -> Result<kclient_rest::request::Request> {
         let (path, params) = split_path(path_and_query);
@@ -101,10 +104,8 @@ impl ApiClient {
         if let Some(accept) = accept {
             request = request.header("Accept", accept);
         }
-        if let Some((content_type, value)) = body {
-            request = request
-                .header("Content-Type", content_type)
-                .body(serde_json::to_vec(value)?);
+        if let Some((content_type, bytes)) = body {
+            request = request.header("Content-Type", content_type).body(bytes);
         }
         Ok(request)
     }
@@ -117,14 +118,14 @@ impl ApiClient {
         path: &str,
         body: Option<(&str, &Value)>,
     ) -> Result<Response> {
-        self.send(method, path, body, None).await
+        self.send(method, path, json_body(body)?, None).await
     }
 
     async fn send(
         &self,
         method: Method,
         path: &str,
-        body: Option<(&str, &Value)>,
+        body: Option<(&str, Vec<u8>)>,
         accept: Option<&str>,
     ) -> Result<Response> {
         let request = self
@@ -137,6 +138,13 @@ impl ApiClient {
                     .get(http::header::CONTENT_TYPE)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string),
+                warnings: response
+                    .headers()
+                    .get_all(http::header::WARNING)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok())
+                    .map(str::to_string)
+                    .collect(),
                 status: response.status(),
                 body: serde_json::from_slice(response.body()).unwrap_or(Value::Null),
             }),
@@ -145,6 +153,7 @@ impl ApiClient {
                 status: StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
                 body: Value::String(snippet),
                 content_type: None,
+                warnings: Vec::new(),
             }),
             Err(other) => Err(anyhow::Error::new(other).context(format!("{method} {path}"))),
         }
@@ -179,6 +188,23 @@ impl ApiClient {
             .await
     }
 
+    /// `PATCH path` with these bytes as the body, as they are (for bodies a [`Value`] cannot
+    /// hold: malformed JSON, escapes a serializer would not write).
+    pub async fn patch_bytes(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> Result<Response> {
+        self.send(
+            Method::PATCH,
+            path,
+            Some((content_type, body.to_vec())),
+            None,
+        )
+        .await
+    }
+
     /// `DELETE path`.
     pub async fn delete(&self, path: &str) -> Result<Response> {
         self.request(Method::DELETE, path, None).await
@@ -192,7 +218,8 @@ impl ApiClient {
         body: Option<(&str, &Value)>,
         accept: &str,
     ) -> Result<Response> {
-        self.send(method, path, body, Some(accept)).await
+        self.send(method, path, json_body(body)?, Some(accept))
+            .await
     }
 
     /// Opens a watch (`path` must carry `watch=1`). A failure `Status` before the stream
@@ -224,6 +251,12 @@ impl ApiClient {
             Err(other) => Err(anyhow::Error::new(other).context(format!("GET {path}"))),
         }
     }
+}
+
+/// A JSON body, serialized.
+fn json_body<'a>(body: Option<(&'a str, &Value)>) -> Result<Option<(&'a str, Vec<u8>)>> {
+    body.map(|(content_type, value)| Ok((content_type, serde_json::to_vec(value)?)))
+        .transpose()
 }
 
 impl ApiClient {

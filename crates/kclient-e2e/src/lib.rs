@@ -25,6 +25,7 @@
 //! ```
 
 pub mod client;
+pub mod peers;
 pub mod scenarios;
 pub mod target;
 pub mod transcript;

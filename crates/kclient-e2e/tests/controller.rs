@@ -21,8 +21,8 @@ use kclient_core::{
     ApiStatus, CancellationToken, CreateOptions, DeleteOptions, ListOptions, Patch, PatchOptions,
     ResourceExt, UpdateOptions,
 };
-use kclient_e2e::scenarios::Namespace;
-use kclient_e2e::{Target, TargetKind, Transcript};
+use kclient_e2e::scenarios::{run_everywhere, Namespace};
+use kclient_e2e::{Target, Transcript};
 use kclient_typed::Clientset;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -316,26 +316,5 @@ async fn steps(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deployment_controller_owning_config_maps_agrees_on_both_servers() -> Result<()> {
-    let targets = Target::available().await?;
-    let mut transcripts: Vec<(TargetKind, Transcript)> = Vec::new();
-    let mut failures = Vec::new();
-    for target in &targets {
-        match scenario(target).await {
-            Ok(transcript) => {
-                eprintln!(
-                    "kclient-e2e: controller against {}:\n{transcript}",
-                    target.kind
-                );
-                transcripts.push((target.kind, transcript));
-            }
-            Err(e) => failures.push(format!("against {}: {e:#}", target.kind)),
-        }
-    }
-    ensure!(failures.is_empty(), "{}", failures.join("; "));
-    if let [(a_kind, a), (b_kind, b), ..] = transcripts.as_slice() {
-        if let Some(difference) = a.first_difference(b) {
-            bail!("{a_kind} and {b_kind} disagree at {difference}");
-        }
-    }
-    Ok(())
+    run_everywhere("controller", |t| Box::pin(scenario(t)), true).await
 }

@@ -4,37 +4,8 @@
 //! `cargo xtask e2e test` for the real server.
 
 use anyhow::Result;
-use kclient_e2e::scenarios::{self, Scenario, DIFFERENTIAL};
-use kclient_e2e::{Target, TargetKind, Transcript};
-
-/// Runs `scenario` on every target (all of them, even after a failure, so that a failure on
-/// one can be read next to the other's transcript); compares the transcripts when
-/// `differential`.
-async fn run_everywhere(name: &str, scenario: Scenario, differential: bool) -> Result<()> {
-    let targets = Target::available().await?;
-    let mut transcripts: Vec<(TargetKind, Transcript)> = Vec::new();
-    let mut failures = Vec::new();
-    for target in &targets {
-        match scenario(target).await {
-            Ok(transcript) => {
-                eprintln!("kclient-e2e: {name} against {}:\n{transcript}", target.kind);
-                transcripts.push((target.kind, transcript));
-            }
-            Err(error) => failures.push(format!("against {}: {error:#}", target.kind)),
-        }
-    }
-    if !failures.is_empty() {
-        anyhow::bail!("scenario {name} failed {}", failures.join("; "));
-    }
-    if differential {
-        if let [(a_kind, a), (b_kind, b), ..] = transcripts.as_slice() {
-            if let Some(difference) = a.first_difference(b) {
-                anyhow::bail!("{name}: {a_kind} and {b_kind} disagree at {difference}");
-            }
-        }
-    }
-    Ok(())
-}
+use kclient_e2e::scenarios::{self, run_everywhere, Scenario, DIFFERENTIAL};
+use kclient_e2e::{TargetKind, Transcript};
 
 fn differential(name: &str) -> Scenario {
     DIFFERENTIAL
@@ -108,6 +79,12 @@ async fn watch_bookmarks() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn patches() -> Result<()> {
     run_everywhere("patches", differential("patches"), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_patch_semantics() -> Result<()> {
+    let name = "json_patch_semantics";
+    run_everywhere(name, differential(name), true).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,7 +19,8 @@
 //!
 //! - empty metadata labels, annotations, finalizers and owner references, and a ConfigMap's or
 //!   Secret's empty `data`/`binaryData`, are dropped, as Go's `omitempty` drops them when the
-//!   server re-encodes an object ([`drop_empty`]).
+//!   server re-encodes an object, and a null in labels, annotations or a ConfigMap's `data`
+//!   is an empty string, as Go decodes it ([`drop_empty`]).
 //!
 //! Full defaulting and validation of every field is out of scope.
 
@@ -32,7 +33,21 @@ use crate::catalogue::ResourceInfo;
 /// empty `metadata.labels`, `annotations`, `finalizers` and `ownerReferences` (every type's
 /// metadata is typed, custom resources' too) and, for built-in types, a ConfigMap's or
 /// Secret's empty `data`/`binaryData`. Other empty fields of built-in types are kept as sent.
+/// A null in one of those maps of strings (labels, annotations, a ConfigMap's `data`) becomes
+/// an empty string, as Go decodes a null into a string (a JSON patch's `copy` from a missing
+/// key writes one).
 pub fn drop_empty(info: &ResourceInfo, obj: &mut Value) {
+    fn strings_from_nulls(map: Option<&mut Value>) {
+        for value in map
+            .and_then(Value::as_object_mut)
+            .into_iter()
+            .flat_map(|m| m.values_mut())
+        {
+            if value.is_null() {
+                *value = Value::String(String::new());
+            }
+        }
+    }
     fn drop_if_empty(map: &mut serde_json::Map<String, Value>, fields: &[&str]) {
         for field in fields {
             let empty = match map.get(*field) {
@@ -47,12 +62,17 @@ pub fn drop_empty(info: &ResourceInfo, obj: &mut Value) {
         }
     }
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        strings_from_nulls(meta.get_mut("labels"));
+        strings_from_nulls(meta.get_mut("annotations"));
         drop_if_empty(
             meta,
             &["labels", "annotations", "finalizers", "ownerReferences"],
         );
     }
     if !info.custom && info.api.group.is_empty() && matches!(info.kind(), "ConfigMap" | "Secret") {
+        if info.kind() == "ConfigMap" {
+            strings_from_nulls(obj.get_mut("data"));
+        }
         if let Some(map) = obj.as_object_mut() {
             drop_if_empty(map, &["data", "binaryData"]);
         }

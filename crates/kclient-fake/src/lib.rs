@@ -46,9 +46,13 @@
 //! attach and port-forward without a handler), which fail as a cluster with nothing running
 //! does.
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::fake::…`); one depending on kclient-fake alone writes `kclient_fake::…`.
+//!
 //! ```no_run
+//! # mod kclient { pub mod core { pub use ::kclient_core::*; } pub mod rest { pub use ::kclient_rest::*; } pub mod fake { pub use ::kclient_fake::*; } } // the facade's paths
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use kclient_fake::FakeApiServer;
+//! use kclient::fake::FakeApiServer;
 //! use serde_json::json;
 //!
 //! let server = FakeApiServer::builder().start().await?;
@@ -59,10 +63,10 @@
 //!     "data": {"mode": "fast"}
 //! }))?;
 //! // ...point a client at it (kclient-rest directly, anything else through a kubeconfig)...
-//! let client = kclient_rest::RestClient::new(server.config()?)?;
+//! let client = kclient::rest::RestClient::new(server.config()?)?;
 //! server.write_kubeconfig("/tmp/kubeconfig")?;
 //! // ...and read back what the code under test did.
-//! let cm = server.get_value(&kclient_core::GroupResource::new("", "configmaps"), "demo", "settings");
+//! let cm = server.get_value(&kclient::core::GroupResource::new("", "configmaps"), "demo", "settings");
 //! assert!(cm.is_some());
 //! server.shutdown().await;
 //! # Ok(()) }
@@ -184,6 +188,7 @@ mod streaming;
 mod table;
 mod tls;
 mod verbs;
+mod wait;
 mod watch;
 
 pub use actions::{Action, ActionFilter, DEFAULT_ACTION_HISTORY};
@@ -213,10 +218,17 @@ pub enum Error {
     #[error("{0}")]
     Api(#[from] kclient_core::ApiError),
     /// [`FakeApiServer::wait_until`]'s condition did not hold within its bound.
-    #[error("the condition did not hold within {timeout:?}")]
+    #[error("the condition at {location} did not hold within {timeout:?}; {last_read}")]
+    #[non_exhaustive]
     WaitTimeout {
         /// The bound.
         timeout: std::time::Duration,
+        /// Where `wait_until` was called.
+        location: &'static std::panic::Location<'static>,
+        /// What the condition read from the server when it was last checked: each object it
+        /// got (its JSON without `managedFields`, or `absent`), each list (the names), the
+        /// number of recorded actions it looked at.
+        last_read: String,
     },
     /// A manifest could not be read or parsed.
     #[error("manifest {path}: {message}")]

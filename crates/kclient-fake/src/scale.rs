@@ -138,7 +138,8 @@ pub fn patch(
     opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
     let patch_type = crate::patch::patch_type(req)?;
+    crate::patch::check_json_body(patch_type, &req.body)?;
     write_replicas(shared, info, namespace, name, opts, |scale| {
-        crate::patch::apply_simple(patch_type, scale, &req.body, "Scale")
+        crate::patch::apply_simple(patch_type, scale, &req.body, opts)
     })
 }

@@ -3,7 +3,9 @@
 //! shutdown.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::panic::Location;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,7 +31,7 @@ use crate::registry::{Registry, WriteOptions};
 use crate::response::{self, Body};
 use crate::store::{object_key, StoreState};
 use crate::tls::{Authority, CertifiedKey};
-use crate::Error;
+use crate::{wait, Error};
 
 /// Tunables of a server.
 #[derive(Debug, Clone)]
@@ -484,12 +486,16 @@ impl FakeApiServer {
     /// Every recorded action, oldest first (client-go's fake `Actions()`; see
     /// [`Action`]).
     pub fn actions(&self) -> Vec<Action> {
-        self.shared.actions.all()
+        let all = self.shared.actions.all();
+        wait::note(|| format!("the recorded actions: {}", all.len()));
+        all
     }
 
     /// The recorded actions `filter` picks, oldest first.
     pub fn actions_matching(&self, filter: &ActionFilter) -> Vec<Action> {
-        self.shared.actions.matching(filter)
+        let matching = self.shared.actions.matching(filter);
+        wait::note(|| format!("the recorded actions {filter:?}: {}", matching.len()));
+        matching
     }
 
     /// Forgets the recorded actions (client-go's `ClearActions()`).
@@ -509,7 +515,16 @@ impl FakeApiServer {
     /// [`get`](Self::get), [`list`](Self::list) ..., and its recorded actions), at most
     /// `timeout` (tokio's clock). The condition is checked now and again after every change
     /// of the store and every new request, never by polling; a condition that holds at once
-    /// returns at once. [`Error::WaitTimeout`] when it did not hold in time.
+    /// returns at once.
+    ///
+    /// When it did not hold in time: [`Error::WaitTimeout`], which names the caller's line
+    /// and what the condition read from the server when it was last checked (the objects it
+    /// got, without their `managedFields`, the names it listed, how many actions it saw):
+    ///
+    /// ```text
+    /// the condition at tests/web.rs:42:10 did not hold within 10s; it last read:
+    /// deployments.apps default/web: {"apiVersion":"apps/v1",...,"status":{"replicas":2}}
+    /// ```
     ///
     /// ```no_run
     /// # async fn demo(server: kclient_fake::FakeApiServer) -> Result<(), kclient_fake::Error> {
@@ -523,27 +538,36 @@ impl FakeApiServer {
     ///     .await?;
     /// # Ok(()) }
     /// ```
-    pub async fn wait_until(
-        &self,
+    #[track_caller]
+    pub fn wait_until<'a>(
+        &'a self,
         timeout: Duration,
-        mut condition: impl FnMut(&Self) -> bool,
-    ) -> Result<(), Error> {
-        // Subscribed before the first check: a change between the check and the wait is
-        // not missed.
-        let mut store = self.shared.registry.store.subscribe();
-        let mut actions = self.shared.actions.subscribe();
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            if condition(self) {
-                return Ok(());
-            }
-            // Both senders live in the server's shared state, as long as `self`: neither
-            // `changed` can report a closed channel here.
-            tokio::select! {
-                _ = store.changed() => {}
-                _ = actions.changed() => {}
-                () = tokio::time::sleep_until(deadline) => {
-                    return Err(Error::WaitTimeout { timeout });
+        mut condition: impl FnMut(&Self) -> bool + 'a,
+    ) -> impl Future<Output = Result<(), Error>> + 'a {
+        let location = Location::caller();
+        async move {
+            // Subscribed before the first check: a change between the check and the wait is
+            // not missed.
+            let mut store = self.shared.registry.store.subscribe();
+            let mut actions = self.shared.actions.subscribe();
+            let deadline = tokio::time::Instant::now() + timeout;
+            loop {
+                let (holds, read) = wait::noting_reads(|| condition(self));
+                if holds {
+                    return Ok(());
+                }
+                // Both senders live in the server's shared state, as long as `self`: neither
+                // `changed` can report a closed channel here.
+                tokio::select! {
+                    _ = store.changed() => {}
+                    _ = actions.changed() => {}
+                    () = tokio::time::sleep_until(deadline) => {
+                        return Err(Error::WaitTimeout {
+                            timeout,
+                            location,
+                            last_read: wait::describe(&read),
+                        });
+                    }
                 }
             }
         }
@@ -648,10 +672,27 @@ impl FakeApiServer {
         serde_json::from_value(stored).map_err(|e| ApiError::internal_error(&e.to_string()))
     }
 
-    /// Changes an object directly (no HTTP, no injected faults), as an update of its main
-    /// resource would: `change` edits the stored JSON, then the server moves the
-    /// resourceVersion and tells watchers (`MODIFIED`). Returns the stored object; `404` if
-    /// there is none.
+    /// Changes an object directly (no HTTP, no injected faults): `change` edits the stored
+    /// JSON, then the server moves the resourceVersion and tells watchers (`MODIFIED`).
+    /// Returns the stored object; `404` if there is none.
+    ///
+    /// It is a write of the whole object, `status` included: the fake runs no controllers,
+    /// so a test plays them by writing what they would (a Deployment's `readyReplicas`, a
+    /// Pod's `phase`), which a client could only write through the `status` subresource.
+    /// Otherwise it is checked as an update of the main resource (immutable fields,
+    /// `generation` moved by spec changes, a custom resource's schema).
+    ///
+    /// ```no_run
+    /// # fn demo(server: &kclient_fake::FakeApiServer) -> Result<(), kclient_core::ApiError> {
+    /// use kclient_core::GroupResource;
+    /// use serde_json::json;
+    ///
+    /// // The deployment controller's work, done by the test: two replicas ready.
+    /// server.modify(&GroupResource::new("apps", "deployments"), "default", "web", |d| {
+    ///     d["status"] = json!({"replicas": 2, "readyReplicas": 2, "availableReplicas": 2});
+    /// })?;
+    /// # Ok(()) }
+    /// ```
     pub fn modify(
         &self,
         resource: &GroupResource,
@@ -669,7 +710,10 @@ impl FakeApiServer {
             namespace,
             name,
             crate::registry::Part::Main,
-            &WriteOptions::default(),
+            &WriteOptions {
+                seed: true,
+                ..WriteOptions::default()
+            },
             |current| {
                 let mut obj = current
                     .cloned()
@@ -709,22 +753,50 @@ impl FakeApiServer {
         name: &str,
     ) -> Option<Value> {
         let state = self.shared.registry.store.read();
-        state
+        let found = state
             .get(resource, &object_key(namespace, name))
-            .map(|o| o.value.clone())
+            .map(|o| o.value.clone());
+        wait::note(|| {
+            let shown = found.as_ref().map_or("absent".into(), wait::object);
+            format!("{resource} {}: {shown}", object_key(namespace, name))
+        });
+        found
     }
 
-    /// A typed object read directly from the store.
+    /// A typed object read directly from the store: any k8s-openapi type, or any type with
+    /// k8s-openapi's `Resource` (kclient's generated CRD types have it). `None` when there is
+    /// no such object, or it does not deserialize as `K`.
     pub fn get<K>(&self, namespace: &str, name: &str) -> Option<K>
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        let v = self.get_value(
+        self.get_as(
             &GroupResource::new(K::GROUP, K::URL_PATH_SEGMENT),
             namespace,
             name,
-        )?;
-        serde_json::from_value(v).ok()
+        )
+    }
+
+    /// An object of `resource` read directly from the store as any type it deserializes
+    /// into, for types that do not implement k8s-openapi's `Resource`: a kube-derive
+    /// `#[derive(CustomResource)]` type (which implements kube's own `Resource`), or a
+    /// struct of the test's own. `None` when there is no such object, or it does not
+    /// deserialize as `T`.
+    ///
+    /// ```no_run
+    /// # #[derive(serde::Deserialize)] struct Memcached {}
+    /// # fn demo(server: &kclient_fake::FakeApiServer) {
+    /// use kclient_core::GroupResource;
+    ///
+    /// let memcacheds = GroupResource::new("cache.example.com", "memcacheds");
+    /// let m: Option<Memcached> = server.get_as(&memcacheds, "default", "cache");
+    /// # }
+    /// ```
+    pub fn get_as<T>(&self, resource: &GroupResource, namespace: &str, name: &str) -> Option<T>
+    where
+        T: DeserializeOwned,
+    {
+        serde_json::from_value(self.get_value(resource, namespace, name)?).ok()
     }
 
     /// A dynamic object read directly from the store.
@@ -734,36 +806,58 @@ impl FakeApiServer {
         namespace: &str,
         name: &str,
     ) -> Option<DynamicObject> {
-        let v = self.get_value(
+        self.get_as(
             &GroupResource::new(resource.group.clone(), resource.plural.clone()),
             namespace,
             name,
-        )?;
-        serde_json::from_value(v).ok()
+        )
     }
 
     /// Every object of `resource` (in `namespace`, if given), in key order, read directly
     /// from the store.
     pub fn list_values(&self, resource: &GroupResource, namespace: Option<&str>) -> Vec<Value> {
         let state = self.shared.registry.store.read();
-        state
+        let all: Vec<Value> = state
             .range(resource, namespace, None)
             .map(|(_, o)| o.value.clone())
-            .collect()
+            .collect();
+        wait::note(|| {
+            let names: Vec<&str> = all
+                .iter()
+                .map(|o| crate::meta::meta_str(o, "name"))
+                .collect();
+            let place = namespace.map_or("all namespaces".into(), |ns| format!("namespace {ns}"));
+            format!(
+                "{resource} in {place}: {} ({})",
+                names.len(),
+                names.join(", ")
+            )
+        });
+        all
     }
 
-    /// Every typed object of `K` (in `namespace`, if given), read directly from the store.
+    /// Every typed object of `K` (in `namespace`, if given), read directly from the store
+    /// (see [`get`](Self::get); those that do not deserialize as `K` are left out).
     pub fn list<K>(&self, namespace: Option<&str>) -> Vec<K>
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        self.list_values(
+        self.list_as(
             &GroupResource::new(K::GROUP, K::URL_PATH_SEGMENT),
             namespace,
         )
-        .into_iter()
-        .filter_map(|v| serde_json::from_value(v).ok())
-        .collect()
+    }
+
+    /// Every object of `resource` (in `namespace`, if given) as any type it deserializes
+    /// into (see [`get_as`](Self::get_as); those that do not are left out).
+    pub fn list_as<T>(&self, resource: &GroupResource, namespace: Option<&str>) -> Vec<T>
+    where
+        T: DeserializeOwned,
+    {
+        self.list_values(resource, namespace)
+            .into_iter()
+            .filter_map(|v| serde_json::from_value(v).ok())
+            .collect()
     }
 
     /// Stops accepting connections, closes the open ones (watches end) and waits for the

@@ -560,3 +560,58 @@ async fn non_structural_crds_are_refused() {
         "CustomResourceDefinition.apiextensions.k8s.io \"bads.p2.schema-probe.kclient.dev\" is invalid: spec.versions[0].schema.openAPIV3Schema: Required value"
     );
 }
+
+/// A type from another derive (kube-derive's `CustomResource` implements kube's own
+/// `Resource`, not k8s-openapi's): seeded from its JSON, read back with `get_as` and
+/// `list_as` naming its resource (issue 49: `get` wants k8s-openapi's `Resource`).
+#[tokio::test]
+async fn types_without_k8s_openapi_s_resource_are_read_by_their_resource() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kclient_core::GroupResource;
+
+    /// The shape `#[derive(CustomResource)]` gives a type: metadata and a spec, `apiVersion`
+    /// and `kind` in its JSON, serde's traits and none of k8s-openapi's.
+    #[derive(Debug, serde::Serialize, serde::Deserialize, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    struct Memcached {
+        api_version: String,
+        kind: String,
+        metadata: ObjectMeta,
+        spec: MemcachedSpec,
+    }
+    #[derive(Debug, serde::Serialize, serde::Deserialize, PartialEq)]
+    struct MemcachedSpec {
+        size: i32,
+    }
+
+    let (server, _c) = server().await;
+    server.register(
+        kclient_fake::ResourceInfo::new(
+            kclient_core::GroupVersionKind::new("cache.example.com", "v1alpha1", "Memcached"),
+            "memcacheds",
+            true,
+        )
+        .custom_resource(),
+    );
+    let cache = Memcached {
+        api_version: "cache.example.com/v1alpha1".into(),
+        kind: "Memcached".into(),
+        metadata: ObjectMeta {
+            name: Some("cache".into()),
+            namespace: Some("default".into()),
+            ..ObjectMeta::default()
+        },
+        spec: MemcachedSpec { size: 3 },
+    };
+    server.seed(serde_json::to_value(&cache).unwrap()).unwrap();
+    let memcacheds = GroupResource::new("cache.example.com", "memcacheds");
+    let read: Memcached = server.get_as(&memcacheds, "default", "cache").unwrap();
+    assert_eq!(read.spec, MemcachedSpec { size: 3 });
+    assert!(read.metadata.uid.is_some());
+    let all: Vec<Memcached> = server.list_as(&memcacheds, Some("default"));
+    assert_eq!(all.len(), 1);
+    assert_eq!(
+        server.get_as::<Memcached>(&memcacheds, "default", "other"),
+        None
+    );
+}

@@ -626,3 +626,50 @@ async fn seeding_and_reading_without_http() {
     assert_eq!(server.list::<Pod>(None).len(), 1);
     assert!(server.resource_version() >= rv(&r.body));
 }
+
+/// `modify` is a test's direct write: a Deployment's status is written as given (issue 49: it
+/// was silently dropped, as an update of the main resource drops it, and the test waited
+/// forever for ready replicas), watchers see it, and the generation stays.
+#[tokio::test]
+async fn modify_writes_status_too() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kclient_core::GroupResource;
+    let (server, c) = server().await;
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    c.post(
+        deployments,
+        &json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                         "template": {"metadata": {"labels": {"app": "web"}},
+                                      "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}}),
+    )
+    .await;
+    let mut watch = c
+        .watch(&format!(
+            "{deployments}?watch=1&resourceVersion={}",
+            server.resource_version()
+        ))
+        .await;
+    let stored = server
+        .modify(
+            &GroupResource::new("apps", "deployments"),
+            "default",
+            "web",
+            |d| {
+                d["status"] = json!({"replicas": 2, "readyReplicas": 2, "availableReplicas": 2});
+            },
+        )
+        .unwrap();
+    assert_eq!(stored["status"]["readyReplicas"], 2);
+    assert_eq!(stored["metadata"]["generation"], 1);
+    let d: Deployment = server.get("default", "web").unwrap();
+    assert_eq!(d.status.and_then(|s| s.ready_replicas), Some(2));
+    let event = watch.next().await.unwrap();
+    assert_eq!(event["type"], "MODIFIED");
+    assert_eq!(event["object"]["status"]["readyReplicas"], 2);
+    // A write through the API still cannot change it.
+    let mut body = c.get(&format!("{deployments}/web")).await.body;
+    body["status"]["readyReplicas"] = json!(0);
+    let r = c.put(&format!("{deployments}/web"), &body).await;
+    assert_eq!(r.body["status"]["readyReplicas"], 2, "{}", r.body);
+}

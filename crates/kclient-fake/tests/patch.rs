@@ -16,6 +16,75 @@ fn deployment(name: &str) -> serde_json::Value {
                                  "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}})
 }
 
+/// kube-runtime's `finalizer()` adds the first finalizer with a `test` of null on the missing
+/// `metadata.finalizers`, then later ones after a `test` of the list it saw, and removes each
+/// after its cleanup with a `test` of its name (issue 49: the first patch was refused).
+#[tokio::test]
+async fn kube_runtime_finalizer_patches_apply() {
+    let (_server, c) = with_configmap("cfg").await;
+    let item = "/api/v1/namespaces/default/configmaps/cfg";
+    let first = r#"[{"op":"test","path":"/metadata/finalizers","value":null},
+                    {"op":"add","path":"/metadata/finalizers","value":["example.com/one"]}]"#;
+    let r = c.patch(item, JSON_PATCH, first).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["metadata"]["finalizers"], json!(["example.com/one"]));
+    // The same patch once there is a finalizer: the test fails.
+    let r = c.patch(item, JSON_PATCH, first).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let second = r#"[{"op":"test","path":"/metadata/finalizers","value":["example.com/one"]},
+                     {"op":"add","path":"/metadata/finalizers/-","value":"example.com/two"}]"#;
+    let r = c.patch(item, JSON_PATCH, second).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = c.delete(item).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    for (at, name) in [(1, "example.com/two"), (0, "example.com/one")] {
+        let remove = format!(
+            r#"[{{"op":"test","path":"/metadata/finalizers/{at}","value":"{name}"}},
+                {{"op":"remove","path":"/metadata/finalizers/{at}"}}]"#
+        );
+        let r = c.patch(item, JSON_PATCH, &remove).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+    assert_eq!(c.get(item).await.status, StatusCode::NOT_FOUND);
+}
+
+/// A failing JSON patch is kube-apiserver's bare 422 (no causes); a body that is not JSON is
+/// `400 invalid JSON patch` even when the object is missing; unknown and repeated fields of
+/// an operation are warnings; a copy from a missing key writes a null, which a ConfigMap's
+/// data holds as an empty string.
+#[tokio::test]
+async fn json_patch_answers_are_kube_apiserver_s() {
+    let (_server, c) = with_configmap("cfg").await;
+    let item = "/api/v1/namespaces/default/configmaps/cfg";
+    let r = c
+        .patch(item, JSON_PATCH, r#"[{"op":"remove","path":"/data/nope"}]"#)
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.body["details"], json!({}), "{}", r.body);
+    let r = c
+        .patch(
+            "/api/v1/namespaces/default/configmaps/missing",
+            JSON_PATCH,
+            "[",
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.body["message"], "invalid JSON patch");
+    let r = c
+        .patch(
+            item,
+            JSON_PATCH,
+            r#"[{"op":"copy","from":"/data/nope","path":"/data/b","extra":1}]"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["data"], json!({"k": "v", "b": ""}));
+    assert_eq!(
+        r.headers.get("warning").and_then(|v| v.to_str().ok()),
+        Some(r#"299 - "json patch unknown field \"[0].extra\"""#)
+    );
+}
+
 #[tokio::test]
 async fn merge_and_json_patches() {
     let (_server, c) = server().await;

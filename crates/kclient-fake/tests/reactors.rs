@@ -8,21 +8,12 @@ use kclient_core::PatchType;
 use kclient_fake::{ActionFilter, Failure, FakeApiServer, Reaction, Reactor};
 use serde_json::json;
 
-use crate::common::{configmap, server, Client, MERGE};
+use crate::common::{configmap, server, with_configmap, Client, MERGE};
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 
 fn item(name: &str) -> String {
     format!("{CONFIGMAPS}/{name}")
-}
-
-async fn with_configmap(name: &str) -> (FakeApiServer, Client) {
-    let (server, c) = server().await;
-    let created = c
-        .post(CONFIGMAPS, &configmap(name, json!({"k": "v"})))
-        .await;
-    assert_eq!(created.status, StatusCode::CREATED);
-    (server, c)
 }
 
 #[tokio::test]
@@ -394,8 +385,54 @@ async fn wait_until_gives_up_at_its_bound() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, kclient_fake::Error::WaitTimeout { timeout } if timeout == Duration::from_secs(5))
+        matches!(err, kclient_fake::Error::WaitTimeout { timeout, .. } if timeout == Duration::from_secs(5))
     );
-    assert_eq!(err.to_string(), "the condition did not hold within 5s");
     assert!(before.elapsed() >= Duration::from_secs(5));
+}
+
+/// A timed-out wait says where it was called and what its condition last read (issue 49: it
+/// said only `the condition did not hold within 10s`).
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_wait_names_its_caller_and_what_the_condition_read() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+    let (server, c) = server().await;
+    c.post(
+        "/api/v1/namespaces/default/configmaps",
+        &configmap("settings", json!({"mode": "slow"})),
+    )
+    .await;
+    let first = line!();
+    let err = server
+        .wait_until(Duration::from_secs(5), |s| {
+            let fast = s
+                .get::<ConfigMap>("default", "settings")
+                .and_then(|cm| cm.data)
+                .is_some_and(|d| d["mode"] == "fast");
+            let pods = s.list::<Pod>(Some("default"));
+            let missing = s.get::<ConfigMap>("default", "missing");
+            let requests = s.actions();
+            fast && pods.is_empty() && missing.is_some() && !requests.is_empty()
+        })
+        .await
+        .unwrap_err();
+    let last = line!();
+    let kclient_fake::Error::WaitTimeout { location, .. } = &err else {
+        panic!("not a timeout: {err}");
+    };
+    assert_eq!(location.file(), file!());
+    assert!((first..last).contains(&location.line()), "{location}");
+    let message = err.to_string();
+    assert!(
+        message.starts_with(&format!("the condition at {location} did not hold within 5s; it last read: configmaps default/settings: {{")),
+        "{message}"
+    );
+    for part in [
+        r#""data":{"mode":"slow"}"#,
+        "; pods in namespace default: 0 ()",
+        "; configmaps default/missing: absent",
+        "; the recorded actions: 1",
+    ] {
+        assert!(message.contains(part), "{part} not in {message}");
+    }
+    assert!(!message.contains("managedFields"), "{message}");
 }

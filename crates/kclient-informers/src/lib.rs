@@ -26,15 +26,19 @@
 //! picks 1.37; for 1.35 or 1.36 turn the defaults off and enable `v1_35` or `v1_36` (or the
 //! same feature on k8s-openapi). Libraries set `default-features = false`.
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::informers::…`); one depending on kclient-informers alone writes `kclient_informers::…`.
+//!
 //! ```no_run
+//! # mod kclient { pub mod core { pub use ::kclient_core::*; } pub mod rest { pub use ::kclient_rest::*; } pub mod typed { pub use ::kclient_typed::*; } pub mod cache { pub use ::kclient_cache::*; } pub mod informers { pub use ::kclient_informers::*; } } // the facade's paths
 //! use std::time::Duration;
-//! use kclient_cache::SharedInformerFactory;
-//! use kclient_core::CancellationToken;
-//! use kclient_informers::InformerFactoryExt;
-//! use kclient_typed::Clientset;
+//! use kclient::cache::SharedInformerFactory;
+//! use kclient::core::CancellationToken;
+//! use kclient::informers::InformerFactoryExt;
+//! use kclient::typed::Clientset;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let clientset = Clientset::new(kclient_rest::Config::infer()?)?;
+//! let clientset = Clientset::new(kclient::rest::Config::infer()?)?;
 //! let factory = SharedInformerFactory::new(clientset, Duration::from_secs(600));
 //! let pods = factory.core_v1().pods();
 //! let informer = pods.informer(); // ask before starting: the factory starts what was asked for

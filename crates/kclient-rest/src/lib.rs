@@ -30,13 +30,17 @@
 //!
 //! The defaults are client-go's (v0.35), each pinned by a test.
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::rest::…`); one depending on kclient-rest alone writes `kclient_rest::…`.
+//!
 //! ```no_run
-//! use k8s_openapi::api::core::v1::ConfigMap;
-//! use kclient_core::{GroupVersion, ListOptions, WatchEvent};
-//! use kclient_rest::{Config, RestClient};
+//! # mod kclient { pub mod k8s_openapi { pub use ::k8s_openapi::*; } pub mod core { pub use ::kclient_core::*; } pub mod rest { pub use ::kclient_rest::*; } } // the facade's paths
+//! use kclient::k8s_openapi::api::core::v1::ConfigMap;
+//! use kclient::core::{GroupVersion, ListOptions, WatchEvent};
+//! use kclient::rest::{Config, RestClient};
 //! use futures::StreamExt;
 //!
-//! # async fn run() -> Result<(), kclient_rest::Error> {
+//! # async fn run() -> Result<(), kclient::rest::Error> {
 //! let config = Config::infer()?;
 //! let namespace = config.namespace().to_owned();
 //! let client = RestClient::new(config)?.for_group_version(GroupVersion::new("", "v1"));

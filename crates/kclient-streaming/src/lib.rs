@@ -25,12 +25,16 @@
 //! connection. kclient-typed's `streaming` feature puts these on the typed client's pods
 //! (`pods.exec(name, &options)`, `pods.forward(name, local, remote)`).
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::streaming::…`); one depending on kclient-streaming alone writes `kclient_streaming::…`.
+//!
 //! ```no_run
-//! use kclient_streaming::portforward::{Dialer, PortForwarder};
-//! use kclient_streaming::remotecommand::{ExecOptions, Executor};
+//! # mod kclient { pub mod rest { pub use ::kclient_rest::*; } pub mod streaming { pub use ::kclient_streaming::*; } } // the facade's paths
+//! use kclient::streaming::portforward::{Dialer, PortForwarder};
+//! use kclient::streaming::remotecommand::{ExecOptions, Executor};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let client = kclient_rest::RestClient::new(kclient_rest::Config::infer()?)?;
+//! let client = kclient::rest::RestClient::new(kclient::rest::Config::infer()?)?;
 //!
 //! // `kubectl exec web -- sh -c 'echo hello; exit 3'`
 //! let options = ExecOptions::command(["sh", "-c", "echo hello; exit 3"]).stdout().stderr();

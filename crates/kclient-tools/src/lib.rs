@@ -28,9 +28,13 @@
 //!   [`RetryWatcher`](watch::RetryWatcher) that resumes without replaying or skipping, and
 //!   ready-made [`conditions`](watch::conditions) (client-go's `tools/watch`).
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::tools::…`); one depending on kclient-tools alone writes `kclient_tools::…`.
+//!
 //! ```
-//! use kclient_core::{ApiError, ApiStatus, GroupResource};
-//! use kclient_tools::retry::{on_error, DEFAULT_BACKOFF};
+//! # mod kclient { pub mod core { pub use ::kclient_core::*; } pub mod tools { pub use ::kclient_tools::*; } } // the facade's paths
+//! use kclient::core::{ApiError, ApiStatus, GroupResource};
+//! use kclient::tools::retry::{on_error, DEFAULT_BACKOFF};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! // Retry a call while the server is busy, at most DEFAULT_BACKOFF's four tries.

@@ -39,14 +39,18 @@
 //! workload kinds' `spec` is `Option<Spec>` up to 1.36 and `Spec` from 1.37 on), so code meant
 //! for several versions builds objects from JSON, as below.
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::typed::…`); one depending on kclient-typed alone writes `kclient_typed::…`.
+//!
 //! ```no_run
-//! use k8s_openapi::api::apps::v1::Deployment;
-//! use kclient_core::{DeleteOptions, ListOptions};
-//! use kclient_typed::{ApplyOptions, Clientset};
+//! # mod kclient { pub mod k8s_openapi { pub use ::k8s_openapi::*; } pub mod core { pub use ::kclient_core::*; } pub mod rest { pub use ::kclient_rest::*; } pub mod typed { pub use ::kclient_typed::*; } } // the facade's paths
+//! use kclient::k8s_openapi::api::apps::v1::Deployment;
+//! use kclient::core::{DeleteOptions, ListOptions};
+//! use kclient::typed::{ApplyOptions, Clientset};
 //! use serde_json::json;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let clientset = Clientset::new(kclient_rest::Config::infer()?)?;
+//! let clientset = Clientset::new(kclient::rest::Config::infer()?)?;
 //! let deployments = clientset.apps_v1().deployments("default");
 //!
 //! // Server-side apply, then scale through the scale subresource.

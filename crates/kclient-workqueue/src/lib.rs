@@ -65,8 +65,12 @@
 //! A worker pool with retries, as in client-go's workqueue example (see also
 //! `examples/workqueue.rs`):
 //!
+//! The examples use the paths a program depending on the `kclient` facade writes
+//! (`kclient::workqueue::…`); one depending on kclient-workqueue alone writes `kclient_workqueue::…`.
+//!
 //! ```
-//! use kclient_workqueue::{default_controller_rate_limiter, RateLimitingQueue, RateLimitingQueueConfig};
+//! # mod kclient { pub mod workqueue { pub use ::kclient_workqueue::*; } } // the facade's paths
+//! use kclient::workqueue::{default_controller_rate_limiter, RateLimitingQueue, RateLimitingQueueConfig};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
 //! let queue = RateLimitingQueue::with_config(

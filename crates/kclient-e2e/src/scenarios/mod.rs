@@ -24,6 +24,8 @@ mod discovery;
 mod finalizers;
 mod garbage_collection;
 mod immutable;
+mod json_patch;
+mod kube_rs;
 mod metadata;
 mod patch;
 mod protobuf;
@@ -42,6 +44,8 @@ pub use immutable::{
     immutable_config_and_secrets, immutable_jobs, immutable_pods, immutable_service_cluster_ip,
     immutable_workload_selectors,
 };
+pub use json_patch::json_patch_semantics;
+pub use kube_rs::kube_rs_finalizer;
 pub use metadata::{metadata_accept_variants, metadata_custom_resource, metadata_watch};
 pub use patch::{patches, strategic_merge_patch};
 pub use protobuf::protobuf_built_in_kinds;
@@ -77,12 +81,16 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
     ("streaming_list", |t| Box::pin(streaming_list(t))),
     ("watch_bookmarks", |t| Box::pin(watch_bookmarks(t))),
     ("patches", |t| Box::pin(patches(t))),
+    ("json_patch_semantics", |t| {
+        Box::pin(json_patch_semantics(t))
+    }),
     ("strategic_merge_patch", |t| {
         Box::pin(strategic_merge_patch(t))
     }),
     ("server_side_apply", |t| Box::pin(server_side_apply(t))),
     ("status_subresource", |t| Box::pin(status_subresource(t))),
     ("finalizers", |t| Box::pin(finalizers(t))),
+    ("kube_rs_finalizer", |t| Box::pin(kube_rs_finalizer(t))),
     ("crd_create_then_use", |t| Box::pin(crd_create_then_use(t))),
     ("derived_crds", |t| Box::pin(derived_crds(t))),
     ("discovery", |t| Box::pin(discovery(t))),
@@ -113,6 +121,35 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
         Box::pin(immutable_config_and_secrets(t))
     }),
 ];
+
+/// Runs `scenario` on every available target (all of them, even after a failure, so that a
+/// failure on one can be read next to the other's transcript), printing each transcript;
+/// compares the transcripts when `differential`. What each test of the suite does.
+pub async fn run_everywhere(name: &str, scenario: Scenario, differential: bool) -> Result<()> {
+    let targets = Target::available().await?;
+    let mut transcripts: Vec<(TargetKind, Transcript)> = Vec::new();
+    let mut failures = Vec::new();
+    for target in &targets {
+        match scenario(target).await {
+            Ok(transcript) => {
+                eprintln!("kclient-e2e: {name} against {}:\n{transcript}", target.kind);
+                transcripts.push((target.kind, transcript));
+            }
+            Err(error) => failures.push(format!("against {}: {error:#}", target.kind)),
+        }
+    }
+    if !failures.is_empty() {
+        bail!("scenario {name} failed {}", failures.join("; "));
+    }
+    if differential {
+        if let [(a_kind, a), (b_kind, b), ..] = transcripts.as_slice() {
+            if let Some(difference) = a.first_difference(b) {
+                bail!("{name}: {a_kind} and {b_kind} disagree at {difference}");
+            }
+        }
+    }
+    Ok(())
+}
 
 /// A namespace for one scenario run, with a unique name.
 #[derive(Debug)]

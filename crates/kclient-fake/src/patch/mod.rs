@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use http::header;
 use kclient_core::{ApiError, FieldError, GroupResource, PatchType, Status, StatusReason};
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
@@ -51,15 +52,26 @@ pub fn patch_type(req: &ApiRequest) -> Result<PatchType, ApiError> {
     PatchType::from_content_type(media).ok_or_else(|| unsupported(false))
 }
 
-/// Applies a non-apply patch document to `target`.
+/// Refuses a body that is not JSON, for every patch type but apply (whose YAML is read
+/// where it is applied): kube-apiserver checks this before it reads the object, so a
+/// missing object is not what a client hears about first.
+pub fn check_json_body(patch_type: PatchType, body: &[u8]) -> Result<(), ApiError> {
+    if patch_type == PatchType::Apply || serde_json::from_slice::<IgnoredAny>(body).is_ok() {
+        return Ok(());
+    }
+    Err(ApiError::bad_request("invalid JSON patch"))
+}
+
+/// Applies a non-apply patch document to `target`, with the request's options
+/// (`fieldValidation` and where warnings go).
 pub fn apply_simple(
     patch_type: PatchType,
     target: &Value,
     body: &[u8],
-    _kind: &str,
+    opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
     match patch_type {
-        PatchType::Json => json::apply(target, body),
+        PatchType::Json => json::apply(target, body, opts),
         PatchType::Merge => merge::apply(target, body),
         PatchType::StrategicMerge => strategic::apply(target, body),
         _ => Err(unsupported(false)),
@@ -96,6 +108,7 @@ pub fn handle(
             )],
         ));
     }
+    check_json_body(patch_type, &req.body)?;
     let gr = info.group_resource();
     let opts = WriteOptions {
         patch: true,
@@ -107,6 +120,6 @@ pub fn handle(
             let Some(cur) = cur else {
                 return Err(ApiError::not_found(&gr, name));
             };
-            apply_simple(patch_type, cur, &req.body, info.kind())
+            apply_simple(patch_type, cur, &req.body, &opts)
         })
 }

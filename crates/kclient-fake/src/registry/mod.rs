@@ -42,7 +42,9 @@ pub struct WriteOptions {
     pub dry_run: bool,
     /// `fieldManager` (or the one derived from the User-Agent).
     pub field_manager: String,
-    /// Seeding by a test: keep `status` as given on create.
+    /// A direct write by the test (`seed`, `modify`), playing the controllers the fake does
+    /// not run: `status` is kept as given, on create and on update, where a write through the
+    /// API would reset it.
     pub seed: bool,
     /// `fieldValidation`: what to do with fields a custom resource's schema does not know.
     pub field_validation: FieldValidation,

@@ -194,6 +194,19 @@ pub async fn server() -> (FakeApiServer, Client) {
     (server, client)
 }
 
+/// A server with ConfigMap `name` (`{"k": "v"}`) in `default`.
+pub async fn with_configmap(name: &str) -> (FakeApiServer, Client) {
+    let (server, c) = server().await;
+    let created = c
+        .post(
+            "/api/v1/namespaces/default/configmaps",
+            &configmap(name, json!({"k": "v"})),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    (server, c)
+}
+
 pub fn pod(name: &str) -> Value {
     json!({
         "apiVersion": "v1",
