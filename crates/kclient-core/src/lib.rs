@@ -118,8 +118,8 @@ pub use object_key::{
 };
 pub use object_list::ObjectList;
 pub use options::{
-    CreateOptions, DeleteOptions, DeletionPropagation, FieldValidation, GetOptions, ListOptions,
-    OptionsError, PatchOptions, Preconditions, ResourceVersionMatch, UpdateOptions,
+    go_duration, CreateOptions, DeleteOptions, DeletionPropagation, FieldValidation, GetOptions,
+    ListOptions, OptionsError, PatchOptions, Preconditions, ResourceVersionMatch, UpdateOptions,
     MAX_GO_DURATION, MAX_TIMEOUT_SECONDS,
 };
 pub use pager::{ListPager, PagedList, PagerError, DEFAULT_PAGE_SIZE};

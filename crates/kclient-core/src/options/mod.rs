@@ -68,3 +68,75 @@ pub const MAX_GO_DURATION: std::time::Duration = std::time::Duration::from_nanos
 
 /// Query parameters as `(name, value)` pairs, before URL encoding.
 type QueryPairs = Vec<(&'static str, String)>;
+
+/// Formats a duration as Go's `time.Duration.String` does (`30s`, `1m30s`, `1.5s`, `250ms`),
+/// the form the API server parses in `?timeout=`.
+///
+/// A duration longer than Go's can be ([`MAX_GO_DURATION`], about 292 years) is formatted as
+/// that one, `2562047h47m16.854775807s`: the server's `time.ParseDuration` refuses anything
+/// longer, answering `400 Bad Request` to the whole request, whereas the longest it parses
+/// means what was asked (the server then applies its own limit, `--request-timeout`, to any
+/// timeout longer than that). So `Config { timeout: Some(Duration::MAX), .. }` sends this.
+pub fn go_duration(d: std::time::Duration) -> String {
+    let nanos = d.min(MAX_GO_DURATION).as_nanos();
+    if nanos == 0 {
+        return "0s".to_owned();
+    }
+    fn with_fraction(value: u128, unit: u128, digits: usize) -> String {
+        let whole = value / unit;
+        let frac = value % unit;
+        if frac == 0 {
+            whole.to_string()
+        } else {
+            let frac = format!("{frac:0digits$}");
+            format!("{whole}.{}", frac.trim_end_matches('0'))
+        }
+    }
+    if nanos < 1_000 {
+        return format!("{nanos}ns");
+    }
+    if nanos < 1_000_000 {
+        return format!("{}µs", with_fraction(nanos, 1_000, 3));
+    }
+    if nanos < 1_000_000_000 {
+        return format!("{}ms", with_fraction(nanos, 1_000_000, 6));
+    }
+    let secs = nanos / 1_000_000_000;
+    let sub = nanos % 1_000_000_000;
+    let (h, m, s) = (secs / 3600, (secs / 60) % 60, secs % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if h > 0 || m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    out.push_str(&with_fraction(s * 1_000_000_000 + sub, 1_000_000_000, 9));
+    out.push('s');
+    out
+}
+
+#[cfg(test)]
+mod go_duration_tests {
+    use super::go_duration;
+
+    #[test]
+    fn go_duration_strings() {
+        let cases = [
+            (std::time::Duration::ZERO, "0s"),
+            (std::time::Duration::from_nanos(100), "100ns"),
+            (std::time::Duration::from_micros(1500), "1.5ms"),
+            (std::time::Duration::from_micros(500), "500µs"),
+            (std::time::Duration::from_millis(250), "250ms"),
+            (std::time::Duration::from_secs(30), "30s"),
+            (std::time::Duration::from_millis(1500), "1.5s"),
+            (std::time::Duration::from_secs(60), "1m0s"),
+            (std::time::Duration::from_secs(90), "1m30s"),
+            (std::time::Duration::from_secs(3600), "1h0m0s"),
+            (std::time::Duration::from_secs(3723), "1h2m3s"),
+        ];
+        for (d, s) in cases {
+            assert_eq!(go_duration(d), s, "{d:?}");
+        }
+    }
+}
