@@ -199,40 +199,15 @@ fn one(out: &mut Attrs, meta: &ParseNestedMeta<'_>) -> Result<()> {
         "plural" => set_once(&mut out.plural, string(meta)?, &name),
         "singular" => set_once(&mut out.singular, string(meta)?, &name),
         "struct" => set_once(&mut out.root, string(meta)?, &name),
-        "namespaced" => {
-            out.namespaced = flag(meta)?;
-            Ok(())
-        }
+        "namespaced" | "served" | "storage" | "deprecated" => version_flag(out, meta, &name),
         "status" => {
-            let lit = string(meta)?;
-            let ty: Type = lit.parse().map_err(|_| {
-                Error::new(
-                    lit.span(),
-                    "#[kube(status = \"...\")] expects the name of the status type, e.g. `status = \"FooStatus\"`",
-                )
-            })?;
-            out.status = Some(ty);
+            out.status = Some(parsed(
+                meta,
+                "the name of the status type, e.g. `status = \"FooStatus\"`",
+            )?);
             Ok(())
         }
-        "shortname" => {
-            out.short_names.push(string(meta)?);
-            Ok(())
-        }
-        "category" => {
-            out.categories.push(string(meta)?);
-            Ok(())
-        }
-        "selectable" => {
-            let path = string(meta)?;
-            if !path.value().starts_with('.') {
-                return Err(Error::new(
-                    path.span(),
-                    "#[kube(selectable = \"...\")] expects a JSON path starting with `.`, e.g. `.spec.color`",
-                ));
-            }
-            out.selectable.push(path);
-            Ok(())
-        }
+        "shortname" | "category" | "selectable" | "annotation" | "label" => names(out, meta, &name),
         "printcolumn" => {
             out.printer_columns.push(printer_column(meta)?);
             Ok(())
@@ -244,33 +219,8 @@ fn one(out: &mut Attrs, meta: &ParseNestedMeta<'_>) -> Result<()> {
             out.scale = Some(scale(meta)?);
             Ok(())
         }
-        "served" => {
-            out.served = flag(meta)?;
-            Ok(())
-        }
-        "storage" => {
-            out.storage = flag(meta)?;
-            Ok(())
-        }
-        "deprecated" => {
-            if meta.input.peek(syn::Token![=]) && meta.input.peek2(LitStr) {
-                out.deprecated = true;
-                out.deprecation_warning = Some(string(meta)?.value());
-            } else {
-                out.deprecated = flag(meta)?;
-            }
-            Ok(())
-        }
         "validation" => {
             out.validations.push(rule(meta)?);
-            Ok(())
-        }
-        "annotation" => {
-            out.annotations.push(pair(meta)?);
-            Ok(())
-        }
-        "label" => {
-            out.labels.push(pair(meta)?);
             Ok(())
         }
         "doc" => {
@@ -278,61 +228,108 @@ fn one(out: &mut Attrs, meta: &ParseNestedMeta<'_>) -> Result<()> {
             Ok(())
         }
         "derive" => {
-            let lit = string(meta)?;
-            let path: Path = lit.parse().map_err(|_| {
-                Error::new(
-                    lit.span(),
-                    "#[kube(derive = \"...\")] expects a trait to derive, e.g. `derive = \"PartialEq\"`",
-                )
-            })?;
-            out.derives.push(path);
+            out.derives.push(parsed(
+                meta,
+                "a trait to derive, e.g. `derive = \"PartialEq\"`",
+            )?);
             Ok(())
         }
         "attr" => {
-            let lit = string(meta)?;
-            let tokens: proc_macro2::TokenStream = lit.parse().map_err(|_| {
-                Error::new(
-                    lit.span(),
-                    "#[kube(attr = \"...\")] expects an attribute's contents, e.g. `attr = \"allow(deprecated)\"`",
-                )
-            })?;
-            out.extra_attrs.push(tokens);
+            let what = "an attribute's contents, e.g. `attr = \"allow(deprecated)\"`";
+            out.extra_attrs.push(parsed(meta, what)?);
             Ok(())
         }
-        "schema" => {
-            let lit = string(meta)?;
-            out.schema = match lit.value().as_str() {
-                "derived" => SchemaMode::Derived,
-                "manual" => SchemaMode::Manual,
-                "disabled" => SchemaMode::Disabled,
-                other => {
-                    return Err(Error::new(
-                        lit.span(),
-                        format!("#[kube(schema = \"{other}\")]: expected \"derived\" (from the spec's and status' JsonSchema), \"manual\" (the root type's own JsonSchema) or \"disabled\" (any object)"),
-                    ))
-                }
-            };
-            Ok(())
-        }
-        "crates" => meta.parse_nested_meta(|inner| {
-            let which = name_of(&inner);
-            let lit = string(&inner)?;
-            let path: Path = lit.parse()?;
-            match which.as_str() {
-                "kclient_core" => out.core_path = Some(path),
-                "kclient_typed" => out.typed_path = Some(path),
-                _ => {
-                    return Err(inner.error(format!(
-                        "#[kube(crates({which} = ...))]: expected `kclient_core` or `kclient_typed`"
-                    )))
-                }
-            }
-            Ok(())
-        }),
+        "schema" => schema_mode(out, meta),
+        "crates" => crate_paths(out, meta),
         _ => Err(meta.error(format!(
             "unknown #[kube] attribute `{name}`; #[derive(CustomResource)] knows: {KNOWN}"
         ))),
     }
+}
+
+/// The string after `=`, parsed as Rust (`T`): a type, a path, tokens.
+fn parsed<T: syn::parse::Parse>(meta: &ParseNestedMeta<'_>, what: &str) -> Result<T> {
+    let name = name_of(meta);
+    let lit = string(meta)?;
+    lit.parse().map_err(|_| {
+        Error::new(
+            lit.span(),
+            format!("#[kube({name} = \"...\")] expects {what}"),
+        )
+    })
+}
+
+/// `namespaced`, `served`, `storage`, `deprecated` (with its warning, `deprecated = "..."`).
+fn version_flag(out: &mut Attrs, meta: &ParseNestedMeta<'_>, name: &str) -> Result<()> {
+    match name {
+        "namespaced" => out.namespaced = flag(meta)?,
+        "served" => out.served = flag(meta)?,
+        "storage" => out.storage = flag(meta)?,
+        _ if meta.input.peek(syn::Token![=]) && meta.input.peek2(LitStr) => {
+            out.deprecated = true;
+            out.deprecation_warning = Some(string(meta)?.value());
+        }
+        _ => out.deprecated = flag(meta)?,
+    }
+    Ok(())
+}
+
+/// The attributes that may repeat: short names, categories, selectable fields, annotations,
+/// labels.
+fn names(out: &mut Attrs, meta: &ParseNestedMeta<'_>, name: &str) -> Result<()> {
+    match name {
+        "shortname" => out.short_names.push(string(meta)?),
+        "category" => out.categories.push(string(meta)?),
+        "annotation" => out.annotations.push(pair(meta)?),
+        "label" => out.labels.push(pair(meta)?),
+        _ => {
+            let path = string(meta)?;
+            if !path.value().starts_with('.') {
+                return Err(Error::new(
+                    path.span(),
+                    "#[kube(selectable = \"...\")] expects a JSON path starting with `.`, e.g. `.spec.color`",
+                ));
+            }
+            out.selectable.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// `schema = "derived" | "manual" | "disabled"`.
+fn schema_mode(out: &mut Attrs, meta: &ParseNestedMeta<'_>) -> Result<()> {
+    let lit = string(meta)?;
+    out.schema = match lit.value().as_str() {
+        "derived" => SchemaMode::Derived,
+        "manual" => SchemaMode::Manual,
+        "disabled" => SchemaMode::Disabled,
+        other => {
+            return Err(Error::new(
+                lit.span(),
+                format!("#[kube(schema = \"{other}\")]: expected \"derived\" (from the spec's and status' JsonSchema), \"manual\" (the root type's own JsonSchema) or \"disabled\" (any object)"),
+            ))
+        }
+    };
+    Ok(())
+}
+
+/// `crates(kclient_core = "...", kclient_typed = "...")`.
+fn crate_paths(out: &mut Attrs, meta: &ParseNestedMeta<'_>) -> Result<()> {
+    meta.parse_nested_meta(|inner| {
+        let which = name_of(&inner);
+        let lit = string(&inner)?;
+        let path: Path = lit.parse()?;
+        match which.as_str() {
+            "kclient_core" => out.core_path = Some(path),
+            "kclient_typed" => out.typed_path = Some(path),
+            _ => {
+                return Err(inner.error(format!(
+                    "#[kube(crates({which} = ...))]: expected `kclient_core` or `kclient_typed`"
+                )))
+            }
+        }
+        Ok(())
+    })
 }
 
 fn set_once(slot: &mut Option<LitStr>, value: LitStr, name: &str) -> Result<()> {

@@ -6,7 +6,7 @@ use quote::{format_ident, quote};
 use syn::{Data, DeriveInput, Error, Ident, LitStr, Path, Result};
 
 use crate::attrs::{self, Attrs, SchemaMode};
-use crate::names;
+use crate::names::Names;
 
 /// Where the generated code finds kclient-core (and kclient-typed, when the crate has it).
 struct Paths {
@@ -62,9 +62,39 @@ fn paths(attrs: &Attrs, span: Span) -> Result<Paths> {
     ))
 }
 
+/// What every part of the output is made from.
+struct Ctx<'a> {
+    spec: &'a Ident,
+    vis: &'a syn::Visibility,
+    attrs: &'a Attrs,
+    names: Names,
+    paths: Paths,
+}
+
+impl Ctx<'_> {
+    /// kclient-core's hidden re-exports (`serde`, `schemars`, `k8s_openapi`).
+    fn private(&self) -> TokenStream {
+        let core = &self.paths.core;
+        quote!(#core::__private)
+    }
+
+    fn k8s(&self) -> TokenStream {
+        let private = self.private();
+        quote!(#private::k8s_openapi)
+    }
+
+    fn meta_ty(&self) -> TokenStream {
+        let k8s = self.k8s();
+        quote!(#k8s::apimachinery::pkg::apis::meta::v1::ObjectMeta)
+    }
+
+    fn api_version(&self) -> String {
+        format!("{}/{}", self.names.group, self.names.version)
+    }
+}
+
 /// Everything the derive generates for `input`.
 pub(crate) fn custom_resource(input: DeriveInput) -> Result<TokenStream> {
-    let spec = &input.ident;
     if !matches!(input.data, Data::Struct(_)) {
         return Err(Error::new_spanned(
             &input.ident,
@@ -78,255 +108,46 @@ pub(crate) fn custom_resource(input: DeriveInput) -> Result<TokenStream> {
         ));
     }
     let attrs = attrs::parse(&input.attrs)?;
-    let call_site = Span::call_site();
-    let required = |value: &Option<LitStr>, name: &str, example: &str| {
-        value.clone().ok_or_else(|| {
-            Error::new_spanned(
-                spec,
-                format!("#[derive(CustomResource)] needs #[kube({name} = \"...\")] on the struct, e.g. #[kube({name} = \"{example}\")]"),
-            )
-        })
+    let names = Names::resolve(&input.ident, &attrs)?;
+    let paths = paths(&attrs, Span::call_site())?;
+    let ctx = Ctx {
+        spec: &input.ident,
+        vis: &input.vis,
+        attrs: &attrs,
+        names,
+        paths,
     };
-    let group_lit = required(&attrs.group, "group", "cache.example.com")?;
-    let version_lit = required(&attrs.version, "version", "v1")?;
-    let check = |lit: &LitStr, problem: Option<String>| match problem {
-        Some(p) => Err(Error::new(lit.span(), p)),
-        None => Ok(()),
-    };
-    let group = group_lit.value();
-    check(&group_lit, names::group_problem(&group))?;
-    let version = version_lit.value();
-    check(&version_lit, names::version_problem(&version))?;
-    let kind = match &attrs.kind {
-        Some(k) => {
-            check(k, names::kind_problem(&k.value()))?;
-            k.value()
-        }
-        None => {
-            let name = spec.to_string();
-            match name.strip_suffix("Spec") {
-                Some(kind) if !kind.is_empty() => {
-                    if let Some(p) = names::kind_problem(kind) {
-                        return Err(Error::new_spanned(spec, p));
-                    }
-                    kind.to_owned()
-                }
-                _ => {
-                    return Err(Error::new_spanned(
-                        spec,
-                        format!("#[derive(CustomResource)] names the kind after the struct without its `Spec` suffix: name the struct `{name}Spec`, or give the kind with #[kube(kind = \"...\")]"),
-                    ))
-                }
-            }
-        }
-    };
-    let singular = match &attrs.singular {
-        Some(s) => {
-            check(s, names::resource_name_problem("singular", &s.value()))?;
-            s.value()
-        }
-        None => kind.to_lowercase(),
-    };
-    let plural = match &attrs.plural {
-        Some(p) => {
-            check(p, names::resource_name_problem("plural", &p.value()))?;
-            p.value()
-        }
-        None => names::plural(&kind.to_lowercase()),
-    };
-    let root_name = match &attrs.root {
-        Some(r) => r.value(),
-        None => kind.clone(),
-    };
-    if *spec == root_name {
-        return Err(Error::new_spanned(
-            spec,
-            format!("#[derive(CustomResource)] generates the type `{root_name}` itself: the spec struct needs another name (`{root_name}Spec`)"),
-        ));
-    }
-    let root = syn::parse_str::<Ident>(&root_name)
-        .map_err(|_| Error::new(call_site, format!("`{root_name}` is not a type name")))?;
-    let paths = paths(&attrs, call_site)?;
-    let core = &paths.core;
-    let private = quote!(#core::__private);
-    let k8s = quote!(#private::k8s_openapi);
-    let serde_path = LitStr::new(&format!("{private}::serde").replace(' ', ""), call_site);
-    let vis = &input.vis;
-    let meta_ty = quote!(#k8s::apimachinery::pkg::apis::meta::v1::ObjectMeta);
-    let api_version = format!("{group}/{version}");
-    let list_kind = format!("{kind}List");
-    let crd_name = format!("{plural}.{group}");
-    let scope = if attrs.namespaced {
-        quote!(#k8s::NamespaceResourceScope)
-    } else {
-        quote!(#k8s::ClusterResourceScope)
-    };
+    let parts = [
+        root_type(&ctx),
+        resource_impls(&ctx),
+        crd_impl(&ctx),
+        serde_impls(&ctx),
+        subresource_markers(&ctx),
+    ];
+    Ok(quote!(#(#parts)*))
+}
 
-    // The root type.
-    let derives = &attrs.derives;
-    let extra_attrs = &attrs.extra_attrs;
-    let doc = attrs.doc.clone().unwrap_or_else(|| {
+/// The root type (named after the kind) and its `new`.
+fn root_type(ctx: &Ctx<'_>) -> TokenStream {
+    let (spec, vis, root) = (ctx.spec, ctx.vis, &ctx.names.root);
+    let (kind, api_version, meta_ty) = (&ctx.names.kind, ctx.api_version(), ctx.meta_ty());
+    let derives = &ctx.attrs.derives;
+    let extra_attrs = &ctx.attrs.extra_attrs;
+    let doc = ctx.attrs.doc.clone().unwrap_or_else(|| {
         format!(" `{kind}` (`{api_version}`): a custom resource with the spec [`{spec}`], generated by `#[derive(CustomResource)]`.")
     });
-    let (status_field, status_init, status_wire, status_ser, status_len) = match &attrs.status {
+    let (status_field, status_init) = match &ctx.attrs.status {
         Some(status) => (
             quote! {
                 /// The observed state (`None` until a controller writes it).
                 #vis status: ::core::option::Option<#status>,
             },
             quote!(status: ::core::option::Option::None,),
-            quote! {
-                #[serde(default)]
-                status: ::core::option::Option<#status>,
-            },
-            quote! {
-                match &self.status {
-                    ::core::option::Option::Some(status) => #private::serde::ser::SerializeStruct::serialize_field(&mut state, "status", status)?,
-                    ::core::option::Option::None => #private::serde::ser::SerializeStruct::skip_field(&mut state, "status")?,
-                }
-            },
-            quote!(+ usize::from(self.status.is_some())),
         ),
-        None => (quote!(), quote!(), quote!(), quote!(), quote!()),
-    };
-    let status_move = if attrs.status.is_some() {
-        quote!(status: wire.status,)
-    } else {
-        quote!()
+        None => (quote!(), quote!()),
     };
     let new_doc = format!(" A `{kind}` named `name` with `spec` (and no status).");
-
-    // The CRD.
-    let short_names: Vec<String> = attrs.short_names.iter().map(LitStr::value).collect();
-    let categories: Vec<String> = attrs.categories.iter().map(LitStr::value).collect();
-    let selectable: Vec<String> = attrs.selectable.iter().map(LitStr::value).collect();
-    let ext = quote!(#k8s::apiextensions_apiserver::pkg::apis::apiextensions::v1);
-    let opt_str = |v: &Option<String>| match v {
-        Some(s) => quote!(::core::option::Option::Some(#s.to_owned())),
-        None => quote!(::core::option::Option::None),
-    };
-    let columns = attrs.printer_columns.iter().map(|c| {
-        let (name, type_, json_path) = (&c.name, &c.type_, &c.json_path);
-        let description = opt_str(&c.description);
-        let format = opt_str(&c.format);
-        let priority = match c.priority {
-            Some(p) => quote!(::core::option::Option::Some(#p)),
-            None => quote!(::core::option::Option::None),
-        };
-        quote! {
-            #ext::CustomResourceColumnDefinition {
-                name: #name.to_owned(),
-                type_: #type_.to_owned(),
-                json_path: #json_path.to_owned(),
-                description: #description,
-                format: #format,
-                priority: #priority,
-            }
-        }
-    });
-    let scale = match &attrs.scale {
-        Some(s) => {
-            let (spec_path, status_path) = (&s.spec_replicas_path, &s.status_replicas_path);
-            let selector = opt_str(&s.label_selector_path);
-            quote!(::core::option::Option::Some(#ext::CustomResourceSubresourceScale {
-                spec_replicas_path: #spec_path.to_owned(),
-                status_replicas_path: #status_path.to_owned(),
-                label_selector_path: #selector,
-            }))
-        }
-        None => quote!(::core::option::Option::None),
-    };
-    let validations = attrs.validations.iter().map(|r| {
-        let rule = &r.rule;
-        let message = opt_str(&r.message);
-        let message_expression = opt_str(&r.message_expression);
-        let reason = opt_str(&r.reason);
-        let field_path = opt_str(&r.field_path);
-        let optional_old_self = match r.optional_old_self {
-            Some(b) => quote!(::core::option::Option::Some(#b)),
-            None => quote!(::core::option::Option::None),
-        };
-        quote! {
-            #ext::ValidationRule {
-                rule: #rule.to_owned(),
-                message: #message,
-                message_expression: #message_expression,
-                reason: #reason,
-                field_path: #field_path,
-                optional_old_self: #optional_old_self,
-            }
-        }
-    });
-    let annotations = attrs
-        .annotations
-        .iter()
-        .map(|(k, v)| quote!((#k.to_owned(), #v.to_owned())));
-    let labels = attrs
-        .labels
-        .iter()
-        .map(|(k, v)| quote!((#k.to_owned(), #v.to_owned())));
-    let description = opt_str(&attrs.doc.as_ref().map(|d| d.trim().to_owned()));
-    let (namespaced, served, storage, deprecated, status_subresource) = (
-        attrs.namespaced,
-        attrs.served,
-        attrs.storage,
-        attrs.deprecated,
-        attrs.status.is_some(),
-    );
-    let deprecation_warning = opt_str(&attrs.deprecation_warning);
-    let definition = quote! {
-        #core::crd::Definition {
-            group: #group.to_owned(),
-            version: #version.to_owned(),
-            kind: #kind.to_owned(),
-            plural: #plural.to_owned(),
-            singular: #singular.to_owned(),
-            namespaced: #namespaced,
-            short_names: ::std::vec![#(#short_names.to_owned()),*],
-            categories: ::std::vec![#(#categories.to_owned()),*],
-            printer_columns: ::std::vec![#(#columns),*],
-            selectable_fields: ::std::vec![#(#selectable.to_owned()),*],
-            served: #served,
-            storage: #storage,
-            deprecated: #deprecated,
-            deprecation_warning: #deprecation_warning,
-            status_subresource: #status_subresource,
-            scale: #scale,
-            validations: ::std::vec![#(#validations),*],
-            annotations: ::std::collections::BTreeMap::from([#(#annotations),*]),
-            labels: ::std::collections::BTreeMap::from([#(#labels),*]),
-            description: #description,
-        }
-    };
-    let status_schema = match &attrs.status {
-        Some(status) => quote!(::core::option::Option::Some(#core::crd::schema_for::<#status>())),
-        None => quote!(::core::option::Option::None),
-    };
-    let to_crd = match attrs.schema {
-        SchemaMode::Derived => quote!(definition.to_crd(
-            ::core::option::Option::Some(#core::crd::schema_for::<#spec>()),
-            #status_schema,
-        )),
-        SchemaMode::Manual => {
-            quote!(definition.to_crd_with_schema(#core::crd::schema_for::<#root>()))
-        }
-        SchemaMode::Disabled => {
-            quote!(definition.to_crd(::core::option::Option::None, ::core::option::Option::None))
-        }
-    };
-
-    let has_status = match (&attrs.status, &paths.typed) {
-        (Some(_), Some(typed)) => quote!(impl #typed::HasStatus for #root {}),
-        _ => quote!(),
-    };
-    let has_scale = match (&attrs.scale, &paths.typed) {
-        (Some(_), Some(typed)) => quote!(impl #typed::HasScale for #root {}),
-        _ => quote!(),
-    };
-    let wire = format_ident!("__{}Wire", root);
-    let field_count = quote!(4usize #status_len);
-
-    Ok(quote! {
+    quote! {
         #[doc = #doc]
         #[derive(::core::clone::Clone, ::core::fmt::Debug #(, #derives)*)]
         #(#[#extra_attrs])*
@@ -351,7 +172,27 @@ pub(crate) fn custom_resource(input: DeriveInput) -> Result<TokenStream> {
                 }
             }
         }
+    }
+}
 
+/// k8s-openapi's `Resource`, `ListableResource` and `Metadata`.
+fn resource_impls(ctx: &Ctx<'_>) -> TokenStream {
+    let (root, k8s, meta_ty) = (&ctx.names.root, ctx.k8s(), ctx.meta_ty());
+    let Names {
+        group,
+        version,
+        kind,
+        plural,
+        ..
+    } = &ctx.names;
+    let api_version = ctx.api_version();
+    let list_kind = format!("{kind}List");
+    let scope = if ctx.attrs.namespaced {
+        quote!(#k8s::NamespaceResourceScope)
+    } else {
+        quote!(#k8s::ClusterResourceScope)
+    };
+    quote! {
         impl #k8s::Resource for #root {
             const API_VERSION: &'static str = #api_version;
             const GROUP: &'static str = #group;
@@ -376,9 +217,170 @@ pub(crate) fn custom_resource(input: DeriveInput) -> Result<TokenStream> {
                 &mut self.metadata
             }
         }
+    }
+}
 
+/// `Some(value.to_owned())` or `None`.
+fn opt_str(value: &Option<String>) -> TokenStream {
+    match value {
+        Some(s) => quote!(::core::option::Option::Some(#s.to_owned())),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// `Some(value)` or `None`.
+fn opt<T: quote::ToTokens>(value: Option<T>) -> TokenStream {
+    match value {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// The printer columns, as k8s-openapi values.
+fn printer_columns(ctx: &Ctx<'_>, ext: &TokenStream) -> Vec<TokenStream> {
+    ctx.attrs
+        .printer_columns
+        .iter()
+        .map(|c| {
+            let (name, type_, json_path) = (&c.name, &c.type_, &c.json_path);
+            let (description, format) = (opt_str(&c.description), opt_str(&c.format));
+            let priority = opt(c.priority);
+            quote! {
+                #ext::CustomResourceColumnDefinition {
+                    name: #name.to_owned(),
+                    type_: #type_.to_owned(),
+                    json_path: #json_path.to_owned(),
+                    description: #description,
+                    format: #format,
+                    priority: #priority,
+                }
+            }
+        })
+        .collect()
+}
+
+/// The CEL rules on the whole object, as k8s-openapi values.
+fn validations(ctx: &Ctx<'_>, ext: &TokenStream) -> Vec<TokenStream> {
+    ctx.attrs
+        .validations
+        .iter()
+        .map(|r| {
+            let rule = &r.rule;
+            let (message, message_expression) =
+                (opt_str(&r.message), opt_str(&r.message_expression));
+            let (reason, field_path) = (opt_str(&r.reason), opt_str(&r.field_path));
+            let optional_old_self = opt(r.optional_old_self);
+            quote! {
+                #ext::ValidationRule {
+                    rule: #rule.to_owned(),
+                    message: #message,
+                    message_expression: #message_expression,
+                    reason: #reason,
+                    field_path: #field_path,
+                    optional_old_self: #optional_old_self,
+                }
+            }
+        })
+        .collect()
+}
+
+/// The `Definition` the CRD is made from: every attribute, as kclient-core's type.
+fn definition(ctx: &Ctx<'_>) -> TokenStream {
+    let (core, k8s, attrs) = (&ctx.paths.core, ctx.k8s(), ctx.attrs);
+    let ext = quote!(#k8s::apiextensions_apiserver::pkg::apis::apiextensions::v1);
+    let Names {
+        group,
+        version,
+        kind,
+        plural,
+        singular,
+        ..
+    } = &ctx.names;
+    let strings = |values: &[LitStr]| values.iter().map(LitStr::value).collect::<Vec<_>>();
+    let (short_names, categories, selectable) = (
+        strings(&attrs.short_names),
+        strings(&attrs.categories),
+        strings(&attrs.selectable),
+    );
+    let columns = printer_columns(ctx, &ext);
+    let rules = validations(ctx, &ext);
+    let scale = opt(attrs.scale.as_ref().map(|s| {
+        let (spec_path, status_path) = (&s.spec_replicas_path, &s.status_replicas_path);
+        let selector = opt_str(&s.label_selector_path);
+        quote!(#ext::CustomResourceSubresourceScale {
+            spec_replicas_path: #spec_path.to_owned(),
+            status_replicas_path: #status_path.to_owned(),
+            label_selector_path: #selector,
+        })
+    }));
+    let pairs = |pairs: &[(String, String)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| quote!((#k.to_owned(), #v.to_owned())))
+            .collect::<Vec<_>>()
+    };
+    let (annotations, labels) = (pairs(&attrs.annotations), pairs(&attrs.labels));
+    let description = opt_str(&attrs.doc.as_ref().map(|d| d.trim().to_owned()));
+    let deprecation_warning = opt_str(&attrs.deprecation_warning);
+    let (namespaced, served, storage, deprecated) = (
+        attrs.namespaced,
+        attrs.served,
+        attrs.storage,
+        attrs.deprecated,
+    );
+    let status_subresource = attrs.status.is_some();
+    quote! {
+        #core::crd::Definition {
+            group: #group.to_owned(),
+            version: #version.to_owned(),
+            kind: #kind.to_owned(),
+            plural: #plural.to_owned(),
+            singular: #singular.to_owned(),
+            namespaced: #namespaced,
+            short_names: ::std::vec![#(#short_names.to_owned()),*],
+            categories: ::std::vec![#(#categories.to_owned()),*],
+            printer_columns: ::std::vec![#(#columns),*],
+            selectable_fields: ::std::vec![#(#selectable.to_owned()),*],
+            served: #served,
+            storage: #storage,
+            deprecated: #deprecated,
+            deprecation_warning: #deprecation_warning,
+            status_subresource: #status_subresource,
+            scale: #scale,
+            validations: ::std::vec![#(#rules),*],
+            annotations: ::std::collections::BTreeMap::from([#(#annotations),*]),
+            labels: ::std::collections::BTreeMap::from([#(#labels),*]),
+            description: #description,
+        }
+    }
+}
+
+/// `CustomResourceExt`: the CRD from the definition and the schemas.
+fn crd_impl(ctx: &Ctx<'_>) -> TokenStream {
+    let (core, root, spec, k8s) = (&ctx.paths.core, &ctx.names.root, ctx.spec, ctx.k8s());
+    let definition = definition(ctx);
+    let status_schema = opt(ctx
+        .attrs
+        .status
+        .as_ref()
+        .map(|status| quote!(#core::crd::schema_for::<#status>())));
+    let to_crd = match ctx.attrs.schema {
+        SchemaMode::Derived => quote!(definition.to_crd(
+            ::core::option::Option::Some(#core::crd::schema_for::<#spec>()),
+            #status_schema,
+        )),
+        SchemaMode::Manual => {
+            quote!(definition.to_crd_with_schema(#core::crd::schema_for::<#root>()))
+        }
+        SchemaMode::Disabled => {
+            quote!(definition.to_crd(::core::option::Option::None, ::core::option::Option::None))
+        }
+    };
+    let crd_name = format!("{}.{}", ctx.names.plural, ctx.names.group);
+    let short_names: Vec<String> = ctx.attrs.short_names.iter().map(LitStr::value).collect();
+    quote! {
         impl #core::crd::CustomResourceExt for #root {
-            fn crd() -> #ext::CustomResourceDefinition {
+            fn crd() -> #k8s::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
                 let definition = #definition;
                 #to_crd
             }
@@ -391,12 +393,41 @@ pub(crate) fn custom_resource(input: DeriveInput) -> Result<TokenStream> {
                 &[#(#short_names),*]
             }
         }
+    }
+}
 
+/// serde: `apiVersion` and `kind` are written from the type and not kept.
+fn serde_impls(ctx: &Ctx<'_>) -> TokenStream {
+    let (root, spec, private, meta_ty) = (&ctx.names.root, ctx.spec, ctx.private(), ctx.meta_ty());
+    let (kind, api_version) = (&ctx.names.kind, ctx.api_version());
+    let serde_path = LitStr::new(
+        &format!("{private}::serde").replace(' ', ""),
+        Span::call_site(),
+    );
+    let (status_wire, status_ser, status_len, status_move) = match &ctx.attrs.status {
+        Some(status) => (
+            quote! {
+                #[serde(default)]
+                status: ::core::option::Option<#status>,
+            },
+            quote! {
+                match &self.status {
+                    ::core::option::Option::Some(status) => #private::serde::ser::SerializeStruct::serialize_field(&mut state, "status", status)?,
+                    ::core::option::Option::None => #private::serde::ser::SerializeStruct::skip_field(&mut state, "status")?,
+                }
+            },
+            quote!(+ usize::from(self.status.is_some())),
+            quote!(status: wire.status,),
+        ),
+        None => (quote!(), quote!(), quote!(), quote!()),
+    };
+    let wire = format_ident!("__{}Wire", root);
+    quote! {
         // `apiVersion` and `kind` are written from the type and not kept: they are the
         // type's, whatever an object read says.
         impl #private::serde::Serialize for #root {
             fn serialize<S: #private::serde::Serializer>(&self, serializer: S) -> ::core::result::Result<S::Ok, S::Error> {
-                let mut state = #private::serde::Serializer::serialize_struct(serializer, #kind, #field_count)?;
+                let mut state = #private::serde::Serializer::serialize_struct(serializer, #kind, 4usize #status_len)?;
                 #private::serde::ser::SerializeStruct::serialize_field(&mut state, "apiVersion", #api_version)?;
                 #private::serde::ser::SerializeStruct::serialize_field(&mut state, "kind", #kind)?;
                 #private::serde::ser::SerializeStruct::serialize_field(&mut state, "metadata", &self.metadata)?;
@@ -424,8 +455,24 @@ pub(crate) fn custom_resource(input: DeriveInput) -> Result<TokenStream> {
                 })
             }
         }
+    }
+}
 
-        #has_status
-        #has_scale
-    })
+/// kclient-typed's markers of the status and scale subresources, when the crate has it.
+fn subresource_markers(ctx: &Ctx<'_>) -> TokenStream {
+    let Some(typed) = &ctx.paths.typed else {
+        return quote!();
+    };
+    let root = &ctx.names.root;
+    let status = ctx
+        .attrs
+        .status
+        .as_ref()
+        .map(|_| quote!(impl #typed::HasStatus for #root {}));
+    let scale = ctx
+        .attrs
+        .scale
+        .as_ref()
+        .map(|_| quote!(impl #typed::HasScale for #root {}));
+    quote!(#status #scale)
 }

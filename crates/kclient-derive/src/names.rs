@@ -1,6 +1,99 @@
 //! The names of a custom resource: its kind, plural and singular, and the checks
 //! kube-apiserver makes of them and of the group and version, made at compile time.
 
+use proc_macro2::Span;
+use syn::{Error, Ident, LitStr, Result};
+
+use crate::attrs::Attrs;
+
+/// A custom resource's names, checked.
+pub(crate) struct Names {
+    pub(crate) group: String,
+    pub(crate) version: String,
+    pub(crate) kind: String,
+    pub(crate) plural: String,
+    pub(crate) singular: String,
+    /// The generated type's name.
+    pub(crate) root: Ident,
+}
+
+/// `Err` at `lit` if there is a problem.
+fn check(lit: &LitStr, problem: Option<String>) -> Result<String> {
+    match problem {
+        Some(p) => Err(Error::new(lit.span(), p)),
+        None => Ok(lit.value()),
+    }
+}
+
+impl Names {
+    /// The names `attrs` give the spec struct `spec`, or the error a newcomer understands.
+    pub(crate) fn resolve(spec: &Ident, attrs: &Attrs) -> Result<Self> {
+        let required = |value: &Option<LitStr>, name: &str, example: &str| {
+            value.clone().ok_or_else(|| {
+                Error::new_spanned(
+                    spec,
+                    format!("#[derive(CustomResource)] needs #[kube({name} = \"...\")] on the struct, e.g. #[kube({name} = \"{example}\")]"),
+                )
+            })
+        };
+        let group = required(&attrs.group, "group", "cache.example.com")?;
+        let group = check(&group, group_problem(&group.value()))?;
+        let version = required(&attrs.version, "version", "v1")?;
+        let version = check(&version, version_problem(&version.value()))?;
+        let kind = match &attrs.kind {
+            Some(k) => check(k, kind_problem(&k.value()))?,
+            None => kind_of(spec)?,
+        };
+        let singular = match &attrs.singular {
+            Some(s) => check(s, resource_name_problem("singular", &s.value()))?,
+            None => kind.to_lowercase(),
+        };
+        let plural = match &attrs.plural {
+            Some(p) => check(p, resource_name_problem("plural", &p.value()))?,
+            None => plural(&kind.to_lowercase()),
+        };
+        let root_name = attrs
+            .root
+            .as_ref()
+            .map_or_else(|| kind.clone(), LitStr::value);
+        if *spec == root_name {
+            return Err(Error::new_spanned(
+                spec,
+                format!("#[derive(CustomResource)] generates the type `{root_name}` itself: the spec struct needs another name (`{root_name}Spec`)"),
+            ));
+        }
+        let root = syn::parse_str::<Ident>(&root_name).map_err(|_| {
+            Error::new(
+                Span::call_site(),
+                format!("`{root_name}` is not a type name"),
+            )
+        })?;
+        Ok(Self {
+            group,
+            version,
+            kind,
+            plural,
+            singular,
+            root,
+        })
+    }
+}
+
+/// The kind of a spec struct named `<Kind>Spec`.
+fn kind_of(spec: &Ident) -> Result<String> {
+    let name = spec.to_string();
+    match name.strip_suffix("Spec") {
+        Some(kind) if !kind.is_empty() => match kind_problem(kind) {
+            Some(p) => Err(Error::new_spanned(spec, p)),
+            None => Ok(kind.to_owned()),
+        },
+        _ => Err(Error::new_spanned(
+            spec,
+            format!("#[derive(CustomResource)] names the kind after the struct without its `Spec` suffix: name the struct `{name}Spec`, or give the kind with #[kube(kind = \"...\")]"),
+        )),
+    }
+}
+
 /// The plural of a lowercase kind, by the rules of English that cover Kubernetes' kinds and
 /// most others (`memcached` → `memcacheds`, `policy` → `policies`, `ingress` →
 /// `ingresses`, `key` → `keys`); an irregular plural is given with `plural = "..."`.
