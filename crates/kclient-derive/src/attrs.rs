@@ -350,60 +350,13 @@ const COLUMN_TYPES: [&str; 5] = ["integer", "number", "string", "boolean", "date
 /// priority = ..)`, or kube-rs's `printcolumn = r#"{"name": .., "type": .., "jsonPath": ..}"#`.
 fn printer_column(meta: &ParseNestedMeta<'_>) -> Result<PrinterColumn> {
     let (span, column) = if meta.input.peek(syn::Token![=]) {
-        let lit = string(meta)?;
-        let json: serde_json::Value = serde_json::from_str(&lit.value()).map_err(|e| {
-            Error::new(
-                lit.span(),
-                format!("#[kube(printcolumn = \"...\")] is not JSON: {e}"),
-            )
-        })?;
-        let text = |key: &str| json.get(key).and_then(|v| v.as_str()).map(str::to_owned);
-        let column = PrinterColumn {
-            name: text("name").unwrap_or_default(),
-            type_: text("type").unwrap_or_default(),
-            json_path: text("jsonPath").unwrap_or_default(),
-            description: text("description"),
-            format: text("format"),
-            priority: json
-                .get("priority")
-                .and_then(serde_json::Value::as_i64)
-                .and_then(|p| i32::try_from(p).ok()),
-        };
-        (lit.span(), column)
+        printer_column_json(meta)?
     } else {
-        let mut column = PrinterColumn {
-            name: String::new(),
-            type_: String::new(),
-            json_path: String::new(),
-            description: None,
-            format: None,
-            priority: None,
-        };
-        meta.parse_nested_meta(|inner| {
-            match name_of(&inner).as_str() {
-                "name" => column.name = string(&inner)?.value(),
-                "type" | "type_" => column.type_ = string(&inner)?.value(),
-                "json_path" | "jsonPath" => column.json_path = string(&inner)?.value(),
-                "description" => column.description = Some(string(&inner)?.value()),
-                "format" => column.format = Some(string(&inner)?.value()),
-                "priority" => {
-                    let lit: LitInt = inner.value()?.parse()?;
-                    column.priority = Some(lit.base10_parse()?);
-                }
-                other => {
-                    return Err(inner.error(format!(
-                        "unknown printcolumn field `{other}`; expected name, type, json_path, description, format, priority"
-                    )))
-                }
-            }
-            Ok(())
-        })?;
-        (
-            meta.path
-                .get_ident()
-                .map_or_else(Span::call_site, |i| i.span()),
-            column,
-        )
+        let span = meta
+            .path
+            .get_ident()
+            .map_or_else(Span::call_site, |i| i.span());
+        (span, printer_column_fields(meta)?)
     };
     if column.name.is_empty() || column.json_path.is_empty() || column.type_.is_empty() {
         return Err(Error::new(
@@ -430,6 +383,62 @@ fn printer_column(meta: &ParseNestedMeta<'_>) -> Result<PrinterColumn> {
             ),
         ));
     }
+    Ok(column)
+}
+
+/// kube-rs's form: `printcolumn = r#"{"name": .., "type": .., "jsonPath": ..}"#`.
+fn printer_column_json(meta: &ParseNestedMeta<'_>) -> Result<(Span, PrinterColumn)> {
+    let lit = string(meta)?;
+    let json: serde_json::Value = serde_json::from_str(&lit.value()).map_err(|e| {
+        Error::new(
+            lit.span(),
+            format!("#[kube(printcolumn = \"...\")] is not JSON: {e}"),
+        )
+    })?;
+    let text = |key: &str| json.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+    let column = PrinterColumn {
+        name: text("name").unwrap_or_default(),
+        type_: text("type").unwrap_or_default(),
+        json_path: text("jsonPath").unwrap_or_default(),
+        description: text("description"),
+        format: text("format"),
+        priority: json
+            .get("priority")
+            .and_then(serde_json::Value::as_i64)
+            .and_then(|p| i32::try_from(p).ok()),
+    };
+    Ok((lit.span(), column))
+}
+
+/// The typed form: `printcolumn(name = .., type = .., json_path = .., ..)`.
+fn printer_column_fields(meta: &ParseNestedMeta<'_>) -> Result<PrinterColumn> {
+    let mut column = PrinterColumn {
+        name: String::new(),
+        type_: String::new(),
+        json_path: String::new(),
+        description: None,
+        format: None,
+        priority: None,
+    };
+    meta.parse_nested_meta(|inner| {
+        match name_of(&inner).as_str() {
+            "name" => column.name = string(&inner)?.value(),
+            "type" | "type_" => column.type_ = string(&inner)?.value(),
+            "json_path" | "jsonPath" => column.json_path = string(&inner)?.value(),
+            "description" => column.description = Some(string(&inner)?.value()),
+            "format" => column.format = Some(string(&inner)?.value()),
+            "priority" => {
+                let lit: LitInt = inner.value()?.parse()?;
+                column.priority = Some(lit.base10_parse()?);
+            }
+            other => {
+                return Err(inner.error(format!(
+                    "unknown printcolumn field `{other}`; expected name, type, json_path, description, format, priority"
+                )))
+            }
+        }
+        Ok(())
+    })?;
     Ok(column)
 }
 

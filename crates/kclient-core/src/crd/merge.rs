@@ -58,55 +58,7 @@ pub fn merge_crds(
     let mut crds = crds.into_iter();
     let mut merged = crds.next().ok_or(MergeError::NoCrds)?;
     for crd in crds {
-        let version = crd
-            .spec
-            .versions
-            .first()
-            .map(|v| v.name.clone())
-            .unwrap_or_default();
-        let agree = |property: &'static str, first: String, other: String| {
-            if first == other {
-                Ok(())
-            } else {
-                Err(MergeError::Mismatch {
-                    property,
-                    first,
-                    other,
-                    version: version.clone(),
-                })
-            }
-        };
-        agree(
-            "metadata.name",
-            format!("{:?}", merged.metadata.name),
-            format!("{:?}", crd.metadata.name),
-        )?;
-        agree(
-            "metadata.labels",
-            format!("{:?}", merged.metadata.labels),
-            format!("{:?}", crd.metadata.labels),
-        )?;
-        agree(
-            "metadata.annotations",
-            format!("{:?}", merged.metadata.annotations),
-            format!("{:?}", crd.metadata.annotations),
-        )?;
-        agree("spec.group", merged.spec.group.clone(), crd.spec.group)?;
-        agree(
-            "spec.names",
-            format!("{:?}", merged.spec.names),
-            format!("{:?}", crd.spec.names),
-        )?;
-        agree("spec.scope", merged.spec.scope.clone(), crd.spec.scope)?;
-        match (&merged.spec.conversion, crd.spec.conversion) {
-            (_, None) => {}
-            (None, Some(conversion)) => merged.spec.conversion = Some(conversion),
-            (Some(first), Some(other)) => agree(
-                "spec.conversion",
-                format!("{first:?}"),
-                format!("{other:?}"),
-            )?,
-        }
+        agree_on_shared(&mut merged, &crd)?;
         for v in crd.spec.versions {
             if merged.spec.versions.iter().any(|m| m.name == v.name) {
                 return Err(MergeError::DuplicateVersion(v.name));
@@ -134,6 +86,71 @@ pub fn merge_crds(
         v.storage = v.name == storage_version;
     }
     Ok(merged)
+}
+
+/// Checks that `crd` says what `merged` says of everything the versions share (taking its
+/// conversion if `merged` has none).
+fn agree_on_shared(
+    merged: &mut CustomResourceDefinition,
+    crd: &CustomResourceDefinition,
+) -> Result<(), MergeError> {
+    let version = crd
+        .spec
+        .versions
+        .first()
+        .map(|v| v.name.clone())
+        .unwrap_or_default();
+    let agree = |property: &'static str, first: String, other: String| {
+        if first == other {
+            Ok(())
+        } else {
+            Err(MergeError::Mismatch {
+                property,
+                first,
+                other,
+                version: version.clone(),
+            })
+        }
+    };
+    let debug = |v: &dyn std::fmt::Debug| format!("{v:?}");
+    agree(
+        "metadata.name",
+        debug(&merged.metadata.name),
+        debug(&crd.metadata.name),
+    )?;
+    agree(
+        "metadata.labels",
+        debug(&merged.metadata.labels),
+        debug(&crd.metadata.labels),
+    )?;
+    agree(
+        "metadata.annotations",
+        debug(&merged.metadata.annotations),
+        debug(&crd.metadata.annotations),
+    )?;
+    agree(
+        "spec.group",
+        merged.spec.group.clone(),
+        crd.spec.group.clone(),
+    )?;
+    agree(
+        "spec.names",
+        debug(&merged.spec.names),
+        debug(&crd.spec.names),
+    )?;
+    agree(
+        "spec.scope",
+        merged.spec.scope.clone(),
+        crd.spec.scope.clone(),
+    )?;
+    match (&merged.spec.conversion, &crd.spec.conversion) {
+        (_, None) => Ok(()),
+        (None, Some(conversion)) => {
+            merged.spec.conversion = Some(conversion.clone());
+            Ok(())
+        }
+        (Some(first), Some(other)) => agree("spec.conversion", debug(first), debug(other)),
+    }
 }
 
 #[cfg(test)]
