@@ -200,7 +200,7 @@ where
             let action = reconcile(FinalizerEvent::Cleanup(Arc::clone(&live)))
                 .await
                 .map_err(FinalizerError::CleanupFailed)?;
-            remove_finalizer(&client, &name, finalizer_name, &live)
+            write_finalizer_out(&client, &name, finalizer_name, &live)
                 .await
                 .map_err(|source| FinalizerError::RemoveFinalizer {
                     finalizer: finalizer_name.to_owned(),
@@ -210,7 +210,7 @@ where
         }
         (false, true) => Ok(Action::await_change()),
         (false, false) => {
-            let current = add_finalizer(&client, &name, finalizer_name, &obj)
+            let current = write_finalizer_in(&client, &name, finalizer_name, &obj)
                 .await
                 .map_err(|source| FinalizerError::AddFinalizer {
                     finalizer: finalizer_name.to_owned(),
@@ -231,7 +231,7 @@ where
 
 /// Adds `finalizer_name` to the object's finalizers, unless it has it or is being deleted
 /// (a finalizer cannot be added then); the object as it is afterwards.
-async fn add_finalizer<K>(
+async fn write_finalizer_in<K>(
     client: &ResourceClient<K>,
     name: &str,
     finalizer_name: &str,
@@ -258,7 +258,7 @@ where
 
 /// Removes `finalizer_name` from the object's finalizers; done when the object or the
 /// finalizer is gone already.
-async fn remove_finalizer<K>(
+async fn write_finalizer_out<K>(
     client: &ResourceClient<K>,
     name: &str,
     finalizer_name: &str,
@@ -311,4 +311,72 @@ where
         }
     }));
     client.patch(name, &patch, &PatchOptions::default()).await
+}
+
+/// Adds `finalizer` to `obj`'s finalizers unless it is there (controller-runtime's
+/// `controllerutil.AddFinalizer`); whether the list changed. The object still has to be
+/// written (a patch or an update); [`finalizer()`] does the whole dance.
+pub fn add_finalizer<K: Resource>(obj: &mut K, finalizer: &str) -> bool {
+    let finalizers = obj.meta_mut().finalizers.get_or_insert_with(Vec::new);
+    if finalizers.iter().any(|f| f == finalizer) {
+        return false;
+    }
+    finalizers.push(finalizer.to_owned());
+    true
+}
+
+/// Removes every occurrence of `finalizer` from `obj`'s finalizers (controller-runtime's
+/// `controllerutil.RemoveFinalizer`); whether the list changed.
+pub fn remove_finalizer<K: Resource>(obj: &mut K, finalizer: &str) -> bool {
+    let Some(finalizers) = obj.meta_mut().finalizers.as_mut() else {
+        return false;
+    };
+    let before = finalizers.len();
+    finalizers.retain(|f| f != finalizer);
+    finalizers.len() != before
+}
+
+/// Whether `obj` has `finalizer` (controller-runtime's `controllerutil.ContainsFinalizer`).
+pub fn contains_finalizer<K: Resource + ?Sized>(obj: &K, finalizer: &str) -> bool {
+    obj.meta()
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|f| f == finalizer))
+}
+
+#[cfg(test)]
+mod helper_tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::*;
+
+    /// controller-runtime's controllerutil tests of AddFinalizer, RemoveFinalizer and
+    /// ContainsFinalizer.
+    #[test]
+    fn add_remove_contains_as_controllerutil() {
+        let mut cm = ConfigMap::default();
+        assert!(!contains_finalizer(&cm, "example.com/a"));
+        assert!(add_finalizer(&mut cm, "example.com/a"));
+        assert!(!add_finalizer(&mut cm, "example.com/a"), "already there");
+        assert!(add_finalizer(&mut cm, "example.com/b"));
+        assert!(contains_finalizer(&cm, "example.com/a"));
+        cm.metadata
+            .finalizers
+            .as_mut()
+            .unwrap()
+            .push("example.com/a".into());
+        assert!(
+            remove_finalizer(&mut cm, "example.com/a"),
+            "every occurrence goes"
+        );
+        assert_eq!(
+            cm.metadata.finalizers,
+            Some(vec!["example.com/b".to_owned()])
+        );
+        assert!(!remove_finalizer(&mut cm, "example.com/a"));
+        assert!(!remove_finalizer(
+            &mut ConfigMap::default(),
+            "example.com/a"
+        ));
+    }
 }

@@ -99,8 +99,10 @@
 #![deny(missing_docs)]
 
 mod action;
+pub mod conditions;
 mod config;
 mod controller;
+pub mod create_or_update;
 mod error;
 pub mod finalizer;
 mod http;
@@ -116,6 +118,9 @@ mod worker;
 pub use action::Action;
 pub use config::{Config, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
 pub use controller::Controller;
+pub use create_or_update::{
+    create_or_patch, create_or_update, CreateOrUpdateError, OperationResult,
+};
 pub use error::ControllerError;
 pub use manager::{Manager, ManagerBuilder, ManagerError};
 pub use metrics::ControllerMetrics;

@@ -75,6 +75,42 @@ pub enum OwnerReferenceError {
         /// The current controller's name.
         name: String,
     },
+    /// The object has no owner reference to remove.
+    #[error("{object} does not have any owner references")]
+    NoOwnerReferences {
+        /// The object (`namespace/name`).
+        object: String,
+    },
+    /// The object has no owner reference to this owner.
+    #[error("{object} does not have an owner reference for {kind} {name}")]
+    NotOwned {
+        /// The object (`namespace/name`).
+        object: String,
+        /// The owner's kind.
+        kind: String,
+        /// The owner's name.
+        name: String,
+    },
+    /// The owner refers to the object, but not as its controller.
+    #[error("{kind} {name} is not the controller of {object}")]
+    NotTheController {
+        /// The object (`namespace/name`).
+        object: String,
+        /// The owner's kind.
+        kind: String,
+        /// The owner's name.
+        name: String,
+    },
+}
+
+/// How an owner reference is made beyond its owner: `blockOwnerDeletion`
+/// (controller-runtime's `WithBlockOwnerDeletion`). `None` leaves the field out; a controller
+/// reference sets `true` unless told otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OwnerReferenceOptions {
+    /// Whether a foreground deletion of the owner waits for this object
+    /// (`blockOwnerDeletion`).
+    pub block_owner_deletion: Option<bool>,
 }
 
 /// The owner reference of `obj` that is its controller (`controller: true`), if any
@@ -172,6 +208,167 @@ pub fn set_controller_reference_with<O: Resource, K: Resource>(
             });
         }
     }
+    upsert(object, reference);
+    Ok(())
+}
+
+/// Adds an owner reference to `owner` to `object`, or updates the one that refers to it —
+/// not a controller reference (controller-runtime's `controllerutil.SetOwnerReference`): the
+/// garbage collector deletes `object` once all its owners are gone, but
+/// [`Controller::owns`](crate::Controller::owns) does not map it to `owner`. The same checks
+/// as [`set_controller_reference`] but for the second controller.
+pub fn set_owner_reference<O, K>(owner: &O, object: &mut K) -> Result<(), OwnerReferenceError>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()>,
+{
+    set_owner_reference_with_options(owner, object, OwnerReferenceOptions::default())
+}
+
+/// [`set_owner_reference`] with `options` (`blockOwnerDeletion`).
+pub fn set_owner_reference_with_options<O, K>(
+    owner: &O,
+    object: &mut K,
+    options: OwnerReferenceOptions,
+) -> Result<(), OwnerReferenceError>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()>,
+{
+    let mut reference = controller_reference(owner, &O::api_resource(&()))?;
+    reference.controller = None;
+    reference.block_owner_deletion = options.block_owner_deletion;
+    check_scopes(owner, object, K::api_resource(&()).namespaced)?;
+    upsert(object, reference);
+    Ok(())
+}
+
+/// [`set_controller_reference`] with `options`: `block_owner_deletion: Some(false)` makes a
+/// controller reference that does not hold up a foreground deletion of the owner.
+pub fn set_controller_reference_with_options<O, K>(
+    owner: &O,
+    object: &mut K,
+    options: OwnerReferenceOptions,
+) -> Result<(), OwnerReferenceError>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()>,
+{
+    set_controller_reference(owner, object)?;
+    if let Some(block) = options.block_owner_deletion {
+        let owner_reference = controller_reference(owner, &O::api_resource(&()))?;
+        if let Some(reference) = object
+            .meta_mut()
+            .owner_references
+            .iter_mut()
+            .flatten()
+            .find(|r| refers_to_same_object(r, &owner_reference))
+        {
+            reference.block_owner_deletion = Some(block);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `object` has an owner reference to `owner` (the same group, kind and name;
+/// controller-runtime's `controllerutil.HasOwnerReference`).
+pub fn has_owner_reference<K, O>(object: &K, owner: &O) -> bool
+where
+    K: Resource + ?Sized,
+    O: Resource<DynamicType = ()>,
+{
+    let wanted = reference_to(owner);
+    object
+        .owner_references()
+        .iter()
+        .any(|r| refers_to_same_object(r, &wanted))
+}
+
+/// Whether `object` has a controller reference (controller-runtime's
+/// `controllerutil.HasControllerReference`).
+pub fn has_controller_reference<K: Resource + ?Sized>(object: &K) -> bool {
+    controller_of(object).is_some()
+}
+
+/// Removes `object`'s owner reference to `owner` (controller-runtime's
+/// `controllerutil.RemoveOwnerReference`), so that another owner can be set; an error if it
+/// has none.
+pub fn remove_owner_reference<O, K>(owner: &O, object: &mut K) -> Result<(), OwnerReferenceError>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()>,
+{
+    remove_reference(owner, object, false)
+}
+
+/// Removes `object`'s controller reference to `owner` (controller-runtime's
+/// `controllerutil.RemoveControllerReference`): an error if it has no controller, no
+/// reference to `owner`, or one that is not a controller reference.
+pub fn remove_controller_reference<O, K>(
+    owner: &O,
+    object: &mut K,
+) -> Result<(), OwnerReferenceError>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()>,
+{
+    remove_reference(owner, object, true)
+}
+
+fn remove_reference<O, K>(
+    owner: &O,
+    object: &mut K,
+    controller: bool,
+) -> Result<(), OwnerReferenceError>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()>,
+{
+    let key = kclient_core::meta_namespace_key(object);
+    let wanted = reference_to(owner);
+    let not_owned = || OwnerReferenceError::NotOwned {
+        object: key.clone(),
+        kind: wanted.kind.clone(),
+        name: wanted.name.clone(),
+    };
+    let references = object
+        .meta_mut()
+        .owner_references
+        .get_or_insert_with(Vec::new);
+    if references.is_empty() {
+        return Err(OwnerReferenceError::NoOwnerReferences { object: key });
+    }
+    if controller && !references.iter().any(|r| r.controller == Some(true)) {
+        return Err(not_owned());
+    }
+    let index = references
+        .iter()
+        .position(|r| refers_to_same_object(r, &wanted))
+        .ok_or_else(not_owned)?;
+    if controller && references[index].controller != Some(true) {
+        return Err(OwnerReferenceError::NotTheController {
+            object: key,
+            kind: wanted.kind,
+            name: wanted.name,
+        });
+    }
+    references.remove(index);
+    Ok(())
+}
+
+/// A reference naming `owner` (no uid needed: for matching).
+fn reference_to<O: Resource<DynamicType = ()>>(owner: &O) -> OwnerReference {
+    let resource = O::api_resource(&());
+    OwnerReference {
+        api_version: resource.api_version,
+        kind: resource.kind,
+        name: owner.name().unwrap_or_default().to_owned(),
+        ..OwnerReference::default()
+    }
+}
+
+/// Puts `reference` into `object`'s owner references, replacing one to the same object.
+fn upsert<K: Resource + ?Sized>(object: &mut K, reference: OwnerReference) {
     let references = object
         .meta_mut()
         .owner_references
@@ -183,7 +380,6 @@ pub fn set_controller_reference_with<O: Resource, K: Resource>(
         Some(same) => *same = reference,
         None => references.push(reference),
     }
-    Ok(())
 }
 
 /// The controller reference to `owner` (apimachinery's `NewControllerRef`).

@@ -4,5 +4,6 @@
 mod support;
 
 mod fake_server;
+mod helpers;
 mod manager;
 mod reconcile;

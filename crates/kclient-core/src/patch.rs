@@ -403,6 +403,48 @@ fn check_pointer(index: usize, field: &'static str, pointer: &str) -> Result<(),
     Ok(())
 }
 
+/// The JSON merge patch (RFC 7386) that turns `before` into `after` (evanphx/json-patch's
+/// `CreateMergePatch`, what controller-runtime's `client.MergeFrom` sends): the members that
+/// changed, `null` for those removed, objects diffed member by member, anything else (arrays
+/// included) replaced whole. An empty object when nothing changed.
+///
+/// ```
+/// use kclient_core::patch::create_merge_patch;
+/// use serde_json::json;
+///
+/// let before = json!({"spec": {"replicas": 1, "paused": true}, "metadata": {"labels": {"a": "1"}}});
+/// let after = json!({"spec": {"replicas": 3}, "metadata": {"labels": {"a": "1"}}});
+/// assert_eq!(create_merge_patch(&before, &after), json!({"spec": {"replicas": 3, "paused": null}}));
+/// ```
+pub fn create_merge_patch(before: &Value, after: &Value) -> Value {
+    match (before, after) {
+        (Value::Object(b), Value::Object(a)) => {
+            let mut patch = serde_json::Map::new();
+            for (key, old) in b {
+                match a.get(key) {
+                    None => {
+                        patch.insert(key.clone(), Value::Null);
+                    }
+                    Some(new) if new == old => {}
+                    Some(new @ Value::Object(_)) if old.is_object() => {
+                        patch.insert(key.clone(), create_merge_patch(old, new));
+                    }
+                    Some(new) => {
+                        patch.insert(key.clone(), new.clone());
+                    }
+                }
+            }
+            for (key, new) in a {
+                if !b.contains_key(key) {
+                    patch.insert(key.clone(), new.clone());
+                }
+            }
+            Value::Object(patch)
+        }
+        _ => after.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,5 +518,27 @@ mod tests {
         );
         let merge = Patch::Merge(json!({"a": 1}));
         assert!(!merge.is_apply());
+    }
+
+    #[test]
+    fn create_merge_patch_diffs_objects_and_replaces_the_rest() {
+        let same = json!({"a": {"b": [1, 2]}});
+        assert_eq!(create_merge_patch(&same, &same), json!({}));
+        assert_eq!(
+            create_merge_patch(
+                &json!({"a": {"b": 1, "c": 2}}),
+                &json!({"a": {"b": 1}, "d": [3]})
+            ),
+            json!({"a": {"c": null}, "d": [3]})
+        );
+        assert_eq!(
+            create_merge_patch(&json!({"a": [1, 2]}), &json!({"a": [2]})),
+            json!({"a": [2]})
+        );
+        assert_eq!(
+            create_merge_patch(&json!({"a": 1}), &json!({"a": {"b": 1}})),
+            json!({"a": {"b": 1}})
+        );
+        assert_eq!(create_merge_patch(&json!(1), &json!("x")), json!("x"));
     }
 }
