@@ -14,8 +14,16 @@ use crate::reconciler::ReconcileContext;
 /// | [`requeue`](Self::requeue)`(d)` | `forget`, then `add_after(d)` | `add_after(d)` (the failure history is kept) |
 /// | [`requeue_rate_limited`](Self::requeue_rate_limited) | `add_rate_limited` | `add_rate_limited`: the per-key exponential backoff (the default error policy) |
 ///
-/// In every case the key is marked `done`; an event that arrived while it was being
-/// reconciled queues it again at once, whatever the action (the workqueue's dirty set).
+/// In every case the key is marked `done`. An event that arrived while it was being
+/// reconciled queues it again at once, whatever the action; an event that arrives while a
+/// requeue is waiting replaces it (the controller's [`PriorityQueue`] keeps one entry per
+/// key, the sooner wins), so a `requeue(d)` never fires after an event was handled.
+///
+/// A requeue is at the priority the key was handed out with, unless
+/// [`with_priority`](Self::with_priority) says otherwise (controller-runtime's
+/// `Result.Priority`).
+///
+/// [`PriorityQueue`]: kclient_workqueue::PriorityQueue
 ///
 /// ```
 /// use std::time::Duration;
@@ -28,6 +36,7 @@ use crate::reconciler::ReconcileContext;
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Action {
     next: Next,
+    priority: Option<i32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,6 +54,7 @@ impl Action {
     pub fn requeue(after: Duration) -> Self {
         Self {
             next: Next::After(after),
+            priority: None,
         }
     }
 
@@ -53,6 +63,7 @@ impl Action {
     pub fn await_change() -> Self {
         Self {
             next: Next::AwaitChange,
+            priority: None,
         }
     }
 
@@ -64,6 +75,7 @@ impl Action {
     pub fn requeue_rate_limited() -> Self {
         Self {
             next: Next::RateLimited,
+            priority: None,
         }
     }
 
@@ -95,6 +107,30 @@ impl Action {
         }
     }
 
+    /// The same action, its requeue queued at `priority` (higher is served first; the
+    /// initial list and unchanged resyncs queue at
+    /// [`LOW_PRIORITY`](crate::LOW_PRIORITY)) rather than at the priority the key was handed
+    /// out with (controller-runtime's `Result.Priority`). No effect on
+    /// [`await_change`](Self::await_change).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kclient_controller::Action;
+    ///
+    /// let background = Action::requeue(Duration::from_secs(60)).with_priority(-10);
+    /// assert_eq!(background.priority(), Some(-10));
+    /// ```
+    #[must_use]
+    pub fn with_priority(mut self, priority: i32) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// The priority set by [`with_priority`](Self::with_priority).
+    pub fn priority(&self) -> Option<i32> {
+        self.priority
+    }
+
     /// The delay of a [`requeue`](Self::requeue), `None` for the other actions.
     pub fn requeue_after(&self) -> Option<Duration> {
         match self.next {
@@ -119,6 +155,10 @@ impl fmt::Debug for Action {
             Next::AwaitChange => f.write_str("Action::await_change()"),
             Next::After(after) => write!(f, "Action::requeue({after:?})"),
             Next::RateLimited => f.write_str("Action::requeue_rate_limited()"),
+        }?;
+        match self.priority {
+            Some(priority) => write!(f, ".with_priority({priority})"),
+            None => Ok(()),
         }
     }
 }

@@ -14,9 +14,7 @@ use kclient_core::{
 use kclient_tools::events::{EventBroadcaster, EventRecorder};
 use kclient_tools::leaderelection::LeaderToken;
 use kclient_workqueue::rate_limiter::TypedRateLimiter;
-use kclient_workqueue::{
-    default_controller_rate_limiter, RateLimitingQueue, RateLimitingQueueConfig,
-};
+use kclient_workqueue::{default_controller_rate_limiter, PriorityQueue, PriorityQueueConfig};
 use parking_lot::Mutex;
 use tokio::task::JoinSet;
 
@@ -36,12 +34,14 @@ use crate::worker::Workers;
 ///
 /// The pieces are client-go's: the factory's one informer per type (shared with every
 /// other controller and handler of the process), event handlers that turn events into keys,
-/// a [`RateLimitingQueue`] of keys, and workers that read the object from the lister and
-/// reconcile it:
+/// a [`PriorityQueue`] of keys (controller-runtime's default queue: one entry per key, the
+/// sooner of an event and a waiting requeue wins, the initial list and unchanged resyncs at
+/// [`LOW_PRIORITY`](crate::LOW_PRIORITY) behind real changes), and workers that read the
+/// object from the lister and reconcile it:
 ///
 /// ```text
 ///  K informer ----add/update/delete------------------------> key of the object -----.
-///  O informer (owns)  ---- controller owner reference of kind K --> owner's key ----+--> RateLimitingQueue --> N workers --> Reconciler
+///  O informer (owns)  ---- controller owner reference of kind K --> owner's key ----+--> PriorityQueue -----> N workers --> Reconciler
 ///  W informer (watches) -- mapper(&W) ----------------------> keys -----------------'       (one key at a time)      (object from the lister)
 /// ```
 ///
@@ -520,14 +520,13 @@ where
             recorder,
         } = self;
         let workers = config.workers.max(1);
-        let mut queue_config = RateLimitingQueueConfig::new().name(&*name);
+        let mut queue_config = PriorityQueueConfig::new().name(&*name);
+        queue_config.rate_limiter =
+            Some(rate_limiter.unwrap_or_else(|| Box::new(default_controller_rate_limiter())));
         if let Some(metrics) = &metrics {
             queue_config = queue_config.metrics_provider(metrics.workqueue_provider());
         }
-        let queue = match rate_limiter {
-            Some(limiter) => RateLimitingQueue::with_config(limiter, queue_config),
-            None => RateLimitingQueue::with_config(default_controller_rate_limiter(), queue_config),
-        };
+        let queue = PriorityQueue::with_config(queue_config);
         let informer_error = |source| ControllerError::Informer {
             controller: name.to_string(),
             source,

@@ -7,9 +7,10 @@
 //! * its informers come from a [`SharedInformerFactory`](kclient_cache::SharedInformerFactory)
 //!   that several controllers share: **one watch and one cache per type** in the process,
 //!   however many controllers read it (kube-rs opens one per controller, kube-rs#1080);
-//! * events become keys on client-go's [`RateLimitingQueue`](kclient_workqueue::RateLimitingQueue):
+//! * events become keys on controller-runtime's [`PriorityQueue`](kclient_workqueue::PriorityQueue):
 //!   a key queued many times is reconciled once, **never by two workers at once**, with
-//!   [`Config::workers`] workers;
+//!   [`Config::workers`] workers; an event **replaces a waiting requeue** of its key, and the
+//!   initial list and unchanged resyncs queue at [`LOW_PRIORITY`] behind real changes;
 //! * the object comes from the **lister when the key is processed** (never a stale copy from
 //!   the event); a **deleted object is not reconciled** unless the reconciler implements
 //!   [`Reconciler::reconcile_deleted`];
@@ -22,9 +23,12 @@
 //! * each reconcile runs in a `tracing` span `reconcile` with the `controller`, the `key` and
 //!   the `attempt` (the key's retries so far).
 //!
-//! Helpers: [`finalizer::finalizer`] (add, clean up, remove, conflicts retried),
-//! [`owner::set_controller_reference`] / [`owner::controller_of`], an Event recorder bound to
-//! the controller ([`ReconcileContext::recorder`]).
+//! Helpers, with controller-runtime's `controllerutil` and apimachinery's `meta` semantics:
+//! [`create_or_update`] / [`create_or_patch`] ([`OperationResult`]), [`conditions`]
+//! (`set_status_condition` …), [`finalizer::finalizer`] (add, clean up, remove, conflicts
+//! retried) and the object-level [`finalizer::add_finalizer`] …, [`owner`] references
+//! (`set_controller_reference`, `set_owner_reference`, `has_owner_reference` …), an Event
+//! recorder bound to the controller ([`ReconcileContext::recorder`]).
 //!
 //! A [`Manager`] runs several controllers on one factory, with leader election (caches warm
 //! in every replica, reconciles in the leader only, the leader token checked right before
@@ -126,3 +130,4 @@ pub use manager::{Manager, ManagerBuilder, ManagerError};
 pub use metrics::ControllerMetrics;
 pub use reconciler::{ReconcileContext, Reconciler};
 pub use signal::shutdown_on_signal;
+pub use source::LOW_PRIORITY;

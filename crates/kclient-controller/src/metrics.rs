@@ -37,7 +37,7 @@ fn reconcile_time_histogram() -> Histogram {
 /// | `controller_runtime_reconcile_time_seconds` | histogram (controller-runtime's buckets, 5 ms to 60 s) | `controller` |
 /// | `controller_runtime_max_concurrent_reconciles` | gauge | `controller` |
 /// | `controller_runtime_active_workers` | gauge | `controller` |
-/// | `workqueue_depth`, `workqueue_adds_total`, `workqueue_queue_duration_seconds`, `workqueue_work_duration_seconds`, `workqueue_unfinished_work_seconds`, `workqueue_longest_running_processor_seconds`, `workqueue_retries_total` | kclient-workqueue's [`PrometheusMetricsProvider`] | `name`, `controller` (both the controller's name) |
+/// | `workqueue_depth`, `workqueue_adds_total`, `workqueue_queue_duration_seconds`, `workqueue_work_duration_seconds`, `workqueue_unfinished_work_seconds`, `workqueue_longest_running_processor_seconds`, `workqueue_retries_total` | kclient-workqueue's [`PrometheusMetricsProvider`] | `name`, `controller` (both the controller's name); `workqueue_depth` also `priority` |
 ///
 /// A reconcile's `result`: `error` when it failed (or panicked), `requeue_after` for
 /// [`Action::requeue`](crate::Action::requeue), `requeue` for

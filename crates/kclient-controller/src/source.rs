@@ -10,14 +10,39 @@ use kclient_cache::{
     HandlerOptions, InformerError, InformerSynced, ResourceEventHandlerFuncs, SharedIndexInformer,
 };
 use kclient_core::{deletion_handling_meta_namespace_key, ObjectKey, Resource, ResourceExt};
-use kclient_workqueue::RateLimitingQueue;
+use kclient_workqueue::{AddOpts, PriorityQueue};
 use parking_lot::Mutex;
 
 use crate::owner::{controller_of, reference_group};
 use crate::predicate::Predicate;
 
 /// The controller's queue of keys.
-pub(crate) type KeyQueue = RateLimitingQueue<ObjectKey>;
+pub(crate) type KeyQueue = PriorityQueue<ObjectKey>;
+
+/// The priority of the keys queued by an object of the informer's initial list or by a
+/// resync that changed nothing (controller-runtime's `handler.LowPriority`): real changes
+/// are served first during a startup or a resync flood.
+pub const LOW_PRIORITY: i32 = -100;
+
+/// How a key queued by an add is queued: at [`LOW_PRIORITY`] when the object comes from the
+/// informer's initial list.
+fn on_add_opts(is_in_initial_list: bool) -> AddOpts {
+    if is_in_initial_list {
+        AddOpts::new().priority(LOW_PRIORITY)
+    } else {
+        AddOpts::new()
+    }
+}
+
+/// How a key queued by an update is queued: at [`LOW_PRIORITY`] when the object's resource
+/// version did not change (a resync).
+fn on_update_opts<K: Resource>(old: &K, new: &K) -> AddOpts {
+    if old.resource_version() == new.resource_version() {
+        AddOpts::new().priority(LOW_PRIORITY)
+    } else {
+        AddOpts::new()
+    }
+}
 
 /// The last known state of primary objects whose deletion was seen and whose key has not
 /// been processed since.
@@ -68,7 +93,8 @@ where
 }
 
 /// The primary type's handler: every add and delete queues the object's key, an update
-/// queues it when `predicate` passes. A deletion also keeps the last known state for
+/// queues it when `predicate` passes; adds from the initial list and unchanged resyncs at
+/// [`LOW_PRIORITY`]. A deletion also keeps the last known state for
 /// [`Reconciler::reconcile_deleted`](crate::Reconciler::reconcile_deleted).
 pub(crate) fn register_primary<K>(
     informer: &SharedIndexInformer<K>,
@@ -82,10 +108,15 @@ where
 {
     let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
     let handler = ResourceEventHandlerFuncs::new()
-        .add_func(move |obj: &Arc<K>, _| on_add.add(ObjectKey::from_object(obj.as_ref())))
+        .add_func(move |obj: &Arc<K>, initial| {
+            on_add.add_with_opts(on_add_opts(initial), [ObjectKey::from_object(obj.as_ref())]);
+        })
         .update_func(move |old: &Arc<K>, new: &Arc<K>| {
             if predicate.as_ref().is_none_or(|p| p.evaluate(old, new)) {
-                on_update.add(ObjectKey::from_object(new.as_ref()));
+                on_update.add_with_opts(
+                    on_update_opts(old.as_ref(), new.as_ref()),
+                    [ObjectKey::from_object(new.as_ref())],
+                );
             }
         })
         .delete_func(move |deleted| {
@@ -104,7 +135,8 @@ where
 
 /// A handler queueing the keys `map` gives for each object: both the old and the new
 /// object's on an update that `predicate` passes (a change can move an object from one key
-/// to another), the last known state's on a deletion.
+/// to another), the last known state's on a deletion; at the same priorities as the
+/// primary's handler.
 pub(crate) fn register_mapped<O, F, I>(
     informer: &SharedIndexInformer<O>,
     name: String,
@@ -121,17 +153,14 @@ where
     let (map_add, map_update, map_delete) = (Arc::clone(&map), Arc::clone(&map), map);
     let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
     let handler = ResourceEventHandlerFuncs::new()
-        .add_func(move |obj: &Arc<O>, _| {
-            map_add(obj).into_iter().for_each(|key| on_add.add(key));
+        .add_func(move |obj: &Arc<O>, initial| {
+            on_add.add_with_opts(on_add_opts(initial), map_add(obj));
         })
         .update_func(move |old: &Arc<O>, new: &Arc<O>| {
             if predicate.as_ref().is_none_or(|p| p.evaluate(old, new)) {
-                map_update(old)
-                    .into_iter()
-                    .for_each(|key| on_update.add(key));
-                map_update(new)
-                    .into_iter()
-                    .for_each(|key| on_update.add(key));
+                let opts = on_update_opts(old.as_ref(), new.as_ref());
+                on_update.add_with_opts(opts, map_update(old));
+                on_update.add_with_opts(opts, map_update(new));
             }
         })
         .delete_func(move |deleted| {
@@ -264,6 +293,20 @@ mod tests {
             ),
             Some(ObjectKey::namespaced("prod", "web"))
         );
+    }
+
+    /// controller-runtime's `handler.TypedFuncs`: the initial list and an update that did not
+    /// change the resource version (a resync) queue at `LowPriority`; the rest at none.
+    #[test]
+    fn the_initial_list_and_unchanged_resyncs_queue_at_low_priority() {
+        assert_eq!(on_add_opts(true).priority, Some(LOW_PRIORITY));
+        assert_eq!(on_add_opts(false).priority, None);
+        let mut old = ConfigMap::default();
+        old.metadata.resource_version = Some("7".into());
+        let mut new = old.clone();
+        assert_eq!(on_update_opts(&old, &new).priority, Some(LOW_PRIORITY));
+        new.metadata.resource_version = Some("8".into());
+        assert_eq!(on_update_opts(&old, &new).priority, None);
     }
 
     #[test]

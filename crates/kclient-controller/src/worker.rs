@@ -10,6 +10,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use kclient_cache::Indexer;
 use kclient_core::{CancellationToken, ObjectKey};
+use kclient_workqueue::AddOpts;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -47,12 +48,12 @@ where
     /// check); when it may not, it gives the key back undone, fires `lost` and stops.
     pub(crate) async fn run(self: Arc<Self>, halt: CancellationToken, lost: CancellationToken) {
         loop {
-            let key = tokio::select! {
+            let next = tokio::select! {
                 biased;
                 () = halt.cancelled() => return,
-                key = self.queue.get() => key,
+                next = self.queue.get_with_priority() => next,
             };
-            let Some(key) = key else { return };
+            let Some((key, priority)) = next else { return };
             if !self.scope.leader.as_ref().is_none_or(|l| l.is_leader()) {
                 tracing::info!(controller = %self.scope.name, %key, "no longer the leader: not reconciling");
                 self.queue.done(&key);
@@ -60,7 +61,7 @@ where
                 return;
             }
             self.in_flight.fetch_add(1, Ordering::AcqRel);
-            self.process(&key).await;
+            self.process(&key, priority).await;
             self.in_flight.fetch_sub(1, Ordering::AcqRel);
             // No yield of our own: a reconcile may finish without awaiting anything, but
             // the queue's `get` spends tokio's cooperative budget, so a worker that always
@@ -69,8 +70,9 @@ where
         }
     }
 
-    /// Reconciles `key` in a span carrying the key and its attempt, and applies the outcome.
-    async fn process(&self, key: &ObjectKey) {
+    /// Reconciles `key` (handed out at `priority`) in a span carrying the key and its
+    /// attempt, and applies the outcome.
+    async fn process(&self, key: &ObjectKey, priority: i32) {
         let retries = self.queue.num_requeues(key);
         let span = tracing::info_span!(
             "reconcile",
@@ -85,7 +87,7 @@ where
             }
             let ctx = ReconcileContext::new(Arc::clone(&self.scope), key.clone(), retries);
             let outcome = self.reconcile(&ctx).await;
-            self.apply(key, outcome);
+            self.apply(key, priority, outcome);
             if let Some(metrics) = &self.metrics {
                 metrics.active.dec();
                 metrics.time.observe(started.elapsed().as_secs_f64());
@@ -141,9 +143,9 @@ where
         }
     }
 
-    /// Tells the queue what comes next for `key` (controller-runtime's `reconcileHandler`)
-    /// and counts the result.
-    fn apply(&self, key: &ObjectKey, outcome: Outcome) {
+    /// Tells the queue what comes next for `key`, handed out at `priority`
+    /// (controller-runtime's `reconcileHandler`), and counts the result.
+    fn apply(&self, key: &ObjectKey, priority: i32, outcome: Outcome) {
         let queue = &self.queue;
         let (action, failed) = match outcome {
             Outcome::Succeeded(action) => (action, false),
@@ -155,15 +157,16 @@ where
                 (Action::requeue_rate_limited(), true)
             }
         };
+        let requeue = AddOpts::new().priority(action.priority().unwrap_or(priority));
         match action.next() {
             Next::AwaitChange => queue.forget(key),
             Next::After(after) => {
                 if !failed {
                     queue.forget(key);
                 }
-                queue.add_after(key.clone(), after);
+                queue.add_with_opts(requeue.after(after), [key.clone()]);
             }
-            Next::RateLimited => queue.add_rate_limited(key.clone()),
+            Next::RateLimited => queue.add_with_opts(requeue.rate_limited(), [key.clone()]),
         }
         if let Some(metrics) = &self.metrics {
             if failed {

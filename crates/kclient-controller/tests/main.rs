@@ -6,4 +6,5 @@ mod support;
 mod fake_server;
 mod helpers;
 mod manager;
+mod queueing;
 mod reconcile;

@@ -9,6 +9,10 @@
 //! * `contended`: 4 producer tasks add distinct keys while 2 worker tasks get and done them,
 //!   on a 2-thread runtime; one element is one item through add, get and done.
 //!
+//! * `priority_queue`: controller-runtime's `BenchmarkAddGetDone` and `BenchmarkAddOnly`
+//!   on the [`PriorityQueue`]: 1000 keys added then taken and done; 1000 adds of keys
+//!   already queued.
+//!
 //! Run: `cargo bench -p kclient-workqueue --bench workqueue`.
 
 use std::hint::black_box;
@@ -16,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use kclient_workqueue::{DelayingQueue, WorkQueue};
+use kclient_workqueue::{DelayingQueue, PriorityQueue, WorkQueue};
 
 fn xorshift(seed: &mut u64) -> u64 {
     *seed ^= *seed << 13;
@@ -67,6 +71,38 @@ fn queue(c: &mut Criterion) {
             },
             BatchSize::SmallInput,
         );
+    });
+    group.finish();
+}
+
+fn priority_queue(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("runtime");
+    let mut group = c.benchmark_group("priority_queue");
+    group.throughput(Throughput::Elements(1000));
+    group.bench_function("add_get_done", |b| {
+        let q = runtime.block_on(async { PriorityQueue::<u32>::new() });
+        b.iter(|| {
+            runtime.block_on(async {
+                for i in 0..1000 {
+                    q.add(i);
+                }
+                for _ in 0..1000 {
+                    let item = q.get().await.expect("item");
+                    q.done(&item);
+                }
+            });
+        });
+    });
+    group.bench_function("add_only", |b| {
+        let q = runtime.block_on(async { PriorityQueue::<u32>::new() });
+        b.iter(|| {
+            for i in 0..1000 {
+                q.add(black_box(i));
+            }
+        });
     });
     group.finish();
 }
@@ -164,5 +200,11 @@ fn contended(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, queue, delaying_queue_add_after, contended);
+criterion_group!(
+    benches,
+    queue,
+    priority_queue,
+    delaying_queue_add_after,
+    contended
+);
 criterion_main!(benches);

@@ -17,6 +17,11 @@
 //! * [`RateLimitingQueue`]: plus `add_rate_limited`, `forget`, `num_requeues`, paced by a
 //!   [`TypedRateLimiter`] from [`rate_limiter`] (usually [`default_controller_rate_limiter`]).
 //!
+//! Beside them, controller-runtime's [`PriorityQueue`] (its controllers' default queue): one
+//! entry per item, the highest priority and the soonest ready time winning when an item is
+//! added twice, the highest priority handed out first. kclient-controller's controllers use
+//! it.
+//!
 //! Code generic over a queue uses the traits of these layers, [`QueueInterface`],
 //! [`DelayingInterface`] and [`RateLimitingInterface`] (client-go's `TypedInterface`,
 //! `TypedDelayingInterface` and `TypedRateLimitingInterface`); each queue implements the
@@ -123,6 +128,7 @@ mod delaying_queue;
 mod interface;
 pub mod metrics;
 mod parallelizer;
+mod priority_queue;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 mod queue;
@@ -133,6 +139,7 @@ mod storage;
 pub use delaying_queue::{DelayingQueue, DelayingQueueConfig};
 pub use interface::{DelayingInterface, QueueInterface, RateLimitingInterface};
 pub use parallelizer::{parallelize_until, ParallelizeOptions};
+pub use priority_queue::{AddOpts, PriorityQueue, PriorityQueueConfig};
 pub use queue::{TryGetError, WorkQueue, WorkQueueConfig};
 pub use rate_limiter::{
     default_controller_rate_limiter, default_item_based_rate_limiter, TypedRateLimiter,

@@ -50,6 +50,28 @@ pub trait GaugeMetric: Send + Sync {
     fn dec(&self);
 }
 
+/// A depth gauge with one series per priority: the depth of a
+/// [`PriorityQueue`](crate::PriorityQueue) (controller-runtime's `DepthMetricWithPriority`,
+/// the `priority` label of its `workqueue_depth`).
+pub trait PriorityGaugeMetric: Send + Sync {
+    /// Adds one to the series of `priority`.
+    fn inc(&self, priority: i32);
+    /// Subtracts one from the series of `priority`.
+    fn dec(&self, priority: i32);
+}
+
+/// A plain depth gauge serving as a [`PriorityGaugeMetric`]: the priority is not reported.
+struct UnlabelledDepth(Box<dyn GaugeMetric>);
+
+impl PriorityGaugeMetric for UnlabelledDepth {
+    fn inc(&self, _priority: i32) {
+        self.0.inc();
+    }
+    fn dec(&self, _priority: i32) {
+        self.0.dec();
+    }
+}
+
 /// A value that is set outright (the unfinished-work gauges).
 pub trait SettableGaugeMetric: Send + Sync {
     /// Replaces the value.
@@ -130,6 +152,13 @@ pub trait MetricsProvider: Send + Sync {
         Box::new(NoopMetric)
     }
 
+    /// The gauge of items waiting to be handed out, per priority, of a
+    /// [`PriorityQueue`](crate::PriorityQueue). By default the plain
+    /// [`new_depth_metric`](Self::new_depth_metric) gauge, the priority not reported.
+    fn new_depth_with_priority_metric(&self, name: &str) -> Box<dyn PriorityGaugeMetric> {
+        Box::new(UnlabelledDepth(self.new_depth_metric(name)))
+    }
+
     /// The counter of additions.
     fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric> {
         let _ = name;
@@ -194,7 +223,7 @@ pub(crate) fn resolve_provider(
 /// The per-queue metrics state (client-go's `defaultQueueMetrics`). It lives inside the
 /// queue's state and is only touched under the queue's lock.
 pub(crate) struct QueueMetrics<T> {
-    depth: Box<dyn GaugeMetric>,
+    depth: Box<dyn PriorityGaugeMetric>,
     adds: Box<dyn CounterMetric>,
     latency: Box<dyn HistogramMetric>,
     work_duration: Box<dyn HistogramMetric>,
@@ -215,8 +244,29 @@ impl<T> fmt::Debug for QueueMetrics<T> {
 
 impl<T: Clone + Eq + Hash> QueueMetrics<T> {
     pub(crate) fn new(provider: &dyn MetricsProvider, name: &str) -> Self {
+        Self::with_depth(
+            provider,
+            name,
+            Box::new(UnlabelledDepth(provider.new_depth_metric(name))),
+        )
+    }
+
+    /// The metrics of a priority queue: its depth per priority.
+    pub(crate) fn with_priorities(provider: &dyn MetricsProvider, name: &str) -> Self {
+        Self::with_depth(
+            provider,
+            name,
+            provider.new_depth_with_priority_metric(name),
+        )
+    }
+
+    fn with_depth(
+        provider: &dyn MetricsProvider,
+        name: &str,
+        depth: Box<dyn PriorityGaugeMetric>,
+    ) -> Self {
         Self {
-            depth: provider.new_depth_metric(name),
+            depth,
             adds: provider.new_adds_metric(name),
             latency: provider.new_latency_metric(name),
             work_duration: provider.new_work_duration_metric(name),
@@ -229,8 +279,13 @@ impl<T: Clone + Eq + Hash> QueueMetrics<T> {
 
     /// `item` was marked dirty at `at`.
     pub(crate) fn add(&mut self, item: &T, at: Instant) {
+        self.add_at_priority(item, at, 0);
+    }
+
+    /// `item` became ready to be handed out at `at`, at `priority`.
+    pub(crate) fn add_at_priority(&mut self, item: &T, at: Instant, priority: i32) {
         self.adds.inc();
-        self.depth.inc();
+        self.depth.inc(priority);
         if !self.add_times.contains_key(item) {
             self.add_times.insert(item.clone(), at);
         }
@@ -238,7 +293,18 @@ impl<T: Clone + Eq + Hash> QueueMetrics<T> {
 
     /// `item` was handed out at `now`.
     pub(crate) fn get(&mut self, item: &T, now: Instant) {
-        self.depth.dec();
+        self.get_at_priority(item, now, 0);
+    }
+
+    /// A waiting item moved from priority `from` to `to`.
+    pub(crate) fn reprioritize(&self, from: i32, to: i32) {
+        self.depth.dec(from);
+        self.depth.inc(to);
+    }
+
+    /// `item`, waiting at `priority`, was handed out at `now`.
+    pub(crate) fn get_at_priority(&mut self, item: &T, now: Instant, priority: i32) {
+        self.depth.dec(priority);
         self.processing_start_times.insert(item.clone(), now);
         if let Some(added) = self.add_times.remove(item) {
             self.latency.observe(seconds_between(added, now));
@@ -263,6 +329,37 @@ impl<T: Clone + Eq + Hash> QueueMetrics<T> {
         }
         self.unfinished_work_seconds.set(total);
         self.longest_running_processor.set(oldest);
+    }
+}
+
+/// Calls `tick` every 500 ms until it returns false (the queue shut down or was
+/// dropped): the refresh of the unfinished-work gauges (client-go's `updateUnfinishedWorkLoop`).
+pub(crate) fn spawn_unfinished_work_updater(tick: impl Fn() -> bool + Send + 'static) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        // Ticks count from construction, not from the task's first poll.
+        let start = Instant::now() + UNFINISHED_WORK_UPDATE_PERIOD;
+        runtime.spawn(async move {
+            let mut interval = tokio::time::interval_at(start, UNFINISHED_WORK_UPDATE_PERIOD);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                if !tick() {
+                    return;
+                }
+            }
+        });
+    } else {
+        let spawned = std::thread::Builder::new()
+            .name("workqueue-metrics".into())
+            .spawn(move || loop {
+                std::thread::sleep(UNFINISHED_WORK_UPDATE_PERIOD);
+                if !tick() {
+                    return;
+                }
+            });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "workqueue: cannot start the unfinished-work metrics thread");
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 //!
 //! | metric | type |
 //! |---|---|
-//! | `workqueue_depth{name}` | gauge |
+//! | `workqueue_depth{name}` | gauge; a [`PriorityQueue`](crate::PriorityQueue)'s also labelled `priority` |
 //! | `workqueue_adds_total{name}` | counter |
 //! | `workqueue_queue_duration_seconds{name}` | histogram, buckets 1e-8 s × 10^0..9 |
 //! | `workqueue_work_duration_seconds{name}` | histogram, same buckets |
@@ -45,7 +45,8 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 use crate::metrics::{
-    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric,
+    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, PriorityGaugeMetric,
+    SettableGaugeMetric,
 };
 
 /// The label set of every workqueue metric: the queue's name, and with
@@ -174,6 +175,30 @@ impl GaugeMetric for DepthGauge {
     }
 }
 
+/// The depth of a priority queue: one series per priority, labelled `priority` beside the
+/// queue's labels (controller-runtime's depth metric of its priority queue).
+struct PriorityDepthGauge {
+    family: Family<QueueLabel, Gauge>,
+    label: QueueLabel,
+}
+
+impl PriorityDepthGauge {
+    fn series(&self, priority: i32) -> Gauge {
+        let mut label = self.label.clone();
+        label.push(("priority", priority.to_string()));
+        self.family.get_or_create(&label).clone()
+    }
+}
+
+impl PriorityGaugeMetric for PriorityDepthGauge {
+    fn inc(&self, priority: i32) {
+        self.series(priority).inc();
+    }
+    fn dec(&self, priority: i32) {
+        self.series(priority).dec();
+    }
+}
+
 struct SecondsGauge(Gauge<f64, AtomicU64>);
 
 impl SettableGaugeMetric for SecondsGauge {
@@ -203,6 +228,13 @@ impl MetricsProvider for PrometheusMetricsProvider {
         Box::new(DepthGauge(
             self.depth.get_or_create(&self.label(name)).clone(),
         ))
+    }
+
+    fn new_depth_with_priority_metric(&self, name: &str) -> Box<dyn PriorityGaugeMetric> {
+        Box::new(PriorityDepthGauge {
+            family: self.depth.clone(),
+            label: self.label(name),
+        })
     }
 
     fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric> {

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::hash::Hash;
 use std::pin::pin;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 use crate::delay_heap::DelayHeap;
 use crate::metrics::{
-    resolve_provider, CounterMetric, MetricsProvider, QueueMetrics, UNFINISHED_WORK_UPDATE_PERIOD,
+    resolve_provider, spawn_unfinished_work_updater, CounterMetric, MetricsProvider, QueueMetrics,
 };
 use crate::storage::{QueueStorage, Storage};
 use crate::ItemMap;
@@ -185,7 +185,10 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
             }),
         };
         if has_metrics {
-            spawn_unfinished_work_updater(Arc::downgrade(&queue.shared));
+            let shared = Arc::downgrade(&queue.shared);
+            spawn_unfinished_work_updater(move || {
+                shared.upgrade().is_some_and(|s| s.update_unfinished_work())
+            });
         }
         queue
     }
@@ -591,41 +594,6 @@ impl<T: Clone + Eq + Hash> Shared<T> {
         };
         self.wake(pushed);
         true
-    }
-}
-
-/// Refreshes the unfinished-work gauges every 500 ms until the queue shuts down or is
-/// dropped (client-go's `updateUnfinishedWorkLoop`).
-fn spawn_unfinished_work_updater<T>(shared: Weak<Shared<T>>)
-where
-    T: Clone + Eq + Hash + Send + Sync + 'static,
-{
-    let tick = move || shared.upgrade().is_some_and(|s| s.update_unfinished_work());
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        // Ticks count from construction, not from the task's first poll.
-        let start = Instant::now() + UNFINISHED_WORK_UPDATE_PERIOD;
-        runtime.spawn(async move {
-            let mut interval = tokio::time::interval_at(start, UNFINISHED_WORK_UPDATE_PERIOD);
-            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                interval.tick().await;
-                if !tick() {
-                    return;
-                }
-            }
-        });
-    } else {
-        let spawned = std::thread::Builder::new()
-            .name("workqueue-metrics".into())
-            .spawn(move || loop {
-                std::thread::sleep(UNFINISHED_WORK_UPDATE_PERIOD);
-                if !tick() {
-                    return;
-                }
-            });
-        if let Err(error) = spawned {
-            tracing::warn!(%error, "workqueue: cannot start the unfinished-work metrics thread");
-        }
     }
 }
 

@@ -6,6 +6,7 @@ mod delaying_queue;
 mod global_metrics_provider;
 mod interface;
 mod metrics;
+mod priority_queue;
 mod prometheus;
 mod queue;
 mod rate_limiting_queue;

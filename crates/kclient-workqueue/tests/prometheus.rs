@@ -89,3 +89,33 @@ async fn with_the_controller_label_each_series_names_the_queue_twice_as_controll
         assert!(text.contains(line), "missing {line:?} in\n{text}");
     }
 }
+
+/// A priority queue's depth has one series per priority, labelled `priority` after the
+/// queue's own labels (controller-runtime's `workqueue_depth{name,controller,priority}`).
+#[tokio::test(start_paused = true)]
+async fn a_priority_queue_reports_its_depth_per_priority() {
+    use kclient_workqueue::{AddOpts, PriorityQueue, PriorityQueueConfig};
+
+    let mut registry = Registry::default();
+    let provider = Arc::new(PrometheusMetricsProvider::with_controller_label(
+        &mut registry,
+    ));
+    let q = PriorityQueue::with_config(
+        PriorityQueueConfig::new()
+            .name("web")
+            .metrics_provider(provider),
+    );
+    q.add_with_opts(AddOpts::new().priority(-100), ["a", "b"]);
+    q.add("c");
+    assert_eq!(q.get().await, Some("c"));
+    let mut text = String::new();
+    encode(&mut text, &registry).unwrap();
+    assert!(
+        text.contains(r#"workqueue_depth{name="web",controller="web",priority="-100"} 2"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"workqueue_depth{name="web",controller="web",priority="0"} 0"#),
+        "{text}"
+    );
+}
