@@ -109,7 +109,7 @@ impl Registry {
             if live_owner {
                 self.remove_owner_reference(&info, ns, name, owner_uid);
             } else {
-                let _ = self.delete(
+                let _ = self.delete_now(
                     &info,
                     ns,
                     name,
@@ -165,7 +165,7 @@ impl Registry {
                 .get(&dep_resource, &dep_key)
                 .is_some_and(|o| meta::is_terminating(&o.value));
             if !terminating {
-                let _ = self.delete(
+                let _ = self.delete_now(
                     &info,
                     ns,
                     name,
@@ -195,7 +195,7 @@ impl Registry {
             return;
         };
         let (ns, name) = Self::split_key(key);
-        let _ = self.update_with(
+        let _ = self.update_now(
             &info,
             ns,
             name,
@@ -225,7 +225,7 @@ impl Registry {
         name: &str,
         owner_uid: &str,
     ) {
-        let _ = self.update_with(
+        let _ = self.update_now(
             info,
             ns,
             name,
@@ -280,7 +280,7 @@ impl Registry {
                 .map(|(_, o)| meta_str(&o.value, "name").to_string())
                 .collect();
             for name in names {
-                let _ = self.delete(&info, ns, &name, None, None, false);
+                let _ = self.delete_now(&info, ns, &name, None, None, false);
             }
         }
         self.finish_namespace(ns);

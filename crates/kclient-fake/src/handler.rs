@@ -290,12 +290,79 @@ pub(crate) fn write_options(
         Some(m) if !m.is_empty() => m.to_string(),
         _ => user_agent_manager(headers),
     };
+    // The options as admission webhooks see them: what the query gave.
+    let mut options = serde_json::Map::new();
+    if dry_run {
+        options.insert("dryRun".into(), serde_json::json!(["All"]));
+    }
+    for key in ["fieldManager", "fieldValidation"] {
+        if let Some(v) = q.get(key).filter(|v| !v.is_empty()) {
+            options.insert(key.into(), Value::String(v.to_string()));
+        }
+    }
+    let warnings = crate::registry::Warnings::default();
     Ok(WriteOptions {
         dry_run,
         field_manager,
         field_validation,
+        admission: Some(admission(Value::Object(options), dry_run, &warnings)),
+        warnings,
         ..WriteOptions::default()
     })
+}
+
+/// The user every request of the API acts as, for admission webhooks: the fake authorizes
+/// everything, as for a member of `system:masters` (the identity of the client certificate
+/// its kubeconfigs carry).
+pub(crate) fn user_info() -> Value {
+    serde_json::json!({
+        "username": "kclient-fake-admin",
+        "groups": ["system:masters", "system:authenticated"],
+    })
+}
+
+/// The admission of a write of the API on the resource itself, with `options` (without
+/// their `kind`).
+pub(crate) fn admission(
+    options: Value,
+    dry_run: bool,
+    warnings: &crate::registry::Warnings,
+) -> Arc<crate::admission::Request> {
+    Arc::new(crate::admission::Request {
+        user: user_info(),
+        options,
+        dry_run,
+        subresource: String::new(),
+        scale: false,
+        collection: false,
+        warnings: warnings.clone(),
+    })
+}
+
+/// `opts` for a write of a subresource (`scale`: webhooks see `Scale` objects).
+pub(crate) fn for_subresource(mut opts: WriteOptions, subresource: &str) -> WriteOptions {
+    if let Some(admission) = opts.admission.take() {
+        opts.admission = Some(Arc::new(crate::admission::Request {
+            subresource: subresource.to_string(),
+            scale: subresource == "scale",
+            ..(*admission).clone()
+        }));
+    }
+    opts
+}
+
+/// A write's answer, or its error, with the write's warnings (webhooks' warnings go with
+/// their refusals too).
+pub(crate) fn answer_write(
+    req: &ApiRequest,
+    opts: &WriteOptions,
+    answer: Result<Response<Body>, ApiError>,
+) -> Result<Response<Body>, ApiError> {
+    let res = match answer {
+        Ok(res) => res,
+        Err(e) => response::error_negotiated(&req.headers, &e),
+    };
+    Ok(with_warnings(res, opts))
 }
 
 /// Adds a write's warnings to its response (`Warning: 299 - "text"`).
@@ -345,11 +412,11 @@ async fn resource(
         }
         (&Method::GET, Some(name)) => verbs::get(&call, name).await,
         (&Method::GET, None) => verbs::list_or_watch(&call).await,
-        (&Method::POST, None) => verbs::create(&call),
-        (&Method::PUT, Some(name)) => verbs::update(&call, name),
-        (&Method::PATCH, Some(name)) => verbs::patch(&call, name),
-        (&Method::DELETE, Some(name)) => verbs::delete(&call, name),
-        (&Method::DELETE, None) => verbs::delete_collection(&call),
+        (&Method::POST, None) => verbs::create(&call).await,
+        (&Method::PUT, Some(name)) => verbs::update(&call, name).await,
+        (&Method::PATCH, Some(name)) => verbs::patch(&call, name).await,
+        (&Method::DELETE, Some(name)) => verbs::delete(&call, name).await,
+        (&Method::DELETE, None) => verbs::delete_collection(&call).await,
         (method, _) => {
             let verb = match *method {
                 Method::POST => "create",
@@ -445,30 +512,34 @@ async fn subresource(
         _ => None,
     };
     if let Some(part) = part {
-        let opts = write_options(q, &req.headers, &req.method)?;
+        let opts = for_subresource(write_options(q, &req.headers, &req.method)?, sub);
         return match req.method {
             Method::GET => {
-                let obj = shared.registry.get(info, namespace, name)?;
+                let obj = shared.registry.get_converted(info, namespace, name).await?;
                 subresource_answer(req, info, StatusCode::OK, &obj)
             }
             Method::PUT => {
                 let body = parse_body(req, info)?;
-                let (obj, _) =
-                    shared
-                        .registry
-                        .update_with(info, namespace, name, part, &opts, |_| Ok(body))?;
-                Ok(with_warnings(
-                    subresource_answer(req, info, StatusCode::OK, &obj)?,
+                let written = shared
+                    .registry
+                    .update_with(info, namespace, name, part, &opts, |_| Ok(body.clone()))
+                    .await;
+                answer_write(
+                    req,
                     &opts,
-                ))
+                    written
+                        .and_then(|(obj, _)| subresource_answer(req, info, StatusCode::OK, &obj)),
+                )
             }
             Method::PATCH => {
-                let (obj, _) =
-                    crate::patch::handle(shared, req, info, namespace, name, part, q, &opts)?;
-                Ok(with_warnings(
-                    subresource_answer(req, info, StatusCode::OK, &obj)?,
+                let written =
+                    crate::patch::handle(shared, req, info, namespace, name, part, q, &opts).await;
+                answer_write(
+                    req,
                     &opts,
-                ))
+                    written
+                        .and_then(|(obj, _)| subresource_answer(req, info, StatusCode::OK, &obj)),
+                )
             }
             _ => Err(errors::method_not_allowed()),
         };
@@ -497,7 +568,7 @@ async fn subresource(
     let opts = write_options(q, &req.headers, &req.method)?;
     match (sub, &req.method) {
         ("scale", &Method::GET) => {
-            let obj = shared.registry.get(info, namespace, name)?;
+            let obj = shared.registry.get_converted(info, namespace, name).await?;
             subresource_answer(
                 req,
                 info,
@@ -512,21 +583,27 @@ async fn subresource(
                 serde_json::from_slice(&req.body)
                     .map_err(|e| ApiError::bad_request(e.to_string()))?
             };
-            let obj = crate::scale::update(shared, info, namespace, name, body, &opts)?;
-            subresource_answer(
+            let opts = for_subresource(opts, "scale");
+            let written = crate::scale::update(shared, info, namespace, name, body, &opts).await;
+            answer_write(
                 req,
-                info,
-                StatusCode::OK,
-                &crate::scale::to_scale(info, &obj),
+                &opts,
+                written.and_then(|obj| {
+                    let scale = crate::scale::to_scale(info, &obj);
+                    subresource_answer(req, info, StatusCode::OK, &scale)
+                }),
             )
         }
         ("scale", &Method::PATCH) => {
-            let obj = crate::scale::patch(shared, req, info, namespace, name, &opts)?;
-            subresource_answer(
+            let opts = for_subresource(opts, "scale");
+            let written = crate::scale::patch(shared, req, info, namespace, name, &opts).await;
+            answer_write(
                 req,
-                info,
-                StatusCode::OK,
-                &crate::scale::to_scale(info, &obj),
+                &opts,
+                written.and_then(|obj| {
+                    let scale = crate::scale::to_scale(info, &obj);
+                    subresource_answer(req, info, StatusCode::OK, &scale)
+                }),
             )
         }
         ("finalize", &Method::PUT) => {

@@ -154,9 +154,11 @@
 #![allow(clippy::result_large_err)]
 
 mod actions;
+mod admission;
 pub mod catalogue;
 pub mod cli;
 mod connect;
+mod conversion_webhook;
 mod crd;
 mod defaults;
 mod discovery;
@@ -190,6 +192,7 @@ mod tls;
 mod verbs;
 mod wait;
 mod watch;
+mod webhook_client;
 
 pub use actions::{Action, ActionFilter, DEFAULT_ACTION_HISTORY};
 pub use catalogue::{ExtraSubresource, GenerationBumps, ResourceInfo, ScaleSpec};

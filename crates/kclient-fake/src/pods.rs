@@ -132,12 +132,13 @@ pub async fn handle(
                     resource_version: None,
                 });
             let pod = shared.registry.get(info, namespace, name)?;
-            if let Some(refusal) = check_disruption_budget(shared, namespace, name, &pod)? {
+            if let Some(refusal) = check_disruption_budget(shared, namespace, name, &pod).await? {
                 return Ok(refusal);
             }
             shared
                 .registry
-                .delete(info, namespace, name, uid.as_ref(), None, false)?;
+                .delete(info, namespace, name, uid.as_ref(), None, false, None)
+                .await?;
             Ok(created_status())
         }
         ("binding", &Method::POST) => {
@@ -184,7 +185,8 @@ pub async fn handle(
                     let mut new = cur.clone();
                     meta::set_path(&mut new, "spec.nodeName", json!(node));
                     Ok(new)
-                })?;
+                })
+                .await?;
             Ok(created_status())
         }
         _ => Err(crate::errors::method_not_allowed()),
@@ -254,7 +256,7 @@ fn budget_refusal(cause: String, retry_after_seconds: i32) -> ApiError {
 /// which the eviction uses up (`disruptionsAllowed` down by one, the pod recorded in
 /// `disruptedPods`). There is no disruption controller: a test writes the budget's status.
 /// Returns the refusal to answer with, if any.
-fn check_disruption_budget(
+async fn check_disruption_budget(
     shared: &Arc<Shared>,
     namespace: &str,
     name: &str,
@@ -369,32 +371,35 @@ fn check_disruption_budget(
         };
         return Err(budget_refusal(cause, 0));
     }
-    shared.registry.update_with(
-        &pdbs,
-        namespace,
-        &pdb_name,
-        Part::Status,
-        &WriteOptions::default(),
-        |cur| {
-            let mut new = cur
-                .cloned()
-                .ok_or_else(|| ApiError::not_found(&pdbs.group_resource(), &pdb_name))?;
-            let status = new
-                .as_object_mut()
-                .map(|o| o.entry("status").or_insert_with(|| json!({})));
-            if let Some(Value::Object(status)) = status {
-                status.insert("disruptionsAllowed".into(), json!(allowed - 1));
-                if allowed == 1 {
-                    insufficient_pods(status);
+    shared
+        .registry
+        .update_with(
+            &pdbs,
+            namespace,
+            &pdb_name,
+            Part::Status,
+            &WriteOptions::default(),
+            |cur| {
+                let mut new = cur
+                    .cloned()
+                    .ok_or_else(|| ApiError::not_found(&pdbs.group_resource(), &pdb_name))?;
+                let status = new
+                    .as_object_mut()
+                    .map(|o| o.entry("status").or_insert_with(|| json!({})));
+                if let Some(Value::Object(status)) = status {
+                    status.insert("disruptionsAllowed".into(), json!(allowed - 1));
+                    if allowed == 1 {
+                        insufficient_pods(status);
+                    }
+                    let disrupted = status.entry("disruptedPods").or_insert_with(|| json!({}));
+                    if let Some(map) = disrupted.as_object_mut() {
+                        map.insert(name.to_string(), json!(meta::now_rfc3339()));
+                    }
                 }
-                let disrupted = status.entry("disruptedPods").or_insert_with(|| json!({}));
-                if let Some(map) = disrupted.as_object_mut() {
-                    map.insert(name.to_string(), json!(meta::now_rfc3339()));
-                }
-            }
-            Ok(new)
-        },
-    )?;
+                Ok(new)
+            },
+        )
+        .await?;
     Ok(None)
 }
 

@@ -230,7 +230,7 @@ impl FakeApiServerBuilder {
                 .catalogue
                 .get("", "v1", "namespaces")
                 .ok_or_else(|| Error::Tls("no namespaces resource".into()))?;
-            shared.registry.create(
+            shared.registry.create_now(
                 &info,
                 "",
                 serde_json::json!({"metadata": {"name": ns}}),
@@ -402,6 +402,15 @@ impl FakeApiServer {
     /// The CA certificate (PEM) when serving HTTPS.
     pub fn ca_certificate_pem(&self) -> Option<&str> {
         self.authority.as_ref().map(|a| a.ca_pem.as_str())
+    }
+
+    /// Sends the webhook calls (admission and CRD conversion) addressed to Service
+    /// `namespace/name` (a `clientConfig.service`, any port) to `address`: the fake runs no
+    /// Service, so a test serving a webhook on loopback maps the Service to its listener.
+    /// The TLS server name stays `<name>.<namespace>.svc`, as kube-apiserver's, so the
+    /// webhook's certificate must name it.
+    pub fn route_service(&self, namespace: &str, name: &str, address: SocketAddr) {
+        self.shared.registry.services.set(namespace, name, address);
     }
 
     /// Issues a client certificate for user `common_name` in `groups` (HTTPS only).
@@ -640,7 +649,7 @@ impl FakeApiServer {
                 .get("", "v1", "namespaces")
                 .ok_or_else(|| ApiError::internal_error("no namespaces resource"))?;
             if self.shared.registry.get(&namespaces, "", &ns).is_err() {
-                self.shared.registry.create(
+                self.shared.registry.create_now(
                     &namespaces,
                     "",
                     serde_json::json!({"metadata": {"name": ns}}),
@@ -652,7 +661,7 @@ impl FakeApiServer {
             seed: true,
             ..WriteOptions::default()
         };
-        let out = self.shared.registry.create(&info, &ns, object, &opts);
+        let out = self.shared.registry.create_now(&info, &ns, object, &opts);
         self.shared.registry.settle();
         out
     }
@@ -705,7 +714,8 @@ impl FakeApiServer {
             .catalogue
             .any_version(resource)
             .ok_or_else(|| ApiError::not_found(resource, name))?;
-        let out = registry.update_with(
+        let mut change = Some(change);
+        let out = registry.update_now(
             &info,
             namespace,
             name,
@@ -718,6 +728,11 @@ impl FakeApiServer {
                 let mut obj = current
                     .cloned()
                     .ok_or_else(|| ApiError::not_found(resource, name))?;
+                // Another write between the read and the write: the change is not
+                // repeated (it is `FnOnce`).
+                let change = change
+                    .take()
+                    .ok_or_else(|| crate::errors::stale_resource_version(resource, name))?;
                 change(&mut obj);
                 Ok(obj)
             },
@@ -739,7 +754,7 @@ impl FakeApiServer {
             .catalogue
             .any_version(resource)
             .ok_or_else(|| ApiError::not_found(resource, name))?;
-        let out = registry.delete(&info, namespace, name, None, None, false);
+        let out = registry.delete_now(&info, namespace, name, None, None, false);
         registry.settle();
         out.map(|_| ())
     }

@@ -23,3 +23,4 @@ mod streaming;
 mod subresources;
 mod table_dry_run;
 mod tls_faults;
+mod webhooks;

@@ -56,6 +56,8 @@ pub struct WriteOptions {
     /// its immutable fields forbid): a subresource's own registry writing (`pods/binding`
     /// sets `spec.nodeName` as kube-apiserver's binding storage does).
     pub bypass_update_validation: bool,
+    /// The admission of a write of the API (webhooks); `None` for the fake's own writes.
+    pub admission: Option<Arc<crate::admission::Request>>,
 }
 
 /// The `fieldValidation` of a write.
@@ -158,6 +160,8 @@ pub struct Registry {
     pub catalogue: Catalogue,
     /// The objects.
     pub store: Store,
+    /// Where webhooks' Service references go (see [`crate::webhook_client`]).
+    pub services: crate::webhook_client::ServiceRoutes,
     pending: Mutex<Vec<Work>>,
 }
 
@@ -243,6 +247,7 @@ impl Registry {
         Self {
             catalogue: Catalogue::builtin(),
             store: Store::new(window),
+            services: Default::default(),
             pending: Mutex::new(Vec::new()),
         }
     }
@@ -270,6 +275,25 @@ impl Registry {
         let state = self.store.read();
         match state.get(&info.group_resource(), &key) {
             Some(obj) => Ok(for_version(info, &obj.value)),
+            None => Err(ApiError::not_found(&info.group_resource(), name)),
+        }
+    }
+
+    /// The object `name`, as served in `info`'s version (through the CRD's conversion
+    /// webhook when it has one).
+    pub async fn get_converted(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        let stored = {
+            let state = self.store.read();
+            let found = state.get(&info.group_resource(), &object_key(namespace, name));
+            found.map(|o| o.value.clone())
+        };
+        match stored {
+            Some(value) => self.convert_one(info, value).await,
             None => Err(ApiError::not_found(&info.group_resource(), name)),
         }
     }
@@ -381,24 +405,32 @@ impl Registry {
     }
 
     /// A custom resource written in a version other than its storage version, as it is
-    /// stored: converted (`None` strategy: pruned by the storage version's schema) and
-    /// defaulted by that schema, as the server's storage round trip does.
-    fn to_storage(&self, info: &ResourceInfo, obj: &mut Value) {
+    /// stored: converted (the `None` strategy prunes it by the storage version's schema; a
+    /// conversion webhook converts it) and defaulted by that schema, as the server's storage
+    /// round trip does.
+    async fn to_storage(&self, info: &ResourceInfo, obj: Value) -> Result<Value, ApiError> {
         if !info.custom || info.api.version == info.storage_version {
-            return;
+            return Ok(obj);
         }
         let Some(storage) =
             self.catalogue
                 .get(&info.api.group, &info.storage_version, &info.api.plural)
         else {
-            return;
+            return Ok(obj);
         };
-        if let Some(map) = obj.as_object_mut() {
-            map.insert("apiVersion".into(), json!(storage.api_version()));
-        }
+        let mut obj = self.convert_one(&storage, obj).await?;
         if let Some(schema) = &storage.schema {
-            crate::schema::convert(schema, obj);
-            crate::schema::default(schema, obj);
+            crate::schema::default(schema, &mut obj);
+        }
+        Ok(obj)
+    }
+
+    /// A custom resource as the server takes it from mutating webhooks: pruned by its schema
+    /// (silently: the webhook's unknown fields are dropped) and defaulted.
+    fn decode_admitted(&self, info: &ResourceInfo, obj: &mut Value) {
+        if let Some(schema) = &info.schema {
+            crate::schema::go_numbers(obj);
+            let _dropped = crate::schema::decode(schema, obj);
         }
     }
 

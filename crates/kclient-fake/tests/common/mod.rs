@@ -2,6 +2,8 @@
 //! kclient-rest's `RestClient` is available.
 #![allow(dead_code)]
 
+pub mod webhook_server;
+
 use bytes::{Bytes, BytesMut};
 use http::{header, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
