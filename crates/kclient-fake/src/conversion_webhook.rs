@@ -1,23 +1,29 @@
 //! Converting custom resources between the versions of their CRD: with the `None` strategy
 //! ([`crate::registry::for_version`]: the `apiVersion` changes, the object is pruned by the
 //! target version's schema), or, for a CRD with `spec.conversion.strategy: Webhook`, through
-//! its webhook, as apiextensions-apiserver's `webhookConverter` does: one `ConversionReview`
+//! its webhook, as apiextensions-apiserver's `webhookConverter` does: a `ConversionReview`
 //! (`v1`, or `v1beta1` for a webhook that names only that) with a fresh uid, the
-//! `desiredAPIVersion` and every object that is not in it yet (a list's items in one call),
-//! bounded by the webhook client's 30 seconds; the answer is checked (uid, type, result,
-//! count, each object's version, kind, name, namespace and uid), the objects keep their
-//! metadata but for the labels and annotations the webhook set, and are pruned by the target
-//! version's schema. The server converts when an object is written in a version other than
-//! the storage version (to store it, and back for the answer) and when it is read in one
-//! (get, list, watch events, the old object of an update or delete).
+//! `desiredAPIVersion` and the object, bounded by the webhook client's 30 seconds; the
+//! answer is checked (uid, type, result, count, the object's version, kind, name, namespace
+//! and uid), the object keeps its metadata but for the labels and annotations the webhook
+//! set, and is pruned by the target version's schema.
 //!
-//! A failure is the server's error for it: a `500` whose message is the converter's
-//! (`conversion webhook for <group>/<version>, Kind=<kind> failed: ...`).
+//! The server converts an object when it is written in a version other than the storage
+//! version (to store it, and back for the answer) and when it is read in one (get, each item
+//! of a list, watch events, the object an update starts from, the old object of a delete),
+//! one call per object, as kube-apiserver's storage decodes each object on its own (its
+//! watch cache of each version converts an object once, when it enters the cache; the fake
+//! converts when it serves it, so the calls are more, the answers the same).
+//!
+//! A failure is the server's error for it: a write's is a `500` with the converter's message
+//! (`conversion webhook for <group>/<version>, Kind=<kind> failed: ...`); a read's is what
+//! the storage makes of an object it cannot decode (see [`Read`], and
+//! [`Registry::list_converted`] for lists).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use kclient_core::{ApiError, Status, StatusReason};
+use kclient_core::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
 use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
@@ -76,98 +82,159 @@ fn failure(message: String) -> ApiError {
     Status::failure(StatusReason::Unknown, 500, message).into()
 }
 
-impl Registry {
-    /// `objects` (of `target`'s resource, each in its own version) in `target`'s version. A
-    /// list's objects are converted in one webhook call (`list`: the error names the list's
-    /// kind, as the server's).
-    pub async fn convert(
-        &self,
-        target: &ResourceInfo,
-        mut objects: Vec<Value>,
-        list: bool,
-    ) -> Result<Vec<Value>, ApiError> {
-        let desired = target.api_version().to_string();
-        let webhook = match &target.conversion_webhook {
-            Some(w) if objects.iter().any(|o| api_version(o) != desired) => w.clone(),
-            _ => return Ok(objects.iter().map(|o| for_version(target, o)).collect()),
-        };
-        let what = if list {
-            gvk_string(&desired, &target.list_kind())
-        } else {
-            gvk_string(api_version(&objects[0]), kind(&objects[0]))
-        };
-        let positions: Vec<usize> = (0..objects.len())
-            .filter(|i| api_version(&objects[*i]) != desired)
-            .collect();
-        let sent: Vec<Value> = positions.iter().map(|i| objects[*i].clone()).collect();
-        let converted = self
-            .call_conversion(&webhook, &desired, &sent, &what)
-            .await?;
-        for (n, (i, mut out)) in positions.iter().zip(converted).enumerate() {
-            let original = &objects[*i];
-            let at = if list {
-                format!("converted object at index {n}")
-            } else {
-                format!("object at index {n}")
-            };
-            let (gv, k) = (api_version(&out), kind(&out));
-            if gv != desired {
-                return Err(failure(format!(
-                    "conversion webhook for {what} returned invalid {at}: invalid groupVersion (expected {desired}, received {gv})"
-                )));
-            }
-            if k != kind(original) {
-                return Err(failure(format!(
-                    "conversion webhook for {what} returned invalid {at}: invalid kind (expected {}, received {k})",
-                    kind(original)
-                )));
-            }
-            let object_at = if list {
-                format!(" {at}")
-            } else {
-                " object".to_string()
-            };
-            same_identity(original, &out).map_err(|why| {
-                failure(format!(
-                    "conversion webhook for {what} returned invalid{object_at}: {why}"
-                ))
-            })?;
-            restore_metadata(original, &mut out).map_err(|why| {
-                let place = if list {
-                    format!(" in object at index {n}")
-                } else {
-                    String::new()
-                };
-                failure(format!(
-                    "conversion webhook for {what} returned invalid metadata{place}: {why}"
-                ))
-            })?;
-            if let Some(schema) = &target.schema {
-                crate::schema::convert(schema, &mut out);
-            }
-            objects[*i] = out;
-        }
-        Ok(objects)
-    }
+/// How a read reports an object it cannot convert: as kube-apiserver's storage reports an
+/// object it cannot decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// A get, or the old object of a delete: `500 Internal error occurred: StorageError:
+    /// corrupt object, ...`.
+    Get,
+    /// The object an update starts from: `500 object not decodable revision=N: ...`.
+    Update,
+}
 
-    /// One object in `target`'s version (see [`Registry::convert`]).
+/// `StorageError: corrupt object` of the object at `key` (`revision`: its
+/// resourceVersion) that `why` kept from being decoded.
+fn corrupt(key: &str, value: &Value, why: &str) -> String {
+    format!(
+        "StorageError: corrupt object, Code: 7, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: object not decodable revision={}: {why}",
+        crate::meta::meta_str(value, "resourceVersion")
+    )
+}
+
+/// The storage key of a custom resource (`/registry/<group>/<plural>/<namespace>/<name>`).
+fn key_of(target: &ResourceInfo, value: &Value) -> String {
+    let key = crate::store::object_key(
+        crate::meta::meta_str(value, "namespace"),
+        crate::meta::meta_str(value, "name"),
+    );
+    crate::registry::registry_key(target, &key)
+}
+
+impl Registry {
+    /// `object` (of `target`'s resource, in any of its versions) in `target`'s version: as
+    /// it is (already there), by the `None` strategy, or through the CRD's webhook.
     pub async fn convert_one(
         &self,
         target: &ResourceInfo,
         object: Value,
     ) -> Result<Value, ApiError> {
-        let mut out = self.convert(target, vec![object], false).await?;
-        Ok(out.pop().unwrap_or_default())
+        let desired = target.api_version();
+        let webhook = match &target.conversion_webhook {
+            Some(w) if api_version(&object) != desired => w.clone(),
+            _ => return Ok(for_version(target, &object)),
+        };
+        let what = gvk_string(api_version(&object), kind(&object));
+        let mut out = self
+            .call_conversion(&webhook, desired, &object, &what)
+            .await?;
+        let (gv, k) = (api_version(&out), kind(&out));
+        if gv != desired {
+            return Err(failure(format!(
+                "conversion webhook for {what} returned invalid object at index 0: invalid groupVersion (expected {desired}, received {gv})"
+            )));
+        }
+        if k != kind(&object) {
+            return Err(failure(format!(
+                "conversion webhook for {what} returned invalid object at index 0: invalid kind (expected {}, received {k})",
+                kind(&object)
+            )));
+        }
+        same_identity(&object, &out).map_err(|why| {
+            failure(format!(
+                "conversion webhook for {what} returned invalid object: {why}"
+            ))
+        })?;
+        restore_metadata(&object, &mut out).map_err(|why| {
+            failure(format!(
+                "conversion webhook for {what} returned invalid metadata: {why}"
+            ))
+        })?;
+        if let Some(schema) = &target.schema {
+            crate::schema::convert(schema, &mut out);
+        }
+        Ok(out)
     }
 
-    /// The webhook call: the converted objects, in order, checked for their number.
+    /// A stored object read in `target`'s version; a failed conversion is reported as
+    /// `read` does.
+    pub async fn read_converted(
+        &self,
+        target: &ResourceInfo,
+        stored: Value,
+        read: Read,
+    ) -> Result<Value, ApiError> {
+        let key = key_of(target, &stored);
+        let revision = crate::meta::meta_str(&stored, "resourceVersion").to_string();
+        let stored_copy = (read == Read::Get).then(|| stored.clone());
+        self.convert_one(target, stored)
+            .await
+            .map_err(|e| match (read, stored_copy) {
+                (Read::Get, Some(stored)) => {
+                    // A get reports the key without the storage prefix.
+                    let key = key.trim_start_matches("/registry");
+                    crate::errors::internal(corrupt(key, &stored, e.message()))
+                }
+                _ => failure(format!(
+                    "object not decodable revision={revision}: {}",
+                    e.message()
+                )),
+            })
+    }
+
+    /// The stored objects of a list in `target`'s version, each converted on its own; the
+    /// ones that cannot be make the storage's `StoreReadError`.
+    pub async fn list_converted(
+        &self,
+        target: &ResourceInfo,
+        stored: Vec<Value>,
+    ) -> Result<Vec<Value>, ApiError> {
+        let mut out = Vec::with_capacity(stored.len());
+        let mut failed = Vec::new();
+        for value in stored {
+            let key = key_of(target, &value);
+            match self.convert_one(target, value.clone()).await {
+                Ok(v) => out.push(v),
+                Err(e) => failed.push((key.clone(), corrupt(&key, &value, e.message()))),
+            }
+        }
+        let Some((_, first)) = failed.first() else {
+            return Ok(out);
+        };
+        let mut message = format!(
+            "failed to read one or more {} from the storage: {first}",
+            target.group_resource()
+        );
+        if failed.len() > 1 {
+            message = format!("{message} (and {} more)", failed.len() - 1);
+        }
+        let causes = failed
+            .iter()
+            .map(|(key, why)| StatusCause {
+                cause_type: "UnexpectedServerResponse".into(),
+                message: why.clone(),
+                field: key.clone(),
+            })
+            .collect();
+        Err(Status::failure(StatusReason::StoreReadError, 500, message)
+            .with_details(StatusDetails {
+                name: "list".into(),
+                group: target.api.group.clone(),
+                kind: target.api.plural.clone(),
+                causes,
+                ..StatusDetails::default()
+            })
+            .into())
+    }
+
+    /// The webhook call for one object: the converted object, checked to be one.
     async fn call_conversion(
         &self,
         webhook: &ConversionWebhook,
         desired: &str,
-        objects: &[Value],
+        object: &Value,
         what: &str,
-    ) -> Result<Vec<Value>, ApiError> {
+    ) -> Result<Value, ApiError> {
         let Some(version) = webhook
             .review_versions
             .iter()
@@ -179,7 +246,7 @@ impl Registry {
         let review = json!({
             "kind": "ConversionReview",
             "apiVersion": format!("apiextensions.k8s.io/{version}"),
-            "request": {"uid": uid, "desiredAPIVersion": desired, "objects": objects},
+            "request": {"uid": uid, "desiredAPIVersion": desired, "objects": [object]},
         });
         let body = serde_json::to_vec(&review).unwrap_or_default();
         let failed = |why: String| failure(format!("conversion webhook for {what} failed: {why}"));
@@ -188,15 +255,14 @@ impl Registry {
             .map_err(|e| failed(e.message().to_string()))?;
         let answer: Value = serde_json::from_slice(&answer)
             .map_err(|e| failed(format!("couldn't get version/kind; json parse error: {e}")))?;
-        let converted = check_answer(version, &uid, &answer).map_err(failed)?;
-        if converted.len() != objects.len() {
+        let mut converted = check_answer(version, &uid, &answer).map_err(failed)?;
+        if converted.len() != 1 {
             return Err(failure(format!(
-                "conversion webhook for {what} returned {} objects, expected {}",
-                converted.len(),
-                objects.len()
+                "conversion webhook for {what} returned {} objects, expected 1",
+                converted.len()
             )));
         }
-        Ok(converted)
+        Ok(converted.remove(0))
     }
 }
 

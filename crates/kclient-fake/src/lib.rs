@@ -32,7 +32,9 @@
 //!   poddisruptionbudgets; rbac.authorization.k8s.io/v1: roles, rolebindings, clusterroles,
 //!   clusterrolebindings; storage.k8s.io/v1: storageclasses; discovery.k8s.io/v1:
 //!   endpointslices; scheduling.k8s.io/v1: priorityclasses; coordination.k8s.io/v1: leases;
-//!   events.k8s.io/v1: events; apiextensions.k8s.io/v1: customresourcedefinitions.
+//!   events.k8s.io/v1: events; admissionregistration.k8s.io/v1:
+//!   mutatingwebhookconfigurations, validatingwebhookconfigurations; apiextensions.k8s.io/v1:
+//!   customresourcedefinitions.
 //!
 //! Each with kube-apiserver's per-type rules: the `status` and `scale` subresources, whether
 //! and when `metadata.generation` moves, whether an update may create, what a delete answers,
@@ -107,7 +109,12 @@
 //!   rules (`x-kubernetes-validations`) are not evaluated, defaults are applied on writes
 //!   only (not when reading objects a later schema would default), and server-side apply
 //!   reports type mismatches as validation errors. Versions convert with the `None`
-//!   strategy (apiVersion and pruning only); there are no conversion webhooks.
+//!   strategy (apiVersion and pruning), or through the CRD's conversion webhook.
+//! - **Admission webhooks** (`MutatingWebhookConfiguration`, `ValidatingWebhookConfiguration`)
+//!   are called as kube-apiserver calls them, except that `matchConditions` are not evaluated
+//!   (the webhook is called as if they held) and `matchPolicy: Equivalent` knows only the
+//!   versions of custom resources; a Service is reached through
+//!   [`FakeApiServer::route_service`]. The guide's "Webhooks" section says the rest.
 //! - **Content negotiation** follows kube-apiserver's (see the `negotiate` module's rules):
 //!   `Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1` (or `v1beta1`,
 //!   `…List` for lists) gets the metadata of any resource, custom ones included, on get,
@@ -145,7 +152,7 @@
 //! - `pods/ephemeralcontainers` and `pods/resize` change only what they change on a real
 //!   server, but are not validated (a resize that would change the QoS class is taken).
 //! - There is no RBAC (the rbac.authorization.k8s.io objects are stored, never enforced), no
-//!   admission other than namespace lifecycle, and authentication is a bearer token or a
+//!   admission other than namespace lifecycle and webhooks, and authentication is a bearer token or a
 //!   client certificate signed by the server's CA.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

@@ -403,7 +403,7 @@ async fn list_page(
         .is_some_and(|i| crate::registry::needs_version_rewrite(info, &i.value));
     let body = if rewrite {
         let values = page.items.iter().map(|i| i.value.clone()).collect();
-        let converted = shared.registry.convert(info, values, true).await?;
+        let converted = shared.registry.list_converted(info, values).await?;
         let items: Vec<Vec<u8>> = converted
             .into_iter()
             .map(|mut value| {

@@ -6,6 +6,7 @@ mod common;
 
 mod bad_input;
 mod builtins;
+mod conversion_webhooks;
 mod crd;
 mod crud;
 mod delete_gc;

@@ -85,6 +85,18 @@ async fn mutating_webhooks_run_before_validating_ones_and_their_patch_is_stored(
 
     let calls: Vec<String> = hooks.requests().into_iter().map(|(p, _)| p).collect();
     assert_eq!(calls, ["/mutate", "/validate"]);
+    // A generated name: mutating webhooks are asked before it exists, validating ones after.
+    let generated = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"generateName": "gen-", "labels": {"a": "b"}}});
+    let r = c
+        .post("/api/v1/namespaces/default/configmaps", &generated)
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert!(hooks.requests_to("/mutate")[1]["request"]
+        .get("name")
+        .is_none());
+    let named = &hooks.requests_to("/validate")[1]["request"]["name"];
+    assert_eq!(named, &r.body["metadata"]["name"]);
     // What kube-apiserver sends.
     let review = &hooks.requests_to("/mutate")[0];
     assert_eq!(review["apiVersion"], "admission.k8s.io/v1");
@@ -566,7 +578,10 @@ async fn deletes_are_admitted_with_the_old_object() {
     assert_eq!(request["name"], "kept");
     assert_eq!(request["object"], Value::Null);
     assert_eq!(request["oldObject"]["metadata"]["name"], "kept");
-    assert_eq!(request["options"]["kind"], "DeleteOptions");
+    assert_eq!(
+        request["options"],
+        json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"})
+    );
 
     let r = c
         .delete("/api/v1/namespaces/default/configmaps?labelSelector=group%3Da")

@@ -53,7 +53,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use kclient_core::admission::Operation;
-use kclient_core::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
+use kclient_core::ApiError;
 use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
@@ -115,25 +115,7 @@ pub struct Attributes {
     pub old_object: Option<Value>,
 }
 
-/// A 500 `Internal error occurred: {why}`, with `why` as its cause (apimachinery's
-/// `NewInternalError`).
-pub fn internal_error(why: impl std::fmt::Display) -> ApiError {
-    let why = why.to_string();
-    Status::failure(
-        StatusReason::InternalError,
-        500,
-        format!("Internal error occurred: {why}"),
-    )
-    .with_details(StatusDetails {
-        causes: vec![StatusCause {
-            cause_type: String::new(),
-            message: why,
-            field: String::new(),
-        }],
-        ..StatusDetails::default()
-    })
-    .into()
-}
+pub use crate::errors::internal as internal_error;
 
 /// The error of a webhook that could not be called under `failurePolicy: Fail`.
 fn calling_error(hook: &Hook, why: &str) -> ApiError {

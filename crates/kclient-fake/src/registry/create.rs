@@ -44,11 +44,12 @@ impl Registry {
         }
         let obj = self.prepare_create(info, namespace, obj, opts)?;
         if let Some(admission) = &opts.admission {
+            // Validating webhooks see the generated name (`AdmissionToValidateObjectFunc`).
             let subject = Subject {
                 operation: Operation::Create,
                 info,
                 namespace,
-                name: &name,
+                name: meta::meta_str(&obj, "name"),
             };
             admission.validate_write(self, subject, &obj, None).await?;
         }

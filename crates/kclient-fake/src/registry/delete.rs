@@ -47,7 +47,8 @@ impl Registry {
                     return Err(ApiError::not_found(&gr, name));
                 };
                 check_preconditions(info, name, preconditions, &old)?;
-                let old = self.convert_one(info, old).await?;
+                let read = crate::conversion_webhook::Read::Get;
+                let old = self.read_converted(info, old, read).await?;
                 admission
                     .admit_delete(self, info, namespace, name, &old)
                     .await?;

@@ -293,7 +293,10 @@ impl Registry {
             found.map(|o| o.value.clone())
         };
         match stored {
-            Some(value) => self.convert_one(info, value).await,
+            Some(value) => {
+                let read = crate::conversion_webhook::Read::Get;
+                self.read_converted(info, value, read).await
+            }
             None => Err(ApiError::not_found(&info.group_resource(), name)),
         }
     }

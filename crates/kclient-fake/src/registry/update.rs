@@ -131,7 +131,8 @@ impl Registry {
         if let Some(schema) = self.storage_schema(info) {
             crate::schema::default(&schema, &mut value);
         }
-        Ok(Some((self.convert_one(info, value).await?, rv)))
+        let read = crate::conversion_webhook::Read::Update;
+        Ok(Some((self.read_converted(info, value, read).await?, rv)))
     }
 
     /// The update rules, then the object's validation: what would be stored.
