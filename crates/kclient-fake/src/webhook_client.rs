@@ -221,7 +221,11 @@ pub async fn post(
     timeout: Duration,
 ) -> Result<Bytes, CallError> {
     let target = target(config, routes, timeout)?;
-    let call = exchange(&target, config, body);
+    let tls = match target.scheme.as_str() {
+        "https" => Some(tls_config(&config.ca_bundle).map_err(CallError::Config)?),
+        _ => None,
+    };
+    let call = exchange(&target, tls, body);
     match tokio::time::timeout(timeout, call).await {
         Ok(Ok(answer)) => answer_of(answer),
         Ok(Err(why)) => Err(CallError::Transport(format!(
@@ -242,12 +246,15 @@ struct Answer {
     body: Bytes,
 }
 
-async fn exchange(target: &Target, config: &ClientConfig, body: Vec<u8>) -> Result<Answer, String> {
+async fn exchange(
+    target: &Target,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    body: Vec<u8>,
+) -> Result<Answer, String> {
     let tcp = TcpStream::connect(&target.dial)
         .await
         .map_err(|e| dial_error(&target.dial, &e))?;
-    if target.scheme == "https" {
-        let tls = tls_config(&config.ca_bundle)?;
+    if let Some(tls) = tls {
         let name = ServerName::try_from(target.server_name.clone())
             .map_err(|e| format!("tls: invalid server name {:?}: {e}", target.server_name))?;
         let stream = tokio_rustls::TlsConnector::from(tls)
@@ -390,13 +397,18 @@ fn generic_status(code: u16, server_message: String) -> Status {
     })
 }
 
-/// The TLS client configuration trusting `ca_bundle` (base64 of PEM certificates) alone.
+/// The TLS client configuration trusting `ca_bundle` (base64 of PEM certificates) alone; a
+/// bundle without a certificate is client-go's `unable to load root certificates`.
 fn tls_config(ca_bundle: &str) -> Result<Arc<rustls::ClientConfig>, String> {
     let mut roots = rustls::RootCertStore::empty();
     let pem = base64::engine::general_purpose::STANDARD
         .decode(ca_bundle.trim())
         .unwrap_or_default();
-    for der in pem_certificates(&pem) {
+    let certificates = pem_certificates(&pem);
+    if certificates.is_empty() && !pem.iter().all(u8::is_ascii_whitespace) {
+        return Err("unable to load root certificates: unable to parse bytes as PEM block".into());
+    }
+    for der in certificates {
         // A certificate rustls cannot use is left out, as Go's pool skips it.
         let _ = roots.add(der);
     }
@@ -445,7 +457,9 @@ fn tls_error(e: &std::io::Error) -> String {
     match inner {
         Some(rustls::Error::InvalidCertificate(cert)) => {
             let why = match cert {
-                rustls::CertificateError::UnknownIssuer => {
+                // A CA of the same name but another key is no authority of it either.
+                rustls::CertificateError::UnknownIssuer
+                | rustls::CertificateError::BadSignature => {
                     "certificate signed by unknown authority".to_string()
                 }
                 rustls::CertificateError::NotValidForName

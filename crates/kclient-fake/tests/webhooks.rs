@@ -855,6 +855,13 @@ async fn webhook_configurations_are_defaulted_and_never_admitted() {
     assert!(hooks.requests().is_empty());
 }
 
+fn hook_with_bundle(hooks: &WebhookServer, bundle: &str) -> Value {
+    use base64::Engine as _;
+    let mut config = hooks.client_config("/check");
+    config["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(bundle));
+    webhook("x.example.com", config, json!([]))
+}
+
 #[tokio::test]
 async fn service_references_reach_the_address_a_test_maps_them_to() {
     let hooks = WebhookServer::start(&["hooks.system.svc"], |_, review| {
@@ -882,6 +889,17 @@ async fn service_references_reach_the_address_a_test_maps_them_to() {
         r.body["message"]
     );
     server.route_service("system", "hooks", hooks.addr);
+    // A CA bundle that is no PEM: client-go cannot build the client.
+    let mut junk = hook_with_bundle(&hooks, "anything");
+    junk["name"] = json!("junk.example.com");
+    junk["rules"] = core_rule(&["CREATE"], &["secrets"]);
+    register(&c, VALIDATING, &configuration("Validating", "junk", junk)).await;
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
+    let r = c.post("/api/v1/namespaces/default/secrets", &secret).await;
+    assert_eq!(
+        r.body["message"],
+        "Internal error occurred: failed calling webhook \"junk.example.com\": could not get REST client: unable to load root certificates: unable to parse bytes as PEM block"
+    );
     let r = c
         .post(
             "/api/v1/namespaces/default/configmaps",
@@ -890,4 +908,93 @@ async fn service_references_reach_the_address_a_test_maps_them_to() {
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
     assert_eq!(hooks.requests_to("/check").len(), 1);
+}
+
+#[tokio::test]
+async fn a_webhook_whose_certificate_the_ca_bundle_does_not_sign_fails_the_handshake() {
+    let hooks = WebhookServer::start(&[], |_, review| allow(review)).await;
+    let other = WebhookServer::start(&[], |_, review| allow(review)).await;
+    let (_server, c) = server().await;
+    let mut config = hooks.client_config("/allow");
+    config["caBundle"] = json!(other.ca_bundle);
+    let hook = webhook(
+        "mistrusted.example.com",
+        config,
+        core_rule(&["CREATE"], &["configmaps"]),
+    );
+    register(
+        &c,
+        VALIDATING,
+        &configuration("Validating", "mistrusted", hook),
+    )
+    .await;
+    let r = c
+        .post(
+            "/api/v1/namespaces/default/configmaps",
+            &config_map("x", json!({})),
+        )
+        .await;
+    assert_eq!(
+        r.body["message"],
+        format!("Internal error occurred: failed calling webhook \"mistrusted.example.com\": failed to call webhook: Post \"{}?timeout=10s\": tls: failed to verify certificate: x509: certificate signed by unknown authority", hooks.url("/allow"))
+    );
+    assert!(hooks.requests().is_empty());
+}
+
+#[tokio::test]
+async fn equivalent_match_policy_sends_the_object_in_the_version_the_rule_names() {
+    let hooks = WebhookServer::start(&[], |_, review| allow(review)).await;
+    let (_server, c) = server().await;
+    let version = |name: &str, storage: bool| {
+        json!({"name": name, "served": true, "storage": storage,
+               "schema": {"openAPIV3Schema": {"type": "object",
+                   "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}})
+    };
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                 "versions": [version("v1", true), version("v2", false)]}
+    });
+    let r = c
+        .post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let rules = json!([{"operations": ["CREATE"], "apiGroups": ["example.com"],
+                        "apiVersions": ["v1"], "resources": ["gadgets"]}]);
+    let equivalent = webhook(
+        "equivalent.example.com",
+        hooks.client_config("/eq"),
+        rules.clone(),
+    );
+    let mut exact = webhook("exact.example.com", hooks.client_config("/exact"), rules);
+    exact["matchPolicy"] = json!("Exact");
+    register(
+        &c,
+        VALIDATING,
+        &configuration("Validating", "eq", equivalent),
+    )
+    .await;
+    register(&c, VALIDATING, &configuration("Validating", "exact", exact)).await;
+
+    let gadget = json!({"apiVersion": "example.com/v2", "kind": "Gadget",
+                        "metadata": {"name": "g"}, "spec": {"size": 1}});
+    let r = c
+        .post("/apis/example.com/v2/namespaces/default/gadgets", &gadget)
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert!(hooks.requests_to("/exact").is_empty());
+    let request = &hooks.requests_to("/eq")[0]["request"];
+    assert_eq!(
+        request["kind"],
+        json!({"group": "example.com", "version": "v1", "kind": "Gadget"})
+    );
+    assert_eq!(request["resource"]["version"], "v1");
+    assert_eq!(request["requestKind"]["version"], "v2");
+    assert_eq!(request["requestResource"]["version"], "v2");
+    assert_eq!(request["object"]["apiVersion"], "example.com/v1");
 }
