@@ -20,7 +20,7 @@
 //! delay, and it does not honour `blockOwnerDeletion` separately (every dependent blocks a
 //! foreground deletion).
 
-use kclient_core::{DeletionPropagation, GroupResource};
+use kclient_core::{DeleteOptions, DeletionPropagation, GroupResource};
 use serde_json::{json, Value};
 
 use crate::meta::{self, meta_str};
@@ -113,9 +113,7 @@ impl Registry {
                     &info,
                     ns,
                     name,
-                    None,
-                    Some(DeletionPropagation::Background),
-                    false,
+                    &DeleteOptions::default().propagation_policy(DeletionPropagation::Background),
                 );
             }
         }
@@ -169,9 +167,7 @@ impl Registry {
                     &info,
                     ns,
                     name,
-                    None,
-                    Some(DeletionPropagation::Foreground),
-                    false,
+                    &DeleteOptions::default().propagation_policy(DeletionPropagation::Foreground),
                 );
             }
         }
@@ -280,7 +276,7 @@ impl Registry {
                 .map(|(_, o)| meta_str(&o.value, "name").to_string())
                 .collect();
             for name in names {
-                let _ = self.delete_now(&info, ns, &name, None, None, false);
+                let _ = self.delete_now(&info, ns, &name, &DeleteOptions::default());
             }
         }
         self.finish_namespace(ns);

@@ -131,13 +131,17 @@ pub async fn handle(
                     uid: Some(u.to_string()),
                     resource_version: None,
                 });
+            let options = kclient_core::DeleteOptions {
+                preconditions: uid,
+                ..kclient_core::DeleteOptions::default()
+            };
             let pod = shared.registry.get(info, namespace, name)?;
             if let Some(refusal) = check_disruption_budget(shared, namespace, name, &pod).await? {
                 return Ok(refusal);
             }
             shared
                 .registry
-                .delete(info, namespace, name, uid.as_ref(), None, false, None)
+                .delete(info, namespace, name, &options, None)
                 .await?;
             Ok(created_status())
         }

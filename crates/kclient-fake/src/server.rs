@@ -754,7 +754,12 @@ impl FakeApiServer {
             .catalogue
             .any_version(resource)
             .ok_or_else(|| ApiError::not_found(resource, name))?;
-        let out = registry.delete_now(&info, namespace, name, None, None, false);
+        let out = registry.delete_now(
+            &info,
+            namespace,
+            name,
+            &kclient_core::DeleteOptions::default(),
+        );
         registry.settle();
         out.map(|_| ())
     }

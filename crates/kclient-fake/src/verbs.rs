@@ -185,15 +185,7 @@ pub(crate) async fn delete(call: &Call<'_>, name: &str) -> Result<Response<Body>
     let deleted = call
         .shared
         .registry
-        .delete(
-            info,
-            call.namespace_or_all(),
-            name,
-            opts.preconditions.as_ref(),
-            opts.propagation_policy,
-            opts.dry_run,
-            Some(&admission),
-        )
+        .delete(info, call.namespace_or_all(), name, &opts, Some(&admission))
         .await;
     let write = WriteOptions {
         warnings,
@@ -522,15 +514,7 @@ async fn delete_matching(
         let name = meta_str(&item.value, "name").to_string();
         let deleted = shared
             .registry
-            .delete(
-                info,
-                &ns,
-                &name,
-                opts.preconditions.as_ref(),
-                opts.propagation_policy,
-                opts.dry_run,
-                Some(&admission),
-            )
+            .delete(info, &ns, &name, &opts, Some(&admission))
             .await;
         match deleted {
             Ok(d) => items.push(d.object),

@@ -56,10 +56,19 @@ fn convert(review: &Value) -> Answer {
             o
         })
         .collect();
+    converted(request, objects)
+}
+
+/// The `ConversionReview` answering `request` with `objects`.
+fn converted(request: &Value, objects: Vec<Value>) -> Answer {
+    answer(request, json!({"status": "Success"}), objects)
+}
+
+/// The `ConversionReview` answering `request` with `result` and `objects`.
+fn answer(request: &Value, result: Value, objects: Vec<Value>) -> Answer {
     Answer::Json(json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
-        "response": {"uid": request["uid"], "result": {"status": "Success"},
-                     "convertedObjects": objects},
+        "response": {"uid": request["uid"], "result": result, "convertedObjects": objects},
     }))
 }
 
@@ -206,21 +215,18 @@ async fn conversion_failures_are_the_servers_errors() {
     let hooks = WebhookServer::start(&[], |_, review| {
         let request = &review["request"];
         match request["objects"][0]["metadata"]["name"].as_str() {
-            Some("lost") => Answer::Json(json!({
-                "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
-                "response": {"uid": request["uid"], "result": {"status": "Success"}, "convertedObjects": []}})),
+            Some("lost") => converted(request, Vec::new()),
             Some("renamed") => {
                 let mut out = request["objects"][0].clone();
                 out["apiVersion"] = request["desiredAPIVersion"].clone();
                 out["metadata"]["name"] = json!("other");
-                Answer::Json(json!({
-                    "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
-                    "response": {"uid": request["uid"], "result": {"status": "Success"}, "convertedObjects": [out]}}))
+                converted(request, vec![out])
             }
-            _ => Answer::Json(json!({
-                "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
-                "response": {"uid": request["uid"],
-                             "result": {"status": "Failure", "message": "cannot convert"}}})),
+            _ => answer(
+                request,
+                json!({"status": "Failure", "message": "cannot convert"}),
+                Vec::new(),
+            ),
         }
     })
     .await;
@@ -258,30 +264,21 @@ async fn conversion_failures_are_the_servers_errors() {
         format!("Internal error occurred: {expected}")
     );
     assert_eq!(r.body["details"]["causes"][0]["message"], expected);
-    let r = c.get(&format!("{V2}/lost")).await;
-    assert_eq!(
-        r.body["message"],
-        format!(
-            "Internal error occurred: {}",
-            corrupt(
-                "/example.com/widgets/default",
-                "lost",
-                "returned 0 objects, expected 1"
-            )
-        )
-    );
-    let r = c.get(&format!("{V2}/renamed")).await;
-    assert_eq!(
-        r.body["message"],
-        format!(
-            "Internal error occurred: {}",
-            corrupt(
-                "/example.com/widgets/default",
-                "renamed",
-                "returned invalid object: must have the same name: renamed != other"
-            )
-        )
-    );
+    // The converter's own checks.
+    for (name, why) in [
+        ("lost", "returned 0 objects, expected 1"),
+        (
+            "renamed",
+            "returned invalid object: must have the same name: renamed != other",
+        ),
+    ] {
+        let r = c.get(&format!("{V2}/{name}")).await;
+        let expected = corrupt("/example.com/widgets/default", name, why);
+        assert_eq!(
+            r.body["message"],
+            format!("Internal error occurred: {expected}")
+        );
+    }
     // A list: the storage's read error, naming the first object and counting the others.
     let r = c.get(V2).await;
     assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::common::webhook_server::{
     allow, configuration, core_rule, deny, patch, webhook, Answer, WebhookServer,
 };
-use crate::common::{server, Client, Reply, JSON_PATCH, MERGE};
+use crate::common::{server, warnings, Client, Reply, JSON_PATCH, MERGE};
 
 const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
 const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
@@ -24,12 +24,18 @@ async fn register(c: &Client, path: &str, config: &Value) {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
 }
 
-fn warnings(r: &Reply) -> Vec<String> {
-    r.headers
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .collect()
+async fn validating(c: &Client, name: &str, webhook: Value) {
+    register(c, VALIDATING, &configuration("Validating", name, webhook)).await;
+}
+
+async fn mutating(c: &Client, name: &str, webhook: Value) {
+    register(c, MUTATING, &configuration("Mutating", name, webhook)).await;
+}
+
+/// Creates ConfigMap `name` in `namespace`.
+async fn create_config_map(c: &Client, namespace: &str, name: &str) -> Reply {
+    let path = format!("/api/v1/namespaces/{namespace}/configmaps");
+    c.post(&path, &config_map(name, json!({}))).await
 }
 
 #[tokio::test]
@@ -45,23 +51,18 @@ async fn mutating_webhooks_run_before_validating_ones_and_their_patch_is_stored(
     .await;
     let (server, c) = server().await;
     let rules = core_rule(&["CREATE"], &["configmaps"]);
-    let mutating = webhook(
+    let mutate = webhook(
         "mutate.example.com",
         hooks.client_config("/mutate"),
         rules.clone(),
     );
-    let validating = webhook(
+    let validate = webhook(
         "validate.example.com",
         hooks.client_config("/validate"),
         rules,
     );
-    register(&c, MUTATING, &configuration("Mutating", "m", mutating)).await;
-    register(
-        &c,
-        VALIDATING,
-        &configuration("Validating", "v", validating),
-    )
-    .await;
+    mutating(&c, "m", mutate).await;
+    validating(&c, "v", validate).await;
 
     let r = c
         .post(
@@ -157,15 +158,10 @@ async fn a_denial_is_the_servers_error_with_the_webhooks_code_and_warnings() {
         hooks.client_config("/bare"),
         core_rule(&["CREATE"], &["secrets"]),
     );
-    register(&c, VALIDATING, &configuration("Validating", "a", forbid)).await;
-    register(&c, VALIDATING, &configuration("Validating", "b", bare)).await;
+    validating(&c, "a", forbid).await;
+    validating(&c, "b", bare).await;
 
-    let r = c
-        .post(
-            "/api/v1/namespaces/default/configmaps",
-            &config_map("x", json!({})),
-        )
-        .await;
+    let r = create_config_map(&c, "default", "x").await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert_eq!(
         r.body["message"],
@@ -206,13 +202,8 @@ async fn failure_policy_decides_what_a_webhook_that_is_down_does() {
     ignore["name"] = json!("ignore.example.com");
     ignore["failurePolicy"] = json!("Ignore");
     ignore["namespaceSelector"] = json!({"matchLabels": {"policy": "ignore"}});
-    register(&c, VALIDATING, &configuration("Validating", "fail", fail)).await;
-    register(
-        &c,
-        VALIDATING,
-        &configuration("Validating", "ignore", ignore),
-    )
-    .await;
+    validating(&c, "fail", fail).await;
+    validating(&c, "ignore", ignore).await;
     for (ns, policy) in [("closed", "fail"), ("open", "ignore")] {
         server
             .seed(json!({"apiVersion": "v1", "kind": "Namespace",
@@ -220,24 +211,14 @@ async fn failure_policy_decides_what_a_webhook_that_is_down_does() {
             .unwrap();
     }
 
-    let r = c
-        .post(
-            "/api/v1/namespaces/closed/configmaps",
-            &config_map("x", json!({})),
-        )
-        .await;
+    let r = create_config_map(&c, "closed", "x").await;
     assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(r.body["reason"], "InternalError");
     assert_eq!(
         r.body["message"],
         format!("Internal error occurred: failed calling webhook \"fail.example.com\": failed to call webhook: Post \"{url}?timeout=10s\": dial tcp 127.0.0.1:{port}: connect: connection refused")
     );
-    let r = c
-        .post(
-            "/api/v1/namespaces/open/configmaps",
-            &config_map("x", json!({})),
-        )
-        .await;
+    let r = create_config_map(&c, "open", "x").await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
 }
 
@@ -254,20 +235,10 @@ async fn a_webhook_that_does_not_answer_in_time_fails_after_its_timeout() {
         core_rule(&["CREATE"], &["configmaps"]),
     );
     slow["timeoutSeconds"] = json!(3);
-    register(
-        &c,
-        VALIDATING,
-        &configuration("Validating", "slow", slow.clone()),
-    )
-    .await;
+    validating(&c, "slow", slow.clone()).await;
 
     let start = tokio::time::Instant::now();
-    let r = c
-        .post(
-            "/api/v1/namespaces/default/configmaps",
-            &config_map("x", json!({})),
-        )
-        .await;
+    let r = create_config_map(&c, "default", "x").await;
     let waited = start.elapsed();
     assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(
@@ -291,12 +262,7 @@ async fn a_webhook_that_does_not_answer_in_time_fails_after_its_timeout() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let r = c
-        .post(
-            "/api/v1/namespaces/default/configmaps",
-            &config_map("y", json!({})),
-        )
-        .await;
+    let r = create_config_map(&c, "default", "y").await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
 }
 
@@ -317,36 +283,16 @@ async fn namespace_and_object_selectors_pick_the_requests() {
     );
     by_object["objectSelector"] =
         json!({"matchExpressions": [{"key": "checked", "operator": "Exists"}]});
-    register(
-        &c,
-        VALIDATING,
-        &configuration("Validating", "ns", by_namespace),
-    )
-    .await;
-    register(
-        &c,
-        VALIDATING,
-        &configuration("Validating", "obj", by_object),
-    )
-    .await;
+    validating(&c, "ns", by_namespace).await;
+    validating(&c, "obj", by_object).await;
     server
         .seed(json!({"apiVersion": "v1", "kind": "Namespace",
                      "metadata": {"name": "watched", "labels": {"webhooks": "on"}}}))
         .unwrap();
 
-    let ok = c
-        .post(
-            "/api/v1/namespaces/default/configmaps",
-            &config_map("a", json!({})),
-        )
-        .await;
+    let ok = create_config_map(&c, "default", "a").await;
     assert_eq!(ok.status, StatusCode::CREATED, "{}", ok.body);
-    let r = c
-        .post(
-            "/api/v1/namespaces/watched/configmaps",
-            &config_map("a", json!({})),
-        )
-        .await;
+    let r = create_config_map(&c, "watched", "a").await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert!(r.body["message"]
         .as_str()
@@ -407,13 +353,8 @@ async fn rules_match_subresources_and_wildcards() {
         hooks.client_config("/scale"),
         json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/scale"]}]),
     );
-    register(
-        &c,
-        VALIDATING,
-        &configuration("Validating", "status", status),
-    )
-    .await;
-    register(&c, VALIDATING, &configuration("Validating", "scale", scale)).await;
+    validating(&c, "status", status).await;
+    validating(&c, "scale", scale).await;
     server.seed(crate::common::pod("web")).unwrap();
     server
         .seed(json!({"apiVersion": "apps/v1", "kind": "Deployment",
@@ -488,7 +429,7 @@ async fn dry_runs_reach_only_webhooks_without_side_effects() {
         core_rule(&["CREATE"], &["configmaps"]),
     );
     safe["sideEffects"] = json!("NoneOnDryRun");
-    register(&c, VALIDATING, &configuration("Validating", "safe", safe)).await;
+    validating(&c, "safe", safe).await;
 
     let r = c
         .post(
@@ -560,7 +501,7 @@ async fn deletes_are_admitted_with_the_old_object() {
         hooks.client_config("/delete"),
         core_rule(&["DELETE"], &["configmaps"]),
     );
-    register(&c, VALIDATING, &configuration("Validating", "delete", hook)).await;
+    validating(&c, "delete", hook).await;
     server
         .seed(config_map("kept", json!({"keep": "yes"})))
         .unwrap();
@@ -745,15 +686,10 @@ async fn a_webhook_called_before_a_later_change_is_reinvoked_if_needed() {
     first["reinvocationPolicy"] = json!("IfNeeded");
     let second = webhook("second.example.com", hooks.client_config("/second"), rules);
     // Configurations are called by name: `a-…` first.
-    register(&c, MUTATING, &configuration("Mutating", "b-second", second)).await;
-    register(&c, MUTATING, &configuration("Mutating", "a-first", first)).await;
+    mutating(&c, "b-second", second).await;
+    mutating(&c, "a-first", first).await;
 
-    let r = c
-        .post(
-            "/api/v1/namespaces/default/configmaps",
-            &config_map("x", json!({})),
-        )
-        .await;
+    let r = create_config_map(&c, "default", "x").await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     assert_eq!(
         r.body["metadata"]["labels"],
@@ -780,13 +716,8 @@ async fn a_webhook_speaking_only_v1beta1_gets_v1beta1_reviews() {
         core_rule(&["CREATE"], &["configmaps"]),
     );
     hook["admissionReviewVersions"] = json!(["v1beta1"]);
-    register(&c, VALIDATING, &configuration("Validating", "old", hook)).await;
-    let r = c
-        .post(
-            "/api/v1/namespaces/default/configmaps",
-            &config_map("x", json!({})),
-        )
-        .await;
+    validating(&c, "old", hook).await;
+    let r = create_config_map(&c, "default", "x").await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     assert_eq!(
         hooks.requests_to("/old")[0]["apiVersion"],
@@ -809,7 +740,7 @@ async fn mutating_webhooks_see_updates_and_patches() {
         hooks.client_config("/stamp"),
         core_rule(&["UPDATE"], &["configmaps"]),
     );
-    register(&c, MUTATING, &configuration("Mutating", "stamp", hook)).await;
+    mutating(&c, "stamp", hook).await;
     server.seed(config_map("x", json!({}))).unwrap();
     let r = c
         .patch(
@@ -835,12 +766,7 @@ async fn webhook_configurations_are_defaulted_and_never_admitted() {
         hooks.client_config("/all"),
         json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}]),
     );
-    register(
-        &c,
-        VALIDATING,
-        &configuration("Validating", "all", everything),
-    )
-    .await;
+    validating(&c, "all", everything).await;
     let r = c.get(&format!("{VALIDATING}/all")).await;
     let stored = &r.body["webhooks"][0];
     assert_eq!(stored["failurePolicy"], "Fail");
@@ -875,13 +801,8 @@ async fn service_references_reach_the_address_a_test_maps_them_to() {
                "caBundle": hooks.ca_bundle}),
         core_rule(&["CREATE"], &["configmaps"]),
     );
-    register(&c, VALIDATING, &configuration("Validating", "svc", hook)).await;
-    let r = c
-        .post(
-            "/api/v1/namespaces/default/configmaps",
-            &config_map("x", json!({})),
-        )
-        .await;
+    validating(&c, "svc", hook).await;
+    let r = create_config_map(&c, "default", "x").await;
     assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
     assert!(
         r.body["message"].as_str().unwrap().starts_with("Internal error occurred: failed calling webhook \"svc.example.com\": failed to call webhook: Post \"https://hooks.system.svc:443/check?timeout=10s\": "),
@@ -893,19 +814,14 @@ async fn service_references_reach_the_address_a_test_maps_them_to() {
     let mut junk = hook_with_bundle(&hooks, "anything");
     junk["name"] = json!("junk.example.com");
     junk["rules"] = core_rule(&["CREATE"], &["secrets"]);
-    register(&c, VALIDATING, &configuration("Validating", "junk", junk)).await;
+    validating(&c, "junk", junk).await;
     let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
     let r = c.post("/api/v1/namespaces/default/secrets", &secret).await;
     assert_eq!(
         r.body["message"],
         "Internal error occurred: failed calling webhook \"junk.example.com\": could not get REST client: unable to load root certificates: unable to parse bytes as PEM block"
     );
-    let r = c
-        .post(
-            "/api/v1/namespaces/default/configmaps",
-            &config_map("x", json!({})),
-        )
-        .await;
+    let r = create_config_map(&c, "default", "x").await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
     assert_eq!(hooks.requests_to("/check").len(), 1);
 }
@@ -922,18 +838,8 @@ async fn a_webhook_whose_certificate_the_ca_bundle_does_not_sign_fails_the_hands
         config,
         core_rule(&["CREATE"], &["configmaps"]),
     );
-    register(
-        &c,
-        VALIDATING,
-        &configuration("Validating", "mistrusted", hook),
-    )
-    .await;
-    let r = c
-        .post(
-            "/api/v1/namespaces/default/configmaps",
-            &config_map("x", json!({})),
-        )
-        .await;
+    validating(&c, "mistrusted", hook).await;
+    let r = create_config_map(&c, "default", "x").await;
     assert_eq!(
         r.body["message"],
         format!("Internal error occurred: failed calling webhook \"mistrusted.example.com\": failed to call webhook: Post \"{}?timeout=10s\": tls: failed to verify certificate: x509: certificate signed by unknown authority", hooks.url("/allow"))
@@ -973,13 +879,8 @@ async fn equivalent_match_policy_sends_the_object_in_the_version_the_rule_names(
     );
     let mut exact = webhook("exact.example.com", hooks.client_config("/exact"), rules);
     exact["matchPolicy"] = json!("Exact");
-    register(
-        &c,
-        VALIDATING,
-        &configuration("Validating", "eq", equivalent),
-    )
-    .await;
-    register(&c, VALIDATING, &configuration("Validating", "exact", exact)).await;
+    validating(&c, "eq", equivalent).await;
+    validating(&c, "exact", exact).await;
 
     let gadget = json!({"apiVersion": "example.com/v2", "kind": "Gadget",
                         "metadata": {"name": "g"}, "spec": {"size": 1}});

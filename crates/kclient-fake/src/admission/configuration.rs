@@ -165,34 +165,39 @@ fn invalid_list(path: &str, go_type: &str, items: &[String], detail: &str) -> Fi
     }
 }
 
-fn wildcard_alone(
+/// A required list of a rule, in which `*` must stand alone; returns it.
+fn listed(
     errs: &mut Vec<FieldError>,
+    rule: &Value,
     path: &str,
-    items: &[String],
-    go_type: &str,
-    what: &str,
-) {
+    (key, go_type, what): (&str, &str, &str),
+) -> Vec<String> {
+    let items = strings(rule, key);
+    let path = format!("{path}.{key}");
+    if items.is_empty() {
+        errs.push(FieldError::required(&path, ""));
+    }
     if items.len() > 1 && items.iter().any(|i| i == "*") {
         errs.push(invalid_list(
-            path,
+            &path,
             go_type,
-            items,
+            &items,
             &format!("if '*' is present, must not specify other {what}"),
         ));
     }
+    items
 }
 
 fn rule(errs: &mut Vec<FieldError>, path: &str, rule: &Value) {
-    let operations = strings(rule, "operations");
-    if operations.is_empty() {
-        errs.push(FieldError::required(&format!("{path}.operations"), ""));
-    }
-    wildcard_alone(
+    let operations = listed(
         errs,
-        &format!("{path}.operations"),
-        &operations,
-        "admissionregistration.OperationType",
-        "operations",
+        rule,
+        path,
+        (
+            "operations",
+            "admissionregistration.OperationType",
+            "operations",
+        ),
     );
     for (i, op) in operations.iter().enumerate() {
         let allowed = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
@@ -204,28 +209,8 @@ fn rule(errs: &mut Vec<FieldError>, path: &str, rule: &Value) {
             ));
         }
     }
-    let groups = strings(rule, "apiGroups");
-    if groups.is_empty() {
-        errs.push(FieldError::required(&format!("{path}.apiGroups"), ""));
-    }
-    wildcard_alone(
-        errs,
-        &format!("{path}.apiGroups"),
-        &groups,
-        "string",
-        "API groups",
-    );
-    let versions = strings(rule, "apiVersions");
-    if versions.is_empty() {
-        errs.push(FieldError::required(&format!("{path}.apiVersions"), ""));
-    }
-    wildcard_alone(
-        errs,
-        &format!("{path}.apiVersions"),
-        &versions,
-        "string",
-        "API versions",
-    );
+    listed(errs, rule, path, ("apiGroups", "string", "API groups"));
+    let versions = listed(errs, rule, path, ("apiVersions", "string", "API versions"));
     for (i, v) in versions.iter().enumerate() {
         if v.is_empty() {
             errs.push(FieldError::required(

@@ -3,16 +3,14 @@
 
 use std::sync::Arc;
 
-use kclient_core::{ApiError, DeletionPropagation, Preconditions};
+use kclient_core::{ApiError, DeleteOptions, DeletionPropagation, Preconditions};
 use serde_json::json;
 
 use crate::catalogue::ResourceInfo;
 use crate::meta::{self, meta_str};
 use crate::store::object_key;
 
-use super::{
-    namespace_finalizers_left, namespaces, owner_uids, registry_key, Deleted, Registry, Work,
-};
+use super::{namespace_finalizers_left, namespaces, registry_key, Deleted, Registry, Work};
 
 /// How many times a delete is tried when another write changes the object between its
 /// admission and its removal.
@@ -23,15 +21,12 @@ impl Registry {
     /// after the admission webhooks of a delete of the API (`admission`: both kinds see the
     /// stored object, converted to the request's version, as `oldObject`). The answer's
     /// object is in the request's version.
-    #[allow(clippy::too_many_arguments)]
     pub async fn delete(
         &self,
         info: &Arc<ResourceInfo>,
         namespace: &str,
         name: &str,
-        preconditions: Option<&Preconditions>,
-        policy: Option<DeletionPropagation>,
-        dry_run: bool,
+        opts: &DeleteOptions,
         admission: Option<&crate::admission::Request>,
     ) -> Result<Deleted, ApiError> {
         let gr = info.group_resource();
@@ -46,7 +41,7 @@ impl Registry {
                 let Some((old, rv)) = current else {
                     return Err(ApiError::not_found(&gr, name));
                 };
-                check_preconditions(info, name, preconditions, &old)?;
+                check_preconditions(info, name, opts.preconditions.as_ref(), &old)?;
                 let read = crate::conversion_webhook::Read::Get;
                 let old = self.read_converted(info, old, read).await?;
                 admission
@@ -54,16 +49,7 @@ impl Registry {
                     .await?;
                 expected = Some(rv);
             }
-            let Some(deleted) = self.commit_delete(
-                info,
-                namespace,
-                name,
-                preconditions,
-                policy,
-                dry_run,
-                expected,
-            )?
-            else {
+            let Some(deleted) = self.commit_delete(info, namespace, name, opts, expected)? else {
                 continue;
             };
             let object = self.convert_one(info, deleted.object).await?;
@@ -82,13 +68,10 @@ impl Registry {
         info: &Arc<ResourceInfo>,
         namespace: &str,
         name: &str,
-        preconditions: Option<&Preconditions>,
-        policy: Option<DeletionPropagation>,
-        dry_run: bool,
+        opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
         let gr = info.group_resource();
-        let deleted =
-            self.commit_delete(info, namespace, name, preconditions, policy, dry_run, None)?;
+        let deleted = self.commit_delete(info, namespace, name, opts, None)?;
         let deleted = deleted.ok_or_else(|| crate::errors::stale_resource_version(&gr, name))?;
         Ok(Deleted {
             object: super::for_version(info, &deleted.object),
@@ -99,17 +82,19 @@ impl Registry {
     /// The delete itself, if the object is still at resourceVersion `expected` (when given):
     /// the object as removed (or as finalizers keep it), in the storage version; `None` when
     /// another write came first.
-    #[allow(clippy::too_many_arguments)]
     fn commit_delete(
         &self,
         info: &Arc<ResourceInfo>,
         namespace: &str,
         name: &str,
-        preconditions: Option<&Preconditions>,
-        policy: Option<DeletionPropagation>,
-        dry_run: bool,
+        opts: &DeleteOptions,
         expected: Option<u64>,
     ) -> Result<Option<Deleted>, ApiError> {
+        let (preconditions, policy, dry_run) = (
+            opts.preconditions.as_ref(),
+            opts.propagation_policy,
+            opts.dry_run,
+        );
         let gr = info.group_resource();
         let key = object_key(namespace, name);
         let deleted = self.store.mutate(|state| {
@@ -147,15 +132,7 @@ impl Registry {
                         removed: true,
                     }));
                 }
-                let last = state
-                    .remove(&gr, namespace, &key)
-                    .map(|o| o.value.clone())
-                    .unwrap_or_default();
-                self.push_work(Work::Removed {
-                    uid: meta_str(&last, "uid").to_string(),
-                    owners: owner_uids(&last),
-                    namespace: namespace.to_string(),
-                });
+                let last = self.remove_object(state, &gr, namespace, &key);
                 return Ok(Some(Deleted {
                     object: last,
                     removed: true,

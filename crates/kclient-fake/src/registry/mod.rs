@@ -265,6 +265,27 @@ impl Registry {
         }
     }
 
+    /// Removes an object from the store and records the garbage collector's work; returns
+    /// its last state.
+    fn remove_object(
+        &self,
+        state: &mut StoreState,
+        resource: &GroupResource,
+        namespace: &str,
+        key: &str,
+    ) -> Value {
+        let last = state
+            .remove(resource, namespace, key)
+            .map(|o| o.value.clone())
+            .unwrap_or_default();
+        self.push_work(Work::Removed {
+            uid: meta_str(&last, "uid").to_string(),
+            owners: owner_uids(&last),
+            namespace: namespace.to_string(),
+        });
+        last
+    }
+
     pub(crate) fn take_work(&self) -> Vec<Work> {
         std::mem::take(&mut *self.pending.lock())
     }

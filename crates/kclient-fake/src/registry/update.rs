@@ -21,7 +21,7 @@ use crate::{errors, meta};
 use super::create::needs_a_webhook;
 use super::{
     check_name, copy_managed_fields, keep_protected_metadata, namespace_finalizers_left,
-    owner_uids, take_container_resources, Part, Registry, Work, WriteOptions,
+    take_container_resources, Part, Registry, Work, WriteOptions,
 };
 
 /// How many times an update is tried when another write changes the object between its
@@ -202,15 +202,7 @@ impl Registry {
                 if opts.dry_run {
                     return Ok(Some(new));
                 }
-                let last = state
-                    .remove(&gr, namespace, &key)
-                    .map(|o| o.value.clone())
-                    .unwrap_or_default();
-                self.push_work(Work::Removed {
-                    uid: meta_str(&last, "uid").to_string(),
-                    owners: owner_uids(&last),
-                    namespace: namespace.to_string(),
-                });
+                let last = self.remove_object(state, &gr, namespace, &key);
                 let mut answer = new;
                 if let Some(rv) = last.pointer("/metadata/resourceVersion").cloned() {
                     meta::metadata_mut(&mut answer).insert("resourceVersion".into(), rv);

@@ -187,6 +187,15 @@ impl Watch {
     }
 }
 
+/// The `Warning` headers of a response.
+pub fn warnings(r: &Reply) -> Vec<String> {
+    r.headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect()
+}
+
 pub async fn server() -> (FakeApiServer, Client) {
     let server = FakeApiServer::builder()
         .start()
