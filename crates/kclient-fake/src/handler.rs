@@ -334,17 +334,37 @@ pub(crate) fn admission(
         dry_run,
         subresource: String::new(),
         scale: false,
+        kind: None,
         collection: false,
         warnings: warnings.clone(),
     })
 }
 
-/// `opts` for a write of a subresource (`scale`: webhooks see `Scale` objects).
-pub(crate) fn for_subresource(mut opts: WriteOptions, subresource: &str) -> WriteOptions {
+/// `opts` for a write of `info`'s subresource: webhooks see the kind it writes (`scale`:
+/// `Scale` objects).
+pub(crate) fn for_subresource(
+    mut opts: WriteOptions,
+    info: &ResourceInfo,
+    subresource: &str,
+) -> WriteOptions {
+    let scale = subresource == "scale";
+    let kind = if scale {
+        Some(kclient_core::GroupVersionKind::new(
+            "autoscaling",
+            "v1",
+            "Scale",
+        ))
+    } else {
+        info.extra_subresources
+            .iter()
+            .find(|e| e.name == subresource)
+            .map(|e| kclient_core::GroupVersionKind::new(&e.group, &e.version, &e.kind))
+    };
     if let Some(admission) = opts.admission.take() {
         opts.admission = Some(Arc::new(crate::admission::Request {
             subresource: subresource.to_string(),
-            scale: subresource == "scale",
+            scale,
+            kind,
             ..(*admission).clone()
         }));
     }
@@ -512,7 +532,7 @@ async fn subresource(
         _ => None,
     };
     if let Some(part) = part {
-        let opts = for_subresource(write_options(q, &req.headers, &req.method)?, sub);
+        let opts = for_subresource(write_options(q, &req.headers, &req.method)?, info, sub);
         return match req.method {
             Method::GET => {
                 let obj = shared.registry.get_converted(info, namespace, name).await?;
@@ -583,7 +603,7 @@ async fn subresource(
                 serde_json::from_slice(&req.body)
                     .map_err(|e| ApiError::bad_request(e.to_string()))?
             };
-            let opts = for_subresource(opts, "scale");
+            let opts = for_subresource(opts, info, "scale");
             let written = crate::scale::update(shared, info, namespace, name, body, &opts).await;
             answer_write(
                 req,
@@ -595,7 +615,7 @@ async fn subresource(
             )
         }
         ("scale", &Method::PATCH) => {
-            let opts = for_subresource(opts, "scale");
+            let opts = for_subresource(opts, info, "scale");
             let written = crate::scale::patch(shared, req, info, namespace, name, &opts).await;
             answer_write(
                 req,

@@ -118,6 +118,8 @@ pub async fn handle(
         }
         ("eviction", &Method::POST) => {
             let body = parse_eviction(req)?;
+            let subject = created(info, namespace, name);
+            let body = admit_created(shared, req, q, subject, "eviction", body).await?;
             let body_name = meta_str(&body, "name");
             if !body_name.is_empty() && body_name != name {
                 return Err(ApiError::bad_request(
@@ -150,6 +152,8 @@ pub async fn handle(
                 serde_json::from_slice::<Value>(&req.body)
                     .map_err(|e| ApiError::bad_request(e.to_string()))
             })?;
+            let subject = created(info, namespace, name);
+            let body = admit_created(shared, req, q, subject, "binding", body).await?;
             let node = body
                 .pointer("/target/name")
                 .and_then(Value::as_str)
@@ -439,6 +443,42 @@ fn insufficient_pods(status: &mut serde_json::Map<String, Value>) {
             "type": "DisruptionAllowed", "status": "False", "observedGeneration": observed,
             "lastTransitionTime": now, "reason": "InsufficientPods", "message": "",
         })),
+    }
+}
+
+/// The object the pod subresource `sub` creates (an `Eviction`, a `Binding`) for the pod
+/// `subject` names, as the admission webhooks leave it.
+async fn admit_created(
+    shared: &Arc<Shared>,
+    req: &ApiRequest,
+    q: &Query,
+    subject: crate::admission::Subject<'_>,
+    sub: &str,
+    body: Value,
+) -> Result<Value, ApiError> {
+    let opts = crate::handler::write_options(q, &req.headers, &req.method)?;
+    let opts = crate::handler::for_subresource(opts, subject.info, sub);
+    match &opts.admission {
+        Some(admission) => {
+            admission
+                .admit_created(&shared.registry, subject, body)
+                .await
+        }
+        None => Ok(body),
+    }
+}
+
+/// A create on the subresource of pod `name`.
+fn created<'a>(
+    info: &'a Arc<ResourceInfo>,
+    namespace: &'a str,
+    name: &'a str,
+) -> crate::admission::Subject<'a> {
+    crate::admission::Subject {
+        operation: kclient_core::admission::Operation::Create,
+        info,
+        namespace,
+        name,
     }
 }
 

@@ -899,3 +899,37 @@ async fn equivalent_match_policy_sends_the_object_in_the_version_the_rule_names(
     assert_eq!(request["requestResource"]["version"], "v2");
     assert_eq!(request["object"]["apiVersion"], "example.com/v1");
 }
+
+#[tokio::test]
+async fn evictions_are_admitted_as_creates_of_the_eviction_subresource() {
+    let hooks = WebhookServer::start(&[], |_, review| deny(review, 429, "not now")).await;
+    let (server, c) = server().await;
+    let hook = webhook(
+        "evictions.example.com",
+        hooks.client_config("/evict"),
+        core_rule(&["CREATE"], &["pods/eviction"]),
+    );
+    validating(&c, "evictions", hook).await;
+    server.seed(crate::common::pod("web")).unwrap();
+    let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction",
+                          "metadata": {"name": "web", "namespace": "default"}});
+    let r = c
+        .post("/api/v1/namespaces/default/pods/web/eviction", &eviction)
+        .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        r.body["message"],
+        "admission webhook \"evictions.example.com\" denied the request: not now"
+    );
+    let request = &hooks.requests_to("/evict")[0]["request"];
+    assert_eq!(
+        request["kind"],
+        json!({"group": "policy", "version": "v1", "kind": "Eviction"})
+    );
+    assert_eq!(request["resource"]["resource"], "pods");
+    assert_eq!(request["subResource"], "eviction");
+    assert_eq!(request["name"], "web");
+    assert_eq!(request["object"]["kind"], "Eviction");
+    let pods = kclient_core::GroupResource::new("", "pods");
+    assert!(server.get_value(&pods, "default", "web").is_some());
+}

@@ -43,13 +43,12 @@ fn review_version(hook: &Hook) -> Option<&'static str> {
     })
 }
 
-/// The kind of what is admitted: the resource's, or `autoscaling/v1` `Scale` for a scale
-/// subresource.
+/// The kind of what is admitted: the resource's, or what its subresource writes.
 fn gvk(info: &crate::catalogue::ResourceInfo, request: &Request) -> Value {
-    if request.scale {
-        return json!({"group": "autoscaling", "version": "v1", "kind": "Scale"});
+    match &request.kind {
+        Some(k) => json!({"group": k.group, "version": k.version, "kind": k.kind}),
+        None => json!({"group": info.api.group, "version": info.api.version, "kind": info.kind()}),
     }
-    json!({"group": info.api.group, "version": info.api.version, "kind": info.kind()})
 }
 
 fn gvr(info: &crate::catalogue::ResourceInfo) -> Value {

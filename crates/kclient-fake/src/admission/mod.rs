@@ -53,7 +53,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use kclient_core::admission::Operation;
-use kclient_core::ApiError;
+use kclient_core::{ApiError, GroupVersionKind};
 use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
@@ -77,6 +77,9 @@ pub struct Request {
     pub subresource: String,
     /// The write is a `scale` subresource's: webhooks see `Scale` objects.
     pub scale: bool,
+    /// The kind of what a subresource writes when it is not the resource's (`autoscaling/v1`
+    /// `Scale`, `policy/v1` `Eviction`, `v1` `Binding`).
+    pub kind: Option<GroupVersionKind>,
     /// The request is a delete-collection: each object's admission has no name.
     pub collection: bool,
     /// Where the webhooks' warnings go.
@@ -367,6 +370,20 @@ impl Request {
     ) -> Result<(), ApiError> {
         let attrs = self.attributes(subject, Some(object), old);
         self.validate(registry, &attrs).await
+    }
+
+    /// Runs the mutating, then the validating webhooks on what a subresource creates (an
+    /// `Eviction`, a `Binding`); returns it as they leave it.
+    pub async fn admit_created(
+        &self,
+        registry: &Registry,
+        subject: Subject<'_>,
+        object: Value,
+    ) -> Result<Value, ApiError> {
+        let object = self.admit_write(registry, subject, object, None).await?;
+        self.validate_write(registry, subject, &object, None)
+            .await?;
+        Ok(object)
     }
 
     /// Runs the mutating, then the validating webhooks on a delete of `old`.
