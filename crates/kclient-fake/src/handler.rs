@@ -40,11 +40,15 @@ pub struct ApiRequest {
     pub headers: HeaderMap,
     /// The body.
     pub body: Bytes,
+    /// Who sent it (`authentication.k8s.io/v1` `UserInfo`), when the connection says so (a
+    /// client certificate); see [`user_info`].
+    pub user: Option<Arc<Value>>,
 }
 
 /// Reads a hyper request into an [`ApiRequest`], refusing bodies over [`MAX_BODY`].
 pub async fn read_request(req: Request<Incoming>) -> Result<ApiRequest, ApiError> {
     let (parts, body) = req.into_parts();
+    let user = parts.extensions.get::<Arc<Value>>().cloned();
     let limited = http_body_util::Limited::new(body, MAX_BODY);
     let body = match limited.collect().await {
         Ok(c) => c.to_bytes(),
@@ -72,6 +76,7 @@ pub async fn read_request(req: Request<Incoming>) -> Result<ApiRequest, ApiError
         query: parts.uri.query().map(str::to_string),
         headers: parts.headers,
         body,
+        user,
     })
 }
 
@@ -254,11 +259,8 @@ fn options_kind(method: &Method) -> &'static str {
     }
 }
 
-pub(crate) fn write_options(
-    q: &Query,
-    headers: &HeaderMap,
-    method: &Method,
-) -> Result<WriteOptions, ApiError> {
+pub(crate) fn write_options(req: &ApiRequest, q: &Query) -> Result<WriteOptions, ApiError> {
+    let (headers, method) = (&req.headers, &req.method);
     let field_validation = match q.get("fieldValidation") {
         None | Some("") | Some("Warn") => FieldValidation::Warn,
         Some("Ignore") => FieldValidation::Ignore,
@@ -305,31 +307,39 @@ pub(crate) fn write_options(
         dry_run,
         field_manager,
         field_validation,
-        admission: Some(admission(Value::Object(options), dry_run, &warnings)),
+        admission: Some(admission(req, Value::Object(options), dry_run, &warnings)),
         warnings,
         ..WriteOptions::default()
     })
 }
 
-/// The user every request of the API acts as, for admission webhooks: the fake authorizes
-/// everything, as for a member of `system:masters` (the identity of the client certificate
-/// its kubeconfigs carry).
-pub(crate) fn user_info() -> Value {
-    serde_json::json!({
-        "username": "kclient-fake-admin",
-        "groups": ["system:masters", "system:authenticated"],
-    })
+/// Who a request acts as, for admission webhooks: the user and groups of its client
+/// certificate (and `system:authenticated`), as kube-apiserver's x509 authenticator says;
+/// otherwise (no authentication, a bearer token) the fake's one user, a member of
+/// `system:masters` (the identity of the client certificate its kubeconfigs carry).
+pub(crate) fn user_info(certificate: Option<(String, Vec<String>)>) -> Value {
+    let (username, mut groups) = certificate.unwrap_or_else(|| {
+        let masters = vec!["system:masters".to_string()];
+        ("kclient-fake-admin".to_string(), masters)
+    });
+    groups.push("system:authenticated".to_string());
+    serde_json::json!({"username": username, "groups": groups})
 }
 
 /// The admission of a write of the API on the resource itself, with `options` (without
 /// their `kind`).
 pub(crate) fn admission(
+    req: &ApiRequest,
     options: Value,
     dry_run: bool,
     warnings: &crate::registry::Warnings,
 ) -> Arc<crate::admission::Request> {
+    let user = match &req.user {
+        Some(user) => (**user).clone(),
+        None => user_info(None),
+    };
     Arc::new(crate::admission::Request {
-        user: user_info(),
+        user,
         options,
         dry_run,
         subresource: String::new(),
@@ -532,7 +542,7 @@ async fn subresource(
         _ => None,
     };
     if let Some(part) = part {
-        let opts = for_subresource(write_options(q, &req.headers, &req.method)?, info, sub);
+        let opts = for_subresource(write_options(req, q)?, info, sub);
         return match req.method {
             Method::GET => {
                 let obj = shared.registry.get_converted(info, namespace, name).await?;
@@ -585,7 +595,7 @@ async fn subresource(
     if !served {
         return Err(errors::resource_not_found());
     }
-    let opts = write_options(q, &req.headers, &req.method)?;
+    let opts = write_options(req, q)?;
     match (sub, &req.method) {
         ("scale", &Method::GET) => {
             let obj = shared.registry.get_converted(info, namespace, name).await?;

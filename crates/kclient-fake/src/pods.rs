@@ -456,7 +456,7 @@ async fn admit_created(
     sub: &str,
     body: Value,
 ) -> Result<Value, ApiError> {
-    let opts = crate::handler::write_options(q, &req.headers, &req.method)?;
+    let opts = crate::handler::write_options(req, q)?;
     let opts = crate::handler::for_subresource(opts, subject.info, sub);
     match &opts.admission {
         Some(admission) => {

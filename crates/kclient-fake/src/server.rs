@@ -254,10 +254,10 @@ impl FakeApiServerBuilder {
                                     // A client that never finishes its handshake is dropped.
                                     let handshake = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(stream));
                                     let Ok(Ok(stream)) = handshake.await else { return };
-                                    let cert = stream.get_ref().1.peer_certificates().is_some_and(|c| !c.is_empty());
-                                    serve_connection(stream, shared, cert).await;
+                                    let user = client_identity(stream.get_ref().1.peer_certificates());
+                                    serve_connection(stream, shared, user).await;
                                 }
-                                None => serve_connection(stream, shared, false).await,
+                                None => serve_connection(stream, shared, None).await,
                             }
                         });
                     }
@@ -289,7 +289,17 @@ impl FakeApiServerBuilder {
     }
 }
 
-async fn serve_connection<IO>(io: IO, shared: Arc<Shared>, client_cert: bool)
+/// The user a verified client certificate names (see [`handler::user_info`]).
+fn client_identity(
+    certificates: Option<&[rustls::pki_types::CertificateDer<'_>]>,
+) -> Option<Arc<Value>> {
+    let first = certificates?.first()?;
+    let identity = crate::tls::certificate_identity(first)?;
+    Some(Arc::new(handler::user_info(Some(identity))))
+}
+
+/// Serves one connection; `user` is who its client certificate names, if it has one.
+async fn serve_connection<IO>(io: IO, shared: Arc<Shared>, user: Option<Arc<Value>>)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -298,8 +308,8 @@ where
         let first_request = Arc::clone(&first_request);
         hyper::service::service_fn(move |req: Request<Incoming>| {
             first_request.notify_one();
-            let shared = shared.clone();
-            async move { Ok::<_, Infallible>(dispatch(shared, req, client_cert).await) }
+            let (shared, user) = (shared.clone(), user.clone());
+            async move { Ok::<_, Infallible>(dispatch(shared, req, user).await) }
         })
     };
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -342,11 +352,14 @@ fn authenticated(shared: &Shared, req: &Request<Incoming>, client_cert: bool) ->
 
 async fn dispatch(
     shared: Arc<Shared>,
-    req: Request<Incoming>,
-    client_cert: bool,
+    mut req: Request<Incoming>,
+    user: Option<Arc<Value>>,
 ) -> Response<Body> {
-    if !authenticated(&shared, &req, client_cert) {
+    if !authenticated(&shared, &req, user.is_some()) {
         return response::error(&crate::errors::unauthorized());
+    }
+    if let Some(user) = user {
+        req.extensions_mut().insert(user);
     }
     let req = match crate::streaming::try_serve(&shared, req).await {
         Ok(res) => return res,

@@ -102,7 +102,7 @@ pub(crate) async fn create(call: &Call<'_>) -> Result<Response<Body>, ApiError> 
         ));
     }
     let body = parse_body(call.req, call.info)?;
-    let opts = write_options(call.q, &call.req.headers, &call.req.method)?;
+    let opts = write_options(call.req, call.q)?;
     let created = call
         .shared
         .registry
@@ -118,7 +118,7 @@ pub(crate) async fn update(call: &Call<'_>, name: &str) -> Result<Response<Body>
     require(call.info, "update")?;
     let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::Object)?;
     let body = parse_body(call.req, call.info)?;
-    let opts = write_options(call.q, &call.req.headers, &call.req.method)?;
+    let opts = write_options(call.req, call.q)?;
     let written = call
         .shared
         .registry
@@ -138,7 +138,7 @@ pub(crate) async fn update(call: &Call<'_>, name: &str) -> Result<Response<Body>
 pub(crate) async fn patch(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
     require(call.info, "patch")?;
     let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::Object)?;
-    let opts = write_options(call.q, &call.req.headers, &call.req.method)?;
+    let opts = write_options(call.req, call.q)?;
     let written = crate::patch::handle(
         call.shared,
         call.req,
@@ -181,7 +181,7 @@ pub(crate) async fn delete(call: &Call<'_>, name: &str) -> Result<Response<Body>
     let negotiated = negotiate::negotiate(call.req, info, Endpoint::Object)?;
     let (opts, orphan_dependents) = delete_options(call.req, call.q)?;
     let warnings = Warnings::default();
-    let admission = delete_admission(&opts, false, &warnings);
+    let admission = delete_admission(call.req, &opts, false, &warnings);
     let deleted = call
         .shared
         .registry
@@ -198,6 +198,7 @@ pub(crate) async fn delete(call: &Call<'_>, name: &str) -> Result<Response<Body>
 
 /// The admission of a delete (`collection`: of each object of a delete-collection).
 fn delete_admission(
+    req: &ApiRequest,
     opts: &DeleteOptions,
     collection: bool,
     warnings: &Warnings,
@@ -205,7 +206,7 @@ fn delete_admission(
     let options = serde_json::to_value(opts).unwrap_or_else(|_| json!({}));
     crate::admission::Request {
         collection,
-        ..(*crate::handler::admission(options, opts.dry_run, warnings)).clone()
+        ..(*crate::handler::admission(req, options, opts.dry_run, warnings)).clone()
     }
 }
 
@@ -257,6 +258,7 @@ pub(crate) async fn delete_collection(call: &Call<'_>) -> Result<Response<Body>,
     let (opts, _) = delete_options(call.req, call.q)?;
     let params = ListParams::from_query(call.q, false)?;
     let warnings = Warnings::default();
+    let admission = delete_admission(call.req, &opts, true, &warnings);
     let response = delete_matching(
         call.shared,
         call.info,
@@ -264,7 +266,7 @@ pub(crate) async fn delete_collection(call: &Call<'_>) -> Result<Response<Body>,
         params,
         opts,
         negotiated,
-        &warnings,
+        &admission,
     )
     .await;
     let write = WriteOptions {
@@ -492,7 +494,7 @@ async fn delete_matching(
     params: ListParams,
     opts: DeleteOptions,
     negotiated: Negotiated,
-    warnings: &Warnings,
+    admission: &crate::admission::Request,
 ) -> Result<Response<Body>, ApiError> {
     let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
     let all = ListParams {
@@ -508,13 +510,12 @@ async fn delete_matching(
         Err(ListError::ExpiredContinue(e)) => return Err(e.error),
     };
     let mut items = Vec::new();
-    let admission = delete_admission(&opts, true, warnings);
     for item in &page.items {
         let ns = meta_str(&item.value, "namespace").to_string();
         let name = meta_str(&item.value, "name").to_string();
         let deleted = shared
             .registry
-            .delete(info, &ns, &name, &opts, Some(&admission))
+            .delete(info, &ns, &name, &opts, Some(admission))
             .await;
         match deleted {
             Ok(d) => items.push(d.object),

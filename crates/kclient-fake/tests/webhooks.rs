@@ -933,3 +933,40 @@ async fn evictions_are_admitted_as_creates_of_the_eviction_subresource() {
     let pods = kclient_core::GroupResource::new("", "pods");
     assert!(server.get_value(&pods, "default", "web").is_some());
 }
+
+#[tokio::test]
+async fn webhooks_see_the_user_a_client_certificate_names() {
+    let hooks = WebhookServer::start(&[], |_, review| allow(review)).await;
+    let server = kclient_fake::FakeApiServer::builder()
+        .https()
+        .client_cert_auth()
+        .start()
+        .await
+        .unwrap();
+    let hook = webhook(
+        "who.example.com",
+        hooks.client_config("/who"),
+        core_rule(&["CREATE"], &["configmaps"]),
+    );
+    server
+        .seed(configuration("Validating", "who", hook))
+        .unwrap();
+    let mut config = server.config().unwrap();
+    let alice = server.issue_client_certificate("alice", &["devs"]).unwrap();
+    config.tls.cert_data = Some(alice.cert_pem.into_bytes());
+    config.tls.key_data = Some(alice.key_pem.into_bytes());
+    let client = kclient_rest::RestClient::new(config).unwrap();
+    let created: Value = client
+        .post()
+        .abs_path("/api/v1/namespaces/default/configmaps")
+        .json_body(&config_map("x", json!({})))
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(created["metadata"]["name"], "x");
+    let request = &hooks.requests_to("/who")[0]["request"];
+    assert_eq!(
+        request["userInfo"],
+        json!({"username": "alice", "groups": ["devs", "system:authenticated"]})
+    );
+}
