@@ -14,7 +14,7 @@ use super::{namespace_finalizers_left, namespaces, registry_key, Deleted, Regist
 
 /// How many times a delete is tried when another write changes the object between its
 /// admission and its removal.
-const ATTEMPTS: usize = 16;
+const ATTEMPTS: usize = 100;
 
 impl Registry {
     /// Deletes an object, honouring preconditions, finalizers and the propagation policy,

@@ -26,7 +26,7 @@ use super::{
 
 /// How many times an update is tried when another write changes the object between its
 /// read and its write (kube-apiserver's `GuaranteedUpdate` loop, bounded).
-const ATTEMPTS: usize = 16;
+const ATTEMPTS: usize = 100;
 
 impl Registry {
     /// Writes a new state of an existing object computed by `change` from the current one
