@@ -9,7 +9,9 @@
 //! `DELETED`), bookmarks, streaming lists (`sendInitialEvents`), pagination over consistent
 //! snapshots, strategic merge patch and server-side apply with field managers, finalizers,
 //! owner-reference garbage collection, namespace deletion, CustomResourceDefinitions (with
-//! schema validation, pruning and defaulting of custom resources),
+//! schema validation, pruning and defaulting of custom resources, and conversion webhooks),
+//! admission webhooks (mutating and validating, called over HTTPS as kube-apiserver calls
+//! them),
 //! discovery (legacy and aggregated), HTTPS with token or client-certificate authentication,
 //! and fault injection. For tests it records every request ([`Action`], client-go's fake
 //! `Actions()`), lets a test fail, answer or delay only the requests it picks ([`Reactor`],

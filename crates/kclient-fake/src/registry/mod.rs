@@ -14,6 +14,15 @@
 //!
 //! Pods are deleted at once (there is no kubelet to confirm a graceful deletion).
 //!
+//! A write of the API goes through the admission webhooks ([`crate::admission`]) and, for a
+//! custom resource of a CRD that converts by webhook, its conversion webhook
+//! ([`crate::conversion_webhook`]): both are calls over the network, so a write is a series of
+//! phases rather than one critical section — read the object, change it, admit it, check it,
+//! then store it under the store's lock only if nobody wrote it meanwhile, and otherwise start
+//! again (kube-apiserver's `GuaranteedUpdate`). The fake's own writes (seeding, garbage
+//! collection, `modify`) take the same path without webhooks, driven to completion at once
+//! (`create_now`, `update_now`, `delete_now`).
+//!
 //! One file per verb: `create.rs`, `update.rs` (update, and the writes of patch and the
 //! subresources), `delete.rs`, `list.rs`; what they share (the registry, type checks,
 //! storage versions, names) is here.
