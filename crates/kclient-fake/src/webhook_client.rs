@@ -142,7 +142,7 @@ fn target(
     routes: &ServiceRoutes,
     timeout: Duration,
 ) -> Result<Target, CallError> {
-    let query = format!("timeout={}", go_duration(timeout));
+    let query = format!("timeout={}", kclient_core::go_duration(timeout));
     if let Some(svc) = &config.service {
         let host = format!("{}.{}.svc", svc.name, svc.namespace);
         let path = if svc.path.is_empty() { "/" } else { &svc.path };
@@ -200,17 +200,6 @@ fn target(
         server_name: bare_host,
         path_and_query: format!("{path}?{query}"),
     })
-}
-
-/// A duration as Go's `time.Duration.String()` writes the whole seconds client-go puts in
-/// `?timeout=` (`10s`, `1m30s`).
-fn go_duration(d: Duration) -> String {
-    let secs = d.as_secs();
-    match (secs / 3600, secs % 3600 / 60, secs % 60) {
-        (0, 0, s) => format!("{s}s"),
-        (0, m, s) => format!("{m}m{s}s"),
-        (h, m, s) => format!("{h}h{m}m{s}s"),
-    }
 }
 
 /// `POST`s `body` (JSON) to the webhook, waiting `timeout` at most; returns the answer's body.
