@@ -388,6 +388,7 @@ mod tests {
             query: query.map(str::to_string),
             headers: HeaderMap::new(),
             body: Bytes::new(),
+            user: None,
         }
     }
 

@@ -136,6 +136,9 @@ pub struct ResourceInfo {
     /// The `openAPIV3Schema` of this version of a custom resource, read once when its CRD
     /// is written (`None` for built-in resources and those registered without a CRD).
     pub(crate) schema: Option<Arc<crate::schema::Schema>>,
+    /// The conversion webhook of a custom resource whose CRD converts with one
+    /// (`spec.conversion.strategy: Webhook`); `None`: the `None` strategy.
+    pub(crate) conversion_webhook: Option<Arc<crate::conversion_webhook::ConversionWebhook>>,
 }
 
 impl ResourceInfo {
@@ -160,6 +163,7 @@ impl ResourceInfo {
             storage_version,
             extra_subresources: Vec::new(),
             schema: None,
+            conversion_webhook: None,
         }
     }
 
@@ -407,6 +411,7 @@ fn group_rank(group: &str) -> usize {
         "policy",
         "rbac.authorization.k8s.io",
         "storage.k8s.io",
+        "admissionregistration.k8s.io",
         "apiextensions.k8s.io",
         "scheduling.k8s.io",
         "coordination.k8s.io",
@@ -730,6 +735,30 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
         )
         .short_names(&["sc"])
         .returning_deleted_object(),
+        // admissionregistration.k8s.io/v1 (the webhook configurations the server calls; see
+        // `crate::admission`)
+        ResourceInfo::new(
+            gvk(
+                "admissionregistration.k8s.io",
+                "v1",
+                "MutatingWebhookConfiguration",
+            ),
+            "mutatingwebhookconfigurations",
+            false,
+        )
+        .categories(&["api-extensions"])
+        .tracking_generation(),
+        ResourceInfo::new(
+            gvk(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingWebhookConfiguration",
+            ),
+            "validatingwebhookconfigurations",
+            false,
+        )
+        .categories(&["api-extensions"])
+        .tracking_generation(),
         // apiextensions.k8s.io/v1
         ResourceInfo::new(
             gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),

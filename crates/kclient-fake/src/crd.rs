@@ -8,10 +8,12 @@
 //! structural is refused ([`crate::schema::crd_checks`]; on update, only for problems the
 //! stored CRD did not already have).
 //!
-//! Limits: CEL rules (`x-kubernetes-validations`) are not evaluated, and versions convert
-//! with the `None` strategy only (an object is stored once, in the storage version, and
-//! served in every version with the requested `apiVersion`, pruned by that version's
-//! schema); conversion webhooks are not called.
+//! An object is stored once, in the storage version, and served in every version: with the
+//! `None` conversion strategy it takes the requested `apiVersion` and is pruned by that
+//! version's schema; with `Webhook`, the CRD's conversion webhook converts it (see
+//! [`crate::conversion_webhook`]).
+//!
+//! Limits: CEL rules (`x-kubernetes-validations`) are not evaluated.
 
 use kclient_core::{ApiError, FieldError, GroupResource, GroupVersionKind};
 use serde_json::{json, Value};
@@ -138,6 +140,7 @@ pub fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
         s => s.to_string(),
     };
     let namespaced = str_at(crd, "/spec/scope") == "Namespaced";
+    let conversion_webhook = crate::conversion_webhook::ConversionWebhook::of_crd(crd);
     let short_names = strings(crd, "/spec/names/shortNames");
     let categories = strings(crd, "/spec/names/categories");
     let versions = crd
@@ -166,6 +169,7 @@ pub fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
             info.categories = categories.clone();
             info.custom = true;
             info.storage_version = storage_version.clone();
+            info.conversion_webhook = conversion_webhook.clone();
             info.selectable_fields = v
                 .get("selectableFields")
                 .and_then(Value::as_array)

@@ -81,6 +81,7 @@ pub fn drop_empty(info: &ResourceInfo, obj: &mut Value) {
 
 /// Applies create-time defaults and strategy rules.
 pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
+    crate::admission::configuration::default(info, obj);
     let Some(map) = obj.as_object_mut() else {
         return;
     };
@@ -213,6 +214,7 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
 
 /// Applies update-time strategy rules (`old` is the stored state).
 pub fn on_update(info: &ResourceInfo, old: &Value, new: &mut Value) -> Result<(), ApiError> {
+    crate::admission::configuration::default(info, new);
     if info.custom || !info.api.group.is_empty() {
         return Ok(());
     }

@@ -38,6 +38,26 @@ pub fn stale_resource_version(resource: &GroupResource, name: &str) -> ApiError 
     )
 }
 
+/// A 500 `Internal error occurred: {why}`, with `why` as its cause (apimachinery's
+/// `NewInternalError`).
+pub fn internal(why: impl std::fmt::Display) -> ApiError {
+    let why = why.to_string();
+    Status::failure(
+        StatusReason::InternalError,
+        500,
+        format!("Internal error occurred: {why}"),
+    )
+    .with_details(StatusDetails {
+        causes: vec![kclient_core::StatusCause {
+            cause_type: String::new(),
+            message: why,
+            field: String::new(),
+        }],
+        ..StatusDetails::default()
+    })
+    .into()
+}
+
 /// A 401 `Unauthorized`.
 pub fn unauthorized() -> ApiError {
     ApiError::unauthorized("Unauthorized")

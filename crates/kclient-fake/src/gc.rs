@@ -20,7 +20,7 @@
 //! delay, and it does not honour `blockOwnerDeletion` separately (every dependent blocks a
 //! foreground deletion).
 
-use kclient_core::{DeletionPropagation, GroupResource};
+use kclient_core::{DeleteOptions, DeletionPropagation, GroupResource};
 use serde_json::{json, Value};
 
 use crate::meta::{self, meta_str};
@@ -109,13 +109,11 @@ impl Registry {
             if live_owner {
                 self.remove_owner_reference(&info, ns, name, owner_uid);
             } else {
-                let _ = self.delete(
+                let _ = self.delete_now(
                     &info,
                     ns,
                     name,
-                    None,
-                    Some(DeletionPropagation::Background),
-                    false,
+                    &DeleteOptions::default().propagation_policy(DeletionPropagation::Background),
                 );
             }
         }
@@ -165,13 +163,11 @@ impl Registry {
                 .get(&dep_resource, &dep_key)
                 .is_some_and(|o| meta::is_terminating(&o.value));
             if !terminating {
-                let _ = self.delete(
+                let _ = self.delete_now(
                     &info,
                     ns,
                     name,
-                    None,
-                    Some(DeletionPropagation::Foreground),
-                    false,
+                    &DeleteOptions::default().propagation_policy(DeletionPropagation::Foreground),
                 );
             }
         }
@@ -195,7 +191,7 @@ impl Registry {
             return;
         };
         let (ns, name) = Self::split_key(key);
-        let _ = self.update_with(
+        let _ = self.update_now(
             &info,
             ns,
             name,
@@ -225,7 +221,7 @@ impl Registry {
         name: &str,
         owner_uid: &str,
     ) {
-        let _ = self.update_with(
+        let _ = self.update_now(
             info,
             ns,
             name,
@@ -280,7 +276,7 @@ impl Registry {
                 .map(|(_, o)| meta_str(&o.value, "name").to_string())
                 .collect();
             for name in names {
-                let _ = self.delete(&info, ns, &name, None, None, false);
+                let _ = self.delete_now(&info, ns, &name, &DeleteOptions::default());
             }
         }
         self.finish_namespace(ns);

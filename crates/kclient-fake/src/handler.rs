@@ -40,11 +40,15 @@ pub struct ApiRequest {
     pub headers: HeaderMap,
     /// The body.
     pub body: Bytes,
+    /// Who sent it (`authentication.k8s.io/v1` `UserInfo`), when the connection says so (a
+    /// client certificate); see [`user_info`].
+    pub user: Option<Arc<Value>>,
 }
 
 /// Reads a hyper request into an [`ApiRequest`], refusing bodies over [`MAX_BODY`].
 pub async fn read_request(req: Request<Incoming>) -> Result<ApiRequest, ApiError> {
     let (parts, body) = req.into_parts();
+    let user = parts.extensions.get::<Arc<Value>>().cloned();
     let limited = http_body_util::Limited::new(body, MAX_BODY);
     let body = match limited.collect().await {
         Ok(c) => c.to_bytes(),
@@ -72,6 +76,7 @@ pub async fn read_request(req: Request<Incoming>) -> Result<ApiRequest, ApiError
         query: parts.uri.query().map(str::to_string),
         headers: parts.headers,
         body,
+        user,
     })
 }
 
@@ -254,11 +259,8 @@ fn options_kind(method: &Method) -> &'static str {
     }
 }
 
-pub(crate) fn write_options(
-    q: &Query,
-    headers: &HeaderMap,
-    method: &Method,
-) -> Result<WriteOptions, ApiError> {
+pub(crate) fn write_options(req: &ApiRequest, q: &Query) -> Result<WriteOptions, ApiError> {
+    let (headers, method) = (&req.headers, &req.method);
     let field_validation = match q.get("fieldValidation") {
         None | Some("") | Some("Warn") => FieldValidation::Warn,
         Some("Ignore") => FieldValidation::Ignore,
@@ -290,12 +292,107 @@ pub(crate) fn write_options(
         Some(m) if !m.is_empty() => m.to_string(),
         _ => user_agent_manager(headers),
     };
+    // The options as admission webhooks see them: what the query gave.
+    let mut options = serde_json::Map::new();
+    if dry_run {
+        options.insert("dryRun".into(), serde_json::json!(["All"]));
+    }
+    for key in ["fieldManager", "fieldValidation"] {
+        if let Some(v) = q.get(key).filter(|v| !v.is_empty()) {
+            options.insert(key.into(), Value::String(v.to_string()));
+        }
+    }
+    let warnings = crate::registry::Warnings::default();
     Ok(WriteOptions {
         dry_run,
         field_manager,
         field_validation,
+        admission: Some(admission(req, Value::Object(options), dry_run, &warnings)),
+        warnings,
         ..WriteOptions::default()
     })
+}
+
+/// Who a request acts as, for admission webhooks: the user and groups of its client
+/// certificate (and `system:authenticated`), as kube-apiserver's x509 authenticator says;
+/// otherwise (no authentication, a bearer token) the fake's one user, a member of
+/// `system:masters` (the identity of the client certificate its kubeconfigs carry).
+pub(crate) fn user_info(certificate: Option<(String, Vec<String>)>) -> Value {
+    let (username, mut groups) = certificate.unwrap_or_else(|| {
+        let masters = vec!["system:masters".to_string()];
+        ("kclient-fake-admin".to_string(), masters)
+    });
+    groups.push("system:authenticated".to_string());
+    serde_json::json!({"username": username, "groups": groups})
+}
+
+/// The admission of a write of the API on the resource itself, with `options` (without
+/// their `kind`).
+pub(crate) fn admission(
+    req: &ApiRequest,
+    options: Value,
+    dry_run: bool,
+    warnings: &crate::registry::Warnings,
+) -> Arc<crate::admission::Request> {
+    let user = match &req.user {
+        Some(user) => (**user).clone(),
+        None => user_info(None),
+    };
+    Arc::new(crate::admission::Request {
+        user,
+        options,
+        dry_run,
+        subresource: String::new(),
+        scale: false,
+        kind: None,
+        collection: false,
+        warnings: warnings.clone(),
+    })
+}
+
+/// `opts` for a write of `info`'s subresource: webhooks see the kind it writes (`scale`:
+/// `Scale` objects).
+pub(crate) fn for_subresource(
+    mut opts: WriteOptions,
+    info: &ResourceInfo,
+    subresource: &str,
+) -> WriteOptions {
+    let scale = subresource == "scale";
+    let kind = if scale {
+        Some(kclient_core::GroupVersionKind::new(
+            "autoscaling",
+            "v1",
+            "Scale",
+        ))
+    } else {
+        info.extra_subresources
+            .iter()
+            .find(|e| e.name == subresource)
+            .map(|e| kclient_core::GroupVersionKind::new(&e.group, &e.version, &e.kind))
+    };
+    if let Some(admission) = opts.admission.take() {
+        opts.admission = Some(Arc::new(crate::admission::Request {
+            subresource: subresource.to_string(),
+            scale,
+            kind,
+            ..(*admission).clone()
+        }));
+    }
+    opts
+}
+
+/// A write's answer, or its error, with the write's warnings (webhooks' warnings go with
+/// their refusals too).
+pub(crate) fn answer_write(
+    req: &ApiRequest,
+    opts: &WriteOptions,
+    answer: Result<Response<Body>, ApiError>,
+) -> Result<Response<Body>, ApiError> {
+    let res = match answer {
+        Ok(res) => res,
+        Err(e) => response::error_negotiated(&req.headers, &e),
+    };
+    Ok(with_warnings(res, opts))
 }
 
 /// Adds a write's warnings to its response (`Warning: 299 - "text"`).
@@ -345,11 +442,11 @@ async fn resource(
         }
         (&Method::GET, Some(name)) => verbs::get(&call, name).await,
         (&Method::GET, None) => verbs::list_or_watch(&call).await,
-        (&Method::POST, None) => verbs::create(&call),
-        (&Method::PUT, Some(name)) => verbs::update(&call, name),
-        (&Method::PATCH, Some(name)) => verbs::patch(&call, name),
-        (&Method::DELETE, Some(name)) => verbs::delete(&call, name),
-        (&Method::DELETE, None) => verbs::delete_collection(&call),
+        (&Method::POST, None) => verbs::create(&call).await,
+        (&Method::PUT, Some(name)) => verbs::update(&call, name).await,
+        (&Method::PATCH, Some(name)) => verbs::patch(&call, name).await,
+        (&Method::DELETE, Some(name)) => verbs::delete(&call, name).await,
+        (&Method::DELETE, None) => verbs::delete_collection(&call).await,
         (method, _) => {
             let verb = match *method {
                 Method::POST => "create",
@@ -445,30 +542,34 @@ async fn subresource(
         _ => None,
     };
     if let Some(part) = part {
-        let opts = write_options(q, &req.headers, &req.method)?;
+        let opts = for_subresource(write_options(req, q)?, info, sub);
         return match req.method {
             Method::GET => {
-                let obj = shared.registry.get(info, namespace, name)?;
+                let obj = shared.registry.get_converted(info, namespace, name).await?;
                 subresource_answer(req, info, StatusCode::OK, &obj)
             }
             Method::PUT => {
                 let body = parse_body(req, info)?;
-                let (obj, _) =
-                    shared
-                        .registry
-                        .update_with(info, namespace, name, part, &opts, |_| Ok(body))?;
-                Ok(with_warnings(
-                    subresource_answer(req, info, StatusCode::OK, &obj)?,
+                let written = shared
+                    .registry
+                    .update_with(info, namespace, name, part, &opts, |_| Ok(body.clone()))
+                    .await;
+                answer_write(
+                    req,
                     &opts,
-                ))
+                    written
+                        .and_then(|(obj, _)| subresource_answer(req, info, StatusCode::OK, &obj)),
+                )
             }
             Method::PATCH => {
-                let (obj, _) =
-                    crate::patch::handle(shared, req, info, namespace, name, part, q, &opts)?;
-                Ok(with_warnings(
-                    subresource_answer(req, info, StatusCode::OK, &obj)?,
+                let written =
+                    crate::patch::handle(shared, req, info, namespace, name, part, q, &opts).await;
+                answer_write(
+                    req,
                     &opts,
-                ))
+                    written
+                        .and_then(|(obj, _)| subresource_answer(req, info, StatusCode::OK, &obj)),
+                )
             }
             _ => Err(errors::method_not_allowed()),
         };
@@ -494,10 +595,10 @@ async fn subresource(
     if !served {
         return Err(errors::resource_not_found());
     }
-    let opts = write_options(q, &req.headers, &req.method)?;
+    let opts = write_options(req, q)?;
     match (sub, &req.method) {
         ("scale", &Method::GET) => {
-            let obj = shared.registry.get(info, namespace, name)?;
+            let obj = shared.registry.get_converted(info, namespace, name).await?;
             subresource_answer(
                 req,
                 info,
@@ -512,21 +613,27 @@ async fn subresource(
                 serde_json::from_slice(&req.body)
                     .map_err(|e| ApiError::bad_request(e.to_string()))?
             };
-            let obj = crate::scale::update(shared, info, namespace, name, body, &opts)?;
-            subresource_answer(
+            let opts = for_subresource(opts, info, "scale");
+            let written = crate::scale::update(shared, info, namespace, name, body, &opts).await;
+            answer_write(
                 req,
-                info,
-                StatusCode::OK,
-                &crate::scale::to_scale(info, &obj),
+                &opts,
+                written.and_then(|obj| {
+                    let scale = crate::scale::to_scale(info, &obj);
+                    subresource_answer(req, info, StatusCode::OK, &scale)
+                }),
             )
         }
         ("scale", &Method::PATCH) => {
-            let obj = crate::scale::patch(shared, req, info, namespace, name, &opts)?;
-            subresource_answer(
+            let opts = for_subresource(opts, info, "scale");
+            let written = crate::scale::patch(shared, req, info, namespace, name, &opts).await;
+            answer_write(
                 req,
-                info,
-                StatusCode::OK,
-                &crate::scale::to_scale(info, &obj),
+                &opts,
+                written.and_then(|obj| {
+                    let scale = crate::scale::to_scale(info, &obj);
+                    subresource_answer(req, info, StatusCode::OK, &scale)
+                }),
             )
         }
         ("finalize", &Method::PUT) => {

@@ -9,7 +9,9 @@
 //! `DELETED`), bookmarks, streaming lists (`sendInitialEvents`), pagination over consistent
 //! snapshots, strategic merge patch and server-side apply with field managers, finalizers,
 //! owner-reference garbage collection, namespace deletion, CustomResourceDefinitions (with
-//! schema validation, pruning and defaulting of custom resources),
+//! schema validation, pruning and defaulting of custom resources, and conversion webhooks),
+//! admission webhooks (mutating and validating, called over HTTPS as kube-apiserver calls
+//! them),
 //! discovery (legacy and aggregated), HTTPS with token or client-certificate authentication,
 //! and fault injection. For tests it records every request ([`Action`], client-go's fake
 //! `Actions()`), lets a test fail, answer or delay only the requests it picks ([`Reactor`],
@@ -32,7 +34,9 @@
 //!   poddisruptionbudgets; rbac.authorization.k8s.io/v1: roles, rolebindings, clusterroles,
 //!   clusterrolebindings; storage.k8s.io/v1: storageclasses; discovery.k8s.io/v1:
 //!   endpointslices; scheduling.k8s.io/v1: priorityclasses; coordination.k8s.io/v1: leases;
-//!   events.k8s.io/v1: events; apiextensions.k8s.io/v1: customresourcedefinitions.
+//!   events.k8s.io/v1: events; admissionregistration.k8s.io/v1:
+//!   mutatingwebhookconfigurations, validatingwebhookconfigurations; apiextensions.k8s.io/v1:
+//!   customresourcedefinitions.
 //!
 //! Each with kube-apiserver's per-type rules: the `status` and `scale` subresources, whether
 //! and when `metadata.generation` moves, whether an update may create, what a delete answers,
@@ -107,7 +111,12 @@
 //!   rules (`x-kubernetes-validations`) are not evaluated, defaults are applied on writes
 //!   only (not when reading objects a later schema would default), and server-side apply
 //!   reports type mismatches as validation errors. Versions convert with the `None`
-//!   strategy (apiVersion and pruning only); there are no conversion webhooks.
+//!   strategy (apiVersion and pruning), or through the CRD's conversion webhook.
+//! - **Admission webhooks** (`MutatingWebhookConfiguration`, `ValidatingWebhookConfiguration`)
+//!   are called as kube-apiserver calls them, except that `matchConditions` are not evaluated
+//!   (the webhook is called as if they held) and `matchPolicy: Equivalent` knows only the
+//!   versions of custom resources; a Service is reached through
+//!   [`FakeApiServer::route_service`]. The guide's "Webhooks" section says the rest.
 //! - **Content negotiation** follows kube-apiserver's (see the `negotiate` module's rules):
 //!   `Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1` (or `v1beta1`,
 //!   `…List` for lists) gets the metadata of any resource, custom ones included, on get,
@@ -145,7 +154,7 @@
 //! - `pods/ephemeralcontainers` and `pods/resize` change only what they change on a real
 //!   server, but are not validated (a resize that would change the QoS class is taken).
 //! - There is no RBAC (the rbac.authorization.k8s.io objects are stored, never enforced), no
-//!   admission other than namespace lifecycle, and authentication is a bearer token or a
+//!   admission other than namespace lifecycle and webhooks, and authentication is a bearer token or a
 //!   client certificate signed by the server's CA.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -154,9 +163,11 @@
 #![allow(clippy::result_large_err)]
 
 mod actions;
+mod admission;
 pub mod catalogue;
 pub mod cli;
 mod connect;
+mod conversion_webhook;
 mod crd;
 mod defaults;
 mod discovery;
@@ -190,6 +201,7 @@ mod tls;
 mod verbs;
 mod wait;
 mod watch;
+mod webhook_client;
 
 pub use actions::{Action, ActionFilter, DEFAULT_ACTION_HISTORY};
 pub use catalogue::{ExtraSubresource, GenerationBumps, ResourceInfo, ScaleSpec};

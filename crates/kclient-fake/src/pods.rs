@@ -118,6 +118,8 @@ pub async fn handle(
         }
         ("eviction", &Method::POST) => {
             let body = parse_eviction(req)?;
+            let subject = created(info, namespace, name);
+            let body = admit_created(shared, req, q, subject, "eviction", body).await?;
             let body_name = meta_str(&body, "name");
             if !body_name.is_empty() && body_name != name {
                 return Err(ApiError::bad_request(
@@ -131,13 +133,18 @@ pub async fn handle(
                     uid: Some(u.to_string()),
                     resource_version: None,
                 });
+            let options = kclient_core::DeleteOptions {
+                preconditions: uid,
+                ..kclient_core::DeleteOptions::default()
+            };
             let pod = shared.registry.get(info, namespace, name)?;
-            if let Some(refusal) = check_disruption_budget(shared, namespace, name, &pod)? {
+            if let Some(refusal) = check_disruption_budget(shared, namespace, name, &pod).await? {
                 return Ok(refusal);
             }
             shared
                 .registry
-                .delete(info, namespace, name, uid.as_ref(), None, false)?;
+                .delete(info, namespace, name, &options, None)
+                .await?;
             Ok(created_status())
         }
         ("binding", &Method::POST) => {
@@ -145,6 +152,8 @@ pub async fn handle(
                 serde_json::from_slice::<Value>(&req.body)
                     .map_err(|e| ApiError::bad_request(e.to_string()))
             })?;
+            let subject = created(info, namespace, name);
+            let body = admit_created(shared, req, q, subject, "binding", body).await?;
             let node = body
                 .pointer("/target/name")
                 .and_then(Value::as_str)
@@ -184,7 +193,8 @@ pub async fn handle(
                     let mut new = cur.clone();
                     meta::set_path(&mut new, "spec.nodeName", json!(node));
                     Ok(new)
-                })?;
+                })
+                .await?;
             Ok(created_status())
         }
         _ => Err(crate::errors::method_not_allowed()),
@@ -254,7 +264,7 @@ fn budget_refusal(cause: String, retry_after_seconds: i32) -> ApiError {
 /// which the eviction uses up (`disruptionsAllowed` down by one, the pod recorded in
 /// `disruptedPods`). There is no disruption controller: a test writes the budget's status.
 /// Returns the refusal to answer with, if any.
-fn check_disruption_budget(
+async fn check_disruption_budget(
     shared: &Arc<Shared>,
     namespace: &str,
     name: &str,
@@ -369,32 +379,35 @@ fn check_disruption_budget(
         };
         return Err(budget_refusal(cause, 0));
     }
-    shared.registry.update_with(
-        &pdbs,
-        namespace,
-        &pdb_name,
-        Part::Status,
-        &WriteOptions::default(),
-        |cur| {
-            let mut new = cur
-                .cloned()
-                .ok_or_else(|| ApiError::not_found(&pdbs.group_resource(), &pdb_name))?;
-            let status = new
-                .as_object_mut()
-                .map(|o| o.entry("status").or_insert_with(|| json!({})));
-            if let Some(Value::Object(status)) = status {
-                status.insert("disruptionsAllowed".into(), json!(allowed - 1));
-                if allowed == 1 {
-                    insufficient_pods(status);
+    shared
+        .registry
+        .update_with(
+            &pdbs,
+            namespace,
+            &pdb_name,
+            Part::Status,
+            &WriteOptions::default(),
+            |cur| {
+                let mut new = cur
+                    .cloned()
+                    .ok_or_else(|| ApiError::not_found(&pdbs.group_resource(), &pdb_name))?;
+                let status = new
+                    .as_object_mut()
+                    .map(|o| o.entry("status").or_insert_with(|| json!({})));
+                if let Some(Value::Object(status)) = status {
+                    status.insert("disruptionsAllowed".into(), json!(allowed - 1));
+                    if allowed == 1 {
+                        insufficient_pods(status);
+                    }
+                    let disrupted = status.entry("disruptedPods").or_insert_with(|| json!({}));
+                    if let Some(map) = disrupted.as_object_mut() {
+                        map.insert(name.to_string(), json!(meta::now_rfc3339()));
+                    }
                 }
-                let disrupted = status.entry("disruptedPods").or_insert_with(|| json!({}));
-                if let Some(map) = disrupted.as_object_mut() {
-                    map.insert(name.to_string(), json!(meta::now_rfc3339()));
-                }
-            }
-            Ok(new)
-        },
-    )?;
+                Ok(new)
+            },
+        )
+        .await?;
     Ok(None)
 }
 
@@ -430,6 +443,42 @@ fn insufficient_pods(status: &mut serde_json::Map<String, Value>) {
             "type": "DisruptionAllowed", "status": "False", "observedGeneration": observed,
             "lastTransitionTime": now, "reason": "InsufficientPods", "message": "",
         })),
+    }
+}
+
+/// The object the pod subresource `sub` creates (an `Eviction`, a `Binding`) for the pod
+/// `subject` names, as the admission webhooks leave it.
+async fn admit_created(
+    shared: &Arc<Shared>,
+    req: &ApiRequest,
+    q: &Query,
+    subject: crate::admission::Subject<'_>,
+    sub: &str,
+    body: Value,
+) -> Result<Value, ApiError> {
+    let opts = crate::handler::write_options(req, q)?;
+    let opts = crate::handler::for_subresource(opts, subject.info, sub);
+    match &opts.admission {
+        Some(admission) => {
+            admission
+                .admit_created(&shared.registry, subject, body)
+                .await
+        }
+        None => Ok(body),
+    }
+}
+
+/// A create on the subresource of pod `name`.
+fn created<'a>(
+    info: &'a Arc<ResourceInfo>,
+    namespace: &'a str,
+    name: &'a str,
+) -> crate::admission::Subject<'a> {
+    crate::admission::Subject {
+        operation: kclient_core::admission::Operation::Create,
+        info,
+        namespace,
+        name,
     }
 }
 

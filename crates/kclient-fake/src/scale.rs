@@ -63,13 +63,13 @@ pub fn to_scale(info: &ResourceInfo, obj: &Value) -> Value {
     })
 }
 
-fn write_replicas(
+async fn write_replicas(
     shared: &Arc<Shared>,
     info: &Arc<ResourceInfo>,
     namespace: &str,
     name: &str,
     opts: &WriteOptions,
-    compute: impl FnOnce(&Value) -> Result<Value, ApiError>,
+    compute: impl Fn(&Value) -> Result<Value, ApiError>,
 ) -> Result<Value, ApiError> {
     let spec = info.scale.clone().ok_or_else(errors::resource_not_found)?;
     let gr = info.group_resource();
@@ -112,12 +112,13 @@ fn write_replicas(
             meta::set_path(&mut new, &spec.spec_replicas_path, replicas);
             meta::metadata_mut(&mut new).remove("resourceVersion");
             Ok(new)
-        })?;
+        })
+        .await?;
     Ok(obj)
 }
 
 /// `PUT .../scale`.
-pub fn update(
+pub async fn update(
     shared: &Arc<Shared>,
     info: &Arc<ResourceInfo>,
     namespace: &str,
@@ -125,11 +126,11 @@ pub fn update(
     body: Value,
     opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
-    write_replicas(shared, info, namespace, name, opts, |_| Ok(body))
+    write_replicas(shared, info, namespace, name, opts, |_| Ok(body.clone())).await
 }
 
 /// `PATCH .../scale`: the patch applies to the `Scale` view.
-pub fn patch(
+pub async fn patch(
     shared: &Arc<Shared>,
     req: &ApiRequest,
     info: &Arc<ResourceInfo>,
@@ -142,4 +143,5 @@ pub fn patch(
     write_replicas(shared, info, namespace, name, opts, |scale| {
         crate::patch::apply_simple(patch_type, scale, &req.body, opts)
     })
+    .await
 }

@@ -230,7 +230,7 @@ impl FakeApiServerBuilder {
                 .catalogue
                 .get("", "v1", "namespaces")
                 .ok_or_else(|| Error::Tls("no namespaces resource".into()))?;
-            shared.registry.create(
+            shared.registry.create_now(
                 &info,
                 "",
                 serde_json::json!({"metadata": {"name": ns}}),
@@ -254,10 +254,10 @@ impl FakeApiServerBuilder {
                                     // A client that never finishes its handshake is dropped.
                                     let handshake = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(stream));
                                     let Ok(Ok(stream)) = handshake.await else { return };
-                                    let cert = stream.get_ref().1.peer_certificates().is_some_and(|c| !c.is_empty());
-                                    serve_connection(stream, shared, cert).await;
+                                    let user = client_identity(stream.get_ref().1.peer_certificates());
+                                    serve_connection(stream, shared, user).await;
                                 }
-                                None => serve_connection(stream, shared, false).await,
+                                None => serve_connection(stream, shared, None).await,
                             }
                         });
                     }
@@ -289,7 +289,17 @@ impl FakeApiServerBuilder {
     }
 }
 
-async fn serve_connection<IO>(io: IO, shared: Arc<Shared>, client_cert: bool)
+/// The user a verified client certificate names (see [`handler::user_info`]).
+fn client_identity(
+    certificates: Option<&[rustls::pki_types::CertificateDer<'_>]>,
+) -> Option<Arc<Value>> {
+    let first = certificates?.first()?;
+    let identity = crate::tls::certificate_identity(first)?;
+    Some(Arc::new(handler::user_info(Some(identity))))
+}
+
+/// Serves one connection; `user` is who its client certificate names, if it has one.
+async fn serve_connection<IO>(io: IO, shared: Arc<Shared>, user: Option<Arc<Value>>)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -298,8 +308,8 @@ where
         let first_request = Arc::clone(&first_request);
         hyper::service::service_fn(move |req: Request<Incoming>| {
             first_request.notify_one();
-            let shared = shared.clone();
-            async move { Ok::<_, Infallible>(dispatch(shared, req, client_cert).await) }
+            let (shared, user) = (shared.clone(), user.clone());
+            async move { Ok::<_, Infallible>(dispatch(shared, req, user).await) }
         })
     };
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -342,11 +352,14 @@ fn authenticated(shared: &Shared, req: &Request<Incoming>, client_cert: bool) ->
 
 async fn dispatch(
     shared: Arc<Shared>,
-    req: Request<Incoming>,
-    client_cert: bool,
+    mut req: Request<Incoming>,
+    user: Option<Arc<Value>>,
 ) -> Response<Body> {
-    if !authenticated(&shared, &req, client_cert) {
+    if !authenticated(&shared, &req, user.is_some()) {
         return response::error(&crate::errors::unauthorized());
+    }
+    if let Some(user) = user {
+        req.extensions_mut().insert(user);
     }
     let req = match crate::streaming::try_serve(&shared, req).await {
         Ok(res) => return res,
@@ -402,6 +415,15 @@ impl FakeApiServer {
     /// The CA certificate (PEM) when serving HTTPS.
     pub fn ca_certificate_pem(&self) -> Option<&str> {
         self.authority.as_ref().map(|a| a.ca_pem.as_str())
+    }
+
+    /// Sends the webhook calls (admission and CRD conversion) addressed to Service
+    /// `namespace/name` (a `clientConfig.service`, any port) to `address`: the fake runs no
+    /// Service, so a test serving a webhook on loopback maps the Service to its listener.
+    /// The TLS server name stays `<name>.<namespace>.svc`, as kube-apiserver's, so the
+    /// webhook's certificate must name it.
+    pub fn route_service(&self, namespace: &str, name: &str, address: SocketAddr) {
+        self.shared.registry.services.set(namespace, name, address);
     }
 
     /// Issues a client certificate for user `common_name` in `groups` (HTTPS only).
@@ -640,7 +662,7 @@ impl FakeApiServer {
                 .get("", "v1", "namespaces")
                 .ok_or_else(|| ApiError::internal_error("no namespaces resource"))?;
             if self.shared.registry.get(&namespaces, "", &ns).is_err() {
-                self.shared.registry.create(
+                self.shared.registry.create_now(
                     &namespaces,
                     "",
                     serde_json::json!({"metadata": {"name": ns}}),
@@ -652,7 +674,7 @@ impl FakeApiServer {
             seed: true,
             ..WriteOptions::default()
         };
-        let out = self.shared.registry.create(&info, &ns, object, &opts);
+        let out = self.shared.registry.create_now(&info, &ns, object, &opts);
         self.shared.registry.settle();
         out
     }
@@ -705,7 +727,8 @@ impl FakeApiServer {
             .catalogue
             .any_version(resource)
             .ok_or_else(|| ApiError::not_found(resource, name))?;
-        let out = registry.update_with(
+        let mut change = Some(change);
+        let out = registry.update_now(
             &info,
             namespace,
             name,
@@ -718,6 +741,11 @@ impl FakeApiServer {
                 let mut obj = current
                     .cloned()
                     .ok_or_else(|| ApiError::not_found(resource, name))?;
+                // Another write between the read and the write: the change is not
+                // repeated (it is `FnOnce`).
+                let change = change
+                    .take()
+                    .ok_or_else(|| crate::errors::stale_resource_version(resource, name))?;
                 change(&mut obj);
                 Ok(obj)
             },
@@ -739,7 +767,12 @@ impl FakeApiServer {
             .catalogue
             .any_version(resource)
             .ok_or_else(|| ApiError::not_found(resource, name))?;
-        let out = registry.delete(&info, namespace, name, None, None, false);
+        let out = registry.delete_now(
+            &info,
+            namespace,
+            name,
+            &kclient_core::DeleteOptions::default(),
+        );
         registry.settle();
         out.map(|_| ())
     }

@@ -176,9 +176,80 @@ fn issue(
     })
 }
 
+/// One DER element: its tag, its content, and what follows it.
+fn der_element(data: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, rest) = data.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    let (len, rest) = if first < 0x80 {
+        (usize::from(first), rest)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        let len = rest[..n]
+            .iter()
+            .fold(0usize, |l, b| (l << 8) | usize::from(*b));
+        (len, &rest[n..])
+    };
+    (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
+}
+
+/// The elements of a DER `SEQUENCE` or `SET`'s content.
+fn der_elements(mut data: &[u8]) -> Vec<(u8, &[u8])> {
+    let mut out = Vec::new();
+    while let Some((tag, content, rest)) = der_element(data) {
+        out.push((tag, content));
+        data = rest;
+    }
+    out
+}
+
+/// Who a client certificate (DER) names, as kube-apiserver's x509 authenticator reads it:
+/// the subject's common name is the user, its organisations the groups.
+pub fn certificate_identity(der: &[u8]) -> Option<(String, Vec<String>)> {
+    const COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
+    const ORGANISATION: &[u8] = &[0x55, 0x04, 0x0a];
+    let (_, certificate, _) = der_element(der)?;
+    let (_, tbs, _) = der_element(certificate)?;
+    let fields = der_elements(tbs);
+    // The version (optional), the serial number, the signature algorithm, the issuer, the
+    // validity, the subject.
+    let version = usize::from(fields.first()?.0 == 0xa0);
+    let (_, subject) = *fields.get(version + 4)?;
+    let (mut user, mut groups) = (String::new(), Vec::new());
+    for (_, rdn) in der_elements(subject) {
+        for (_, attribute) in der_elements(rdn) {
+            let parts = der_elements(attribute);
+            let [(0x06, oid), (_, value)] = parts.as_slice() else {
+                continue;
+            };
+            let value = String::from_utf8_lossy(value).into_owned();
+            match *oid {
+                COMMON_NAME => user = value,
+                ORGANISATION => groups.push(value),
+                _ => {}
+            }
+        }
+    }
+    Some((user, groups))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_certificates_name_their_user_and_groups() {
+        let ca = Authority::generate().unwrap();
+        // (rcgen keeps one value per attribute type: one organisation.)
+        let client = ca.client_certificate("alice", &["devs"]).unwrap();
+        assert_eq!(
+            certificate_identity(&client.cert_der),
+            Some(("alice".to_string(), vec!["devs".to_string()]))
+        );
+        assert_eq!(certificate_identity(b"junk"), None);
+    }
 
     #[test]
     fn generates_a_usable_configuration() {

@@ -13,12 +13,12 @@ use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
 use crate::errors::status_json;
-use crate::handler::{delete_options, parse_body, with_warnings, write_options, ApiRequest};
+use crate::handler::{answer_write, delete_options, parse_body, write_options, ApiRequest};
 use crate::meta::meta_str;
 use crate::negotiate::{self, Conversion, Endpoint, Negotiated, ObjectForm, Wire};
 use crate::protobuf;
 use crate::query::{ListParams, Query, RvMatch};
-use crate::registry::{ListError, Part, WriteOptions};
+use crate::registry::{ListError, Part, Warnings, WriteOptions};
 use crate::response::{self, Body};
 use crate::selectors::Predicate;
 use crate::server::Shared;
@@ -57,7 +57,8 @@ pub(crate) async fn get(call: &Call<'_>, name: &str) -> Result<Response<Body>, A
     let obj = call
         .shared
         .registry
-        .get(call.info, call.namespace_or_all(), name)?;
+        .get_converted(call.info, call.namespace_or_all(), name)
+        .await?;
     respond(call.req, call.info, negotiated, StatusCode::OK, &obj)
 }
 
@@ -91,7 +92,7 @@ pub(crate) async fn list_or_watch(call: &Call<'_>) -> Result<Response<Body>, Api
 }
 
 /// POST to the collection.
-pub(crate) fn create(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
+pub(crate) async fn create(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
     require(call.info, "create")?;
     let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::Collection)?;
     if call.info.namespaced() && call.namespace.is_none() {
@@ -101,97 +102,123 @@ pub(crate) fn create(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
         ));
     }
     let body = parse_body(call.req, call.info)?;
-    let opts = write_options(call.q, &call.req.headers, &call.req.method)?;
-    let obj = call
+    let opts = write_options(call.req, call.q)?;
+    let created = call
         .shared
         .registry
-        .create(call.info, call.namespace_or_all(), body, &opts)?;
-    let response = respond(call.req, call.info, negotiated, StatusCode::CREATED, &obj)?;
-    Ok(with_warnings(response, &opts))
+        .create(call.info, call.namespace_or_all(), body, &opts)
+        .await;
+    let response =
+        created.and_then(|obj| respond(call.req, call.info, negotiated, StatusCode::CREATED, &obj));
+    answer_write(call.req, &opts, response)
 }
 
 /// PUT of one object: replaces it (or creates it, where the resource allows).
-pub(crate) fn update(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
-    write_one(
-        call,
-        "update",
-        || parse_body(call.req, call.info),
-        |body, opts| {
-            call.shared.registry.update_with(
-                call.info,
-                call.namespace_or_all(),
-                name,
-                Part::Main,
-                opts,
-                |_| Ok(body),
-            )
-        },
-    )
+pub(crate) async fn update(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
+    require(call.info, "update")?;
+    let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::Object)?;
+    let body = parse_body(call.req, call.info)?;
+    let opts = write_options(call.req, call.q)?;
+    let written = call
+        .shared
+        .registry
+        .update_with(
+            call.info,
+            call.namespace_or_all(),
+            name,
+            Part::Main,
+            &opts,
+            |_| Ok(body.clone()),
+        )
+        .await;
+    answer_one(call, negotiated, &opts, written)
 }
 
 /// PATCH of one object, in any of the patch types (server-side apply included).
-pub(crate) fn patch(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
-    write_one(
-        call,
-        "patch",
-        || Ok(()),
-        |(), opts| {
-            crate::patch::handle(
-                call.shared,
-                call.req,
-                call.info,
-                call.namespace_or_all(),
-                name,
-                Part::Main,
-                call.q,
-                opts,
-            )
-        },
+pub(crate) async fn patch(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
+    require(call.info, "patch")?;
+    let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::Object)?;
+    let opts = write_options(call.req, call.q)?;
+    let written = crate::patch::handle(
+        call.shared,
+        call.req,
+        call.info,
+        call.namespace_or_all(),
+        name,
+        Part::Main,
+        call.q,
+        &opts,
     )
+    .await;
+    answer_one(call, negotiated, &opts, written)
 }
 
-/// What update and patch share: the verb is served, the answer's form negotiated, the input
-/// read (`read`), the write options parsed, then `write` stores the object and says whether
-/// it created it; the answer is the object (`201 Created` or `200 OK`) with the write's
-/// warnings.
-fn write_one<I>(
+/// The answer of an update or a patch: the object (`201 Created` when the write created it,
+/// `200 OK` otherwise) or the error, with the write's warnings.
+fn answer_one(
     call: &Call<'_>,
-    verb: &str,
-    read: impl FnOnce() -> Result<I, ApiError>,
-    write: impl FnOnce(I, &WriteOptions) -> Result<(Value, bool), ApiError>,
+    negotiated: Negotiated,
+    opts: &WriteOptions,
+    written: Result<(Value, bool), ApiError>,
 ) -> Result<Response<Body>, ApiError> {
-    require(call.info, verb)?;
-    let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::Object)?;
-    let input = read()?;
-    let opts = write_options(call.q, &call.req.headers, &call.req.method)?;
-    let (obj, created) = write(input, &opts)?;
-    let code = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok(with_warnings(
-        respond(call.req, call.info, negotiated, code, &obj)?,
-        &opts,
-    ))
+    let response = written.and_then(|(obj, created)| {
+        let code = if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        respond(call.req, call.info, negotiated, code, &obj)
+    });
+    answer_write(call.req, opts, response)
 }
 
 /// DELETE of one object: the deleted object, or a `Status` for resources that answer with
 /// one; `202 Accepted` only for the deprecated `orphanDependents: false` when the object
 /// stays.
-pub(crate) fn delete(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
+pub(crate) async fn delete(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
     let info = call.info;
     require(info, "delete")?;
     let negotiated = negotiate::negotiate(call.req, info, Endpoint::Object)?;
     let (opts, orphan_dependents) = delete_options(call.req, call.q)?;
-    let deleted = call.shared.registry.delete(
-        info,
-        call.namespace_or_all(),
-        name,
-        opts.preconditions.as_ref(),
-        opts.propagation_policy,
-        opts.dry_run,
-    )?;
+    let warnings = Warnings::default();
+    let admission = delete_admission(call.req, &opts, false, &warnings);
+    let deleted = call
+        .shared
+        .registry
+        .delete(info, call.namespace_or_all(), name, &opts, Some(&admission))
+        .await;
+    let write = WriteOptions {
+        warnings,
+        ..WriteOptions::default()
+    };
+    let response =
+        deleted.and_then(|deleted| delete_answer(call, negotiated, orphan_dependents, deleted));
+    answer_write(call.req, &write, response)
+}
+
+/// The admission of a delete (`collection`: of each object of a delete-collection).
+fn delete_admission(
+    req: &ApiRequest,
+    opts: &DeleteOptions,
+    collection: bool,
+    warnings: &Warnings,
+) -> crate::admission::Request {
+    let options = serde_json::to_value(opts).unwrap_or_else(|_| json!({}));
+    crate::admission::Request {
+        collection,
+        ..(*crate::handler::admission(req, options, opts.dry_run, warnings)).clone()
+    }
+}
+
+/// The answer of a delete: the deleted object, or a `Status` for resources that answer with
+/// one.
+fn delete_answer(
+    call: &Call<'_>,
+    negotiated: Negotiated,
+    orphan_dependents: Option<bool>,
+    deleted: crate::registry::Deleted,
+) -> Result<Response<Body>, ApiError> {
+    let info = call.info;
     if info.returns_deleted_object || !deleted.removed {
         // kube-apiserver answers 202 only to the deprecated `orphanDependents: false`
         // when the object stays (a foreground deletion still answers 200).
@@ -225,19 +252,28 @@ pub(crate) fn delete(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiE
 }
 
 /// DELETE of the collection (deletecollection).
-pub(crate) fn delete_collection(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
+pub(crate) async fn delete_collection(call: &Call<'_>) -> Result<Response<Body>, ApiError> {
     require(call.info, "deletecollection")?;
     let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::Collection)?;
     let (opts, _) = delete_options(call.req, call.q)?;
     let params = ListParams::from_query(call.q, false)?;
-    delete_matching(
+    let warnings = Warnings::default();
+    let admission = delete_admission(call.req, &opts, true, &warnings);
+    let response = delete_matching(
         call.shared,
         call.info,
         call.namespace,
         params,
         opts,
         negotiated,
+        &admission,
     )
+    .await;
+    let write = WriteOptions {
+        warnings,
+        ..WriteOptions::default()
+    };
+    answer_write(call.req, &write, response)
 }
 
 /// The answer of a verb on one object: the object converted as negotiated (a `Table`,
@@ -360,11 +396,11 @@ async fn list_page(
         .first()
         .is_some_and(|i| crate::registry::needs_version_rewrite(info, &i.value));
     let body = if rewrite {
-        let items: Vec<Vec<u8>> = page
-            .items
-            .iter()
-            .map(|i| {
-                let mut value = crate::registry::for_version(info, &i.value);
+        let values = page.items.iter().map(|i| i.value.clone()).collect();
+        let converted = shared.registry.list_converted(info, values).await?;
+        let items: Vec<Vec<u8>> = converted
+            .into_iter()
+            .map(|mut value| {
                 if !info.custom {
                     if let Some(map) = value.as_object_mut() {
                         map.remove("apiVersion");
@@ -450,14 +486,15 @@ async fn watch_collection(
 }
 
 /// Deletes the objects of the collection that match, one by one (as kube-apiserver's
-/// deletecollection), and answers with them.
-fn delete_matching(
+/// deletecollection, each admitted), and answers with them.
+async fn delete_matching(
     shared: &Arc<Shared>,
     info: &Arc<ResourceInfo>,
     namespace: Option<&str>,
     params: ListParams,
     opts: DeleteOptions,
     negotiated: Negotiated,
+    admission: &crate::admission::Request,
 ) -> Result<Response<Body>, ApiError> {
     let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
     let all = ListParams {
@@ -476,14 +513,11 @@ fn delete_matching(
     for item in &page.items {
         let ns = meta_str(&item.value, "namespace").to_string();
         let name = meta_str(&item.value, "name").to_string();
-        match shared.registry.delete(
-            info,
-            &ns,
-            &name,
-            opts.preconditions.as_ref(),
-            opts.propagation_policy,
-            opts.dry_run,
-        ) {
+        let deleted = shared
+            .registry
+            .delete(info, &ns, &name, &opts, Some(admission))
+            .await;
+        match deleted {
             Ok(d) => items.push(d.object),
             Err(e) if e.code() == 404 => {}
             Err(e) => return Err(e),

@@ -197,10 +197,30 @@ fn bookmark_frame(spec: &WatchSpec, rv: u64, initial_end: bool) -> Option<Bytes>
     Some(frame("BOOKMARK", &object))
 }
 
+/// A frame to send, or an event whose object the CRD's conversion webhook must convert
+/// first.
+enum Queued {
+    /// Ready.
+    Frame(Bytes),
+    /// `object` (stored), to convert to the watched version, then send as `event_type`.
+    Convert {
+        event_type: &'static str,
+        object: serde_json::Value,
+    },
+}
+
+/// Whether `value` goes through the CRD's conversion webhook before it is sent (the watch
+/// is of another version than the stored one, and sends objects).
+fn needs_webhook(spec: &WatchSpec, value: &serde_json::Value) -> bool {
+    spec.info.conversion_webhook.is_some()
+        && matches!(spec.conversion, Conversion::None | Conversion::Table)
+        && needs_version_rewrite(&spec.info, value)
+}
+
 struct WatchState {
     shared: Arc<Shared>,
     spec: WatchSpec,
-    queue: VecDeque<Bytes>,
+    queue: VecDeque<Queued>,
     next_rv: u64,
     rx: tokio::sync::watch::Receiver<u64>,
     drop_rx: tokio::sync::watch::Receiver<u64>,
@@ -227,8 +247,21 @@ impl WatchState {
     /// Queues a frame, or ends the watch where a frame cannot be encoded.
     fn push(&mut self, frame: Option<Bytes>) {
         match frame {
-            Some(f) => self.queue.push_back(f),
+            Some(f) => self.queue.push_back(Queued::Frame(f)),
             None => self.done = true,
+        }
+    }
+
+    /// Queues an event of `object`: its frame, or the object to convert first.
+    fn push_object(&mut self, event_type: &'static str, object: &StoredObject) {
+        if needs_webhook(&self.spec, &object.value) {
+            self.queue.push_back(Queued::Convert {
+                event_type,
+                object: object.value.clone(),
+            });
+        } else {
+            let frame = object_frame(&self.spec, event_type, object);
+            self.push(frame);
         }
     }
 
@@ -237,30 +270,35 @@ impl WatchState {
             return;
         }
         let p = &self.spec.predicate;
-        let frame = match e.event_type {
-            EventType::Added if p.matches(&e.object.value) => {
-                object_frame(&self.spec, "ADDED", &e.object)
-            }
+        match e.event_type {
+            EventType::Added if p.matches(&e.object.value) => self.push_object("ADDED", &e.object),
             EventType::Deleted if p.matches(&e.object.value) => {
-                object_frame(&self.spec, "DELETED", &e.object)
+                self.push_object("DELETED", &e.object)
             }
-            EventType::Added | EventType::Deleted => return,
+            EventType::Added | EventType::Deleted => {}
             EventType::Modified => {
                 let now = p.matches(&e.object.value);
                 let before = e.prev.as_ref().is_some_and(|prev| p.matches(&prev.value));
                 match (before, now, &e.prev) {
-                    (true, true, _) => object_frame(&self.spec, "MODIFIED", &e.object),
-                    (false, true, _) => object_frame(&self.spec, "ADDED", &e.object),
+                    (true, true, _) => self.push_object("MODIFIED", &e.object),
+                    (false, true, _) => self.push_object("ADDED", &e.object),
                     (true, false, Some(prev)) => {
                         let mut last = prev.value.clone();
                         crate::store::set_resource_version(&mut last, e.rv);
-                        value_frame(&self.spec, "DELETED", &last)
+                        if needs_webhook(&self.spec, &last) {
+                            self.queue.push_back(Queued::Convert {
+                                event_type: "DELETED",
+                                object: last,
+                            });
+                        } else {
+                            let frame = value_frame(&self.spec, "DELETED", &last);
+                            self.push(frame);
+                        }
                     }
-                    _ => return,
+                    _ => {}
                 }
             }
-        };
-        self.push(frame);
+        }
     }
 
     /// Moves the queue forward from the history.
@@ -281,7 +319,8 @@ impl WatchState {
                     "too old resource version: {} ({})",
                     self.next_rv, c.compacted
                 ));
-                self.queue.push_back(error_frame(self.spec.wire, &err));
+                self.queue
+                    .push_back(Queued::Frame(error_frame(self.spec.wire, &err)));
                 self.done = true;
             }
         }
@@ -303,8 +342,24 @@ impl WatchState {
                 }
                 continue;
             }
-            if let Some(f) = self.queue.pop_front() {
-                return Some(f);
+            match self.queue.pop_front() {
+                Some(Queued::Frame(f)) => return Some(f),
+                Some(Queued::Convert { event_type, object }) => {
+                    match self
+                        .shared
+                        .registry
+                        .convert_one(&self.spec.info, object)
+                        .await
+                    {
+                        Ok(converted) => return value_frame(&self.spec, event_type, &converted),
+                        Err(e) => {
+                            // The server cannot encode the event: the watch ends there.
+                            tracing::warn!("kclient-fake: ending a watch: {}", e.message());
+                            return None;
+                        }
+                    }
+                }
+                None => {}
             }
             if self.done {
                 return None;
@@ -353,11 +408,24 @@ pub fn stream(shared: Arc<Shared>, spec: WatchSpec) -> Body {
         match &spec.start {
             Start::Initial { end_bookmark } => {
                 let gr = spec.info.group_resource();
-                let frames = state
+                let objects = state
                     .range(&gr, spec.namespace.as_deref(), None)
-                    .filter(|(_, obj)| spec.predicate.matches(&obj.value))
-                    .map(|(_, obj)| object_frame(&spec, "ADDED", obj))
-                    .chain(end_bookmark.then(|| bookmark_frame(&spec, current, true)));
+                    .filter(|(_, obj)| spec.predicate.matches(&obj.value));
+                let frames = objects
+                    .map(|(_, obj)| {
+                        if needs_webhook(&spec, &obj.value) {
+                            Some(Queued::Convert {
+                                event_type: "ADDED",
+                                object: obj.value.clone(),
+                            })
+                        } else {
+                            object_frame(&spec, "ADDED", obj).map(Queued::Frame)
+                        }
+                    })
+                    .chain(
+                        end_bookmark
+                            .then(|| bookmark_frame(&spec, current, true).map(Queued::Frame)),
+                    );
                 // A frame that cannot be encoded ends the watch there.
                 for f in frames {
                     match f {
@@ -377,7 +445,7 @@ pub fn stream(shared: Arc<Shared>, spec: WatchSpec) -> Body {
                         "too old resource version: {rv} ({})",
                         state.compacted_rv()
                     ));
-                    queue.push_back(error_frame(spec.wire, &err));
+                    queue.push_back(Queued::Frame(error_frame(spec.wire, &err)));
                     done = true;
                 }
                 next_rv = *rv;

@@ -212,14 +212,6 @@ async fn things_server() -> (kclient_fake::FakeApiServer, Client) {
     (server, c)
 }
 
-fn warnings(r: &Reply) -> Vec<String> {
-    r.headers
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .collect()
-}
-
 #[tokio::test]
 async fn invalid_custom_resources_are_refused_as_kube_apiserver_refuses_them() {
     let (_server, c) = things_server().await;

@@ -293,6 +293,7 @@ async fn groups_in_kube_apiserver_order() {
             "policy",
             "rbac.authorization.k8s.io",
             "storage.k8s.io",
+            "admissionregistration.k8s.io",
             "apiextensions.k8s.io",
             "scheduling.k8s.io",
             "coordination.k8s.io",

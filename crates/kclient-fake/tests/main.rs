@@ -6,6 +6,7 @@ mod common;
 
 mod bad_input;
 mod builtins;
+mod conversion_webhooks;
 mod crd;
 mod crud;
 mod delete_gc;
@@ -23,3 +24,4 @@ mod streaming;
 mod subresources;
 mod table_dry_run;
 mod tls_faults;
+mod webhooks;

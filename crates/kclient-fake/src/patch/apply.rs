@@ -628,7 +628,7 @@ pub fn apply_to(
 
 /// Serves an apply patch.
 #[allow(clippy::too_many_arguments)]
-pub fn handle(
+pub async fn handle(
     shared: &Arc<Shared>,
     req: &ApiRequest,
     info: &Arc<ResourceInfo>,
@@ -705,19 +705,19 @@ pub fn handle(
                 return Err(ApiError::not_found(&info.group_resource(), name));
             }
             let new = apply_to(info, None, &applied, &manager, force, part)?;
-            match shared.registry.create(info, namespace, new, &opts) {
+            match shared.registry.create(info, namespace, new, &opts).await {
                 Ok(v) => return Ok((v, true)),
                 Err(e) if e.status.reason == StatusReason::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
         }
-        let result =
-            shared
-                .registry
-                .update_with(info, namespace, name, part, &opts, |cur| match cur {
-                    Some(cur) => apply_to(info, Some(cur), &applied, &manager, force, part),
-                    None => Err(ApiError::not_found(&info.group_resource(), name)),
-                });
+        let result = shared
+            .registry
+            .update_with(info, namespace, name, part, &opts, |cur| match cur {
+                Some(cur) => apply_to(info, Some(cur), &applied, &manager, force, part),
+                None => Err(ApiError::not_found(&info.group_resource(), name)),
+            })
+            .await;
         match result {
             Err(e) if e.code() == 404 => continue,
             other => return other,

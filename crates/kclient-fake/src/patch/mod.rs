@@ -1,5 +1,5 @@
-//! PATCH: the patch type from the Content-Type, and its application under the store lock
-//! (so a patch never races another write).
+//! PATCH: the patch type from the Content-Type, and its application to the current object
+//! (again to the new one when another write came first: a patch never races another write).
 //!
 //! - `application/json-patch+json`: [`json`] (RFC 6902)
 //! - `application/merge-patch+json`: [`merge`] (RFC 7386)
@@ -80,7 +80,7 @@ pub fn apply_simple(
 
 /// Serves a PATCH of an object or its status: returns the object and whether it was created.
 #[allow(clippy::too_many_arguments)]
-pub fn handle(
+pub async fn handle(
     shared: &Arc<Shared>,
     req: &ApiRequest,
     info: &Arc<ResourceInfo>,
@@ -95,7 +95,7 @@ pub fn handle(
         return Err(unsupported(true));
     }
     if patch_type == PatchType::Apply {
-        return apply::handle(shared, req, info, namespace, name, part, q, opts);
+        return apply::handle(shared, req, info, namespace, name, part, q, opts).await;
     }
     if q.get("force").is_some() {
         // Even `force=false`, as kube-apiserver's PatchOptions validation.
@@ -122,4 +122,5 @@ pub fn handle(
             };
             apply_simple(patch_type, cur, &req.body, &opts)
         })
+        .await
 }

@@ -1,56 +1,114 @@
-//! Delete: preconditions, finalizers and propagation policies (see [`crate::gc`]).
+//! Delete: preconditions, the webhooks, finalizers and propagation policies (see
+//! [`crate::gc`]).
 
 use std::sync::Arc;
 
-use kclient_core::{ApiError, DeletionPropagation, Preconditions};
+use kclient_core::{ApiError, DeleteOptions, DeletionPropagation, Preconditions};
 use serde_json::json;
 
 use crate::catalogue::ResourceInfo;
 use crate::meta::{self, meta_str};
 use crate::store::object_key;
 
-use super::{
-    for_version, namespace_finalizers_left, namespaces, owner_uids, registry_key, Deleted,
-    Registry, Work,
-};
+use super::{namespace_finalizers_left, namespaces, registry_key, Deleted, Registry, Work};
+
+/// How many times a delete is tried when another write changes the object between its
+/// admission and its removal.
+const ATTEMPTS: usize = 100;
 
 impl Registry {
-    /// Deletes an object, honouring preconditions, finalizers and the propagation policy.
-    pub fn delete(
+    /// Deletes an object, honouring preconditions, finalizers and the propagation policy,
+    /// after the admission webhooks of a delete of the API (`admission`: both kinds see the
+    /// stored object, converted to the request's version, as `oldObject`). The answer's
+    /// object is in the request's version.
+    pub async fn delete(
         &self,
         info: &Arc<ResourceInfo>,
         namespace: &str,
         name: &str,
-        preconditions: Option<&Preconditions>,
-        policy: Option<DeletionPropagation>,
-        dry_run: bool,
+        opts: &DeleteOptions,
+        admission: Option<&crate::admission::Request>,
     ) -> Result<Deleted, ApiError> {
+        let gr = info.group_resource();
+        for _ in 0..ATTEMPTS {
+            let mut expected = None;
+            if let Some(admission) = admission {
+                let current = {
+                    let state = self.store.read();
+                    let found = state.get(&gr, &object_key(namespace, name));
+                    found.map(|o| (o.value.clone(), o.rv))
+                };
+                let Some((old, rv)) = current else {
+                    return Err(ApiError::not_found(&gr, name));
+                };
+                check_preconditions(info, name, opts.preconditions.as_ref(), &old)?;
+                let read = crate::conversion_webhook::Read::Get;
+                let old = self.read_converted(info, old, read).await?;
+                admission
+                    .admit_delete(self, info, namespace, name, &old)
+                    .await?;
+                expected = Some(rv);
+            }
+            let Some(deleted) = self.commit_delete(info, namespace, name, opts, expected)? else {
+                continue;
+            };
+            let object = self.convert_one(info, deleted.object).await?;
+            return Ok(Deleted {
+                object,
+                removed: deleted.removed,
+            });
+        }
+        Err(crate::errors::stale_resource_version(&gr, name))
+    }
+
+    /// [`delete`](Self::delete) for the fake's own deletes (garbage collection, namespace
+    /// deletion, `remove`): no webhooks.
+    pub fn delete_now(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        let gr = info.group_resource();
+        let deleted = self.commit_delete(info, namespace, name, opts, None)?;
+        let deleted = deleted.ok_or_else(|| crate::errors::stale_resource_version(&gr, name))?;
+        Ok(Deleted {
+            object: super::for_version(info, &deleted.object),
+            removed: deleted.removed,
+        })
+    }
+
+    /// The delete itself, if the object is still at resourceVersion `expected` (when given):
+    /// the object as removed (or as finalizers keep it), in the storage version; `None` when
+    /// another write came first.
+    fn commit_delete(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+        expected: Option<u64>,
+    ) -> Result<Option<Deleted>, ApiError> {
+        let (preconditions, policy, dry_run) = (
+            opts.preconditions.as_ref(),
+            opts.propagation_policy,
+            opts.dry_run,
+        );
         let gr = info.group_resource();
         let key = object_key(namespace, name);
         let deleted = self.store.mutate(|state| {
             let Some(current) = state.get(&gr, &key).cloned() else {
+                if expected.is_some() {
+                    return Ok(None);
+                }
                 return Err(ApiError::not_found(&gr, name));
             };
-            let cur = &current.value;
-            if let Some(p) = preconditions {
-                let storage_key = registry_key(info, &key);
-                if let Some(uid) = p.uid.as_deref() {
-                    if uid != meta_str(cur, "uid") {
-                        return Err(ApiError::conflict(&gr, name, &format!(
-                            "StorageError: invalid object, Code: 4, Key: {storage_key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                            meta_str(cur, "uid")
-                        )));
-                    }
-                }
-                if let Some(rv) = p.resource_version.as_deref() {
-                    if rv != meta_str(cur, "resourceVersion") {
-                        return Err(ApiError::conflict(&gr, name, &format!(
-                            "StorageError: invalid object, Code: 4, Key: {storage_key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                            meta_str(cur, "resourceVersion")
-                        )));
-                    }
-                }
+            if expected.is_some_and(|rv| rv != current.rv) {
+                return Ok(None);
             }
+            let cur = &current.value;
+            check_preconditions(info, name, preconditions, cur)?;
             let mut finalizers = meta::finalizers(cur);
             let is_namespace = gr == namespaces();
             match policy {
@@ -69,15 +127,16 @@ impl Registry {
             let spec_finalizers = namespace_finalizers_left(&gr, cur);
             if finalizers.is_empty() && !spec_finalizers {
                 if dry_run {
-                    return Ok(Deleted { object: cur.clone(), removed: true });
+                    return Ok(Some(Deleted {
+                        object: cur.clone(),
+                        removed: true,
+                    }));
                 }
-                let last = state.remove(&gr, namespace, &key).map(|o| o.value.clone()).unwrap_or_default();
-                self.push_work(Work::Removed {
-                    uid: meta_str(&last, "uid").to_string(),
-                    owners: owner_uids(&last),
-                    namespace: namespace.to_string(),
-                });
-                return Ok(Deleted { object: last, removed: true });
+                let last = self.remove_object(state, &gr, namespace, &key);
+                return Ok(Some(Deleted {
+                    object: last,
+                    removed: true,
+                }));
             }
             // Finalizers keep it: mark it terminating.
             let mut new = cur.clone();
@@ -96,21 +155,58 @@ impl Registry {
                 meta::set_path(&mut new, "status.phase", json!("Terminating"));
             }
             if new == *cur || dry_run {
-                return Ok(Deleted { object: new, removed: false });
+                return Ok(Some(Deleted {
+                    object: new,
+                    removed: false,
+                }));
             }
             let stored = state.put(&gr, namespace, &key, new).value.clone();
-            self.push_work(Work::Terminating { resource: gr.clone(), key: key.clone() });
+            self.push_work(Work::Terminating {
+                resource: gr.clone(),
+                key: key.clone(),
+            });
             if is_namespace {
                 self.push_work(Work::Namespace(name.to_string()));
             }
-            Ok(Deleted { object: stored, removed: false })
+            Ok(Some(Deleted {
+                object: stored,
+                removed: false,
+            }))
         })?;
-        if deleted.removed && !dry_run {
+        if let Some(deleted) = deleted.as_ref().filter(|d| d.removed && !dry_run) {
             crate::crd::after_delete(self, info, &deleted.object);
         }
-        Ok(Deleted {
-            object: for_version(info, &deleted.object),
-            removed: deleted.removed,
-        })
+        Ok(deleted)
     }
+}
+
+/// A delete's preconditions on the stored object `cur` (`uid`, `resourceVersion`).
+fn check_preconditions(
+    info: &ResourceInfo,
+    name: &str,
+    preconditions: Option<&Preconditions>,
+    cur: &serde_json::Value,
+) -> Result<(), ApiError> {
+    let Some(p) = preconditions else {
+        return Ok(());
+    };
+    let gr = info.group_resource();
+    let storage_key = registry_key(info, &object_key(meta_str(cur, "namespace"), name));
+    if let Some(uid) = p.uid.as_deref() {
+        if uid != meta_str(cur, "uid") {
+            return Err(ApiError::conflict(&gr, name, &format!(
+                "StorageError: invalid object, Code: 4, Key: {storage_key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                meta_str(cur, "uid")
+            )));
+        }
+    }
+    if let Some(rv) = p.resource_version.as_deref() {
+        if rv != meta_str(cur, "resourceVersion") {
+            return Err(ApiError::conflict(&gr, name, &format!(
+                "StorageError: invalid object, Code: 4, Key: {storage_key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                meta_str(cur, "resourceVersion")
+            )));
+        }
+    }
+    Ok(())
 }

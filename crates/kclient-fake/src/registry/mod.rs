@@ -14,6 +14,15 @@
 //!
 //! Pods are deleted at once (there is no kubelet to confirm a graceful deletion).
 //!
+//! A write of the API goes through the admission webhooks ([`crate::admission`]) and, for a
+//! custom resource of a CRD that converts by webhook, its conversion webhook
+//! ([`crate::conversion_webhook`]): both are calls over the network, so a write is a series of
+//! phases rather than one critical section — read the object, change it, admit it, check it,
+//! then store it under the store's lock only if nobody wrote it meanwhile, and otherwise start
+//! again (kube-apiserver's `GuaranteedUpdate`). The fake's own writes (seeding, garbage
+//! collection, `modify`) take the same path without webhooks, driven to completion at once
+//! (`create_now`, `update_now`, `delete_now`).
+//!
 //! One file per verb: `create.rs`, `update.rs` (update, and the writes of patch and the
 //! subresources), `delete.rs`, `list.rs`; what they share (the registry, type checks,
 //! storage versions, names) is here.
@@ -56,6 +65,8 @@ pub struct WriteOptions {
     /// its immutable fields forbid): a subresource's own registry writing (`pods/binding`
     /// sets `spec.nodeName` as kube-apiserver's binding storage does).
     pub bypass_update_validation: bool,
+    /// The admission of a write of the API (webhooks); `None` for the fake's own writes.
+    pub admission: Option<Arc<crate::admission::Request>>,
 }
 
 /// The `fieldValidation` of a write.
@@ -158,6 +169,8 @@ pub struct Registry {
     pub catalogue: Catalogue,
     /// The objects.
     pub store: Store,
+    /// Where webhooks' Service references go (see [`crate::webhook_client`]).
+    pub services: crate::webhook_client::ServiceRoutes,
     pending: Mutex<Vec<Work>>,
 }
 
@@ -243,6 +256,7 @@ impl Registry {
         Self {
             catalogue: Catalogue::builtin(),
             store: Store::new(window),
+            services: Default::default(),
             pending: Mutex::new(Vec::new()),
         }
     }
@@ -260,6 +274,27 @@ impl Registry {
         }
     }
 
+    /// Removes an object from the store and records the garbage collector's work; returns
+    /// its last state.
+    fn remove_object(
+        &self,
+        state: &mut StoreState,
+        resource: &GroupResource,
+        namespace: &str,
+        key: &str,
+    ) -> Value {
+        let last = state
+            .remove(resource, namespace, key)
+            .map(|o| o.value.clone())
+            .unwrap_or_default();
+        self.push_work(Work::Removed {
+            uid: meta_str(&last, "uid").to_string(),
+            owners: owner_uids(&last),
+            namespace: namespace.to_string(),
+        });
+        last
+    }
+
     pub(crate) fn take_work(&self) -> Vec<Work> {
         std::mem::take(&mut *self.pending.lock())
     }
@@ -270,6 +305,28 @@ impl Registry {
         let state = self.store.read();
         match state.get(&info.group_resource(), &key) {
             Some(obj) => Ok(for_version(info, &obj.value)),
+            None => Err(ApiError::not_found(&info.group_resource(), name)),
+        }
+    }
+
+    /// The object `name`, as served in `info`'s version (through the CRD's conversion
+    /// webhook when it has one).
+    pub async fn get_converted(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        let stored = {
+            let state = self.store.read();
+            let found = state.get(&info.group_resource(), &object_key(namespace, name));
+            found.map(|o| o.value.clone())
+        };
+        match stored {
+            Some(value) => {
+                let read = crate::conversion_webhook::Read::Get;
+                self.read_converted(info, value, read).await
+            }
             None => Err(ApiError::not_found(&info.group_resource(), name)),
         }
     }
@@ -381,24 +438,32 @@ impl Registry {
     }
 
     /// A custom resource written in a version other than its storage version, as it is
-    /// stored: converted (`None` strategy: pruned by the storage version's schema) and
-    /// defaulted by that schema, as the server's storage round trip does.
-    fn to_storage(&self, info: &ResourceInfo, obj: &mut Value) {
+    /// stored: converted (the `None` strategy prunes it by the storage version's schema; a
+    /// conversion webhook converts it) and defaulted by that schema, as the server's storage
+    /// round trip does.
+    async fn to_storage(&self, info: &ResourceInfo, obj: Value) -> Result<Value, ApiError> {
         if !info.custom || info.api.version == info.storage_version {
-            return;
+            return Ok(obj);
         }
         let Some(storage) =
             self.catalogue
                 .get(&info.api.group, &info.storage_version, &info.api.plural)
         else {
-            return;
+            return Ok(obj);
         };
-        if let Some(map) = obj.as_object_mut() {
-            map.insert("apiVersion".into(), json!(storage.api_version()));
-        }
+        let mut obj = self.convert_one(&storage, obj).await?;
         if let Some(schema) = &storage.schema {
-            crate::schema::convert(schema, obj);
-            crate::schema::default(schema, obj);
+            crate::schema::default(schema, &mut obj);
+        }
+        Ok(obj)
+    }
+
+    /// A custom resource as the server takes it from mutating webhooks: pruned by its schema
+    /// (silently: the webhook's unknown fields are dropped) and defaulted.
+    fn decode_admitted(&self, info: &ResourceInfo, obj: &mut Value) {
+        if let Some(schema) = &info.schema {
+            crate::schema::go_numbers(obj);
+            let _dropped = crate::schema::decode(schema, obj);
         }
     }
 

@@ -1,10 +1,15 @@
 //! Update (`PUT`, and the writes of `PATCH` and the subresources): resourceVersion
-//! preconditions, what clients cannot change (protected metadata, and the immutable fields
-//! of built-in kinds: `crate::immutable`), the status subresource's rules, `generation` on
-//! spec changes, no write when nothing changed.
+//! preconditions, the webhooks (mutating before the update rules, validating after the
+//! object's validation), what clients cannot change (protected metadata, and the immutable
+//! fields of built-in kinds: `crate::immutable`), the status subresource's rules,
+//! `generation` on spec changes, no write when nothing changed.
 
 use std::sync::Arc;
 
+use futures::FutureExt;
+use kclient_core::admission::Operation;
+
+use crate::admission::Subject;
 use kclient_core::ApiError;
 use serde_json::{json, Value};
 
@@ -13,131 +18,213 @@ use crate::meta::meta_str;
 use crate::store::object_key;
 use crate::{errors, meta};
 
+use super::create::needs_a_webhook;
 use super::{
-    check_name, copy_managed_fields, for_version, keep_protected_metadata,
-    namespace_finalizers_left, owner_uids, take_container_resources, Part, Registry, Work,
-    WriteOptions,
+    check_name, copy_managed_fields, keep_protected_metadata, namespace_finalizers_left,
+    take_container_resources, Part, Registry, Work, WriteOptions,
 };
+
+/// How many times an update is tried when another write changes the object between its
+/// read and its write (kube-apiserver's `GuaranteedUpdate` loop, bounded).
+const ATTEMPTS: usize = 100;
 
 impl Registry {
     /// Writes a new state of an existing object computed by `change` from the current one
-    /// (`None` when it does not exist; `change` may then create it). Runs under the store
-    /// lock, so there is no race between reading and writing. Returns the object and whether
-    /// it was created.
-    pub fn update_with(
+    /// (`None` when it does not exist; `change` may then create it), after the admission
+    /// webhooks of a write of the API (`opts.admission`). As kube-apiserver's
+    /// `GuaranteedUpdate`, the object is read, changed, admitted and checked, then written
+    /// only if nobody wrote it meanwhile; otherwise it all starts again from the new state
+    /// (so `change` may be called more than once). Returns the object (in the request's
+    /// version) and whether it was created.
+    pub async fn update_with(
         &self,
         info: &Arc<ResourceInfo>,
         namespace: &str,
         name: &str,
         part: Part,
         opts: &WriteOptions,
-        change: impl FnOnce(Option<&Value>) -> Result<Value, ApiError>,
+        mut change: impl FnMut(Option<&Value>) -> Result<Value, ApiError>,
     ) -> Result<(Value, bool), ApiError> {
         let gr = info.group_resource();
-        let key = object_key(namespace, name);
-        let result = self
-            .store
-            .mutate(|state| -> Result<(Value, bool, bool), ApiError> {
-                let storage_schema = self.storage_schema(info);
-                let current = state.get(&gr, &key).map(|o| match &storage_schema {
-                    Some(schema) => {
-                        // The server defaults what it reads from storage, then converts it.
-                        let mut stored = o.value.clone();
-                        crate::schema::default(schema, &mut stored);
-                        for_version(info, &stored)
-                    }
-                    None => for_version(info, &o.value),
-                });
-                let mut new = change(current.as_ref())?;
-                self.check_type(info, &mut new)?;
-                self.decode_custom(info, &mut new, opts)?;
-                check_name(&new, name, namespace, info)?;
-                let Some(old) = current else {
-                    if !info.allow_create_on_update || part != Part::Main {
-                        return Err(ApiError::not_found(&gr, name));
-                    }
-                    drop(key);
-                    // Create through the normal path, outside this closure.
-                    return Ok((new, true, false));
-                };
-                let mut new = self.prepare_update(info, &old, new, part, opts)?;
-                if let Some(schema) = &info.schema {
-                    // Only custom resources have a schema; the pod-only parts never get here.
-                    let mut errs = match part {
-                        Part::Status => crate::schema::validate_status_update(schema, &new, &old),
-                        Part::Main | Part::EphemeralContainers | Part::Resize => {
-                            crate::schema::validate_update(schema, &new, &old)
-                        }
-                    };
-                    if let Some(scale) = &info.scale {
-                        let spec = part != Part::Status;
-                        errs.extend(crate::schema::scale::validate(scale, &new, spec));
-                    }
-                    if !errs.is_empty() {
-                        return Err(ApiError::invalid(&info.qualified_kind(), name, errs));
-                    }
-                    crate::schema::default(schema, &mut new);
+        for _ in 0..ATTEMPTS {
+            let current = self.read_for_update(info, namespace, name).await?;
+            let mut new = change(current.as_ref().map(|(v, _)| v))?;
+            self.check_type(info, &mut new)?;
+            self.decode_custom(info, &mut new, opts)?;
+            check_name(&new, name, namespace, info)?;
+            let Some((old, rv)) = current else {
+                if !info.allow_create_on_update || part != Part::Main {
+                    return Err(ApiError::not_found(&gr, name));
                 }
-                if part == Part::Main {
-                    crate::crd::validate_update(info, &old, &new)?;
-                    if !opts.bypass_update_validation {
-                        crate::immutable::validate_update(info, &old, &new)?;
-                    }
-                }
-                if new == old {
-                    return Ok((old, false, true));
-                }
-                self.to_storage(info, &mut new);
-                if meta::is_terminating(&new)
-                    && meta::finalizers(&new).is_empty()
-                    && !namespace_finalizers_left(&gr, &new)
-                {
-                    // The last finalizer went: the object goes, without storing the update
-                    // first (kube-apiserver's deleteWithoutFinalizers): watchers see one
-                    // DELETED event carrying the stored state, finalizers included; the
-                    // writer gets its update back.
-                    if opts.dry_run {
-                        return Ok((new, false, true));
-                    }
-                    let last = state
-                        .remove(&gr, namespace, &key)
-                        .map(|o| o.value.clone())
-                        .unwrap_or_default();
-                    self.push_work(Work::Removed {
-                        uid: meta_str(&last, "uid").to_string(),
-                        owners: owner_uids(&last),
-                        namespace: namespace.to_string(),
-                    });
-                    let mut answer = new;
-                    if let Some(rv) = last.pointer("/metadata/resourceVersion").cloned() {
-                        meta::metadata_mut(&mut answer).insert("resourceVersion".into(), rv);
-                    }
-                    return Ok((answer, false, true));
-                }
-                let started_terminating = false;
-                if opts.dry_run {
-                    return Ok((new, false, true));
-                }
-                let stored = state.put(&gr, namespace, &key, new).value.clone();
-                self.push_dangling_owners(state, &stored);
-                if meta::is_terminating(&stored) || started_terminating {
-                    self.push_work(Work::Terminating {
-                        resource: gr.clone(),
-                        key: key.clone(),
-                    });
-                    if !namespace.is_empty() {
-                        self.push_work(Work::Namespace(namespace.to_string()));
-                    }
-                }
-                Ok((stored, false, true))
-            })?;
-        let (value, created, done) = result;
-        if !done && created {
-            let v = self.create(info, namespace, value, opts)?;
-            return Ok((v, true));
+                let created = self.create(info, namespace, new, opts).await?;
+                return Ok((created, true));
+            };
+            let subject = Subject {
+                operation: Operation::Update,
+                info,
+                namespace,
+                name,
+            };
+            if let Some(admission) = &opts.admission {
+                new = admission
+                    .admit_write(self, subject, new, Some(&old))
+                    .await?;
+                self.decode_admitted(info, &mut new);
+            }
+            let new = self.plan_update(info, &old, new, part, opts, name)?;
+            if let Some(admission) = &opts.admission {
+                admission
+                    .validate_write(self, subject, &new, Some(&old))
+                    .await?;
+            }
+            if new == old {
+                crate::crd::after_write(self, info, Some(&old));
+                return Ok((old, false));
+            }
+            let new = self.to_storage(info, new).await?;
+            if let Some(stored) = self.commit_update(info, namespace, name, rv, new, opts)? {
+                crate::crd::after_write(self, info, Some(&stored));
+                return Ok((self.convert_one(info, stored).await?, false));
+            }
         }
-        crate::crd::after_write(self, info, Some(&value));
-        Ok((for_version(info, &value), false))
+        Err(errors::stale_resource_version(&gr, name))
+    }
+
+    /// [`update_with`](Self::update_with) for the fake's own writes (garbage collection,
+    /// `modify`): no webhooks; the object must not need a conversion webhook.
+    pub fn update_now(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: &str,
+        name: &str,
+        part: Part,
+        opts: &WriteOptions,
+        change: impl FnMut(Option<&Value>) -> Result<Value, ApiError>,
+    ) -> Result<(Value, bool), ApiError> {
+        let opts = WriteOptions {
+            admission: None,
+            ..opts.clone()
+        };
+        self.update_with(info, namespace, name, part, &opts, change)
+            .now_or_never()
+            .unwrap_or_else(|| Err(needs_a_webhook(info)))
+    }
+
+    /// The object as an update starts from: the stored one, defaulted by the storage
+    /// version's schema (the server defaults what it reads from storage) and converted to
+    /// `info`'s version; with its resourceVersion.
+    async fn read_for_update(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<(Value, u64)>, ApiError> {
+        let stored = {
+            let state = self.store.read();
+            state
+                .get(&info.group_resource(), &object_key(namespace, name))
+                .map(|o| (o.value.clone(), o.rv))
+        };
+        let Some((mut value, rv)) = stored else {
+            return Ok(None);
+        };
+        if let Some(schema) = self.storage_schema(info) {
+            crate::schema::default(&schema, &mut value);
+        }
+        let read = crate::conversion_webhook::Read::Update;
+        Ok(Some((self.read_converted(info, value, read).await?, rv)))
+    }
+
+    /// The update rules, then the object's validation: what would be stored.
+    fn plan_update(
+        &self,
+        info: &ResourceInfo,
+        old: &Value,
+        new: Value,
+        part: Part,
+        opts: &WriteOptions,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        let mut new = self.prepare_update(info, old, new, part, opts)?;
+        if let Some(schema) = &info.schema {
+            // Only custom resources have a schema; the pod-only parts never get here.
+            let mut errs = match part {
+                Part::Status => crate::schema::validate_status_update(schema, &new, old),
+                Part::Main | Part::EphemeralContainers | Part::Resize => {
+                    crate::schema::validate_update(schema, &new, old)
+                }
+            };
+            if let Some(scale) = &info.scale {
+                let spec = part != Part::Status;
+                errs.extend(crate::schema::scale::validate(scale, &new, spec));
+            }
+            if !errs.is_empty() {
+                return Err(ApiError::invalid(&info.qualified_kind(), name, errs));
+            }
+            crate::schema::default(schema, &mut new);
+        }
+        if part == Part::Main {
+            crate::crd::validate_update(info, old, &new)?;
+            crate::admission::configuration::validate(info, &new)?;
+            if !opts.bypass_update_validation {
+                crate::immutable::validate_update(info, old, &new)?;
+            }
+        }
+        Ok(new)
+    }
+
+    /// Writes `new` (in the storage version) if the object is still at resourceVersion `rv`:
+    /// the stored object (or, when its last finalizer went, the object as it was removed);
+    /// `None` when another write came first.
+    fn commit_update(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        rv: u64,
+        new: Value,
+        opts: &WriteOptions,
+    ) -> Result<Option<Value>, ApiError> {
+        let gr = info.group_resource();
+        let key = object_key(namespace, name);
+        self.store.mutate(|state| {
+            if state.get(&gr, &key).map(|o| o.rv) != Some(rv) {
+                return Ok(None);
+            }
+            if meta::is_terminating(&new)
+                && meta::finalizers(&new).is_empty()
+                && !namespace_finalizers_left(&gr, &new)
+            {
+                // The last finalizer went: the object goes, without storing the update
+                // first (kube-apiserver's deleteWithoutFinalizers): watchers see one
+                // DELETED event carrying the stored state, finalizers included; the
+                // writer gets its update back.
+                if opts.dry_run {
+                    return Ok(Some(new));
+                }
+                let last = self.remove_object(state, &gr, namespace, &key);
+                let mut answer = new;
+                if let Some(rv) = last.pointer("/metadata/resourceVersion").cloned() {
+                    meta::metadata_mut(&mut answer).insert("resourceVersion".into(), rv);
+                }
+                return Ok(Some(answer));
+            }
+            if opts.dry_run {
+                return Ok(Some(new));
+            }
+            let stored = state.put(&gr, namespace, &key, new).value.clone();
+            self.push_dangling_owners(state, &stored);
+            if meta::is_terminating(&stored) {
+                self.push_work(Work::Terminating {
+                    resource: gr.clone(),
+                    key: key.clone(),
+                });
+                if !namespace.is_empty() {
+                    self.push_work(Work::Namespace(namespace.to_string()));
+                }
+            }
+            Ok(Some(stored))
+        })
     }
 
     /// Applies the update rules to `new` given `old`.

@@ -176,6 +176,7 @@ pub(crate) async fn try_serve(
         query: req.uri().query().map(str::to_owned),
         headers: req.headers().clone(),
         body: Default::default(),
+        user: None,
     };
     if let Some(answer) = crate::handler::intercept(shared, &seen).await {
         return Ok(answer);

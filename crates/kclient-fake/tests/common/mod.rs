@@ -2,6 +2,8 @@
 //! kclient-rest's `RestClient` is available.
 #![allow(dead_code)]
 
+pub mod webhook_server;
+
 use bytes::{Bytes, BytesMut};
 use http::{header, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -183,6 +185,15 @@ impl Watch {
                 .to_string(),
         ))
     }
+}
+
+/// The `Warning` headers of a response.
+pub fn warnings(r: &Reply) -> Vec<String> {
+    r.headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect()
 }
 
 pub async fn server() -> (FakeApiServer, Client) {
