@@ -44,7 +44,7 @@ pub enum InstallCrdError {
         name: String,
         /// The server's answer.
         #[source]
-        source: kclient_typed::Error,
+        source: Box<kclient_typed::Error>,
     },
     /// The server did not accept the CRD's names (another CRD of the group has its kind, a
     /// short name …): its `NamesAccepted` condition is `False`.
@@ -110,7 +110,7 @@ pub async fn install_crds(
             .await
             .map_err(|source| InstallCrdError::Request {
                 name: name.clone(),
-                source,
+                source: Box::new(source),
             })?;
         names.push(name);
     }
@@ -162,7 +162,7 @@ async fn wait_until_served(
 async fn look(clientset: &Clientset, name: &str) -> Result<Served, InstallCrdError> {
     let request_error = |source| InstallCrdError::Request {
         name: name.to_owned(),
-        source,
+        source: Box::new(source),
     };
     let crd = clientset
         .cluster_scoped::<CustomResourceDefinition>()

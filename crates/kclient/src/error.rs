@@ -187,7 +187,7 @@ pub enum Error {
     /// The webhook server could not start (kclient-webhook).
     #[cfg(feature = "webhook")]
     #[error(transparent)]
-    Webhook(#[from] kclient_webhook::WebhookError),
+    Webhook(Box<kclient_webhook::WebhookError>),
 
     /// The finalizer helper failed (kclient-controller); the reconcile's error inside it
     /// converted to this type.
@@ -244,6 +244,13 @@ impl From<kclient_discovery::MapperError> for Error {
 impl From<kclient_fake::Error> for Error {
     fn from(e: kclient_fake::Error) -> Self {
         Error::Fake(Box::new(e))
+    }
+}
+
+#[cfg(feature = "webhook")]
+impl From<kclient_webhook::WebhookError> for Error {
+    fn from(e: kclient_webhook::WebhookError) -> Self {
+        Error::Webhook(Box::new(e))
     }
 }
 
