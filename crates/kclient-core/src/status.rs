@@ -303,8 +303,9 @@ status_reasons! {
     Invalid = "Invalid" => 422,
     /// The server could not finish in time and the client may retry (500).
     ServerTimeout = "ServerTimeout" => 500,
-    /// The server could not read from storage (500).
-    StoreReadError = "StoreReadError" => 500,
+    /// The server could not read from storage (500); on the wire `StorageReadError`
+    /// (apimachinery's `StatusReasonStoreReadError`).
+    StoreReadError = "StorageReadError" => 500,
     /// The request did not finish in the time the client gave, or the server's own (504).
     Timeout = "Timeout" => 504,
     /// The client must slow down (429).

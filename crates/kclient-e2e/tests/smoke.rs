@@ -121,20 +121,11 @@ async fn derived_crds() -> Result<()> {
     run_everywhere("derived_crds", differential("derived_crds"), true).await
 }
 
-/// kube-apiserver calling kclient's webhook server (kclient-fake's side comes with its
-/// webhook support).
+/// The server under test calling kclient's webhook server: admission (validating and
+/// defaulting) and CRD conversion, the same on kube-apiserver and kclient-fake.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhooks() -> Result<()> {
-    let only_real: Scenario = |t| {
-        Box::pin(async move {
-            if t.kind == TargetKind::Real {
-                scenarios::webhooks(t).await
-            } else {
-                Ok(Transcript::new())
-            }
-        })
-    };
-    run_everywhere("webhooks", only_real, false).await
+    run_everywhere("webhooks", differential("webhooks"), true).await
 }
 
 /// The derive's CEL rules, on kube-apiserver (kclient-fake does not evaluate CEL).

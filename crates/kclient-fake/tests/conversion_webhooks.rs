@@ -282,7 +282,7 @@ async fn conversion_failures_are_the_servers_errors() {
     // A list: the storage's read error, naming the first object and counting the others.
     let r = c.get(V2).await;
     assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
-    assert_eq!(r.body["reason"], "StoreReadError");
+    assert_eq!(r.body["reason"], "StorageReadError");
     assert_eq!(
         r.body["message"],
         format!(

@@ -93,6 +93,7 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
     ("kube_rs_finalizer", |t| Box::pin(kube_rs_finalizer(t))),
     ("crd_create_then_use", |t| Box::pin(crd_create_then_use(t))),
     ("derived_crds", |t| Box::pin(derived_crds(t))),
+    ("webhooks", |t| Box::pin(webhooks(t))),
     ("discovery", |t| Box::pin(discovery(t))),
     ("garbage_collection", |t| Box::pin(garbage_collection(t))),
     ("writes", |t| Box::pin(writes(t))),
