@@ -5,35 +5,44 @@
 //!   the schema holds to 1..=5, a status with conditions and the names of the Pods;
 //! * for each Memcached, a Deployment it owns, sized from the spec (a change to the
 //!   Deployment reconciles its Memcached again);
-//! * the status: `Available` (the Pods ready) or `Progressing`, and the Pods' names;
-//! * a finalizer: a Memcached being deleted gets a `Warning` Event before it goes.
+//!   (`create_or_update`, controller-runtime's `controllerutil.CreateOrUpdate`);
+//! * the status: the `Available` condition (`set_status_condition`, apimachinery's
+//!   `meta.SetStatusCondition`: its time moves only when its status does) and the Pods' names;
+//! * a finalizer: a Memcached being deleted gets a `Warning` Event before it goes;
+//! * admission webhooks (kubebuilder's `webhook` scaffold): a defaulter filling in the port,
+//!   a validator refusing a privileged port and warning about a single Pod.
 //!
 //! ```text
-//! cargo run -p kclient --features fake,controller,derive --example memcached_operator
-//! cargo run -p kclient --features fake,controller,derive --example memcached_operator -- --kubeconfig ~/.kube/config
+//! cargo run -p kclient --features fake,controller,derive,webhook --example memcached_operator
+//! cargo run -p kclient --features fake,controller,derive,webhook --example memcached_operator -- --kubeconfig ~/.kube/config
 //! ```
 //!
 //! Without a kubeconfig it runs a scripted scenario against kclient-fake (which has no
-//! kubelet: the scenario plays one, making Pods ready); with one it installs the CRD and runs
-//! until Ctrl-C in the namespace given (`--namespace`, default `default`).
+//! kubelet: the scenario plays one, making Pods ready; it calls the webhooks as
+//! kube-apiserver does); with one it installs the CRD and runs until Ctrl-C in the namespace
+//! given (`--namespace`, default `default`), with the webhooks when `--webhook-host` names
+//! an address of this machine that the API server reaches (port 9443).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
-use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use kclient::cache::Lister;
+use kclient::controller::conditions::{new_condition, set_status_condition};
 use kclient::controller::finalizer::{finalizer, FinalizerEvent};
-use kclient::controller::owner::new_controlled_by;
-use kclient::controller::{self, shutdown_on_signal};
+use kclient::controller::owner::set_controller_reference;
+use kclient::controller::{self, create_or_update, shutdown_on_signal};
 use kclient::core::{CancellationToken, CreateOptions, ListOptions};
 use kclient::fake::FakeApiServer;
 use kclient::prelude::*;
 use kclient::rest::KubeconfigOptions;
 use kclient::tools::crd::install_crd;
 use kclient::tools::events::{new_broadcaster, object_reference, EventType};
-use kclient::typed::ApplyOptions;
+use kclient::webhook::admission::{AdmissionContext, Warnings};
+use kclient::webhook::certs::SelfSignedCertificates;
+use kclient::webhook::{ClientConfig, CustomDefaulter, CustomValidator, Denial, WebhookServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -73,9 +82,10 @@ pub struct MemcachedStatus {
     pub nodes: Vec<String>,
 }
 
-// ---- The controller: from here to `run`, the whole of it ----
+// ---- The controller: from here to the webhooks, and `run`, the whole of it ----
 
 const FINALIZER: &str = "cache.example.com/finalizer";
+const DEFAULT_PORT: i32 = 11211;
 
 struct Operator {
     clientset: Clientset,
@@ -93,109 +103,97 @@ fn labels(m: &Memcached) -> std::collections::BTreeMap<String, String> {
     .collect()
 }
 
-/// The Deployment `m` wants.
-fn deployment(m: &Memcached) -> kclient::Result<Deployment> {
-    let mut d: Deployment = new_controlled_by(m, m.name_any())?;
-    let port = m.spec.container_port.unwrap_or(11211);
-    d.spec = DeploymentSpec {
-        replicas: Some(m.spec.size),
-        selector: LabelSelector {
-            match_labels: Some(labels(m)),
+/// The memcached container of the Pods.
+fn container(m: &Memcached) -> Container {
+    let port = m.spec.container_port.unwrap_or(DEFAULT_PORT);
+    Container {
+        name: "memcached".into(),
+        image: Some("memcached:1.6.26-alpine".into()),
+        command: Some(vec!["memcached".into(), "--port".into(), port.to_string()]),
+        ports: Some(vec![ContainerPort {
+            container_port: port,
             ..Default::default()
-        },
-        template: PodTemplateSpec {
-            metadata: Some(
-                kclient::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                    labels: Some(labels(m)),
-                    ..Default::default()
-                },
-            ),
-            spec: Some(PodSpec {
-                containers: vec![Container {
-                    name: "memcached".into(),
-                    image: Some("memcached:1.6.26-alpine".into()),
-                    command: Some(vec!["memcached".into(), "--port".into(), port.to_string()]),
-                    ports: Some(vec![ContainerPort {
-                        container_port: port,
-                        ..Default::default()
-                    }]),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }),
-        },
+        }]),
         ..Default::default()
-    };
-    Ok(d)
+    }
 }
 
-/// The status the Deployment `d` and the Pods show.
-fn status(m: &Memcached, d: &Deployment, pods: Vec<String>) -> MemcachedStatus {
+/// Makes `d` what `m` wants: owned by `m`, `size` replicas of the memcached container. Only
+/// these fields are set, so what the API server defaults in the rest is left alone and an
+/// unchanged Deployment is not written.
+fn shape(m: &Memcached, d: &mut Deployment) -> kclient::Result<()> {
+    set_controller_reference(m, d)?;
+    let spec = &mut d.spec;
+    if spec.selector.match_labels.is_none() {
+        // A new Deployment (its selector cannot change later).
+        spec.selector.match_labels = Some(labels(m));
+        spec.template.metadata = Some(ObjectMeta {
+            labels: Some(labels(m)),
+            ..Default::default()
+        });
+    }
+    spec.replicas = Some(m.spec.size);
+    let pod = spec.template.spec.get_or_insert_with(PodSpec::default);
+    let wanted = container(m);
+    match pod.containers.iter_mut().find(|c| c.name == wanted.name) {
+        Some(c) => {
+            c.image = wanted.image;
+            c.command = wanted.command;
+            c.ports = wanted.ports;
+        }
+        None => pod.containers.push(wanted),
+    }
+    Ok(())
+}
+
+/// The `Available` condition the Deployment `d` shows.
+fn available(m: &Memcached, d: &Deployment) -> Condition {
     let ready = d
         .status
         .as_ref()
         .and_then(|s| s.ready_replicas)
         .unwrap_or(0);
-    let (state, reason, message) = if ready == m.spec.size {
-        ("True", "Ready", format!("{ready} Pods are ready"))
-    } else {
-        (
-            "False",
-            "Progressing",
-            format!("{ready} of {} Pods are ready", m.spec.size),
+    let size = m.spec.size;
+    let condition = if ready == size {
+        new_condition(
+            "Available",
+            "True",
+            "Ready",
+            &format!("{ready} Pods are ready"),
         )
+    } else {
+        let message = format!("{ready} of {size} Pods are ready");
+        new_condition("Available", "False", "Progressing", &message)
     };
-    let old = m
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Available"));
-    let condition = Condition {
-        type_: "Available".into(),
-        status: state.into(),
-        reason: reason.into(),
-        message,
+    Condition {
         observed_generation: m.metadata.generation,
-        // The time only moves when the status does (meta.SetStatusCondition's rule).
-        last_transition_time: match old {
-            Some(c) if c.status == state => c.last_transition_time.clone(),
-            _ => Time(jiff_now()),
-        },
-    };
-    MemcachedStatus {
-        conditions: vec![condition],
-        nodes: pods,
+        ..condition
     }
-}
-
-fn jiff_now() -> kclient::k8s_openapi::jiff::Timestamp {
-    kclient::k8s_openapi::jiff::Timestamp::now()
 }
 
 impl Operator {
     /// Makes the Deployment and the status match `m`.
     async fn apply(&self, m: &Memcached) -> kclient::Result<Action> {
         let namespace = m.namespace().unwrap_or_default();
-        let apply = ApplyOptions::new("memcached-operator").force();
-        let d = self
-            .clientset
-            .apps_v1()
-            .deployments(namespace)
-            .apply(m.name_any(), &deployment(m)?, &apply)
-            .await?;
+        let deployments = self.clientset.apps_v1().deployments(namespace);
+        let mut d = Deployment::default();
+        d.metadata.name = Some(m.name_any().to_owned());
+        d.metadata.namespace = Some(namespace.to_owned());
+        let (d, _) = create_or_update(&deployments, d, |d| shape(m, d)).await?;
+
         let selector = kclient::core::labels::Selector::from_set(labels(m))?;
-        let pods = self.pods.namespaced(namespace).list(&selector);
-        let mut pods: Vec<String> = pods.iter().map(|p| p.name_any().to_owned()).collect();
+        let mut pods: Vec<String> = (self.pods.namespaced(namespace).list(&selector).iter())
+            .map(|p| p.name_any().to_owned())
+            .collect();
         pods.sort();
-        let status = status(m, &d, pods);
-        if m.status.as_ref() != Some(&status) {
-            let patch = serde_json::json!({"status": status});
+        let mut status = m.status.clone().unwrap_or_default();
+        let changed = set_status_condition(&mut status.conditions, available(m, &d));
+        if changed || status.nodes != pods {
+            status.nodes = pods;
+            let patch = kclient::core::Patch::Merge(serde_json::json!({"status": status}));
             let memcacheds = self.clientset.namespaced::<Memcached>(namespace);
             memcacheds
-                .patch_status(
-                    m.name_any(),
-                    &kclient::core::Patch::Merge(patch),
-                    &Default::default(),
-                )
+                .patch_status(m.name_any(), &patch, &Default::default())
                 .await?;
         }
         Ok(Action::requeue(Duration::from_secs(60)))
@@ -238,13 +236,106 @@ impl Reconciler<Memcached> for Operator {
     }
 }
 
-/// Runs the operator in `namespace` until `cancel` fires.
+// ---- The webhooks ----
+
+/// Fills in and checks Memcacheds (kubebuilder's `webhook` scaffold for the type).
+struct MemcachedWebhook;
+
+impl CustomDefaulter<Memcached> for MemcachedWebhook {
+    async fn default(&self, m: &mut Memcached, _: &AdmissionContext) -> Result<(), Denial> {
+        m.spec.container_port.get_or_insert(DEFAULT_PORT);
+        Ok(())
+    }
+}
+
+impl MemcachedWebhook {
+    /// Refuses a privileged port; warns about a single Pod.
+    fn check(m: &Memcached) -> Result<Warnings, Denial> {
+        if let Some(port) = m.spec.container_port.filter(|p| *p < 1024) {
+            let message = format!("spec.containerPort {port} is privileged: use 1024 or above");
+            return Err(Denial::forbidden(message));
+        }
+        let single = (m.spec.size == 1).then(|| "one memcached Pod has no redundancy".into());
+        Ok(single.into_iter().collect())
+    }
+}
+
+impl CustomValidator<Memcached> for MemcachedWebhook {
+    async fn validate_create(
+        &self,
+        m: &Memcached,
+        _: &AdmissionContext,
+    ) -> Result<Warnings, Denial> {
+        Self::check(m)
+    }
+
+    async fn validate_update(
+        &self,
+        _old: &Memcached,
+        m: &Memcached,
+        _: &AdmissionContext,
+    ) -> Result<Warnings, Denial> {
+        Self::check(m)
+    }
+}
+
+/// Where the webhooks listen, and the address the API server reaches them at.
+struct WebhookAt {
+    bind: std::net::SocketAddr,
+    host: std::net::IpAddr,
+}
+
+/// Starts the webhook server and registers its configurations; it runs until `cancel`.
+async fn serve_webhooks(
+    clientset: &Clientset,
+    at: &WebhookAt,
+    cancel: CancellationToken,
+) -> Result<tokio::task::JoinHandle<Result<(), kclient::webhook::WebhookError>>, Error> {
+    let certs = SelfSignedCertificates::generate(&["localhost"], &[at.host])?;
+    let server = WebhookServer::builder()
+        .defaulter::<Memcached, _>(MemcachedWebhook)
+        .validator::<Memcached, _>(MemcachedWebhook)
+        .bind(at.bind, certs.serving())
+        .await?;
+    let url = format!("https://{}:{}", at.host, server.local_addr()?.port());
+    let reach = ClientConfig::url(url, &certs.ca_pem);
+    let admission = clientset.admissionregistration_v1();
+    let validating = server.validating_webhook_configuration("memcached-operator", &reach);
+    create_or_update(
+        &admission.validating_webhook_configurations(),
+        validating.clone(),
+        |c| {
+            c.webhooks = validating.webhooks;
+            Ok::<_, std::convert::Infallible>(())
+        },
+    )
+    .await?;
+    let mutating = server.mutating_webhook_configuration("memcached-operator", &reach);
+    create_or_update(
+        &admission.mutating_webhook_configurations(),
+        mutating.clone(),
+        |c| {
+            c.webhooks = mutating.webhooks;
+            Ok::<_, std::convert::Infallible>(())
+        },
+    )
+    .await?;
+    Ok(tokio::spawn(server.run(cancel)))
+}
+
+/// Runs the operator in `namespace`, with its webhooks if `webhooks` says where, until
+/// `cancel` fires.
 async fn run(
     clientset: Clientset,
     namespace: &str,
+    webhooks: Option<WebhookAt>,
     cancel: CancellationToken,
 ) -> Result<(), Error> {
     install_crd(&clientset, &Memcached::crd(), Duration::from_secs(30)).await?;
+    let serving = match &webhooks {
+        Some(at) => Some(serve_webhooks(&clientset, at, cancel.clone()).await?),
+        None => None,
+    };
     let factory = SharedInformerFactory::builder(clientset.clone())
         .namespace(namespace)
         .build();
@@ -262,6 +353,9 @@ async fn run(
         .await?;
     factory.shutdown().await;
     events.shutdown().await;
+    if let Some(serving) = serving {
+        serving.await??;
+    }
     Ok(())
 }
 
@@ -305,12 +399,34 @@ async fn make_pods_ready(clientset: &Clientset, name: &str, ready: i32) -> Resul
     Ok(())
 }
 
-/// The scripted scenario: a Memcached of 3, its Pods made ready, scaled to 2, a size the
-/// schema refuses, then deleted (the finalizer's Event). Returns the Event's message.
-async fn scenario(server: &FakeApiServer) -> Result<String, Error> {
+/// What the scripted scenario saw (`main` prints it as it goes; the test reads it).
+#[derive(Debug)]
+#[cfg_attr(not(test), allow(dead_code))]
+struct Seen {
+    /// The port the defaulting webhook filled in.
+    defaulted_port: Option<i32>,
+    /// Why the validating webhook refused port 80.
+    port_80_refused: String,
+    /// The finalizer's Event.
+    deleting_event: String,
+}
+
+/// The scripted scenario: a Memcached of 3 (its port defaulted by the webhook), its Pods
+/// made ready, scaled to 2, a size the schema refuses, a port the webhook refuses, then
+/// deleted (the finalizer's Event).
+async fn scenario(server: &FakeApiServer) -> Result<Seen, Error> {
     let clientset = Clientset::new(server.config()?)?;
     let cancel = CancellationToken::new();
-    let operator = tokio::spawn(run(clientset.clone(), "default", cancel.clone()));
+    let webhooks = WebhookAt {
+        bind: "127.0.0.1:0".parse()?,
+        host: "127.0.0.1".parse()?,
+    };
+    let operator = tokio::spawn(run(
+        clientset.clone(),
+        "default",
+        Some(webhooks),
+        cancel.clone(),
+    ));
     let memcacheds = clientset.namespaced::<Memcached>("default");
     let deployments = clientset.apps_v1().deployments("default");
     eventually("the CRD is served", || async {
@@ -321,9 +437,34 @@ async fn scenario(server: &FakeApiServer) -> Result<String, Error> {
         size: 3,
         container_port: None,
     };
-    memcacheds
+    // The webhooks are registered with the CRD: until then a create may go unchecked.
+    eventually("the webhooks are called", || async {
+        let port_80 = |size| {
+            Memcached::new(
+                "probe",
+                MemcachedSpec {
+                    size,
+                    container_port: Some(80),
+                },
+            )
+        };
+        let refused = memcacheds
+            .create(&port_80(1), &CreateOptions::default())
+            .await
+            .is_err();
+        if !refused {
+            memcacheds.delete("probe", &Default::default()).await?;
+        }
+        Ok(refused.then_some(()))
+    })
+    .await?;
+    let created = memcacheds
         .create(&Memcached::new("cache", spec), &CreateOptions::default())
         .await?;
+    println!(
+        "Memcached cache created, its port defaulted to {:?}",
+        created.spec.container_port
+    );
     let replicas = |d: Option<Deployment>| d.and_then(|d| d.spec.replicas);
     eventually("a Deployment of 3", || async {
         Ok((replicas(deployments.get_opt("cache").await?) == Some(3)).then_some(()))
@@ -359,6 +500,13 @@ async fn scenario(server: &FakeApiServer) -> Result<String, Error> {
         .err();
     let refusal = refused.map(|e| e.to_string()).unwrap_or_default();
     println!("size 6 refused: {refusal}");
+    let port_80 = kclient::core::Patch::Merge(serde_json::json!({"spec": {"containerPort": 80}}));
+    let refused = memcacheds
+        .patch("cache", &port_80, &Default::default())
+        .await
+        .err();
+    let port_80_refused = refused.map(|e| e.to_string()).unwrap_or_default();
+    println!("port 80 refused: {port_80_refused}");
 
     memcacheds.delete("cache", &Default::default()).await?;
     eventually("the Memcached is gone", || async {
@@ -378,7 +526,11 @@ async fn scenario(server: &FakeApiServer) -> Result<String, Error> {
     println!("Event: {message}");
     cancel.cancel();
     operator.await??;
-    Ok(message)
+    Ok(Seen {
+        defaulted_port: created.spec.container_port,
+        port_80_refused,
+        deleting_event: message,
+    })
 }
 
 #[tokio::main]
@@ -397,7 +549,16 @@ async fn main() -> Result<(), ErrorReport> {
             })?;
             let namespace = flag("--namespace").unwrap_or_else(|| "default".into());
             println!("Running in {namespace} until Ctrl-C");
-            run(Clientset::new(config)?, &namespace, shutdown_on_signal()?).await?;
+            let webhooks = flag("--webhook-host")
+                .map(|host| {
+                    Ok::<_, Error>(WebhookAt {
+                        bind: "0.0.0.0:9443".parse()?,
+                        host: host.parse()?,
+                    })
+                })
+                .transpose()?;
+            let clientset = Clientset::new(config)?;
+            run(clientset, &namespace, webhooks, shutdown_on_signal()?).await?;
         }
         None => {
             let server = FakeApiServer::builder().start().await?;
@@ -418,9 +579,16 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_memcached_operator_runs_its_lifecycle_against_kclient_fake() -> Result<(), Error> {
         let server = FakeApiServer::builder().start().await?;
-        let message = scenario(&server).await?;
+        let seen = scenario(&server).await?;
+        assert_eq!(seen.defaulted_port, Some(11211));
         assert_eq!(
-            message,
+            seen.port_80_refused,
+            "admission webhook \"validate.memcached.v1alpha1.cache.example.com\" denied the \
+             request: spec.containerPort 80 is privileged: use 1024 or above (reason Forbidden, \
+             code 403)"
+        );
+        assert_eq!(
+            seen.deleting_event,
             "Custom Resource cache is being deleted from the namespace default"
         );
         Ok(())

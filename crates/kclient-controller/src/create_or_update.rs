@@ -76,6 +76,23 @@ impl<E: std::error::Error + 'static> ApiStatus for CreateOrUpdateError<E> {
     }
 }
 
+impl<E: std::error::Error + 'static> CreateOrUpdateError<E> {
+    /// The same error with `mutate`'s error converted by `f` (into a program's own error
+    /// type, say); the other errors are kept.
+    pub fn map_mutate_error<F: std::error::Error + 'static>(
+        self,
+        f: impl FnOnce(E) -> F,
+    ) -> CreateOrUpdateError<F> {
+        match self {
+            Self::Request(e) => CreateOrUpdateError::Request(e),
+            Self::Mutate(e) => CreateOrUpdateError::Mutate(f(e)),
+            Self::KeyChanged => CreateOrUpdateError::KeyChanged,
+            Self::Unnamed => CreateOrUpdateError::Unnamed,
+            Self::Encode(e) => CreateOrUpdateError::Encode(e),
+        }
+    }
+}
+
 /// `(namespace, name)` of `obj`.
 fn key_of<K: Resource>(obj: &K) -> (Option<String>, Option<String>) {
     (

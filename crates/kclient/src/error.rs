@@ -195,6 +195,12 @@ pub enum Error {
     #[error(transparent)]
     Finalizer(Box<kclient_controller::finalizer::FinalizerError<Error>>),
 
+    /// `create_or_update` or `create_or_patch` failed (kclient-controller); the mutate
+    /// function's error inside it converted to this type.
+    #[cfg(feature = "controller")]
+    #[error(transparent)]
+    CreateOrUpdate(Box<kclient_controller::CreateOrUpdateError<Error>>),
+
     /// The in-memory API server could not start or refused a seed (kclient-fake).
     #[cfg(feature = "fake")]
     #[error(transparent)]
@@ -346,6 +352,17 @@ where
     }
 }
 
+#[cfg(feature = "controller")]
+impl<E> From<kclient_controller::CreateOrUpdateError<E>> for Error
+where
+    E: std::error::Error + Into<Error> + 'static,
+{
+    /// Keeps what the helper was doing; converts the mutate function's error inside.
+    fn from(e: kclient_controller::CreateOrUpdateError<E>) -> Self {
+        Error::CreateOrUpdate(Box::new(e.map_mutate_error(Into::into)))
+    }
+}
+
 #[cfg(feature = "tools")]
 impl<E: Into<Error>> From<kclient_tools::wait::PollError<E>> for Error {
     /// `Cancelled` and `Timeout` become [`Error::Cancelled`] and [`Error::WaitTimeout`]; a
@@ -398,6 +415,8 @@ impl ApiStatus for Error {
             Error::PortForward(e) => e.api_status(),
             #[cfg(feature = "controller")]
             Error::Finalizer(e) => e.api_status(),
+            #[cfg(feature = "controller")]
+            Error::CreateOrUpdate(e) => e.api_status(),
             _ => None,
         }
     }
