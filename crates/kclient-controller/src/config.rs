@@ -27,6 +27,11 @@ pub struct Config {
     /// then they are dropped at their next await point
     /// ([`ControllerError::ShutdownTimedOut`](crate::ControllerError::ShutdownTimedOut)).
     pub graceful_shutdown_timeout: Duration,
+    /// How long one reconcile may run (controller-runtime's `ReconciliationTimeout`); one
+    /// that runs longer is dropped at its next await point, counted in
+    /// `controller_runtime_reconcile_timeouts_total` and as an error, and its key requeued
+    /// with the rate limiter's backoff. `None` (the default): no limit.
+    pub reconcile_timeout: Option<Duration>,
 }
 
 /// controller-runtime's `CacheSyncTimeout` default.
@@ -51,22 +56,32 @@ impl Config {
         self
     }
 
-    /// The same configuration with the graceful shutdown timeout `timeout`.
+    /// The same configuration with the graceful shutdown timeout `timeout`; zero does not
+    /// wait: the reconciles in flight are dropped at once (controller-runtime's zero
+    /// `GracefulShutdownTimeout`).
     #[must_use]
     pub fn graceful_shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.graceful_shutdown_timeout = timeout;
+        self
+    }
+
+    /// The same configuration with each reconcile limited to `timeout`.
+    #[must_use]
+    pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
+        self.reconcile_timeout = Some(timeout);
         self
     }
 }
 
 impl Default for Config {
     /// One worker (controller-runtime's default), caches given two minutes to sync,
-    /// reconciles in flight given 30 s to finish at shutdown.
+    /// reconciles in flight given 30 s to finish at shutdown, no reconcile timeout.
     fn default() -> Self {
         Self {
             workers: 1,
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
             graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
+            reconcile_timeout: None,
         }
     }
 }
@@ -81,6 +96,7 @@ mod tests {
         assert_eq!(config.workers, 1);
         assert_eq!(config.cache_sync_timeout, Duration::from_secs(120));
         assert_eq!(config.graceful_shutdown_timeout, Duration::from_secs(30));
+        assert_eq!(config.reconcile_timeout, None);
     }
 
     #[test]
@@ -88,13 +104,15 @@ mod tests {
         let config = Config::default()
             .workers(3)
             .cache_sync_timeout(Duration::from_secs(5))
-            .graceful_shutdown_timeout(Duration::from_secs(7));
+            .graceful_shutdown_timeout(Duration::from_secs(7))
+            .reconcile_timeout(Duration::from_secs(9));
         assert_eq!(
             config,
             Config {
                 workers: 3,
                 cache_sync_timeout: Duration::from_secs(5),
                 graceful_shutdown_timeout: Duration::from_secs(7),
+                reconcile_timeout: Some(Duration::from_secs(9)),
             }
         );
     }

@@ -21,9 +21,11 @@ use tokio::task::JoinSet;
 use crate::config::Config;
 use crate::error::ControllerError;
 use crate::metrics::ControllerMetrics;
-use crate::predicate::Predicate;
+use crate::predicate::{Object, Predicate};
 use crate::reconciler::{ControllerScope, Reconciler};
-use crate::source::{register_mapped, register_primary, OwnerType, Registration, Source};
+use crate::source::{
+    register_mapped, register_primary, EventFilter, Filters, OwnerType, Registration, Source,
+};
 use crate::worker::Workers;
 
 /// Reconciles objects of one type `K`, keyed by namespace and name, on the shared informers
@@ -99,6 +101,7 @@ pub struct Controller<K, C> {
     /// `K` as owner references name it.
     owner: OwnerType,
     predicate: Option<Predicate<K>>,
+    event_filter: EventFilter,
     sources: Vec<Source>,
     informers: Vec<(String, InformerSynced)>,
     config: Config,
@@ -222,6 +225,7 @@ where
             primary,
             owner,
             predicate: None,
+            event_filter: None,
             sources: Vec::new(),
             config: Config::default(),
             rate_limiter: None,
@@ -247,13 +251,43 @@ where
         self
     }
 
-    /// Filters the updates of `K` that queue a reconcile (adds and deletes always do);
-    /// several predicates must all pass.
+    /// Filters the events of `K` that queue a reconcile (controller-runtime's `For` with
+    /// `WithPredicates`); several predicates must all pass. The ready-made update filters
+    /// ([`generation_changed`](crate::predicate::generation_changed) …) let adds and deletes
+    /// pass.
     #[must_use]
     pub fn with_predicate(mut self, predicate: Predicate<K>) -> Self {
         self.predicate = Some(match self.predicate.take() {
             Some(earlier) => earlier.and(predicate),
             None => predicate,
+        });
+        self
+    }
+
+    /// Filters the events of every type this controller watches — `K`, owned and watched
+    /// types — by their metadata (controller-runtime's `WithEventFilter`); several filters
+    /// must all pass, and each source's own predicates apply too.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use k8s_openapi::api::apps::v1::Deployment;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # use kclient_cache::SharedInformerFactory;
+    /// use kclient_controller::predicate::label_selector;
+    /// use kclient_controller::Controller;
+    /// # fn build(clientset: kclient_typed::Clientset) {
+    /// # let factory = SharedInformerFactory::new(clientset, Duration::ZERO);
+    /// // Only objects of this shard's tenant, whatever their type.
+    /// let controller = Controller::<Deployment, _>::new("web", &factory)
+    ///     .owns::<ConfigMap>()
+    ///     .with_event_filter(label_selector("tenant=blue".parse().unwrap()));
+    /// # let _ = controller; }
+    /// ```
+    #[must_use]
+    pub fn with_event_filter(mut self, filter: Predicate<dyn Object>) -> Self {
+        self.event_filter = Some(match self.event_filter.take() {
+            Some(earlier) => earlier.and(filter),
+            None => filter,
         });
         self
     }
@@ -269,28 +303,36 @@ where
         O::DynamicType: Default,
         C: ListerWatcherFor<O>,
     {
-        self.owned(None)
+        self.owns_with(OwnsOptions::new())
     }
 
-    /// [`owns`](Self::owns), with the updates of `O` filtered by `predicate`.
+    /// [`owns`](Self::owns) as `options` say: the events of `O` filtered by a predicate
+    /// (a [`Predicate`] converts into options), or every owner reference to a `K` matched
+    /// rather than the controller's only ([`OwnsOptions::match_every_owner`]).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use k8s_openapi::api::apps::v1::Deployment;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # use kclient_cache::SharedInformerFactory;
+    /// use kclient_controller::predicate::generation_changed;
+    /// use kclient_controller::{Controller, OwnsOptions};
+    /// # fn build(clientset: kclient_typed::Clientset) {
+    /// # let factory = SharedInformerFactory::new(clientset, Duration::ZERO);
+    /// let controller = Controller::<Deployment, _>::new("web", &factory)
+    ///     .owns_with::<ConfigMap>(generation_changed())
+    ///     .owns_with::<k8s_openapi::api::core::v1::Secret>(OwnsOptions::new().match_every_owner());
+    /// # let _ = controller; }
+    /// ```
     #[must_use]
-    pub fn owns_with<O>(self, predicate: Predicate<O>) -> Self
-    where
-        O: Resource + Clone + Send + Sync + 'static,
-        O::DynamicType: Default,
-        C: ListerWatcherFor<O>,
-    {
-        self.owned(Some(predicate))
-    }
-
-    fn owned<O>(self, predicate: Option<Predicate<O>>) -> Self
+    pub fn owns_with<O>(self, options: impl Into<OwnsOptions<O>>) -> Self
     where
         O: Resource + Clone + Send + Sync + 'static,
         O::DynamicType: Default,
         C: ListerWatcherFor<O>,
     {
         let informer = self.factory.informer::<O>();
-        self.owned_on(informer, predicate)
+        self.owned_on(informer, options.into())
     }
 
     /// [`owns`](Self::owns), caching only the metadata of the `O`s: the owned objects'
@@ -330,22 +372,16 @@ where
         O::DynamicType: Default,
         C: DynamicListerWatcherFor<PartialObjectMetadata>,
     {
-        self.owned_metadata::<O>(None)
+        self.owns_metadata_with::<O>(OwnsOptions::new())
     }
 
-    /// [`owns_metadata`](Self::owns_metadata), with the updates of the owned objects'
-    /// metadata filtered by `predicate`.
+    /// [`owns_metadata`](Self::owns_metadata) as `options` say (see
+    /// [`owns_with`](Self::owns_with)).
     #[must_use]
-    pub fn owns_metadata_with<O>(self, predicate: Predicate<PartialObjectMetadata>) -> Self
-    where
-        O: Resource,
-        O::DynamicType: Default,
-        C: DynamicListerWatcherFor<PartialObjectMetadata>,
-    {
-        self.owned_metadata::<O>(Some(predicate))
-    }
-
-    fn owned_metadata<O>(self, predicate: Option<Predicate<PartialObjectMetadata>>) -> Self
+    pub fn owns_metadata_with<O>(
+        self,
+        options: impl Into<OwnsOptions<PartialObjectMetadata>>,
+    ) -> Self
     where
         O: Resource,
         O::DynamicType: Default,
@@ -356,20 +392,29 @@ where
             .factory
             .for_resource::<PartialObjectMetadata>(&resource)
             .into_informer();
-        self.owned_on(informer, predicate)
+        self.owned_on(informer, options.into())
     }
 
-    /// Queues the controller owner of each object of `informer` that is a `K`.
-    fn owned_on<O>(self, informer: SharedIndexInformer<O>, predicate: Option<Predicate<O>>) -> Self
+    /// Queues the owners that are `K`s of each object of `informer`: its controller, or
+    /// every one.
+    fn owned_on<O>(self, informer: SharedIndexInformer<O>, options: OwnsOptions<O>) -> Self
     where
         O: Resource + Clone + Send + Sync + 'static,
     {
         let owner = self.owner.clone();
-        self.mapped_on(
-            informer,
-            move |obj: &O| owner.controller_key(obj),
+        let OwnsOptions {
             predicate,
-        )
+            match_every_owner,
+        } = options;
+        if match_every_owner {
+            self.mapped_on(informer, move |obj: &O| owner.owner_keys(obj), predicate)
+        } else {
+            self.mapped_on(
+                informer,
+                move |obj: &O| owner.controller_key(obj),
+                predicate,
+            )
+        }
     }
 
     /// Reconciles the keys `mapper` gives for a changed `W` (controller-runtime's
@@ -433,8 +478,9 @@ where
         self.informers
             .push((informer.name().to_owned(), informer.synced()));
         let handler_name = format!("{}/{}", self.name, informer.name());
-        self.sources.push(Box::new(move |queue| {
-            register_mapped(&informer, handler_name, queue, mapper, predicate)
+        self.sources.push(Box::new(move |queue, event_filter| {
+            let filters = Filters::new(predicate, event_filter);
+            register_mapped(&informer, handler_name, queue, mapper, filters)
         }));
         self
     }
@@ -512,6 +558,7 @@ where
             primary,
             owner: _,
             predicate,
+            event_filter,
             sources,
             informers,
             config,
@@ -540,10 +587,14 @@ where
             &primary,
             format!("{name}/{}", primary.name()),
             &queue,
-            predicate,
+            Filters::new(predicate, &event_filter),
             Arc::clone(&last_known),
         ))
-        .chain(sources.into_iter().map(|source| source(&queue)));
+        .chain(
+            sources
+                .into_iter()
+                .map(|source| source(&queue, &event_filter)),
+        );
         for registration in registered {
             match registration {
                 Ok(registration) => registrations.push(registration),
@@ -610,6 +661,7 @@ where
             reconciler,
             metrics: metrics.as_ref().map(|m| m.for_controller(&name, workers)),
             in_flight: AtomicUsize::new(0),
+            reconcile_timeout: config.reconcile_timeout,
         });
         let halt = CancellationToken::new();
         let lost = CancellationToken::new();
@@ -625,7 +677,9 @@ where
         };
         halt.cancel();
         queue.shut_down();
-        let ending = if graceful {
+        let ending = if graceful && config.graceful_shutdown_timeout.is_zero() {
+            Ending::NotWaited
+        } else if graceful {
             tracing::info!(controller = %name, "Shutdown signal received, waiting for all workers to finish");
             tokio::select! {
                 drained = tokio::time::timeout(config.graceful_shutdown_timeout, drain(&mut tasks)) => {
@@ -658,9 +712,63 @@ where
                 drain(&mut tasks).await;
                 Ok(())
             }
+            Ending::NotWaited => {
+                tracing::info!(controller = %name, "a zero graceful shutdown timeout: the reconciles in flight are dropped");
+                tasks.abort_all();
+                drain(&mut tasks).await;
+                Ok(())
+            }
         };
         remove_handlers(registrations);
         outcome
+    }
+}
+
+/// How [`Controller::owns_with`] maps an owned `O` to the `K`s to reconcile
+/// (controller-runtime's `Owns` options).
+#[derive(Debug)]
+pub struct OwnsOptions<O> {
+    predicate: Option<Predicate<O>>,
+    match_every_owner: bool,
+}
+
+impl<O> Default for OwnsOptions<O> {
+    fn default() -> Self {
+        Self {
+            predicate: None,
+            match_every_owner: false,
+        }
+    }
+}
+
+impl<O: 'static> OwnsOptions<O> {
+    /// The controller owner only, every event.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Filters the events of `O` by `predicate` (several must all pass).
+    #[must_use]
+    pub fn predicate(mut self, predicate: Predicate<O>) -> Self {
+        self.predicate = Some(match self.predicate.take() {
+            Some(earlier) => earlier.and(predicate),
+            None => predicate,
+        });
+        self
+    }
+
+    /// Queues every owner named by the object's owner references that is a `K` (group and
+    /// kind), not only its controller (controller-runtime's `builder.MatchEveryOwner`).
+    #[must_use]
+    pub fn match_every_owner(mut self) -> Self {
+        self.match_every_owner = true;
+        self
+    }
+}
+
+impl<O: 'static> From<Predicate<O>> for OwnsOptions<O> {
+    fn from(predicate: Predicate<O>) -> Self {
+        Self::new().predicate(predicate)
     }
 }
 
@@ -672,6 +780,8 @@ enum Ending {
     TimedOut,
     /// Leadership was lost: dropped at once.
     Aborted,
+    /// The graceful shutdown timeout is zero: dropped at once, as asked.
+    NotWaited,
 }
 
 /// Waits for every task of `tasks` to end.

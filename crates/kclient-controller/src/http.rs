@@ -31,8 +31,9 @@ impl Reply {
     }
 }
 
-/// Answers a `GET` of a path; `None` for a path it does not serve (404).
-pub(crate) type Routes = Arc<dyn Fn(&str) -> Option<Reply> + Send + Sync>;
+/// Answers a `GET` of a path (with its query, if any); `None` for a path it does not serve
+/// (404).
+pub(crate) type Routes = Arc<dyn Fn(&str, Option<&str>) -> Option<Reply> + Send + Sync>;
 
 /// Serves `routes` on `listener` until `stop` fires; then stops accepting and drops the open
 /// connections.
@@ -55,7 +56,8 @@ pub(crate) async fn serve(listener: TcpListener, routes: Routes, stop: Cancellat
         let routes = Arc::clone(&routes);
         connections.spawn(async move {
             let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let response = respond(&routes, request.method(), request.uri().path());
+                let uri = request.uri();
+                let response = respond(&routes, request.method(), uri.path(), uri.query());
                 async move { Ok::<_, Infallible>(response) }
             });
             let served = hyper::server::conn::http1::Builder::new()
@@ -72,11 +74,17 @@ pub(crate) async fn serve(listener: TcpListener, routes: Routes, stop: Cancellat
     while connections.join_next().await.is_some() {}
 }
 
-fn respond(routes: &Routes, method: &Method, path: &str) -> Response<Full<Bytes>> {
+fn respond(
+    routes: &Routes,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+) -> Response<Full<Bytes>> {
     let reply = if method != Method::GET && method != Method::HEAD {
         Reply::text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n")
     } else {
-        routes(path).unwrap_or_else(|| Reply::text(StatusCode::NOT_FOUND, "404 page not found\n"))
+        routes(path, query)
+            .unwrap_or_else(|| Reply::text(StatusCode::NOT_FOUND, "404 page not found\n"))
     };
     let body = if method == Method::HEAD {
         Bytes::new()

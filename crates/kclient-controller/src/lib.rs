@@ -109,6 +109,7 @@ mod controller;
 pub mod create_or_update;
 mod error;
 pub mod finalizer;
+pub mod health;
 mod http;
 mod manager;
 mod metrics;
@@ -121,7 +122,7 @@ mod worker;
 
 pub use action::Action;
 pub use config::{Config, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
-pub use controller::Controller;
+pub use controller::{Controller, OwnsOptions};
 pub use create_or_update::{
     create_or_patch, create_or_update, CreateOrUpdateError, OperationResult,
 };

@@ -18,9 +18,10 @@ use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
-use crate::config::DEFAULT_CACHE_SYNC_TIMEOUT;
+use crate::config::{DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
 use crate::controller::{Controller, RunEnv};
 use crate::error::ControllerError;
+use crate::health::{CheckError, Checker, Checks};
 use crate::http::{serve, Reply, Routes};
 use crate::metrics::ControllerMetrics;
 use crate::reconciler::Reconciler;
@@ -58,6 +59,15 @@ pub enum ManagerError {
     /// Controllers ended with errors (their graceful shutdown timed out, say).
     #[error("{} controller(s) failed: {}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Controllers(Vec<ControllerError>),
+    /// Runnables ([`Manager::add_runnable`]) were still running at the end of the
+    /// manager's graceful shutdown timeout: they were dropped.
+    #[error("runnables still running after the graceful shutdown timeout of {timeout:?}: {}", runnables.join(", "))]
+    ShutdownTimedOut {
+        /// Their names.
+        runnables: Vec<String>,
+        /// The timeout.
+        timeout: Duration,
+    },
     /// A runnable ([`Manager::add_runnable`]) failed: the manager stopped the others.
     #[error("{name} failed: {source}")]
     Runnable {
@@ -195,6 +205,7 @@ pub struct ManagerBuilder {
     on_new_leader: Option<NewLeader>,
     broadcaster: Option<EventBroadcaster>,
     cache_sync_timeout: Duration,
+    graceful_shutdown_timeout: Duration,
 }
 
 /// What is called with each leader the election observes.
@@ -282,6 +293,18 @@ impl ManagerBuilder {
         self
     }
 
+    /// How long [`Manager::run`] waits, once stopped, for the runnables
+    /// ([`Manager::add_runnable`]) to end (30 s by default, controller-runtime's
+    /// `GracefulShutdownTimeout`); those still running then are dropped and the run fails
+    /// with [`ManagerError::ShutdownTimedOut`]. Zero does not wait: they are dropped at once,
+    /// without an error. Each controller has its own
+    /// ([`Config::graceful_shutdown_timeout`](crate::Config::graceful_shutdown_timeout)).
+    #[must_use]
+    pub fn graceful_shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.graceful_shutdown_timeout = timeout;
+        self
+    }
+
     /// The manager: binds the endpoints' addresses and checks the election's configuration
     /// now, so that a wrong one fails here.
     pub fn build(self) -> Result<Manager, ManagerError> {
@@ -323,6 +346,7 @@ impl ManagerBuilder {
             .election
             .map(|make| make(leader_callbacks(&shared, on_new_leader)))
             .transpose()?;
+        let (healthz, readyz) = built_in_checks(&shared, self.watch_dog);
         Ok(Manager {
             informers: self.informers,
             health_probe,
@@ -330,10 +354,12 @@ impl ManagerBuilder {
             registry,
             metrics,
             election,
-            watch_dog: self.watch_dog,
             broadcaster: self.broadcaster,
             cache_sync_timeout: self.cache_sync_timeout,
+            graceful_shutdown_timeout: self.graceful_shutdown_timeout,
             services: Vec::new(),
+            healthz,
+            readyz,
             shared,
         })
     }
@@ -393,9 +419,12 @@ fn leader_callbacks(shared: &Arc<Shared>, on_new_leader: Option<NewLeader>) -> L
 ///   [`run`](Manager::run) returns [`ManagerError::LeaderElectionLost`] (exit and let the
 ///   replica restart, as controller-runtime does).
 /// * **Probes** ([`health_probe_bind_address`](ManagerBuilder::health_probe_bind_address)):
-///   `/healthz` answers 200 while the manager runs (500 when the leader election's health
-///   check, the config's `watch_dog`, fails); `/readyz` answers 200 once every controller's
-///   caches have synced, 500 before, naming the informers still syncing.
+///   `/healthz` and `/readyz` run their named checks in controller-runtime's format
+///   ([`health`](crate::health)): `/healthz`'s `leaderElection` (the election config's
+///   `watch_dog`, when set), `/readyz`'s `informer-sync` (every controller's caches synced;
+///   `/readyz/informer-sync` names the informers still syncing), and those added with
+///   [`add_healthz_check`](Manager::add_healthz_check) and
+///   [`add_readyz_check`](Manager::add_readyz_check).
 /// * **Metrics** ([`metrics_bind_address`](ManagerBuilder::metrics_bind_address)):
 ///   `/metrics` in the OpenMetrics text format, with controller-runtime's controller and
 ///   workqueue metrics ([`ControllerMetrics`]) and whatever else the registry given to
@@ -404,8 +433,9 @@ fn leader_callbacks(shared: &Arc<Shared>, on_new_leader: Option<NewLeader>) -> L
 ///   ([`shutdown_on_signal`](crate::shutdown_on_signal) fires one on SIGTERM or Ctrl-C), no
 ///   new reconcile starts, the ones in flight get their controller's
 ///   [`graceful_shutdown_timeout`](crate::Config::graceful_shutdown_timeout) — still as the
-///   leader: the lease is released only after they finished — then the informers and the
-///   endpoints stop.
+///   leader: the lease is released only after they finished — and the runnables get the
+///   manager's [`graceful_shutdown_timeout`](ManagerBuilder::graceful_shutdown_timeout); then
+///   the informers and the endpoints stop. A zero timeout does not wait.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -443,10 +473,12 @@ pub struct Manager {
     registry: Option<Arc<Registry>>,
     metrics: Option<ControllerMetrics>,
     election: Option<Arc<dyn Election>>,
-    watch_dog: Option<HealthzAdaptor>,
     broadcaster: Option<EventBroadcaster>,
     cache_sync_timeout: Duration,
+    graceful_shutdown_timeout: Duration,
     services: Vec<(String, Service)>,
+    healthz: Checks,
+    readyz: Checks,
     shared: Arc<Shared>,
 }
 
@@ -474,6 +506,7 @@ impl Manager {
             on_new_leader: None,
             broadcaster: None,
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
+            graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
         }
     }
 
@@ -529,6 +562,44 @@ impl Manager {
         self.services.push((name.into(), service));
     }
 
+    /// Adds a check to `/healthz` (controller-runtime's `AddHealthzCheck`): the liveness
+    /// probe fails while it fails. Built in: `leaderElection` (the election's `watch_dog`,
+    /// when set). See [`health`](crate::health) for what the endpoint answers.
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError`] when the name is taken or is not a path segment.
+    ///
+    /// ```no_run
+    /// # fn demo(mut manager: kclient_controller::Manager, pool: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Result<(), kclient_controller::health::CheckError> {
+    /// manager.add_healthz_check("connection-pool", move || {
+    ///     if pool.load(std::sync::atomic::Ordering::Relaxed) { Ok(()) } else { Err("the pool is exhausted") }
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn add_healthz_check<E: Into<BoxError>>(
+        &mut self,
+        name: impl Into<String>,
+        check: impl Fn() -> Result<(), E> + Send + Sync + 'static,
+    ) -> Result<(), CheckError> {
+        self.healthz.add("healthz", name, checker(check))
+    }
+
+    /// Adds a check to `/readyz` (controller-runtime's `AddReadyzCheck`): the readiness
+    /// probe fails while it fails. Built in: `informer-sync` (every controller's caches
+    /// synced).
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError`] when the name is taken or is not a path segment.
+    pub fn add_readyz_check<E: Into<BoxError>>(
+        &mut self,
+        name: impl Into<String>,
+        check: impl Fn() -> Result<(), E> + Send + Sync + 'static,
+    ) -> Result<(), CheckError> {
+        self.readyz.add("readyz", name, checker(check))
+    }
+
     /// Where `/healthz` and `/readyz` are served, if they are.
     pub fn health_probe_address(&self) -> Option<SocketAddr> {
         self.health_probe.as_ref().and_then(|l| l.local_addr().ok())
@@ -554,10 +625,12 @@ impl Manager {
             registry,
             metrics: _,
             election,
-            watch_dog,
             broadcaster: _,
             cache_sync_timeout,
+            graceful_shutdown_timeout,
             services,
+            healthz,
+            readyz,
             shared,
         } = self;
         let link = tokio::spawn({
@@ -574,7 +647,7 @@ impl Manager {
         if let Some(listener) = health_probe {
             servers.push(spawn_server(
                 listener,
-                probe_routes(Arc::clone(&shared), watch_dog),
+                probe_routes(healthz, readyz),
                 &servers_stop,
             ));
         }
@@ -593,9 +666,7 @@ impl Manager {
         let outcome = run_with_caches(&shared, election, cache_sync_timeout).await;
 
         services_stop.cancel();
-        for service in services {
-            let _ = service.await;
-        }
+        let unfinished = stop_services(services, graceful_shutdown_timeout).await;
         informers_stop.cancel();
         informers.shutdown().await;
         servers_stop.cancel();
@@ -604,11 +675,77 @@ impl Manager {
         }
         link.abort();
         let failure = failed.lock().take();
-        match failure {
-            Some(error) => Err(error),
-            None => outcome,
+        match (failure, unfinished) {
+            (Some(error), _) => Err(error),
+            (None, unfinished) if !unfinished.is_empty() => Err(ManagerError::ShutdownTimedOut {
+                runnables: unfinished,
+                timeout: graceful_shutdown_timeout,
+            }),
+            (None, _) => outcome,
         }
     }
+}
+
+/// `check` as a [`Checker`].
+fn checker<E: Into<BoxError>>(
+    check: impl Fn() -> Result<(), E> + Send + Sync + 'static,
+) -> Checker {
+    Arc::new(move || check().map_err(Into::into))
+}
+
+/// The built-in checks: `/healthz`'s `leaderElection` (with a watch dog), `/readyz`'s
+/// `informer-sync`.
+fn built_in_checks(shared: &Arc<Shared>, watch_dog: Option<HealthzAdaptor>) -> (Checks, Checks) {
+    let mut healthz = Checks::default();
+    if let Some(watch_dog) = watch_dog {
+        let check = checker(move || {
+            watch_dog
+                .check()
+                .map_err(|e| format!("leader election: {e}"))
+        });
+        // A fresh set: neither the name nor its uniqueness can fail.
+        let _ = healthz.add("healthz", "leaderElection", check);
+    }
+    let mut readyz = Checks::default();
+    let shared = Arc::clone(shared);
+    let synced = checker(move || {
+        let unsynced = shared.unsynced();
+        if unsynced.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("caches not synced: {}", unsynced.join(", ")))
+        }
+    });
+    let _ = readyz.add("readyz", "informer-sync", synced);
+    (healthz, readyz)
+}
+
+/// Waits up to `timeout` for the runnables to end (they were told to stop); drops those
+/// still running then, and names them (none when the timeout is zero: not waiting was
+/// asked for).
+async fn stop_services(
+    services: Vec<(String, tokio::task::JoinHandle<()>)>,
+    timeout: Duration,
+) -> Vec<String> {
+    let mut unfinished = Vec::new();
+    let deadline = tokio::time::Instant::now() + timeout;
+    for (name, mut service) in services {
+        if timeout.is_zero() {
+            service.abort();
+            let _ = service.await;
+            continue;
+        }
+        if tokio::time::timeout_at(deadline, &mut service)
+            .await
+            .is_err()
+        {
+            tracing::error!(runnable = %name, ?timeout, "a runnable did not end within the graceful shutdown timeout: dropped");
+            service.abort();
+            let _ = service.await;
+            unfinished.push(name);
+        }
+    }
+    unfinished
 }
 
 /// Starts every runnable with a token that fires at `stop_services`; the first that fails
@@ -618,13 +755,15 @@ fn start_services(
     stop_services: &CancellationToken,
     stop_manager: &CancellationToken,
     failed: &Arc<Mutex<Option<ManagerError>>>,
-) -> Vec<tokio::task::JoinHandle<()>> {
+) -> Vec<(String, tokio::task::JoinHandle<()>)> {
     services
         .into_iter()
         .map(|(name, service)| {
             let running = service(stop_services.clone());
             let (stop_manager, failed) = (stop_manager.clone(), Arc::clone(failed));
-            tokio::spawn(async move {
+            let task_name = name.clone();
+            let task = tokio::spawn(async move {
+                let name = task_name;
                 if let Err(source) = running.await {
                     tracing::error!(runnable = %name, error = %source, "a runnable failed; stopping the manager");
                     failed
@@ -632,7 +771,8 @@ fn start_services(
                         .get_or_insert(ManagerError::Runnable { name, source });
                     stop_manager.cancel();
                 }
-            })
+            });
+            (name, task)
         })
         .collect()
 }
@@ -669,6 +809,11 @@ async fn run_with_caches(
                 leader: None,
             })
             .await;
+            if errors.is_empty() {
+                // Controllers end only when stopped, or when there are none: a manager of
+                // runnables alone runs until it is stopped too.
+                shared.stop.cancelled().await;
+            }
             shared.errors.lock().extend(errors);
         }
         Some(elector) => {
@@ -719,35 +864,22 @@ fn spawn_server(
     })
 }
 
-/// `/healthz`: ok, unless the leader election's health check fails; `/readyz`: ok once the
-/// caches synced.
-fn probe_routes(shared: Arc<Shared>, watch_dog: Option<HealthzAdaptor>) -> Routes {
-    Arc::new(move |path| match path {
-        "/healthz" => Some(match watch_dog.as_ref().map(HealthzAdaptor::check) {
-            Some(Err(error)) => Reply::text(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("leader election: {error}\n"),
-            ),
-            _ => Reply::text(StatusCode::OK, "ok"),
-        }),
-        "/readyz" => Some({
-            let unsynced = shared.unsynced();
-            if unsynced.is_empty() {
-                Reply::text(StatusCode::OK, "ok")
-            } else {
-                Reply::text(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("caches not synced: {}\n", unsynced.join(", ")),
-                )
-            }
-        }),
-        _ => None,
+/// `/healthz` and `/readyz`, with their checks' sub-paths.
+fn probe_routes(healthz: Checks, readyz: Checks) -> Routes {
+    Arc::new(move |path, query| {
+        if let Some(rest) = path.strip_prefix("/healthz") {
+            return healthz.serve(rest, query);
+        }
+        if let Some(rest) = path.strip_prefix("/readyz") {
+            return readyz.serve(rest, query);
+        }
+        None
     })
 }
 
 /// `/metrics`: the registry in the OpenMetrics text format.
 fn metrics_routes(registry: Arc<Registry>) -> Routes {
-    Arc::new(move |path| {
+    Arc::new(move |path, _| {
         (path == "/metrics").then(|| {
             let mut text = String::new();
             match prometheus_client::encoding::text::encode(&mut text, &registry) {

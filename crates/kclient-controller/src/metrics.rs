@@ -34,6 +34,7 @@ fn reconcile_time_histogram() -> Histogram {
 /// | `controller_runtime_reconcile_total` | counter | `controller`, `result` (`success`, `error`, `requeue`, `requeue_after`) |
 /// | `controller_runtime_reconcile_errors_total` | counter | `controller` |
 /// | `controller_runtime_reconcile_panics_total` | counter | `controller` |
+/// | `controller_runtime_reconcile_timeouts_total` | counter (reconciles cut off by [`Config::reconcile_timeout`](crate::Config::reconcile_timeout)) | `controller` |
 /// | `controller_runtime_reconcile_time_seconds` | histogram (controller-runtime's buckets, 5 ms to 60 s) | `controller` |
 /// | `controller_runtime_max_concurrent_reconciles` | gauge | `controller` |
 /// | `controller_runtime_active_workers` | gauge | `controller` |
@@ -63,6 +64,7 @@ pub struct ControllerMetrics {
     reconcile_total: Family<ResultLabel, Counter>,
     reconcile_errors: Family<ControllerLabel, Counter>,
     reconcile_panics: Family<ControllerLabel, Counter>,
+    reconcile_timeouts: Family<ControllerLabel, Counter>,
     reconcile_time: Family<ControllerLabel, Histogram, HistogramConstructor>,
     max_concurrent_reconciles: Family<ControllerLabel, Gauge>,
     active_workers: Family<ControllerLabel, Gauge>,
@@ -70,13 +72,14 @@ pub struct ControllerMetrics {
 }
 
 impl ControllerMetrics {
-    /// Creates the families (controller-runtime's six controller metrics and the seven
+    /// Creates the families (controller-runtime's seven controller metrics and the seven
     /// workqueue metrics) and registers them in `registry`.
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self {
             reconcile_total: Family::default(),
             reconcile_errors: Family::default(),
             reconcile_panics: Family::default(),
+            reconcile_timeouts: Family::default(),
             reconcile_time: Family::new_with_constructor(reconcile_time_histogram),
             max_concurrent_reconciles: Family::default(),
             active_workers: Family::default(),
@@ -96,6 +99,11 @@ impl ControllerMetrics {
             "controller_runtime_reconcile_panics",
             "Total number of reconciliation panics per controller",
             metrics.reconcile_panics.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_timeouts",
+            "Total number of reconciliation timeouts per controller",
+            metrics.reconcile_timeouts.clone(),
         );
         registry.register(
             "controller_runtime_reconcile_time_seconds",
@@ -145,6 +153,7 @@ impl ControllerMetrics {
             requeue_after: total("requeue_after"),
             errors: self.reconcile_errors.get_or_create(&controller).clone(),
             panics: self.reconcile_panics.get_or_create(&controller).clone(),
+            timeouts: self.reconcile_timeouts.get_or_create(&controller).clone(),
             time: self.reconcile_time.get_or_create(&controller).clone(),
             active,
         }
@@ -160,6 +169,7 @@ pub(crate) struct ReconcileMetrics {
     pub(crate) requeue_after: Counter,
     pub(crate) errors: Counter,
     pub(crate) panics: Counter,
+    pub(crate) timeouts: Counter,
     pub(crate) time: Histogram,
     pub(crate) active: Gauge,
 }

@@ -14,7 +14,7 @@ use kclient_workqueue::{AddOpts, PriorityQueue};
 use parking_lot::Mutex;
 
 use crate::owner::{controller_of, reference_group};
-use crate::predicate::Predicate;
+use crate::predicate::{Object, Predicate};
 
 /// The controller's queue of keys.
 pub(crate) type KeyQueue = PriorityQueue<ObjectKey>;
@@ -61,8 +61,54 @@ impl Registration {
     }
 }
 
+/// The controller-wide event filter ([`Controller::with_event_filter`](crate::Controller::with_event_filter)).
+pub(crate) type EventFilter = Option<Predicate<dyn Object>>;
+
 /// Registers a controller's handler on one informer when the controller starts.
-pub(crate) type Source = Box<dyn FnOnce(&KeyQueue) -> Result<Registration, InformerError> + Send>;
+pub(crate) type Source =
+    Box<dyn FnOnce(&KeyQueue, &EventFilter) -> Result<Registration, InformerError> + Send>;
+
+/// The predicates an event of an `O` must pass: the source's own and the controller's
+/// event filter.
+pub(crate) struct Filters<O> {
+    own: Option<Predicate<O>>,
+    controller: EventFilter,
+}
+
+impl<O: Object + 'static> Filters<O> {
+    pub(crate) fn new(own: Option<Predicate<O>>, controller: &EventFilter) -> Self {
+        Self {
+            own,
+            controller: controller.clone(),
+        }
+    }
+
+    fn add(&self, obj: &O) -> bool {
+        self.own.as_ref().is_none_or(|p| p.evaluate_create(obj))
+            && self
+                .controller
+                .as_ref()
+                .is_none_or(|p| p.evaluate_create(obj))
+    }
+
+    fn update(&self, old: &O, new: &O) -> bool {
+        self.own.as_ref().is_none_or(|p| p.evaluate(old, new))
+            && self
+                .controller
+                .as_ref()
+                .is_none_or(|p| p.evaluate(old as &dyn Object, new as &dyn Object))
+    }
+
+    /// A delete without a last known state (a tombstone of an unknown object) passes.
+    fn delete(&self, obj: Option<&O>) -> bool {
+        let Some(obj) = obj else { return true };
+        self.own.as_ref().is_none_or(|p| p.evaluate_delete(obj))
+            && self
+                .controller
+                .as_ref()
+                .is_none_or(|p| p.evaluate_delete(obj))
+    }
+}
 
 /// Adds `handler` to `informer` under `name`, as a [`Registration`]. The handler only
 /// queues keys (its predicates and mappers are documented as quick), so the informer calls
@@ -92,27 +138,33 @@ where
     })
 }
 
-/// The primary type's handler: every add and delete queues the object's key, an update
-/// queues it when `predicate` passes; adds from the initial list and unchanged resyncs at
-/// [`LOW_PRIORITY`]. A deletion also keeps the last known state for
+/// The primary type's handler: each add, update and delete that `filters` pass queues the
+/// object's key; adds from the initial list and unchanged resyncs at [`LOW_PRIORITY`]. A
+/// deletion also keeps the last known state for
 /// [`Reconciler::reconcile_deleted`](crate::Reconciler::reconcile_deleted).
 pub(crate) fn register_primary<K>(
     informer: &SharedIndexInformer<K>,
     name: String,
     queue: &KeyQueue,
-    predicate: Option<Predicate<K>>,
+    filters: Filters<K>,
     last_known: LastKnown<K>,
 ) -> Result<Registration, InformerError>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
     let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
+    let filters = Arc::new(filters);
+    let (add_filters, update_filters, delete_filters) =
+        (Arc::clone(&filters), Arc::clone(&filters), filters);
     let handler = ResourceEventHandlerFuncs::new()
         .add_func(move |obj: &Arc<K>, initial| {
-            on_add.add_with_opts(on_add_opts(initial), [ObjectKey::from_object(obj.as_ref())]);
+            if add_filters.add(obj) {
+                let key = ObjectKey::from_object(obj.as_ref());
+                on_add.add_with_opts(on_add_opts(initial), [key]);
+            }
         })
         .update_func(move |old: &Arc<K>, new: &Arc<K>| {
-            if predicate.as_ref().is_none_or(|p| p.evaluate(old, new)) {
+            if update_filters.update(old, new) {
                 on_update.add_with_opts(
                     on_update_opts(old.as_ref(), new.as_ref()),
                     [ObjectKey::from_object(new.as_ref())],
@@ -120,6 +172,9 @@ where
             }
         })
         .delete_func(move |deleted| {
+            if !delete_filters.delete(deleted.last_known().map(AsRef::as_ref)) {
+                return;
+            }
             let key = deletion_handling_meta_namespace_key(deleted);
             let Ok(key) = key.parse::<ObjectKey>() else {
                 tracing::warn!(%key, "a deletion with a malformed key: not queued");
@@ -133,16 +188,16 @@ where
     register(informer, name, handler)
 }
 
-/// A handler queueing the keys `map` gives for each object: both the old and the new
-/// object's on an update that `predicate` passes (a change can move an object from one key
-/// to another), the last known state's on a deletion; at the same priorities as the
-/// primary's handler.
+/// A handler queueing the keys `map` gives for each object whose event `filters` pass: both
+/// the old and the new object's on an update (a change can move an object from one key to
+/// another), the last known state's on a deletion; at the same priorities as the primary's
+/// handler.
 pub(crate) fn register_mapped<O, F, I>(
     informer: &SharedIndexInformer<O>,
     name: String,
     queue: &KeyQueue,
     map: F,
-    predicate: Option<Predicate<O>>,
+    filters: Filters<O>,
 ) -> Result<Registration, InformerError>
 where
     O: Resource + Clone + Send + Sync + 'static,
@@ -152,19 +207,28 @@ where
     let map = Arc::new(map);
     let (map_add, map_update, map_delete) = (Arc::clone(&map), Arc::clone(&map), map);
     let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
+    let filters = Arc::new(filters);
+    let (add_filters, update_filters, delete_filters) =
+        (Arc::clone(&filters), Arc::clone(&filters), filters);
     let handler = ResourceEventHandlerFuncs::new()
         .add_func(move |obj: &Arc<O>, initial| {
-            on_add.add_with_opts(on_add_opts(initial), map_add(obj));
+            if add_filters.add(obj) {
+                on_add.add_with_opts(on_add_opts(initial), map_add(obj));
+            }
         })
         .update_func(move |old: &Arc<O>, new: &Arc<O>| {
-            if predicate.as_ref().is_none_or(|p| p.evaluate(old, new)) {
+            if update_filters.update(old, new) {
                 let opts = on_update_opts(old.as_ref(), new.as_ref());
                 on_update.add_with_opts(opts, map_update(old));
                 on_update.add_with_opts(opts, map_update(new));
             }
         })
         .delete_func(move |deleted| {
-            if let Some(obj) = deleted.last_known() {
+            let obj = deleted.last_known();
+            if !delete_filters.delete(obj.map(AsRef::as_ref)) {
+                return;
+            }
+            if let Some(obj) = obj {
                 map_delete(obj)
                     .into_iter()
                     .for_each(|key| on_delete.add(key));
@@ -200,6 +264,24 @@ impl OwnerType {
     /// the owner's namespace is the object's, none for a cluster-scoped owner).
     pub(crate) fn controller_key<O: Resource>(&self, obj: &O) -> Option<ObjectKey> {
         let owner = controller_of(obj).filter(|owner| self.is(owner))?;
+        self.key_of(obj, owner)
+    }
+
+    /// The keys of every owner reference of `obj` naming this type, controller or not
+    /// (controller-runtime's `EnqueueRequestForOwner` without `OnlyControllerOwner`, the
+    /// `builder.MatchEveryOwner` of `Owns`).
+    pub(crate) fn owner_keys<O: Resource>(&self, obj: &O) -> Vec<ObjectKey> {
+        obj.meta()
+            .owner_references
+            .iter()
+            .flatten()
+            .filter(|owner| self.is(owner))
+            .filter_map(|owner| self.key_of(obj, owner))
+            .collect()
+    }
+
+    /// The key of `owner`, a reference of `obj` to this type.
+    fn key_of<O: Resource>(&self, obj: &O, owner: &OwnerReference) -> Option<ObjectKey> {
         if !self.namespaced {
             return Some(ObjectKey::cluster_scoped(owner.name.clone()));
         }

@@ -29,6 +29,8 @@ pub(crate) struct Workers<K, R> {
     pub(crate) metrics: Option<ReconcileMetrics>,
     /// Reconciles running now.
     pub(crate) in_flight: AtomicUsize,
+    /// How long one reconcile may run.
+    pub(crate) reconcile_timeout: Option<std::time::Duration>,
 }
 
 /// How a reconcile ended, before the action is applied.
@@ -36,6 +38,7 @@ enum Outcome {
     Succeeded(Action),
     Failed(Action),
     Panicked,
+    TimedOut,
 }
 
 impl<K, R> Workers<K, R>
@@ -103,17 +106,29 @@ where
         let key = ctx.key();
         let last_known = self.last_known.lock().remove(key);
         let cached = self.cache.get_by_key(&key.to_string());
-        let result = match cached {
-            Some(obj) => {
-                AssertUnwindSafe(self.reconciler.reconcile(obj, ctx))
-                    .catch_unwind()
-                    .await
+        let reconciling = async {
+            match cached {
+                Some(obj) => {
+                    AssertUnwindSafe(self.reconciler.reconcile(obj, ctx))
+                        .catch_unwind()
+                        .await
+                }
+                None => {
+                    AssertUnwindSafe(self.reconciler.reconcile_deleted(last_known, ctx))
+                        .catch_unwind()
+                        .await
+                }
             }
-            None => {
-                AssertUnwindSafe(self.reconciler.reconcile_deleted(last_known, ctx))
-                    .catch_unwind()
-                    .await
-            }
+        };
+        let result = match self.reconcile_timeout {
+            None => reconciling.await,
+            Some(limit) => match tokio::time::timeout(limit, reconciling).await {
+                Ok(result) => result,
+                Err(_) => {
+                    tracing::error!(timeout = ?limit, "the reconcile timed out; backing off");
+                    return Outcome::TimedOut;
+                }
+            },
         };
         match result {
             Ok(Ok(action)) => {
@@ -153,6 +168,12 @@ where
             Outcome::Panicked => {
                 if let Some(metrics) = &self.metrics {
                     metrics.panics.inc();
+                }
+                (Action::requeue_rate_limited(), true)
+            }
+            Outcome::TimedOut => {
+                if let Some(metrics) = &self.metrics {
+                    metrics.timeouts.inc();
                 }
                 (Action::requeue_rate_limited(), true)
             }

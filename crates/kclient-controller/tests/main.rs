@@ -4,6 +4,7 @@
 mod support;
 
 mod fake_server;
+mod filters;
 mod helpers;
 mod manager;
 mod queueing;

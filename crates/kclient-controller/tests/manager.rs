@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use crate::support::{
-    clientset, config_map, eventually, http_get, Count, Counting, Probe, Sources,
+    clientset, config_map, eventually, eventually_async, http_get, Count, Counting, Probe, Sources,
 };
 
 /// An in-memory election store shared by the candidates' locks, with a switch that fails
@@ -435,7 +435,18 @@ async fn the_probes_and_the_metrics_endpoint(
     let (status, body) = http_get(health, "/readyz").await?;
     assert_eq!(
         (status, body.as_str()),
-        (500, "caches not synced: v1/ConfigMap\n")
+        (
+            500,
+            "[-]informer-sync failed: reason withheld\nhealthz check failed\n"
+        )
+    );
+    let (status, body) = http_get(health, "/readyz/informer-sync").await?;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            500,
+            "internal server error: caches not synced: v1/ConfigMap\n"
+        )
     );
     assert_eq!(http_get(health, "/nothing").await?.0, 404);
 
@@ -631,4 +642,115 @@ async fn runnables_run_in_every_replica_and_one_that_fails_stops_the_manager() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// controller-runtime's `GracefulShutdownTimeout` for runnables: one that ignores the stop
+/// is dropped after the timeout and named in the error; with a zero timeout the manager
+/// does not wait, and it is no error.
+#[tokio::test(start_paused = true)]
+async fn runnables_get_the_graceful_shutdown_timeout_and_zero_does_not_wait() {
+    for timeout in [Duration::from_secs(5), Duration::ZERO] {
+        let sources = Sources::default();
+        let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+        let mut manager = Manager::builder(&factory)
+            .graceful_shutdown_timeout(timeout)
+            .build()
+            .unwrap();
+        let (started, started_in) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let flag = Arc::clone(&started_in);
+        manager.add_runnable("stubborn", move |_stop: CancellationToken| async move {
+            flag.store(true, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok::<(), std::io::Error>(())
+        });
+        let _ = started;
+        let shutdown = CancellationToken::new();
+        let running = tokio::spawn(manager.run(shutdown.clone()));
+        assert!(eventually(Duration::from_secs(5), || started_in.load(Ordering::SeqCst)).await);
+        let stopping = Instant::now();
+        shutdown.cancel();
+        let ended = running.await.unwrap();
+        assert_eq!(stopping.elapsed(), timeout);
+        if timeout.is_zero() {
+            ended.unwrap();
+        } else {
+            match ended {
+                Err(ManagerError::ShutdownTimedOut {
+                    runnables,
+                    timeout: t,
+                }) => {
+                    assert_eq!((runnables, t), (vec!["stubborn".to_owned()], timeout));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        factory.shutdown().await;
+    }
+}
+
+/// controller-runtime's `AddHealthzCheck` and `AddReadyzCheck`: the checks are served in
+/// the aggregate and at their own paths; a name is taken once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_readiness_checks_of_ones_own(
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let sources = Sources::default();
+    let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+    let mut manager = Manager::builder(&factory)
+        .health_probe_bind_address("127.0.0.1:0".parse()?)
+        .build()?;
+    let warm = Arc::new(AtomicBool::new(false));
+    let warm_in = Arc::clone(&warm);
+    manager.add_readyz_check("warm", move || {
+        if warm_in.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err("still warming up")
+        }
+    })?;
+    manager.add_healthz_check("ping", || Ok::<(), std::io::Error>(()))?;
+    let taken = manager.add_readyz_check("informer-sync", || Ok::<(), std::io::Error>(()));
+    assert_eq!(
+        taken.unwrap_err().to_string(),
+        "a readyz check named \"informer-sync\" already exists"
+    );
+    let health = manager.health_probe_address().unwrap();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(manager.run(shutdown.clone()));
+    assert_eq!(
+        http_get(health, "/healthz?verbose").await?,
+        (200, "[+]ping ok\nhealthz check passed\n".to_string())
+    );
+    assert!(
+        eventually_async(LIMIT, || async {
+            let ready = http_get(health, "/readyz/informer-sync").await;
+            ready.is_ok_and(|(status, _)| status == 200)
+        })
+        .await
+    );
+    assert_eq!(
+        http_get(health, "/readyz").await?,
+        (
+            500,
+            "[+]informer-sync ok\n[-]warm failed: reason withheld\nhealthz check failed\n"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        http_get(health, "/readyz/warm").await?,
+        (500, "internal server error: still warming up\n".to_string())
+    );
+    assert_eq!(
+        http_get(health, "/readyz?exclude=warm").await?,
+        (200, "ok".to_string())
+    );
+    warm.store(true, Ordering::SeqCst);
+    assert_eq!(http_get(health, "/readyz").await?, (200, "ok".to_string()));
+    assert_eq!(http_get(health, "/readyz/nothing").await?.0, 404);
+    shutdown.cancel();
+    run.await??;
+    factory.shutdown().await;
+    Ok(())
 }

@@ -783,6 +783,66 @@ async fn reconciles_past_the_graceful_shutdown_timeout_are_dropped() {
     assert_eq!(probe.most_at_once(), 1);
 }
 
+/// controller-runtime's `GracefulShutdownTimeout: 0`: do not wait, and no error.
+#[tokio::test(start_paused = true)]
+async fn a_zero_graceful_shutdown_timeout_drops_the_reconciles_at_once_without_an_error() {
+    let sources = Sources::default();
+    sources.config_maps.add(config_map("default", "slow", &[]));
+    let probe = Arc::new(Probe::default());
+    let finished = Arc::new(AtomicUsize::new(0));
+    let reconciler = slow_reconciler(&probe, Duration::from_secs(600), &finished);
+    let config = Config::default().graceful_shutdown_timeout(Duration::ZERO);
+    let running = start(&sources, config, reconciler);
+    assert!(eventually(Duration::from_secs(5), || probe.count(&key("slow")) == 1).await);
+    let stopping = Instant::now();
+    running.stop().await.unwrap();
+    assert_eq!(stopping.elapsed(), Duration::ZERO);
+    assert_eq!(finished.load(Ordering::SeqCst), 0);
+}
+
+/// controller-runtime's `ReconciliationTimeout` ("should count reconcile timeouts"): a
+/// reconcile past the limit is dropped, counted as a timeout and an error, and its key
+/// retried with the backoff; one within the limit is not.
+#[tokio::test(start_paused = true)]
+async fn a_reconcile_past_the_reconcile_timeout_is_dropped_counted_and_retried() {
+    let sources = Sources::default();
+    sources.config_maps.add(config_map("default", "slow", &[]));
+    sources.config_maps.add(config_map("default", "quick", &[]));
+    let probe = Arc::new(Probe::default());
+    let finished = Arc::new(AtomicUsize::new(0));
+    let reconciler = slow_reconciler(&probe, Duration::from_secs(60), &finished);
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = ControllerMetrics::new(&mut registry);
+    let running = start_with(
+        &sources,
+        |c| {
+            c.metrics(metrics).with_config(
+                Config::default()
+                    .workers(2)
+                    .reconcile_timeout(Duration::from_secs(10)),
+            )
+        },
+        reconciler,
+    );
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let slow = probe.seen_of(&key("slow"));
+    assert_eq!(slow.len(), 2, "retried after the timeout: {slow:?}");
+    assert_eq!(slow[1].at - slow[0].at, Duration::from_millis(10_005));
+    assert_eq!(slow[1].retries, 1);
+    assert_eq!(finished.load(Ordering::SeqCst), 0);
+    assert_eq!(probe.count(&key("quick")), 1);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    for line in [
+        r#"controller_runtime_reconcile_timeouts_total{controller="config-maps"} 1"#,
+        r#"controller_runtime_reconcile_errors_total{controller="config-maps"} 1"#,
+        r#"controller_runtime_reconcile_total{controller="config-maps",result="success"} 1"#,
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    running.stop().await.unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn metrics_count_results_with_controller_runtimes_names() {
     let sources = Sources::default();

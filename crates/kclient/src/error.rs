@@ -184,6 +184,11 @@ pub enum Error {
     #[error(transparent)]
     OwnerReference(#[from] kclient_controller::owner::OwnerReferenceError),
 
+    /// A health or readiness check could not be added to the manager (kclient-controller).
+    #[cfg(feature = "controller")]
+    #[error(transparent)]
+    HealthCheck(#[from] kclient_controller::health::CheckError),
+
     /// The webhook server could not start (kclient-webhook).
     #[cfg(feature = "webhook")]
     #[error(transparent)]
