@@ -282,15 +282,20 @@ async fn child_role() {
 }
 
 /// Runs [`child_role`] in a child process, at most 3 minutes; its status and environment.
+/// Its output (a failing test's, on purpose) goes to a file, shown if it reported nothing.
 fn run_child(role: &str, bin: &Path) -> (ExitStatus, Started) {
     let scratch = tempfile::tempdir().unwrap();
     let report = scratch.path().join("started.json");
+    let output = scratch.path().join("output.txt");
+    let out = fs::File::create(&output).unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["real::child_role", "--exact", "--ignored", "--nocapture"])
         .env(ROLE_ENV, role)
         .env(STARTED_ENV, &report)
         .env(BINARIES_ENV, bin)
         .env("RUST_BACKTRACE", "0")
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
         .spawn()
         .unwrap();
     let started = Instant::now();

@@ -88,26 +88,21 @@ fn no_arguments(command: &str, rest: &[String]) -> Result<()> {
 }
 
 /// `cargo xtask e2e test [cargo test args]`: up (if needed), the suite, down (if we started it).
-/// Without arguments kclient-envtest's tests that run etcd and kube-apiserver run too, in the
-/// same `cargo test` (one build), with the binaries just built; arguments (a filter, a
-/// `--test` target) are for the suite alone.
+/// Without arguments the tests that need the real binaries outside the suite run too, in the
+/// same `cargo test` (one build): kclient-envtest's, and the user's crate of docs/envtest.md
+/// — once with kclient's build cache, once more with the same binaries laid out as
+/// setup-envtest lays them out, named by `KUBEBUILDER_ASSETS`. Arguments (a filter, a `--test`
+/// target) are for the suite alone.
 pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
     gomod::check()?;
     let cluster = cluster::up()?;
-    let mut tests = cargo();
-    tests.args(["test", "-p", "kclient-e2e"]);
-    let what = if cargo_test_args.is_empty() {
-        tests.args(["-p", "kclient-envtest"]);
-        "cargo test -p kclient-e2e -p kclient-envtest (against kube-apiserver)"
+    let result = if cargo_test_args.is_empty() {
+        with_envtest(&cluster)
     } else {
+        let mut tests = suite(&cluster, &["-p", "kclient-e2e"]);
         tests.args(cargo_test_args);
-        "cargo test -p kclient-e2e (against kube-apiserver)"
+        step("cargo test -p kclient-e2e (against kube-apiserver)", tests)
     };
-    tests.env(KUBECONFIG_ENV, &cluster.kubeconfig);
-    tests.env(KUBECTL_ENV, &cluster.kubectl);
-    tests.env(KUBERNETES_VERSION_ENV, &cluster.kubernetes_version);
-    tests.env(ENVTEST_BINARIES_ENV, &cluster.bin_dir);
-    let result = step(what, tests);
     if cluster.started_here {
         let stopped = cluster::down();
         if let Err(err) = &stopped {
@@ -118,6 +113,80 @@ pub(crate) fn test(cargo_test_args: &[String]) -> Result<()> {
         eprintln!("e2e: the cluster was already up before this run; it stays up");
         result
     }
+}
+
+/// The user's crate of docs/envtest.md, and its test (whose name no other test has).
+const ENVTEST_USER_CRATE: &str = "envtest-greeter";
+const ENVTEST_USER_TEST: &str = "a_greeting_gets_its_config_map_and_nobody_is_refused";
+
+/// `cargo test` of `packages` against the running cluster, with the real binaries for
+/// kclient-envtest's tests.
+fn suite(cluster: &cluster::Cluster, packages: &[&str]) -> Command {
+    let mut tests = cargo();
+    tests.arg("test").args(packages);
+    tests.env(KUBECONFIG_ENV, &cluster.kubeconfig);
+    tests.env(KUBECTL_ENV, &cluster.kubectl);
+    tests.env(KUBERNETES_VERSION_ENV, &cluster.kubernetes_version);
+    tests.env(ENVTEST_BINARIES_ENV, &cluster.bin_dir);
+    tests
+}
+
+/// The suite, kclient-envtest's tests and the user's crate (kclient's build cache), then the
+/// user's test alone with `KUBEBUILDER_ASSETS` (and kclient's build cache moved out of reach).
+fn with_envtest(cluster: &cluster::Cluster) -> Result<()> {
+    let packages = [
+        "-p",
+        "kclient-e2e",
+        "-p",
+        "kclient-envtest",
+        "-p",
+        ENVTEST_USER_CRATE,
+    ];
+    let mut tests = suite(cluster, &packages);
+    tests.env_remove(kclient_envtest::binaries::KUBEBUILDER_ASSETS);
+    step(
+        "cargo test -p kclient-e2e -p kclient-envtest -p envtest-greeter (against \
+         kube-apiserver; the envtest binaries from kclient's build cache)",
+        tests,
+    )?;
+    let assets = setup_envtest_layout(cluster)?;
+    let mut tests = suite(cluster, &packages);
+    tests.args(["--tests", "--", ENVTEST_USER_TEST, "--exact"]);
+    tests.env(kclient_envtest::binaries::KUBEBUILDER_ASSETS, &assets);
+    tests.env(
+        kclient_envtest::binaries::KCLIENT_CACHE_ENV,
+        assets.join("no-kclient-cache"),
+    );
+    tests.env_remove(ENVTEST_BINARIES_ENV);
+    let result = step(
+        &format!(
+            "cargo test of {ENVTEST_USER_CRATE} with KUBEBUILDER_ASSETS={}",
+            assets.display()
+        ),
+        tests,
+    );
+    let root = assets.ancestors().nth(2).unwrap_or(&assets);
+    let _ = std::fs::remove_dir_all(root);
+    result
+}
+
+/// The cluster's binaries (symbolic links) in a directory laid out as setup-envtest lays them
+/// out: `<dir>/k8s/1.37.1-linux-amd64/{etcd,kube-apiserver,kubectl}`.
+fn setup_envtest_layout(cluster: &cluster::Cluster) -> Result<std::path::PathBuf> {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let version = cluster.kubernetes_version.trim_start_matches('v');
+    let root = std::env::temp_dir().join(format!("kclient-envtest-assets-{}", std::process::id()));
+    let dir = root.join("k8s").join(format!("{version}-linux-{arch}"));
+    std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
+    for binary in ["etcd", "kube-apiserver", "kubectl"] {
+        std::os::unix::fs::symlink(cluster.bin_dir.join(binary), dir.join(binary))
+            .with_context(|| format!("could not link {binary} into {}", dir.display()))?;
+    }
+    Ok(dir)
 }
 
 /// `cargo xtask e2e kubectl ARGS...`: the built kubectl with the running cluster's kubeconfig.
