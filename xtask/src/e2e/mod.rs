@@ -203,3 +203,25 @@ fn kubectl(args: &[String]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::workspace_root;
+
+    /// docs/envtest.md shows the user's crate whole: its operator and its test, which
+    /// `cargo xtask e2e test` runs.
+    #[test]
+    fn the_envtest_guide_shows_the_user_crate_whole() {
+        let root = workspace_root();
+        let guide = std::fs::read_to_string(root.join("docs/envtest.md")).unwrap();
+        for file in ["src/lib.rs", "tests/greeter.rs"] {
+            let path = root.join("examples/envtest-greeter").join(file);
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                guide.contains(&format!("```rust,ignore\n{text}```")),
+                "docs/envtest.md does not show {} as it is",
+                path.display()
+            );
+        }
+    }
+}
