@@ -80,7 +80,12 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     // Tests against a real etcd and kube-apiserver: the admin client and install_crds.
     (
         "kclient-envtest",
-        &["kclient-rest", "kclient-typed", "kclient-tools"],
+        &[
+            "kclient-core",
+            "kclient-rest",
+            "kclient-typed",
+            "kclient-tools",
+        ],
     ),
     // The reconcile runtime: controllers on the cache's shared informers, fed through the
     // workqueue; leader election, events and retries from the tools, the finalizer helper's

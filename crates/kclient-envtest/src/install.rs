@@ -9,8 +9,11 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kclient_core::{Resource, ResourceExt};
 use kclient_tools::crd::install_crds;
 use kclient_typed::{ApplyOptions, Clientset};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::{Environment, EnvironmentBuilder, Error};
 
@@ -116,27 +119,27 @@ impl Environment {
             return Ok(());
         }
         let clientset = self.clientset()?;
-        let options = ApplyOptions::new(FIELD_MANAGER).force();
-        let refused = |name: &str| {
-            let name = name.to_owned();
-            move |source| Error::InstallWebhook { name, source }
-        };
-        let client = clientset.cluster_scoped::<ValidatingWebhookConfiguration>();
-        for configuration in validating {
-            let name = configuration.metadata.name.as_deref().unwrap_or_default();
-            client
-                .apply(name, configuration, &options)
-                .await
-                .map_err(refused(name))?;
-        }
-        let client = clientset.cluster_scoped::<MutatingWebhookConfiguration>();
-        for configuration in mutating {
-            let name = configuration.metadata.name.as_deref().unwrap_or_default();
-            client
-                .apply(name, configuration, &options)
-                .await
-                .map_err(refused(name))?;
-        }
-        Ok(())
+        apply_all(&clientset, validating).await?;
+        apply_all(&clientset, mutating).await
     }
+}
+
+/// Applies each of `configurations` as [`FIELD_MANAGER`].
+async fn apply_all<K>(clientset: &Clientset, configurations: &[K]) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Send + Sync + 'static,
+{
+    let client = clientset.cluster_scoped::<K>();
+    let options = ApplyOptions::new(FIELD_MANAGER).force();
+    for configuration in configurations {
+        let name = configuration.name_any();
+        client
+            .apply(name, configuration, &options)
+            .await
+            .map_err(|source| Error::InstallWebhook {
+                name: name.to_owned(),
+                source,
+            })?;
+    }
+    Ok(())
 }
