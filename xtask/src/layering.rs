@@ -77,6 +77,16 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-cache",
         ],
     ),
+    // Tests against a real etcd and kube-apiserver: the admin client and install_crds.
+    (
+        "kclient-envtest",
+        &[
+            "kclient-core",
+            "kclient-rest",
+            "kclient-typed",
+            "kclient-tools",
+        ],
+    ),
     // The reconcile runtime: controllers on the cache's shared informers, fed through the
     // workqueue; leader election, events and retries from the tools, the finalizer helper's
     // writes through the typed client.
@@ -137,7 +147,12 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-protobuf",
         ],
     ),
-    ("xtask", &["kclient-codegen", "kclient-rest"]),
+    // A user's crate (docs/envtest.md): its operator on the facade, as users depend on it.
+    ("envtest-greeter", &["kclient"]),
+    (
+        "xtask",
+        &["kclient-codegen", "kclient-rest", "kclient-envtest"],
+    ),
 ];
 
 /// One workspace crate as `cargo metadata` describes it.

@@ -14,8 +14,8 @@
 //!   check is what `cargo publish` would refuse: the metadata (description, licence,
 //!   repository), the files of each package, every dependency carrying a version, and that
 //!   each package's dependencies resolve.
-//! * **The documented dependency lines.** Every `toml` block of `README.md` and
-//!   `docs/getting-started.md` that declares kclient crates becomes the manifest of a scratch
+//! * **The documented dependency lines.** Every `toml` block of `README.md`,
+//!   `docs/getting-started.md` and `docs/envtest.md` that declares kclient crates becomes the manifest of a scratch
 //!   project (in the target directory), its `git = ...` (or `path = ...`) source replaced by
 //!   this checkout's crate, and must resolve offline (`cargo metadata`) with exactly one
 //!   Kubernetes version feature on k8s-openapi — the mistake a newcomer makes first is a
@@ -32,7 +32,7 @@ use serde::Deserialize;
 use crate::{cargo, step, target_dir, workspace_metadata, workspace_root};
 
 /// The documents whose dependency lines are checked.
-const DOCUMENTS: &[&str] = &["README.md", "docs/getting-started.md"];
+const DOCUMENTS: &[&str] = &["README.md", "docs/getting-started.md", "docs/envtest.md"];
 
 pub(crate) fn run(args: &[String]) -> Result<()> {
     if let Some(unknown) = args.first() {

@@ -337,7 +337,7 @@ fn run_real(
     let state = e2e::cluster::running()?
         .context("no e2e cluster is up: start one with `cargo xtask e2e up`")?;
     let kubeconfig = work.join("kubeconfig");
-    fs::copy(&state.kubeconfig, &kubeconfig)?;
+    fs::copy(&state.cluster.kubeconfig, &kubeconfig)?;
     let mut results = results("kube-apiserver", mode, Some(&state.kubernetes_version))?;
     eprintln!("bench: seeding {pods} Pods in {namespace}");
     let seeded = kclient_json(

@@ -1,7 +1,7 @@
 //! Where the e2e machinery keeps things: all of it outside the repository, under one cache
 //! root (`$KCLIENT_E2E_CACHE`, else `$XDG_CACHE_HOME/kclient/e2e`, else
-//! `~/.cache/kclient/e2e`); the run directory can be moved on its own with
-//! `$KCLIENT_E2E_RUN_DIR`.
+//! `~/.cache/kclient/e2e`: kclient-envtest's rules, which find the binaries there); the run
+//! directory can be moved on its own with `$KCLIENT_E2E_RUN_DIR`.
 //!
 //! ```text
 //! <root>/<kubernetes version>/bin/   etcd, kube-apiserver, kube-controller-manager, kubectl
@@ -14,32 +14,27 @@ use std::env;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
+use kclient_envtest::binaries;
 
 use crate::workspace_root;
 
-/// Overrides the cache root.
-const CACHE_ENV: &str = "KCLIENT_E2E_CACHE";
-
 /// The cache root.
 pub(crate) fn cache_root() -> Result<PathBuf> {
-    if let Some(dir) = env::var_os(CACHE_ENV).filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    if let Some(dir) = env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(dir).join("kclient").join("e2e"));
-    }
-    match env::var_os("HOME").filter(|v| !v.is_empty()) {
-        Some(home) => Ok(PathBuf::from(home)
-            .join(".cache")
-            .join("kclient")
-            .join("e2e")),
-        None => bail!("neither {CACHE_ENV}, XDG_CACHE_HOME nor HOME is set: nowhere to cache"),
+    match binaries::kclient_cache_root() {
+        Some(root) => Ok(root),
+        None => bail!(
+            "neither {}, XDG_CACHE_HOME nor HOME is set: nowhere to cache",
+            binaries::KCLIENT_CACHE_ENV
+        ),
     }
 }
 
 /// The directory holding the binaries built for one Kubernetes version.
 pub(crate) fn bin_dir(kubernetes_version: &str) -> Result<PathBuf> {
-    Ok(cache_root()?.join(kubernetes_version).join("bin"))
+    Ok(binaries::kclient_cache_bin_dir(
+        &cache_root()?,
+        kubernetes_version,
+    ))
 }
 
 /// Go's build cache, used unless the caller's environment sets GOCACHE.

@@ -1,5 +1,5 @@
-//! The cluster's certificates and keys, generated afresh for every `up` (ECDSA P-256 with rcgen
-//! on ring):
+//! An environment's certificates and keys, generated afresh for each one (ECDSA P-256 with
+//! rcgen on ring):
 //!
 //! * a CA, which signs everything below, is the apiserver's `--client-ca-file` and the
 //!   controller-manager's cluster signing key (for CSRs) and root CA for service accounts;
@@ -14,14 +14,17 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
     ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SerialNumber,
 };
 
+use crate::Error;
+
+type Result<T> = std::result::Result<T, Error>;
+
 /// The admin identity's user name and group (cluster-admin through `system:masters`).
-pub(crate) const ADMIN_USER: &str = "kclient-e2e-admin";
+pub(crate) const ADMIN_USER: &str = "envtest-admin";
 const ADMIN_GROUP: &str = "system:masters";
 /// The controller-manager's user name (RBAC bootstraps `system:kube-controller-manager`).
 const CONTROLLER_MANAGER_USER: &str = "system:kube-controller-manager";
@@ -54,10 +57,10 @@ pub(crate) struct Pki {
 
 /// Generates the PKI into `dir` (which is created; files are private to the user).
 pub(crate) fn generate(dir: &Path) -> Result<Pki> {
-    fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
 
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.distinguished_name = name("kclient-e2e-ca", None);
+    ca_params.distinguished_name = name("kclient-envtest-ca", None);
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
@@ -160,7 +163,7 @@ fn random_bytes(len: usize) -> Result<Vec<u8>> {
     let mut bytes = vec![0; len];
     fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
-        .context("could not read /dev/urandom")?;
+        .map_err(Error::io("reading /dev/urandom"))?;
     Ok(bytes)
 }
 
@@ -171,10 +174,10 @@ fn random_serial() -> Result<SerialNumber> {
     Ok(SerialNumber::from_slice(&bytes))
 }
 
-pub(crate) fn random_hex(len: usize) -> Result<String> {
+fn random_hex(len: usize) -> Result<String> {
     let mut out = String::with_capacity(len * 2);
     for byte in random_bytes(len)? {
-        write!(out, "{byte:02x}")?;
+        let _ = write!(out, "{byte:02x}");
     }
     Ok(out)
 }
@@ -183,13 +186,12 @@ pub(crate) fn random_hex(len: usize) -> Result<String> {
 pub(crate) fn write_private(path: &Path, contents: &str) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = fs::OpenOptions::new()
+    fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
         .open(path)
-        .with_context(|| format!("could not write {}", path.display()))?;
-    file.write_all(contents.as_bytes())
-        .with_context(|| format!("could not write {}", path.display()))
+        .and_then(|mut file| file.write_all(contents.as_bytes()))
+        .map_err(Error::io(format!("writing {}", path.display())))
 }

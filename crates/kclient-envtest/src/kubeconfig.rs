@@ -1,15 +1,16 @@
-//! Kubeconfig files for the e2e cluster, with the credentials embedded (`*-data` fields), so a
-//! kubeconfig is usable on its own.
+//! An environment's kubeconfig files, with the credentials embedded (`*-data` fields), so a
+//! kubeconfig is usable on its own: the admin's (a context with the client certificate, the
+//! current one, and one with a bearer token) and the controller-manager's.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 
-use super::pki::ClientIdentity;
+use crate::pki::ClientIdentity;
 
-/// The cluster (and context) name in the kubeconfigs.
-pub(crate) const CLUSTER_NAME: &str = "kclient-e2e";
-/// The context using the admin bearer token instead of the client certificate.
-pub(crate) const TOKEN_CONTEXT: &str = "kclient-e2e-token";
+/// The cluster (and current context) name in the admin kubeconfig.
+pub const CLUSTER_NAME: &str = "envtest";
+/// The admin kubeconfig's context with a bearer token instead of the client certificate.
+pub const TOKEN_CONTEXT: &str = "envtest-token";
 
 /// One user entry.
 pub(crate) enum Credentials<'a> {
@@ -75,7 +76,7 @@ mod tests {
         )));
         assert!(text.contains(&format!("client-key-data: {}\n", STANDARD.encode("KEY"))));
         assert!(text.contains("    token: t0k\n"));
-        assert!(text.contains("current-context: kclient-e2e\n"));
+        assert!(text.contains("current-context: envtest\n"));
         assert_eq!(text.matches("  context:\n").count(), 2);
     }
 }
