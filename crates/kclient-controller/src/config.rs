@@ -32,6 +32,12 @@ pub struct Config {
     /// `controller_runtime_reconcile_timeouts_total` and as an error, and its key requeued
     /// with the rate limiter's backoff. `None` (the default): no limit.
     pub reconcile_timeout: Option<Duration>,
+    /// Whether, under a [`Manager`](crate::Manager)'s leader election, the controller's
+    /// queue, handlers and caches start before this replica leads, and only its workers
+    /// wait (controller-runtime's `EnableWarmup`): a new leader starts reconciling at once,
+    /// its queue already filled, instead of first registering and replaying. The cost: a
+    /// follower keeps a queue of every key. Off by default, as controller-runtime's.
+    pub warm_up: bool,
 }
 
 /// controller-runtime's `CacheSyncTimeout` default.
@@ -65,6 +71,13 @@ impl Config {
         self
     }
 
+    /// The same configuration, warming up before leadership (see [`Config::warm_up`]).
+    #[must_use]
+    pub fn warm_up(mut self, warm_up: bool) -> Self {
+        self.warm_up = warm_up;
+        self
+    }
+
     /// The same configuration with each reconcile limited to `timeout`.
     #[must_use]
     pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
@@ -82,6 +95,7 @@ impl Default for Config {
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
             graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
             reconcile_timeout: None,
+            warm_up: false,
         }
     }
 }
@@ -113,6 +127,7 @@ mod tests {
                 cache_sync_timeout: Duration::from_secs(5),
                 graceful_shutdown_timeout: Duration::from_secs(7),
                 reconcile_timeout: Some(Duration::from_secs(9)),
+                warm_up: false,
             }
         );
     }

@@ -122,7 +122,7 @@ mod worker;
 
 pub use action::Action;
 pub use config::{Config, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
-pub use controller::{Controller, OwnsOptions};
+pub use controller::{Controller, ControllerHandle, ControllerStopped, OwnsOptions};
 pub use create_or_update::{
     create_or_patch, create_or_update, CreateOrUpdateError, OperationResult,
 };

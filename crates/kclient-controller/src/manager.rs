@@ -19,7 +19,7 @@ use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
 use crate::config::{DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
-use crate::controller::{Controller, RunEnv};
+use crate::controller::{Controller, Leadership, RunEnv};
 use crate::error::ControllerError;
 use crate::health::{CheckError, Checker, Checks};
 use crate::http::{serve, Reply, Routes};
@@ -85,6 +85,9 @@ type Service =
 
 /// A controller bound to its reconciler, as the manager keeps it.
 trait Runnable: Send {
+    /// Whether its queue, handlers and caches start before leadership
+    /// ([`Config::warm_up`](crate::Config::warm_up)).
+    fn warms_up(&self) -> bool;
     fn run(self: Box<Self>, env: RunEnv) -> BoxFuture<'static, Result<(), ControllerError>>;
 }
 
@@ -99,6 +102,10 @@ where
     C: Send + Sync + 'static,
     R: Reconciler<K>,
 {
+    fn warms_up(&self) -> bool {
+        self.controller.config().warm_up
+    }
+
     fn run(self: Box<Self>, env: RunEnv) -> BoxFuture<'static, Result<(), ControllerError>> {
         let Bound {
             controller,
@@ -154,11 +161,35 @@ struct Shared {
     syncs: Mutex<Vec<(String, InformerSynced)>>,
     phase: Mutex<Phase>,
     errors: Mutex<Vec<ControllerError>>,
+    /// This replica's leadership, once it leads; what warm controllers wait for.
+    leadership: tokio::sync::watch::Sender<Option<Leadership>>,
+    /// Fires when the warm controllers' runs have ended.
+    warm_done: CancellationToken,
 }
 
 impl Shared {
+    /// Every controller not taken yet.
     fn take_controllers(&self) -> Vec<Box<dyn Runnable>> {
         self.controllers.lock().take().unwrap_or_default()
+    }
+
+    /// The controllers that warm up; the others stay.
+    fn take_warm(&self) -> Vec<Box<dyn Runnable>> {
+        let mut controllers = self.controllers.lock();
+        let Some(all) = controllers.as_mut() else {
+            return Vec::new();
+        };
+        let (warm, cold) = std::mem::take(all).into_iter().partition(|c| c.warms_up());
+        *all = cold;
+        warm
+    }
+
+    /// How a controller runs under the election: its workers wait for the leadership.
+    fn elected_env(&self) -> RunEnv {
+        RunEnv {
+            stop: self.stop.clone(),
+            leadership: Some(self.leadership.subscribe()),
+        }
     }
 
     /// The informers of every controller that have not synced yet.
@@ -340,6 +371,8 @@ impl ManagerBuilder {
             syncs: Mutex::new(Vec::new()),
             phase: Mutex::new(Phase::Candidate),
             errors: Mutex::new(Vec::new()),
+            leadership: tokio::sync::watch::channel(None).0,
+            warm_done: CancellationToken::new(),
         });
         let on_new_leader = self.on_new_leader;
         let election = self
@@ -385,14 +418,15 @@ fn leader_callbacks(shared: &Arc<Shared>, on_new_leader: Option<NewLeader>) -> L
                     *phase = Phase::Leading;
                 }
                 tracing::info!("leading: starting the controllers");
-                let controllers = shared.take_controllers();
-                let errors = run_controllers(controllers, || RunEnv {
-                    stop: shared.stop.clone(),
+                shared.leadership.send_replace(Some(Leadership {
                     abort: token.cancellation_token().clone(),
-                    leader: Some(token.clone()),
-                })
-                .await;
+                    token: token.clone(),
+                }));
+                let cold = shared.take_controllers();
+                let errors = run_controllers(cold, || shared.elected_env()).await;
                 shared.errors.lock().extend(errors);
+                // The warm controllers' workers run under this leadership too.
+                shared.warm_done.cancelled().await;
                 *shared.phase.lock() = Phase::Finished;
             }
         })
@@ -777,77 +811,117 @@ fn start_services(
         .collect()
 }
 
-/// Waits for the caches, then runs the controllers (under the election, if any); what the
-/// run ended with.
+/// Runs the controllers — under the election, if any — once the caches synced (those that
+/// warm up: from the start, their workers waiting for leadership); what the run ended with.
 async fn run_with_caches(
     shared: &Arc<Shared>,
     election: Option<Arc<dyn Election>>,
     cache_sync_timeout: Duration,
 ) -> Result<(), ManagerError> {
+    let leave = CancellationToken::new();
+    let warm = election.as_ref().map(|_| spawn_warm(shared, &leave));
+    let outcome = async {
+        wait_for_caches(shared, cache_sync_timeout).await?;
+        match election {
+            None => run_standalone(shared).await,
+            Some(elector) => run_elected(shared, elector.as_ref(), leave).await?,
+        }
+        let errors = std::mem::take(&mut *shared.errors.lock());
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ManagerError::Controllers(errors))
+        }
+    }
+    .await;
+    if let Some(warm) = warm {
+        // The run is over: warm controllers still waiting for leadership stop too.
+        shared.stop.cancel();
+        let _ = warm.await;
+    }
+    outcome
+}
+
+/// The manager's wait for every controller's informers: `Err` at the timeout, `Ok` once
+/// synced or when stopped first.
+async fn wait_for_caches(shared: &Shared, timeout: Duration) -> Result<(), ManagerError> {
     let syncs: Vec<InformerSynced> = shared.syncs.lock().iter().map(|(_, s)| s.clone()).collect();
     let waited = tokio::time::timeout(
-        cache_sync_timeout,
+        timeout,
         kclient_cache::wait_for_named_cache_sync("manager", &shared.stop, &syncs),
     )
     .await;
     match waited {
-        Ok(true) => {}
-        Ok(false) => return Ok(()), // stopped before the caches synced
-        Err(_) => {
-            return Err(ManagerError::CacheSyncTimeout {
-                unsynced: shared.unsynced(),
-                timeout: cache_sync_timeout,
-            })
-        }
+        Ok(_) => Ok(()),
+        Err(_) => Err(ManagerError::CacheSyncTimeout {
+            unsynced: shared.unsynced(),
+            timeout,
+        }),
     }
-    match election {
-        None => {
-            let controllers = shared.take_controllers();
-            let errors = run_controllers(controllers, || RunEnv {
-                stop: shared.stop.clone(),
-                abort: CancellationToken::new(),
-                leader: None,
-            })
-            .await;
-            if errors.is_empty() {
-                // Controllers end only when stopped, or when there are none: a manager of
-                // runnables alone runs until it is stopped too.
-                shared.stop.cancelled().await;
-            }
+}
+
+/// Without an election: every controller at once, until stopped.
+async fn run_standalone(shared: &Shared) {
+    if shared.stop.is_cancelled() {
+        return;
+    }
+    let controllers = shared.take_controllers();
+    let errors = run_controllers(controllers, || RunEnv::standalone(shared.stop.clone())).await;
+    if errors.is_empty() {
+        // Controllers end only when stopped, or when there are none: a manager of runnables
+        // alone runs until it is stopped too.
+        shared.stop.cancelled().await;
+    }
+    shared.errors.lock().extend(errors);
+}
+
+/// Starts the controllers that warm up: their queues, handlers and caches now, their
+/// workers once this replica leads. Their failure (a cache that never syncs) ends the
+/// election (`leave`).
+fn spawn_warm(shared: &Arc<Shared>, leave: &CancellationToken) -> tokio::task::JoinHandle<()> {
+    let (shared, leave) = (Arc::clone(shared), leave.clone());
+    let warm = shared.take_warm();
+    tokio::spawn(async move {
+        let errors = run_controllers(warm, || shared.elected_env()).await;
+        if !errors.is_empty() {
             shared.errors.lock().extend(errors);
+            leave.cancel();
         }
-        Some(elector) => {
-            let leave = CancellationToken::new();
-            // Stopped while a candidate: leave the election. While leading, the
-            // controllers stop gracefully and their end steps down (and releases).
-            let candidate_stop = tokio::spawn({
-                let (shared, leave) = (Arc::clone(shared), leave.clone());
-                async move {
-                    shared.stop.cancelled().await;
-                    let mut phase = shared.phase.lock();
-                    if *phase == Phase::Candidate {
-                        *phase = Phase::Finished;
-                        leave.cancel();
-                    }
-                }
-            });
-            elector.run(leave).await;
-            candidate_stop.abort();
-            if !shared.stop.is_cancelled() {
-                let errors = std::mem::take(&mut *shared.errors.lock());
-                if !errors.is_empty() {
-                    return Err(ManagerError::Controllers(errors));
-                }
-                return Err(ManagerError::LeaderElectionLost);
+        shared.warm_done.cancel();
+    })
+}
+
+/// Under the election: the leader callbacks run the controllers while this replica leads.
+async fn run_elected(
+    shared: &Arc<Shared>,
+    elector: &dyn Election,
+    leave: CancellationToken,
+) -> Result<(), ManagerError> {
+    // Stopped while a candidate: leave the election. While leading, the controllers stop
+    // gracefully and their end steps down (and releases).
+    let candidate_stop = tokio::spawn({
+        let (shared, leave) = (Arc::clone(shared), leave.clone());
+        async move {
+            shared.stop.cancelled().await;
+            let mut phase = shared.phase.lock();
+            if *phase == Phase::Candidate {
+                *phase = Phase::Finished;
+                leave.cancel();
             }
         }
+    });
+    if !shared.stop.is_cancelled() {
+        elector.run(leave).await;
+    }
+    candidate_stop.abort();
+    if shared.stop.is_cancelled() {
+        return Ok(());
     }
     let errors = std::mem::take(&mut *shared.errors.lock());
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ManagerError::Controllers(errors))
+    if !errors.is_empty() {
+        return Err(ManagerError::Controllers(errors));
     }
+    Err(ManagerError::LeaderElectionLost)
 }
 
 fn spawn_server(

@@ -52,7 +52,7 @@ pub(crate) type LastKnown<K> = Arc<Mutex<HashMap<ObjectKey, Arc<K>>>>;
 /// remove it.
 pub(crate) struct Registration {
     pub(crate) synced: InformerSynced,
-    remove: Box<dyn FnOnce() + Send>,
+    remove: Box<dyn FnOnce() + Send + Sync>,
 }
 
 impl Registration {
@@ -235,6 +235,28 @@ where
             }
         });
     register(informer, name, handler)
+}
+
+/// A trigger that is not an informer (kube-rs's `reconcile_on` / `reconcile_all_on`,
+/// controller-runtime's `source.Channel`): a task queueing the keys `keys` gives for each
+/// item of `trigger`, until the stream ends or the registration is removed. Always synced.
+pub(crate) fn register_trigger<S, F>(trigger: S, queue: &KeyQueue, keys: F) -> Registration
+where
+    S: futures::Stream + Send + 'static,
+    F: Fn(S::Item) -> Vec<ObjectKey> + Send + 'static,
+{
+    use futures::StreamExt;
+    let queue = queue.clone();
+    let task = tokio::spawn(async move {
+        let mut trigger = std::pin::pin!(trigger);
+        while let Some(item) = trigger.next().await {
+            queue.add_with_opts(AddOpts::new(), keys(item));
+        }
+    });
+    Registration {
+        synced: kclient_cache::InformerSynced::from_fn(|| true),
+        remove: Box::new(move || task.abort()),
+    }
 }
 
 /// The primary type, as owner references name it.

@@ -9,3 +9,4 @@ mod helpers;
 mod manager;
 mod queueing;
 mod reconcile;
+mod triggers;

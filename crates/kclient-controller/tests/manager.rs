@@ -754,3 +754,69 @@ async fn health_and_readiness_checks_of_ones_own(
     factory.shutdown().await;
     Ok(())
 }
+
+/// controller-runtime's `EnableWarmup`: a follower's warm controller fills its queue
+/// before it leads (its workers wait), a cold one registers nothing until then; on
+/// takeover both reconcile, neither before.
+#[tokio::test(start_paused = true)]
+async fn a_warm_follower_queues_before_it_leads_and_reconciles_only_after() {
+    for warm in [false, true] {
+        let sources = Sources::default();
+        sources.config_maps.add(config_map("default", "a", &[]));
+        let store = Store::default();
+        let leader_probe = Arc::new(Probe::default());
+        let (leader, _leader_factory) = replica(
+            &sources,
+            &store,
+            "a",
+            Work::new(&leader_probe, Duration::ZERO),
+        );
+        let stop_leader = CancellationToken::new();
+        let leading = tokio::spawn(leader.run(stop_leader.clone()));
+        assert!(
+            eventually(Duration::from_secs(10), || leader_probe.count("default/a")
+                == 1)
+            .await
+        );
+
+        let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
+        let mut follower = Manager::builder(&factory)
+            .leader_election(election(&store, "b"))
+            .build()
+            .unwrap();
+        let mut registry = prometheus_client::registry::Registry::default();
+        let metrics = kclient_controller::ControllerMetrics::new(&mut registry);
+        let probe = Arc::new(Probe::default());
+        follower.add(
+            Controller::<ConfigMap, _>::new("config-maps", &factory)
+                .metrics(metrics)
+                .with_config(Config::default().warm_up(warm)),
+            Work::new(&probe, Duration::ZERO),
+        );
+        let stop_follower = CancellationToken::new();
+        let following = tokio::spawn(follower.run(stop_follower.clone()));
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        let adds = || {
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+            text.lines()
+                .find(|l| l.starts_with("workqueue_adds_total{name=\"config-maps\""))
+                .map(|l| l.rsplit(' ').next().unwrap().to_owned())
+        };
+        assert_eq!(probe.total(), 0, "a follower never reconciles");
+        assert_eq!(
+            adds(),
+            warm.then(|| "1".to_owned()),
+            "warm: queued before leading"
+        );
+
+        // The leader steps down (releasing): the follower takes over and reconciles.
+        stop_leader.cancel();
+        leading.await.unwrap().unwrap();
+        assert!(eventually(Duration::from_secs(30), || probe.count("default/a") == 1).await);
+        assert_eq!(store.holder().as_deref(), Some("b"));
+        stop_follower.cancel();
+        following.await.unwrap().unwrap();
+        factory.shutdown().await;
+    }
+}

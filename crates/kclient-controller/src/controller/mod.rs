@@ -1,9 +1,10 @@
 //! [`Controller`]: the builder of a controller and its run (handlers, caches, workers,
 //! shutdown).
 
-use std::collections::HashMap;
+mod handle;
+mod run;
+
 use std::fmt;
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use kclient_cache::{InformerSynced, SharedIndexInformer, SharedInformerFactory};
@@ -12,21 +13,18 @@ use kclient_core::{
     PartialObjectMetadata, Resource,
 };
 use kclient_tools::events::{EventBroadcaster, EventRecorder};
-use kclient_tools::leaderelection::LeaderToken;
 use kclient_workqueue::rate_limiter::TypedRateLimiter;
-use kclient_workqueue::{default_controller_rate_limiter, PriorityQueue, PriorityQueueConfig};
-use parking_lot::Mutex;
-use tokio::task::JoinSet;
+use tokio::sync::mpsc;
+
+pub use handle::{ControllerHandle, ControllerStopped};
+pub(crate) use run::{Leadership, RunEnv};
 
 use crate::config::Config;
 use crate::error::ControllerError;
 use crate::metrics::ControllerMetrics;
 use crate::predicate::{Object, Predicate};
-use crate::reconciler::{ControllerScope, Reconciler};
-use crate::source::{
-    register_mapped, register_primary, EventFilter, Filters, OwnerType, Registration, Source,
-};
-use crate::worker::Workers;
+use crate::reconciler::Reconciler;
+use crate::source::{register_mapped, register_trigger, EventFilter, Filters, OwnerType, Source};
 
 /// Reconciles objects of one type `K`, keyed by namespace and name, on the shared informers
 /// of a [`SharedInformerFactory`] (kube-rs's `Controller`, controller-runtime's
@@ -108,6 +106,9 @@ pub struct Controller<K, C> {
     rate_limiter: Option<Box<dyn TypedRateLimiter<ObjectKey>>>,
     metrics: Option<ControllerMetrics>,
     recorder: Option<EventRecorder>,
+    /// Sources added by a [`ControllerHandle`] (its sender's clones), for the run.
+    late_sources: mpsc::UnboundedReceiver<Source>,
+    late_sender: mpsc::UnboundedSender<Source>,
 }
 
 impl<K, C> fmt::Debug for Controller<K, C> {
@@ -121,17 +122,6 @@ impl<K, C> fmt::Debug for Controller<K, C> {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-/// How a controller run is driven: by its own token ([`Controller::run`]) or by a
-/// [`Manager`](crate::Manager) (leader election).
-pub(crate) struct RunEnv {
-    /// Stop gracefully: no new reconcile, the ones in flight get the graceful timeout.
-    pub(crate) stop: CancellationToken,
-    /// Stop at once: leadership was lost.
-    pub(crate) abort: CancellationToken,
-    /// The leader token, asked right before each reconcile.
-    pub(crate) leader: Option<LeaderToken>,
 }
 
 impl<K, C> Controller<K, C>
@@ -218,6 +208,7 @@ where
         primary: SharedIndexInformer<K>,
         owner: OwnerType,
     ) -> Self {
+        let (late_sender, late_sources) = mpsc::unbounded_channel();
         Self {
             name: name.into(),
             factory: factory.clone(),
@@ -231,6 +222,8 @@ where
             rate_limiter: None,
             metrics: None,
             recorder: None,
+            late_sources,
+            late_sender,
         }
     }
 
@@ -477,10 +470,56 @@ where
     {
         self.informers
             .push((informer.name().to_owned(), informer.synced()));
-        let handler_name = format!("{}/{}", self.name, informer.name());
-        self.sources.push(Box::new(move |queue, event_filter| {
-            let filters = Filters::new(predicate, event_filter);
-            register_mapped(&informer, handler_name, queue, mapper, filters)
+        self.sources
+            .push(mapped_source(&self.name, informer, mapper, predicate));
+        self
+    }
+
+    /// Reconciles the key of each item of `trigger`, a stream that is not an informer — a
+    /// channel of keys from elsewhere in the program, say (kube-rs's `reconcile_on`,
+    /// controller-runtime's `source.Channel`). A key whose object is not in the cache is not
+    /// reconciled (unless the reconciler handles deletions). Keys queued before the caches
+    /// synced wait for them.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use k8s_openapi::api::apps::v1::Deployment;
+    /// # use kclient_cache::SharedInformerFactory;
+    /// # use kclient_controller::Controller;
+    /// # use kclient_core::ObjectKey;
+    /// # fn build(clientset: kclient_typed::Clientset) {
+    /// # let factory = SharedInformerFactory::new(clientset, Duration::ZERO);
+    /// let (wake, keys) = futures::channel::mpsc::unbounded::<ObjectKey>();
+    /// let controller = Controller::<Deployment, _>::new("web", &factory).reconcile_on(keys);
+    /// // Elsewhere: an external system changed; reconcile what depends on it.
+    /// wake.unbounded_send(ObjectKey::namespaced("prod", "web")).unwrap();
+    /// # let _ = controller; }
+    /// ```
+    #[must_use]
+    pub fn reconcile_on<S>(mut self, trigger: S) -> Self
+    where
+        S: futures::Stream<Item = ObjectKey> + Send + 'static,
+    {
+        self.sources.push(Box::new(move |queue, _| {
+            Ok(register_trigger(trigger, queue, |key| vec![key]))
+        }));
+        self
+    }
+
+    /// Reconciles every object in the cache on each item of `trigger` (kube-rs's
+    /// `reconcile_all_on`): a configuration all objects depend on changed, a timer.
+    #[must_use]
+    pub fn reconcile_all_on<S>(mut self, trigger: S) -> Self
+    where
+        S: futures::Stream<Item = ()> + Send + 'static,
+    {
+        let cache = self.primary.get_indexer().clone();
+        self.sources.push(Box::new(move |queue, _| {
+            Ok(register_trigger(trigger, queue, move |()| {
+                (cache.list_keys().iter())
+                    .filter_map(|key| key.parse::<ObjectKey>().ok())
+                    .collect()
+            }))
         }));
         self
     }
@@ -518,6 +557,11 @@ where
         self.recorder.is_some()
     }
 
+    /// The controller's configuration.
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// The informers this controller reads, by name, and their sync handles.
     pub(crate) fn informer_syncs(&self) -> &[(String, InformerSynced)] {
         &self.informers
@@ -538,190 +582,27 @@ where
         shutdown: CancellationToken,
     ) -> Result<(), ControllerError> {
         self.factory.start(&shutdown);
-        let env = RunEnv {
-            stop: shutdown,
-            abort: CancellationToken::new(),
-            leader: None,
-        };
-        self.run_in(reconciler, env).await
+        self.run_in(reconciler, RunEnv::standalone(shutdown)).await
     }
+}
 
-    /// Runs the controller in `env`; the factory is started by the caller.
-    pub(crate) async fn run_in<R: Reconciler<K>>(
-        self,
-        reconciler: R,
-        env: RunEnv,
-    ) -> Result<(), ControllerError> {
-        let Controller {
-            name,
-            factory: _,
-            primary,
-            owner: _,
-            predicate,
-            event_filter,
-            sources,
-            informers,
-            config,
-            rate_limiter,
-            metrics,
-            recorder,
-        } = self;
-        let workers = config.workers.max(1);
-        let mut queue_config = PriorityQueueConfig::new().name(&*name);
-        queue_config.rate_limiter =
-            Some(rate_limiter.unwrap_or_else(|| Box::new(default_controller_rate_limiter())));
-        if let Some(metrics) = &metrics {
-            queue_config = queue_config.metrics_provider(metrics.workqueue_provider());
-        }
-        let queue = PriorityQueue::with_config(queue_config);
-        let informer_error = |source| ControllerError::Informer {
-            controller: name.to_string(),
-            source,
-        };
-
-        // Handlers: registered now, so a run that never happens (a replica that never
-        // leads) queues nothing; on a running informer each gets the cache replayed.
-        let last_known = Arc::new(Mutex::new(HashMap::new()));
-        let mut registrations: Vec<Registration> = Vec::new();
-        let registered = std::iter::once(register_primary(
-            &primary,
-            format!("{name}/{}", primary.name()),
-            &queue,
-            Filters::new(predicate, &event_filter),
-            Arc::clone(&last_known),
-        ))
-        .chain(
-            sources
-                .into_iter()
-                .map(|source| source(&queue, &event_filter)),
-        );
-        for registration in registered {
-            match registration {
-                Ok(registration) => registrations.push(registration),
-                Err(e) => {
-                    registrations.into_iter().for_each(Registration::remove);
-                    queue.shut_down();
-                    return Err(informer_error(e));
-                }
-            }
-        }
-        let remove_handlers = |registrations: Vec<Registration>| {
-            registrations.into_iter().for_each(Registration::remove);
-        };
-
-        // Caches: every informer, and every handler's initial list.
-        let synced: Vec<InformerSynced> = informers
-            .iter()
-            .map(|(_, s)| s.clone())
-            .chain(registrations.iter().map(|r| r.synced.clone()))
-            .collect();
-        let waited = tokio::time::timeout(config.cache_sync_timeout, async {
-            tokio::select! {
-                synced = kclient_cache::wait_for_named_cache_sync(&name, &env.stop, &synced) => synced,
-                () = env.abort.cancelled() => false,
-            }
-        })
-        .await;
-        match waited {
-            Ok(true) => {}
-            Ok(false) => {
-                remove_handlers(registrations);
-                queue.shut_down();
-                return Ok(());
-            }
-            Err(_) => {
-                remove_handlers(registrations);
-                queue.shut_down();
-                let mut unsynced: Vec<String> = informers
-                    .iter()
-                    .filter(|(_, s)| !s.has_synced())
-                    .map(|(n, _)| n.clone())
-                    .collect();
-                if unsynced.is_empty() {
-                    unsynced.push(format!("the handlers of {name}"));
-                }
-                return Err(ControllerError::CacheSyncTimeout {
-                    controller: name.to_string(),
-                    unsynced,
-                    timeout: config.cache_sync_timeout,
-                });
-            }
-        }
-
-        tracing::info!(controller = %name, workers, "Starting workers");
-        let shared = Arc::new(Workers {
-            scope: Arc::new(ControllerScope {
-                name: Arc::clone(&name),
-                recorder,
-                leader: env.leader,
-            }),
-            queue: queue.clone(),
-            cache: primary.get_indexer().clone(),
-            last_known,
-            reconciler,
-            metrics: metrics.as_ref().map(|m| m.for_controller(&name, workers)),
-            in_flight: AtomicUsize::new(0),
-            reconcile_timeout: config.reconcile_timeout,
-        });
-        let halt = CancellationToken::new();
-        let lost = CancellationToken::new();
-        let mut tasks = JoinSet::new();
-        for _ in 0..workers {
-            tasks.spawn(Arc::clone(&shared).run(halt.clone(), lost.clone()));
-        }
-
-        let graceful = tokio::select! {
-            () = env.stop.cancelled() => true,
-            () = env.abort.cancelled() => false,
-            () = lost.cancelled() => false,
-        };
-        halt.cancel();
-        queue.shut_down();
-        let ending = if graceful && config.graceful_shutdown_timeout.is_zero() {
-            Ending::NotWaited
-        } else if graceful {
-            tracing::info!(controller = %name, "Shutdown signal received, waiting for all workers to finish");
-            tokio::select! {
-                drained = tokio::time::timeout(config.graceful_shutdown_timeout, drain(&mut tasks)) => {
-                    if drained.is_ok() { Ending::Drained } else { Ending::TimedOut }
-                }
-                () = env.abort.cancelled() => Ending::Aborted,
-            }
-        } else {
-            Ending::Aborted
-        };
-        let outcome = match ending {
-            Ending::Drained => {
-                tracing::info!(controller = %name, "All workers finished");
-                Ok(())
-            }
-            Ending::TimedOut => {
-                let in_flight = shared.in_flight.load(std::sync::atomic::Ordering::Acquire);
-                tasks.abort_all();
-                drain(&mut tasks).await;
-                tracing::error!(controller = %name, in_flight, "reconciles still running after the graceful shutdown timeout: dropped");
-                Err(ControllerError::ShutdownTimedOut {
-                    controller: name.to_string(),
-                    in_flight,
-                    timeout: config.graceful_shutdown_timeout,
-                })
-            }
-            Ending::Aborted => {
-                tracing::warn!(controller = %name, "leadership lost: the reconciles in flight are dropped");
-                tasks.abort_all();
-                drain(&mut tasks).await;
-                Ok(())
-            }
-            Ending::NotWaited => {
-                tracing::info!(controller = %name, "a zero graceful shutdown timeout: the reconciles in flight are dropped");
-                tasks.abort_all();
-                drain(&mut tasks).await;
-                Ok(())
-            }
-        };
-        remove_handlers(registrations);
-        outcome
-    }
+/// The source queueing the keys `mapper` gives for each object of `informer` whose event
+/// passes `predicate`, as a handler named after `controller` and the informer.
+fn mapped_source<W, I>(
+    controller: &str,
+    informer: SharedIndexInformer<W>,
+    mapper: impl Fn(&W) -> I + Send + Sync + 'static,
+    predicate: Option<Predicate<W>>,
+) -> Source
+where
+    W: Resource + Clone + Send + Sync + 'static,
+    I: IntoIterator<Item = ObjectKey>,
+{
+    let handler_name = format!("{controller}/{}", informer.name());
+    Box::new(move |queue, event_filter| {
+        let filters = Filters::new(predicate, event_filter);
+        register_mapped(&informer, handler_name, queue, mapper, filters)
+    })
 }
 
 /// How [`Controller::owns_with`] maps an owned `O` to the `K`s to reconcile
@@ -770,21 +651,4 @@ impl<O: 'static> From<Predicate<O>> for OwnsOptions<O> {
     fn from(predicate: Predicate<O>) -> Self {
         Self::new().predicate(predicate)
     }
-}
-
-/// How the workers ended.
-enum Ending {
-    /// Every reconcile in flight finished.
-    Drained,
-    /// Some were still running at the graceful shutdown timeout.
-    TimedOut,
-    /// Leadership was lost: dropped at once.
-    Aborted,
-    /// The graceful shutdown timeout is zero: dropped at once, as asked.
-    NotWaited,
-}
-
-/// Waits for every task of `tasks` to end.
-async fn drain(tasks: &mut JoinSet<()>) {
-    while tasks.join_next().await.is_some() {}
 }
