@@ -24,7 +24,7 @@
 //!   the `attempt` (the key's retries so far).
 //!
 //! Helpers, with controller-runtime's `controllerutil` and apimachinery's `meta` semantics:
-//! [`create_or_update`] / [`create_or_patch`] ([`OperationResult`]), [`conditions`]
+//! [`create_or_update()`] / [`create_or_patch`] ([`OperationResult`]), [`conditions`]
 //! (`set_status_condition` …), [`finalizer::finalizer`] (add, clean up, remove, conflicts
 //! retried) and the object-level [`finalizer::add_finalizer`] …, [`owner`] references
 //! (`set_controller_reference`, `set_owner_reference`, `has_owner_reference` …), an Event

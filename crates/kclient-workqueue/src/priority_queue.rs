@@ -151,7 +151,7 @@ impl<T> PriorityQueueConfig<T> {
 }
 
 /// A de-duplicating queue that hands out the highest-priority ready item first
-/// (controller-runtime's `priorityqueue.PriorityQueue`); see the [module](self) for its
+/// (controller-runtime's `priorityqueue.PriorityQueue`); see the module `priority_queue` for its
 /// rules. A cheap handle: clone it into every event handler and worker.
 ///
 /// ```

@@ -34,7 +34,7 @@ use crate::source::{register_mapped, register_trigger, EventFilter, Filters, Own
 ///
 /// The pieces are client-go's: the factory's one informer per type (shared with every
 /// other controller and handler of the process), event handlers that turn events into keys,
-/// a [`PriorityQueue`] of keys (controller-runtime's default queue: one entry per key, the
+/// a [`PriorityQueue`](kclient_workqueue::PriorityQueue) of keys (controller-runtime's default queue: one entry per key, the
 /// sooner of an event and a waiting requeue wins, the initial list and unchanged resyncs at
 /// [`LOW_PRIORITY`](crate::LOW_PRIORITY) behind real changes), and workers that read the
 /// object from the lister and reconcile it:
