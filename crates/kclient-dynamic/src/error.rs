@@ -1,7 +1,8 @@
 //! [`Error`]: what a dynamic client call can fail with.
 
 use kclient_core::{
-    ApiStatus, GroupResource, GroupVersionResource, OptionsError, PagerError, Status,
+    ApiStatus, GroupResource, GroupVersionResource, OptionsError, PagedListError, PagerError,
+    Status,
 };
 use kclient_rest::RefusedRequest;
 
@@ -97,6 +98,14 @@ impl From<RefusedRequest> for Error {
             RefusedRequest::ManagedFieldsSet => Error::ManagedFieldsSet,
             RefusedRequest::Serialize(e) => Error::Serialize(e),
         }
+    }
+}
+
+/// A paged list's failure ([`DynamicResource::list_all`](crate::DynamicResource::list_all)):
+/// the client's error, or the pager's ([`Error::Pager`]).
+impl From<PagedListError<Error>> for Error {
+    fn from(e: PagedListError<Error>) -> Self {
+        e.into_lister_error()
     }
 }
 

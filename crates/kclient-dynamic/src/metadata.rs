@@ -288,7 +288,7 @@ impl MetadataResource {
         &self,
         options: &ListOptions,
     ) -> Result<PartialObjectMetadataList, Error> {
-        self.pager().list(options).await
+        Ok(self.pager().list(options).await?)
     }
 
     /// A [`FilteredListWatch`] over this resource: a

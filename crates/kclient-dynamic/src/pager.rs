@@ -2,7 +2,7 @@
 //! [`list_all`](DynamicResource::list_all) and [`list_pages`](DynamicResource::list_pages),
 //! over kclient-core's [`ListPager`] (client-go's `tools/pager`).
 
-use futures::stream::BoxStream;
+use futures::stream::{BoxStream, StreamExt as _, TryStreamExt as _};
 use kclient_core::{DynamicObject, ListOptions, ListPager, ObjectList};
 
 use crate::client::DynamicResource;
@@ -42,7 +42,7 @@ impl DynamicResource {
         &self,
         options: &ListOptions,
     ) -> Result<ObjectList<DynamicObject>, Error> {
-        self.pager().list(options).await
+        Ok(self.pager().list(options).await?)
     }
 
     /// The pages of a paged list, as a stream: [`ListPager::pages`].
@@ -50,6 +50,6 @@ impl DynamicResource {
         &self,
         options: &ListOptions,
     ) -> BoxStream<'static, Result<ObjectList<DynamicObject>, Error>> {
-        self.pager().pages(options)
+        self.pager().pages(options).map_err(Error::from).boxed()
     }
 }

@@ -1,6 +1,6 @@
 //! [`Error`]: what a typed client call can fail with.
 
-use kclient_core::{ApiStatus, GroupResource, OptionsError, PagerError, Status};
+use kclient_core::{ApiStatus, GroupResource, OptionsError, PagedListError, PagerError, Status};
 use kclient_rest::RefusedRequest;
 
 /// The error of every typed client call.
@@ -94,6 +94,14 @@ impl From<RefusedRequest> for Error {
             RefusedRequest::ManagedFieldsSet => Error::ManagedFieldsSet,
             RefusedRequest::Serialize(e) => Error::Serialize(e),
         }
+    }
+}
+
+/// A paged list's failure ([`ResourceClient::list_all`](crate::ResourceClient::list_all)):
+/// the client's error, or the pager's ([`Error::Pager`]).
+impl From<PagedListError<Error>> for Error {
+    fn from(e: PagedListError<Error>) -> Self {
+        e.into_lister_error()
     }
 }
 
