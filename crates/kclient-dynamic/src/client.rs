@@ -52,7 +52,8 @@ impl DynamicClient {
     /// address it; without, they address the cluster-wide path, as in client-go. Given an
     /// [`ApiResource`] (from a `RestMapper`, or `Resource::api_resource`), the scope is known:
     /// a namespace is ignored for cluster-scoped resources, and calls on one object of a
-    /// namespaced resource without a namespace fail early with [`Error::NamespaceRequired`].
+    /// namespaced resource without a namespace fail early with [`Error::Refused`]
+    /// (`RefusedRequest::NamespaceRequired`).
     /// Its kind also fills in `apiVersion` and `kind` where the server leaves them out.
     pub fn resource(&self, resource: impl Into<ResourceRef>) -> DynamicResource {
         let (resource, scope_known) = match resource.into() {
@@ -444,7 +445,8 @@ impl DynamicResource {
     /// manager wants to own (with `apiVersion`, `kind` and `metadata.name`), and returns the
     /// merged object. `options` needs a field manager ([`PatchOptions::apply`]); set `force` to
     /// take over fields other managers own. A configuration carrying
-    /// `metadata.managedFields` is refused ([`Error::ManagedFieldsSet`]), as in client-go.
+    /// `metadata.managedFields` is refused ([`Error::Refused`],
+    /// `RefusedRequest::ManagedFieldsSet`), as in client-go.
     pub async fn apply(
         &self,
         name: &str,
@@ -564,7 +566,7 @@ fn fill_item_type(item: &mut DynamicObject, api_version: &str, kind: &str) {
 #[cfg(test)]
 mod tests {
     use kclient_core::GroupVersionKind;
-    use kclient_rest::Config;
+    use kclient_rest::{Config, RefusedRequest};
     use serde_json::json;
 
     use super::*;
@@ -650,13 +652,16 @@ mod tests {
         let cts = c.resource(crontabs());
         assert!(matches!(
             cts.object("get", Method::GET, "x", None),
-            Err(Error::NamespaceRequired { verb: "get", .. })
+            Err(Error::Refused(RefusedRequest::NamespaceRequired {
+                verb: "get",
+                ..
+            }))
         ));
         assert!(matches!(
             cts.clone()
                 .namespace("a")
                 .object("get", Method::GET, "", None),
-            Err(Error::MissingName { verb: "get" })
+            Err(Error::Refused(RefusedRequest::MissingName { verb: "get" }))
         ));
         assert_eq!(
             cts.clone().namespace("").namespace_name(),

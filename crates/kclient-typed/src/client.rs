@@ -82,7 +82,7 @@ impl<K: Resource<DynamicType = ()>> ResourceClient<K> {
 
     /// A client for the objects of a namespaced `K` across all namespaces: lists, watches
     /// and delete-collection see every namespace; calls on one object need a namespace and
-    /// fail with [`Error::NamespaceRequired`].
+    /// fail with [`Error::Refused`] (`RefusedRequest::NamespaceRequired`).
     pub fn all_namespaces(client: RestClient) -> Self {
         Self::all_namespaces_with(client, &())
     }
@@ -286,7 +286,8 @@ where
     /// manager wants to own (a `K` with only those fields set, or any serializable value with
     /// `apiVersion`, `kind` and `metadata.name`), and returns the merged object. A
     /// configuration carrying `metadata.managedFields` is refused
-    /// ([`Error::ManagedFieldsSet`]), as by the dynamic client and client-go.
+    /// ([`Error::Refused`], `RefusedRequest::ManagedFieldsSet`), as by the dynamic client and
+    /// client-go.
     pub async fn apply<P: Serialize>(
         &self,
         name: &str,
