@@ -6,7 +6,7 @@ use super::validation::{check_key, check_value, check_value_count};
 use super::{Labels, Operator};
 use crate::SelectorError;
 
-/// One condition of a label [`Selector`]: a key, an [`Operator`] and the values it compares
+/// One condition of a label [`Selector`](super::Selector): a key, an [`Operator`] and the values it compares
 /// against (apimachinery's `labels.Requirement`).
 ///
 /// Values are kept sorted and without duplicates; that is the order in which they are
@@ -31,10 +31,10 @@ pub struct Requirement {
 impl Requirement {
     /// Builds a validated requirement, with apimachinery's `NewRequirement` rules:
     ///
-    /// - the key is a qualified name (`[prefix/]name`, see [`validate_key`]);
+    /// - the key is a qualified name (`[prefix/]name`, see [`validate_key`](super::validate_key));
     /// - `in` / `notin` have at least one value; `=`, `==`, `!=`, `>`, `<` exactly one;
     ///   `exists` and `!` none;
-    /// - every value is a valid label value (see [`validate_value`]), and for `>` / `<` a
+    /// - every value is a valid label value (see [`validate_value`](super::validate_value)), and for `>` / `<` a
     ///   decimal integer that fits in an `i64`.
     ///
     /// The empty string is a valid value.
@@ -83,8 +83,8 @@ impl Requirement {
     }
 
     /// Checks this requirement against the rules of [`Requirement::new`]. Requirements
-    /// made by [`parse`], [`Requirement::new`] and the `LabelSelector` conversion are
-    /// always valid; those made by the [`Selector`] builder methods may not be.
+    /// made by [`parse`](super::parse), [`Requirement::new`] and the `LabelSelector` conversion are
+    /// always valid; those made by the [`Selector`](super::Selector) builder methods may not be.
     pub fn validate(&self) -> Result<(), SelectorError> {
         check_key(&self.key, None)?;
         check_value_count(&self.key, self.operator, self.values.len())?;
