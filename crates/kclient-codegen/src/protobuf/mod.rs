@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::output::GeneratedFiles;
+use crate::source_tree::files_under;
 pub use emit::generate_protobuf;
 pub use openapi::{read_definitions, Definition};
 
@@ -158,18 +159,6 @@ pub struct ModuleDir {
     pub dir: PathBuf,
 }
 
-fn find_files(dir: &Path, name: &str, out: &mut Vec<PathBuf>) -> Result<(), Error> {
-    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let path = entry.map_err(|e| Error::io(dir, e))?.path();
-        if path.is_dir() {
-            find_files(&path, name, out)?;
-        } else if path.file_name().is_some_and(|n| n == name) {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
 /// Parses the `generated.proto` files and Go structs of the modules, and keeps the messages
 /// that have a k8s-openapi definition (`definitions`, by definition name) and every message
 /// they reach.
@@ -180,10 +169,8 @@ pub fn distill(
 ) -> Result<ProtobufInput, Error> {
     let mut all: BTreeMap<String, Vec<InputField>> = BTreeMap::new();
     for module in modules {
-        let mut files = Vec::new();
-        find_files(&module.dir, "generated.proto", &mut files)?;
-        files.sort();
-        for file in files {
+        let proto = |p: &Path| p.file_name().is_some_and(|n| n == "generated.proto");
+        for file in files_under(&module.dir, &proto)? {
             read_proto_file(module, &file, &mut all)?;
         }
     }
