@@ -8,7 +8,7 @@ use kclient_core::{
     ApiResource, CreateOptions, DeleteOptions, DeleteResponse, FetchedList, GetOptions,
     ListOptions, ObjectList, Patch, PatchOptions, Resource, UpdateOptions, WatchStream,
 };
-use kclient_rest::{Method, Request, ResourceRequests, RestClient};
+use kclient_rest::{Method, RefusedRequest, Request, ResourceRequests, RestClient};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -191,6 +191,14 @@ impl<K: Resource> ResourceClient<K> {
     }
 }
 
+/// Sends one of the verbs' requests (or reports why it was refused before sending) and
+/// decodes the answer.
+pub(crate) async fn send<T: DeserializeOwned + 'static>(
+    request: Result<Request, RefusedRequest>,
+) -> Result<T, Error> {
+    Ok(request?.decode().await?)
+}
+
 /// The namespace a client of `resource` addresses: none for all namespaces (the empty one) or
 /// a cluster-scoped resource.
 fn bound_namespace(namespace: String, resource: &ApiResource) -> Option<String> {
@@ -214,11 +222,7 @@ where
 
     /// Reads one object with options (`resourceVersion`).
     pub async fn get_with(&self, name: &str, options: &GetOptions) -> Result<K, Error> {
-        Ok(self
-            .verbs()
-            .get("get", name, options, None)?
-            .decode()
-            .await?)
+        send(self.verbs().get("get", name, options, None)).await
     }
 
     /// Reads one object, or `None` if it does not exist (a `404 NotFound`).
@@ -276,18 +280,14 @@ where
 
     /// Creates an object and returns it as stored.
     pub async fn create(&self, object: &K, options: &CreateOptions) -> Result<K, Error> {
-        Ok(self.verbs().create(object, options)?.decode().await?)
+        send(self.verbs().create(object, options)).await
     }
 
     /// Replaces an object (a `PUT`); the name comes from `object.metadata.name`, and the
     /// object's `resourceVersion`, when set, makes it a compare-and-swap (`409 Conflict` if
     /// the object changed meanwhile).
     pub async fn update(&self, object: &K, options: &UpdateOptions) -> Result<K, Error> {
-        Ok(self
-            .verbs()
-            .update_object("update", object, options, None)?
-            .decode()
-            .await?)
+        send(self.verbs().update_object("update", object, options, None)).await
     }
 
     /// Patches an object with any [`Patch`] kind (JSON patch, merge, strategic merge or
@@ -298,11 +298,7 @@ where
         patch: &Patch<P>,
         options: &PatchOptions,
     ) -> Result<K, Error> {
-        Ok(self
-            .verbs()
-            .patch("patch", name, patch, options, None)?
-            .decode()
-            .await?)
+        send(self.verbs().patch("patch", name, patch, options, None)).await
     }
 
     /// Server-side apply (client-go's `Apply`): sends `configuration`, the fields this field
@@ -318,11 +314,11 @@ where
         options: &ApplyOptions,
     ) -> Result<K, Error> {
         let options = options.to_patch_options();
-        Ok(self
-            .verbs()
-            .apply("patch", name, configuration, &options, None)?
-            .decode()
-            .await?)
+        send(
+            self.verbs()
+                .apply("patch", name, configuration, &options, None),
+        )
+        .await
     }
 
     /// Deletes an object. The server answers with the object (when finalizers or graceful
