@@ -11,6 +11,8 @@ use kclient_core::{
     ListOptions, ListerWatcher, ObjectList, PartialObjectMetadata, TweakListOptions, WatchStream,
 };
 
+use kclient_rest::RestClient;
+
 use crate::client::DynamicClient;
 use crate::error::Error;
 use crate::metadata::{MetadataClient, MetadataResource};
@@ -68,17 +70,21 @@ impl<T: ObjectView> DynamicResource<T> {
         FilteredListWatch::new(self.clone(), Arc::new(tweak))
     }
 
-    /// What an informer factory lists and watches: this resource in the factory's namespace
-    /// (ignored for a cluster-scoped resource, whose scope an [`ApiResource`] tells), with its
-    /// list-options tweak.
-    fn for_informer(
-        self,
+    /// What an informer factory lists and watches (kclient-core's
+    /// [`DynamicListerWatcherFor`], of the dynamic and metadata clients and of kclient-typed's
+    /// `Clientset`): `resource` over `rest`, in the factory's namespace (ignored for a
+    /// cluster-scoped resource, whose scope the [`ApiResource`] tells), with its list-options
+    /// tweak.
+    pub fn informer_lister_watcher(
+        rest: RestClient,
+        resource: &ApiResource,
         namespace: Option<&str>,
         tweak: Option<TweakListOptions>,
     ) -> FilteredListWatch<Self> {
+        let resource = Self::new(rest, resource.into());
         let resource = match namespace {
-            Some(namespace) => self.namespace(namespace),
-            None => self,
+            Some(namespace) => resource.namespace(namespace),
+            None => resource,
         };
         FilteredListWatch::with_optional_tweak(resource, tweak)
     }
@@ -96,7 +102,12 @@ impl DynamicListerWatcherFor<DynamicObject> for DynamicClient {
         namespace: Option<&str>,
         tweak: Option<TweakListOptions>,
     ) -> Self::ListerWatcher {
-        self.resource(resource).for_informer(namespace, tweak)
+        DynamicResource::informer_lister_watcher(
+            self.rest_client().clone(),
+            resource,
+            namespace,
+            tweak,
+        )
     }
 }
 
@@ -112,6 +123,11 @@ impl DynamicListerWatcherFor<PartialObjectMetadata> for MetadataClient {
         namespace: Option<&str>,
         tweak: Option<TweakListOptions>,
     ) -> Self::ListerWatcher {
-        self.resource(resource).for_informer(namespace, tweak)
+        DynamicResource::informer_lister_watcher(
+            self.rest_client().clone(),
+            resource,
+            namespace,
+            tweak,
+        )
     }
 }

@@ -283,7 +283,7 @@ impl<T: ObjectView> DynamicResource<T> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use kclient_core::GroupVersionKind;
     use kclient_rest::{Config, Method, RefusedRequest};
 
@@ -294,7 +294,8 @@ mod tests {
         DynamicClient::new(RestClient::new(Config::new("https://h")).unwrap())
     }
 
-    fn crontabs() -> ApiResource {
+    /// The namespaced `stable.example.com/v1` `CronTab`s, the unit tests' custom resource.
+    pub(crate) fn crontabs() -> ApiResource {
         ApiResource::from_gvk_with_plural(
             &GroupVersionKind::new("stable.example.com", "v1", "CronTab"),
             "crontabs",

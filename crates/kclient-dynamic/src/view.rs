@@ -193,14 +193,7 @@ mod tests {
 
     use super::sealed::View;
     use super::*;
-
-    fn crontabs() -> ApiResource {
-        ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::new("stable.example.com", "v1", "CronTab"),
-            "crontabs",
-            true,
-        )
-    }
+    use crate::resource::tests::crontabs;
 
     #[test]
     fn list_items_get_the_list_type() {
