@@ -326,7 +326,7 @@ pub enum ReflectorError<E> {
         status: Box<ApiError>,
     },
     /// The list was abandoned by the pager although the server answered every page (a
-    /// continue token seen twice): kclient-core's [`PagerError`](kclient_core::PagerError).
+    /// continue token seen twice): kclient-core's [`PagerError`].
     #[error("failed to list {what}: {source}")]
     Pager {
         /// What was listed.
