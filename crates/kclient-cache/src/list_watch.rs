@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use kclient_core::{ApiStatus, ListOptions, ListerWatcher, ObjectList, PagerError, WatchStream};
+use kclient_core::{ApiStatus, ListOptions, ListerWatcher, ObjectList, WatchStream};
 
 type ListFn<K, E> =
     dyn Fn(ListOptions) -> BoxFuture<'static, Result<ObjectList<K>, E>> + Send + Sync;
@@ -71,7 +71,7 @@ impl<K, E> ListWatch<K, E> {
 impl<K, E> ListerWatcher<K> for ListWatch<K, E>
 where
     K: Send + 'static,
-    E: std::error::Error + ApiStatus + From<PagerError> + Send + Sync + 'static,
+    E: std::error::Error + ApiStatus + Send + Sync + 'static,
 {
     type Error = E;
 

@@ -87,8 +87,8 @@ use futures::StreamExt;
 use kclient_core::options::ResourceVersionMatch;
 use kclient_core::{
     ApiError, ApiStatus, CancellationToken, DynamicObject, GroupVersionKind, ListOptions,
-    ListPager, ListerWatcher, Resource, ResourceExt, Status, WatchEvent, WatchStream,
-    DEFAULT_PAGE_SIZE,
+    ListPager, ListerWatcher, PagedListError, PagerError, Resource, ResourceExt, Status,
+    WatchEvent, WatchStream, DEFAULT_PAGE_SIZE,
 };
 use parking_lot::Mutex;
 use tokio::time::{sleep, sleep_until, Instant};
@@ -325,6 +325,15 @@ pub enum ReflectorError<E> {
         /// The error the event carried.
         status: Box<ApiError>,
     },
+    /// The list was abandoned by the pager although the server answered every page (a
+    /// continue token seen twice): kclient-core's [`PagerError`].
+    #[error("failed to list {what}: {source}")]
+    Pager {
+        /// What was listed.
+        what: String,
+        /// Why the pager gave up.
+        source: PagerError,
+    },
     /// The watch stream itself failed (a broken connection, an undecodable frame).
     #[error("watch stream of {what} failed: {source}")]
     WatchStream {
@@ -355,7 +364,9 @@ impl<E: ApiStatus> ApiStatus for ReflectorError<E> {
             | Self::Watch { source, .. }
             | Self::WatchStream { source, .. } => source.api_status(),
             Self::WatchEvent { status, .. } => status.api_status(),
-            Self::VeryShortWatch { .. } | Self::Store(_) | Self::Resync(_) => None,
+            Self::Pager { .. } | Self::VeryShortWatch { .. } | Self::Store(_) | Self::Resync(_) => {
+                None
+            }
         }
     }
 
@@ -748,9 +759,10 @@ where
         if elapsed > SLOW_LIST {
             tracing::warn!(reflector = %self.name, ?elapsed, "slow list");
         }
-        let (listing, listed_at) = result.map_err(|source| ReflectorError::List {
-            what: self.type_description.clone(),
-            source,
+        let what = self.type_description.clone();
+        let (listing, listed_at) = result.map_err(|e| match e {
+            PagedListError::Lister(source) => ReflectorError::List { what, source },
+            PagedListError::Pager(source) => ReflectorError::Pager { what, source },
         })?;
         if listed_at == "0" && listing.paginated {
             self.state.lock().paginated_result = true;
@@ -796,7 +808,10 @@ where
     /// One list at `resource_version`, paged by client-go's rules, each item admitted
     /// ([`admit`](Self::admit), or encoded with [`with_encoded_lists`](Self::with_encoded_lists))
     /// as its page arrives.
-    async fn list_at(&self, resource_version: &str) -> Result<Listing<K>, L::Error> {
+    async fn list_at(
+        &self,
+        resource_version: &str,
+    ) -> Result<Listing<K>, PagedListError<L::Error>> {
         let page_size = if self.watch_list_page_size != 0 {
             self.watch_list_page_size
         } else if self.state.lock().paginated_result {

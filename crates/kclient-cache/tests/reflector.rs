@@ -773,8 +773,8 @@ async fn a_list_repeating_its_continue_token_fails_and_relists_after_a_backoff()
     r.set_watch_error_handler({
         let errors = Arc::clone(&errors);
         move |_, e: &ReflectorError<TestError>| {
-            let ReflectorError::List { source, .. } = e else {
-                panic!("not a list error: {e}");
+            let ReflectorError::Pager { source, .. } = e else {
+                panic!("not the pager's list error: {e}");
             };
             let repeated = PagerError::RepeatedContinueToken {
                 page: 2,

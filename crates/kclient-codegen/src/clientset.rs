@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::error::Error;
-use crate::merged::{indent, GroupVersion, Merged};
+use crate::merged::{indent, GroupVersion, Merged, Resource};
 use crate::naming::group_version_client;
 use crate::output::{GeneratedFiles, HEADER};
 use crate::table::{ResourceTable, Scope};
@@ -103,6 +103,8 @@ fn root_module(
     out
 }
 
+/// The file of one group-version: its client, one method per resource, and the resources'
+/// subresource markers.
 fn group_version_module_source(
     gv: &GroupVersion,
     options: &ClientsetOptions,
@@ -142,28 +144,8 @@ fn group_version_module_source(
          /// The REST client underneath.\n    pub fn rest_client(&self) -> &RestClient {{\n        &self.client\n    }}"
     );
     for r in gv.resources.values() {
-        let e = &r.entry;
-        let gate = cfg(&r.versions);
-        let subresources = if e.subresources.is_empty() {
-            String::new()
-        } else {
-            format!("; subresources: {}", e.subresources.join(", "))
-        };
-        let facts = format!("Verbs: {}{subresources}.", e.verbs.join(", "));
-        let method = match e.scope {
-            Scope::Namespaced => format!(
-                "/// `{}` (kind `{}`) in `namespace`; the empty namespace means all namespaces.\n///\n/// {facts}\n\
-                 {gate}pub fn {}(&self, namespace: &str) -> ResourceClient<{}> {{\n    ResourceClient::namespaced(self.client.clone(), namespace)\n}}\n",
-                e.plural, e.kind, r.method, r.rust_type
-            ),
-            Scope::Cluster => format!(
-                "/// `{}` (kind `{}`), cluster-scoped.\n///\n/// {facts}\n\
-                 {gate}pub fn {}(&self) -> ResourceClient<{}> {{\n    ResourceClient::cluster_scoped(self.client.clone())\n}}\n",
-                e.plural, e.kind, r.method, r.rust_type
-            ),
-        };
         out.push('\n');
-        out.push_str(&indent(&method, 4));
+        out.push_str(&indent(&resource_method(r, cfg), 4));
     }
     out.push_str("}\n");
     for r in gv.resources.values() {
@@ -183,6 +165,30 @@ fn group_version_module_source(
         }
     }
     out
+}
+
+/// The method of the group-version's client that gives resource `r`'s client.
+fn resource_method(r: &Resource, cfg: &dyn Fn(&BTreeSet<String>) -> String) -> String {
+    let e = &r.entry;
+    let gate = cfg(&r.versions);
+    let subresources = if e.subresources.is_empty() {
+        String::new()
+    } else {
+        format!("; subresources: {}", e.subresources.join(", "))
+    };
+    let facts = format!("Verbs: {}{subresources}.", e.verbs.join(", "));
+    match e.scope {
+        Scope::Namespaced => format!(
+            "/// `{}` (kind `{}`) in `namespace`; the empty namespace means all namespaces.\n///\n/// {facts}\n\
+             {gate}pub fn {}(&self, namespace: &str) -> ResourceClient<{}> {{\n    ResourceClient::namespaced(self.client.clone(), namespace)\n}}\n",
+            e.plural, e.kind, r.method, r.rust_type
+        ),
+        Scope::Cluster => format!(
+            "/// `{}` (kind `{}`), cluster-scoped.\n///\n/// {facts}\n\
+             {gate}pub fn {}(&self) -> ResourceClient<{}> {{\n    ResourceClient::cluster_scoped(self.client.clone())\n}}\n",
+            e.plural, e.kind, r.method, r.rust_type
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -457,10 +457,7 @@ fn render_fields(fields: &[Field], o: &CrdOptions, out: &mut String) {
 
 /// The module of one served version.
 fn version_module(crd: &Crd, v: &CrdVersion, o: &CrdOptions) -> String {
-    let k8s = &o.k8s_openapi_crate;
-    let typed = &o.typed_crate;
     let kind = &crd.kind;
-    let api_version = format!("{}/{}", crd.group, v.name);
     let mut defs = Defs::default();
     defs.names.insert(kind.clone());
     let top_fields = fields_of(
@@ -469,11 +466,19 @@ fn version_module(crd: &Crd, v: &CrdVersion, o: &CrdOptions) -> String {
         &mut defs,
         &["apiVersion", "kind", "metadata"],
     );
-    let spec_type = top_fields
-        .iter()
-        .find(|f| f.json == "spec")
-        .map(|f| (f.ty.render(o), f.optional));
+    let mut out = version_header(crd, v);
+    root_struct(&mut out, crd, v, &top_fields, o);
+    resource_impls(&mut out, crd, v, o);
+    accessors(&mut out, crd, o);
+    render_defs(&defs.defs, o, &mut out);
+    out.push_str("}\n");
+    out
+}
 
+/// The opening of a version's module, with its documentation.
+fn version_header(crd: &Crd, v: &CrdVersion) -> String {
+    let kind = &crd.kind;
+    let api_version = format!("{}/{}", crd.group, v.name);
     let mut out = String::new();
     let mut notes = Vec::new();
     if v.storage {
@@ -498,6 +503,15 @@ fn version_module(crd: &Crd, v: &CrdVersion, o: &CrdOptions) -> String {
             let _ = writeln!(out, "    /// A `{kind}` (`{api_version}`).");
         }
     }
+    out
+}
+
+/// The root type: its struct with `apiVersion`, `kind`, `metadata` and the schema's
+/// top-level fields, its `Default`, and a constructor from a name and a spec when it has one.
+fn root_struct(out: &mut String, crd: &Crd, v: &CrdVersion, top_fields: &[Field], o: &CrdOptions) {
+    let k8s = &o.k8s_openapi_crate;
+    let kind = &crd.kind;
+    let api_version = format!("{}/{}", crd.group, v.name);
     let _ = writeln!(
         out,
         "    #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]\n    pub struct {kind} {{\n        \
@@ -505,7 +519,7 @@ fn version_module(crd: &Crd, v: &CrdVersion, o: &CrdOptions) -> String {
          /// `{kind}`.\n        #[serde(default = \"kind\")]\n        pub kind: String,\n        \
          /// The object's metadata.\n        #[serde(default)]\n        pub metadata: {k8s}::apimachinery::pkg::apis::meta::v1::ObjectMeta,"
     );
-    render_fields(&top_fields, o, &mut out);
+    render_fields(top_fields, o, out);
     out.push_str("    }\n");
     let _ = writeln!(
         out,
@@ -521,6 +535,10 @@ fn version_module(crd: &Crd, v: &CrdVersion, o: &CrdOptions) -> String {
         "\n    impl Default for {kind} {{\n        fn default() -> Self {{\n            Self {{\n                api_version: api_version(),\n                kind: kind(),\n                metadata: Default::default(),\n{}\n            }}\n        }}\n    }}",
         defaults.iter().map(|d| format!("    {d}")).collect::<Vec<_>>().join("\n")
     );
+    let spec_type = top_fields
+        .iter()
+        .find(|f| f.json == "spec")
+        .map(|f| (f.ty.render(o), f.optional));
     if let Some((spec, optional)) = spec_type {
         let value = if optional { "spec: Some(spec)" } else { "spec" };
         let _ = writeln!(
@@ -530,6 +548,15 @@ fn version_module(crd: &Crd, v: &CrdVersion, o: &CrdOptions) -> String {
              ..Default::default()\n                }},\n                {value},\n                ..Self::default()\n            }}\n        }}\n    }}"
         );
     }
+}
+
+/// k8s-openapi's `Resource`, `ListableResource` and `Metadata`, and kclient-typed's
+/// subresource markers.
+fn resource_impls(out: &mut String, crd: &Crd, v: &CrdVersion, o: &CrdOptions) {
+    let k8s = &o.k8s_openapi_crate;
+    let typed = &o.typed_crate;
+    let kind = &crd.kind;
+    let api_version = format!("{}/{}", crd.group, v.name);
     let scope = if crd.namespaced {
         "NamespaceResourceScope"
     } else {
@@ -550,6 +577,13 @@ fn version_module(crd: &Crd, v: &CrdVersion, o: &CrdOptions) -> String {
     if v.scale {
         let _ = writeln!(out, "\n    impl {typed}::HasScale for {kind} {{}}");
     }
+}
+
+/// The functions that give the resource's typed client from a Clientset and its informer
+/// from a factory.
+fn accessors(out: &mut String, crd: &Crd, o: &CrdOptions) {
+    let typed = &o.typed_crate;
+    let kind = &crd.kind;
     let method = resource_method(kind, &crd.plural);
     if crd.namespaced {
         let _ = writeln!(
@@ -577,9 +611,6 @@ fn version_module(crd: &Crd, v: &CrdVersion, o: &CrdOptions) -> String {
          {informers}::TypedInformer::new(factory)\n    }}",
         crd.plural
     );
-    render_defs(&defs.defs, o, &mut out);
-    out.push_str("}\n");
-    out
 }
 
 /// Generates the module of every CRD in `yaml` (a YAML or JSON stream; other documents are

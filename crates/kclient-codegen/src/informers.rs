@@ -84,7 +84,6 @@ fn root_module(
     cfg: &dyn Fn(&BTreeSet<String>) -> String,
 ) -> String {
     let krate = &options.informers_crate;
-    let cache = &options.cache_crate;
     let mut out = String::new();
     let _ = writeln!(out, "{HEADER}");
     let _ = writeln!(
@@ -100,13 +99,25 @@ fn root_module(
         let gate = cfg(&gv.versions());
         let _ = writeln!(out, "{gate}pub mod {module};");
     }
+    out.push_str(&factory_extension(gvs, &options.cache_crate, cfg));
+    out
+}
+
+/// The `InformerFactoryExt` trait, one accessor per group-version, and its impl for the
+/// factory.
+fn factory_extension(
+    gvs: &BTreeMap<&String, &GroupVersion>,
+    cache: &str,
+    cfg: &dyn Fn(&BTreeSet<String>) -> String,
+) -> String {
+    let mut out = String::new();
     let _ = writeln!(
         out,
         "\n/// The typed informers of a [`SharedInformerFactory`]({cache}::SharedInformerFactory), by\n\
          /// group-version (client-go's `factory.Core().V1().Pods()` is `factory.core_v1().pods()`): each\n\
-         /// resource that can be listed and watched gives its shared informer and lister.\n\
-         pub trait InformerFactoryExt<C> {{"
+         /// resource that can be listed and watched gives its shared informer and lister."
     );
+    let _ = writeln!(out, "pub trait InformerFactoryExt<C> {{");
     let mut methods = String::new();
     let mut first = true;
     for (module, gv) in gvs {

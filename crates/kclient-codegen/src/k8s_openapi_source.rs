@@ -9,9 +9,10 @@
 //! The reader scans the text of k8s-openapi's generated files (`src/v1_NN/**/*.rs`), whose
 //! shape is regular: `impl crate::Resource for Kind { const …; type Scope = …; }`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::Error;
+use crate::source_tree::each_k8s_openapi_file;
 use crate::table::{ResourceEntry, ResourceTable, Scope};
 
 /// The verbs of an ordinary read-write resource.
@@ -116,37 +117,12 @@ fn unsupported_reason(m: &ModelledKind) -> Option<String> {
 /// Reads every kind from the directory of one version of k8s-openapi's source
 /// (`…/k8s-openapi-0.29.0/src/v1_35`).
 pub fn read_kinds(version_dir: &Path) -> Result<Vec<ModelledKind>, Error> {
-    let mut files = Vec::new();
-    collect_rs_files(version_dir, &mut files)?;
-    files.sort();
     let mut kinds = Vec::new();
-    for file in files {
-        let source = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
-        let relative = file.strip_prefix(version_dir).unwrap_or(&file);
-        let module: Vec<String> = relative
-            .parent()
-            .map(|p| {
-                p.components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        kinds.extend(parse_kinds(&source, &module));
-    }
+    each_k8s_openapi_file(version_dir, |module, source| {
+        kinds.extend(parse_kinds(source, module));
+    })?;
     kinds.sort_by(|a, b| (&a.group, &a.version, &a.kind).cmp(&(&b.group, &b.version, &b.kind)));
     Ok(kinds)
-}
-
-fn collect_rs_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Error> {
-    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let path = entry.map_err(|e| Error::io(dir, e))?.path();
-        if path.is_dir() {
-            collect_rs_files(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 /// The value of `const NAME: &'static str = "value";` inside `block`.

@@ -47,6 +47,7 @@ mod merged;
 pub mod naming;
 mod output;
 pub mod protobuf;
+mod source_tree;
 mod table;
 
 pub use clientset::{generate_clientset, ClientsetOptions};

@@ -33,14 +33,6 @@ impl From<Status> for ApiError {
     }
 }
 
-/// A list the pager gave up on, as an error without reason or code (the server answered
-/// every request); [`ApiError`] is the error of in-memory lister-watchers.
-impl From<crate::pager::PagerError> for ApiError {
-    fn from(e: crate::pager::PagerError) -> Self {
-        Status::failure(StatusReason::Unknown, 0, e.to_string()).into()
-    }
-}
-
 impl ApiError {
     /// The reason.
     pub fn reason(&self) -> &StatusReason {

@@ -122,7 +122,7 @@ pub use options::{
     ListOptions, OptionsError, PatchOptions, Preconditions, ResourceVersionMatch, UpdateOptions,
     MAX_GO_DURATION, MAX_TIMEOUT_SECONDS,
 };
-pub use pager::{ListPager, PagedList, PagerError, DEFAULT_PAGE_SIZE};
+pub use pager::{ListPager, PagedList, PagedListError, PagerError, DEFAULT_PAGE_SIZE};
 pub use partial_object_metadata::{PartialObjectMetadata, PartialObjectMetadataList};
 pub use patch::{JsonPatch, Patch, PatchOperation, PatchType};
 pub use resource::{Resource, ResourceExt, ScopeNamespaced};

@@ -47,7 +47,6 @@ use crate::dynamic_object::DynamicObject;
 use crate::fetched_list::FetchedList;
 use crate::object_list::ObjectList;
 use crate::options::ListOptions;
-use crate::pager::PagerError;
 use crate::resource::Resource;
 use crate::watch_event::WatchEvent;
 #[cfg(doc)]
@@ -70,11 +69,10 @@ pub type TweakListOptions = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 /// bookmarks); implementations add their own selectors.
 pub trait ListerWatcher<K>: Send + Sync {
     /// The error of a failed list or watch. [`ApiStatus`] lets the reflector tell a `410 Gone`
-    /// from a refused connection from anything else. `From<PagerError>` lets
-    /// [`ListPager`](crate::ListPager) fail a list in this type when the server pages in a
-    /// loop ([`PagerError::RepeatedContinueToken`]); [`ApiError`](crate::ApiError) and the
-    /// clients' errors implement it.
-    type Error: std::error::Error + ApiStatus + From<PagerError> + Send + Sync + 'static;
+    /// from a refused connection from anything else. (A paged list's own failure is
+    /// [`ListPager`](crate::ListPager)'s [`PagedListError`](crate::PagedListError), around this
+    /// type.)
+    type Error: std::error::Error + ApiStatus + Send + Sync + 'static;
 
     /// Lists the resource. The list's resourceVersion is where a following watch starts.
     fn list(

@@ -15,8 +15,9 @@
 //! A server (or a proxy in front of it) that hands out a continue token it handed out before
 //! would have the list go round in circles, gathering the same pages forever. Every list
 //! remembers the continue tokens it was given and fails with
-//! [`PagerError::RepeatedContinueToken`] (converted into the lister's error, see
-//! [`ListerWatcher::Error`]) at the first one it sees twice (client-go has no such check).
+//! [`PagerError::RepeatedContinueToken`] at the first one it sees twice (client-go has no
+//! such check). The pager's failures are its own [`PagedListError`]: the lister's error, or
+//! the pager's reason to give up; a lister's error type need not know the pager.
 //! A page with no items and a new token is progress: kube-apiserver may answer a filtered
 //! page with no items and a continue token past the objects it read.
 //!
@@ -30,21 +31,67 @@ use std::marker::PhantomData;
 
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 
-use crate::api_error::ApiStatus;
+use crate::api_error::{ApiError, ApiStatus};
 use crate::fetched_list::FetchedList;
 use crate::lister_watcher::ListerWatcher;
 use crate::object_list::ObjectList;
 use crate::options::ListOptions;
+use crate::status::{Status, StatusReason};
 
 /// The default page size (client-go's `tools/pager` `defaultPageSize`).
 pub const DEFAULT_PAGE_SIZE: i64 = 500;
 
-/// Why [`ListPager`] gave up on a list that the server answered without an error. Every
-/// [`ListerWatcher::Error`] converts it (`From<PagerError>`), so a list fails with the
-/// lister's own error type: the typed and dynamic clients' `Error::Pager`, an [`ApiError`]
-/// without reason or code.
-///
-/// [`ApiError`]: crate::ApiError
+/// Why a paged list failed: a request of it failed (the lister's error `E`), or the pager
+/// gave up on a list the server answered without an error ([`PagerError`]). The typed and
+/// dynamic clients' errors convert it (their `Error::Pager`), so their `list_all` and
+/// `list_pages` fail with the client's own error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PagedListError<E> {
+    /// A list request failed, or its page could not be decoded: the lister's error.
+    #[error(transparent)]
+    Lister(E),
+    /// The pager abandoned the list (a continue token seen twice).
+    #[error(transparent)]
+    Pager(PagerError),
+}
+
+impl<E: From<PagerError>> PagedListError<E> {
+    /// The failure as the lister's error type, for an error that can carry the pager's (the
+    /// typed and dynamic clients' `Error::Pager`).
+    pub fn into_lister_error(self) -> E {
+        match self {
+            PagedListError::Lister(e) => e,
+            PagedListError::Pager(e) => e.into(),
+        }
+    }
+}
+
+impl<E> From<PagerError> for PagedListError<E> {
+    fn from(e: PagerError) -> Self {
+        PagedListError::Pager(e)
+    }
+}
+
+/// The lister's error's status; none for the pager's own failure (the server answered every
+/// request).
+impl<E: ApiStatus> ApiStatus for PagedListError<E> {
+    fn api_status(&self) -> Option<&Status> {
+        match self {
+            PagedListError::Lister(e) => e.api_status(),
+            PagedListError::Pager(_) => None,
+        }
+    }
+
+    fn is_connection_refused(&self) -> bool {
+        match self {
+            PagedListError::Lister(e) => e.is_connection_refused(),
+            PagedListError::Pager(_) => false,
+        }
+    }
+}
+
+/// Why [`ListPager`] gave up on a list that the server answered without an error (in a
+/// [`PagedListError::Pager`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PagerError {
@@ -67,10 +114,18 @@ fn repeated_from(first_seen: usize) -> String {
     }
 }
 
-impl crate::api_error::ApiStatus for PagerError {
+impl ApiStatus for PagerError {
     /// No status: the server answered every request; the client gave up.
-    fn api_status(&self) -> Option<&crate::status::Status> {
+    fn api_status(&self) -> Option<&Status> {
         None
+    }
+}
+
+/// A list the pager gave up on, as an error without reason or code (the server answered
+/// every request), for the in-memory lister-watchers whose error is [`ApiError`].
+impl From<PagerError> for ApiError {
+    fn from(e: PagerError) -> Self {
+        Status::failure(StatusReason::Unknown, 0, e.to_string()).into()
     }
 }
 
@@ -116,9 +171,9 @@ impl ContinueTokens {
 ///
 /// ```
 /// use futures::TryStreamExt;
-/// use kclient_core::{DynamicObject, ListOptions, ListPager, ListerWatcher};
+/// use kclient_core::{DynamicObject, ListOptions, ListPager, ListerWatcher, PagedListError};
 ///
-/// async fn everything<L>(lister: L) -> Result<Vec<DynamicObject>, L::Error>
+/// async fn everything<L>(lister: L) -> Result<Vec<DynamicObject>, PagedListError<L::Error>>
 /// where
 ///     L: ListerWatcher<DynamicObject> + Clone + 'static,
 /// {
@@ -218,9 +273,12 @@ where
     /// token expires (`410 Expired`, from the second page on) and the fallback is on, the
     /// pages read so far are dropped and one unpaged list at the caller's original
     /// resourceVersion is returned instead. A continue token the list was given before fails
-    /// it with [`PagerError::RepeatedContinueToken`] (as the lister's error) instead of
-    /// following the server round in circles.
-    pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<K>, L::Error>
+    /// it with [`PagerError::RepeatedContinueToken`] instead of following the server round in
+    /// circles.
+    pub async fn list(
+        &self,
+        options: &ListOptions,
+    ) -> Result<ObjectList<K>, PagedListError<L::Error>>
     where
         L: Clone + 'static,
     {
@@ -240,7 +298,7 @@ where
         &self,
         options: &ListOptions,
         mut f: impl FnMut(K) -> T + Send,
-    ) -> Result<PagedList<T>, L::Error>
+    ) -> Result<PagedList<T>, PagedListError<L::Error>>
     where
         L: Clone + 'static,
     {
@@ -258,7 +316,7 @@ where
                             .as_deref()
                             .is_some_and(|c| !c.is_empty());
                     if !expired_midway || !self.full_list_if_expired {
-                        return Err(e);
+                        return Err(PagedListError::Lister(e));
                     }
                     // The snapshot expired while we were paging: drop what was read and fall
                     // back to a full list at the requested resourceVersion.
@@ -266,7 +324,11 @@ where
                     let mut full = options.clone();
                     full.limit = None;
                     full.continue_token = None;
-                    let list = self.lister.list_mapped(&full, &mut f).await?;
+                    let list = self
+                        .lister
+                        .list_mapped(&full, &mut f)
+                        .await
+                        .map_err(PagedListError::Lister)?;
                     return Ok(PagedList {
                         list,
                         paginated: true,
@@ -280,7 +342,7 @@ where
             let next = next_options
                 .as_ref()
                 .map(|options| NextPage::start(&self.lister, options, self.prefetch));
-            let page = page.decode_mapped(&mut f)?;
+            let page = page.decode_mapped(&mut f).map_err(PagedListError::Lister)?;
             match &mut result {
                 None => result = Some(page),
                 Some(list) => list.items.extend(page.items),
@@ -311,7 +373,7 @@ where
     pub fn pages(
         &self,
         options: &ListOptions,
-    ) -> BoxStream<'static, Result<ObjectList<K>, L::Error>>
+    ) -> BoxStream<'static, Result<ObjectList<K>, PagedListError<L::Error>>>
     where
         L: Clone + 'static,
     {
@@ -324,7 +386,10 @@ where
                 let Some(options) = next else {
                     return Ok(None);
                 };
-                let page = lister.list(&options).await?;
+                let page = lister
+                    .list(&options)
+                    .await
+                    .map_err(PagedListError::Lister)?;
                 tokens.record(page.continue_token())?;
                 let following = page
                     .continue_token()
@@ -337,7 +402,10 @@ where
 
     /// Every object, page by page (client-go's `EachListItem`), with the same error rules as
     /// [`pages`](Self::pages).
-    pub fn items(&self, options: &ListOptions) -> BoxStream<'static, Result<K, L::Error>>
+    pub fn items(
+        &self,
+        options: &ListOptions,
+    ) -> BoxStream<'static, Result<K, PagedListError<L::Error>>>
     where
         L: Clone + 'static,
     {
@@ -603,7 +671,7 @@ mod tests {
         let lister = Looping::default();
         let err =
             block_on(ListPager::new(lister.clone()).list(&ListOptions::default())).unwrap_err();
-        assert_eq!(err, ApiError::from(expected.clone()));
+        assert_eq!(err, PagedListError::Pager(expected.clone()));
         assert!(
             !err.is_resource_expired() && !err.is_internal_error(),
             "{err}"
@@ -626,7 +694,7 @@ mod tests {
             page: 3,
             first_seen: 1,
         };
-        assert_eq!(err, ApiError::from(cycled));
+        assert_eq!(err, PagedListError::Pager(cycled));
         let results: Vec<_> = block_on(
             ListPager::new(Looping::default())
                 .pages(&ListOptions::default())
@@ -634,7 +702,7 @@ mod tests {
         );
         assert_eq!(results.len(), 2, "one page, then the error, then the end");
         assert_eq!(results[0].as_ref().unwrap().items, [1]);
-        assert_eq!(results[1], Err(ApiError::from(expected)));
+        assert_eq!(results[1], Err(PagedListError::Pager(expected)));
 
         // A caller's own starting token counts as given.
         let err = block_on(

@@ -1,7 +1,7 @@
 //! [`Error`]: what a dynamic client call can fail with.
 
 use kclient_core::{
-    ApiStatus, GroupResource, GroupVersionResource, OptionsError, PagerError, Status,
+    ApiStatus, GroupVersionResource, OptionsError, PagedListError, PagerError, Status,
 };
 use kclient_rest::RefusedRequest;
 
@@ -10,8 +10,8 @@ use kclient_rest::RefusedRequest;
 /// The server's refusals (`404 NotFound`, `409 Conflict`, `410 Expired` ...) and transport
 /// failures come from the REST layer as [`Error::Rest`]; [`ApiStatus`] is implemented, so
 /// `err.is_not_found()`, `err.is_conflict()` and the other predicates work on it directly.
-/// Requests the server would refuse are caught before they are sent: invalid options, and
-/// calls without the namespace or name they need.
+/// Requests the server would refuse are caught before they are sent ([`Error::Refused`]):
+/// invalid options, and calls without the namespace or name they need.
 ///
 /// ```
 /// use kclient_core::{ApiError, ApiStatus, GroupResource};
@@ -31,36 +31,13 @@ pub enum Error {
     #[error(transparent)]
     Rest(#[from] kclient_rest::Error),
 
-    /// The options would be rejected by the server (checked before sending).
-    #[error("invalid options: {0}")]
-    Options(#[from] OptionsError),
-
-    /// The call addresses one object of a resource known to be namespaced (or creates one),
-    /// but no namespace was given.
-    #[error("{verb} of a {resource} object needs a namespace: use .namespace(ns)")]
-    NamespaceRequired {
-        /// The verb (`create`, `get`, `update` ...).
-        verb: &'static str,
-        /// The resource.
-        resource: GroupResource,
-    },
-
-    /// The call needs an object name, and none was given (an empty name, or an object
-    /// without `metadata.name`).
-    #[error("{verb} needs the object's name, which is empty")]
-    MissingName {
-        /// The verb.
-        verb: &'static str,
-    },
-
-    /// An apply configuration must not carry `metadata.managedFields` (as in client-go: the
-    /// server would take them as the fields to own).
-    #[error("cannot apply an object with managed fields already set; remove metadata.managedFields (or extract the apply configuration of your field manager) first")]
-    ManagedFieldsSet,
-
-    /// A body could not be serialized.
-    #[error("cannot serialize the request body: {0}")]
-    Serialize(#[source] serde_json::Error),
+    /// The request was refused before it was sent, by the checks the dynamic and typed
+    /// clients share (kclient-rest's `ResourceRequests`): options the server would reject, a
+    /// call on one object without its name or (for a resource known to be namespaced) its
+    /// namespace, an apply configuration carrying `metadata.managedFields`, a body that does
+    /// not serialize.
+    #[error(transparent)]
+    Refused(#[from] RefusedRequest),
 
     /// A paged list was abandoned although the server answered every page: it returned a
     /// continue token it had returned before, so the list would go round in circles
@@ -84,19 +61,18 @@ pub enum Error {
     },
 }
 
-/// The checks before sending are kclient-rest's, shared with the typed client; each refusal
-/// is this crate's variant of the same name.
-impl From<RefusedRequest> for Error {
-    fn from(refused: RefusedRequest) -> Self {
-        match refused {
-            RefusedRequest::Options(e) => Error::Options(e),
-            RefusedRequest::NamespaceRequired { verb, resource } => {
-                Error::NamespaceRequired { verb, resource }
-            }
-            RefusedRequest::MissingName { verb } => Error::MissingName { verb },
-            RefusedRequest::ManagedFieldsSet => Error::ManagedFieldsSet,
-            RefusedRequest::Serialize(e) => Error::Serialize(e),
-        }
+/// Options the server would reject, refused before sending ([`Error::Refused`]).
+impl From<OptionsError> for Error {
+    fn from(e: OptionsError) -> Self {
+        Error::Refused(e.into())
+    }
+}
+
+/// A paged list's failure ([`DynamicResource::list_all`](crate::DynamicResource::list_all)):
+/// the client's error, or the pager's ([`Error::Pager`]).
+impl From<PagedListError<Error>> for Error {
+    fn from(e: PagedListError<Error>) -> Self {
+        e.into_lister_error()
     }
 }
 
@@ -120,7 +96,7 @@ impl ApiStatus for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kclient_core::ApiError;
+    use kclient_core::{ApiError, GroupResource};
 
     #[test]
     fn predicates_see_through_to_the_server_status() {
@@ -130,16 +106,16 @@ mod tests {
         )));
         assert!(err.is_conflict());
         assert!(!err.is_not_found());
-        let local = Error::MissingName { verb: "update" };
+        let local = Error::from(RefusedRequest::MissingName { verb: "update" });
         assert!(local.api_status().is_none());
         assert!(!local.is_connection_refused());
         assert_eq!(
-            Error::NamespaceRequired {
+            Error::from(RefusedRequest::NamespaceRequired {
                 verb: "get",
                 resource: gr
-            }
+            })
             .to_string(),
-            "get of a widgets.example.com object needs a namespace: use .namespace(ns)"
+            "get of a widgets.example.com object needs a namespace: this client addresses all namespaces; bind it to one"
         );
     }
 }

@@ -1,5 +1,6 @@
 //! kclient-dynamic: every verb on any resource, including custom resources unknown at compile
-//! time, over [`DynamicObject`](kclient_core::DynamicObject) — client-go's `dynamic` package.
+//! time, over [`DynamicObject`](kclient_core::DynamicObject) — client-go's `dynamic` package —
+//! and its `metadata` package.
 //!
 //! [`DynamicClient::resource`] takes a [`GroupVersionResource`](kclient_core::GroupVersionResource)
 //! or an [`ApiResource`](kclient_core::ApiResource) (from kclient-discovery's `RestMapper`) and
@@ -11,14 +12,29 @@
 //! the list, as client-go's `UnstructuredList` does.
 //!
 //! The [`metadata`] module is client-go's `metadata` package: a [`MetadataClient`] reads
-//! only the [`PartialObjectMetadata`](kclient_core::PartialObjectMetadata) of any resource
-//! (get, list, watch, patch, delete, delete-collection), and backs metadata-only informers.
+//! only the [`PartialObjectMetadata`](kclient_core::PartialObjectMetadata) of any resource,
+//! and backs metadata-only informers. Its [`MetadataResource`] is the same
+//! [`DynamicResource`] reading another view of the objects ([`ObjectView`]): the verbs are
+//! written once, over kclient-rest's `ResourceRequests` (which the typed client's are too),
+//! and a view only says what it asks the server for and how it finishes the answer.
+//!
+//! # Listing
+//!
+//! One request lists: [`list`](DynamicResource::list) (one page when `options.limit` is
+//! set). Everything else is built on it:
+//!
+//! * [`pager`](DynamicResource::pager) — kclient-core's [`ListPager`](kclient_core::ListPager)
+//!   (client-go's `tools/pager`): every page of a large list from one snapshot, with a full
+//!   list when the snapshot expires, as one list, a stream of pages or of items;
+//!   [`list_all`](DynamicResource::list_all) and [`list_pages`](DynamicResource::list_pages)
+//!   are its two common uses.
+//! * [`fetch_list`](DynamicResource::fetch_list) — the list with its items not yet decoded,
+//!   the primitive of kclient-core's [`ListerWatcher`](kclient_core::ListerWatcher) seam that
+//!   the pager and the reflector decode page by page (`ListerWatcher::list_mapped`).
 //!
 //! A `DynamicResource` (or kclient-core's [`FilteredListWatch`](kclient_core::FilteredListWatch)
-//! over one, with selectors) implements [`ListerWatcher`](kclient_core::ListerWatcher), so informers and pagers work for any
-//! resource; [`list_all`](DynamicResource::list_all) and
-//! [`list_pages`](DynamicResource::list_pages) page its lists with kclient-core's
-//! [`ListPager`](kclient_core::ListPager).
+//! over one, with selectors) implements [`ListerWatcher`](kclient_core::ListerWatcher), so
+//! informers and pagers work for any resource.
 //!
 //! The examples use the paths a program depending on the `kclient` facade writes
 //! (`kclient::dynamic::…`); one depending on kclient-dynamic alone writes `kclient_dynamic::…`.
@@ -61,7 +77,12 @@ mod error;
 mod list_watch;
 pub mod metadata;
 mod pager;
+mod resource;
+mod view;
+mod whole;
 
-pub use client::{DynamicClient, DynamicResource, ResourceRef};
+pub use client::DynamicClient;
 pub use error::Error;
 pub use metadata::{MetadataClient, MetadataResource};
+pub use resource::{DynamicResource, ResourceRef};
+pub use view::ObjectView;

@@ -1,48 +1,53 @@
-//! The [`ListerWatcher`] implementations that connect the dynamic and metadata clients to
-//! the informer cache, so informers work for any resource, and the
-//! [`DynamicListerWatcherFor`] through which an informer factory makes them — kclient-core's
-//! seams, so this crate knows nothing of the cache.
+//! The [`ListerWatcher`] implementation that connects dynamic and metadata resources to the
+//! informer cache, so informers work for any resource, and the [`DynamicListerWatcherFor`]
+//! through which an informer factory makes them — kclient-core's seams, so this crate knows
+//! nothing of the cache.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use kclient_core::{
     ApiResource, DynamicListerWatcherFor, DynamicObject, FetchedList, FilteredListWatch,
-    ListOptions, ListerWatcher, ObjectList, TweakListOptions, WatchStream,
+    ListOptions, ListerWatcher, ObjectList, PartialObjectMetadata, TweakListOptions, WatchStream,
 };
 
-use crate::client::{DynamicClient, DynamicResource};
-use crate::error::Error;
+use kclient_rest::RestClient;
 
-/// A dynamic resource lists and watches in its namespace (or all namespaces): the options the
-/// reflector passes (resourceVersion, paging, timeout, bookmarks) are sent as they are. For
-/// selectors, use [`DynamicResource::filtered_list_watch`].
-impl ListerWatcher<DynamicObject> for DynamicResource {
+use crate::client::DynamicClient;
+use crate::error::Error;
+use crate::metadata::{MetadataClient, MetadataResource};
+use crate::resource::DynamicResource;
+use crate::view::ObjectView;
+
+/// A dynamic or metadata resource lists and watches in its namespace (or all namespaces):
+/// the options the reflector passes (resourceVersion, paging, timeout, bookmarks) are sent as
+/// they are. For selectors, use [`DynamicResource::filtered_list_watch`].
+impl<T: ObjectView> ListerWatcher<T> for DynamicResource<T> {
     type Error = Error;
 
     fn list(
         &self,
         options: &ListOptions,
-    ) -> impl Future<Output = Result<ObjectList<DynamicObject>, Error>> + Send {
+    ) -> impl Future<Output = Result<ObjectList<T>, Error>> + Send {
         DynamicResource::list(self, options)
     }
 
     fn watch(
         &self,
         options: &ListOptions,
-    ) -> impl Future<Output = Result<WatchStream<DynamicObject, Error>, Error>> + Send {
+    ) -> impl Future<Output = Result<WatchStream<T, Error>, Error>> + Send {
         DynamicResource::watch(self, options)
     }
 
     fn fetch_list(
         &self,
         options: &ListOptions,
-    ) -> impl Future<Output = Result<FetchedList<DynamicObject, Error>, Error>> + Send {
+    ) -> impl Future<Output = Result<FetchedList<T, Error>, Error>> + Send {
         DynamicResource::fetch_list(self, options)
     }
 }
 
-impl DynamicResource {
+impl<T: ObjectView> DynamicResource<T> {
     /// A [`FilteredListWatch`] over this resource: a [`ListerWatcher`] that applies `tweak` to
     /// the options of every list and watch (client-go's `NewFilteredDynamicSharedInformerFactory`
     /// and `NewFilteredSharedInformerFactory` of `metadatainformer`, their `tweakListOptions`).
@@ -61,15 +66,34 @@ impl DynamicResource {
     pub fn filtered_list_watch(
         &self,
         tweak: impl Fn(&mut ListOptions) + Send + Sync + 'static,
-    ) -> FilteredListWatch<DynamicResource> {
+    ) -> FilteredListWatch<Self> {
         FilteredListWatch::new(self.clone(), Arc::new(tweak))
+    }
+
+    /// What an informer factory lists and watches (kclient-core's
+    /// [`DynamicListerWatcherFor`], of the dynamic and metadata clients and of kclient-typed's
+    /// `Clientset`): `resource` over `rest`, in the factory's namespace (ignored for a
+    /// cluster-scoped resource, whose scope the [`ApiResource`] tells), with its list-options
+    /// tweak.
+    pub fn informer_lister_watcher(
+        rest: RestClient,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        tweak: Option<TweakListOptions>,
+    ) -> FilteredListWatch<Self> {
+        let resource = Self::new(rest, resource.into());
+        let resource = match namespace {
+            Some(namespace) => resource.namespace(namespace),
+            None => resource,
+        };
+        FilteredListWatch::with_optional_tweak(resource, tweak)
     }
 }
 
 /// The dynamic client lists and watches any resource for the informer factory's
 /// `for_resource` (client-go's dynamic informer factory), in the factory's namespace when the
 /// resource is namespaced, with its list-options tweak.
-impl DynamicListerWatcherFor for DynamicClient {
+impl DynamicListerWatcherFor<DynamicObject> for DynamicClient {
     type ListerWatcher = FilteredListWatch<DynamicResource>;
 
     fn dynamic_lister_watcher(
@@ -78,10 +102,32 @@ impl DynamicListerWatcherFor for DynamicClient {
         namespace: Option<&str>,
         tweak: Option<TweakListOptions>,
     ) -> Self::ListerWatcher {
-        let mut client = self.resource(resource);
-        if let Some(namespace) = namespace.filter(|_| resource.namespaced) {
-            client = client.namespace(namespace);
-        }
-        FilteredListWatch::with_optional_tweak(client, tweak)
+        DynamicResource::informer_lister_watcher(
+            self.rest_client().clone(),
+            resource,
+            namespace,
+            tweak,
+        )
+    }
+}
+
+/// The metadata client lists and watches any resource for the informer factory's
+/// `for_resource` (client-go's `metadatainformer`), in the factory's namespace when the
+/// resource is namespaced, with its list-options tweak.
+impl DynamicListerWatcherFor<PartialObjectMetadata> for MetadataClient {
+    type ListerWatcher = FilteredListWatch<MetadataResource>;
+
+    fn dynamic_lister_watcher(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        tweak: Option<TweakListOptions>,
+    ) -> Self::ListerWatcher {
+        DynamicResource::informer_lister_watcher(
+            self.rest_client().clone(),
+            resource,
+            namespace,
+            tweak,
+        )
     }
 }

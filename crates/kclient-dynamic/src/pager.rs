@@ -2,16 +2,18 @@
 //! [`list_all`](DynamicResource::list_all) and [`list_pages`](DynamicResource::list_pages),
 //! over kclient-core's [`ListPager`] (client-go's `tools/pager`).
 
-use futures::stream::BoxStream;
-use kclient_core::{DynamicObject, ListOptions, ListPager, ObjectList};
+use futures::stream::{BoxStream, StreamExt as _, TryStreamExt as _};
+use kclient_core::{ListOptions, ListPager, ObjectList};
 
-use crate::client::DynamicResource;
 use crate::error::Error;
+use crate::resource::DynamicResource;
+use crate::view::ObjectView;
 
-impl DynamicResource {
+impl<T: ObjectView> DynamicResource<T> {
     /// A [`ListPager`] over this resource, with client-go's defaults (pages of
     /// [`DEFAULT_PAGE_SIZE`](kclient_core::DEFAULT_PAGE_SIZE), a full list when a continue
-    /// token expires).
+    /// token expires). Its failures are kclient-core's
+    /// [`PagedListError`](kclient_core::PagedListError), which converts into [`Error`].
     ///
     /// ```no_run
     /// use futures::TryStreamExt;
@@ -31,25 +33,22 @@ impl DynamicResource {
     /// }
     /// # let _ = all; Ok(()) }
     /// ```
-    pub fn pager(&self) -> ListPager<DynamicObject, DynamicResource> {
+    pub fn pager(&self) -> ListPager<T, Self> {
         ListPager::new(self.clone())
     }
 
     /// Lists every object in pages of [`DEFAULT_PAGE_SIZE`](kclient_core::DEFAULT_PAGE_SIZE)
     /// (or `options.limit`), falling back to one full list if the continue token expires:
     /// [`ListPager::list`]. Items get their type as in [`list`](Self::list).
-    pub async fn list_all(
-        &self,
-        options: &ListOptions,
-    ) -> Result<ObjectList<DynamicObject>, Error> {
-        self.pager().list(options).await
+    pub async fn list_all(&self, options: &ListOptions) -> Result<ObjectList<T>, Error> {
+        Ok(self.pager().list(options).await?)
     }
 
     /// The pages of a paged list, as a stream: [`ListPager::pages`].
     pub fn list_pages(
         &self,
         options: &ListOptions,
-    ) -> BoxStream<'static, Result<ObjectList<DynamicObject>, Error>> {
-        self.pager().pages(options)
+    ) -> BoxStream<'static, Result<ObjectList<T>, Error>> {
+        self.pager().pages(options).map_err(Error::from).boxed()
     }
 }

@@ -14,7 +14,7 @@ use kclient_core::{
 };
 use kclient_dynamic::{DynamicClient, DynamicResource, Error};
 use kclient_fake::FakeApiServer;
-use kclient_rest::{Config, RestClient};
+use kclient_rest::{Config, RefusedRequest, RestClient};
 use serde_json::{json, Value};
 
 use common::setup;
@@ -456,12 +456,18 @@ async fn server_side_apply_with_field_managers() {
         .apply("applied", &theirs, &PatchOptions::default())
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Options(_)), "{err}");
+    assert!(
+        matches!(err, Error::Refused(RefusedRequest::Options(_))),
+        "{err}"
+    );
     let err = cts
         .apply("applied", &forced, &PatchOptions::apply("bob"))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::ManagedFieldsSet), "{err}");
+    assert!(
+        matches!(err, Error::Refused(RefusedRequest::ManagedFieldsSet)),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -603,7 +609,10 @@ async fn watch_sees_every_change_with_types() {
                 .resource_version_match(kclient_core::ResourceVersionMatch::Exact),
         )
         .await;
-    assert!(matches!(refused, Err(Error::Options(_))));
+    assert!(matches!(
+        refused,
+        Err(Error::Refused(RefusedRequest::Options(_)))
+    ));
 }
 
 async fn lw_list<L: ListerWatcher<DynamicObject>>(lw: &L) -> Vec<String> {
@@ -712,7 +721,10 @@ async fn scope_is_checked_before_sending() {
     let cts = client.resource(crontabs_api());
     let err = cts.get("x", &GetOptions::default()).await.unwrap_err();
     assert!(
-        matches!(err, Error::NamespaceRequired { verb: "get", .. }),
+        matches!(
+            err,
+            Error::Refused(RefusedRequest::NamespaceRequired { verb: "get", .. })
+        ),
         "{err}"
     );
     let err = cts
@@ -721,7 +733,7 @@ async fn scope_is_checked_before_sending() {
         .unwrap_err();
     assert!(matches!(
         err,
-        Error::NamespaceRequired { verb: "create", .. }
+        Error::Refused(RefusedRequest::NamespaceRequired { verb: "create", .. })
     ));
     assert!(
         cts.list(&ListOptions::default())
@@ -737,7 +749,10 @@ async fn scope_is_checked_before_sending() {
         .update(&DynamicObject::default(), &UpdateOptions::default())
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::MissingName { verb: "update" }));
+    assert!(matches!(
+        err,
+        Error::Refused(RefusedRequest::MissingName { verb: "update" })
+    ));
 
     // Cluster-scoped resources ignore a namespace.
     let namespaces = ApiResource::from_gvk_with_plural(
@@ -813,7 +828,10 @@ async fn server_errors_are_typed() {
         .list(&ListOptions::default().limit(-1))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Options(_)), "{err}");
+    assert!(
+        matches!(err, Error::Refused(RefusedRequest::Options(_))),
+        "{err}"
+    );
     let err = cts
         .create(&crontab("dry"), &CreateOptions::default().dry_run())
         .await
@@ -865,7 +883,10 @@ async fn create_subresource_evicts_a_pod() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, Error::MissingName { verb: "create" }),
+        matches!(
+            err,
+            Error::Refused(RefusedRequest::MissingName { verb: "create" })
+        ),
         "{err}"
     );
 }

@@ -14,6 +14,7 @@ use kclient_core::{
 };
 use kclient_dynamic::{Error, MetadataClient, MetadataResource};
 use kclient_fake::{Failure, FakeApiServer};
+use kclient_rest::RefusedRequest;
 use serde_json::json;
 
 /// A fake server with ConfigMaps `cm-00`..`cm-{n-1}` in `default` (label `app=web` on the
@@ -105,7 +106,7 @@ async fn get_reads_the_metadata_of_built_in_and_custom_resources() {
         .unwrap_err();
     assert!(matches!(
         unscoped,
-        Error::NamespaceRequired { verb: "get", .. }
+        Error::Refused(RefusedRequest::NamespaceRequired { verb: "get", .. })
     ));
 }
 
@@ -292,7 +293,12 @@ async fn patch_delete_and_delete_collection_answer_with_metadata() {
     let refused = cms
         .patch("", &Patch::Merge(json!({})), &PatchOptions::default())
         .await;
-    assert!(matches!(refused, Err(Error::MissingName { verb: "patch" })));
+    assert!(matches!(
+        refused,
+        Err(Error::Refused(RefusedRequest::MissingName {
+            verb: "patch"
+        }))
+    ));
 }
 
 #[tokio::test]

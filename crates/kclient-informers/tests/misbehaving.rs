@@ -216,13 +216,10 @@ async fn a_reflector_backs_off_and_relists_when_the_continue_token_repeats() {
     reflector.set_watch_error_handler({
         let errors = Arc::clone(&errors);
         move |_, e: &ReflectorError<kclient_typed::Error>| {
-            let ReflectorError::List { source, .. } = e else {
-                panic!("not a list error: {e}");
+            let ReflectorError::Pager { source, .. } = e else {
+                panic!("not the pager's list error: {e}");
             };
-            assert!(
-                matches!(source, kclient_typed::Error::Pager(e) if *e == repeated()),
-                "{source:?}"
-            );
+            assert_eq!(*source, repeated());
             errors.lock().push(e.to_string());
         }
     });

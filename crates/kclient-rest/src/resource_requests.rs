@@ -42,9 +42,10 @@ use crate::request::Request;
 use crate::Method;
 
 /// Why a request on a resource was refused before it was sent (the server would have
-/// refused it, or, for managed fields, misread it). Each client turns it into its own error,
-/// variant by variant (hence exhaustive: a new refusal is a change every client makes).
+/// refused it, or, for managed fields, misread it). The typed and dynamic clients carry it
+/// whole, as their `Error::Refused`.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RefusedRequest {
     /// The options would be rejected by the server.
     #[error("invalid options: {0}")]
@@ -52,7 +53,7 @@ pub enum RefusedRequest {
 
     /// The call addresses one object of a namespaced resource (or creates one), but no
     /// namespace was given.
-    #[error("{verb} of a {resource} object needs a namespace")]
+    #[error("{verb} of a {resource} object needs a namespace: this client addresses all namespaces; bind it to one")]
     NamespaceRequired {
         /// The verb (`create`, `get`, `update`, `update_status` ...).
         verb: &'static str,
@@ -62,14 +63,15 @@ pub enum RefusedRequest {
 
     /// The call needs an object name, and none was given (an empty name, or an object
     /// without `metadata.name`).
-    #[error("{verb} needs the object's name, which is empty")]
+    #[error("{verb} needs the object's metadata.name, which is not set")]
     MissingName {
         /// The verb.
         verb: &'static str,
     },
 
-    /// An apply configuration carries `metadata.managedFields`.
-    #[error("cannot apply an object with managed fields already set")]
+    /// An apply configuration carries `metadata.managedFields` (as in client-go: the server
+    /// would take them as the fields to own).
+    #[error("cannot apply an object with managed fields already set; remove metadata.managedFields (or extract the apply configuration of your field manager) first")]
     ManagedFieldsSet,
 
     /// A body could not be serialized.

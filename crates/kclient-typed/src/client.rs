@@ -8,7 +8,7 @@ use kclient_core::{
     ApiResource, CreateOptions, DeleteOptions, DeleteResponse, FetchedList, GetOptions,
     ListOptions, ObjectList, Patch, PatchOptions, Resource, UpdateOptions, WatchStream,
 };
-use kclient_rest::{Method, Request, ResourceRequests, RestClient};
+use kclient_rest::{Method, RefusedRequest, Request, ResourceRequests, RestClient};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -24,9 +24,11 @@ use crate::error::Error;
 /// `PodInterface`, `DeploymentInterface` ...: the generated [`Clientset`](crate::Clientset)
 /// only picks the type and scope (`clientset.core_v1().pods("ns")` is a
 /// `ResourceClient<Pod>`), and all behaviour lives here, once. (kube-rs users know it as
-/// `Api<K>`.) It works for any [`Resource`]: k8s-openapi's types, types generated from a
-/// CustomResourceDefinition, and [`DynamicObject`](kclient_core::DynamicObject) through the
-/// `*_with` constructors.
+/// `Api<K>`.) It works for any [`Resource`] known at compile time: k8s-openapi's types and
+/// types generated from a CustomResourceDefinition. Resources chosen at run time are
+/// kclient-dynamic's `DynamicClient`'s (`DynamicObject`) and `MetadataClient`'s
+/// (`PartialObjectMetadata`); its verbs, like this client's, are kclient-rest's
+/// [`ResourceRequests`].
 ///
 /// Cloning is cheap; clones share the transport and the rate limiter of the
 /// [`RestClient`] they were made from.
@@ -77,65 +79,75 @@ impl<K: Resource<DynamicType = ()>> ResourceClient<K> {
     /// The empty namespace means all namespaces, as `metav1.NamespaceAll` does in client-go.
     /// For a cluster-scoped resource the namespace is ignored.
     pub fn namespaced(client: RestClient, namespace: impl Into<String>) -> Self {
-        Self::namespaced_with(client, namespace, &())
+        Self::build(client, K::api_resource(&()), namespace.into())
     }
 
     /// A client for the objects of a namespaced `K` across all namespaces: lists, watches
     /// and delete-collection see every namespace; calls on one object need a namespace and
-    /// fail with [`Error::NamespaceRequired`].
+    /// fail with [`Error::Refused`] (`RefusedRequest::NamespaceRequired`).
     pub fn all_namespaces(client: RestClient) -> Self {
-        Self::all_namespaces_with(client, &())
+        Self::build(client, K::api_resource(&()), String::new())
     }
 
     /// A client for a cluster-scoped `K` (nodes, namespaces, cluster roles ...).
     pub fn cluster_scoped(client: RestClient) -> Self {
-        Self::cluster_scoped_with(client, &())
+        Self::build(client, K::api_resource(&()), String::new())
     }
 }
 
 impl<K: Resource> ResourceClient<K> {
     /// [`namespaced`](Self::namespaced) for a type whose resource is known at run time
     /// (`DynamicObject` with its [`ApiResource`]).
+    #[deprecated(
+        since = "0.1.0",
+        note = "a second dynamic client: use kclient-dynamic's \
+                `DynamicClient::new(rest).resource(&api_resource).namespace(ns)`"
+    )]
     pub fn namespaced_with(
         client: RestClient,
         namespace: impl Into<String>,
         dynamic_type: &K::DynamicType,
     ) -> Self {
-        let namespace = namespace.into();
-        Self::build(
-            client,
-            K::api_resource(dynamic_type),
-            Some(namespace).filter(|ns| !ns.is_empty()),
-        )
+        Self::build(client, K::api_resource(dynamic_type), namespace.into())
     }
 
     /// [`all_namespaces`](Self::all_namespaces) for a type whose resource is known at run
     /// time.
+    #[deprecated(
+        since = "0.1.0",
+        note = "a second dynamic client: use kclient-dynamic's \
+                `DynamicClient::new(rest).resource(&api_resource)`"
+    )]
     pub fn all_namespaces_with(client: RestClient, dynamic_type: &K::DynamicType) -> Self {
-        Self::build(client, K::api_resource(dynamic_type), None)
+        Self::build(client, K::api_resource(dynamic_type), String::new())
     }
 
     /// [`cluster_scoped`](Self::cluster_scoped) for a type whose resource is known at run
     /// time.
+    #[deprecated(
+        since = "0.1.0",
+        note = "a second dynamic client: use kclient-dynamic's \
+                `DynamicClient::new(rest).resource(&api_resource)`"
+    )]
     pub fn cluster_scoped_with(client: RestClient, dynamic_type: &K::DynamicType) -> Self {
-        Self::build(client, K::api_resource(dynamic_type), None)
+        Self::build(client, K::api_resource(dynamic_type), String::new())
     }
 
-    fn build(client: RestClient, resource: ApiResource, namespace: Option<String>) -> Self {
-        let namespace = namespace.filter(|_| resource.namespaced);
+    /// A client of `resource` bound to `namespace` (none when empty, or for a cluster-scoped
+    /// resource).
+    fn build(client: RestClient, resource: ApiResource, namespace: String) -> Self {
         Self {
+            namespace: bound_namespace(namespace, &resource),
             client,
             resource: Arc::new(resource),
-            namespace,
             _kind: PhantomData,
         }
     }
 
     /// The same client, bound to another namespace (the empty namespace means all).
     pub fn within(&self, namespace: impl Into<String>) -> Self {
-        let namespace = namespace.into();
         Self {
-            namespace: Some(namespace).filter(|ns| !ns.is_empty() && self.resource.namespaced),
+            namespace: bound_namespace(namespace.into(), &self.resource),
             ..self.clone()
         }
     }
@@ -179,6 +191,20 @@ impl<K: Resource> ResourceClient<K> {
     }
 }
 
+/// Sends one of the verbs' requests (or reports why it was refused before sending) and
+/// decodes the answer.
+pub(crate) async fn send<T: DeserializeOwned + 'static>(
+    request: Result<Request, RefusedRequest>,
+) -> Result<T, Error> {
+    Ok(request?.decode().await?)
+}
+
+/// The namespace a client of `resource` addresses: none for all namespaces (the empty one) or
+/// a cluster-scoped resource.
+fn bound_namespace(namespace: String, resource: &ApiResource) -> Option<String> {
+    Some(namespace).filter(|ns| !ns.is_empty() && resource.namespaced)
+}
+
 impl<K> ResourceClient<K>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Send + Sync + 'static,
@@ -196,11 +222,7 @@ where
 
     /// Reads one object with options (`resourceVersion`).
     pub async fn get_with(&self, name: &str, options: &GetOptions) -> Result<K, Error> {
-        Ok(self
-            .verbs()
-            .get("get", name, options, None)?
-            .decode()
-            .await?)
+        send(self.verbs().get("get", name, options, None)).await
     }
 
     /// Reads one object, or `None` if it does not exist (a `404 NotFound`).
@@ -214,13 +236,18 @@ where
     }
 
     /// Lists objects: one request, one page if `options.limit` is set. See
-    /// [`list_all`](Self::list_all) and [`list_pages`](Self::list_pages) for paged lists.
+    /// [`list_all`](Self::list_all), [`list_pages`](Self::list_pages) and
+    /// [`pager`](Self::pager) for paged lists.
     pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<K>, Error> {
-        self.list_mapped(options, |item| item).await
+        self.fetch_list(options).await?.decode()
     }
 
-    /// [`list`](Self::list), handing each object to `f` as it is decoded (see
-    /// [`ListerWatcher::list_mapped`](kclient_core::ListerWatcher::list_mapped)).
+    /// [`list`](Self::list), handing each object to `f` as it is decoded.
+    #[deprecated(
+        since = "0.1.0",
+        note = "the same as `ListerWatcher::list_mapped` (kclient_core::ListerWatcher), which \
+                ResourceClient implements: import the trait and call it"
+    )]
     pub async fn list_mapped<T>(
         &self,
         options: &ListOptions,
@@ -229,9 +256,9 @@ where
         self.fetch_list(options).await?.decode_mapped(f)
     }
 
-    /// [`list`](Self::list) without decoding the items yet (see
-    /// [`ListerWatcher::fetch_list`](kclient_core::ListerWatcher::fetch_list)): the pager
-    /// requests the next page while this one decodes.
+    /// [`list`](Self::list) without decoding the items yet: the primitive of
+    /// [`ListerWatcher::fetch_list`](kclient_core::ListerWatcher::fetch_list), so that the
+    /// pager requests the next page while this one decodes.
     pub async fn fetch_list(&self, options: &ListOptions) -> Result<FetchedList<K, Error>, Error> {
         Ok(self
             .verbs()
@@ -253,18 +280,14 @@ where
 
     /// Creates an object and returns it as stored.
     pub async fn create(&self, object: &K, options: &CreateOptions) -> Result<K, Error> {
-        Ok(self.verbs().create(object, options)?.decode().await?)
+        send(self.verbs().create(object, options)).await
     }
 
     /// Replaces an object (a `PUT`); the name comes from `object.metadata.name`, and the
     /// object's `resourceVersion`, when set, makes it a compare-and-swap (`409 Conflict` if
     /// the object changed meanwhile).
     pub async fn update(&self, object: &K, options: &UpdateOptions) -> Result<K, Error> {
-        Ok(self
-            .verbs()
-            .update_object("update", object, options, None)?
-            .decode()
-            .await?)
+        send(self.verbs().update_object("update", object, options, None)).await
     }
 
     /// Patches an object with any [`Patch`] kind (JSON patch, merge, strategic merge or
@@ -275,18 +298,15 @@ where
         patch: &Patch<P>,
         options: &PatchOptions,
     ) -> Result<K, Error> {
-        Ok(self
-            .verbs()
-            .patch("patch", name, patch, options, None)?
-            .decode()
-            .await?)
+        send(self.verbs().patch("patch", name, patch, options, None)).await
     }
 
     /// Server-side apply (client-go's `Apply`): sends `configuration`, the fields this field
     /// manager wants to own (a `K` with only those fields set, or any serializable value with
     /// `apiVersion`, `kind` and `metadata.name`), and returns the merged object. A
     /// configuration carrying `metadata.managedFields` is refused
-    /// ([`Error::ManagedFieldsSet`]), as by the dynamic client and client-go.
+    /// ([`Error::Refused`], `RefusedRequest::ManagedFieldsSet`), as by the dynamic client and
+    /// client-go.
     pub async fn apply<P: Serialize>(
         &self,
         name: &str,
@@ -294,11 +314,11 @@ where
         options: &ApplyOptions,
     ) -> Result<K, Error> {
         let options = options.to_patch_options();
-        Ok(self
-            .verbs()
-            .apply("patch", name, configuration, &options, None)?
-            .decode()
-            .await?)
+        send(
+            self.verbs()
+                .apply("patch", name, configuration, &options, None),
+        )
+        .await
     }
 
     /// Deletes an object. The server answers with the object (when finalizers or graceful

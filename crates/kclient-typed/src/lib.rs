@@ -25,6 +25,26 @@
 //! * Hand-written extensions where client-go has them: pod logs ([`LogOptions`], streams of
 //!   bytes or lines), eviction and binding.
 //!
+//! Resources chosen at run time are kclient-dynamic's: its `DynamicClient` (whole objects) and
+//! `MetadataClient` (metadata only). The verbs of all three are built by kclient-rest's
+//! `ResourceRequests`, so they address, check and refuse alike (a refusal is
+//! [`Error::Refused`]).
+//!
+//! # Listing
+//!
+//! One request lists: [`list`](ResourceClient::list) (one page when `options.limit` is set).
+//! Everything else is built on it:
+//!
+//! * [`pager`](ResourceClient::pager) — kclient-core's
+//!   [`ListPager`](kclient_core::ListPager) (client-go's `tools/pager`): every page of a large
+//!   list from one snapshot, with a full list when the snapshot expires, as one list, a
+//!   stream of pages or of items; [`list_all`](ResourceClient::list_all) and
+//!   [`list_pages`](ResourceClient::list_pages) are its two common uses.
+//! * [`fetch_list`](ResourceClient::fetch_list) — the list with its items not yet decoded,
+//!   the primitive of kclient-core's [`ListerWatcher`](kclient_core::ListerWatcher) seam that
+//!   the pager and the reflector decode page by page (`ListerWatcher::list_mapped`; the
+//!   client's own `list_mapped` is deprecated).
+//!
 //! The Kubernetes version is k8s-openapi's, and a build has exactly one. The default feature
 //! `v1_37` picks 1.37, the version the e2e suite's kube-apiserver runs; for 1.35 or 1.36 turn
 //! the defaults off and enable `v1_35` or `v1_36` instead (or the same feature on k8s-openapi):

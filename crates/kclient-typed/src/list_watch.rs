@@ -7,11 +7,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use kclient_core::{
-    ApiResource, DynamicListerWatcherFor, DynamicObject, FetchedList, FilteredListWatch,
-    ListOptions, ListerWatcher, ListerWatcherFor, ObjectList, PartialObjectMetadata, Resource,
-    TweakListOptions, WatchStream,
+    ApiResource, DynamicListerWatcherFor, FetchedList, FilteredListWatch, ListOptions,
+    ListerWatcher, ListerWatcherFor, ObjectList, Resource, TweakListOptions, WatchStream,
 };
-use kclient_dynamic::{DynamicClient, DynamicResource, MetadataClient, MetadataResource};
+use kclient_dynamic::{DynamicResource, ObjectView};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -97,13 +96,21 @@ where
     }
 }
 
-/// The Clientset lists and watches any resource described at run time as [`DynamicObject`]s
-/// for the informer factory's `for_resource` (client-go's `dynamicinformer`), through
-/// kclient-dynamic's [`DynamicClient`] over the Clientset's REST client: one factory over a
-/// Clientset serves typed informers and dynamic ones (a custom resource known only at run
-/// time), sharing its transport and rate limiter.
-impl DynamicListerWatcherFor<DynamicObject> for Clientset {
-    type ListerWatcher = FilteredListWatch<DynamicResource>;
+/// The Clientset lists and watches any resource described at run time for the informer
+/// factory's `for_resource`, through kclient-dynamic's clients over the Clientset's REST
+/// client (sharing its transport and rate limiter), so one factory over a Clientset serves
+/// typed informers and run-time ones: whole objects,
+/// [`DynamicObject`](kclient_core::DynamicObject)s (client-go's
+/// `dynamicinformer`: a custom resource known only at run time), or their metadata alone,
+/// [`PartialObjectMetadata`](kclient_core::PartialObjectMetadata) (client-go's `metadatainformer`, controller-runtime's
+/// metadata-only watches: a type's whole objects through `informer::<Secret>()` and, in
+/// another informer, its metadata through
+/// `for_resource::<PartialObjectMetadata>(&Secret::api_resource(&()))`).
+impl<T> DynamicListerWatcherFor<T> for Clientset
+where
+    T: ObjectView + Resource<DynamicType = ApiResource>,
+{
+    type ListerWatcher = FilteredListWatch<DynamicResource<T>>;
 
     fn dynamic_lister_watcher(
         &self,
@@ -111,27 +118,11 @@ impl DynamicListerWatcherFor<DynamicObject> for Clientset {
         namespace: Option<&str>,
         tweak: Option<TweakListOptions>,
     ) -> Self::ListerWatcher {
-        DynamicClient::new(self.rest_client().clone())
-            .dynamic_lister_watcher(resource, namespace, tweak)
-    }
-}
-
-/// The Clientset lists and watches the metadata of any resource, as
-/// [`PartialObjectMetadata`], for the informer factory's `for_resource` (client-go's
-/// `metadatainformer`, controller-runtime's metadata-only watches), through kclient-dynamic's
-/// [`MetadataClient`] over the Clientset's REST client: one factory over a Clientset serves a
-/// type's whole objects (`informer::<Secret>()`) and, in another informer, its metadata
-/// alone (`for_resource::<PartialObjectMetadata>(&Secret::api_resource(&()))`).
-impl DynamicListerWatcherFor<PartialObjectMetadata> for Clientset {
-    type ListerWatcher = FilteredListWatch<MetadataResource>;
-
-    fn dynamic_lister_watcher(
-        &self,
-        resource: &ApiResource,
-        namespace: Option<&str>,
-        tweak: Option<TweakListOptions>,
-    ) -> Self::ListerWatcher {
-        MetadataClient::new(self.rest_client().clone())
-            .dynamic_lister_watcher(resource, namespace, tweak)
+        DynamicResource::informer_lister_watcher(
+            self.rest_client().clone(),
+            resource,
+            namespace,
+            tweak,
+        )
     }
 }

@@ -2,7 +2,7 @@
 //! [`list_all`](ResourceClient::list_all) and [`list_pages`](ResourceClient::list_pages),
 //! over kclient-core's [`ListPager`] (client-go's `tools/pager`).
 
-use futures::stream::BoxStream;
+use futures::stream::{BoxStream, StreamExt as _, TryStreamExt as _};
 use kclient_core::{ListOptions, ListPager, ObjectList, Resource};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -40,7 +40,7 @@ where
     /// `options.limit`), falling back to one full list if the continue token expires:
     /// [`ListPager::list`].
     pub async fn list_all(&self, options: &ListOptions) -> Result<ObjectList<K>, Error> {
-        self.pager().list(options).await
+        Ok(self.pager().list(options).await?)
     }
 
     /// The pages of a paged list, as a stream: [`ListPager::pages`].
@@ -48,6 +48,6 @@ where
         &self,
         options: &ListOptions,
     ) -> BoxStream<'static, Result<ObjectList<K>, Error>> {
-        self.pager().pages(options)
+        self.pager().pages(options).map_err(Error::from).boxed()
     }
 }

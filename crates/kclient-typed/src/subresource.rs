@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::apply::ApplyOptions;
-use crate::client::ResourceClient;
+use crate::client::{send, ResourceClient};
 use crate::error::Error;
 
 /// A resource with the `status` subresource: its status is written through
@@ -30,11 +30,11 @@ where
     /// Replaces the object's status (a `PUT` to `status`); only the status is written. The
     /// name comes from `object.metadata.name`, and a set `resourceVersion` is checked.
     pub async fn update_status(&self, object: &K, options: &UpdateOptions) -> Result<K, Error> {
-        Ok(self
-            .verbs()
-            .update_object("update_status", object, options, Some("status"))?
-            .decode()
-            .await?)
+        send(
+            self.verbs()
+                .update_object("update_status", object, options, Some("status")),
+        )
+        .await
     }
 
     /// Patches the object's status with any [`Patch`] kind.
@@ -44,11 +44,11 @@ where
         patch: &Patch<P>,
         options: &PatchOptions,
     ) -> Result<K, Error> {
-        Ok(self
-            .verbs()
-            .patch("patch_status", name, patch, options, Some("status"))?
-            .decode()
-            .await?)
+        send(
+            self.verbs()
+                .patch("patch_status", name, patch, options, Some("status")),
+        )
+        .await
     }
 
     /// Server-side apply of the status (client-go's `ApplyStatus`); a configuration carrying
@@ -60,17 +60,14 @@ where
         options: &ApplyOptions,
     ) -> Result<K, Error> {
         let options = options.to_patch_options();
-        Ok(self
-            .verbs()
-            .apply(
-                "patch_status",
-                name,
-                configuration,
-                &options,
-                Some("status"),
-            )?
-            .decode()
-            .await?)
+        send(self.verbs().apply(
+            "patch_status",
+            name,
+            configuration,
+            &options,
+            Some("status"),
+        ))
+        .await
     }
 }
 
@@ -80,11 +77,11 @@ where
 {
     /// Reads the object's scale (client-go's `GetScale`).
     pub async fn get_scale(&self, name: &str) -> Result<Scale, Error> {
-        Ok(self
-            .verbs()
-            .get("get_scale", name, &GetOptions::default(), Some("scale"))?
-            .decode()
-            .await?)
+        send(
+            self.verbs()
+                .get("get_scale", name, &GetOptions::default(), Some("scale")),
+        )
+        .await
     }
 
     /// Replaces the object's scale (client-go's `UpdateScale`); the desired replicas in
@@ -95,11 +92,11 @@ where
         scale: &Scale,
         options: &UpdateOptions,
     ) -> Result<Scale, Error> {
-        Ok(self
-            .verbs()
-            .update("update_scale", name, scale, options, Some("scale"))?
-            .decode()
-            .await?)
+        send(
+            self.verbs()
+                .update("update_scale", name, scale, options, Some("scale")),
+        )
+        .await
     }
 
     /// Patches the object's scale with any [`Patch`] kind.
@@ -109,11 +106,11 @@ where
         patch: &Patch<P>,
         options: &PatchOptions,
     ) -> Result<Scale, Error> {
-        Ok(self
-            .verbs()
-            .patch("patch_scale", name, patch, options, Some("scale"))?
-            .decode()
-            .await?)
+        send(
+            self.verbs()
+                .patch("patch_scale", name, patch, options, Some("scale")),
+        )
+        .await
     }
 
     /// Sets the desired replicas through the scale subresource (a merge patch of

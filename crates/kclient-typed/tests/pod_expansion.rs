@@ -5,7 +5,7 @@
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kclient_core::ApiStatus;
-use kclient_rest::{Config, RestClient};
+use kclient_rest::{Config, RefusedRequest, RestClient};
 use kclient_typed::{Error, LogOptions, LogStreamKind, ResourceClient};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -186,10 +186,16 @@ async fn pod_extensions_need_a_namespace() {
     let everywhere = ResourceClient::<Pod>::all_namespaces(rest);
     assert!(matches!(
         everywhere.logs("x", &LogOptions::default()).await,
-        Err(Error::NamespaceRequired { verb: "logs", .. })
+        Err(Error::Refused(RefusedRequest::NamespaceRequired {
+            verb: "logs",
+            ..
+        }))
     ));
     assert!(matches!(
         everywhere.evict("x", None).await,
-        Err(Error::NamespaceRequired { verb: "evict", .. })
+        Err(Error::Refused(RefusedRequest::NamespaceRequired {
+            verb: "evict",
+            ..
+        }))
     ));
 }

@@ -3,6 +3,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use kclient_fake::{echo_port, FakeApiServer, Process};
+use kclient_rest::RefusedRequest;
 use kclient_streaming::remotecommand::{AttachOptions, ExecOptions};
 use kclient_typed::{Clientset, Error, ResourceClient};
 use serde_json::json;
@@ -93,7 +94,7 @@ async fn the_pod_must_be_named_and_namespaced_and_refusals_keep_their_status() {
     let options = ExecOptions::command(["ls"]);
     assert!(matches!(
         all_namespaces.exec("web", &options),
-        Err(Error::NamespaceRequired { .. })
+        Err(Error::Refused(RefusedRequest::NamespaceRequired { .. }))
     ));
     let pods = Clientset::new(server.config().unwrap())
         .unwrap()
@@ -101,7 +102,7 @@ async fn the_pod_must_be_named_and_namespaced_and_refusals_keep_their_status() {
         .pods("default");
     assert!(matches!(
         pods.exec("", &options),
-        Err(Error::MissingName { .. })
+        Err(Error::Refused(RefusedRequest::MissingName { .. }))
     ));
     assert!(matches!(
         pods.port_forwarder("web", &["80:0"]),

@@ -14,6 +14,7 @@ use kclient_core::{
     PatchOptions, Resource, ResourceExt, ResourceVersionMatch, TweakListOptions, UpdateOptions,
     WatchEvent,
 };
+use kclient_rest::RefusedRequest;
 use kclient_typed::{ApplyOptions, Error, ResourceClient};
 use serde_json::json;
 
@@ -193,7 +194,7 @@ async fn every_patch_type() {
     }));
     assert!(matches!(
         deployments.patch("web", &apply, &none).await,
-        Err(Error::Options(_))
+        Err(Error::Refused(RefusedRequest::Options(_)))
     ));
     let d = deployments
         .patch("web", &apply, &PatchOptions::apply("manager-a"))
@@ -322,17 +323,26 @@ async fn calls_on_one_object_need_a_namespace() {
     assert!(everywhere.namespace().is_none());
     assert!(matches!(
         everywhere.get("x").await,
-        Err(Error::NamespaceRequired { verb: "get", .. })
+        Err(Error::Refused(RefusedRequest::NamespaceRequired {
+            verb: "get",
+            ..
+        }))
     ));
     assert!(matches!(
         everywhere
             .create(&config_map("x", &[], "v"), &CreateOptions::default())
             .await,
-        Err(Error::NamespaceRequired { verb: "create", .. })
+        Err(Error::Refused(RefusedRequest::NamespaceRequired {
+            verb: "create",
+            ..
+        }))
     ));
     assert!(matches!(
         everywhere.delete("x", &DeleteOptions::default()).await,
-        Err(Error::NamespaceRequired { verb: "delete", .. })
+        Err(Error::Refused(RefusedRequest::NamespaceRequired {
+            verb: "delete",
+            ..
+        }))
     ));
     // The empty namespace means all namespaces, as in client-go.
     assert!(clientset.namespaced::<ConfigMap>("").namespace().is_none());
@@ -345,7 +355,9 @@ async fn calls_on_one_object_need_a_namespace() {
     let nameless = ConfigMap::default();
     assert!(matches!(
         cms.update(&nameless, &UpdateOptions::default()).await,
-        Err(Error::MissingName { verb: "update" })
+        Err(Error::Refused(RefusedRequest::MissingName {
+            verb: "update"
+        }))
     ));
 }
 
@@ -358,7 +370,7 @@ async fn the_checks_before_sending_match_the_dynamic_clients() {
     let (_server, clientset) = fake().await;
     let everywhere = clientset.all_namespaces::<Deployment>();
     match everywhere.get("web").await {
-        Err(Error::NamespaceRequired { verb, resource }) => {
+        Err(Error::Refused(RefusedRequest::NamespaceRequired { verb, resource })) => {
             assert_eq!(verb, "get");
             assert_eq!(
                 resource,
@@ -370,7 +382,7 @@ async fn the_checks_before_sending_match_the_dynamic_clients() {
     let cms = clientset.namespaced::<ConfigMap>("default");
     assert!(matches!(
         cms.get("").await,
-        Err(Error::MissingName { verb: "get" })
+        Err(Error::Refused(RefusedRequest::MissingName { verb: "get" }))
     ));
     let configuration = json!({
         "apiVersion": "v1", "kind": "ConfigMap",
@@ -380,7 +392,7 @@ async fn the_checks_before_sending_match_the_dynamic_clients() {
     assert!(matches!(
         cms.apply("applied", &configuration, &ApplyOptions::new("me"))
             .await,
-        Err(Error::ManagedFieldsSet)
+        Err(Error::Refused(RefusedRequest::ManagedFieldsSet))
     ));
     assert!(
         cms.get_opt("applied").await.unwrap().is_none(),
@@ -393,16 +405,19 @@ async fn invalid_options_are_refused_before_sending() {
     let (_server, clientset) = fake().await;
     let cms = clientset.namespaced::<ConfigMap>("default");
     let bad = ListOptions::default().resource_version_match(ResourceVersionMatch::Exact);
-    assert!(matches!(cms.list(&bad).await, Err(Error::Options(_))));
+    assert!(matches!(
+        cms.list(&bad).await,
+        Err(Error::Refused(RefusedRequest::Options(_)))
+    ));
     assert!(matches!(
         cms.watch(&ListOptions::default().send_initial_events(true))
             .await,
-        Err(Error::Options(_))
+        Err(Error::Refused(RefusedRequest::Options(_)))
     ));
     assert!(matches!(
         cms.delete("x", &DeleteOptions::default().grace_period_seconds(-1))
             .await,
-        Err(Error::Options(_))
+        Err(Error::Refused(RefusedRequest::Options(_)))
     ));
 }
 

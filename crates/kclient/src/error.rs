@@ -337,6 +337,7 @@ impl<E: Into<Error>> From<kclient_cache::ReflectorError<E>> for Error {
                 what,
                 source: source.into(),
             },
+            R::Pager { what, source } => R::Pager { what, source },
             R::WatchEvent { what, status } => R::WatchEvent { what, status },
             R::VeryShortWatch { name } => R::VeryShortWatch { name },
             R::Store(e) => R::Store(e),

@@ -53,7 +53,9 @@ fn client_errors_keep_their_status_through_the_conversion() {
 #[cfg(feature = "dynamic")]
 #[test]
 fn dynamic_errors_convert() {
-    let err = Error::from(kclient::dynamic::Error::MissingName { verb: "update" });
+    let err = Error::from(kclient::dynamic::Error::from(
+        kclient::rest::RefusedRequest::MissingName { verb: "update" },
+    ));
     assert!(matches!(err, Error::Dynamic(_)));
     assert!(err.api_status().is_none());
 }

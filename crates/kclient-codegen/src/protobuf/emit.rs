@@ -42,6 +42,42 @@ pub fn generate_protobuf(
     definitions: &BTreeMap<String, Definition>,
 ) -> Result<GeneratedFiles, Error> {
     let version_dir = format!("v1_{}", input.kubernetes_version.trim_start_matches("1."));
+    let emitted = emit_messages(input, definitions)?;
+    let mut files = GeneratedFiles::new();
+    for (file, body) in &emitted.by_file {
+        files.insert(format!("{version_dir}/{file}.rs"), package_file(file, body));
+    }
+    files.insert(
+        format!("{version_dir}/mod.rs"),
+        version_module(input, &emitted),
+    );
+    files.insert(
+        format!("tests/{version_dir}.rs"),
+        test_schema(input, &emitted),
+    );
+    Ok(files)
+}
+
+/// What the messages of one version emit, before they are put into files.
+#[derive(Default)]
+struct Emitted {
+    /// The code of each proto package's file (`api_core_v1` → its impls).
+    by_file: BTreeMap<String, String>,
+    /// The test schema's `Type { … }` entries, one line each.
+    table: String,
+    /// The k8s-openapi paths of the kinds (types with `apiVersion` and `kind`).
+    resources: Vec<String>,
+    /// How many messages got a codec.
+    count: usize,
+    /// The k8s-openapi enums left out (no field holds them).
+    skipped: Vec<String>,
+}
+
+/// Emits the codec of every message that has a k8s-openapi type (the special ones aside).
+fn emit_messages(
+    input: &ProtobufInput,
+    definitions: &BTreeMap<String, Definition>,
+) -> Result<Emitted, Error> {
     let default_by_path: BTreeMap<String, bool> = definitions
         .values()
         .map(|d| {
@@ -51,10 +87,31 @@ pub fn generate_protobuf(
             )
         })
         .collect();
-    let mut by_file: BTreeMap<String, String> = BTreeMap::new();
-    let mut count = 0usize;
-    let mut skipped = Vec::new();
-    let emitted: Vec<&String> = input
+    let index = schema_index(input, definitions);
+    let emitter = Emitter {
+        input,
+        default_by_path: &default_by_path,
+        index: &index,
+    };
+    let mut emitted = Emitted::default();
+    for (name, fields) in &input.messages {
+        if SPECIAL.contains(&name.as_str()) {
+            continue;
+        }
+        if let Some(def) = definitions.get(&definition_name(name)) {
+            emitter.emit(&mut emitted, name, fields, def)?;
+        }
+    }
+    Ok(emitted)
+}
+
+/// Proto message → its index in the test schema's table (the messages that get a codec, in
+/// order).
+fn schema_index(
+    input: &ProtobufInput,
+    definitions: &BTreeMap<String, Definition>,
+) -> BTreeMap<String, usize> {
+    input
         .messages
         .keys()
         .filter(|name| !SPECIAL.contains(&name.as_str()))
@@ -63,68 +120,26 @@ pub fn generate_protobuf(
                 .get(&definition_name(name))
                 .is_some_and(|d| d.shape != Shape::Other)
         })
-        .collect();
-    let index: BTreeMap<String, usize> = emitted
-        .iter()
         .enumerate()
-        .map(|(i, n)| ((*n).clone(), i))
-        .collect();
-    let mut table = String::new();
-    let mut resources = Vec::new();
-    for (name, fields) in &input.messages {
-        if SPECIAL.contains(&name.as_str()) {
-            continue;
-        }
-        let Some(def) = definitions.get(&definition_name(name)) else {
-            continue;
-        };
-        let package = name.rsplit_once('.').map_or("", |(p, _)| p);
-        let file = package.trim_start_matches("k8s.io.").replace('.', "_");
-        let out = by_file.entry(file).or_default();
-        match def.shape {
-            Shape::Struct => {
-                let ctx = Emitter {
-                    input,
-                    default_by_path: &default_by_path,
-                    index: &index,
-                };
-                let schema = ctx.message(out, name, fields, def)?;
-                if def.resource {
-                    resources.push(def.rust_path.clone());
-                }
-                let _ = writeln!(
-                    table,
-                    "Type {{ name: {name:?}, check: check::<{0}>, check_stable: check_stable::<{0}>, fields: &[{1}] }},",
-                    def.rust_path,
-                    schema.join(", ")
-                );
-                count += 1;
-            }
-            Shape::JsonNewtype if fields.is_empty() => {
-                empty_message(out, name, def);
-                let _ = writeln!(
-                    table,
-                    "Type {{ name: {name:?}, check: check::<{0}>, check_stable: check_stable::<{0}>, fields: &[] }},",
-                    def.rust_path
-                );
-                count += 1;
-            }
-            Shape::JsonNewtype => {
-                return Err(Error::Invalid(format!(
-                    "{name}: k8s-openapi's {} holds JSON but the message has fields",
-                    def.rust_path
-                )))
-            }
-            // Enums that are not wire types of their own (`WatchEvent<T>`, `Patch`): the
-            // runtime's envelope module reads watch events; a field of such a type would
-            // not compile, so nothing is silently left out.
-            Shape::Other => skipped.push(def.rust_path.clone()),
-        }
-    }
-    let mut files = GeneratedFiles::new();
+        .map(|(i, n)| (n.clone(), i))
+        .collect()
+}
+
+/// The file of one proto package's codecs.
+fn package_file(file: &str, body: &str) -> String {
+    format!(
+        "{HEADER}\n\n//! Codecs of `{}`.\n\nuse crate::field::{{self, Message}};\nuse crate::wire::{{self, At, Ctx, Decode, DecodeError, Encode}};\nuse bytes::BufMut;\n\n{body}",
+        format!("k8s.io.{file}").replace('_', ".")
+    )
+}
+
+/// The version's `mod.rs`: what it was made from, its package modules and the registry's
+/// table of kinds.
+fn version_module(input: &ProtobufInput, emitted: &Emitted) -> String {
     let mut module = format!(
-        "{HEADER}\n\n//! The protobuf codecs of Kubernetes {}: {count} messages, from {}.\n\n",
+        "{HEADER}\n\n//! The protobuf codecs of Kubernetes {}: {} messages, from {}.\n\n",
         input.kubernetes_version,
+        emitted.count,
         input
             .modules
             .iter()
@@ -132,40 +147,38 @@ pub fn generate_protobuf(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    if !skipped.is_empty() {
+    if !emitted.skipped.is_empty() {
         let _ = writeln!(
             module,
             "//! Not generated (k8s-openapi enums that no field holds): {}.\n",
-            skipped
+            emitted
+                .skipped
                 .iter()
                 .map(|s| format!("`{s}`"))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
     }
-    for (file, body) in &by_file {
+    for file in emitted.by_file.keys() {
         let _ = writeln!(module, "mod {file};");
-        let content = format!(
-            "{HEADER}\n\n//! Codecs of `{}`.\n\nuse crate::field::{{self, Message}};\nuse crate::wire::{{self, At, Ctx, Decode, DecodeError, Encode}};\nuse bytes::BufMut;\n\n{body}",
-            format!("k8s.io.{file}").replace('_', ".")
-        );
-        files.insert(format!("{version_dir}/{file}.rs"), content);
     }
     let _ = writeln!(
         module,
         "\n/// The codec of every kind (every k8s-openapi type with an `apiVersion` and `kind`), for\n/// `crate::registry`.\npub(crate) static RESOURCES: &[&dyn crate::registry::Entry] = &["
     );
-    for path in &resources {
+    for path in &emitted.resources {
         let _ = writeln!(module, "    &crate::registry::Codec::<{path}>::RESOURCE,");
     }
     module.push_str("];\n");
-    files.insert(format!("{version_dir}/mod.rs"), module);
-    let tests = format!(
-        "{HEADER}\n\n//! The test schema of the {count} messages of Kubernetes {}: per k8s-openapi type, the JSON\n//! fields the property tests fill (`tests/roundtrip.rs`).\n\nuse super::{{check, check_stable, Container, Field, Kind, Type}};\n\n/// Every type with a codec; `Kind::Message(i)` refers to `TYPES[i]`.\npub static TYPES: &[Type] = &[\n{table}];\n",
-        input.kubernetes_version
-    );
-    files.insert(format!("tests/{version_dir}.rs"), tests);
-    Ok(files)
+    module
+}
+
+/// The version's test schema (`tests/v1_37.rs`): the JSON fields of every type with a codec.
+fn test_schema(input: &ProtobufInput, emitted: &Emitted) -> String {
+    format!(
+        "{HEADER}\n\n//! The test schema of the {} messages of Kubernetes {}: per k8s-openapi type, the JSON\n//! fields the property tests fill (`tests/roundtrip.rs`).\n\nuse super::{{check, check_stable, Container, Field, Kind, Type}};\n\n/// Every type with a codec; `Kind::Message(i)` refers to `TYPES[i]`.\npub static TYPES: &[Type] = &[\n{}];\n",
+        emitted.count, input.kubernetes_version, emitted.table
+    )
 }
 
 fn empty_message(out: &mut String, name: &str, def: &Definition) {
@@ -264,6 +277,55 @@ fn snake(name: &str) -> String {
 }
 
 impl Emitter<'_> {
+    /// Emits the codec of message `name` (k8s-openapi's `def`) into its package's file, and
+    /// its test schema entry.
+    fn emit(
+        &self,
+        emitted: &mut Emitted,
+        name: &str,
+        fields: &[InputField],
+        def: &Definition,
+    ) -> Result<(), Error> {
+        let package = name.rsplit_once('.').map_or("", |(p, _)| p);
+        let file = package.trim_start_matches("k8s.io.").replace('.', "_");
+        let out = emitted.by_file.entry(file).or_default();
+        match def.shape {
+            Shape::Struct => {
+                let schema = self.message(out, name, fields, def)?;
+                if def.resource {
+                    emitted.resources.push(def.rust_path.clone());
+                }
+                let _ = writeln!(
+                    emitted.table,
+                    "Type {{ name: {name:?}, check: check::<{0}>, check_stable: check_stable::<{0}>, fields: &[{1}] }},",
+                    def.rust_path,
+                    schema.join(", ")
+                );
+                emitted.count += 1;
+            }
+            Shape::JsonNewtype if fields.is_empty() => {
+                empty_message(out, name, def);
+                let _ = writeln!(
+                    emitted.table,
+                    "Type {{ name: {name:?}, check: check::<{0}>, check_stable: check_stable::<{0}>, fields: &[] }},",
+                    def.rust_path
+                );
+                emitted.count += 1;
+            }
+            Shape::JsonNewtype => {
+                return Err(Error::Invalid(format!(
+                    "{name}: k8s-openapi's {} holds JSON but the message has fields",
+                    def.rust_path
+                )))
+            }
+            // Enums that are not wire types of their own (`WatchEvent<T>`, `Patch`): the
+            // runtime's envelope module reads watch events; a field of such a type would
+            // not compile, so nothing is silently left out.
+            Shape::Other => emitted.skipped.push(def.rust_path.clone()),
+        }
+        Ok(())
+    }
+
     /// The test schema kind of a proto type held as the Rust type `ty`.
     fn kind(&self, proto: &str, ty: &str) -> String {
         match proto {
@@ -292,6 +354,8 @@ impl Emitter<'_> {
         }
     }
 
+    /// Emits the `Decode`, `Encode` and `Message` impls of message `name` on k8s-openapi's
+    /// `def`, and returns its test schema's fields.
     fn message(
         &self,
         out: &mut String,
@@ -299,23 +363,22 @@ impl Emitter<'_> {
         fields: &[InputField],
         def: &Definition,
     ) -> Result<Vec<String>, Error> {
-        let path = &def.rust_path;
         let short = name.rsplit('.').next().unwrap_or(name);
         let local = !def.has_default;
         let body = self.body(name, fields, def, &snake(short), local)?;
-        for rust in def.fields.keys() {
-            // k8s-openapi's DeleteOptions has apiVersion/kind (carried by the envelope).
-            let envelope =
-                matches!(rust.as_str(), "api_version" | "kind") && name.ends_with(".DeleteOptions");
-            if !body.covered.contains(rust) && !envelope {
-                return Err(Error::Invalid(format!(
-                    "{name}: k8s-openapi field {rust} has no proto field"
-                )));
-            }
-        }
+        check_covered(name, def, &body)?;
         let _ = writeln!(out, "\n// ---- {name}\n");
         out.push_str(&body.helpers);
-        // Decode.
+        self.decode_impl(out, def, &body, local);
+        encode_impl(out, &def.rust_path, &body);
+        message_impl(out, def, &body);
+        Ok(body.schema)
+    }
+
+    /// `impl Decode`: into `Self::default()`, or, for a type without `Default` (`local`),
+    /// into one local per field, a required field missing from the wire being an error.
+    fn decode_impl(&self, out: &mut String, def: &Definition, body: &Body, local: bool) {
+        let path = &def.rust_path;
         let _ = writeln!(out, "impl Decode for {path} {{");
         let _ = writeln!(
             out,
@@ -360,33 +423,6 @@ impl Emitter<'_> {
             let _ = writeln!(out, "Ok(message)");
         }
         let _ = writeln!(out, "}}\n}}\n");
-        // Encode.
-        let _ = writeln!(out, "impl Encode for {path} {{");
-        let _ = writeln!(
-            out,
-            "fn encoded_len(&self) -> usize {{ let m = self; let mut n = 0; {} n }}",
-            body.len
-        );
-        let _ = writeln!(
-            out,
-            "fn encode_raw(&self, buf: &mut impl BufMut) {{ let m = self; {} }}",
-            body.put
-        );
-        let _ = writeln!(out, "}}\n");
-        if def.has_default {
-            let _ = writeln!(
-                out,
-                "impl Message for {path} {{ fn zero_len() -> usize {{ Self::default().encoded_len() }} fn put_zero(buf: &mut impl BufMut) {{ Self::default().encode_raw(buf) }} {} }}",
-                fit_fn(&body.fit)
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "/// Go's zero value is written as an empty message (k8s-openapi's type has no `Default`); Go decodes both the same.\nimpl Message for {path} {{ fn zero_len() -> usize {{ 0 }} fn put_zero(_buf: &mut impl BufMut) {{}} {} }}",
-                fit_fn(&body.fit)
-            );
-        }
-        Ok(body.schema)
     }
 
     /// Whether a Rust type (with `k8s_openapi::` paths) implements `Default`.
@@ -419,177 +455,326 @@ impl Emitter<'_> {
         let json_by_norm: BTreeMap<String, &String> =
             def.json.iter().map(|(j, r)| (norm(j), r)).collect();
         for f in fields {
-            let (number, fname) = (f.number(), f.name());
-            let json_name = f.json_tag().split(',').next().unwrap_or("");
-            let is_message = self.input.messages.contains_key(f.type_name());
-            let inline = !f.go_type().is_empty()
-                && (json_name.is_empty() || f.json_tag().contains(",inline"))
-                && is_message
-                && f.label() == "optional";
-            if inline {
+            if self.is_inline(f) {
                 if local {
                     return Err(Error::Invalid(format!(
-                        "{name}.{fname}: an inline in a type without Default"
+                        "{name}.{}: an inline in a type without Default",
+                        f.name()
                     )));
                 }
-                let inner = &self.input.messages[f.type_name()];
-                let helper = format!("{prefix}_{}", snake(fname));
-                let sub = self.body(f.type_name(), inner, def, &helper, false)?;
-                let _ = write!(
-                    body.helpers,
-                    "/// `{fname}` (#{number}): the fields of `{}`, inlined into the parent.\nfn merge_{helper}(m: &mut {}, mut buf: &[u8], ctx: Ctx) -> Result<(), DecodeError> {{ while !buf.is_empty() {{ let (tag, wt) = wire::key(&mut buf)?; match tag {{ {} _ => wire::skip(tag, wt, &mut buf)?, }} }} Ok(()) }}\n\
-                     fn len_{helper}(m: &{}) -> usize {{ let mut n = 0; {} n }}\n\
-                     fn put_{helper}(m: &{}, buf: &mut impl BufMut) {{ {} }}\n{}",
-                    f.type_name(),
-                    def.rust_path,
-                    sub.arms,
-                    def.rust_path,
-                    sub.len,
-                    def.rust_path,
-                    sub.put,
-                    sub.helpers,
-                );
-                let _ = write!(body.arms, "{number} => field::inline(&mut *m, wt, &mut buf, ctx, merge_{helper}).at({fname:?})?,");
-                let _ = write!(
-                    body.len,
-                    "n += wire::delimited_len({number}, len_{helper}(m));"
-                );
-                let _ = write!(
-                    body.put,
-                    "wire::put_header({number}, len_{helper}(m), buf); put_{helper}(m, buf);"
-                );
-                body.shrink.push_str(&sub.shrink);
-                body.fit.push_str(&sub.fit);
-                body.covered.extend(sub.covered);
-                body.schema.extend(sub.schema);
-                continue;
-            }
-            let rust = def
-                .json
-                .get(json_name)
-                .or_else(|| {
-                    json_by_norm
-                        .get(&norm(if json_name.is_empty() {
-                            fname
-                        } else {
-                            json_name
-                        }))
-                        .copied()
-                })
-                .or_else(|| json_by_norm.get(&norm(fname)).copied())
-                .ok_or_else(|| {
-                    Error::Invalid(format!(
-                        "{name}.{fname} (#{number}): no k8s-openapi field of {}",
-                        def.rust_path
-                    ))
-                })?;
-            let ty = &def.fields[rust];
-            let optional = ty.starts_with("Option<");
-            // Check scalars against the Rust type (a mismatch would change the wire).
-            if SCALARS.contains(&f.type_name()) {
-                let inner = strip_option(ty).unwrap_or(ty);
-                let element = match f.label() {
-                    "repeated" => inner
-                        .strip_prefix("std::vec::Vec<")
-                        .and_then(|t| t.strip_suffix('>')),
-                    "map" => inner
-                        .strip_prefix("std::collections::BTreeMap<std::string::String, ")
-                        .and_then(|t| t.strip_suffix('>')),
-                    _ => Some(inner),
-                };
-                if element != Some(scalar_rust(f.type_name())) {
-                    return Err(Error::Invalid(format!(
-                        "{name}.{fname}: proto {} {} does not fit k8s-openapi's {ty}",
-                        f.label(),
-                        f.type_name()
-                    )));
-                }
-            }
-            let go = f.go_type();
-            let go_value = !go.is_empty()
-                && !go.starts_with('*')
-                && !go.starts_with("[]")
-                && !go.starts_with("map[");
-            let omitempty =
-                f.json_tag().contains(",omitempty") || f.json_tag().contains(",omitzero");
-            let (dec, enc) = match (f.label(), optional) {
-                ("repeated", true) => ("rep_opt", "rep_opt"),
-                ("repeated", false) => ("rep", "rep"),
-                ("map", true) => ("map_opt", "map_opt"),
-                ("map", false) => ("map", "map"),
-                (_, false) => ("req", "req"),
-                // `[]byte` with omitempty: Go writes a non-nil empty slice, its JSON omits it.
-                (_, true) if f.type_name() == "bytes" && omitempty => ("opt_nz", "opt"),
-                (_, true) if go_value && omitempty => ("opt_nz", "opt_zero"),
-                (_, true) if go_value => ("opt", "opt_zero"),
-                (_, true) => ("opt", "opt"),
-            };
-            let slot = if local {
-                format!("f_{rust}")
+                self.inline_field(&mut body, f, def, prefix)?;
             } else {
-                format!("m.{rust}")
-            };
-            let (slot, dec) = if local
-                && !optional
-                && !self.is_default(&ty.replace("crate::", "k8s_openapi::"))
-            {
-                (slot, "opt")
-            } else {
-                (slot, dec)
-            };
-            if name == "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta" && fname == "managedFields"
-            {
-                // Skipped when the caller strips them (as the JSON path's transform does).
-                let _ = write!(
-                    body.arms,
-                    "{number} if ctx.skip_managed_fields => wire::skip(tag, wt, &mut buf)?,"
-                );
+                let rust = rust_field(name, f, def, &json_by_norm)?;
+                self.field(&mut body, name, f, def, rust, local)?;
             }
-            let _ = write!(
-                body.arms,
-                "{number} => field::{dec}(&mut {slot}, wt, &mut buf, ctx).at({fname:?})?,"
-            );
-            if matches!(dec, "rep" | "rep_opt") {
-                let _ = write!(body.shrink, "field::shrink_{dec}(&mut {slot});");
-            }
-            // Lists to shrink, and messages (alone, in lists or maps) to walk into; the special
-            // types (Time, Quantity, raw JSON…) hold no list of their own to fit.
-            if f.label() == "repeated" || (is_message && !SPECIAL.contains(&f.type_name())) {
-                let fit = match (f.label(), optional) {
-                    ("repeated", false) => "rep",
-                    ("repeated", true) => "rep_opt",
-                    ("map", false) => "map",
-                    ("map", true) => "map_opt",
-                    (_, false) => "req",
-                    (_, true) => "opt",
-                };
-                let _ = write!(body.fit, "field::fit_{fit}(&mut m.{rust});");
-            }
-            let _ = write!(body.len, "n += field::len_{enc}({number}, &m.{rust});");
-            let _ = write!(body.put, "field::put_{enc}({number}, &m.{rust}, buf);");
-            body.covered.push(rust.clone());
-            let json = def
-                .json
-                .iter()
-                .find(|(_, r)| *r == rust)
-                .map_or(fname, |(j, _)| j.as_str());
-            let kind = self.kind(f.type_name(), ty);
-            let container = match f.label() {
-                "repeated" => "List",
-                "map" => "Map",
-                _ => "One",
-            };
-            // Present in every Go-normal JSON: required in Rust, or a Go value whose zero value
-            // decodes to `Some` (Go writes it always and its JSON has it).
-            let zero_is_none = (SCALARS.contains(&f.type_name()) && omitempty)
-                || matches!(
-                    kind.as_str(),
-                    "Time" | "MicroTime" | "FieldsV1" | "RawExtension" | "Json" | "OrArray"
-                );
-            let always = f.label() == "optional" && (!optional || (go_value && !zero_is_none));
-            body.schema.push(format!("Field {{ json: {json:?}, kind: Kind::{kind}, container: Container::{container}, always: {always} }}"));
         }
         Ok(body)
+    }
+
+    /// Whether `f` is a Go struct embedded with `json:",inline"` (or `json:""`): a nested
+    /// message on the wire whose fields k8s-openapi flattens into the parent.
+    fn is_inline(&self, f: &InputField) -> bool {
+        let json_name = f.json_tag().split(',').next().unwrap_or("");
+        !f.go_type().is_empty()
+            && (json_name.is_empty() || f.json_tag().contains(",inline"))
+            && self.input.messages.contains_key(f.type_name())
+            && f.label() == "optional"
+    }
+
+    /// An inline field: its message's fields decoded into, and encoded from, the parent `def`
+    /// by helper functions named after `prefix` and the field.
+    fn inline_field(
+        &self,
+        body: &mut Body,
+        f: &InputField,
+        def: &Definition,
+        prefix: &str,
+    ) -> Result<(), Error> {
+        let (number, fname) = (f.number(), f.name());
+        let inner = &self.input.messages[f.type_name()];
+        let helper = format!("{prefix}_{}", snake(fname));
+        let sub = self.body(f.type_name(), inner, def, &helper, false)?;
+        let _ = write!(
+            body.helpers,
+            "/// `{fname}` (#{number}): the fields of `{}`, inlined into the parent.\nfn merge_{helper}(m: &mut {}, mut buf: &[u8], ctx: Ctx) -> Result<(), DecodeError> {{ while !buf.is_empty() {{ let (tag, wt) = wire::key(&mut buf)?; match tag {{ {} _ => wire::skip(tag, wt, &mut buf)?, }} }} Ok(()) }}\n\
+             fn len_{helper}(m: &{}) -> usize {{ let mut n = 0; {} n }}\n\
+             fn put_{helper}(m: &{}, buf: &mut impl BufMut) {{ {} }}\n{}",
+            f.type_name(),
+            def.rust_path,
+            sub.arms,
+            def.rust_path,
+            sub.len,
+            def.rust_path,
+            sub.put,
+            sub.helpers,
+        );
+        let _ = write!(
+            body.arms,
+            "{number} => field::inline(&mut *m, wt, &mut buf, ctx, merge_{helper}).at({fname:?})?,"
+        );
+        let _ = write!(
+            body.len,
+            "n += wire::delimited_len({number}, len_{helper}(m));"
+        );
+        let _ = write!(
+            body.put,
+            "wire::put_header({number}, len_{helper}(m), buf); put_{helper}(m, buf);"
+        );
+        body.shrink.push_str(&sub.shrink);
+        body.fit.push_str(&sub.fit);
+        body.covered.extend(sub.covered);
+        body.schema.extend(sub.schema);
+        Ok(())
+    }
+
+    /// A field of its own, held in the Rust field `rust` of `def`: its decoding arm, its
+    /// length and writing statements, what shrinks and fits it, and its test schema entry.
+    fn field(
+        &self,
+        body: &mut Body,
+        name: &str,
+        f: &InputField,
+        def: &Definition,
+        rust: &String,
+        local: bool,
+    ) -> Result<(), Error> {
+        let (number, fname) = (f.number(), f.name());
+        let ty = &def.fields[rust];
+        let optional = ty.starts_with("Option<");
+        check_scalar(name, f, ty)?;
+        let go = GoShape::of(f);
+        let (dec, enc) = go.rules(f, optional);
+        let slot = if local {
+            format!("f_{rust}")
+        } else {
+            format!("m.{rust}")
+        };
+        let dec = if local && !optional && !self.is_default(&ty.replace("crate::", "k8s_openapi::"))
+        {
+            "opt"
+        } else {
+            dec
+        };
+        if name == "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta" && fname == "managedFields" {
+            // Skipped when the caller strips them (as the JSON path's transform does).
+            let _ = write!(
+                body.arms,
+                "{number} if ctx.skip_managed_fields => wire::skip(tag, wt, &mut buf)?,"
+            );
+        }
+        let _ = write!(
+            body.arms,
+            "{number} => field::{dec}(&mut {slot}, wt, &mut buf, ctx).at({fname:?})?,"
+        );
+        if matches!(dec, "rep" | "rep_opt") {
+            let _ = write!(body.shrink, "field::shrink_{dec}(&mut {slot});");
+        }
+        // Lists to shrink, and messages (alone, in lists or maps) to walk into; the special
+        // types (Time, Quantity, raw JSON…) hold no list of their own to fit.
+        let is_message = self.input.messages.contains_key(f.type_name());
+        if f.label() == "repeated" || (is_message && !SPECIAL.contains(&f.type_name())) {
+            let _ = write!(
+                body.fit,
+                "field::fit_{}(&mut m.{rust});",
+                container_rule(f.label(), optional)
+            );
+        }
+        let _ = write!(body.len, "n += field::len_{enc}({number}, &m.{rust});");
+        let _ = write!(body.put, "field::put_{enc}({number}, &m.{rust}, buf);");
+        body.covered.push(rust.clone());
+        body.schema
+            .push(self.schema_field(f, def, rust, ty, optional, &go));
+        Ok(())
+    }
+
+    /// The test schema's `Field { … }` of field `f`, held in `rust` (of type `ty`).
+    fn schema_field(
+        &self,
+        f: &InputField,
+        def: &Definition,
+        rust: &String,
+        ty: &str,
+        optional: bool,
+        go: &GoShape,
+    ) -> String {
+        let json = def
+            .json
+            .iter()
+            .find(|(_, r)| *r == rust)
+            .map_or(f.name(), |(j, _)| j.as_str());
+        let kind = self.kind(f.type_name(), ty);
+        let container = match f.label() {
+            "repeated" => "List",
+            "map" => "Map",
+            _ => "One",
+        };
+        // Present in every Go-normal JSON: required in Rust, or a Go value whose zero value
+        // decodes to `Some` (Go writes it always and its JSON has it).
+        let zero_is_none = (SCALARS.contains(&f.type_name()) && go.omitempty)
+            || matches!(
+                kind.as_str(),
+                "Time" | "MicroTime" | "FieldsV1" | "RawExtension" | "Json" | "OrArray"
+            );
+        let always = f.label() == "optional" && (!optional || (go.value && !zero_is_none));
+        format!("Field {{ json: {json:?}, kind: Kind::{kind}, container: Container::{container}, always: {always} }}")
+    }
+}
+
+/// The Rust field of `def` that holds proto field `f` of message `name`: by its JSON name, or
+/// by its JSON or proto name with case and punctuation ignored.
+fn rust_field<'a>(
+    name: &str,
+    f: &InputField,
+    def: &'a Definition,
+    json_by_norm: &BTreeMap<String, &'a String>,
+) -> Result<&'a String, Error> {
+    let (number, fname) = (f.number(), f.name());
+    let json_name = f.json_tag().split(',').next().unwrap_or("");
+    def.json
+        .get(json_name)
+        .or_else(|| {
+            json_by_norm
+                .get(&norm(if json_name.is_empty() {
+                    fname
+                } else {
+                    json_name
+                }))
+                .copied()
+        })
+        .or_else(|| json_by_norm.get(&norm(fname)).copied())
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "{name}.{fname} (#{number}): no k8s-openapi field of {}",
+                def.rust_path
+            ))
+        })
+}
+
+/// Refuses a scalar field whose Rust type `ty` does not hold its proto type (a mismatch would
+/// change the wire).
+fn check_scalar(name: &str, f: &InputField, ty: &str) -> Result<(), Error> {
+    if !SCALARS.contains(&f.type_name()) {
+        return Ok(());
+    }
+    let inner = strip_option(ty).unwrap_or(ty);
+    let element = match f.label() {
+        "repeated" => inner
+            .strip_prefix("std::vec::Vec<")
+            .and_then(|t| t.strip_suffix('>')),
+        "map" => inner
+            .strip_prefix("std::collections::BTreeMap<std::string::String, ")
+            .and_then(|t| t.strip_suffix('>')),
+        _ => Some(inner),
+    };
+    if element != Some(scalar_rust(f.type_name())) {
+        return Err(Error::Invalid(format!(
+            "{}.{}: proto {} {} does not fit k8s-openapi's {ty}",
+            name,
+            f.name(),
+            f.label(),
+            f.type_name()
+        )));
+    }
+    Ok(())
+}
+
+/// What Go says about a field: whether it is a value (not a pointer, slice or map: written
+/// always) and whether its JSON omits it when empty.
+struct GoShape {
+    value: bool,
+    omitempty: bool,
+}
+
+impl GoShape {
+    fn of(f: &InputField) -> Self {
+        let go = f.go_type();
+        Self {
+            value: !go.is_empty()
+                && !go.starts_with('*')
+                && !go.starts_with("[]")
+                && !go.starts_with("map["),
+            omitempty: f.json_tag().contains(",omitempty") || f.json_tag().contains(",omitzero"),
+        }
+    }
+
+    /// The field's decoding and encoding rules (kclient-protobuf's `field::{rule}` and
+    /// `field::len_{rule}`/`put_{rule}`), from its proto label, its Rust optionality and Go.
+    fn rules(&self, f: &InputField, optional: bool) -> (&'static str, &'static str) {
+        match (f.label(), optional) {
+            ("repeated", true) => ("rep_opt", "rep_opt"),
+            ("repeated", false) => ("rep", "rep"),
+            ("map", true) => ("map_opt", "map_opt"),
+            ("map", false) => ("map", "map"),
+            (_, false) => ("req", "req"),
+            // `[]byte` with omitempty: Go writes a non-nil empty slice, its JSON omits it.
+            (_, true) if f.type_name() == "bytes" && self.omitempty => ("opt_nz", "opt"),
+            (_, true) if self.value && self.omitempty => ("opt_nz", "opt_zero"),
+            (_, true) if self.value => ("opt", "opt_zero"),
+            (_, true) => ("opt", "opt"),
+        }
+    }
+}
+
+/// The rule of a field by its proto label and Rust optionality alone (`field::fit_{rule}`).
+fn container_rule(label: &str, optional: bool) -> &'static str {
+    match (label, optional) {
+        ("repeated", false) => "rep",
+        ("repeated", true) => "rep_opt",
+        ("map", false) => "map",
+        ("map", true) => "map_opt",
+        (_, false) => "req",
+        (_, true) => "opt",
+    }
+}
+
+/// Refuses a k8s-openapi field that no proto field of the message covers (it would be lost
+/// on the wire).
+fn check_covered(name: &str, def: &Definition, body: &Body) -> Result<(), Error> {
+    for rust in def.fields.keys() {
+        // k8s-openapi's DeleteOptions has apiVersion/kind (carried by the envelope).
+        let envelope =
+            matches!(rust.as_str(), "api_version" | "kind") && name.ends_with(".DeleteOptions");
+        if !body.covered.contains(rust) && !envelope {
+            return Err(Error::Invalid(format!(
+                "{name}: k8s-openapi field {rust} has no proto field"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `impl Encode` on the type at `path`.
+fn encode_impl(out: &mut String, path: &str, body: &Body) {
+    let _ = writeln!(out, "impl Encode for {path} {{");
+    let _ = writeln!(
+        out,
+        "fn encoded_len(&self) -> usize {{ let m = self; let mut n = 0; {} n }}",
+        body.len
+    );
+    let _ = writeln!(
+        out,
+        "fn encode_raw(&self, buf: &mut impl BufMut) {{ let m = self; {} }}",
+        body.put
+    );
+    let _ = writeln!(out, "}}\n");
+}
+
+/// `impl Message`: Go's zero value is `Self::default()` encoded, or, for a type without
+/// `Default`, an empty message.
+fn message_impl(out: &mut String, def: &Definition, body: &Body) {
+    let path = &def.rust_path;
+    if def.has_default {
+        let _ = writeln!(
+            out,
+            "impl Message for {path} {{ fn zero_len() -> usize {{ Self::default().encoded_len() }} fn put_zero(buf: &mut impl BufMut) {{ Self::default().encode_raw(buf) }} {} }}",
+            fit_fn(&body.fit)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "/// Go's zero value is written as an empty message (k8s-openapi's type has no `Default`); Go decodes both the same.\nimpl Message for {path} {{ fn zero_len() -> usize {{ 0 }} fn put_zero(_buf: &mut impl BufMut) {{}} {} }}",
+            fit_fn(&body.fit)
+        );
     }
 }
 
@@ -612,211 +797,4 @@ fn ctx_unused(out: &mut String, arms: &str) -> std::fmt::Result {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protobuf::openapi::parse_definition;
-    use crate::protobuf::ModuleSource;
-
-    fn field(n: u32, name: &str, label: &str, ty: &str, go: &str, json: &str) -> InputField {
-        InputField(
-            n,
-            name.into(),
-            label.into(),
-            ty.into(),
-            go.into(),
-            json.into(),
-        )
-    }
-
-    fn definition(name: &str, fields: &[(&str, &str, &str)]) -> (String, Definition) {
-        let mut source = format!(
-            "// Generated from definition io.k8s.api.core.v1.{name}\n\n#[derive(Clone, Debug, Default, PartialEq)]\npub struct {name} {{\n"
-        );
-        for (_, rust, ty) in fields {
-            source += &format!("    pub {rust}: {ty},\n\n");
-        }
-        source += "}\n";
-        for (json, rust, _) in fields {
-            source += &format!("            \"{json}\" => Field::Key_{rust},\n");
-        }
-        let module = ["api", "core", "v1"].map(String::from);
-        (
-            format!("io.k8s.api.core.v1.{name}"),
-            parse_definition(&source, &module).unwrap(),
-        )
-    }
-
-    fn input() -> ProtobufInput {
-        let core = "k8s.io.api.core.v1";
-        ProtobufInput {
-            kubernetes_version: "1.37".into(),
-            modules: [(
-                "k8s.io/api".to_owned(),
-                ModuleSource {
-                    version: "v0.37.1".into(),
-                    sum: "h1:x".into(),
-                },
-            )]
-            .into(),
-            messages: [
-                (
-                    format!("{core}.Probe"),
-                    vec![
-                        field(
-                            1,
-                            "handler",
-                            "optional",
-                            &format!("{core}.ProbeHandler"),
-                            "ProbeHandler",
-                            ",inline",
-                        ),
-                        field(
-                            2,
-                            "initialDelaySeconds",
-                            "optional",
-                            "int32",
-                            "int32",
-                            "initialDelaySeconds,omitempty",
-                        ),
-                        field(
-                            7,
-                            "terminationGracePeriodSeconds",
-                            "optional",
-                            "int64",
-                            "*int64",
-                            "terminationGracePeriodSeconds,omitempty",
-                        ),
-                    ],
-                ),
-                (
-                    format!("{core}.ProbeHandler"),
-                    vec![field(
-                        1,
-                        "exec",
-                        "optional",
-                        &format!("{core}.ExecAction"),
-                        "*ExecAction",
-                        "exec,omitempty",
-                    )],
-                ),
-                (
-                    format!("{core}.ExecAction"),
-                    vec![field(
-                        1,
-                        "command",
-                        "repeated",
-                        "string",
-                        "[]string",
-                        "command,omitempty",
-                    )],
-                ),
-            ]
-            .into(),
-        }
-    }
-
-    fn definitions() -> BTreeMap<String, Definition> {
-        [
-            definition(
-                "Probe",
-                &[
-                    ("exec", "exec", "Option<crate::api::core::v1::ExecAction>"),
-                    (
-                        "initialDelaySeconds",
-                        "initial_delay_seconds",
-                        "Option<i32>",
-                    ),
-                    (
-                        "terminationGracePeriodSeconds",
-                        "termination_grace_period_seconds",
-                        "Option<i64>",
-                    ),
-                ],
-            ),
-            definition(
-                "ExecAction",
-                &[(
-                    "command",
-                    "command",
-                    "Option<std::vec::Vec<std::string::String>>",
-                )],
-            ),
-        ]
-        .into()
-    }
-
-    #[test]
-    fn picks_the_rule_of_each_field() {
-        let files = generate_protobuf(&input(), &definitions()).unwrap();
-        let code = files.get("v1_37/api_core_v1.rs").unwrap();
-        assert!(code.starts_with(HEADER));
-        // Inline: the nested message's fields decode into the parent.
-        assert!(code.contains("fn merge_probe_handler(m: &mut k8s_openapi::api::core::v1::Probe"));
-        assert!(code.contains("field::inline(&mut *m, wt, &mut buf, ctx, merge_probe_handler)"));
-        assert!(code.contains("1 => field::opt(&mut m.exec"));
-        // Go value with omitempty: zero decodes to None, written always.
-        assert!(code.contains("field::opt_nz(&mut m.initial_delay_seconds"));
-        assert!(code.contains("field::len_opt_zero(2, &m.initial_delay_seconds)"));
-        // Go pointer: written only when set.
-        assert!(code.contains("field::len_opt(7, &m.termination_grace_period_seconds)"));
-        // Repeated, held as Option<Vec>.
-        assert!(code.contains("field::rep_opt(&mut m.command"));
-        // The test schema flattens the inline.
-        let schema = files.get("tests/v1_37.rs").unwrap();
-        assert!(schema.contains("json: \"exec\""), "{schema}");
-        assert!(files
-            .get("v1_37/mod.rs")
-            .unwrap()
-            .contains("mod api_core_v1;"));
-    }
-
-    #[test]
-    fn refuses_fields_without_a_counterpart() {
-        // A proto field k8s-openapi does not have.
-        let mut input = input();
-        input
-            .messages
-            .get_mut("k8s.io.api.core.v1.ExecAction")
-            .unwrap()
-            .push(field(2, "extra", "optional", "string", "string", "extra"));
-        let err = generate_protobuf(&input, &definitions())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("ExecAction.extra (#2): no k8s-openapi field"),
-            "{err}"
-        );
-        // A k8s-openapi field no proto field covers.
-        let mut definitions = definitions();
-        let (name, def) = definition(
-            "ExecAction",
-            &[
-                (
-                    "command",
-                    "command",
-                    "Option<std::vec::Vec<std::string::String>>",
-                ),
-                ("other", "other", "Option<i32>"),
-            ],
-        );
-        definitions.insert(name, def);
-        let err = generate_protobuf(&self::input(), &definitions)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("k8s-openapi field other has no proto field"),
-            "{err}"
-        );
-        // A scalar whose Rust type does not fit.
-        let mut definitions = self::definitions();
-        let (name, def) = definition(
-            "ExecAction",
-            &[("command", "command", "Option<std::vec::Vec<i64>>")],
-        );
-        definitions.insert(name, def);
-        let err = generate_protobuf(&self::input(), &definitions)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("does not fit"), "{err}");
-    }
-}
+mod tests;

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::output::GeneratedFiles;
+use crate::source_tree::files_under;
 pub use emit::generate_protobuf;
 pub use openapi::{read_definitions, Definition};
 
@@ -158,18 +159,6 @@ pub struct ModuleDir {
     pub dir: PathBuf,
 }
 
-fn find_files(dir: &Path, name: &str, out: &mut Vec<PathBuf>) -> Result<(), Error> {
-    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let path = entry.map_err(|e| Error::io(dir, e))?.path();
-        if path.is_dir() {
-            find_files(&path, name, out)?;
-        } else if path.file_name().is_some_and(|n| n == name) {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
 /// Parses the `generated.proto` files and Go structs of the modules, and keeps the messages
 /// that have a k8s-openapi definition (`definitions`, by definition name) and every message
 /// they reach.
@@ -180,57 +169,87 @@ pub fn distill(
 ) -> Result<ProtobufInput, Error> {
     let mut all: BTreeMap<String, Vec<InputField>> = BTreeMap::new();
     for module in modules {
-        let mut files = Vec::new();
-        find_files(&module.dir, "generated.proto", &mut files)?;
-        files.sort();
-        for file in files {
-            let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
-            let rel = file
-                .strip_prefix(&module.dir)
-                .unwrap_or(&file)
-                .display()
-                .to_string();
-            let parsed = proto::parse(&text, &format!("{}/{rel}", module.path))?;
-            let dir = file.parent().unwrap_or(&module.dir);
-            let mut structs = go::GoStructs::new();
-            let mut go_files: Vec<PathBuf> = std::fs::read_dir(dir)
-                .map_err(|e| Error::io(dir, e))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                        n.ends_with(".go") && !n.ends_with("_test.go") && n != "generated.pb.go"
-                    })
-                })
-                .collect();
-            go_files.sort();
-            for go_file in go_files {
-                let source =
-                    std::fs::read_to_string(&go_file).map_err(|e| Error::io(&go_file, e))?;
-                go::read_structs(&source, &mut structs);
-            }
-            for message in parsed.messages {
-                let go = structs.get(&message.name);
-                let mut fields: Vec<InputField> = message
-                    .fields
-                    .into_iter()
-                    .map(|f| {
-                        let g = go.and_then(|g| g.get(&f.number));
-                        InputField(
-                            f.number,
-                            f.name,
-                            f.label,
-                            f.type_name,
-                            g.map(|g| g.go_type.clone()).unwrap_or_default(),
-                            g.map(|g| g.json.clone()).unwrap_or_default(),
-                        )
-                    })
-                    .collect();
-                fields.sort_by_key(|f| f.0);
-                all.insert(format!("{}.{}", parsed.package, message.name), fields);
-            }
+        let proto = |p: &Path| p.file_name().is_some_and(|n| n == "generated.proto");
+        for file in files_under(&module.dir, &proto)? {
+            read_proto_file(module, &file, &mut all)?;
         }
     }
-    // Keep what has a k8s-openapi type and what it reaches.
+    let keep = reached(&all, definitions);
+    Ok(ProtobufInput {
+        kubernetes_version: kubernetes_version.to_owned(),
+        modules: modules
+            .iter()
+            .map(|m| (m.path.clone(), m.source.clone()))
+            .collect(),
+        messages: all.into_iter().filter(|(n, _)| keep.contains(n)).collect(),
+    })
+}
+
+/// Reads the messages of one `generated.proto` of `module` into `all` (by full name), each
+/// field with the Go type and JSON tag of its struct field in the package's Go files.
+fn read_proto_file(
+    module: &ModuleDir,
+    file: &Path,
+    all: &mut BTreeMap<String, Vec<InputField>>,
+) -> Result<(), Error> {
+    let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
+    let rel = file
+        .strip_prefix(&module.dir)
+        .unwrap_or(file)
+        .display()
+        .to_string();
+    let parsed = proto::parse(&text, &format!("{}/{rel}", module.path))?;
+    let structs = go_structs(file.parent().unwrap_or(&module.dir))?;
+    for message in parsed.messages {
+        let go = structs.get(&message.name);
+        let mut fields: Vec<InputField> = message
+            .fields
+            .into_iter()
+            .map(|f| {
+                let g = go.and_then(|g| g.get(&f.number));
+                InputField(
+                    f.number,
+                    f.name,
+                    f.label,
+                    f.type_name,
+                    g.map(|g| g.go_type.clone()).unwrap_or_default(),
+                    g.map(|g| g.json.clone()).unwrap_or_default(),
+                )
+            })
+            .collect();
+        fields.sort_by_key(|f| f.0);
+        all.insert(format!("{}.{}", parsed.package, message.name), fields);
+    }
+    Ok(())
+}
+
+/// The Go structs of the package in `dir` (its `.go` files, tests and `generated.pb.go`
+/// aside), read in file name order.
+fn go_structs(dir: &Path) -> Result<go::GoStructs, Error> {
+    let mut structs = go::GoStructs::new();
+    let mut go_files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.ends_with(".go") && !n.ends_with("_test.go") && n != "generated.pb.go"
+            })
+        })
+        .collect();
+    go_files.sort();
+    for go_file in go_files {
+        let source = std::fs::read_to_string(&go_file).map_err(|e| Error::io(&go_file, e))?;
+        go::read_structs(&source, &mut structs);
+    }
+    Ok(structs)
+}
+
+/// The messages that have a k8s-openapi type, and every message they reach through their
+/// fields.
+fn reached(
+    all: &BTreeMap<String, Vec<InputField>>,
+    definitions: &BTreeMap<String, Definition>,
+) -> BTreeSet<String> {
     let mut keep = BTreeSet::new();
     let mut todo: Vec<String> = all
         .keys()
@@ -247,14 +266,7 @@ pub fn distill(
             }
         }
     }
-    Ok(ProtobufInput {
-        kubernetes_version: kubernetes_version.to_owned(),
-        modules: modules
-            .iter()
-            .map(|m| (m.path.clone(), m.source.clone()))
-            .collect(),
-        messages: all.into_iter().filter(|(n, _)| keep.contains(n)).collect(),
-    })
+    keep
 }
 
 /// Generates the codecs of every version: `inputs` pairs each version's input with the

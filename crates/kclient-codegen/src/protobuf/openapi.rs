@@ -5,9 +5,10 @@
 //! implements `Default`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::Error;
+use crate::source_tree::each_k8s_openapi_file;
 
 /// The shape of a k8s-openapi type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,46 +41,19 @@ pub struct Definition {
 /// Reads every definition of one version directory (`…/k8s-openapi-0.29.0/src/v1_37`), by
 /// definition name.
 pub fn read_definitions(version_dir: &Path) -> Result<BTreeMap<String, Definition>, Error> {
-    let mut files = Vec::new();
-    collect(version_dir, &mut files)?;
-    files.sort();
     let mut out = BTreeMap::new();
-    for file in files {
-        let source = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
-        let Some(name) = source
+    each_k8s_openapi_file(version_dir, |module, source| {
+        let name = source
             .lines()
             .next()
-            .and_then(|l| l.strip_prefix("// Generated from definition "))
-        else {
-            continue;
-        };
-        let module: Vec<String> = file
-            .strip_prefix(version_dir)
-            .unwrap_or(&file)
-            .parent()
-            .map(|p| {
-                p.components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        if let Some(def) = parse_definition(&source, &module) {
-            out.insert(name.trim().to_owned(), def);
+            .and_then(|l| l.strip_prefix("// Generated from definition "));
+        if let Some(name) = name {
+            if let Some(def) = parse_definition(source, module) {
+                out.insert(name.trim().to_owned(), def);
+            }
         }
-    }
+    })?;
     Ok(out)
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Error> {
-    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let path = entry.map_err(|e| Error::io(dir, e))?.path();
-        if path.is_dir() {
-            collect(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 /// Parses one generated file of k8s-openapi.

@@ -6,8 +6,8 @@ use super::validation::{check_key, check_value, check_value_count};
 use super::{Labels, Operator};
 use crate::SelectorError;
 
-/// One condition of a label [`Selector`](super::Selector): a key, an [`Operator`] and the
-/// values it compares against (apimachinery's `labels.Requirement`).
+/// One condition of a label [`Selector`](super::Selector): a key, an [`Operator`] and the values it compares
+/// against (apimachinery's `labels.Requirement`).
 ///
 /// Values are kept sorted and without duplicates; that is the order in which they are
 /// rendered, and a value set has no other meaningful order.
@@ -34,8 +34,8 @@ impl Requirement {
     /// - the key is a qualified name (`[prefix/]name`, see [`validate_key`](super::validate_key));
     /// - `in` / `notin` have at least one value; `=`, `==`, `!=`, `>`, `<` exactly one;
     ///   `exists` and `!` none;
-    /// - every value is a valid label value (see [`validate_value`](super::validate_value)),
-    ///   and for `>` / `<` a decimal integer that fits in an `i64`.
+    /// - every value is a valid label value (see [`validate_value`](super::validate_value)), and for `>` / `<` a
+    ///   decimal integer that fits in an `i64`.
     ///
     /// The empty string is a valid value.
     pub fn new<K, I>(key: K, operator: Operator, values: I) -> Result<Self, SelectorError>
@@ -55,8 +55,8 @@ impl Requirement {
     }
 
     /// Builds a requirement without validating it (used by the builder methods of
-    /// [`Selector`](super::Selector), like apimachinery's `SelectorFromValidatedSet`). Values
-    /// are still sorted and deduplicated.
+    /// [`Selector`], like apimachinery's `SelectorFromValidatedSet`). Values are still
+    /// sorted and deduplicated.
     pub(super) fn unchecked(key: String, operator: Operator, mut values: Vec<String>) -> Self {
         values.sort();
         values.dedup();

@@ -395,40 +395,15 @@ impl ExecAuthenticator {
         self.parse_output(&command, &output.stdout)
     }
 
+    /// The credentials in the plugin's output (client-go's `ExecCredential`, JSON or YAML),
+    /// checked: its kind and apiVersion, a token or a whole certificate/key pair, a valid
+    /// expiry.
     fn parse_output(&self, command: &str, stdout: &[u8]) -> Result<ExecCredentials, ExecError> {
         let invalid = |reason: String| ExecError::Invalid {
             command: command.to_owned(),
             reason,
         };
-        let parsed: ExecCredentialOut = match serde_json::from_slice(stdout) {
-            Ok(p) => p,
-            Err(json_err) => {
-                // client-go's universal decoder also reads YAML.
-                let text = String::from_utf8_lossy(stdout);
-                let shallow = kclient_core::yaml_nesting::check_yaml_nesting(
-                    &text,
-                    kclient_core::yaml_nesting::MAX_YAML_NESTING,
-                )
-                .is_ok();
-                let yaml = shallow.then(|| serde_yaml_ng::from_str::<ExecCredentialOut>(&text));
-                match yaml.and_then(Result::ok) {
-                    Some(p) if !p.api_version.is_empty() => p,
-                    _ => {
-                        return Err(ExecError::Decode {
-                            command: command.to_owned(),
-                            what: match json_err.classify() {
-                                serde_json::error::Category::Eof => "unexpected end of output",
-                                serde_json::error::Category::Data => "wrong shape",
-                                _ => "invalid JSON",
-                            },
-                            line: json_err.line(),
-                            column: json_err.column(),
-                            bytes: stdout.len(),
-                        })
-                    }
-                }
-            }
-        };
+        let parsed = decode_output(command, stdout)?;
         if parsed.kind != "ExecCredential" && !parsed.kind.is_empty() {
             return Err(invalid(format!(
                 "exec plugin returned kind {:?}, not ExecCredential",
@@ -497,6 +472,37 @@ impl ExecAuthenticator {
         }
         budget.shown += 1;
         Some(hint)
+    }
+}
+
+/// The plugin's output as an `ExecCredential`: JSON, or YAML as client-go's universal decoder
+/// also reads (a shallow document with an apiVersion); what is neither is reported with the
+/// JSON parser's position.
+fn decode_output(command: &str, stdout: &[u8]) -> Result<ExecCredentialOut, ExecError> {
+    let json_err = match serde_json::from_slice(stdout) {
+        Ok(parsed) => return Ok(parsed),
+        Err(e) => e,
+    };
+    let text = String::from_utf8_lossy(stdout);
+    let shallow = kclient_core::yaml_nesting::check_yaml_nesting(
+        &text,
+        kclient_core::yaml_nesting::MAX_YAML_NESTING,
+    )
+    .is_ok();
+    let yaml = shallow.then(|| serde_yaml_ng::from_str::<ExecCredentialOut>(&text));
+    match yaml.and_then(Result::ok) {
+        Some(parsed) if !parsed.api_version.is_empty() => Ok(parsed),
+        _ => Err(ExecError::Decode {
+            command: command.to_owned(),
+            what: match json_err.classify() {
+                serde_json::error::Category::Eof => "unexpected end of output",
+                serde_json::error::Category::Data => "wrong shape",
+                _ => "invalid JSON",
+            },
+            line: json_err.line(),
+            column: json_err.column(),
+            bytes: stdout.len(),
+        }),
     }
 }
 

@@ -162,105 +162,13 @@ impl Selected<'_> {
                 self.context_name
             ));
         }
-        let user = &self.context.auth_info;
-        let a = &self.auth_info;
-        let mut methods = Vec::new();
-        if non_empty(&a.token).is_some() {
-            methods.push("token");
-        }
-        if non_empty(&a.username).is_some() || non_empty(&a.password).is_some() {
-            methods.push("basicAuth");
-        }
-        if methods.len() > 1 {
-            errors.push(format!(
-                "more than one authentication method found for {user}; found {methods:?}, only one is allowed"
-            ));
-        }
-        let has_cert = non_empty(&a.client_certificate).is_some()
-            || non_empty(&a.client_certificate_data).is_some();
-        let has_key = non_empty(&a.client_key).is_some() || non_empty(&a.client_key_data).is_some();
-        if has_cert && !has_key {
-            errors.push(format!(
-                "client-key-data or client-key must be specified for {user} to use the clientCert authentication method"
-            ));
-        }
-        if has_cert {
-            for (what, file) in [
-                ("client-cert", &a.client_certificate),
-                ("client-key", &a.client_key),
-            ] {
-                if let Some(f) = non_empty(file) {
-                    if let Err(e) = std::fs::metadata(f) {
-                        errors.push(format!("unable to read {what} {f} for {user} due to {e}"));
-                    }
-                }
-            }
-        }
-        if let Some(exec) = &a.exec {
-            if a.auth_provider.is_some() {
-                errors.push(format!(
-                    "authProvider cannot be provided in combination with an exec plugin for {user}"
-                ));
-            }
-            if exec.command.is_empty() {
-                errors.push(format!(
-                    "command must be specified for {user} to use exec authentication plugin"
-                ));
-            }
-            if exec.api_version.is_empty() {
-                errors.push(format!(
-                    "apiVersion must be specified for {user} to use exec authentication plugin"
-                ));
-            }
-            if exec.env.iter().any(|e| e.name.is_empty()) {
-                errors.push(format!(
-                    "env variable name must be specified for {user} to use exec authentication plugin"
-                ));
-            }
-            if effective_interactive_mode(exec).is_none() {
-                errors.push(format!(
-                    "interactiveMode must be specified for {user} to use exec authentication plugin"
-                ));
-            }
-        }
-        if (non_empty(&a.impersonate_uid).is_some()
-            || !a.impersonate_groups.is_empty()
-            || !a.impersonate_user_extra.is_empty())
-            && non_empty(&a.impersonate).is_none()
-        {
-            errors.push(format!(
-                "requesting uid, groups or user-extra for {user} without impersonating a user"
-            ));
-        }
-
-        let c = &self.cluster;
-        let cluster_name = &self.context.cluster;
-        if *c == Cluster::default() {
+        auth_info_errors(&self.context.auth_info, &self.auth_info, &mut errors);
+        if self.cluster == Cluster::default() {
             if errors.is_empty() {
                 return Err(KubeconfigError::Empty { missing });
             }
         } else {
-            if non_empty(&c.server).is_none() {
-                if cluster_name.is_empty() {
-                    errors.push("default cluster has no server defined".to_owned());
-                } else {
-                    errors.push(format!("no server found for cluster {cluster_name:?}"));
-                }
-            }
-            if let Some(proxy) = non_empty(&c.proxy_url) {
-                if let Err(reason) = check_proxy_url(proxy) {
-                    errors.push(format!(
-                        "invalid 'proxy-url' for cluster {cluster_name:?}: {reason}"
-                    ));
-                }
-            }
-            if let Some(ca) = non_empty(&c.certificate_authority) {
-                if let Err(e) = std::fs::metadata(ca) {
-                    errors.push(format!(
-                        "unable to read certificate-authority {ca} for {cluster_name} due to {e}"
-                    ));
-                }
-            }
+            cluster_errors(&self.context.cluster, &self.cluster, &mut errors);
         }
         if errors.is_empty() {
             Ok(())
@@ -270,8 +178,6 @@ impl Selected<'_> {
     }
 
     fn into_config(self) -> Result<Config, Error> {
-        let cluster_name = self.context.cluster.clone();
-        let user_name = self.context.auth_info.clone();
         let c = self.cluster;
         let a = self.auth_info;
         let mut config = Config::new(non_empty(&c.server).unwrap_or_default());
@@ -295,74 +201,199 @@ impl Selected<'_> {
         if !is_tls {
             return Ok(config);
         }
-        let decode = |field: &'static str, name: &str, data: &Option<String>| {
-            non_empty(data)
-                .map(|d| {
-                    base64::engine::general_purpose::STANDARD
-                        .decode(d.trim())
-                        .map_err(|source| KubeconfigError::InvalidBase64 {
-                            field,
-                            name: name.to_owned(),
-                            source,
-                        })
-                })
-                .transpose()
-        };
-
-        if let Some(token) = non_empty(&a.token) {
-            config.bearer_token = Some(token.to_owned());
-            config.bearer_token_file = non_empty(&a.token_file).map(PathBuf::from);
-        } else if let Some(file) = non_empty(&a.token_file) {
-            let token = std::fs::read_to_string(file).map_err(|source| {
-                KubeconfigError::ReferencedFile {
-                    what: "tokenFile",
-                    path: PathBuf::from(file),
-                    source,
-                }
-            })?;
-            config.bearer_token = Some(token);
-            config.bearer_token_file = Some(PathBuf::from(file));
-        }
-        if non_empty(&a.client_certificate).is_some()
-            || non_empty(&a.client_certificate_data).is_some()
-        {
-            config.tls.cert_file = non_empty(&a.client_certificate).map(PathBuf::from);
-            config.tls.cert_data = decode(
-                "client-certificate-data",
-                &user_name,
-                &a.client_certificate_data,
-            )?;
-            config.tls.key_file = non_empty(&a.client_key).map(PathBuf::from);
-            config.tls.key_data = decode("client-key-data", &user_name, &a.client_key_data)?;
-        }
-        if non_empty(&a.username).is_some() || non_empty(&a.password).is_some() {
-            config.basic_auth = Some(BasicAuth {
-                username: a.username.clone().unwrap_or_default(),
-                password: a.password.clone().unwrap_or_default(),
-            });
-        }
-        config.auth_provider = a.auth_provider.clone();
-        if let Some(mut exec) = a.exec.clone() {
-            exec.interactive_mode = effective_interactive_mode(&exec);
-            exec.install_hint = exec.install_hint.as_deref().map(clean_control_characters);
-            exec.cluster_config = c
-                .extensions
-                .iter()
-                .find(|e| e.name == EXEC_CLUSTER_EXTENSION)
-                .map(|e| e.extension.clone());
-            config.exec = Some(exec);
-        }
-
+        set_credentials(&mut config, &a, &self.context.auth_info, &c)?;
         config.tls.ca_file = non_empty(&c.certificate_authority).map(PathBuf::from);
-        config.tls.ca_data = decode(
+        config.tls.ca_data = decode_base64(
             "certificate-authority-data",
-            &cluster_name,
+            &self.context.cluster,
             &c.certificate_authority_data,
         )?;
         config.tls.insecure = c.insecure_skip_tls_verify.unwrap_or(false);
         config.tls.server_name = non_empty(&c.tls_server_name).map(str::to_owned);
         Ok(config)
     }
+}
+
+/// The problems of user `user`'s credentials `a` (client-go's `validateAuthInfo`): more than
+/// one method, a certificate without its key, unreadable files, an incomplete exec plugin,
+/// impersonation details without a user.
+fn auth_info_errors(user: &str, a: &AuthInfo, errors: &mut Vec<String>) {
+    let mut methods = Vec::new();
+    if non_empty(&a.token).is_some() {
+        methods.push("token");
+    }
+    if non_empty(&a.username).is_some() || non_empty(&a.password).is_some() {
+        methods.push("basicAuth");
+    }
+    if methods.len() > 1 {
+        errors.push(format!(
+            "more than one authentication method found for {user}; found {methods:?}, only one is allowed"
+        ));
+    }
+    let has_cert = non_empty(&a.client_certificate).is_some()
+        || non_empty(&a.client_certificate_data).is_some();
+    let has_key = non_empty(&a.client_key).is_some() || non_empty(&a.client_key_data).is_some();
+    if has_cert && !has_key {
+        errors.push(format!(
+            "client-key-data or client-key must be specified for {user} to use the clientCert authentication method"
+        ));
+    }
+    if has_cert {
+        for (what, file) in [
+            ("client-cert", &a.client_certificate),
+            ("client-key", &a.client_key),
+        ] {
+            if let Some(f) = non_empty(file) {
+                if let Err(e) = std::fs::metadata(f) {
+                    errors.push(format!("unable to read {what} {f} for {user} due to {e}"));
+                }
+            }
+        }
+    }
+    if let Some(exec) = &a.exec {
+        exec_errors(user, exec, a.auth_provider.is_some(), errors);
+    }
+    if (non_empty(&a.impersonate_uid).is_some()
+        || !a.impersonate_groups.is_empty()
+        || !a.impersonate_user_extra.is_empty())
+        && non_empty(&a.impersonate).is_none()
+    {
+        errors.push(format!(
+            "requesting uid, groups or user-extra for {user} without impersonating a user"
+        ));
+    }
+}
+
+/// The problems of user `user`'s exec plugin (client-go's `validateAuthInfo`, its exec part).
+fn exec_errors(
+    user: &str,
+    exec: &super::ExecConfig,
+    has_auth_provider: bool,
+    errors: &mut Vec<String>,
+) {
+    if has_auth_provider {
+        errors.push(format!(
+            "authProvider cannot be provided in combination with an exec plugin for {user}"
+        ));
+    }
+    if exec.command.is_empty() {
+        errors.push(format!(
+            "command must be specified for {user} to use exec authentication plugin"
+        ));
+    }
+    if exec.api_version.is_empty() {
+        errors.push(format!(
+            "apiVersion must be specified for {user} to use exec authentication plugin"
+        ));
+    }
+    if exec.env.iter().any(|e| e.name.is_empty()) {
+        errors.push(format!(
+            "env variable name must be specified for {user} to use exec authentication plugin"
+        ));
+    }
+    if effective_interactive_mode(exec).is_none() {
+        errors.push(format!(
+            "interactiveMode must be specified for {user} to use exec authentication plugin"
+        ));
+    }
+}
+
+/// The problems of cluster `cluster_name`, `c` (client-go's `validateClusterInfo`): no
+/// server, an invalid proxy URL, an unreadable CA file.
+fn cluster_errors(cluster_name: &str, c: &Cluster, errors: &mut Vec<String>) {
+    if non_empty(&c.server).is_none() {
+        if cluster_name.is_empty() {
+            errors.push("default cluster has no server defined".to_owned());
+        } else {
+            errors.push(format!("no server found for cluster {cluster_name:?}"));
+        }
+    }
+    if let Some(proxy) = non_empty(&c.proxy_url) {
+        if let Err(reason) = check_proxy_url(proxy) {
+            errors.push(format!(
+                "invalid 'proxy-url' for cluster {cluster_name:?}: {reason}"
+            ));
+        }
+    }
+    if let Some(ca) = non_empty(&c.certificate_authority) {
+        if let Err(e) = std::fs::metadata(ca) {
+            errors.push(format!(
+                "unable to read certificate-authority {ca} for {cluster_name} due to {e}"
+            ));
+        }
+    }
+}
+
+/// Sets the credentials of user `user_name`, `a`, on `config`: a token (or token file), a
+/// client certificate, basic auth, an auth provider, an exec plugin (with cluster `c`'s
+/// exec extension).
+fn set_credentials(
+    config: &mut Config,
+    a: &AuthInfo,
+    user_name: &str,
+    c: &Cluster,
+) -> Result<(), Error> {
+    if let Some(token) = non_empty(&a.token) {
+        config.bearer_token = Some(token.to_owned());
+        config.bearer_token_file = non_empty(&a.token_file).map(PathBuf::from);
+    } else if let Some(file) = non_empty(&a.token_file) {
+        let token =
+            std::fs::read_to_string(file).map_err(|source| KubeconfigError::ReferencedFile {
+                what: "tokenFile",
+                path: PathBuf::from(file),
+                source,
+            })?;
+        config.bearer_token = Some(token);
+        config.bearer_token_file = Some(PathBuf::from(file));
+    }
+    if non_empty(&a.client_certificate).is_some() || non_empty(&a.client_certificate_data).is_some()
+    {
+        config.tls.cert_file = non_empty(&a.client_certificate).map(PathBuf::from);
+        config.tls.cert_data = decode_base64(
+            "client-certificate-data",
+            user_name,
+            &a.client_certificate_data,
+        )?;
+        config.tls.key_file = non_empty(&a.client_key).map(PathBuf::from);
+        config.tls.key_data = decode_base64("client-key-data", user_name, &a.client_key_data)?;
+    }
+    if non_empty(&a.username).is_some() || non_empty(&a.password).is_some() {
+        config.basic_auth = Some(BasicAuth {
+            username: a.username.clone().unwrap_or_default(),
+            password: a.password.clone().unwrap_or_default(),
+        });
+    }
+    config.auth_provider = a.auth_provider.clone();
+    if let Some(mut exec) = a.exec.clone() {
+        exec.interactive_mode = effective_interactive_mode(&exec);
+        exec.install_hint = exec.install_hint.as_deref().map(clean_control_characters);
+        exec.cluster_config = c
+            .extensions
+            .iter()
+            .find(|e| e.name == EXEC_CLUSTER_EXTENSION)
+            .map(|e| e.extension.clone());
+        config.exec = Some(exec);
+    }
+    Ok(())
+}
+
+/// The bytes of a `*-data` field (`field`) of the user or cluster `name`, base64-decoded.
+fn decode_base64(
+    field: &'static str,
+    name: &str,
+    data: &Option<String>,
+) -> Result<Option<Vec<u8>>, KubeconfigError> {
+    non_empty(data)
+        .map(|d| {
+            base64::engine::general_purpose::STANDARD
+                .decode(d.trim())
+                .map_err(|source| KubeconfigError::InvalidBase64 {
+                    field,
+                    name: name.to_owned(),
+                    source,
+                })
+        })
+        .transpose()
 }
 
 /// The interactive mode after client-go's defaulting: `v1beta1` (and `v1alpha1`) default to

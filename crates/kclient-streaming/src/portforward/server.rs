@@ -86,11 +86,14 @@ fn request_id(stream: &spdy::Stream, is_error: bool) -> String {
 /// a pair not complete within [`STREAM_CREATION_TIMEOUT`] gets `timed out waiting for
 /// streams` on its error stream.
 pub async fn serve(connection: spdy::Connection, pod: PodIdentity, handler: PortHandler) {
-    let pod = Arc::new(pod);
-    let mut pairs: HashMap<String, (Pair, tokio::time::Instant)> = HashMap::new();
-    let mut running = JoinSet::new();
+    let mut pairing = Pairing {
+        pairs: HashMap::new(),
+        running: JoinSet::new(),
+        pod: Arc::new(pod),
+        handler,
+    };
     loop {
-        let next_deadline = pairs.values().map(|(_, at)| *at).min();
+        let next_deadline = pairing.pairs.values().map(|(_, at)| *at).min();
         let expired = async {
             match next_deadline {
                 Some(at) => tokio::time::sleep_until(at).await,
@@ -103,17 +106,10 @@ pub async fn serve(connection: spdy::Connection, pod: PodIdentity, handler: Port
                 None => break,
             },
             _ = expired => {
-                let now = tokio::time::Instant::now();
-                let late: Vec<String> = pairs.iter().filter(|(_, (_, at))| *at <= now).map(|(id, _)| id.clone()).collect();
-                for id in late {
-                    if let Some((pair, _)) = pairs.remove(&id) {
-                        tracing::warn!(request = %id, "timed out waiting for streams");
-                        running.spawn(fail_pair(pair, format!("(conn=kclient, request={id}) timed out waiting for streams")));
-                    }
-                }
+                pairing.fail_expired();
                 continue;
             }
-            Some(_) = running.join_next(), if !running.is_empty() => continue,
+            Some(_) = pairing.running.join_next(), if !pairing.running.is_empty() => continue,
         };
         let (port, is_error) = match check_headers(stream.headers()) {
             Ok(checked) => checked,
@@ -126,8 +122,48 @@ pub async fn serve(connection: spdy::Connection, pod: PodIdentity, handler: Port
         if stream.reply().await.is_err() {
             break;
         }
+        pairing.assign(stream, port, is_error).await;
+    }
+    pairing.running.shutdown().await;
+}
+
+/// The streams of a connection being paired by request, and the pairs being forwarded.
+struct Pairing {
+    /// The incomplete pairs by request id, each with the time it must be complete by.
+    pairs: HashMap<String, (Pair, tokio::time::Instant)>,
+    /// The handlers of complete pairs, and the failures of expired ones.
+    running: JoinSet<()>,
+    pod: Arc<PodIdentity>,
+    handler: PortHandler,
+}
+
+impl Pairing {
+    /// Fails the pairs not complete in time: `timed out waiting for streams`.
+    fn fail_expired(&mut self) {
+        let now = tokio::time::Instant::now();
+        let late: Vec<String> = self
+            .pairs
+            .iter()
+            .filter(|(_, (_, at))| *at <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in late {
+            if let Some((pair, _)) = self.pairs.remove(&id) {
+                tracing::warn!(request = %id, "timed out waiting for streams");
+                self.running.spawn(fail_pair(
+                    pair,
+                    format!("(conn=kclient, request={id}) timed out waiting for streams"),
+                ));
+            }
+        }
+    }
+
+    /// Puts an accepted stream into its request's pair (a second stream of the same type is
+    /// refused: reported on the pair's error stream, and reset); a pair now complete is
+    /// forwarded.
+    async fn assign(&mut self, mut stream: spdy::Stream, port: u16, is_error: bool) {
         let id = request_id(&stream, is_error);
-        let (pair, _) = pairs.entry(id.clone()).or_insert_with(|| {
+        let (pair, _) = self.pairs.entry(id.clone()).or_insert_with(|| {
             (
                 Pair::default(),
                 tokio::time::Instant::now() + STREAM_CREATION_TIMEOUT,
@@ -147,7 +183,7 @@ pub async fn serve(connection: spdy::Connection, pod: PodIdentity, handler: Port
                 let _ = error.write_data(Bytes::from(message), false).await;
             }
             stream.reset();
-            continue;
+            return;
         }
         *slot = Some(stream);
         if pair.error.is_some() && pair.data.is_some() {
@@ -157,19 +193,18 @@ pub async fn serve(connection: spdy::Connection, pod: PodIdentity, handler: Port
                     data: Some(data),
                 },
                 _,
-            )) = pairs.remove(&id)
+            )) = self.pairs.remove(&id)
             {
-                running.spawn(forward_pair(
+                self.running.spawn(forward_pair(
                     port,
                     error,
                     data,
-                    pod.clone(),
-                    handler.clone(),
+                    self.pod.clone(),
+                    self.handler.clone(),
                 ));
             }
         }
     }
-    running.shutdown().await;
 }
 
 /// Runs the handler for a complete pair; closes the error stream, then the data stream.

@@ -423,24 +423,7 @@ impl Shared {
                 stream_id,
                 fin,
                 data,
-            } => {
-                let sender = self
-                    .state
-                    .lock()
-                    .streams
-                    .get(&stream_id)
-                    .and_then(|e| e.data.clone());
-                if let (Some(sender), false) = (sender, data.is_empty()) {
-                    tokio::select! {
-                        // A reader that is gone drops what it would have read.
-                        _ = sender.send(Ok(data)) => {}
-                        _ = self.local_close.cancelled() => return Some(CloseReason::Local),
-                    }
-                }
-                if fin {
-                    self.remote_finished(stream_id);
-                }
-            }
+            } => return self.on_data(stream_id, fin, data).await,
             Frame::SynReply { stream_id, fin, .. } => {
                 let reply = self
                     .state
@@ -460,18 +443,7 @@ impl Shared {
                     self.remote_finished(stream_id);
                 }
             }
-            Frame::RstStream { stream_id, status } => {
-                let entry = self.state.lock().streams.remove(&stream_id);
-                if let Some(entry) = entry {
-                    let error = Error::Reset { stream_id, status };
-                    if let Some(reply) = entry.reply {
-                        let _ = reply.send(Err(error.clone()));
-                    }
-                    if let Some(data) = entry.data {
-                        let _ = data.try_send(Err(error));
-                    }
-                }
-            }
+            Frame::RstStream { stream_id, status } => self.on_reset(stream_id, status),
             Frame::SynStream {
                 stream_id,
                 fin,
@@ -481,23 +453,62 @@ impl Shared {
                 self.on_syn_stream(stream_id, fin, headers, incoming, alive)
                     .await
             }
-            Frame::Ping { id } => {
-                let ours = match self.role {
-                    Role::Client => !id.is_multiple_of(2),
-                    Role::Server => id.is_multiple_of(2),
-                };
-                if ours {
-                    if let Some(waiter) = self.state.lock().pings.remove(&id) {
-                        let _ = waiter.send(());
-                    }
-                } else {
-                    let _ = self.out.try_send(Frame::Ping { id });
-                }
-            }
+            Frame::Ping { id } => self.on_ping(id),
             Frame::GoAway { status, .. } => return Some(CloseReason::GoAway { status }),
             Frame::Settings { .. } | Frame::WindowUpdate { .. } | Frame::Unknown { .. } => {}
         }
         None
+    }
+
+    /// Data for a stream: handed to its reader (waiting for room, unless the connection is
+    /// closed locally meanwhile), then the peer's half closed if `fin`.
+    async fn on_data(&self, stream_id: u32, fin: bool, data: Bytes) -> Option<CloseReason> {
+        let sender = self
+            .state
+            .lock()
+            .streams
+            .get(&stream_id)
+            .and_then(|e| e.data.clone());
+        if let (Some(sender), false) = (sender, data.is_empty()) {
+            tokio::select! {
+                // A reader that is gone drops what it would have read.
+                _ = sender.send(Ok(data)) => {}
+                _ = self.local_close.cancelled() => return Some(CloseReason::Local),
+            }
+        }
+        if fin {
+            self.remote_finished(stream_id);
+        }
+        None
+    }
+
+    /// The peer reset a stream: its opener and its reader are told, and it is forgotten.
+    fn on_reset(&self, stream_id: u32, status: u32) {
+        let entry = self.state.lock().streams.remove(&stream_id);
+        if let Some(entry) = entry {
+            let error = Error::Reset { stream_id, status };
+            if let Some(reply) = entry.reply {
+                let _ = reply.send(Err(error.clone()));
+            }
+            if let Some(data) = entry.data {
+                let _ = data.try_send(Err(error));
+            }
+        }
+    }
+
+    /// A ping: the answer to one of ours (odd ids are the client's), or the peer's, echoed.
+    fn on_ping(&self, id: u32) {
+        let ours = match self.role {
+            Role::Client => !id.is_multiple_of(2),
+            Role::Server => id.is_multiple_of(2),
+        };
+        if ours {
+            if let Some(waiter) = self.state.lock().pings.remove(&id) {
+                let _ = waiter.send(());
+            }
+        } else {
+            let _ = self.out.try_send(Frame::Ping { id });
+        }
     }
 
     async fn on_syn_stream(

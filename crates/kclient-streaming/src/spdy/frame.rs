@@ -206,6 +206,7 @@ impl FrameDecoder {
         }
     }
 
+    /// A control frame of `frame_type` with its flags and payload (after the frame header).
     fn control(
         &mut self,
         frame_type: u16,
@@ -213,28 +214,10 @@ impl FrameDecoder {
         mut payload: Bytes,
     ) -> Result<Frame, FrameError> {
         let fin = flags & FLAG_FIN != 0;
-        let need = |kind: &'static str, payload: &Bytes, len: usize| {
-            if payload.len() < len {
-                Err(invalid(
-                    kind,
-                    format!("{} bytes, at least {len} expected", payload.len()),
-                ))
-            } else {
-                Ok(())
-            }
-        };
-        let stream = |kind: &'static str, id: u32| {
-            let id = id & STREAM_ID_MASK;
-            if id == 0 {
-                Err(invalid(kind, "stream id zero"))
-            } else {
-                Ok(id)
-            }
-        };
         Ok(match frame_type {
             TYPE_SYN_STREAM => {
                 need("SYN_STREAM", &payload, 10)?;
-                let stream_id = stream("SYN_STREAM", payload.get_u32())?;
+                let stream_id = stream_id("SYN_STREAM", payload.get_u32())?;
                 let associated_to = payload.get_u32() & STREAM_ID_MASK;
                 let priority = payload.get_u8() >> 5;
                 let _slot = payload.get_u8();
@@ -248,74 +231,115 @@ impl FrameDecoder {
                 }
             }
             TYPE_SYN_REPLY => {
-                need("SYN_REPLY", &payload, 4)?;
-                let stream_id = stream("SYN_REPLY", payload.get_u32())?;
+                let (stream_id, headers) = self.stream_headers("SYN_REPLY", payload)?;
                 Frame::SynReply {
                     stream_id,
                     fin,
-                    headers: self.headers.decompress(&payload)?,
+                    headers,
                 }
             }
             TYPE_HEADERS => {
-                need("HEADERS", &payload, 4)?;
-                let stream_id = stream("HEADERS", payload.get_u32())?;
+                let (stream_id, headers) = self.stream_headers("HEADERS", payload)?;
                 Frame::Headers {
                     stream_id,
                     fin,
-                    headers: self.headers.decompress(&payload)?,
+                    headers,
                 }
             }
-            TYPE_RST_STREAM => {
-                need("RST_STREAM", &payload, 8)?;
-                let stream_id = stream("RST_STREAM", payload.get_u32())?;
-                let status = payload.get_u32();
-                if status == 0 {
-                    return Err(invalid("RST_STREAM", "status zero"));
-                }
-                Frame::RstStream { stream_id, status }
-            }
-            TYPE_SETTINGS => {
-                need("SETTINGS", &payload, 4)?;
-                let entries = payload.get_u32();
-                if u64::from(entries) * 8 != payload.len() as u64 {
-                    return Err(invalid("SETTINGS", "the entries do not fill the frame"));
-                }
-                Frame::Settings { entries }
-            }
-            TYPE_PING => {
-                need("PING", &payload, 4)?;
-                let id = payload.get_u32();
-                if id == 0 {
-                    return Err(invalid("PING", "id zero"));
-                }
-                Frame::Ping { id }
-            }
-            TYPE_GOAWAY => {
-                if payload.len() != 8 {
-                    return Err(invalid(
-                        "GOAWAY",
-                        format!("{} bytes, 8 expected", payload.len()),
-                    ));
-                }
-                Frame::GoAway {
-                    last_good_stream_id: payload.get_u32() & STREAM_ID_MASK,
-                    status: payload.get_u32(),
-                }
-            }
-            TYPE_WINDOW_UPDATE => {
-                if payload.len() != 8 {
-                    return Err(invalid(
-                        "WINDOW_UPDATE",
-                        format!("{} bytes, 8 expected", payload.len()),
-                    ));
-                }
-                Frame::WindowUpdate {
-                    stream_id: payload.get_u32() & STREAM_ID_MASK,
-                    delta: payload.get_u32() & STREAM_ID_MASK,
-                }
-            }
-            other => Frame::Unknown { frame_type: other },
+            other => session_frame(other, payload)?,
         })
+    }
+
+    /// The stream id and header block of a SYN_REPLY or HEADERS frame.
+    fn stream_headers(
+        &mut self,
+        kind: &'static str,
+        mut payload: Bytes,
+    ) -> Result<(u32, Headers), FrameError> {
+        need(kind, &payload, 4)?;
+        let stream_id = stream_id(kind, payload.get_u32())?;
+        Ok((stream_id, self.headers.decompress(&payload)?))
+    }
+}
+
+/// A control frame without a header block (RST_STREAM, SETTINGS, PING, GOAWAY,
+/// WINDOW_UPDATE), or an unknown one.
+fn session_frame(frame_type: u16, mut payload: Bytes) -> Result<Frame, FrameError> {
+    Ok(match frame_type {
+        TYPE_RST_STREAM => {
+            need("RST_STREAM", &payload, 8)?;
+            let stream_id = stream_id("RST_STREAM", payload.get_u32())?;
+            let status = payload.get_u32();
+            if status == 0 {
+                return Err(invalid("RST_STREAM", "status zero"));
+            }
+            Frame::RstStream { stream_id, status }
+        }
+        TYPE_SETTINGS => {
+            need("SETTINGS", &payload, 4)?;
+            let entries = payload.get_u32();
+            if u64::from(entries) * 8 != payload.len() as u64 {
+                return Err(invalid("SETTINGS", "the entries do not fill the frame"));
+            }
+            Frame::Settings { entries }
+        }
+        TYPE_PING => {
+            need("PING", &payload, 4)?;
+            let id = payload.get_u32();
+            if id == 0 {
+                return Err(invalid("PING", "id zero"));
+            }
+            Frame::Ping { id }
+        }
+        TYPE_GOAWAY => {
+            exactly("GOAWAY", &payload, 8)?;
+            Frame::GoAway {
+                last_good_stream_id: payload.get_u32() & STREAM_ID_MASK,
+                status: payload.get_u32(),
+            }
+        }
+        TYPE_WINDOW_UPDATE => {
+            exactly("WINDOW_UPDATE", &payload, 8)?;
+            Frame::WindowUpdate {
+                stream_id: payload.get_u32() & STREAM_ID_MASK,
+                delta: payload.get_u32() & STREAM_ID_MASK,
+            }
+        }
+        other => Frame::Unknown { frame_type: other },
+    })
+}
+
+/// Refuses a `kind` frame whose payload is shorter than `len`.
+fn need(kind: &'static str, payload: &Bytes, len: usize) -> Result<(), FrameError> {
+    if payload.len() < len {
+        Err(invalid(
+            kind,
+            format!("{} bytes, at least {len} expected", payload.len()),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Refuses a `kind` frame whose payload is not `len` bytes.
+fn exactly(kind: &'static str, payload: &Bytes, len: usize) -> Result<(), FrameError> {
+    if payload.len() != len {
+        Err(invalid(
+            kind,
+            format!("{} bytes, {len} expected", payload.len()),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// The stream id in `word`, refused when zero.
+fn stream_id(kind: &'static str, word: u32) -> Result<u32, FrameError> {
+    let id = word & STREAM_ID_MASK;
+    if id == 0 {
+        Err(invalid(kind, "stream id zero"))
+    } else {
+        Ok(id)
     }
 }
 
@@ -423,6 +447,34 @@ impl FrameEncoder {
     }
 }
 
+/// A control frame of `frame_type`, without flags, whose payload is `payload`'s 32-bit words.
+fn words(dst: &mut BytesMut, frame_type: u16, payload: &[u32]) -> Result<(), FrameError> {
+    control_header(dst, frame_type, 0, 4 * payload.len())?;
+    for word in payload {
+        dst.put_u32(*word);
+    }
+    Ok(())
+}
+
+/// A data frame of `stream_id`, its payload `data`.
+fn data_frame(
+    dst: &mut BytesMut,
+    stream_id: u32,
+    fin: bool,
+    data: &[u8],
+) -> Result<(), FrameError> {
+    if data.len() > MAX_PAYLOAD_LEN {
+        return Err(FrameError::TooLarge {
+            len: data.len(),
+            max: MAX_PAYLOAD_LEN,
+        });
+    }
+    dst.put_u32(stream_id & STREAM_ID_MASK);
+    dst.put_u32((u32::from(fin_flag(fin)) << 24) | data.len() as u32);
+    dst.put_slice(data);
+    Ok(())
+}
+
 impl Encoder<Frame> for FrameEncoder {
     type Error = FrameError;
 
@@ -471,52 +523,28 @@ impl Encoder<Frame> for FrameEncoder {
                 &headers,
             ),
             Frame::RstStream { stream_id, status } => {
-                control_header(dst, TYPE_RST_STREAM, 0, 8)?;
-                dst.put_u32(stream_id & STREAM_ID_MASK);
-                dst.put_u32(status);
-                Ok(())
+                words(dst, TYPE_RST_STREAM, &[stream_id & STREAM_ID_MASK, status])
             }
-            Frame::Settings { .. } => {
-                control_header(dst, TYPE_SETTINGS, 0, 4)?;
-                dst.put_u32(0);
-                Ok(())
-            }
-            Frame::Ping { id } => {
-                control_header(dst, TYPE_PING, 0, 4)?;
-                dst.put_u32(id);
-                Ok(())
-            }
+            Frame::Settings { .. } => words(dst, TYPE_SETTINGS, &[0]),
+            Frame::Ping { id } => words(dst, TYPE_PING, &[id]),
             Frame::GoAway {
                 last_good_stream_id,
                 status,
-            } => {
-                control_header(dst, TYPE_GOAWAY, 0, 8)?;
-                dst.put_u32(last_good_stream_id & STREAM_ID_MASK);
-                dst.put_u32(status);
-                Ok(())
-            }
-            Frame::WindowUpdate { stream_id, delta } => {
-                control_header(dst, TYPE_WINDOW_UPDATE, 0, 8)?;
-                dst.put_u32(stream_id & STREAM_ID_MASK);
-                dst.put_u32(delta & STREAM_ID_MASK);
-                Ok(())
-            }
+            } => words(
+                dst,
+                TYPE_GOAWAY,
+                &[last_good_stream_id & STREAM_ID_MASK, status],
+            ),
+            Frame::WindowUpdate { stream_id, delta } => words(
+                dst,
+                TYPE_WINDOW_UPDATE,
+                &[stream_id & STREAM_ID_MASK, delta & STREAM_ID_MASK],
+            ),
             Frame::Data {
                 stream_id,
                 fin,
                 data,
-            } => {
-                if data.len() > MAX_PAYLOAD_LEN {
-                    return Err(FrameError::TooLarge {
-                        len: data.len(),
-                        max: MAX_PAYLOAD_LEN,
-                    });
-                }
-                dst.put_u32(stream_id & STREAM_ID_MASK);
-                dst.put_u32((u32::from(fin_flag(fin)) << 24) | data.len() as u32);
-                dst.put_slice(&data);
-                Ok(())
-            }
+            } => data_frame(dst, stream_id, fin, &data),
             Frame::Unknown { frame_type } => Err(invalid(
                 "unknown",
                 format!("type {frame_type} cannot be written"),

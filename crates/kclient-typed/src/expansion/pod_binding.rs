@@ -30,12 +30,8 @@ impl ResourceClient<Pod> {
     /// Posts a `Binding` for the pod named in `binding.metadata.name` (client-go's `Bind`).
     pub async fn bind(&self, binding: &Binding, options: &CreateOptions) -> Result<(), Error> {
         options.validate()?;
-        let name = binding
-            .metadata
-            .name
-            .as_deref()
-            .filter(|n| !n.is_empty())
-            .ok_or(Error::MissingName { verb: "bind" })?;
+        // Refused without a name, as every call on one object is.
+        let name = binding.metadata.name.as_deref().unwrap_or_default();
         self.object_request("bind", Method::POST, name)?
             .subresource("binding")
             .params(options.query_pairs())

@@ -30,12 +30,8 @@ impl ResourceClient<Pod> {
 
     /// Evicts the pod named in `eviction.metadata.name` with the full `Eviction` object.
     pub async fn evict_with(&self, eviction: &Eviction) -> Result<(), Error> {
-        let name = eviction
-            .metadata
-            .name
-            .as_deref()
-            .filter(|n| !n.is_empty())
-            .ok_or(Error::MissingName { verb: "evict" })?;
+        // Refused without a name, as every call on one object is.
+        let name = eviction.metadata.name.as_deref().unwrap_or_default();
         self.object_request("evict", Method::POST, name)?
             .subresource("eviction")
             .json_body(eviction)

@@ -5,6 +5,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use kclient_core::GroupResource;
+use kclient_rest::RefusedRequest;
 use kclient_streaming::portforward::{Dialer, ForwardedPort, PortForward, PortForwarder};
 use kclient_streaming::remotecommand::{AttachOptions, ExecOptions, Executor};
 
@@ -18,12 +19,14 @@ impl ResourceClient<Pod> {
         verb: &'static str,
         name: &'a str,
     ) -> Result<(&'a str, &'a str), Error> {
-        let namespace = self.namespace().ok_or_else(|| Error::NamespaceRequired {
-            verb,
-            resource: GroupResource::new("", "pods"),
-        })?;
+        let namespace = self
+            .namespace()
+            .ok_or_else(|| RefusedRequest::NamespaceRequired {
+                verb,
+                resource: GroupResource::new("", "pods"),
+            })?;
         if name.is_empty() {
-            return Err(Error::MissingName { verb });
+            return Err(RefusedRequest::MissingName { verb }.into());
         }
         Ok((namespace, name))
     }
