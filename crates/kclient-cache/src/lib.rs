@@ -164,7 +164,7 @@ pub use index::{
 };
 pub use indexer::{new_store, Indexer};
 pub use informer_queue::{FifoKind, InformerQueue};
-pub use key_func::{KeyFunc, KeyFuncError};
+pub use key_func::{deleted_object_key, KeyFunc, KeyFuncError};
 pub use list_watch::ListWatch;
 pub use lister::{list_all, list_all_by_namespace, Lister, NamespaceLister};
 pub use metrics::{CacheMetrics, InformerMetrics, ReflectorMetrics};

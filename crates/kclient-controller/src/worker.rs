@@ -100,7 +100,7 @@ where
     async fn reconcile(&self, ctx: &ReconcileContext) -> Outcome {
         let key = ctx.key();
         let last_known = self.last_known.lock().remove(key);
-        let cached = self.cache.get_by_key(&key.to_string());
+        let cached = self.cache.get_by_object_key(key);
         let result = match cached {
             Some(obj) => {
                 AssertUnwindSafe(self.reconciler.reconcile(obj, ctx))
