@@ -6,16 +6,16 @@
 //! off, fall back to a plain list, or end the run with an error for the watch-error handler.
 //!
 //! ```text
-//!             use_watch_list?
-//!         yes /           \ no
-//!   StreamingList -------> List ---- failed ----> End(Failed)
-//!     |  ^  fell back      |
-//!     |  '- closed early,  | listed
-//!     |     410: again     v
-//!     '---- listed ----> Watch <--- closed, 500 within its window: again
-//!                          |  ^---- refused, 429: after a backoff
-//!                          '------- 410, other errors, a failed resync ---> End
+//!  StreamingList --other errors--> List --failed--> End(Failed)
+//!   | ^ closed early, 410: at once   |
+//!   | ' refused, 429: after backoff  | listed
+//!   '---------- listed -----------> Watch <-- closed; a 500 within its window: at once
+//!                                    |  ^---- refused, 429: after a backoff
+//!                                    |------- the request failed otherwise --> End(Failed)
+//!                                    '------- 410, other errors, a failed resync --> End
 //! ```
+//!
+//! (`docs/architecture.md` draws it whole.)
 
 use std::time::Duration;
 
