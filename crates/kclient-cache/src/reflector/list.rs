@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kclient_core::{CancellationToken, ListOptions, ListPager, ListerWatcher, Resource};
+use kclient_core::{CancellationToken, ListOptions, ListPager, ListerWatcher, PagedList, Resource};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -23,6 +23,21 @@ struct Listing<K> {
     resource_version: String,
     paginated: bool,
     items: Result<Listed<K>, StoreError>,
+}
+
+impl<K> Listing<K> {
+    /// A paged list whose items (each the outcome of admitting one object) `gather` makes
+    /// into the listed objects.
+    fn of<T>(
+        paged: PagedList<T>,
+        gather: impl FnOnce(Vec<T>) -> Result<Listed<K>, StoreError>,
+    ) -> Self {
+        Self {
+            resource_version: paged.list.resource_version().unwrap_or_default().to_owned(),
+            paginated: paged.paginated,
+            items: gather(paged.list.items),
+        }
+    }
 }
 
 impl<K, L, S> Reflector<K, L, S>
@@ -124,30 +139,22 @@ where
             let paged = pager
                 .list_map(&options, |obj| self.admission.admit(obj))
                 .await?;
-            return Ok(Listing {
-                resource_version: paged.list.resource_version().unwrap_or_default().to_owned(),
-                paginated: paged.paginated,
-                items: paged
-                    .list
-                    .items
+            return Ok(Listing::of(paged, |items| {
+                items
                     .into_iter()
                     .collect::<Result<_, _>>()
-                    .map(Listed::Decoded),
-            });
+                    .map(Listed::Decoded)
+            }));
         };
         let encoded = Mutex::new(EncodedList::new(codec.clone()));
         let paged = pager
             .list_map(&options, |obj| self.admission.admit_encoded(obj, &encoded))
             .await?;
-        Ok(Listing {
-            resource_version: paged.list.resource_version().unwrap_or_default().to_owned(),
-            paginated: paged.paginated,
-            items: paged
-                .list
-                .items
+        Ok(Listing::of(paged, |items| {
+            items
                 .into_iter()
                 .collect::<Result<(), StoreError>>()
-                .map(|()| Listed::Encoded(encoded.into_inner())),
-        })
+                .map(|()| Listed::Encoded(encoded.into_inner()))
+        }))
     }
 }
