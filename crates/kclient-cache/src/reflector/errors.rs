@@ -88,10 +88,10 @@ pub(super) fn is_expired(e: &(impl ApiStatus + ?Sized)) -> bool {
 
 /// The error that ended a reflector run, whatever its lister-watcher's error type: what a
 /// [`WatchErrorHandler`] receives. [`ApiStatus`] tells a `410 Gone` from a refused
-/// connection from anything else; [`reflector_error`](Self::reflector_error) gives the
-/// [`ReflectorError`] itself, to match on its variants.
+/// connection from anything else; its `reflector_error::<E>()` (on `dyn WatchError`) gives
+/// the [`ReflectorError`] itself, to match on its variants.
 pub trait WatchError: std::error::Error + ApiStatus + Send + Sync {
-    /// The error as `Any`, for [`reflector_error`](Self::reflector_error).
+    /// The error as `Any`, for `reflector_error`.
     fn as_any(&self) -> &dyn Any;
 }
 
