@@ -243,7 +243,9 @@ impl<K> fmt::Debug for SharedIndexInformerOptions<K> {
     }
 }
 
-/// How one handler is added (client-go's `HandlerOptions`).
+/// How one handler is added (client-go's `HandlerOptions`): start from [`Default`] and set
+/// what differs, with the setters (`HandlerOptions::default().name("web")`) or the public
+/// fields, as the informer's own options.
 #[derive(Debug, Clone, Default)]
 pub struct HandlerOptions {
     /// The handler's name in logs and metrics; its type name when `None`.
@@ -263,6 +265,26 @@ pub struct HandlerOptions {
     /// backlog to the current state). The cost is that every handler of the informer waits
     /// for the slowest bounded one.
     pub max_pending: Option<usize>,
+}
+
+impl HandlerOptions {
+    /// Sets [`name`](Self::name).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets [`resync_period`](Self::resync_period).
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = Some(period);
+        self
+    }
+
+    /// Sets [`max_pending`](Self::max_pending).
+    pub fn max_pending(mut self, max_pending: usize) -> Self {
+        self.max_pending = Some(max_pending);
+        self
+    }
 }
 
 struct State<K> {
@@ -435,10 +457,7 @@ where
     ) -> Result<ResourceEventHandlerRegistration<K>, InformerError> {
         self.add_event_handler_with_options(
             handler,
-            HandlerOptions {
-                resync_period: Some(resync_period),
-                ..HandlerOptions::default()
-            },
+            HandlerOptions::default().resync_period(resync_period),
         )
     }
 
