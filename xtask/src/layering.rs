@@ -89,7 +89,8 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ),
     // The reconcile runtime: controllers on the cache's shared informers, fed through the
     // workqueue; leader election, events and retries from the tools, the finalizer helper's
-    // writes through the typed client.
+    // writes through the typed client (create_or_update's status patch through its rest
+    // client).
     (
         "kclient-controller",
         &[
@@ -97,6 +98,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-cache",
             "kclient-workqueue",
             "kclient-tools",
+            "kclient-rest",
             "kclient-typed",
         ],
     ),

@@ -2,20 +2,24 @@
 //! `BenchmarkLister_Match_*` and DeltaFIFO/RealFIFO throughput, over 100k Pods; and the
 //! informer's fast path: updates from a watch through three handlers.
 //!
+//! The reflector alone: a list of 100k Pods into a store, and 100k watch events into it.
+//!
 //! `cargo bench -p kclient-cache --bench cache -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use kclient_cache::testing::FakeControllerSource;
 use kclient_cache::{
     process_deltas, DeltaFifo, DeltaFifoOptions, Indexer, Indexers, KeyFunc, KeyListerGetter,
-    Lister, Queue, RealFifo, RealFifoOptions, ResourceEventHandlerFuncs, SharedIndexInformer,
-    SharedIndexInformerOptions,
+    ListWatch, Lister, Queue, RealFifo, RealFifoOptions, Reflector, ReflectorOptions,
+    ResourceEventHandlerFuncs, SharedIndexInformer, SharedIndexInformerOptions, Store, StoreError,
 };
 use kclient_core::labels::Selector;
+use kclient_core::{ApiError, DeletedObject, ListOptions, ObjectList, WatchEvent};
 use tokio_util::sync::CancellationToken;
 
 const OBJECTS: usize = 100_000;
@@ -319,5 +323,149 @@ async fn updates_through_three_handlers(events: u64, non_blocking: bool) -> std:
     elapsed
 }
 
-criterion_group!(benches, indexer_benches, fifo_benches, handler_benches);
+/// A store that counts the reflector's writes and says when it has seen `target` of them.
+struct Counting {
+    writes: std::sync::atomic::AtomicUsize,
+    target: usize,
+    done: tokio::sync::Notify,
+}
+
+impl Counting {
+    fn new(target: usize) -> Arc<Self> {
+        Arc::new(Self {
+            writes: std::sync::atomic::AtomicUsize::new(0),
+            target,
+            done: tokio::sync::Notify::new(),
+        })
+    }
+
+    fn count(&self, n: usize) -> Result<(), StoreError> {
+        let seen = self
+            .writes
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed)
+            + n;
+        if seen >= self.target {
+            self.done.notify_one();
+        }
+        Ok(())
+    }
+}
+
+impl Store<Pod> for Counting {
+    fn add(&self, _: Arc<Pod>) -> Result<(), StoreError> {
+        self.count(1)
+    }
+    fn update(&self, _: Arc<Pod>) -> Result<(), StoreError> {
+        self.count(1)
+    }
+    fn delete(&self, _: DeletedObject<Pod>) -> Result<(), StoreError> {
+        self.count(1)
+    }
+    fn replace(&self, list: Vec<Arc<Pod>>, _: &str) -> Result<(), StoreError> {
+        self.count(list.len())
+    }
+    fn resync(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn list_keys(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The reflector on its own, over an in-memory lister-watcher: a list of 100k Pods replaced
+/// into a store, and 100k watch events written into it one by one (admission, compaction,
+/// resourceVersion bookkeeping; no FIFO, no informer). Only the reflector's run is timed:
+/// the objects are made before it starts.
+// The watch events' error type is the lister-watcher's, `ApiError`, as large as it is.
+#[allow(clippy::result_large_err)]
+fn reflector_benches(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let objects: Vec<Pod> = pods("1").iter().map(|p| Pod::clone(p)).collect();
+    let mut g = c.benchmark_group("reflector");
+    g.throughput(Throughput::Elements(OBJECTS as u64));
+    g.sample_size(10);
+    g.bench_function("list_100k", |b| {
+        b.iter_custom(|iters| {
+            let mut total = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                let list = ObjectList::new(objects.clone(), "1");
+                total += rt.block_on(reflect(Some(list), Vec::new()));
+            }
+            total
+        })
+    });
+    g.bench_function("watch_events_100k", |b| {
+        b.iter_custom(|iters| {
+            let mut total = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                let events: Vec<_> = objects
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        let mut p = p.clone();
+                        p.metadata.resource_version = Some((i + 2).to_string());
+                        Ok(WatchEvent::Modified(p))
+                    })
+                    .collect();
+                total += rt.block_on(reflect(None, events));
+            }
+            total
+        })
+    });
+    g.finish();
+}
+
+/// Runs a list-and-watch reflector until `list` (empty without one) and `events` are in the
+/// store; the time from its start.
+async fn reflect(
+    list: Option<ObjectList<Pod>>,
+    events: Vec<Result<WatchEvent<Pod>, ApiError>>,
+) -> std::time::Duration {
+    let target = list.as_ref().map_or(0, |l| l.items.len()) + events.len();
+    let list = Arc::new(parking_lot::Mutex::new(list));
+    let events = Arc::new(parking_lot::Mutex::new(Some(events)));
+    let lw = ListWatch::<Pod, ApiError>::new(
+        move |_: ListOptions| {
+            let list = list.lock().take();
+            async move { Ok(list.unwrap_or_else(|| ObjectList::new(Vec::new(), "1"))) }
+        },
+        move |_: ListOptions| {
+            let events = events.lock().take();
+            async move {
+                Ok(match events {
+                    Some(events) => futures::stream::iter(events).boxed(),
+                    None => futures::stream::pending().boxed(),
+                })
+            }
+        },
+    );
+    let store = Counting::new(target);
+    let reflector = Arc::new(Reflector::new(
+        lw,
+        Arc::clone(&store),
+        ReflectorOptions::default().use_watch_list(false),
+    ));
+    let cancel = CancellationToken::new();
+    let start = std::time::Instant::now();
+    let run = tokio::spawn({
+        let (reflector, cancel) = (Arc::clone(&reflector), cancel.clone());
+        async move { reflector.run(cancel).await }
+    });
+    store.done.notified().await;
+    let elapsed = start.elapsed();
+    cancel.cancel();
+    let _ = run.await;
+    elapsed
+}
+
+criterion_group!(
+    benches,
+    indexer_benches,
+    fifo_benches,
+    handler_benches,
+    reflector_benches
+);
 criterion_main!(benches);

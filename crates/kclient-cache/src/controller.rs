@@ -1,10 +1,12 @@
-//! The low-level informer engine (client-go's `cache.Controller`, `cache.New(Config)`): a
-//! reflector fills a FIFO, and a loop pops it into a process function. Not a controller in
-//! the operator sense: the glue between the two halves of an informer.
+//! The low-level informer engine, [`InformerController`] (client-go's `cache.Controller`,
+//! `cache.New(Config)`): a reflector fills a FIFO, and a loop pops it into a process
+//! function. Not a controller in the operator sense (that is kclient-controller's
+//! `Controller`, hence the name): the glue between the two halves of an informer.
 //!
 //! [`new_informer`] and [`new_indexer_informer`] build the simplest informer on it: one
 //! handler, called synchronously from the pop loop, and a store of your own. Shared
-//! informers ([`SharedIndexInformer`](crate::SharedIndexInformer)) run on a `Controller` too.
+//! informers ([`SharedIndexInformer`](crate::SharedIndexInformer)) run on an
+//! `InformerController` too.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -38,7 +40,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use kclient_core::{ApiStatus, CancellationToken, ListerWatcher, Resource};
+use kclient_core::{CancellationToken, ListerWatcher, Resource};
 
 use crate::delta::Delta;
 use crate::delta_fifo::{DeltaFifo, DeltaFifoOptions};
@@ -49,83 +51,73 @@ use crate::informer_queue::InformerQueue;
 use crate::key_func::KeyFunc;
 use crate::process_deltas::process_deltas;
 use crate::queue::{PopError, ProcessError, Queue};
-use crate::reflector::{Reflector, ReflectorError, ReflectorOptions};
-use crate::representation::ObjectCodec;
-use crate::transform::TransformFunc;
+use crate::reflector::{Reflector, ReflectorOptions};
 use crate::wait::{InformerSynced, Synced};
 
-/// The error that ended a reflector run, whatever its lister-watcher's error type: what a
-/// [`WatchErrorHandler`] receives. [`ApiStatus`] tells a `410 Gone` from a refused
-/// connection from anything else.
-pub trait WatchError: std::error::Error + ApiStatus + Send + Sync {}
-
-impl<E> WatchError for ReflectorError<E> where
-    ReflectorError<E>: std::error::Error + ApiStatus + Send + Sync
-{
-}
-
-/// Called with the reflector's name and the error after each failed run (client-go's
-/// `WatchErrorHandler`); the default logs it (see
-/// [`default_watch_error_handler`](crate::default_watch_error_handler)).
-pub type WatchErrorHandler = Arc<dyn Fn(&str, &dyn WatchError) + Send + Sync>;
+// The watch-error handler's types and the resync check's, where this module has always had
+// them: they are the reflector's options' (`ReflectorOptions`).
+pub use crate::reflector::{ShouldResyncFunc, WatchError, WatchErrorHandler};
 
 /// What the pop loop does with each popped batch: the deltas (oldest first) and whether they
 /// belong to the initial list.
 pub type ProcessFunc<K> = Arc<dyn Fn(&[Delta<K>], bool) -> Result<(), ProcessError> + Send + Sync>;
 
-/// Decides at each resync tick whether to resync (client-go's `ShouldResyncFunc`).
-pub type ShouldResyncFunc = Arc<dyn Fn() -> bool + Send + Sync>;
-
 /// Awaited before each pop, to hold the loop back (a shared informer waits there for its
 /// bounded handlers to have room).
 pub type WaitBeforePop = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
 
-/// How a [`Controller`] is put together (client-go's `cache.Config`).
-pub struct ControllerConfig<K> {
+/// How an [`InformerController`] is put together (client-go's `cache.Config`): the queue,
+/// the process function and the pop loop's settings; everything about the reflector — the
+/// resync period and check (client-go's `FullResyncPeriod`, `ShouldResync`), the
+/// watch-error handler, the transform, known objects, encoded lists — in
+/// [`reflector_options`](Self::reflector_options).
+pub struct InformerControllerConfig<K> {
     /// The FIFO the reflector fills and the loop pops.
     pub queue: InformerQueue<K>,
     /// Runs on every popped batch.
     pub process: ProcessFunc<K>,
-    /// How often the reflector calls the queue's `resync`; zero never does.
-    pub full_resync_period: Duration,
-    /// Asked at each resync tick; resync always when `None`.
-    pub should_resync: Option<ShouldResyncFunc>,
     /// Put deltas whose processing failed back into the queue (client-go's
     /// `RetryOnError`; informers leave it off, so failed deltas are dropped and logged).
     pub retry_on_error: bool,
-    /// Called after each failed reflector run; logs when `None`.
-    pub watch_error_handler: Option<WatchErrorHandler>,
-    /// The reflector's options (its `resync_period` is replaced by `full_resync_period`).
-    pub reflector_options: ReflectorOptions,
-    /// Applied by the reflector to every object before it is queued.
-    pub transform: Option<TransformFunc<K>>,
-    /// What the consumer holds, for relists to reuse (see
-    /// [`Reflector::with_known_objects`]).
-    pub known_objects: Option<Indexer<K>>,
     /// Awaited before each pop; pops at once when `None`.
     pub wait_before_pop: Option<WaitBeforePop>,
-    /// Lists are held encoded by this codec until the queue gets them (see
-    /// [`Reflector::with_encoded_lists`]); a compact informer sets it.
-    pub list_codec: Option<ObjectCodec<K>>,
+    /// The reflector's options.
+    pub reflector_options: ReflectorOptions<K>,
 }
 
-impl<K> ControllerConfig<K> {
+/// The former name of [`InformerControllerConfig`] (client-go's `cache.Config`).
+#[deprecated(note = "renamed `InformerControllerConfig`, as `Controller` is `InformerController`")]
+pub type ControllerConfig<K> = InformerControllerConfig<K>;
+
+impl<K> InformerControllerConfig<K> {
     /// A configuration with everything but the queue and the process function at its
     /// default.
     pub fn new(queue: impl Into<InformerQueue<K>>, process: ProcessFunc<K>) -> Self {
         Self {
             queue: queue.into(),
             process,
-            full_resync_period: Duration::ZERO,
-            should_resync: None,
             retry_on_error: false,
-            watch_error_handler: None,
-            reflector_options: ReflectorOptions::default(),
-            transform: None,
-            known_objects: None,
             wait_before_pop: None,
-            list_codec: None,
+            reflector_options: ReflectorOptions::default(),
         }
+    }
+
+    /// Sets [`retry_on_error`](Self::retry_on_error).
+    pub fn retry_on_error(mut self, retry: bool) -> Self {
+        self.retry_on_error = retry;
+        self
+    }
+
+    /// Sets [`wait_before_pop`](Self::wait_before_pop).
+    pub fn wait_before_pop(mut self, wait: WaitBeforePop) -> Self {
+        self.wait_before_pop = Some(wait);
+        self
+    }
+
+    /// Sets [`reflector_options`](Self::reflector_options).
+    pub fn reflector_options(mut self, options: ReflectorOptions<K>) -> Self {
+        self.reflector_options = options;
+        self
     }
 }
 
@@ -164,12 +156,18 @@ struct Inner<K> {
 }
 
 /// A reflector feeding a FIFO and a loop popping it into a process function (client-go's
-/// `Controller`). Cheap to clone; see the [module docs](self).
-pub struct Controller<K> {
+/// `cache.Controller`; named apart from kclient-controller's reconcile `Controller`). Cheap
+/// to clone; see the [module docs](self).
+pub struct InformerController<K> {
     inner: Arc<Inner<K>>,
 }
 
-impl<K> Clone for Controller<K> {
+/// The former name of [`InformerController`] (client-go's `cache.Controller`), which
+/// kclient-controller's reconcile `Controller` shared.
+#[deprecated(note = "renamed `InformerController`, apart from kclient-controller's `Controller`")]
+pub type Controller<K> = InformerController<K>;
+
+impl<K> Clone for InformerController<K> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
@@ -177,9 +175,9 @@ impl<K> Clone for Controller<K> {
     }
 }
 
-impl<K> fmt::Debug for Controller<K> {
+impl<K> fmt::Debug for InformerController<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Controller")
+        f.debug_struct("InformerController")
             .field("queue", &self.inner.queue)
             .field(
                 "last_sync_resource_version",
@@ -189,12 +187,12 @@ impl<K> fmt::Debug for Controller<K> {
     }
 }
 
-impl<K> Controller<K>
+impl<K> InformerController<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
     /// A controller over a statically typed resource (client-go's `cache.New`).
-    pub fn new<L>(lister_watcher: L, config: ControllerConfig<K>) -> Self
+    pub fn new<L>(lister_watcher: L, config: InformerControllerConfig<K>) -> Self
     where
         K::DynamicType: Default,
         L: ListerWatcher<K> + Clone + 'static,
@@ -204,28 +202,20 @@ where
 
     /// A controller over a resource described at run time (a `DynamicObject` and its
     /// `ApiResource`).
-    pub fn new_with<L>(lister_watcher: L, config: ControllerConfig<K>, dt: &K::DynamicType) -> Self
+    pub fn new_with<L>(
+        lister_watcher: L,
+        config: InformerControllerConfig<K>,
+        dt: &K::DynamicType,
+    ) -> Self
     where
         L: ListerWatcher<K> + Clone + 'static,
     {
-        let mut options = config.reflector_options;
-        options.resync_period = config.full_resync_period;
-        let mut reflector = Reflector::new_with(lister_watcher, config.queue.clone(), options, dt);
-        if let Some(transform) = config.transform {
-            reflector = reflector.with_transformer(transform);
-        }
-        if let Some(known) = config.known_objects {
-            reflector = reflector.with_known_objects(known);
-        }
-        if let Some(codec) = config.list_codec {
-            reflector = reflector.with_encoded_lists(codec);
-        }
-        if let Some(handler) = config.watch_error_handler {
-            reflector.set_watch_error_handler(move |name, err| handler(name, err));
-        }
-        if let Some(should_resync) = config.should_resync {
-            reflector.set_should_resync(move || should_resync());
-        }
+        let reflector = Reflector::new_with(
+            lister_watcher,
+            config.queue.clone(),
+            config.reflector_options,
+            dt,
+        );
         Self {
             inner: Arc::new(Inner {
                 queue: config.queue,
@@ -307,12 +297,12 @@ where
     }
 }
 
-impl<K> Synced for Controller<K>
+impl<K> Synced for InformerController<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
     fn has_synced(&self) -> bool {
-        Controller::has_synced(self)
+        InformerController::has_synced(self)
     }
 
     fn wait_synced(&self) -> BoxFuture<'_, ()> {
@@ -328,7 +318,7 @@ pub fn new_informer<K, L, H>(
     lister_watcher: L,
     resync_period: Duration,
     handler: H,
-) -> (Indexer<K>, Controller<K>)
+) -> (Indexer<K>, InformerController<K>)
 where
     K: Resource + Clone + Send + Sync + 'static,
     K::DynamicType: Default,
@@ -344,7 +334,7 @@ pub fn new_indexer_informer<K, L, H>(
     resync_period: Duration,
     handler: H,
     indexers: Indexers<K>,
-) -> (Indexer<K>, Controller<K>)
+) -> (Indexer<K>, InformerController<K>)
 where
     K: Resource + Clone + Send + Sync + 'static,
     K::DynamicType: Default,
@@ -366,8 +356,10 @@ where
         })
         .map_err(|e| ProcessError::Failed(e.into()))
     });
-    let mut config = ControllerConfig::new(queue, process);
-    config.full_resync_period = resync_period;
-    config.known_objects = Some(indexer.clone());
-    (indexer, Controller::new(lister_watcher, config))
+    let config = InformerControllerConfig::new(queue, process).reflector_options(
+        ReflectorOptions::default()
+            .resync_period(resync_period)
+            .known_objects(indexer.clone()),
+    );
+    (indexer, InformerController::new(lister_watcher, config))
 }

@@ -23,7 +23,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use kclient_core::{DeletedObject, Resource};
+use kclient_core::{DeletedObject, ObjectKey, Resource};
 
 use crate::index::{IndexError, Indexers};
 use crate::key_func::KeyFunc;
@@ -171,6 +171,14 @@ impl<K> Indexer<K> {
     /// The object under `key`: the stored `Arc`, with no allocation.
     pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
         self.store.get(key)
+    }
+
+    /// The object a workqueue's [`ObjectKey`] names, in a cache keyed `namespace/name` (an
+    /// informer's, [`KeyFunc::deletion_handling_meta_namespace`], whose keys are what an
+    /// `ObjectKey` displays): what a worker reads for the key it took from its queue (see
+    /// [`deleted_object_key`](crate::deleted_object_key) for the keys of deletions).
+    pub fn get_by_object_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.store.get(&key.to_string())
     }
 
     /// Every object, in no particular order.

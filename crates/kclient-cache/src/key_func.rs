@@ -31,7 +31,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use kclient_core::{meta_namespace_key, DeletedObject, Resource, ResourceExt};
+use kclient_core::{meta_namespace_key, DeletedObject, KeyError, ObjectKey, Resource, ResourceExt};
 
 /// A key function failed: client-go's `KeyError{Obj, Err}`. It names the object (never its
 /// content); the key function's own error, if it gave one, is its
@@ -203,6 +203,19 @@ impl<K> KeyFunc<K> {
     }
 }
 
+/// The [`ObjectKey`] of a deletion an informer's handler receives: the object's own for a
+/// deletion the watch reported, the tombstone's key (the informer cache's `namespace/name`)
+/// for one a relist inferred. What a controller puts on its workqueue, so that the queue and
+/// the cache are keyed alike ([`Indexer::get_by_object_key`](crate::Indexer::get_by_object_key)
+/// reads the cache by it). An error for a tombstone whose key has more than one `/` (a
+/// cache with a key function of its own).
+pub fn deleted_object_key<K: Resource>(deleted: &DeletedObject<K>) -> Result<ObjectKey, KeyError> {
+    match deleted {
+        DeletedObject::Object(obj) => Ok(ObjectKey::from_object(obj.as_ref())),
+        DeletedObject::Tombstone(tombstone) => tombstone.key.parse(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::error::Error as _;
@@ -210,6 +223,31 @@ mod tests {
     use k8s_openapi::api::core::v1::{Namespace, Pod};
 
     use super::*;
+
+    /// A deletion's `ObjectKey`: the object's, or the tombstone's key parsed.
+    #[test]
+    fn a_deletion_has_the_object_key_the_queue_and_the_cache_share() {
+        use kclient_core::DeletedFinalStateUnknown;
+        let mut pod = Pod::default();
+        pod.metadata.namespace = Some("prod".into());
+        pod.metadata.name = Some("web".into());
+        let seen = DeletedObject::Object(Arc::new(pod));
+        assert_eq!(
+            deleted_object_key(&seen).unwrap(),
+            ObjectKey::namespaced("prod", "web")
+        );
+        let inferred = |key: &str| {
+            DeletedObject::<Namespace>::Tombstone(DeletedFinalStateUnknown {
+                key: key.into(),
+                obj: None,
+            })
+        };
+        assert_eq!(
+            deleted_object_key(&inferred("team")).unwrap(),
+            ObjectKey::cluster_scoped("team")
+        );
+        assert!(deleted_object_key(&inferred("a/b/c")).is_err());
+    }
 
     /// client-go's `KeyError` unwraps to the key function's error: here, its `source`.
     #[test]

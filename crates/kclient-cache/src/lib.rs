@@ -22,8 +22,9 @@
 //!   with its own queue and task, its own resync period, and a
 //!   [`ResourceEventHandlerRegistration`] with `has_synced`.
 //! * [`wait_for_cache_sync`]: waits for informers and registrations without polling.
-//! * [`Controller`], [`new_informer`], [`new_indexer_informer`]: the low-level engine and
-//!   single-handler informers over a store of your own.
+//! * [`InformerController`] (client-go's `cache.Controller`), [`new_informer`],
+//!   [`new_indexer_informer`]: the low-level engine and single-handler informers over a
+//!   store of your own.
 //! * [`Reflector`]: keeps a store equal to the server through any [`ListerWatcher`]
 //!   (streaming lists or list+watch, client-go's recovery rules, backoff and resync), and
 //!   [`ListWatch`] for custom sources; [`testing::FakeControllerSource`] for tests.
@@ -143,9 +144,11 @@ pub mod watch_deadline;
 
 pub use backoff::ExponentialBackoffManager;
 pub use controller::{
-    new_indexer_informer, new_informer, Controller, ControllerConfig, ProcessFunc,
-    ShouldResyncFunc, WaitBeforePop, WatchError, WatchErrorHandler,
+    new_indexer_informer, new_informer, InformerController, InformerControllerConfig, ProcessFunc,
+    WaitBeforePop,
 };
+#[allow(deprecated)]
+pub use controller::{Controller, ControllerConfig};
 pub use delta::{Delta, DeltaType, Deltas, ReplacedAllInfo};
 pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
 pub use factory::{InformerSettings, SharedInformerFactory, SyncResult};
@@ -161,7 +164,7 @@ pub use index::{
 };
 pub use indexer::{new_store, Indexer};
 pub use informer_queue::{FifoKind, InformerQueue};
-pub use key_func::{KeyFunc, KeyFuncError};
+pub use key_func::{deleted_object_key, KeyFunc, KeyFuncError};
 pub use list_watch::ListWatch;
 pub use lister::{list_all, list_all_by_namespace, Lister, NamespaceLister};
 pub use metrics::{CacheMetrics, InformerMetrics, ReflectorMetrics};
@@ -169,8 +172,8 @@ pub use process_deltas::{process_deltas, Notification};
 pub use queue::{PopError, ProcessError, Queue};
 pub use real_fifo::{RealFifo, RealFifoOptions, DEFAULT_BATCH_SIZE};
 pub use reflector::{
-    default_watch_error_handler, Reflector, ReflectorError, ReflectorOptions,
-    DEFAULT_MIN_WATCH_TIMEOUT, WATCH_LIST_CONSISTENCY_DETECTOR_ENV,
+    default_watch_error_handler, Reflector, ReflectorError, ReflectorOptions, ShouldResyncFunc,
+    WatchError, WatchErrorHandler, DEFAULT_MIN_WATCH_TIMEOUT, WATCH_LIST_CONSISTENCY_DETECTOR_ENV,
 };
 pub use representation::{CacheRepresentation, EncodedList, ObjectCodec, DEFAULT_RECENTLY_DECODED};
 pub use shared_informer::{

@@ -67,7 +67,7 @@ use kclient_core::{CancellationToken, ListerWatcher, Resource, ResourceExt};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::controller::{Controller, ControllerConfig, ProcessFunc, WatchErrorHandler};
+use crate::controller::{InformerController, InformerControllerConfig, ProcessFunc, WaitBeforePop};
 use crate::delta::Delta;
 use crate::delta_fifo::{DeltaFifo, DeltaFifoOptions};
 use crate::handler::ResourceEventHandler;
@@ -82,8 +82,8 @@ use crate::process_deltas::{process_deltas_for, Notification};
 use crate::processor::{determine_resync_period, Processor};
 use crate::queue::{ProcessError, Queue};
 use crate::real_fifo::{RealFifo, RealFifoOptions, DEFAULT_BATCH_SIZE};
-use crate::reflector::ReflectorOptions;
-use crate::representation::{CacheRepresentation, ObjectCodec};
+use crate::reflector::{ReflectorOptions, WatchError, WatchErrorHandler};
+use crate::representation::CacheRepresentation;
 use crate::thread_safe_store::ThreadSafeStore;
 use crate::transform::TransformFunc;
 use crate::wait::{InformerSynced, Synced};
@@ -112,8 +112,9 @@ pub enum InformerError {
     Index(#[from] IndexError),
 }
 
-/// How a [`SharedIndexInformer`] is built. Non-exhaustive, so that an option added later is
-/// not a breaking change: start from [`Default`] and set what differs, with the setters
+/// How a [`SharedIndexInformer`] is built, fixed when it is made (as the factory's options
+/// are). Non-exhaustive, so that an option added later is not a breaking change: start from
+/// [`Default`] and set what differs, with the setters
 /// (`SharedIndexInformerOptions::default().resync_period(d).indexers(i)`) or by assigning
 /// the public fields.
 #[non_exhaustive]
@@ -128,11 +129,17 @@ pub struct SharedIndexInformerOptions<K> {
     pub indexers: Indexers<K>,
     /// Which FIFO sits between the reflector and the cache.
     pub fifo: FifoKind,
-    /// Applied to every object before it is queued and cached (see
-    /// [`SharedIndexInformer::set_transform`]).
+    /// Applied to every object before it is queued and cached (client-go's `SetTransform`).
+    /// A transform must be idempotent (a relist can hand it objects it has seen); see
+    /// [`TransformFunc::strip_managed_fields`].
     pub transform: Option<TransformFunc<K>>,
-    /// The reflector's options (its resync period is the informer's check period).
-    pub reflector_options: ReflectorOptions,
+    /// Called with the error of each failed reflector run (client-go's
+    /// `SetWatchErrorHandler`); logged when `None`.
+    pub watch_error_handler: Option<WatchErrorHandler>,
+    /// The reflector's options. The informer sets some of them itself: the resync period
+    /// (its check period) and check, the known objects (its cache), the encoded lists (a
+    /// compact cache's codec), and the transform and watch-error handler when given above.
+    pub reflector_options: ReflectorOptions<K>,
     /// Handler queue depths and latencies, handler panics, store resourceVersion.
     pub metrics: Option<Arc<dyn InformerMetrics>>,
     /// The FIFO's depth, pops and processing latency.
@@ -149,6 +156,7 @@ impl<K> Default for SharedIndexInformerOptions<K> {
             indexers: Indexers::new(),
             fifo: FifoKind::default(),
             transform: None,
+            watch_error_handler: None,
             reflector_options: ReflectorOptions::default(),
             metrics: None,
             fifo_metrics: None,
@@ -188,8 +196,17 @@ impl<K> SharedIndexInformerOptions<K> {
         self
     }
 
+    /// Sets [`watch_error_handler`](Self::watch_error_handler).
+    pub fn watch_error_handler(
+        mut self,
+        handler: impl Fn(&str, &dyn WatchError) + Send + Sync + 'static,
+    ) -> Self {
+        self.watch_error_handler = Some(Arc::new(handler));
+        self
+    }
+
     /// Sets [`reflector_options`](Self::reflector_options).
-    pub fn reflector_options(mut self, options: ReflectorOptions) -> Self {
+    pub fn reflector_options(mut self, options: ReflectorOptions<K>) -> Self {
         self.reflector_options = options;
         self
     }
@@ -220,12 +237,15 @@ impl<K> fmt::Debug for SharedIndexInformerOptions<K> {
             .field("resync_period", &self.resync_period)
             .field("fifo", &self.fifo)
             .field("transform", &self.transform.is_some())
+            .field("watch_error_handler", &self.watch_error_handler.is_some())
             .field("representation", &self.representation)
             .finish_non_exhaustive()
     }
 }
 
-/// How one handler is added (client-go's `HandlerOptions`).
+/// How one handler is added (client-go's `HandlerOptions`): start from [`Default`] and set
+/// what differs, with the setters (`HandlerOptions::default().name("web")`) or the public
+/// fields, as the informer's own options.
 #[derive(Debug, Clone, Default)]
 pub struct HandlerOptions {
     /// The handler's name in logs and metrics; its type name when `None`.
@@ -247,22 +267,45 @@ pub struct HandlerOptions {
     pub max_pending: Option<usize>,
 }
 
+impl HandlerOptions {
+    /// Sets [`name`](Self::name).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets [`resync_period`](Self::resync_period).
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = Some(period);
+        self
+    }
+
+    /// Sets [`max_pending`](Self::max_pending).
+    pub fn max_pending(mut self, max_pending: usize) -> Self {
+        self.max_pending = Some(max_pending);
+        self
+    }
+}
+
 struct State<K> {
     started: bool,
     stopped: bool,
     resync_check_period: Duration,
     default_resync_period: Duration,
-    transform: Option<TransformFunc<K>>,
-    watch_error_handler: Option<WatchErrorHandler>,
-    fifo: FifoKind,
-    reflector_options: Option<ReflectorOptions>,
-    fifo_metrics: Option<Arc<dyn CacheMetrics>>,
-    /// The compact cache's codec, for the reflector to hold lists in.
-    list_codec: Option<ObjectCodec<K>>,
-    controller: Option<Controller<K>>,
+    /// What the start consumes; `None` once started.
+    setup: Option<Setup<K>>,
+    controller: Option<InformerController<K>>,
 }
 
-type MakeController<K> = Box<dyn Fn(ControllerConfig<K>) -> Controller<K> + Send + Sync>;
+/// The options the informer's controller and reflector are made with at the start.
+struct Setup<K> {
+    fifo: FifoKind,
+    fifo_metrics: Option<Arc<dyn CacheMetrics>>,
+    reflector_options: ReflectorOptions<K>,
+}
+
+type MakeController<K> =
+    Box<dyn Fn(InformerControllerConfig<K>) -> InformerController<K> + Send + Sync>;
 
 struct Inner<K> {
     name: Arc<str>,
@@ -341,17 +384,24 @@ where
             }
         };
         let make_dt = dt.clone();
-        let make_controller: MakeController<K> =
-            Box::new(move |config| Controller::new_with(lister_watcher.clone(), config, &make_dt));
+        let make_controller: MakeController<K> = Box::new(move |config| {
+            InformerController::new_with(lister_watcher.clone(), config, &make_dt)
+        });
         let lister_dt = dt.clone();
-        // A compact cache's lists stay encoded, in the cache's own codec, until stored.
-        let list_codec = match &options.representation {
-            CacheRepresentation::Compact { codec, .. } => Some(codec.clone()),
-            CacheRepresentation::Decoded => None,
-        };
         let mut reflector_options = options.reflector_options;
         if reflector_options.name.is_none() {
             reflector_options.name = Some(name.to_string());
+        }
+        // A compact cache's lists stay encoded, in the cache's own codec, until stored.
+        reflector_options.encoded_lists = match &options.representation {
+            CacheRepresentation::Compact { codec, .. } => Some(codec.clone()),
+            CacheRepresentation::Decoded => None,
+        };
+        if let Some(transform) = options.transform {
+            reflector_options.transform = Some(transform);
+        }
+        if let Some(handler) = options.watch_error_handler {
+            reflector_options.watch_error_handler = Some(handler);
         }
         Self {
             inner: Arc::new(Inner {
@@ -367,12 +417,11 @@ where
                     stopped: false,
                     resync_check_period: options.resync_period,
                     default_resync_period: options.resync_period,
-                    transform: options.transform,
-                    watch_error_handler: None,
-                    fifo: options.fifo,
-                    reflector_options: Some(reflector_options),
-                    fifo_metrics: options.fifo_metrics,
-                    list_codec,
+                    setup: Some(Setup {
+                        fifo: options.fifo,
+                        fifo_metrics: options.fifo_metrics,
+                        reflector_options,
+                    }),
                     controller: None,
                 }),
                 block_deltas: Arc::new(Mutex::new(())),
@@ -408,10 +457,7 @@ where
     ) -> Result<ResourceEventHandlerRegistration<K>, InformerError> {
         self.add_event_handler_with_options(
             handler,
-            HandlerOptions {
-                resync_period: Some(resync_period),
-                ..HandlerOptions::default()
-            },
+            HandlerOptions::default().resync_period(resync_period),
         )
     }
 
@@ -497,29 +543,34 @@ where
     }
 
     /// Sets the transform applied to every object before it is queued and cached (client-go's
-    /// `SetTransform`); only before the informer starts. A transform must be idempotent
-    /// (a relist can hand it objects it has seen); see
-    /// [`TransformFunc::strip_managed_fields`].
+    /// `SetTransform`); only before the informer starts.
+    #[deprecated(
+        note = "give it when the informer is made: `SharedIndexInformerOptions::transform`"
+    )]
     pub fn set_transform(&self, transform: TransformFunc<K>) -> Result<(), InformerError> {
-        let mut state = self.inner.state.lock();
-        if state.started {
-            return Err(InformerError::AlreadyStarted);
-        }
-        state.transform = Some(transform);
-        Ok(())
+        self.before_start(|options| options.transform = Some(transform))
     }
 
     /// Sets what is done with the error of each failed reflector run (client-go's
     /// `SetWatchErrorHandler`); only before the informer starts.
+    #[deprecated(
+        note = "give it when the informer is made: `SharedIndexInformerOptions::watch_error_handler`"
+    )]
     pub fn set_watch_error_handler(
         &self,
-        handler: impl Fn(&str, &dyn crate::controller::WatchError) + Send + Sync + 'static,
+        handler: impl Fn(&str, &dyn WatchError) + Send + Sync + 'static,
+    ) -> Result<(), InformerError> {
+        self.before_start(|options| options.watch_error_handler = Some(Arc::new(handler)))
+    }
+
+    /// Changes the reflector's options the start has not consumed yet.
+    fn before_start(
+        &self,
+        change: impl FnOnce(&mut ReflectorOptions<K>),
     ) -> Result<(), InformerError> {
         let mut state = self.inner.state.lock();
-        if state.started {
-            return Err(InformerError::AlreadyStarted);
-        }
-        state.watch_error_handler = Some(Arc::new(handler));
+        let setup = state.setup.as_mut().ok_or(InformerError::AlreadyStarted)?;
+        change(&mut setup.reflector_options);
         Ok(())
     }
 
@@ -558,7 +609,7 @@ where
             .lock()
             .controller
             .as_ref()
-            .is_some_and(Controller::has_synced)
+            .is_some_and(InformerController::has_synced)
     }
 
     /// A handle for [`wait_for_cache_sync`](crate::wait_for_cache_sync).
@@ -573,7 +624,7 @@ where
             .lock()
             .controller
             .as_ref()
-            .map(Controller::last_sync_resource_version)
+            .map(InformerController::last_sync_resource_version)
             .unwrap_or_default()
     }
 
@@ -605,10 +656,11 @@ where
         let inner = &self.inner;
         let controller = {
             let mut state = inner.state.lock();
-            if state.started {
+            // The setup is there until the first start takes it.
+            let Some(setup) = state.setup.take() else {
                 tracing::warn!(informer = %inner.name, "the shared informer has already been started; running it again is not allowed");
                 return;
-            }
+            };
             state.started = true;
             // A pop hands over at most the smallest handler bound, so that a bounded
             // handler's queue stays under twice its bound.
@@ -618,9 +670,9 @@ where
                 .iter()
                 .filter_map(|l| l.max_pending())
                 .fold(DEFAULT_BATCH_SIZE, usize::min);
-            let queue: InformerQueue<K> = match state.fifo {
+            let queue: InformerQueue<K> = match setup.fifo {
                 FifoKind::Real => RealFifo::new(RealFifoOptions {
-                    metrics: state.fifo_metrics.clone(),
+                    metrics: setup.fifo_metrics.clone(),
                     batch_size,
                     ..RealFifoOptions::default()
                 })
@@ -628,21 +680,20 @@ where
                 FifoKind::Delta => DeltaFifo::new(DeltaFifoOptions {
                     known_objects: Some(Arc::new(inner.indexer.clone())),
                     emit_delta_type_replaced: true,
-                    metrics: state.fifo_metrics.clone(),
+                    metrics: setup.fifo_metrics.clone(),
                     ..DeltaFifoOptions::default()
                 })
                 .into(),
             };
             let processor = Arc::clone(&inner.processor);
-            let mut config = ControllerConfig::new(queue, self.process_func());
-            config.full_resync_period = state.resync_check_period;
-            config.should_resync = Some(Arc::new(move || processor.should_resync()));
-            config.watch_error_handler = state.watch_error_handler.clone();
-            config.reflector_options = state.reflector_options.take().unwrap_or_default();
-            config.transform = state.transform.clone();
-            config.known_objects = Some(inner.indexer.clone());
-            config.wait_before_pop = Some(self.wait_for_bounded_handlers());
-            config.list_codec = state.list_codec.clone();
+            let reflector_options = setup
+                .reflector_options
+                .resync_period(state.resync_check_period)
+                .should_resync(move || processor.should_resync())
+                .known_objects(inner.indexer.clone());
+            let config = InformerControllerConfig::new(queue, self.process_func())
+                .wait_before_pop(self.wait_for_bounded_handlers())
+                .reflector_options(reflector_options);
             let controller = (inner.make_controller)(config);
             state.controller = Some(controller.clone());
             controller
@@ -690,7 +741,7 @@ where
     }
 
     /// Before each pop: waits until every bounded handler has room.
-    fn wait_for_bounded_handlers(&self) -> crate::controller::WaitBeforePop {
+    fn wait_for_bounded_handlers(&self) -> WaitBeforePop {
         let processor = Arc::clone(&self.inner.processor);
         Arc::new(move || {
             let listeners = processor.full_listeners();

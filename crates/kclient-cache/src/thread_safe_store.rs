@@ -275,8 +275,8 @@ pub struct ThreadSafeStore<K> {
 /// The store in one of its representations: the same code over the slot type, so that the
 /// decoded representation's map and index entries stay one pointer each.
 enum Core<K> {
-    Decoded(Store<K, Arc<K>>),
-    Compact(Store<K, Stored<K>>),
+    Decoded(Table<K, Arc<K>>),
+    Compact(Table<K, Stored<K>>),
 }
 
 /// Calls the same method of whichever store `core` holds.
@@ -289,8 +289,10 @@ macro_rules! on_core {
     };
 }
 
-/// The store proper, generic over how it holds an object.
-struct Store<K, S> {
+/// The store proper — its objects and indices, their locks and metrics — generic over how it
+/// holds an object (named apart from the [`Store`](crate::Store) trait, which it does not
+/// implement).
+struct Table<K, S> {
     data: RwLock<Data<K, S>>,
     /// Serialises writers, so the slow part of a write can run without the `RwLock`.
     writer: Mutex<()>,
@@ -321,7 +323,7 @@ impl<K, S: Slot<K>> Gathered<K, S> {
     }
 }
 
-impl<K, S: Slot<K>> Store<K, S> {
+impl<K, S: Slot<K>> Table<K, S> {
     fn new(indexers: Arc<Indexers<K>>, representation: Representation<K>) -> Self {
         Self {
             data: RwLock::new(Data::empty(indexers)),
@@ -768,9 +770,9 @@ impl<K> ThreadSafeStore<K> {
         let indexers = Arc::new(indexers);
         let representation = Representation::new(representation);
         let core = if representation.is_compact() {
-            Core::Compact(Store::new(indexers, representation))
+            Core::Compact(Table::new(indexers, representation))
         } else {
-            Core::Decoded(Store::new(indexers, representation))
+            Core::Decoded(Table::new(indexers, representation))
         };
         Self { core }
     }

@@ -14,10 +14,10 @@ use common::until;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::testing::FakeControllerSource;
 use kclient_cache::{
-    new_indexer_informer, new_informer, wait_for_cache_sync, Controller, ControllerConfig,
-    DeltaFifo, DeltaFifoOptions, FilteringResourceEventHandler, Indexers, ProcessError,
-    ProcessFunc, ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
-    SharedIndexInformerOptions,
+    new_indexer_informer, new_informer, wait_for_cache_sync, DeltaFifo, DeltaFifoOptions,
+    FilteringResourceEventHandler, Indexers, InformerController, InformerControllerConfig,
+    ProcessError, ProcessFunc, ResourceEventHandler, ResourceEventHandlerFuncs,
+    SharedIndexInformer, SharedIndexInformerOptions,
 };
 use kclient_core::{DeletedFinalStateUnknown, DeletedObject, ResourceExt};
 use parking_lot::Mutex;
@@ -76,7 +76,8 @@ async fn example_new_controller_processes_deltas_into_a_store() {
             Ok(())
         })
     };
-    let controller = Controller::new(source.clone(), ControllerConfig::new(fifo, process));
+    let controller =
+        InformerController::new(source.clone(), InformerControllerConfig::new(fifo, process));
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let (c, cancel) = (controller.clone(), cancel.clone());

@@ -14,7 +14,7 @@ use futures::stream::{self, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::{
     new_store, Indexer, KeyFunc, ListWatch, Reflector, ReflectorError, ReflectorMetrics,
-    ReflectorOptions, Store, StoreError, TransformFunc, WATCH_DEADLINE_GRACE,
+    ReflectorOptions, Store, StoreError, TransformFunc, WatchError, WATCH_DEADLINE_GRACE,
 };
 use kclient_core::{
     options::ResourceVersionMatch, ApiError, ApiStatus, Bookmark, DeletedObject, ListOptions,
@@ -242,7 +242,7 @@ fn too_many_requests() -> TestError {
     TestError::from(ApiError::too_many_requests("slow down", 1))
 }
 
-fn list_watch_options() -> ReflectorOptions {
+fn list_watch_options<K>() -> ReflectorOptions<K> {
     ReflectorOptions::default().use_watch_list(false)
 }
 
@@ -265,7 +265,7 @@ async fn settle() {
     }
 }
 
-fn reflector(fake: &Fake, options: ReflectorOptions) -> (Arc<TestReflector>, Recorder) {
+fn reflector(fake: &Fake, options: ReflectorOptions<ConfigMap>) -> (Arc<TestReflector>, Recorder) {
     let store = Recorder::default();
     let r = Arc::new(Reflector::new(
         fake.lister_watcher(),
@@ -321,15 +321,15 @@ async fn a_transform_that_strips_managed_fields_asks_for_objects_decoded_without
             let fake = Fake::default();
             fake.list(list_of(vec![at("a", 1, "10")], "10"));
             let store = Recorder::default();
-            let mut r = Reflector::new(
+            let mut options = ReflectorOptions::default().use_watch_list(use_watch_list);
+            if let Some(t) = &transform {
+                options = options.transform(t.clone());
+            }
+            let r = Arc::new(Reflector::new(
                 fake.lister_watcher(),
                 store.clone(),
-                ReflectorOptions::default().use_watch_list(use_watch_list),
-            );
-            if let Some(t) = &transform {
-                r = r.with_transformer(t.clone());
-            }
-            let r = Arc::new(r);
+                options,
+            ));
             let (stop, handle) = start(&r);
             settle().await;
             let calls: Vec<ListOptions> = fake
@@ -427,12 +427,14 @@ async fn a_silent_watch_ends_at_its_deadline_and_rewatches_without_relisting() {
     let fake = Fake::default();
     fake.list(list_of(vec![], "10"));
     let tx = fake.watch_channel();
-    let (r, store) = reflector(&fake, list_watch_options());
     let errors = Arc::new(Mutex::new(Vec::new()));
-    r.set_watch_error_handler({
-        let errors = Arc::clone(&errors);
-        move |_, e| errors.lock().push(e.to_string())
-    });
+    let (r, store) = reflector(
+        &fake,
+        list_watch_options().watch_error_handler({
+            let errors = Arc::clone(&errors);
+            move |_, e| errors.lock().push(e.to_string())
+        }),
+    );
     let (stop, handle) = start(&r);
     settle().await;
     tx.unbounded_send(Ok(WatchEvent::Added(at("a", 1, "11"))))
@@ -768,11 +770,11 @@ async fn a_list_repeating_its_continue_token_fails_and_relists_after_a_backoff()
         page.metadata.continue_ = Some("again".into());
         fake.list(Ok(page));
     }
-    let (r, store) = reflector(&fake, list_watch_options());
     let errors = Arc::new(Mutex::new(Vec::new()));
-    r.set_watch_error_handler({
+    let handler = {
         let errors = Arc::clone(&errors);
-        move |_, e: &ReflectorError<TestError>| {
+        move |_: &str, e: &dyn WatchError| {
+            let e = e.reflector_error::<TestError>().expect("a reflector error");
             let ReflectorError::Pager { source, .. } = e else {
                 panic!("not the pager's list error: {e}");
             };
@@ -787,7 +789,8 @@ async fn a_list_repeating_its_continue_token_fails_and_relists_after_a_backoff()
             );
             errors.lock().push(e.to_string());
         }
-    });
+    };
+    let (r, store) = reflector(&fake, list_watch_options().watch_error_handler(handler));
     let (stop, handle) = start(&r);
     settle().await;
     assert_eq!(
@@ -880,15 +883,21 @@ async fn failing_lists_back_off_exponentially_without_a_hot_loop() {
 async fn resync_ticks_call_the_store_and_a_failure_ends_the_run() {
     let fake = Fake::default();
     fake.list(list_of(vec![], "10"));
+    let allow = Arc::new(Mutex::new(false));
+    let errors = Arc::new(Mutex::new(Vec::new()));
     let (r, store) = reflector(
         &fake,
-        list_watch_options().resync_period(Duration::from_secs(30)),
+        list_watch_options()
+            .resync_period(Duration::from_secs(30))
+            .should_resync({
+                let allow = Arc::clone(&allow);
+                move || *allow.lock()
+            })
+            .watch_error_handler({
+                let errors = Arc::clone(&errors);
+                move |_, e| errors.lock().push(e.to_string())
+            }),
     );
-    let allow = Arc::new(Mutex::new(false));
-    r.set_should_resync({
-        let allow = Arc::clone(&allow);
-        move || *allow.lock()
-    });
     let (stop, handle) = start(&r);
     settle().await;
     tokio::time::advance(Duration::from_secs(31)).await;
@@ -900,11 +909,6 @@ async fn resync_ticks_call_the_store_and_a_failure_ends_the_run() {
     assert_eq!(store.calls(), ["replace [] rv=10", "resync"]);
 
     *store.fail_resync.lock() = true;
-    let errors = Arc::new(Mutex::new(Vec::new()));
-    r.set_watch_error_handler({
-        let errors = Arc::clone(&errors);
-        move |_, e| errors.lock().push(e.to_string())
-    });
     tokio::time::advance(Duration::from_secs(30)).await;
     settle().await;
     // client-go's TestReflectorResync: "error from Resync is not propagated up" — the run
@@ -930,15 +934,18 @@ async fn watch_error_handler_receives_run_errors() {
         "",
         "no",
     ))));
-    let (r, _) = reflector(&fake, list_watch_options());
     let errors = Arc::new(Mutex::new(Vec::new()));
-    r.set_watch_error_handler({
-        let errors = Arc::clone(&errors);
-        move |name, e: &ReflectorError<TestError>| {
-            assert!(e.is_forbidden());
-            errors.lock().push(format!("{name}: {e}"))
-        }
-    });
+    let (r, _) = reflector(
+        &fake,
+        list_watch_options().watch_error_handler({
+            let errors = Arc::clone(&errors);
+            move |name, e| {
+                let e = e.reflector_error::<TestError>().expect("a reflector error");
+                assert!(e.is_forbidden());
+                errors.lock().push(format!("{name}: {e}"))
+            }
+        }),
+    );
     let (stop, handle) = start(&r);
     settle().await;
     assert_eq!(errors.lock().len(), 1);
@@ -1621,10 +1628,11 @@ async fn relists_reuse_unchanged_cached_objects() {
     fake.watch(WatchAnswer::Events(vec![Err(gone())]));
     fake.list(list_of(vec![at("a", 1, "10"), at("b", 2, "12")], "12"));
     let indexer: Indexer<ConfigMap> = new_store(KeyFunc::deletion_handling_meta_namespace());
-    let r = Arc::new(
-        Reflector::new(fake.lister_watcher(), indexer.clone(), list_watch_options())
-            .with_known_objects(indexer.clone()),
-    );
+    let r = Arc::new(Reflector::new(
+        fake.lister_watcher(),
+        indexer.clone(),
+        list_watch_options().known_objects(indexer.clone()),
+    ));
     let stop = CancellationToken::new();
     let handle = tokio::spawn({
         let (r, s) = (Arc::clone(&r), stop.clone());
@@ -1668,11 +1676,13 @@ async fn the_reflector_transforms_what_it_receives_once() {
             .insert("t".into(), (n + 1).to_string());
         Ok(())
     });
-    let r = Arc::new(
-        Reflector::new(fake.lister_watcher(), indexer.clone(), list_watch_options())
-            .with_transformer(mark)
-            .with_known_objects(indexer.clone()),
-    );
+    let r = Arc::new(Reflector::new(
+        fake.lister_watcher(),
+        indexer.clone(),
+        list_watch_options()
+            .transform(mark)
+            .known_objects(indexer.clone()),
+    ));
     let stop = CancellationToken::new();
     let handle = tokio::spawn({
         let (r, s) = (Arc::clone(&r), stop.clone());

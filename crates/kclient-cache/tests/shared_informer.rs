@@ -357,6 +357,7 @@ async fn removing_handlers() {
 /// indexers can be added before the start and while running — built over what is cached —
 /// but not after a stop; the transform and the watch-error handler only before the start.
 #[tokio::test(start_paused = true)]
+#[allow(deprecated)] // client-go's `SetTransform` and `SetWatchErrorHandler`, kept deprecated
 async fn add_indexers_until_stopped_and_set_transform_only_before_the_start() {
     let source = two_objects();
     let informer = informer(&source, Duration::ZERO);
@@ -415,17 +416,19 @@ async fn add_indexers_until_stopped_and_set_transform_only_before_the_start() {
 async fn the_transform_applies_before_the_cache_and_the_handlers() {
     let source = FakeControllerSource::new();
     source.add(cm_with("pod1", "lower"));
-    let informer = informer(&source, Duration::ZERO);
-    informer
-        .set_transform(TransformFunc::new(|o: &mut ConfigMap| {
-            if let Some(data) = o.data.as_mut() {
-                for v in data.values_mut() {
-                    *v = v.to_uppercase();
+    let informer = SharedIndexInformer::new(
+        source.clone(),
+        SharedIndexInformerOptions::default()
+            .indexers(Indexers::namespace())
+            .transform(TransformFunc::new(|o: &mut ConfigMap| {
+                if let Some(data) = o.data.as_mut() {
+                    for v in data.values_mut() {
+                        *v = v.to_uppercase();
+                    }
                 }
-            }
-            Ok(())
-        }))
-        .unwrap();
+                Ok(())
+            })),
+    );
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = Arc::clone(&seen);
     informer
@@ -508,16 +511,14 @@ async fn watch_disruption_loses_nothing() {
 async fn list_errors_reach_the_watch_error_handler() {
     let source = two_objects();
     source.fail_next_list(ApiError::internal_error("Access Denied"));
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&errors);
     let informer = SharedIndexInformer::new(
         source.clone(),
         SharedIndexInformerOptions::default()
-            .reflector_options(kclient_cache::ReflectorOptions::default().use_watch_list(false)),
+            .reflector_options(kclient_cache::ReflectorOptions::default().use_watch_list(false))
+            .watch_error_handler(move |_, err| record.lock().push(err.to_string())),
     );
-    let errors = Arc::new(Mutex::new(Vec::new()));
-    let record = Arc::clone(&errors);
-    informer
-        .set_watch_error_handler(move |_, err| record.lock().push(err.to_string()))
-        .unwrap();
     let (cancel, task) = start(&informer);
     synced(&cancel, &[informer.synced()]).await;
     let errors = errors.lock().clone();

@@ -220,7 +220,8 @@ async fn patch_status<K>(
 where
     K: Resource + DeserializeOwned + 'static,
 {
-    let body = serde_json::to_vec(patch).map_err(kclient_typed::Error::Serialize)?;
+    let body = serde_json::to_vec(patch)
+        .map_err(|e| kclient_typed::Error::from(kclient_rest::RefusedRequest::Serialize(e)))?;
     let request = client
         .rest_client()
         .patch(kclient_core::PatchType::Merge)

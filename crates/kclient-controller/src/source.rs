@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kclient_cache::{
-    HandlerOptions, InformerError, InformerSynced, ResourceEventHandlerFuncs, SharedIndexInformer,
+    deleted_object_key, HandlerOptions, InformerError, InformerSynced, ResourceEventHandlerFuncs,
+    SharedIndexInformer,
 };
-use kclient_core::{deletion_handling_meta_namespace_key, ObjectKey, Resource, ResourceExt};
+use kclient_core::{ObjectKey, Resource, ResourceExt};
 use kclient_workqueue::{AddOpts, PriorityQueue};
 use parking_lot::Mutex;
 
@@ -45,7 +46,10 @@ fn on_update_opts<K: Resource>(old: &K, new: &K) -> AddOpts {
 }
 
 /// The last known state of primary objects whose deletion was seen and whose key has not
-/// been processed since.
+/// been processed since, under the key the queue and the cache share. The cache holds what
+/// exists and the queue holds keys only (so that it can merge them), so a deleted object's
+/// last state, which only its deletion notification carries, waits here for its key's
+/// reconcile (`Reconciler::reconcile_deleted`).
 pub(crate) type LastKnown<K> = Arc<Mutex<HashMap<ObjectKey, Arc<K>>>>;
 
 /// A registered handler: whether it has handled its informer's initial list, and how to
@@ -175,10 +179,12 @@ where
             if !delete_filters.delete(deleted.last_known().map(AsRef::as_ref)) {
                 return;
             }
-            let key = deletion_handling_meta_namespace_key(deleted);
-            let Ok(key) = key.parse::<ObjectKey>() else {
-                tracing::warn!(%key, "a deletion with a malformed key: not queued");
-                return;
+            let key = match deleted_object_key(deleted) {
+                Ok(key) => key,
+                Err(error) => {
+                    tracing::warn!(key = %error.key, "a deletion with a malformed key: not queued");
+                    return;
+                }
             };
             if let Some(obj) = deleted.last_known() {
                 last_known.lock().insert(key.clone(), Arc::clone(obj));

@@ -105,7 +105,7 @@ where
     async fn reconcile(&self, ctx: &ReconcileContext) -> Outcome {
         let key = ctx.key();
         let last_known = self.last_known.lock().remove(key);
-        let cached = self.cache.get_by_key(&key.to_string());
+        let cached = self.cache.get_by_object_key(key);
         let reconciling = async {
             match cached {
                 Some(obj) => {

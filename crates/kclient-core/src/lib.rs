@@ -29,7 +29,9 @@
 //! * Webhooks' wire formats: [`admission`] (`AdmissionReview`) and [`conversion`]
 //!   (`ConversionReview`), what kclient-webhook serves and kclient-fake sends.
 //! * Shared plumbing: [`CancellationToken`] (tokio-util's), which stops every layer's tasks,
-//!   and [`BoxError`], the boxed error of user code and lower layers.
+//!   [`BoxError`], the boxed error of user code and lower layers, and [`backoff`]
+//!   (apimachinery's `wait.Backoff` and `ExponentialBackoffManager`, on tokio's clock), which
+//!   the reflector and the retry helpers above share.
 //!
 //! The examples use the paths a program depending on the `kclient` facade writes
 //! (`kclient::core::…`); one depending on kclient-core alone writes `kclient_core::…`.
@@ -65,6 +67,7 @@
 pub mod admission;
 pub mod api_error;
 pub mod api_resource;
+pub mod backoff;
 mod box_error;
 pub mod conversion;
 #[cfg(feature = "schema")]

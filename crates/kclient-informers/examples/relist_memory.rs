@@ -14,8 +14,9 @@
 //! The pipeline is an informer's: reflector → RealFIFO → `process_deltas` → indexer. After the
 //! initial sync the resident set is the steady state; then the high-water mark is reset
 //! (`/proc/self/clear_refs`) and the reflector relists once: by a list (`list`) or a
-//! streaming list (`stream`), with (`reuse`) or without (`copy`) `with_known_objects`. One
-//! measurement per process, since freed memory stays with the allocator. Linux only.
+//! streaming list (`stream`), with (`reuse`) or without (`copy`)
+//! `ReflectorOptions::known_objects`. One measurement per process, since freed memory stays
+//! with the allocator. Linux only.
 
 mod support;
 
@@ -64,17 +65,13 @@ async fn main() -> Result<(), support::Error> {
             Indexers::<Pod>::namespace(),
         );
         let fifo = Arc::new(RealFifo::new(RealFifoOptions::default()));
-        let mut reflector = Reflector::new(
-            pods.clone(),
-            Arc::clone(&fifo),
-            ReflectorOptions::default()
-                .use_watch_list(streaming)
-                .watch_list_page_size(if one_page { 10_000_000 } else { 0 }),
-        );
+        let mut options = ReflectorOptions::default()
+            .use_watch_list(streaming)
+            .watch_list_page_size(if one_page { 10_000_000 } else { 0 });
         if reuse {
-            reflector = reflector.with_known_objects(indexer.clone());
+            options = options.known_objects(indexer.clone());
         }
-        let reflector = Arc::new(reflector);
+        let reflector = Arc::new(Reflector::new(pods.clone(), Arc::clone(&fifo), options));
         let processed = Arc::new(AtomicUsize::new(0));
         let consumer = tokio::spawn({
             let (fifo, indexer, processed) =

@@ -35,7 +35,7 @@ type TypedReflector = Reflector<ConfigMap, ResourceClient<ConfigMap>, Writes<Con
 /// cancelled.
 fn run_reflector(
     server: &MisbehavingServer,
-    options: ReflectorOptions,
+    options: ReflectorOptions<ConfigMap>,
 ) -> (
     Arc<TypedReflector>,
     tokio::sync::mpsc::UnboundedReceiver<String>,
@@ -210,19 +210,23 @@ async fn a_repeating_continue_token_fails_the_list_over_http2() {
 async fn a_reflector_backs_off_and_relists_when_the_continue_token_repeats() {
     let mut server = MisbehavingServer::start(Protocol::Http1, repeating_continue_token()).await;
     let (store, _writes) = Writes::new();
-    let options = ReflectorOptions::default().use_watch_list(false);
-    let reflector = Arc::new(Reflector::new(config_maps(&server), store, options));
     let errors = Arc::new(Mutex::new(Vec::new()));
-    reflector.set_watch_error_handler({
-        let errors = Arc::clone(&errors);
-        move |_, e: &ReflectorError<kclient_typed::Error>| {
-            let ReflectorError::Pager { source, .. } = e else {
-                panic!("not the pager's list error: {e}");
-            };
-            assert_eq!(*source, repeated());
-            errors.lock().push(e.to_string());
-        }
-    });
+    let options = ReflectorOptions::default()
+        .use_watch_list(false)
+        .watch_error_handler({
+            let errors = Arc::clone(&errors);
+            move |_, e| {
+                let e = e
+                    .reflector_error::<kclient_typed::Error>()
+                    .expect("a reflector error");
+                let ReflectorError::Pager { source, .. } = e else {
+                    panic!("not the pager's list error: {e}");
+                };
+                assert_eq!(*source, repeated());
+                errors.lock().push(e.to_string());
+            }
+        });
+    let reflector = Arc::new(Reflector::new(config_maps(&server), store, options));
     let stop = CancellationToken::new();
     tokio::spawn({
         let (reflector, stop) = (Arc::clone(&reflector), stop.clone());

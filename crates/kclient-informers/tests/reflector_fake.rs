@@ -87,7 +87,7 @@ impl<L> Pipeline<L>
 where
     L: ListerWatcher<ConfigMap> + Clone + 'static,
 {
-    fn start(lw: L, options: ReflectorOptions) -> Self {
+    fn start(lw: L, options: ReflectorOptions<ConfigMap>) -> Self {
         let indexer = Indexer::new(
             KeyFunc::deletion_handling_meta_namespace(),
             Indexers::namespace(),
@@ -232,7 +232,7 @@ fn typed(server: &FakeApiServer) -> Counting<ResourceClient<ConfigMap>> {
     Counting::new(client_for(server).core_v1().config_maps("default"))
 }
 
-fn list_watch() -> ReflectorOptions {
+fn list_watch() -> ReflectorOptions<ConfigMap> {
     ReflectorOptions::default().use_watch_list(false)
 }
 

@@ -30,6 +30,7 @@ use std::fmt;
 use std::hash::Hash;
 use std::time::Duration;
 
+use kclient_core::backoff::jitter;
 use parking_lot::RwLock;
 use tokio::time::Instant;
 
@@ -106,15 +107,14 @@ impl<K: Hash + Eq> Backoff<K> {
         let mut entries = self.entries.write();
         let now = Instant::now();
         let backoff = match entries.get(&id) {
-            Some(entry) if !self.expired(event_time, entry.last_update) => {
-                let doubled = entry
-                    .backoff
-                    .saturating_mul(2)
-                    .saturating_add(self.jitter(entry.backoff));
-                doubled.min(self.max)
-            }
+            // Twice the delay plus up to the jitter factor times it (client-go's
+            // `backoff*2 + jitter(backoff)`).
+            Some(entry) if !self.expired(event_time, entry.last_update) => entry
+                .backoff
+                .saturating_add(jitter(entry.backoff, self.max_jitter_factor))
+                .min(self.max),
             // Like client-go, the first delay is not capped by the maximum.
-            _ => self.initial.saturating_add(self.jitter(self.initial)),
+            _ => jitter(self.initial, self.max_jitter_factor),
         };
         entries.insert(
             id,
@@ -198,14 +198,6 @@ impl<K: Hash + Eq> Backoff<K> {
             // Stable once it has been fine for twice the maximum delay.
             None => event_time.saturating_duration_since(last_update) > self.max.saturating_mul(2),
         }
-    }
-
-    fn jitter(&self, delay: Duration) -> Duration {
-        if self.max_jitter_factor == 0.0 {
-            return Duration::ZERO;
-        }
-        Duration::try_from_secs_f64(delay.as_secs_f64() * fastrand::f64() * self.max_jitter_factor)
-            .unwrap_or(Duration::MAX)
     }
 }
 

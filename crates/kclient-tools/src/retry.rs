@@ -34,22 +34,10 @@ use std::time::Duration;
 
 use kclient_core::ApiStatus;
 
-/// How to back off between tries (client-go's `wait.Backoff`; named so apart from the
-/// per-key [`flowcontrol::Backoff`](crate::flowcontrol::Backoff) and kclient-cache's
-/// reflector `ExponentialBackoffManager`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RetryBackoff {
-    /// The first wait.
-    pub duration: Duration,
-    /// Each wait is the previous one times this (0 or 1: constant).
-    pub factor: f64,
-    /// Each wait is lengthened by a random part of at most `jitter` times itself.
-    pub jitter: f64,
-    /// How many tries (and so `steps - 1` waits) [`exponential_backoff`] makes.
-    pub steps: u32,
-    /// No wait grows beyond this (zero: no cap); reaching it ends the growth and the steps.
-    pub cap: Duration,
-}
+/// How to back off between tries (client-go's `wait.Backoff`) and `d` plus a random part of
+/// it (`wait.Jitter`): kclient-core's, the one backoff of the workspace, which the reflector
+/// uses too (see [`kclient_core::backoff`]).
+pub use kclient_core::backoff::{jitter, RetryBackoff};
 
 /// client-go's `retry.DefaultRetry`: 5 tries, 10 ms apart with 10% jitter — for conflicts,
 /// where another try soon usually succeeds.
@@ -70,41 +58,6 @@ pub const DEFAULT_BACKOFF: RetryBackoff = RetryBackoff {
     steps: 4,
     cap: Duration::ZERO,
 };
-
-impl RetryBackoff {
-    /// The next wait, advancing the backoff (client-go's `Backoff.Step`): with steps left,
-    /// returns the current duration (jittered) and grows it by `factor` up to `cap` (reaching
-    /// the cap ends the steps); with none left, returns the current duration, jittered.
-    pub fn step(&mut self) -> Duration {
-        if self.steps < 1 {
-            return jitter(self.duration, self.jitter);
-        }
-        self.steps -= 1;
-        let duration = self.duration;
-        if self.factor != 0.0 {
-            self.duration = scale(self.duration, self.factor);
-            if !self.cap.is_zero() && self.duration > self.cap {
-                self.duration = self.cap;
-                self.steps = 0;
-            }
-        }
-        jitter(duration, self.jitter)
-    }
-}
-
-/// `d` times `factor`, saturating instead of overflowing.
-fn scale(d: Duration, factor: f64) -> Duration {
-    Duration::try_from_secs_f64(d.as_secs_f64() * factor).unwrap_or(Duration::MAX)
-}
-
-/// `d` plus a random part of at most `max_factor` times `d` (client-go's `wait.Jitter`; a
-/// factor of 0 or less means 1).
-pub fn jitter(d: Duration, max_factor: f64) -> Duration {
-    if max_factor <= 0.0 {
-        return d;
-    }
-    d.saturating_add(scale(d, fastrand::f64() * max_factor))
-}
 
 /// Why [`exponential_backoff`] or a retry gave up.
 #[derive(Debug, thiserror::Error, PartialEq)]

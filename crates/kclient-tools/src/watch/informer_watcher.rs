@@ -7,7 +7,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::Stream;
-use kclient_cache::{new_indexer_informer, Controller, Indexer, Indexers, ResourceEventHandler};
+use kclient_cache::{
+    new_indexer_informer, Indexer, Indexers, InformerController, ResourceEventHandler,
+};
 use kclient_core::{DeletedObject, ListerWatcher, Resource, WatchEvent};
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -35,7 +37,7 @@ pub struct InformerWatcher<K> {
 /// Outside a tokio runtime, as `tokio::spawn` does.
 pub fn new_indexer_informer_watcher<K, L>(
     lister_watcher: L,
-) -> (Indexer<K>, Controller<K>, InformerWatcher<K>)
+) -> (Indexer<K>, InformerController<K>, InformerWatcher<K>)
 where
     K: Resource + Clone + Send + Sync + 'static,
     K::DynamicType: Default,
