@@ -318,3 +318,194 @@ async fn steps(
 async fn a_deployment_controller_owning_config_maps_agrees_on_both_servers() -> Result<()> {
     run_everywhere("controller", |t| Box::pin(scenario(t)), true).await
 }
+
+/// The custom resource of the helpers scenario: a size, and a status with conditions.
+mod widgets {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+    use kclient_derive::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    /// A widget of some size.
+    #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[kube(
+        group = "helpers.e2e.kclient.dev",
+        version = "v1",
+        kind = "Widget",
+        namespaced
+    )]
+    #[kube(status = "WidgetStatus")]
+    pub struct WidgetSpec {
+        /// Its size.
+        pub size: i32,
+    }
+
+    /// What was observed.
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+    pub struct WidgetStatus {
+        /// Its conditions.
+        #[serde(default)]
+        pub conditions: Vec<Condition>,
+    }
+}
+
+/// controller-runtime's `controllerutil` and apimachinery's `meta` helpers writing through
+/// a server: `create_or_update` and `create_or_patch` (created, unchanged, updated; the
+/// status written apart), status conditions (the transition time kept while the status
+/// holds), finalizers added and removed around a delete, a plain owner reference the
+/// garbage collector follows.
+async fn helpers_scenario(target: &Target) -> Result<Transcript> {
+    let ns = Namespace::create(&target.client()?, "helpers").await?;
+    let outcome = helpers_steps(target, &ns.name).await;
+    ns.delete().await?;
+    outcome
+}
+
+async fn helpers_steps(target: &Target, namespace: &str) -> Result<Transcript> {
+    use kclient_controller::conditions::{
+        find_status_condition, new_condition, set_status_condition,
+    };
+    use kclient_controller::finalizer::{add_finalizer, contains_finalizer, remove_finalizer};
+    use kclient_controller::owner::{has_owner_reference, set_owner_reference};
+    use kclient_controller::{create_or_patch, create_or_update};
+    use kclient_core::crd::CustomResourceExt;
+    use widgets::{Widget, WidgetSpec};
+
+    let mut t = Transcript::new();
+    let clientset = Clientset::new(target.config.clone())?;
+    kclient_tools::crd::install_crd(&clientset, &Widget::crd(), LIMIT).await?;
+    let config_maps = clientset.core_v1().config_maps(namespace);
+    let widgets = clientset.namespaced::<Widget>(namespace);
+    let named = |name: &str| {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.to_owned());
+        cm.metadata.namespace = Some(namespace.to_owned());
+        cm
+    };
+    let set = |value: &'static str| {
+        move |cm: &mut ConfigMap| {
+            cm.data
+                .get_or_insert_default()
+                .insert("k".into(), value.into());
+            Ok::<(), std::convert::Infallible>(())
+        }
+    };
+    for value in ["1", "1", "2"] {
+        let (_, result) = create_or_update(&config_maps, named("updated"), set(value)).await?;
+        t.record(
+            &format!("create_or_update k={value}"),
+            json!(result.to_string()),
+        );
+        let (_, result) = create_or_patch(&config_maps, named("patched"), set(value)).await?;
+        t.record(
+            &format!("create_or_patch k={value}"),
+            json!(result.to_string()),
+        );
+    }
+
+    // create_or_patch with a status: not written on create, then patched apart.
+    let available = |status: &str, reason: &str| new_condition("Available", status, reason, "");
+    let widget = Widget::new("w", WidgetSpec { size: 1 });
+    let with_status = |status: &'static str, reason: &'static str| {
+        move |w: &mut Widget| {
+            w.spec.size = 2;
+            let conditions = &mut w.status.get_or_insert_default().conditions;
+            set_status_condition(conditions, available(status, reason));
+            Ok::<(), std::convert::Infallible>(())
+        }
+    };
+    let (created, result) =
+        create_or_patch(&widgets, widget.clone(), with_status("False", "Starting")).await?;
+    t.record(
+        "widget created",
+        json!([result.to_string(), created.status.is_some()]),
+    );
+    let mut transitions = Vec::new();
+    for (status, reason) in [
+        ("False", "Starting"),
+        ("False", "Scaling"),
+        ("False", "Scaling"),
+        ("True", "Ready"),
+    ] {
+        let (stored, result) =
+            create_or_patch(&widgets, widget.clone(), with_status(status, reason)).await?;
+        let conditions = stored.status.unwrap_or_default().conditions;
+        let condition = find_status_condition(&conditions, "Available").context("no condition")?;
+        transitions.push(condition.last_transition_time.clone());
+        t.record(
+            &format!("widget {status}/{reason}"),
+            json!([result.to_string(), condition.status, condition.reason]),
+        );
+    }
+    t.record(
+        "the transition time moved only with the status",
+        json!([
+            transitions[0] == transitions[1],
+            transitions[1] == transitions[2],
+            transitions[2] == transitions[3]
+        ]),
+    );
+
+    // Finalizers around a delete.
+    let mut held = config_maps.get("updated").await?;
+    t.record("add_finalizer", json!(add_finalizer(&mut held, FINALIZER)));
+    let held = config_maps.update(&held, &UpdateOptions::default()).await?;
+    config_maps
+        .delete("updated", &DeleteOptions::default())
+        .await?;
+    let mut terminating = config_maps.get("updated").await?;
+    t.record(
+        "terminating, still held",
+        json!([
+            terminating.metadata.deletion_timestamp.is_some(),
+            contains_finalizer(&terminating, FINALIZER)
+        ]),
+    );
+    let _ = held;
+    t.record(
+        "remove_finalizer",
+        json!(remove_finalizer(&mut terminating, FINALIZER)),
+    );
+    config_maps
+        .update(&terminating, &UpdateOptions::default())
+        .await?;
+    t.record(
+        "gone",
+        json!(config_maps.get_opt("updated").await?.is_none()),
+    );
+
+    // A plain owner reference: the garbage collector follows it.
+    let owner = widgets.get("w").await?;
+    let mut owned = config_maps.get("patched").await?;
+    set_owner_reference(&owner, &mut owned)?;
+    t.record(
+        "has_owner_reference",
+        json!(has_owner_reference(&owned, &owner)),
+    );
+    config_maps
+        .update(&owned, &UpdateOptions::default())
+        .await?;
+    widgets.delete("w", &DeleteOptions::default()).await?;
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    let collected = loop {
+        if config_maps.get_opt("patched").await?.is_none() {
+            break true;
+        }
+        if tokio::time::Instant::now() > deadline {
+            break false;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    t.record("the owned ConfigMap was collected", json!(collected));
+    Ok(t)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_write_helpers_agree_on_both_servers() -> Result<()> {
+    run_everywhere(
+        "controller_helpers",
+        |t| Box::pin(helpers_scenario(t)),
+        true,
+    )
+    .await
+}
