@@ -393,12 +393,12 @@ async fn helpers_steps(target: &Target, namespace: &str) -> Result<Transcript> {
     for value in ["1", "1", "2"] {
         let (_, result) = create_or_update(&config_maps, named("updated"), set(value)).await?;
         t.record(
-            &format!("create_or_update k={value}"),
+            format!("create_or_update k={value}"),
             json!(result.to_string()),
         );
         let (_, result) = create_or_patch(&config_maps, named("patched"), set(value)).await?;
         t.record(
-            &format!("create_or_patch k={value}"),
+            format!("create_or_patch k={value}"),
             json!(result.to_string()),
         );
     }
@@ -433,7 +433,7 @@ async fn helpers_steps(target: &Target, namespace: &str) -> Result<Transcript> {
         let condition = find_status_condition(&conditions, "Available").context("no condition")?;
         transitions.push(condition.last_transition_time.clone());
         t.record(
-            &format!("widget {status}/{reason}"),
+            format!("widget {status}/{reason}"),
             json!([result.to_string(), condition.status, condition.reason]),
         );
     }
