@@ -1457,7 +1457,7 @@ async fn run(
     };
     let controller = Controller::<Deployment, _>::new(CONTROLLER, &factory)
         .owns::<ConfigMap>()
-        .with_config(controller::Config {
+        .with_config(controller::ControllerConfig {
             workers: 2,
             graceful_shutdown_timeout: Duration::from_secs(10),
             ..Default::default()

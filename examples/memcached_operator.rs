@@ -348,7 +348,7 @@ async fn run(
     Controller::<Memcached, _>::new("memcached-operator", &factory)
         .owns::<Deployment>()
         .record_events(&events)
-        .with_config(controller::Config::default().workers(2))
+        .with_config(controller::ControllerConfig::default().workers(2))
         .run(operator, cancel)
         .await?;
     factory.shutdown().await;

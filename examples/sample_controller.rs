@@ -112,7 +112,7 @@ async fn run(
     };
     Controller::<Deployment, _>::new("sample-controller", &factory)
         .owns::<ConfigMap>()
-        .with_config(controller::Config::default().workers(2))
+        .with_config(controller::ControllerConfig::default().workers(2))
         .run(settings, cancel)
         .await?;
     factory.shutdown().await;

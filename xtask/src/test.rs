@@ -34,6 +34,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     eprintln!("==> cargo xtask layering");
     crate::layering::run(&[])?;
 
+    // One name, one thing: no two public types of the facade share a name.
+    eprintln!("==> cargo xtask public-names");
+    crate::public_names::run(&[])?;
+
     eprintln!("==> cargo xtask codegen --check");
     crate::codegen::run(&["--check".to_owned()])?;
 

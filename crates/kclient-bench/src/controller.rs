@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kclient_controller::{
-    Action, Config, Controller, ControllerError, ReconcileContext, Reconciler,
+    Action, Controller, ControllerConfig, ControllerError, ReconcileContext, Reconciler,
 };
 use kclient_core::{CancellationToken, ObjectKey, ResourceExt};
 use kclient_typed::Clientset;
@@ -102,9 +102,9 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
         return Err(format!("--controllers {}: 1 or 3", o.controllers).into());
     }
     let factory = o.factory()?;
-    let config = Config {
+    let config = ControllerConfig {
         workers: o.concurrency,
-        ..Config::default()
+        ..ControllerConfig::default()
     };
     let requeue = Arc::new(AtomicBool::new(o.requeue));
     let shutdown = CancellationToken::new();
@@ -195,7 +195,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
 
 /// The controllers of a run: their counters and tasks.
 struct Runs {
-    config: Config,
+    config: ControllerConfig,
     shutdown: CancellationToken,
     counters: Vec<Arc<Counter>>,
     tasks: Vec<JoinHandle<Result<(), ControllerError>>>,

@@ -1,4 +1,4 @@
-//! [`Config`]: how a controller runs (kube-rs's `controller::Config`, controller-runtime's
+//! [`ControllerConfig`]: how a controller runs (kube-rs's `controller::Config`, controller-runtime's
 //! `controller.Options`).
 
 use std::time::Duration;
@@ -7,14 +7,14 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use kclient_controller::Config;
+/// use kclient_controller::ControllerConfig;
 ///
-/// let config = Config::default().workers(4);
-/// assert_eq!(config, Config { workers: 4, ..Config::default() });
+/// let config = ControllerConfig::default().workers(4);
+/// assert_eq!(config, ControllerConfig { workers: 4, ..ControllerConfig::default() });
 /// assert_eq!(config.graceful_shutdown_timeout, Duration::from_secs(30));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
+pub struct ControllerConfig {
     /// How many keys are reconciled at once, at most (client-go's worker count,
     /// controller-runtime's `MaxConcurrentReconciles`, kube-rs's `concurrency`); zero counts
     /// as one. Whatever the number, one key is never reconciled by two workers at once.
@@ -46,9 +46,14 @@ pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 /// controller-runtime's `GracefulShutdownTimeout` default.
 pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
-impl Config {
+/// The former name of [`ControllerConfig`], named apart from kclient-rest's `Config` (one
+/// name, one thing, across the workspace).
+#[deprecated(note = "renamed `ControllerConfig`, apart from kclient-rest's `Config`")]
+pub type Config = ControllerConfig;
+
+impl ControllerConfig {
     /// The same configuration with `workers` workers (kube-rs's `Config::concurrency`):
-    /// `Config::default().workers(4)`.
+    /// `ControllerConfig::default().workers(4)`.
     #[must_use]
     pub fn workers(mut self, workers: usize) -> Self {
         self.workers = workers;
@@ -71,7 +76,7 @@ impl Config {
         self
     }
 
-    /// The same configuration, warming up before leadership (see [`Config::warm_up`]).
+    /// The same configuration, warming up before leadership (see [`ControllerConfig::warm_up`]).
     #[must_use]
     pub fn warm_up(mut self, warm_up: bool) -> Self {
         self.warm_up = warm_up;
@@ -86,7 +91,7 @@ impl Config {
     }
 }
 
-impl Default for Config {
+impl Default for ControllerConfig {
     /// One worker (controller-runtime's default), caches given two minutes to sync,
     /// reconciles in flight given 30 s to finish at shutdown, no reconcile timeout.
     fn default() -> Self {
@@ -106,7 +111,7 @@ mod tests {
 
     #[test]
     fn defaults_are_controller_runtimes() {
-        let config = Config::default();
+        let config = ControllerConfig::default();
         assert_eq!(config.workers, 1);
         assert_eq!(config.cache_sync_timeout, Duration::from_secs(120));
         assert_eq!(config.graceful_shutdown_timeout, Duration::from_secs(30));
@@ -115,14 +120,14 @@ mod tests {
 
     #[test]
     fn setters_change_one_field_each() {
-        let config = Config::default()
+        let config = ControllerConfig::default()
             .workers(3)
             .cache_sync_timeout(Duration::from_secs(5))
             .graceful_shutdown_timeout(Duration::from_secs(7))
             .reconcile_timeout(Duration::from_secs(9));
         assert_eq!(
             config,
-            Config {
+            ControllerConfig {
                 workers: 3,
                 cache_sync_timeout: Duration::from_secs(5),
                 graceful_shutdown_timeout: Duration::from_secs(7),

@@ -19,7 +19,7 @@ pub enum ControllerError {
         #[source]
         source: InformerError,
     },
-    /// Some caches did not sync within [`Config::cache_sync_timeout`](crate::Config).
+    /// Some caches did not sync within [`ControllerConfig::cache_sync_timeout`](crate::ControllerConfig).
     #[error("controller {controller}: caches did not sync within {timeout:?}: {}", unsynced.join(", "))]
     CacheSyncTimeout {
         /// The controller.

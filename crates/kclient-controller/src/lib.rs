@@ -9,7 +9,7 @@
 //!   however many controllers read it (kube-rs opens one per controller, kube-rs#1080);
 //! * events become keys on controller-runtime's [`PriorityQueue`](kclient_workqueue::PriorityQueue):
 //!   a key queued many times is reconciled once, **never by two workers at once**, with
-//!   [`Config::workers`] workers; an event **replaces a waiting requeue** of its key, and the
+//!   [`ControllerConfig::workers`] workers; an event **replaces a waiting requeue** of its key, and the
 //!   initial list and unchanged resyncs queue at [`LOW_PRIORITY`] behind real changes;
 //! * the object comes from the **lister when the key is processed** (never a stale copy from
 //!   the event); a **deleted object is not reconciled** unless the reconciler implements
@@ -121,7 +121,9 @@ mod source;
 mod worker;
 
 pub use action::Action;
-pub use config::{Config, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
+#[allow(deprecated)]
+pub use config::Config;
+pub use config::{ControllerConfig, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
 pub use controller::{Controller, ControllerHandle, ControllerStopped, OwnsOptions};
 pub use create_or_update::{
     create_or_patch, create_or_update, CreateOrUpdateError, OperationResult,

@@ -12,7 +12,8 @@ use kclient_cache::{InformerSynced, SharedInformerFactory};
 use kclient_core::{BoxError, CancellationToken, Resource};
 use kclient_tools::events::EventBroadcaster;
 use kclient_tools::leaderelection::{
-    ConfigError, HealthzAdaptor, LeaderCallbacks, LeaderElectionConfig, LeaderElector, Lock,
+    HealthzAdaptor, LeaderCallbacks, LeaderElectionConfig, LeaderElectionConfigError,
+    LeaderElector, Lock,
 };
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
@@ -43,7 +44,7 @@ pub enum ManagerError {
     },
     /// The leader election's configuration was refused.
     #[error("leader election: {0}")]
-    LeaderElection(#[from] ConfigError),
+    LeaderElection(#[from] LeaderElectionConfigError),
     /// The caches did not sync within the manager's cache sync timeout.
     #[error("caches did not sync within {timeout:?}: {}", unsynced.join(", "))]
     CacheSyncTimeout {
@@ -86,7 +87,7 @@ type Service =
 /// A controller bound to its reconciler, as the manager keeps it.
 trait Runnable: Send {
     /// Whether its queue, handlers and caches start before leadership
-    /// ([`Config::warm_up`](crate::Config::warm_up)).
+    /// ([`ControllerConfig::warm_up`](crate::ControllerConfig::warm_up)).
     fn warms_up(&self) -> bool;
     fn run(self: Box<Self>, env: RunEnv) -> BoxFuture<'static, Result<(), ControllerError>>;
 }
@@ -223,7 +224,8 @@ async fn run_controllers(
 }
 
 /// Makes the elector once the manager's callbacks exist.
-type MakeElection = Box<dyn FnOnce(LeaderCallbacks) -> Result<Arc<dyn Election>, ConfigError>>;
+type MakeElection =
+    Box<dyn FnOnce(LeaderCallbacks) -> Result<Arc<dyn Election>, LeaderElectionConfigError>>;
 
 /// Builds a [`Manager`] (made by [`Manager::builder`]).
 pub struct ManagerBuilder {
@@ -329,7 +331,7 @@ impl ManagerBuilder {
     /// `GracefulShutdownTimeout`); those still running then are dropped and the run fails
     /// with [`ManagerError::ShutdownTimedOut`]. Zero does not wait: they are dropped at once,
     /// without an error. Each controller has its own
-    /// ([`Config::graceful_shutdown_timeout`](crate::Config::graceful_shutdown_timeout)).
+    /// ([`ControllerConfig::graceful_shutdown_timeout`](crate::ControllerConfig::graceful_shutdown_timeout)).
     #[must_use]
     pub fn graceful_shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.graceful_shutdown_timeout = timeout;
@@ -466,7 +468,7 @@ fn leader_callbacks(shared: &Arc<Shared>, on_new_leader: Option<NewLeader>) -> L
 /// * **Graceful shutdown**: when the token given to [`run`](Manager::run) fires
 ///   ([`shutdown_on_signal`](crate::shutdown_on_signal) fires one on SIGTERM or Ctrl-C), no
 ///   new reconcile starts, the ones in flight get their controller's
-///   [`graceful_shutdown_timeout`](crate::Config::graceful_shutdown_timeout) — still as the
+///   [`graceful_shutdown_timeout`](crate::ControllerConfig::graceful_shutdown_timeout) — still as the
 ///   leader: the lease is released only after they finished — and the runnables get the
 ///   manager's [`graceful_shutdown_timeout`](ManagerBuilder::graceful_shutdown_timeout); then
 ///   the informers and the endpoints stop. A zero timeout does not wait.

@@ -34,7 +34,7 @@ fn reconcile_time_histogram() -> Histogram {
 /// | `controller_runtime_reconcile_total` | counter | `controller`, `result` (`success`, `error`, `requeue`, `requeue_after`) |
 /// | `controller_runtime_reconcile_errors_total` | counter | `controller` |
 /// | `controller_runtime_reconcile_panics_total` | counter | `controller` |
-/// | `controller_runtime_reconcile_timeouts_total` | counter (reconciles cut off by [`Config::reconcile_timeout`](crate::Config::reconcile_timeout)) | `controller` |
+/// | `controller_runtime_reconcile_timeouts_total` | counter (reconciles cut off by [`ControllerConfig::reconcile_timeout`](crate::ControllerConfig::reconcile_timeout)) | `controller` |
 /// | `controller_runtime_reconcile_time_seconds` | histogram (controller-runtime's buckets, 5 ms to 60 s) | `controller` |
 /// | `controller_runtime_max_concurrent_reconciles` | gauge | `controller` |
 /// | `controller_runtime_active_workers` | gauge | `controller` |

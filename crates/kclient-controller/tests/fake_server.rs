@@ -16,7 +16,7 @@ use kclient_controller::owner::{
     controller_of, is_controlled_by, new_controlled_by, set_controller_reference,
     set_controller_reference_with,
 };
-use kclient_controller::{Action, Config, Controller, ReconcileContext, Reconciler};
+use kclient_controller::{Action, Controller, ControllerConfig, ReconcileContext, Reconciler};
 use kclient_core::{
     ApiStatus, CancellationToken, CreateOptions, DeleteOptions, DynamicObject, GroupResource,
     ObjectKey, PartialObjectMetadata, Patch, PatchOptions, Resource, ResourceExt, UpdateOptions,
@@ -513,10 +513,11 @@ async fn every_object_converges_through_dropped_watches_a_compaction_and_5xx_sto
     }
     let factory = SharedInformerFactory::new(clientset.clone(), Duration::ZERO);
     let probe = Arc::new(Probe::default());
-    let controller = Controller::<ConfigMap, _>::new("observe", &factory).with_config(Config {
-        workers: 4,
-        ..Config::default()
-    });
+    let controller =
+        Controller::<ConfigMap, _>::new("observe", &factory).with_config(ControllerConfig {
+            workers: 4,
+            ..ControllerConfig::default()
+        });
     let shutdown = CancellationToken::new();
     let reconciler = Observe {
         clientset: clientset.clone(),

@@ -12,7 +12,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kclient_cache::SharedInformerFactory;
 use kclient_controller::{
-    Action, Config, Controller, Manager, ManagerError, ReconcileContext, Reconciler,
+    Action, Controller, ControllerConfig, Manager, ManagerError, ReconcileContext, Reconciler,
 };
 use kclient_core::{ApiError, CancellationToken, CreateOptions, GroupResource, ResourceExt};
 use kclient_fake::{Failure, FakeApiServer};
@@ -179,10 +179,11 @@ fn replica(
         .leader_election(election(store, identity))
         .build()
         .unwrap();
-    let controller = Controller::<ConfigMap, _>::new("config-maps", &factory).with_config(Config {
-        workers: 2,
-        ..Config::default()
-    });
+    let controller =
+        Controller::<ConfigMap, _>::new("config-maps", &factory).with_config(ControllerConfig {
+            workers: 2,
+            ..ControllerConfig::default()
+        });
     manager.add(controller, work);
     (manager, factory)
 }
@@ -790,7 +791,7 @@ async fn a_warm_follower_queues_before_it_leads_and_reconciles_only_after() {
         follower.add(
             Controller::<ConfigMap, _>::new("config-maps", &factory)
                 .metrics(metrics)
-                .with_config(Config::default().warm_up(warm)),
+                .with_config(ControllerConfig::default().warm_up(warm)),
             Work::new(&probe, Duration::ZERO),
         );
         let stop_follower = CancellationToken::new();

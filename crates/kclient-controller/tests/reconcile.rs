@@ -13,7 +13,8 @@ use kclient_cache::SharedInformerFactory;
 use kclient_controller::owner::set_controller_reference;
 use kclient_controller::predicate::generation_changed;
 use kclient_controller::{
-    Action, Config, Controller, ControllerError, ControllerMetrics, ReconcileContext, Reconciler,
+    Action, Controller, ControllerConfig, ControllerError, ControllerMetrics, ReconcileContext,
+    Reconciler,
 };
 use kclient_core::{
     ApiError, CancellationToken, DynamicObject, GroupResource, ObjectKey, PartialObjectMetadata,
@@ -130,7 +131,7 @@ impl Running {
 }
 
 /// Starts a ConfigMap controller on `sources` with `config` and `reconciler`.
-fn start(sources: &Sources, config: Config, reconciler: Scripted) -> Running {
+fn start(sources: &Sources, config: ControllerConfig, reconciler: Scripted) -> Running {
     start_with(sources, |c| c.with_config(config), reconciler)
 }
 
@@ -180,7 +181,7 @@ async fn the_object_is_read_from_the_lister_when_its_key_is_processed() {
             })
         }
     });
-    let running = start(&sources, Config::default(), reconciler);
+    let running = start(&sources, ControllerConfig::default(), reconciler);
     assert!(eventually(Duration::from_secs(5), || probe.count(&key("a")) == 1).await);
     // The one worker is busy with a; b is queued from the initial list. b changes twice.
     let b = sources
@@ -218,7 +219,11 @@ async fn a_deleted_object_is_not_reconciled_unless_the_reconciler_asks() {
     let sources = Sources::default();
     let a = sources.config_maps.add(config_map("default", "a", &[]));
     let probe = Arc::new(Probe::default());
-    let running = start(&sources, Config::default(), Scripted::done(&probe));
+    let running = start(
+        &sources,
+        ControllerConfig::default(),
+        Scripted::done(&probe),
+    );
     settle().await;
     assert_eq!(probe.count(&key("a")), 1);
     sources.config_maps.delete(a);
@@ -239,7 +244,7 @@ async fn a_deleted_object_is_not_reconciled_unless_the_reconciler_asks() {
         deleted: Some(Arc::clone(&deleted)),
         ..Scripted::done(&probe)
     };
-    let running = start(&sources, Config::default(), reconciler);
+    let running = start(&sources, ControllerConfig::default(), reconciler);
     settle().await;
     let a = sources.config_maps.modify(ConfigMap {
         data: Some([("last".to_string(), "words".to_string())].into()),
@@ -278,7 +283,7 @@ async fn requeue_after_reconciles_again_without_an_event_and_await_change_does_n
             })
         }
     });
-    let running = start(&sources, Config::default(), reconciler);
+    let running = start(&sources, ControllerConfig::default(), reconciler);
     tokio::time::sleep(Duration::from_secs(600)).await;
     let seen = probe.seen_of(&key("poll"));
     assert_eq!(seen.len(), 2, "{seen:?}");
@@ -307,7 +312,7 @@ async fn failures_back_off_per_key_exponentially_and_a_success_forgets_them() {
             })
         }
     });
-    let running = start(&sources, Config::default(), reconciler);
+    let running = start(&sources, ControllerConfig::default(), reconciler);
     settle().await;
     let seen = probe.seen_of(&key("flaky"));
     let retries: Vec<usize> = seen.iter().map(|s| s.retries).collect();
@@ -345,7 +350,7 @@ async fn the_error_policy_can_give_up_until_the_next_event() {
             Box::pin(async { Err(Failed("always".into())) })
         })
     };
-    let running = start(&sources, Config::default(), reconciler);
+    let running = start(&sources, ControllerConfig::default(), reconciler);
     tokio::time::sleep(Duration::from_secs(3600)).await;
     let retries: Vec<usize> = probe
         .seen_of(&key("broken"))
@@ -691,9 +696,9 @@ async fn caches_that_never_sync_fail_the_run_after_the_cache_sync_timeout() {
     let started = Instant::now();
     let running = start(
         &sources,
-        Config {
+        ControllerConfig {
             cache_sync_timeout: Duration::from_secs(30),
-            ..Config::default()
+            ..ControllerConfig::default()
         },
         Scripted::done(&probe),
     );
@@ -733,7 +738,7 @@ async fn a_graceful_shutdown_lets_reconciles_in_flight_finish_and_starts_no_new_
     let probe = Arc::new(Probe::default());
     let finished = Arc::new(AtomicUsize::new(0));
     let reconciler = slow_reconciler(&probe, Duration::from_secs(20), &finished);
-    let running = start(&sources, Config::default(), reconciler);
+    let running = start(&sources, ControllerConfig::default(), reconciler);
     assert!(eventually(Duration::from_secs(5), || probe.count(&key("slow")) == 1).await);
     // Queued behind it (one worker): never started once the shutdown began.
     sources
@@ -760,9 +765,9 @@ async fn reconciles_past_the_graceful_shutdown_timeout_are_dropped() {
     let reconciler = slow_reconciler(&probe, Duration::from_secs(600), &finished);
     let running = start(
         &sources,
-        Config {
+        ControllerConfig {
             graceful_shutdown_timeout: Duration::from_secs(5),
-            ..Config::default()
+            ..ControllerConfig::default()
         },
         reconciler,
     );
@@ -791,7 +796,7 @@ async fn a_zero_graceful_shutdown_timeout_drops_the_reconciles_at_once_without_a
     let probe = Arc::new(Probe::default());
     let finished = Arc::new(AtomicUsize::new(0));
     let reconciler = slow_reconciler(&probe, Duration::from_secs(600), &finished);
-    let config = Config::default().graceful_shutdown_timeout(Duration::ZERO);
+    let config = ControllerConfig::default().graceful_shutdown_timeout(Duration::ZERO);
     let running = start(&sources, config, reconciler);
     assert!(eventually(Duration::from_secs(5), || probe.count(&key("slow")) == 1).await);
     let stopping = Instant::now();
@@ -817,7 +822,7 @@ async fn a_reconcile_past_the_reconcile_timeout_is_dropped_counted_and_retried()
         &sources,
         |c| {
             c.metrics(metrics).with_config(
-                Config::default()
+                ControllerConfig::default()
                     .workers(2)
                     .reconcile_timeout(Duration::from_secs(10)),
             )
@@ -867,9 +872,9 @@ async fn metrics_count_results_with_controller_runtimes_names() {
     let running = start_with(
         &sources,
         |c| {
-            c.metrics(metrics).with_config(Config {
+            c.metrics(metrics).with_config(ControllerConfig {
                 workers: 3,
-                ..Config::default()
+                ..ControllerConfig::default()
             })
         },
         reconciler,
@@ -953,7 +958,7 @@ fn each_reconcile_runs_in_a_span_with_its_key_and_attempt() {
                     }
                 })
             });
-            let running = start(&sources, Config::default(), reconciler);
+            let running = start(&sources, ControllerConfig::default(), reconciler);
             settle().await;
             running.stop().await.unwrap();
         });
@@ -995,9 +1000,9 @@ fn workers_that_always_find_work_do_not_starve_the_runtime() {
             });
             let running = start(
                 &sources,
-                Config {
+                ControllerConfig {
                     workers: 2,
-                    ..Config::default()
+                    ..ControllerConfig::default()
                 },
                 reconciler,
             );

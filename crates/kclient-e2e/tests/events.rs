@@ -127,7 +127,7 @@ async fn scenario(target: &Target, namespace: &str) -> Result<()> {
     ensure!(typed.len() >= 11, "every item decodes as a core/v1 Event");
 
     // events.k8s.io/v1: 4 occurrences, one Event with a series of 4 (written at shutdown).
-    let broadcaster = v1::EventBroadcaster::new(clientset.events_v1().events(""));
+    let broadcaster = v1::EventsV1Broadcaster::new(clientset.events_v1().events(""));
     broadcaster.start_recording_to_sink()?;
     let recorder = broadcaster.new_recorder_with_instance("kclient.dev/e2e", "e2e-1");
     for _ in 0..4 {

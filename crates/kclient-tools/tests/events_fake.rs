@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, ObjectReference}
 use k8s_openapi::api::events::v1::Event as EventsV1Event;
 use kclient_fake::{Failure, FakeApiServer};
 use kclient_rest::{Config, RestClient};
-use kclient_tools::events::v1::{AdapterRecorder, EventBroadcaster, EventBroadcasterAdapter};
+use kclient_tools::events::v1::{AdapterRecorder, EventBroadcasterAdapter, EventsV1Broadcaster};
 use kclient_tools::events::{new_broadcaster, object_reference, EventType, Shutdown};
 use kclient_typed::Clientset;
 
@@ -60,7 +60,7 @@ async fn a_core_event_recorded_20_times_is_one_event_with_count_20() {
 #[tokio::test(start_paused = true)]
 async fn an_events_v1_event_recorded_20_times_is_one_series() {
     let (server, clientset) = fake().await;
-    let broadcaster = EventBroadcaster::new(clientset.events_v1().events(""));
+    let broadcaster = EventsV1Broadcaster::new(clientset.events_v1().events(""));
     broadcaster.start_recording_to_sink().unwrap();
     let recorder = broadcaster.new_recorder_with_instance("kclient.dev/test", "test-1");
     for _ in 0..20 {

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::api::events::v1::Event;
-use kclient_tools::events::v1::{BroadcasterOptions, EventBroadcaster, FINISH_TIME, REFRESH_TIME};
+use kclient_tools::events::v1::{
+    EventsV1Broadcaster, EventsV1BroadcasterOptions, FINISH_TIME, REFRESH_TIME,
+};
 use kclient_tools::events::{
     object_reference, EventError, EventType, MemorySink, Shutdown, SinkCall,
 };
@@ -19,9 +21,9 @@ fn config_map(name: &str) -> ObjectReference {
     object_reference(&cm)
 }
 
-fn started() -> (EventBroadcaster, MemorySink<Event>) {
+fn started() -> (EventsV1Broadcaster, MemorySink<Event>) {
     let sink = MemorySink::new();
-    let broadcaster = EventBroadcaster::new(sink.clone());
+    let broadcaster = EventsV1Broadcaster::new(sink.clone());
     broadcaster.start_recording_to_sink().unwrap();
     (broadcaster, sink)
 }
@@ -37,7 +39,7 @@ async fn settle() {
 fn the_defaults_are_client_gos() {
     assert_eq!(FINISH_TIME, Duration::from_secs(360));
     assert_eq!(REFRESH_TIME, Duration::from_secs(1800));
-    let options = BroadcasterOptions::default();
+    let options = EventsV1BroadcasterOptions::default();
     assert_eq!(
         (
             options.finish_time,
@@ -181,12 +183,12 @@ async fn single_events_are_forgotten_after_six_minutes() {
 /// An open series is written again every 30 minutes.
 #[tokio::test(start_paused = true)]
 async fn open_series_are_refreshed_every_thirty_minutes() {
-    let options = BroadcasterOptions {
+    let options = EventsV1BroadcasterOptions {
         finish_time: Duration::from_secs(3600),
-        ..BroadcasterOptions::default()
+        ..EventsV1BroadcasterOptions::default()
     };
     let sink = MemorySink::new();
-    let broadcaster = EventBroadcaster::with_options(sink.clone(), options).unwrap();
+    let broadcaster = EventsV1Broadcaster::with_options(sink.clone(), options).unwrap();
     broadcaster.start_recording_to_sink().unwrap();
     let recorder = broadcaster.new_recorder("ctl");
     for _ in 0..3 {
@@ -231,12 +233,12 @@ async fn shutdown_writes_the_series_counts() {
 
 #[tokio::test]
 async fn options_are_checked() {
-    let bad = BroadcasterOptions {
+    let bad = EventsV1BroadcasterOptions {
         finish_time: Duration::ZERO,
-        ..BroadcasterOptions::default()
+        ..EventsV1BroadcasterOptions::default()
     };
     assert!(matches!(
-        EventBroadcaster::with_options(MemorySink::new(), bad),
+        EventsV1Broadcaster::with_options(MemorySink::new(), bad),
         Err(EventError::InvalidOption {
             option: "finish_time",
             ..

@@ -13,9 +13,9 @@ use std::time::Duration;
 use election_support::{until, Candidate, MemoryLock, MemoryServer, Witness};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kclient_tools::leaderelection::{
-    ConfigError, HealthzAdaptor, LeaderCallbacks, LeaderElectionConfig, LeaderElectionRecord,
-    LeaderElector, LeaderToken, LeaseNotRenewed, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE,
-    DEFAULT_RETRY_PERIOD, JITTER_FACTOR,
+    HealthzAdaptor, LeaderCallbacks, LeaderElectionConfig, LeaderElectionConfigError,
+    LeaderElectionRecord, LeaderElector, LeaderToken, LeaseNotRenewed, DEFAULT_LEASE_DURATION,
+    DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, JITTER_FACTOR,
 };
 use parking_lot::Mutex;
 use tokio::time::{sleep, Instant};
@@ -113,31 +113,35 @@ fn validation_follows_client_go() {
     assert_eq!(check(15.0, 10.0, 2.0, ok(), "a"), Ok(()));
     assert_eq!(
         check(10.0, 10.0, 2.0, ok(), "a"),
-        Err(ConfigError::LeaseDurationNotAboveRenewDeadline {
-            lease_duration: secs(10.0),
-            renew_deadline: secs(10.0)
-        })
+        Err(
+            LeaderElectionConfigError::LeaseDurationNotAboveRenewDeadline {
+                lease_duration: secs(10.0),
+                renew_deadline: secs(10.0)
+            }
+        )
     );
     assert!(matches!(
         check(0.0, 0.0, 0.0, ok(), "a"),
-        Err(ConfigError::LeaseDurationNotAboveRenewDeadline { .. })
+        Err(LeaderElectionConfigError::LeaseDurationNotAboveRenewDeadline { .. })
     ));
     // renewDeadline must exceed JitterFactor × retryPeriod: 2.4 s does not, 2.41 s does.
     assert_eq!(
         check(15.0, 2.4, 2.0, ok(), "a"),
-        Err(ConfigError::RenewDeadlineNotAboveJitteredRetryPeriod {
-            renew_deadline: secs(2.4),
-            retry_period: secs(2.0)
-        })
+        Err(
+            LeaderElectionConfigError::RenewDeadlineNotAboveJitteredRetryPeriod {
+                renew_deadline: secs(2.4),
+                retry_period: secs(2.0)
+            }
+        )
     );
     assert_eq!(check(15.0, 2.41, 2.0, ok(), "a"), Ok(()));
     assert!(matches!(
         check(15.0, 0.0, 2.0, ok(), "a"),
-        Err(ConfigError::RenewDeadlineNotAboveJitteredRetryPeriod { .. })
+        Err(LeaderElectionConfigError::RenewDeadlineNotAboveJitteredRetryPeriod { .. })
     ));
     assert_eq!(
         check(15.0, 10.0, 0.0, ok(), "a"),
-        Err(ConfigError::ZeroRetryPeriod)
+        Err(LeaderElectionConfigError::ZeroRetryPeriod)
     );
     assert_eq!(
         LeaderElector::new(LeaderElectionConfig {
@@ -145,24 +149,26 @@ fn validation_follows_client_go() {
             ..LeaderElectionConfig::new(server.lock("a"), ok())
         })
         .map(|_| ()),
-        Err(ConfigError::LeaseDurationTooLong(Duration::MAX))
+        Err(LeaderElectionConfigError::LeaseDurationTooLong(
+            Duration::MAX
+        ))
     );
     let stopped_only = LeaderCallbacks::new().on_stopped_leading(|| {});
     assert_eq!(
         check(15.0, 10.0, 2.0, stopped_only, "a"),
-        Err(ConfigError::MissingOnStartedLeading)
+        Err(LeaderElectionConfigError::MissingOnStartedLeading)
     );
     let started_only = LeaderCallbacks::new().on_started_leading(|_| async {});
     assert_eq!(
         check(15.0, 10.0, 2.0, started_only, "a"),
-        Err(ConfigError::MissingOnStoppedLeading)
+        Err(LeaderElectionConfigError::MissingOnStoppedLeading)
     );
     assert_eq!(
         check(15.0, 10.0, 2.0, ok(), ""),
-        Err(ConfigError::EmptyIdentity)
+        Err(LeaderElectionConfigError::EmptyIdentity)
     );
     assert_eq!(
-        ConfigError::RenewDeadlineNotAboveJitteredRetryPeriod {
+        LeaderElectionConfigError::RenewDeadlineNotAboveJitteredRetryPeriod {
             renew_deadline: secs(2.4),
             retry_period: secs(2.0)
         }

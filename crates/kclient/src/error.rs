@@ -135,7 +135,7 @@ pub enum Error {
     /// A leader election configuration was refused (kclient-tools).
     #[cfg(feature = "tools")]
     #[error(transparent)]
-    LeaderElection(#[from] kclient_tools::leaderelection::ConfigError),
+    LeaderElection(#[from] kclient_tools::leaderelection::LeaderElectionConfigError),
 
     /// A Lease lock call failed (kclient-tools).
     #[cfg(feature = "tools")]

@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 pub use handle::{ControllerHandle, ControllerStopped};
 pub(crate) use run::{Leadership, RunEnv};
 
-use crate::config::Config;
+use crate::config::ControllerConfig;
 use crate::error::ControllerError;
 use crate::metrics::ControllerMetrics;
 use crate::predicate::{Object, Predicate};
@@ -52,7 +52,7 @@ use crate::source::{register_mapped, register_trigger, EventFilter, Filters, Own
 ///   gives;
 /// * [`with_predicate`](Self::with_predicate), [`owns_with`](Self::owns_with),
 ///   [`watches_with`](Self::watches_with): [`Predicate`]s that filter update events;
-/// * [`with_config`](Self::with_config): workers and timeouts ([`Config`]);
+/// * [`with_config`](Self::with_config): workers and timeouts ([`ControllerConfig`]);
 ///   [`rate_limiter`](Self::rate_limiter), [`metrics`](Self::metrics),
 ///   [`record_events`](Self::record_events).
 ///
@@ -102,7 +102,7 @@ pub struct Controller<K, C> {
     event_filter: EventFilter,
     sources: Vec<Source>,
     informers: Vec<(String, InformerSynced)>,
-    config: Config,
+    config: ControllerConfig,
     rate_limiter: Option<Box<dyn TypedRateLimiter<ObjectKey>>>,
     metrics: Option<ControllerMetrics>,
     recorder: Option<EventRecorder>,
@@ -218,7 +218,7 @@ where
             predicate: None,
             event_filter: None,
             sources: Vec::new(),
-            config: Config::default(),
+            config: ControllerConfig::default(),
             rate_limiter: None,
             metrics: None,
             recorder: None,
@@ -239,7 +239,7 @@ where
 
     /// Workers and timeouts (the default: one worker, controller-runtime's timeouts).
     #[must_use]
-    pub fn with_config(mut self, config: Config) -> Self {
+    pub fn with_config(mut self, config: ControllerConfig) -> Self {
         self.config = config;
         self
     }
@@ -558,7 +558,7 @@ where
     }
 
     /// The controller's configuration.
-    pub(crate) fn config(&self) -> &Config {
+    pub(crate) fn config(&self) -> &ControllerConfig {
         &self.config
     }
 
@@ -570,9 +570,9 @@ where
     /// Runs the controller until `shutdown` fires: starts the factory's informers (all of
     /// them, for every controller built on it; starting is idempotent, and they stop when
     /// `shutdown` fires), registers the controller's handlers, waits for the caches
-    /// ([`Config::cache_sync_timeout`]), and runs [`Config::workers`] workers. When
+    /// ([`ControllerConfig::cache_sync_timeout`]), and runs [`ControllerConfig::workers`] workers. When
     /// `shutdown` fires no new reconcile starts, and the ones in flight get
-    /// [`Config::graceful_shutdown_timeout`] to finish.
+    /// [`ControllerConfig::graceful_shutdown_timeout`] to finish.
     ///
     /// Runs several controllers, leader election, probes and metrics: see
     /// [`Manager`](crate::Manager).

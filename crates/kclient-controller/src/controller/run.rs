@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use super::Controller;
-use crate::config::Config;
+use crate::config::ControllerConfig;
 use crate::error::ControllerError;
 use crate::metrics::ControllerMetrics;
 use crate::reconciler::{ControllerScope, Reconciler};
@@ -77,7 +77,7 @@ struct Run {
     queue: KeyQueue,
     registrations: Vec<Registration>,
     event_filter: EventFilter,
-    config: Config,
+    config: ControllerConfig,
 }
 
 /// How the workers ended.

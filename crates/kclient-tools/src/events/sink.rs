@@ -33,7 +33,7 @@ pub type SinkFuture<'a, E> = Pin<Box<dyn Future<Output = Result<E, SinkError>> +
 
 /// Stores events (client-go's `EventSink`): `E` is core/v1's `Event` for the
 /// [`EventBroadcaster`](super::EventBroadcaster) and events.k8s.io/v1's for
-/// [`v1::EventBroadcaster`](super::v1::EventBroadcaster). A sink must write each event into
+/// [`EventsV1Broadcaster`](super::v1::EventsV1Broadcaster). A sink must write each event into
 /// the event's own namespace.
 ///
 /// A [`ResourceClient`] of either Event type is a sink (client-go's `EventSinkImpl`): pass

@@ -1,5 +1,5 @@
-//! events.k8s.io/v1 Events (client-go's `tools/events`): an [`EventBroadcaster`] and
-//! [`EventRecorder`] for the newer Event API, where a repeated event becomes an
+//! events.k8s.io/v1 Events (client-go's `tools/events`): an [`EventsV1Broadcaster`] and
+//! [`EventsV1Recorder`] for the newer Event API, where a repeated event becomes an
 //! `EventSeries` instead of a count.
 //!
 //! The broadcaster keeps every event it wrote, keyed by type, action, reason, reporting
@@ -9,16 +9,16 @@
 //! * the second occurrence turns the kept Event into a series (`series.count` 2,
 //!   `series.lastObservedTime` now) and patches the stored Event so;
 //! * later occurrences only count up the kept series and move its `lastObservedTime`;
-//! * every [`finish_time`](BroadcasterOptions::finish_time) (6 min) the series that saw no
+//! * every [`finish_time`](EventsV1BroadcasterOptions::finish_time) (6 min) the series that saw no
 //!   occurrence for that long are written one last time with their final count and
 //!   forgotten, and so are single events older than that;
-//! * every [`refresh_time`](BroadcasterOptions::refresh_time) (30 min) the open series are
+//! * every [`refresh_time`](EventsV1BroadcasterOptions::refresh_time) (30 min) the open series are
 //!   written again, so that their Events outlive the server's Event TTL.
 //!
 //! Events are written one at a time, in order (client-go starts a goroutine per event), and
 //! writes are retried like the core/v1 broadcaster's, every wait jittered by up to 25%, and
 //! a create that finds the series' Event already there is retried (it raced the first
-//! write). [`EventBroadcaster::shutdown`] also writes the counts of the series not yet
+//! write). [`EventsV1Broadcaster::shutdown`] also writes the counts of the series not yet
 //! written, which client-go leaves for the next finish.
 //!
 //! For servers without events.k8s.io/v1, [`EventBroadcasterAdapter`] falls back to core/v1
@@ -51,10 +51,10 @@ pub const FINISH_TIME: Duration = Duration::from_secs(6 * 60);
 /// client-go's `refreshTime`: open series are written again this often.
 pub const REFRESH_TIME: Duration = Duration::from_secs(30 * 60);
 
-/// How a [`v1::EventBroadcaster`](EventBroadcaster) works; [`Default`] gives client-go's
+/// How an [`EventsV1Broadcaster`] works; [`Default`] gives client-go's
 /// values.
 #[derive(Clone)]
-pub struct BroadcasterOptions {
+pub struct EventsV1BroadcasterOptions {
     /// The wait between tries of a write, jittered by up to 25% (10 s).
     pub sleep_duration: Duration,
     /// Events each watcher queues before new ones are dropped (1000).
@@ -67,7 +67,7 @@ pub struct BroadcasterOptions {
     pub metrics: Option<Arc<dyn EventMetrics>>,
 }
 
-impl Default for BroadcasterOptions {
+impl Default for EventsV1BroadcasterOptions {
     fn default() -> Self {
         Self {
             sleep_duration: DEFAULT_SLEEP_DURATION,
@@ -79,9 +79,9 @@ impl Default for BroadcasterOptions {
     }
 }
 
-impl fmt::Debug for BroadcasterOptions {
+impl fmt::Debug for EventsV1BroadcasterOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BroadcasterOptions")
+        f.debug_struct("EventsV1BroadcasterOptions")
             .field("sleep_duration", &self.sleep_duration)
             .field("queue_length", &self.queue_length)
             .field("finish_time", &self.finish_time)
@@ -91,38 +91,38 @@ impl fmt::Debug for BroadcasterOptions {
     }
 }
 
-/// The events.k8s.io/v1 broadcaster (client-go's `events.EventBroadcaster`): writes the
-/// events of its [`EventRecorder`]s to its sink as Events and `EventSeries` (see the
+/// The events.k8s.io/v1 broadcaster (client-go's `events.EventBroadcaster`, named apart
+/// from the core/v1 [`EventBroadcaster`](super::EventBroadcaster)): writes the events of its [`EventsV1Recorder`]s to its sink as Events and `EventSeries` (see the
 /// [module documentation](self)). Cloning shares it.
 #[derive(Clone)]
-pub struct EventBroadcaster {
+pub struct EventsV1Broadcaster {
     fanout: Fanout<Event>,
     sink: Arc<dyn EventSink<Event>>,
-    options: Arc<BroadcasterOptions>,
+    options: Arc<EventsV1BroadcasterOptions>,
     clock: EventClock,
 }
 
-impl fmt::Debug for EventBroadcaster {
+impl fmt::Debug for EventsV1Broadcaster {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EventBroadcaster")
+        f.debug_struct("EventsV1Broadcaster")
             .field("options", &self.options)
             .field("dropped_events", &self.dropped_events())
             .finish_non_exhaustive()
     }
 }
 
-impl EventBroadcaster {
+impl EventsV1Broadcaster {
     /// A broadcaster writing to `sink` with client-go's defaults (client-go's
     /// `NewBroadcaster(sink)`); `clientset.events_v1().events("")` is such a sink.
     pub fn new(sink: impl EventSink<Event>) -> Self {
-        Self::build(Arc::new(sink), BroadcasterOptions::default())
+        Self::build(Arc::new(sink), EventsV1BroadcasterOptions::default())
     }
 
     /// A broadcaster with `options`: the queue must hold at least one event and both
     /// periods must be positive.
     pub fn with_options(
         sink: impl EventSink<Event>,
-        options: BroadcasterOptions,
+        options: EventsV1BroadcasterOptions,
     ) -> Result<Self, EventError> {
         let invalid = |option: &'static str, reason: &str| EventError::InvalidOption {
             option,
@@ -140,7 +140,7 @@ impl EventBroadcaster {
         Ok(Self::build(Arc::new(sink), options))
     }
 
-    fn build(sink: Arc<dyn EventSink<Event>>, options: BroadcasterOptions) -> Self {
+    fn build(sink: Arc<dyn EventSink<Event>>, options: EventsV1BroadcasterOptions) -> Self {
         Self {
             fanout: Fanout::new(options.queue_length, options.metrics.clone()),
             sink,
@@ -152,7 +152,7 @@ impl EventBroadcaster {
     /// A recorder for `reporting_controller` (a qualified name such as
     /// `example.com/my-controller`), reporting as `<controller>-<hostname>` (client-go's
     /// `NewRecorder`).
-    pub fn new_recorder(&self, reporting_controller: &str) -> EventRecorder {
+    pub fn new_recorder(&self, reporting_controller: &str) -> EventsV1Recorder {
         let instance = format!("{reporting_controller}-{}", hostname());
         self.new_recorder_with_instance(reporting_controller, &instance)
     }
@@ -162,8 +162,8 @@ impl EventBroadcaster {
         &self,
         reporting_controller: &str,
         reporting_instance: &str,
-    ) -> EventRecorder {
-        EventRecorder {
+    ) -> EventsV1Recorder {
+        EventsV1Recorder {
             fanout: self.fanout.clone(),
             reporting_controller: reporting_controller.to_owned(),
             reporting_instance: reporting_instance.to_owned(),
@@ -277,7 +277,7 @@ struct Kept {
 /// The broadcaster's memory of written events (client-go's `eventCache`).
 struct SeriesCache {
     sink: Arc<dyn EventSink<Event>>,
-    options: Arc<BroadcasterOptions>,
+    options: Arc<EventsV1BroadcasterOptions>,
     clock: EventClock,
     events: HashMap<String, Kept>,
 }
@@ -449,26 +449,27 @@ async fn record_event(sink: &dyn EventSink<Event>, event: &Event) -> Attempt<Eve
     }
 }
 
-/// Records events.k8s.io/v1 events (client-go's `events.EventRecorder`); made by
-/// [`EventBroadcaster::new_recorder`], cheap to clone, never waits.
+/// Records events.k8s.io/v1 events (client-go's `events.EventRecorder`, named apart from
+/// the core/v1 [`EventRecorder`](super::EventRecorder)); made by
+/// [`EventsV1Broadcaster::new_recorder`], cheap to clone, never waits.
 #[derive(Clone)]
-pub struct EventRecorder {
+pub struct EventsV1Recorder {
     fanout: Fanout<Event>,
     reporting_controller: String,
     reporting_instance: String,
     clock: EventClock,
 }
 
-impl fmt::Debug for EventRecorder {
+impl fmt::Debug for EventsV1Recorder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EventRecorder")
+        f.debug_struct("EventsV1Recorder")
             .field("reporting_controller", &self.reporting_controller)
             .field("reporting_instance", &self.reporting_instance)
             .finish_non_exhaustive()
     }
 }
 
-impl EventRecorder {
+impl EventsV1Recorder {
     /// Records that `action` was taken on `regarding` (and `related`, if any) because of
     /// `reason`, with a human-readable `note` (a `&str`, a `String` or `format_args!(…)`);
     /// client-go's `Eventf`. The Event goes into `regarding`'s namespace (`default` for
@@ -517,7 +518,7 @@ impl EventRecorder {
 /// (client-go's `EventBroadcasterAdapter`).
 #[derive(Debug, Clone)]
 pub struct EventBroadcasterAdapter {
-    events_v1: Option<EventBroadcaster>,
+    events_v1: Option<EventsV1Broadcaster>,
     core: super::EventBroadcaster,
     core_sink: kclient_typed::ResourceClient<k8s_openapi::api::core::v1::Event>,
 }
@@ -538,7 +539,8 @@ impl EventBroadcasterAdapter {
     /// The adapter with the API chosen by the caller: events.k8s.io/v1 when `events_v1`.
     pub fn choose(clientset: &Clientset, events_v1: bool) -> Self {
         Self {
-            events_v1: events_v1.then(|| EventBroadcaster::new(clientset.events_v1().events(""))),
+            events_v1: events_v1
+                .then(|| EventsV1Broadcaster::new(clientset.events_v1().events(""))),
             core: super::EventBroadcaster::new(),
             core_sink: clientset.core_v1().events(""),
         }
@@ -574,7 +576,7 @@ impl EventBroadcasterAdapter {
         self.core.new_recorder(name, "")
     }
 
-    /// Shuts both broadcasters down (see [`EventBroadcaster::shutdown`]);
+    /// Shuts both broadcasters down (see [`EventsV1Broadcaster::shutdown`]);
     /// [`Shutdown::TimedOut`] if either timed out.
     pub async fn shutdown(&self) -> Shutdown {
         let mut outcome = self.core.shutdown().await;
@@ -591,13 +593,13 @@ impl EventBroadcasterAdapter {
 #[derive(Debug, Clone)]
 pub enum AdapterRecorder {
     /// Writes events.k8s.io/v1 Events.
-    EventsV1(EventRecorder),
+    EventsV1(EventsV1Recorder),
     /// Writes core/v1 Events (client-go's `EventRecorderAdapter`).
     Core(super::EventRecorder),
 }
 
 impl AdapterRecorder {
-    /// [`EventRecorder::eventf`]; through core/v1, `related` and `action` are not recorded
+    /// [`EventsV1Recorder::eventf`]; through core/v1, `related` and `action` are not recorded
     /// (core/v1 Events written by client-go's adapter have neither) and `note` is the
     /// message.
     pub fn eventf(
@@ -619,3 +621,17 @@ impl AdapterRecorder {
         }
     }
 }
+
+/// The former name of [`EventsV1Broadcaster`].
+#[deprecated(note = "renamed `EventsV1Broadcaster`, apart from the core/v1 `EventBroadcaster`")]
+pub type EventBroadcaster = EventsV1Broadcaster;
+
+/// The former name of [`EventsV1Recorder`].
+#[deprecated(note = "renamed `EventsV1Recorder`, apart from the core/v1 `EventRecorder`")]
+pub type EventRecorder = EventsV1Recorder;
+
+/// The former name of [`EventsV1BroadcasterOptions`].
+#[deprecated(
+    note = "renamed `EventsV1BroadcasterOptions`, apart from the core/v1 `BroadcasterOptions`"
+)]
+pub type BroadcasterOptions = EventsV1BroadcasterOptions;

@@ -1,6 +1,6 @@
 //! [`LeaderElectionConfig`] and [`LeaderCallbacks`] (client-go's `LeaderElectionConfig` and
 //! `LeaderCallbacks`), the documented defaults, and the validation [`LeaderElector::new`]
-//! does ([`ConfigError`]).
+//! does ([`LeaderElectionConfigError`]).
 //!
 //! [`LeaderElector::new`]: super::LeaderElector::new
 
@@ -132,7 +132,7 @@ impl fmt::Debug for LeaderCallbacks {
 ///
 /// [`new`](Self::new) fills in client-go's documented defaults (15 s / 10 s / 2 s); set the
 /// fields to change them. [`LeaderElector::new`](super::LeaderElector::new) checks them as
-/// client-go does ([`ConfigError`]).
+/// client-go does ([`LeaderElectionConfigError`]).
 #[derive(Debug, Clone)]
 pub struct LeaderElectionConfig<L> {
     /// What the election is held on, with this candidate's identity.
@@ -183,7 +183,7 @@ impl<L> LeaderElectionConfig<L> {
 /// `NewLeaderElector` checks, in its order).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum LeaderElectionConfigError {
     /// `lease_duration <= renew_deadline`: others could take over while the leader still
     /// believes it leads.
     #[error("leaseDuration ({lease_duration:?}) must be greater than renewDeadline ({renew_deadline:?})")]
@@ -220,6 +220,11 @@ pub enum ConfigError {
     EmptyIdentity,
 }
 
+/// The former name of [`LeaderElectionConfigError`], named apart from kclient-rest's
+/// `ConfigError`.
+#[deprecated(note = "renamed `LeaderElectionConfigError`, apart from kclient-rest's `ConfigError`")]
+pub type ConfigError = LeaderElectionConfigError;
+
 /// The whole seconds written as the record's `leaseDurationSeconds`: the lease duration
 /// rounded up (client-go truncates, which would let others take over before a sub-second
 /// remainder has passed, and writes 0 for a lease under a second).
@@ -246,36 +251,42 @@ pub(crate) fn validate(
     retry_period: Duration,
     callbacks: LeaderCallbacks,
     identity: &str,
-) -> Result<Checked, ConfigError> {
+) -> Result<Checked, LeaderElectionConfigError> {
     if lease_duration <= renew_deadline {
-        return Err(ConfigError::LeaseDurationNotAboveRenewDeadline {
-            lease_duration,
-            renew_deadline,
-        });
+        return Err(
+            LeaderElectionConfigError::LeaseDurationNotAboveRenewDeadline {
+                lease_duration,
+                renew_deadline,
+            },
+        );
     }
     // In nanoseconds through a float, as Go's `time.Duration(JitterFactor*float64(...))`;
     // the cast saturates instead of overflowing.
     let jittered = (JITTER_FACTOR * retry_period.as_nanos() as f64) as u128;
     if renew_deadline.as_nanos() <= jittered {
-        return Err(ConfigError::RenewDeadlineNotAboveJitteredRetryPeriod {
-            renew_deadline,
-            retry_period,
-        });
+        return Err(
+            LeaderElectionConfigError::RenewDeadlineNotAboveJitteredRetryPeriod {
+                renew_deadline,
+                retry_period,
+            },
+        );
     }
     if retry_period.is_zero() {
-        return Err(ConfigError::ZeroRetryPeriod);
+        return Err(LeaderElectionConfigError::ZeroRetryPeriod);
     }
     let Some(lease_duration_seconds) = lease_duration_seconds(lease_duration) else {
-        return Err(ConfigError::LeaseDurationTooLong(lease_duration));
+        return Err(LeaderElectionConfigError::LeaseDurationTooLong(
+            lease_duration,
+        ));
     };
     let Some(on_started_leading) = callbacks.on_started_leading else {
-        return Err(ConfigError::MissingOnStartedLeading);
+        return Err(LeaderElectionConfigError::MissingOnStartedLeading);
     };
     let Some(on_stopped_leading) = callbacks.on_stopped_leading else {
-        return Err(ConfigError::MissingOnStoppedLeading);
+        return Err(LeaderElectionConfigError::MissingOnStoppedLeading);
     };
     if identity.is_empty() {
-        return Err(ConfigError::EmptyIdentity);
+        return Err(LeaderElectionConfigError::EmptyIdentity);
     }
     Ok(Checked {
         on_started_leading,

@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::config::{
-    validate, ConfigError, LeaderElectionConfig, NewLeader, StartedLeading, StoppedLeading,
-    JITTER_FACTOR,
+    validate, LeaderElectionConfig, LeaderElectionConfigError, NewLeader, StartedLeading,
+    StoppedLeading, JITTER_FACTOR,
 };
 use super::healthz::LeaseNotRenewed;
 use super::resource_lock::{LeaderElectionRecord, LeaseLock, Lock, VersionedRecord};
@@ -74,7 +74,7 @@ enum Stop {
 impl<L: Lock> LeaderElector<L> {
     /// A candidate with this configuration (client-go's `NewLeaderElector`), or why the
     /// configuration is refused. Ties the configuration's health check, if any, to it.
-    pub fn new(config: LeaderElectionConfig<L>) -> Result<Self, ConfigError> {
+    pub fn new(config: LeaderElectionConfig<L>) -> Result<Self, LeaderElectionConfigError> {
         let LeaderElectionConfig {
             lock,
             lease_duration,

@@ -143,9 +143,11 @@ pub mod resource_lock;
 mod token;
 
 pub use config::{
-    ConfigError, LeaderCallbacks, LeaderElectionConfig, LeaderWork, DEFAULT_LEASE_DURATION,
-    DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, JITTER_FACTOR,
+    LeaderCallbacks, LeaderElectionConfig, LeaderElectionConfigError, LeaderWork,
+    DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, JITTER_FACTOR,
 };
+#[allow(deprecated)]
+pub use config::ConfigError;
 pub use elector::LeaderElector;
 pub use healthz::{HealthzAdaptor, LeaseNotRenewed};
 pub use resource_lock::{LeaderElectionRecord, LeaseLock, LeaseLockError, Lock, VersionedRecord};
