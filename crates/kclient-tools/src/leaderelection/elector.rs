@@ -5,8 +5,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use k8s_openapi::jiff::Timestamp;
 use kclient_core::ApiStatus;
 use parking_lot::Mutex;
 use tokio::task::{JoinError, JoinHandle};
@@ -18,8 +16,8 @@ use super::config::{
     validate, LeaderElectionConfig, LeaderElectionConfigError, NewLeader, StartedLeading,
     StoppedLeading, JITTER_FACTOR,
 };
-use super::healthz::LeaseNotRenewed;
-use super::resource_lock::{LeaderElectionRecord, LeaseLock, Lock, VersionedRecord};
+use super::resource_lock::{LeaderElectionRecord, LeaseLock, Lock};
+use super::state::{ElectionState, LeaseNotRenewed};
 use super::token::LeaderToken;
 use crate::retry::jitter;
 
@@ -470,127 +468,5 @@ impl Drop for Leadership<'_> {
     fn drop(&mut self) {
         self.token.cancel();
         self.state.observed.lock().leading_until = None;
-    }
-}
-
-/// What an elector has observed, shared with its health check.
-#[derive(Debug)]
-pub(crate) struct ElectionState {
-    identity: String,
-    name: String,
-    lease_duration: Duration,
-    observed: Mutex<Observed>,
-}
-
-/// client-go's bookkeeping: `observedRecord`, `observedRawRecord`, `observedTime`,
-/// `reportedLeader`, and whether this candidate leads.
-#[derive(Debug, Default)]
-struct Observed {
-    /// The record as last read or written by this candidate.
-    record: LeaderElectionRecord,
-    /// The record and its version as last read (compared with each new read to see a
-    /// change; client-go's `observedRawRecord` holds the record only).
-    read: Option<VersionedRecord>,
-    /// When `record` was last set, on this candidate's clock.
-    time: Option<Instant>,
-    /// The holder last reported to `on_new_leader`.
-    reported_leader: String,
-    /// While this candidate leads, the renew deadline: the instant it must stop acting as
-    /// leader unless a renewal succeeds first.
-    leading_until: Option<Instant>,
-    /// The last timestamp written, in microseconds (timestamps only go forward).
-    last_stamp: Option<i64>,
-}
-
-impl ElectionState {
-    fn observed_record(&self) -> LeaderElectionRecord {
-        self.observed.lock().record.clone()
-    }
-
-    /// `record` is what this candidate now knows, as of now (client-go's `setObservedRecord`).
-    fn set_observed_record(&self, record: LeaderElectionRecord) {
-        let mut observed = self.observed.lock();
-        observed.record = record;
-        observed.time = Some(Instant::now());
-    }
-
-    /// A record just read: if it or its version differs from the read before, it is a
-    /// change, seen now.
-    fn observe_read(&self, read: &VersionedRecord) {
-        let mut observed = self.observed.lock();
-        if observed.read.as_ref() != Some(read) {
-            observed.record = read.record.clone();
-            observed.time = Some(Instant::now());
-            observed.read = Some(read.clone());
-        }
-    }
-
-    /// Whether this candidate leads at `now`: it leads, and `now` is before its renew
-    /// deadline.
-    pub(crate) fn leads_at(&self, now: Instant) -> bool {
-        self.observed
-            .lock()
-            .leading_until
-            .is_some_and(|until| now < until)
-    }
-
-    /// Whether the record seen last names this candidate (client-go's `IsLeader`).
-    fn observed_holder_is_me(&self) -> bool {
-        self.observed.lock().record.holder_identity == self.identity
-    }
-
-    /// The holder seen last, when it is someone else.
-    fn other_holder(&self) -> Option<String> {
-        let observed = self.observed.lock();
-        let holder = &observed.record.holder_identity;
-        (!holder.is_empty() && *holder != self.identity).then(|| holder.clone())
-    }
-
-    /// Whether the lease seen last is still valid at `now`: less than its duration has
-    /// passed since this candidate saw it change (client-go's `isLeaseValid`).
-    fn lease_valid(&self, now: Instant) -> bool {
-        let observed = self.observed.lock();
-        let duration = Duration::from_secs(observed.record.lease_duration_seconds.max(0) as u64);
-        observed
-            .time
-            .is_some_and(|seen| seen.checked_add(duration).is_none_or(|end| end > now))
-    }
-
-    /// A timestamp for a record: now, to the microsecond a Lease keeps, and always after the
-    /// previous one, so that every record this candidate writes differs from the last.
-    fn timestamp(&self) -> MicroTime {
-        let now = Timestamp::now().as_microsecond();
-        let mut observed = self.observed.lock();
-        let micros = match observed.last_stamp {
-            Some(last) if now <= last => last + 1,
-            _ => now,
-        };
-        observed.last_stamp = Some(micros);
-        MicroTime(Timestamp::from_microsecond(micros).unwrap_or(Timestamp::MAX))
-    }
-
-    pub(crate) fn check(
-        &self,
-        max_tolerable_expired_lease: Duration,
-    ) -> Result<(), LeaseNotRenewed> {
-        let observed = self.observed.lock();
-        if observed.record.holder_identity != self.identity {
-            return Ok(());
-        }
-        let Some(seen) = observed.time else {
-            return Ok(());
-        };
-        let since = seen.elapsed();
-        if since
-            > self
-                .lease_duration
-                .saturating_add(max_tolerable_expired_lease)
-        {
-            return Err(LeaseNotRenewed {
-                name: self.name.clone(),
-                since,
-            });
-        }
-        Ok(())
     }
 }

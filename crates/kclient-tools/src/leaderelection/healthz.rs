@@ -6,18 +6,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::elector::{ElectionState, LeaderElector};
+use super::elector::LeaderElector;
 use super::resource_lock::Lock;
-
-/// A leader that has not renewed its lease for longer than it should have been able to.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("failed election to renew leadership on lease {name}: not renewed for {since:?}")]
-pub struct LeaseNotRenewed {
-    /// The election's name.
-    pub name: String,
-    /// How long ago this candidate last renewed (or saw renewed) the lease naming it.
-    pub since: Duration,
-}
+use super::state::{ElectionState, LeaseNotRenewed};
 
 /// A health check for a process that leads (client-go's `HealthzAdaptor`).
 ///

@@ -140,15 +140,17 @@ mod config;
 mod elector;
 mod healthz;
 pub mod resource_lock;
+mod state;
 mod token;
 
+#[allow(deprecated)]
+pub use config::ConfigError;
 pub use config::{
     LeaderCallbacks, LeaderElectionConfig, LeaderElectionConfigError, LeaderWork,
     DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, JITTER_FACTOR,
 };
-#[allow(deprecated)]
-pub use config::ConfigError;
 pub use elector::LeaderElector;
-pub use healthz::{HealthzAdaptor, LeaseNotRenewed};
+pub use healthz::HealthzAdaptor;
 pub use resource_lock::{LeaderElectionRecord, LeaseLock, LeaseLockError, Lock, VersionedRecord};
+pub use state::LeaseNotRenewed;
 pub use token::LeaderToken;

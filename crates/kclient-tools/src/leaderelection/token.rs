@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-use super::elector::ElectionState;
+use super::state::ElectionState;
 
 /// The *leader token*: what [`on_started_leading`](super::LeaderCallbacks::on_started_leading)
 /// gives the leader's work (client-go passes a `context.Context`).
