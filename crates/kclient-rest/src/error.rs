@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use kclient_core::{snippet, ApiError, ApiStatus, BoxError, Status, WatchDecodeError};
 
-use crate::auth::exec::ExecError;
+use crate::auth::exec_error::ExecError;
 use crate::config::ConfigError;
 use crate::kubeconfig::KubeconfigError;
-use crate::transport::tls::TlsError;
+use crate::transport::tls_error::TlsError;
 
 /// The error of every fallible operation of this crate.
 #[derive(Debug, thiserror::Error)]

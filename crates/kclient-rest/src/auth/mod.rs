@@ -3,6 +3,7 @@
 //! client-go's order, each skipped when the request already carries its header.
 
 pub(crate) mod exec;
+pub(crate) mod exec_error;
 pub(crate) mod impersonation;
 pub(crate) mod token_file;
 

@@ -10,6 +10,7 @@ pub(crate) mod conn_rotation;
 pub(crate) mod connector;
 pub(crate) mod pool;
 pub mod tls;
+pub(crate) mod tls_error;
 pub(crate) mod url;
 
 use std::sync::{Arc, OnceLock};
@@ -61,7 +62,7 @@ pub(crate) struct Transport {
 impl Transport {
     pub(crate) fn new(config: &Config) -> Result<Self, Error> {
         config.validate()?;
-        let base = BaseUrl::parse(config)?;
+        let base = BaseUrl::parse(&config.host, &config.tls)?;
         let tls = TlsMaterial::load(&config.tls)?;
         let net = NetOptions::new(config.proxy.clone(), config.disable_http2);
         let http = pool::shared_pool(&tls, &net)?;

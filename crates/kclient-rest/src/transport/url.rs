@@ -1,4 +1,4 @@
-//! [`BaseUrl`]: the server address of a [`Config`], the encoding of request paths and query
+//! [`BaseUrl`]: the server address of a [`Config`](crate::Config), the encoding of request paths and query
 //! strings, and how a URL is shown ([`redacted_url`]: never with its password).
 
 use std::borrow::Cow;
@@ -8,7 +8,7 @@ use http::uri::{Authority, Scheme};
 use http::Uri;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
-use crate::config::{Config, ConfigError};
+use crate::config::{ConfigError, TlsConfig};
 use crate::error::Error;
 
 /// Characters escaped in a path: everything but RFC 3986 `pchar` and `/`, so names such as
@@ -84,12 +84,13 @@ pub(crate) struct BaseUrl {
 impl BaseUrl {
     /// client-go's `DefaultServerURL`: a bare `host[:port]` gets `https` when TLS is configured
     /// (a CA, a client certificate or `insecure`) and `http` otherwise. Query and fragment are
-    /// dropped.
-    pub(crate) fn parse(config: &Config) -> Result<Self, Error> {
-        let host = config.host.trim();
+    /// dropped. `host` is a configuration's `host`, `tls` its TLS settings.
+    pub(crate) fn parse(host: &str, tls: &TlsConfig) -> Result<Self, Error> {
+        let given = host;
+        let host = host.trim();
         let invalid = |reason: &str| -> Error {
             ConfigError::InvalidHost {
-                host: redacted_url(&config.host).into_owned(),
+                host: redacted_url(given).into_owned(),
                 reason: reason.to_owned(),
             }
             .into()
@@ -100,7 +101,7 @@ impl BaseUrl {
         let with_scheme = if host.contains("://") {
             host.to_owned()
         } else {
-            let default_tls = config.tls.has_ca() || config.tls.has_cert() || config.tls.insecure;
+            let default_tls = tls.has_ca() || tls.has_cert() || tls.insecure;
             format!("{}://{host}", if default_tls { "https" } else { "http" })
         };
         let uri: Uri = with_scheme
@@ -205,7 +206,7 @@ mod tests {
     use super::*;
 
     fn base(host: &str) -> Result<BaseUrl, Error> {
-        BaseUrl::parse(&Config::new(host))
+        BaseUrl::parse(host, &TlsConfig::default())
     }
 
     #[test]
@@ -219,10 +220,12 @@ mod tests {
         assert_eq!(b.to_url_string(), "https://example.com/k8s/clusters/c-1");
         let b = base("localhost:8080").unwrap();
         assert!(!b.is_https(), "no TLS configured: http");
-        let mut c = Config::new("localhost:8443");
-        c.tls.insecure = true;
+        let tls = TlsConfig {
+            insecure: true,
+            ..TlsConfig::default()
+        };
         assert!(
-            BaseUrl::parse(&c).unwrap().is_https(),
+            BaseUrl::parse("localhost:8443", &tls).unwrap().is_https(),
             "TLS configured: https"
         );
         let b = base("HTTPS://[::1]:6443").unwrap();

@@ -16,6 +16,12 @@ use crate::rate_limit::RateLimiter;
 use crate::transport::url::redacted_url;
 use crate::warnings::WarningHandler;
 
+mod error;
+mod tls;
+
+pub use error::ConfigError;
+pub use tls::TlsConfig;
+
 /// client-go's default client-side QPS (`rest.DefaultQPS`).
 pub const DEFAULT_QPS: f32 = 5.0;
 /// client-go's default client-side burst (`rest.DefaultBurst`).
@@ -108,62 +114,6 @@ pub struct Config {
     pub disable_compression: bool,
 }
 
-/// TLS settings: which CAs to trust, which client certificate to present.
-///
-/// Inline data takes precedence over the corresponding file.
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
-pub struct TlsConfig {
-    /// A PEM file of CA certificates to trust instead of the system's.
-    pub ca_file: Option<PathBuf>,
-    /// PEM CA certificates to trust instead of the system's.
-    pub ca_data: Option<Vec<u8>>,
-    /// A PEM client certificate (chain) file. With `key_file` (and no inline data) the pair
-    /// rotates: both are read again every
-    /// [`CERT_CALLBACK_REFRESH_DURATION`](crate::CERT_CALLBACK_REFRESH_DURATION), and a
-    /// changed pair closes the pool's connections so that every request moves to it
-    /// (client-go's `transport/cert_rotation`).
-    pub cert_file: Option<PathBuf>,
-    /// A PEM client certificate (chain).
-    pub cert_data: Option<Vec<u8>>,
-    /// A PEM private key file for the client certificate.
-    pub key_file: Option<PathBuf>,
-    /// A PEM private key for the client certificate.
-    pub key_data: Option<Vec<u8>>,
-    /// The name to verify the server's certificate against, and to send as SNI, instead of the
-    /// host of [`Config::host`].
-    pub server_name: Option<String>,
-    /// Do not verify the server's certificate. Insecure: for tests only.
-    pub insecure: bool,
-}
-
-impl TlsConfig {
-    /// Whether a CA is configured.
-    pub fn has_ca(&self) -> bool {
-        self.ca_data.is_some() || self.ca_file.is_some()
-    }
-
-    /// Whether a client certificate is configured.
-    pub fn has_cert(&self) -> bool {
-        self.cert_data.is_some() || self.cert_file.is_some()
-    }
-}
-
-impl fmt::Debug for TlsConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let bytes = |d: &Option<Vec<u8>>| d.as_ref().map(|d| format!("<{} bytes>", d.len()));
-        f.debug_struct("TlsConfig")
-            .field("ca_file", &self.ca_file)
-            .field("ca_data", &bytes(&self.ca_data))
-            .field("cert_file", &self.cert_file)
-            .field("cert_data", &bytes(&self.cert_data))
-            .field("key_file", &self.key_file)
-            .field("key_data", &self.key_data.as_ref().map(|_| "<redacted>"))
-            .field("server_name", &self.server_name)
-            .field("insecure", &self.insecure)
-            .finish()
-    }
-}
-
 /// HTTP basic-auth credentials.
 #[derive(Clone, PartialEq, Eq)]
 pub struct BasicAuth {
@@ -225,56 +175,6 @@ impl fmt::Debug for Proxy {
             Proxy::Direct => f.write_str("Direct"),
         }
     }
-}
-
-/// Why a [`Config`] is unusable.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The host is not a URL or `host:port`.
-    #[error("invalid host {host:?}: {reason}")]
-    InvalidHost {
-        /// The host given, without a password in it (shown as Go's `url.URL.Redacted`
-        /// shows it: `user:xxxxx@`).
-        host: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// Not running in a pod: the service environment variables are missing.
-    #[error("unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be defined")]
-    NotInCluster,
-    /// A file the configuration needs could not be read.
-    #[error("cannot read {what} {path}: {source}")]
-    ReadFile {
-        /// What the file is.
-        what: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The proxy URL is unusable.
-    #[error("invalid proxy URL {url:?}: {reason}")]
-    InvalidProxy {
-        /// The URL, without its password (shown as Go's `url.URL.Redacted` shows it:
-        /// `user:xxxxx@`).
-        url: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// Options that cannot be combined, or a value out of range.
-    #[error("{0}")]
-    Invalid(String),
-    /// Neither a kubeconfig nor the in-cluster configuration could be used.
-    #[error("no usable configuration: kubeconfig: {kubeconfig}; in-cluster: {in_cluster}")]
-    Infer {
-        /// Why the kubeconfig could not be used.
-        #[source]
-        kubeconfig: Box<Error>,
-        /// Why the in-cluster configuration could not be used.
-        in_cluster: Box<Error>,
-    },
 }
 
 impl Default for Config {
@@ -363,7 +263,7 @@ impl Config {
     /// Validates what can be checked without I/O: a parseable host, no token together with
     /// basic auth, no CA together with `insecure`, a key with every certificate.
     pub fn validate(&self) -> Result<(), Error> {
-        crate::transport::url::BaseUrl::parse(self)?;
+        crate::transport::url::BaseUrl::parse(&self.host, &self.tls)?;
         let has_token = self.bearer_token.as_deref().is_some_and(|t| !t.is_empty())
             || self.bearer_token_file.is_some();
         if has_token && self.basic_auth.is_some() {
