@@ -90,6 +90,7 @@ pub mod pager;
 pub mod partial_object_metadata;
 pub mod patch;
 pub mod resource;
+pub mod resource_version;
 mod selector_error;
 pub mod snippet;
 pub mod status;
