@@ -75,6 +75,7 @@ pub mod crd;
 pub mod delete_response;
 pub mod dynamic_object;
 mod error_report;
+pub mod extract;
 pub mod fetched_list;
 pub mod field_error;
 pub mod fields;

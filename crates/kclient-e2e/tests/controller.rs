@@ -509,3 +509,142 @@ async fn the_write_helpers_agree_on_both_servers() -> Result<()> {
     )
     .await
 }
+
+/// client-go's `Extract<Kind>` on real managedFields: two appliers and an updater share a
+/// Deployment, a third applier writes a Widget's status; what each applier applied is read
+/// back from the stored objects, and changed and applied again under the same manager it
+/// changes only its own fields.
+async fn extract_scenario(target: &Target) -> Result<Transcript> {
+    let ns = Namespace::create(&target.client()?, "extract").await?;
+    let outcome = extract_steps(target, &ns.name).await;
+    ns.delete().await?;
+    outcome
+}
+
+async fn extract_steps(target: &Target, namespace: &str) -> Result<Transcript> {
+    use kclient_core::crd::CustomResourceExt;
+    use kclient_core::extract::{extract, extract_status};
+    use kclient_typed::ApplyOptions;
+    use widgets::Widget;
+
+    let mut t = Transcript::new();
+    let clientset = Clientset::new(target.config.clone())?;
+    let deployments = clientset.apps_v1().deployments(namespace);
+    let labels = json!({"app": "extract"});
+    let owner_config = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "web", "image": "registry.k8s.io/pause:3.10"}]}
+            }
+        }
+    });
+    deployments
+        .apply("web", &owner_config, &ApplyOptions::new("e2e-owner"))
+        .await?;
+    let sidecar_config = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "annotations": {"sidecar": "on"}},
+        "spec": {"template": {"spec": {"containers": [
+            {"name": "sidecar", "image": "registry.k8s.io/pause:3.10"}
+        ]}}}
+    });
+    deployments
+        .apply("web", &sidecar_config, &ApplyOptions::new("e2e-sidecar"))
+        .await?;
+    let patch = Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}}));
+    deployments
+        .patch(
+            "web",
+            &patch,
+            &PatchOptions {
+                field_manager: Some("e2e-updater".into()),
+                ..PatchOptions::default()
+            },
+        )
+        .await?;
+    let stored = deployments.get("web").await?;
+    for manager in ["e2e-owner", "e2e-sidecar", "e2e-updater", "nobody"] {
+        t.record(
+            format!("extract {manager}"),
+            shown(extract(&stored, manager)?, namespace),
+        );
+    }
+
+    // Extract, change, apply again: the owner scales to 2 and changes nothing else.
+    let mut intent = extract(&stored, "e2e-owner")?;
+    intent["spec"]["replicas"] = json!(2);
+    let reapplied = deployments
+        .apply("web", &intent, &ApplyOptions::new("e2e-owner"))
+        .await?;
+    let spec = &reapplied.spec;
+    let containers: Vec<_> = spec
+        .template
+        .spec
+        .iter()
+        .flat_map(|p| &p.containers)
+        .map(|c| c.name.clone())
+        .collect();
+    t.record(
+        "reapplied",
+        json!({
+            "replicas": spec.replicas,
+            "containers": containers,
+            "labels": reapplied.metadata.labels,
+            "owner": shown(extract(&reapplied, "e2e-owner")?, namespace),
+        }),
+    );
+
+    // The status subresource: a Widget's status applied by its own manager.
+    let clientset = Clientset::new(target.config.clone())?;
+    kclient_tools::crd::install_crd(&clientset, &Widget::crd(), LIMIT).await?;
+    let widgets = clientset.namespaced::<Widget>(namespace);
+    let widget = json!({
+        "apiVersion": "helpers.e2e.kclient.dev/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"size": 1}
+    });
+    widgets
+        .apply("w", &widget, &ApplyOptions::new("e2e-owner"))
+        .await?;
+    let status = json!({
+        "apiVersion": "helpers.e2e.kclient.dev/v1", "kind": "Widget",
+        "metadata": {"name": "w"},
+        "status": {"conditions": [{
+            "type": "Ready", "status": "True", "reason": "Up", "message": "up",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"
+        }]}
+    });
+    let stored = widgets
+        .apply_status("w", &status, &ApplyOptions::new("e2e-status"))
+        .await?;
+    t.record(
+        "widget status",
+        shown(extract_status(&stored, "e2e-status")?, namespace),
+    );
+    t.record(
+        "widget main",
+        shown(extract(&stored, "e2e-owner")?, namespace),
+    );
+    t.record(
+        "widget status of the owner",
+        shown(extract_status(&stored, "e2e-owner")?, namespace),
+    );
+    Ok(t)
+}
+
+/// `applied` with its namespace (a random name per run) shown as `<namespace>`.
+fn shown(mut applied: Value, namespace: &str) -> Value {
+    if applied["metadata"]["namespace"] == json!(namespace) {
+        applied["metadata"]["namespace"] = json!("<namespace>");
+    }
+    applied
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extract_agrees_on_both_servers() -> Result<()> {
+    run_everywhere("extract", |t| Box::pin(extract_scenario(t)), true).await
+}

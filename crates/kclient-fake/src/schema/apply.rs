@@ -50,7 +50,10 @@ fn walk(x: &Value, s: Option<&Schema>, resource: bool, path: &str, errs: &mut Ve
                 if resource && (k == "apiVersion" || k == "kind") {
                     continue;
                 }
-                if resource && k == "metadata" && !s.properties.contains_key("metadata") {
+                // A resource's metadata converts as ObjectMeta whatever the schema says of
+                // it (a CRD may declare `metadata: {type: object}`, as derived ones do):
+                // kube-apiserver types it with ObjectMeta's own schema.
+                if resource && k == "metadata" {
                     metadata(v, &child_path, errs);
                     continue;
                 }
@@ -161,6 +164,23 @@ mod tests {
             Some(
                 "errors:\n  .metadata.junk: field not declared in schema\n  .spec.emb.metadata.junk: field not declared in schema\n  .spec.emb.zz: field not declared in schema\n  .spec.list[0].b: field not declared in schema\n  .spec.ports[name=\"a\"].x: field not declared in schema"
             )
+        );
+    }
+
+    /// A CRD that declares `metadata` (as `#[derive(CustomResource)]` does): its ObjectMeta
+    /// fields convert, others do not (kube-apiserver, found by the e2e `extract` scenario).
+    #[test]
+    fn declared_metadata_converts_as_object_meta() {
+        let schema = Schema::from_json(&json!({"type": "object", "properties": {
+            "metadata": {"type": "object"},
+            "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}));
+        let applied = json!({"apiVersion": "x/v1", "kind": "X",
+            "metadata": {"name": "w", "labels": {"a": "b"}}, "spec": {"size": 1}});
+        assert_eq!(undeclared_fields(&schema, &applied), None);
+        let applied = json!({"metadata": {"name": "w", "junk": 1}});
+        assert_eq!(
+            undeclared_fields(&schema, &applied).as_deref(),
+            Some(".metadata.junk: field not declared in schema")
         );
     }
 }
