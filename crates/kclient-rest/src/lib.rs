@@ -6,7 +6,8 @@
 //! - [`RestClient`] is the HTTP client of one server and identity: hyper with rustls (HTTP/1.1
 //!   and HTTP/2 with keep-alive pings), one connection pool per distinct TLS configuration,
 //!   bearer tokens (also re-read from a token file), client certificates (rotating when read
-//!   from files: [`CERT_CALLBACK_REFRESH_DURATION`]), basic auth, exec
+//!   from files: [`CERT_CALLBACK_REFRESH_DURATION`]; a CA file too: [`CA_REFRESH_DURATION`]),
+//!   basic auth, exec
 //!   credential plugins, impersonation, proxies, and one client-side token bucket
 //!   ([`RateLimiter`], client-go's 5 QPS / burst 10 by default) shared by every request.
 //! - [`Request`] builds a request the way the API is laid out (group-version, namespace,
@@ -114,6 +115,7 @@ pub use request::{AsPatch, ByteStream, Request};
 pub use resource_requests::{object_name, RefusedRequest, ResourceRequests};
 pub use response::Response;
 pub use retry::DEFAULT_MAX_RETRIES;
+pub use transport::ca_rotation::CA_REFRESH_DURATION;
 pub use transport::cert_rotation::CERT_CALLBACK_REFRESH_DURATION;
 pub use transport::connector::{DIAL_TIMEOUT, TCP_KEEPALIVE, TLS_HANDSHAKE_TIMEOUT};
 pub use transport::pool::{

@@ -1,5 +1,6 @@
 //! [`RequestMetrics`]: hooks for client-side request metrics (client-go's `tools/metrics`:
-//! request latency, result codes, retries, rate-limiter latency).
+//! request latency, result codes, retries, rate-limiter latency, exec plugin calls, CA file
+//! reloads).
 //!
 //! Set an implementation on [`Config::metrics`](crate::Config::metrics). With none set (the
 //! default) no label is even computed.
@@ -40,5 +41,12 @@ pub trait RequestMetrics: Send + Sync {
     /// `plugin_execution_error` or `client_internal_error`, as client-go's `ExecPluginCalls`.
     fn exec_plugin_call(&self, result: &str) {
         let _ = result;
+    }
+
+    /// One look at a rotating CA file (client-go's `TransportCAReloads`,
+    /// `rest_client_transport_ca_reload_total`): `success` with `updated` or `unchanged`,
+    /// `failure` with `read_error`, `empty` or `ca_parse_error`.
+    fn transport_ca_reload(&self, result: &str, reason: &str) {
+        let _ = (result, reason);
     }
 }

@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use http::Version;
-use kclient_rest::{Error, RestClient, TlsError, CERT_CALLBACK_REFRESH_DURATION};
+use kclient_rest::{
+    Error, RequestMetrics, RestClient, TlsError, CA_REFRESH_DURATION,
+    CERT_CALLBACK_REFRESH_DURATION,
+};
 use serde_json::json;
 use support::{config, json, Pki, TestServer};
 
@@ -377,4 +380,129 @@ async fn bad_tls_material_fails_at_construction() {
         RestClient::new(c).unwrap_err(),
         Error::Tls(TlsError::ReadFile { .. })
     ));
+}
+
+/// The CA reloads a client counted (client-go's `TransportCAReloads`).
+#[derive(Default)]
+struct CaReloads(parking_lot::Mutex<Vec<(String, String)>>);
+
+impl RequestMetrics for CaReloads {
+    fn transport_ca_reload(&self, result: &str, reason: &str) {
+        self.0.lock().push((result.into(), reason.into()));
+    }
+}
+
+/// client-go's `transport/ca_rotation.go` (`ClientsAllowCARotation`, on by default since
+/// 1.36; its tests in `ca_rotation_test.go`): a CA read from a file alone is read again by
+/// a request at least `caRefreshDuration` (5 minutes) after the last look; changed, new
+/// requests use connections that trust the new CAs while a watch already open goes on; an
+/// empty file, a file that does not parse or one that cannot be read keeps the CAs in use;
+/// each look is counted with client-go's result and reason.
+#[tokio::test(start_paused = true)]
+async fn a_rotated_ca_file_is_trusted_by_new_connections() {
+    let pki = Pki::new();
+    let events = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let open = events.clone();
+    let server = TestServer::https(pki.server_config(), move |r| {
+        let open = open.clone();
+        async move {
+            if r.uri.path() == "/watch" {
+                let (tx, response) = support::streaming(http::StatusCode::OK);
+                open.lock().push(tx);
+                response
+            } else {
+                json(200, json!({"major": "1"}))
+            }
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.crt");
+    std::fs::write(&ca_file, &pki.ca_pem).unwrap();
+    let reloads = Arc::new(CaReloads::default());
+    let mut c = config(&server.url());
+    c.tls.ca_file = Some(ca_file.clone());
+    c.metrics = Some(reloads.clone());
+    let client = RestClient::new(c).unwrap();
+    let version = || async { client.get().abs_path("/version").send().await };
+    version().await.unwrap();
+    let mut watch = client.get().abs_path("/watch").stream().await.unwrap();
+
+    // Another CA in the file: trusted only once the refresh period has passed.
+    std::fs::write(&ca_file, Pki::other_ca_pem()).unwrap();
+    version()
+        .await
+        .expect("within the refresh period, the CA read at first");
+    assert!(reloads.0.lock().is_empty(), "no look yet");
+    tokio::time::sleep(CA_REFRESH_DURATION).await;
+    match version().await.unwrap_err() {
+        Error::Tls(TlsError::Handshake { source, .. }) => {
+            assert!(
+                matches!(source, rustls::Error::InvalidCertificate(_)),
+                "{source:?}"
+            );
+        }
+        other => panic!("the new CA does not sign the server's certificate: {other:?}"),
+    }
+    assert_eq!(*reloads.0.lock(), [("success".into(), "updated".into())]);
+    events.lock()[0].send("still open\n".into()).unwrap();
+    let chunk = watch.next().await.unwrap().unwrap();
+    assert_eq!(
+        &chunk[..],
+        b"still open\n",
+        "the watch goes on on its connection"
+    );
+
+    // Empty, unparsable, unreadable: the CAs in use are kept (here, the other CA).
+    for (contents, reason) in [
+        (Some(""), "empty"),
+        (Some("not a certificate"), "ca_parse_error"),
+        (None, "read_error"),
+    ] {
+        match contents {
+            Some(text) => std::fs::write(&ca_file, text).unwrap(),
+            None => std::fs::remove_file(&ca_file).unwrap(),
+        }
+        tokio::time::sleep(CA_REFRESH_DURATION).await;
+        assert!(version().await.is_err(), "{reason}: still the other CA");
+        assert_eq!(
+            reloads.0.lock().last().unwrap(),
+            &("failure".to_owned(), reason.to_owned())
+        );
+    }
+
+    // The right CA again, and then the same file once more.
+    std::fs::write(&ca_file, &pki.ca_pem).unwrap();
+    tokio::time::sleep(CA_REFRESH_DURATION).await;
+    version().await.expect("the server's CA again");
+    tokio::time::sleep(CA_REFRESH_DURATION).await;
+    version().await.unwrap();
+    let looks = reloads.0.lock().clone();
+    assert_eq!(
+        looks[looks.len() - 2..],
+        [
+            ("success".to_owned(), "updated".to_owned()),
+            ("success".to_owned(), "unchanged".to_owned())
+        ]
+    );
+}
+
+/// CAs given inline (or inline and as a file) are never read again, as in client-go, which
+/// reloads only a CA that comes from a file alone.
+#[tokio::test(start_paused = true)]
+async fn inline_ca_data_does_not_rotate() {
+    let pki = Pki::new();
+    let server = server(&pki).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.crt");
+    std::fs::write(&ca_file, Pki::other_ca_pem()).unwrap();
+    let reloads = Arc::new(CaReloads::default());
+    let mut c = config(&server.url());
+    c.tls.ca_data = Some(pki.ca_pem.clone().into_bytes());
+    c.tls.ca_file = Some(ca_file);
+    c.metrics = Some(reloads.clone());
+    let client = RestClient::new(c).unwrap();
+    tokio::time::sleep(CA_REFRESH_DURATION * 2).await;
+    client.get().abs_path("/version").send().await.unwrap();
+    assert!(reloads.0.lock().is_empty());
 }

@@ -5,6 +5,7 @@
 //! when the request already has its header; sends through the shared connection pool; refreshes
 //! credentials and retries once on `401`; and maps failures to typed errors.
 
+pub(crate) mod ca_rotation;
 pub(crate) mod cert_rotation;
 pub(crate) mod conn_rotation;
 pub(crate) mod connector;
@@ -20,13 +21,14 @@ use http::header::{AUTHORIZATION, USER_AGENT};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use crate::auth::exec::ExecClusterInfo;
 use crate::auth::impersonation::{self, IMPERSONATE_USER};
 use crate::auth::{Authenticator, Credentials};
 use crate::config::Config;
 use crate::error::{chain_has_io_kind, Error};
+use ca_rotation::CaRotation;
 use pool::{NetOptions, Pool};
 use tls::{TlsError, TlsMaterial};
 use url::{redacted_uri, BaseUrl};
@@ -45,12 +47,10 @@ pub(crate) struct OutgoingRequest {
 /// The connection pool and the headers every request gets.
 pub(crate) struct Transport {
     base: BaseUrl,
-    tls: TlsMaterial,
     net: NetOptions,
-    http: Arc<Pool>,
-    /// The pool of HTTP/1.1-only connections (ALPN offers `http/1.1` alone), for protocol
-    /// upgrades; made on the first upgrade.
-    http1: OnceLock<Arc<Pool>>,
+    /// The TLS material and its pools, replaced when a rotating CA file changes.
+    pools: RwLock<Arc<Pools>>,
+    ca_rotation: Option<CaRotation>,
     /// The pools for the client certificate an exec plugin returned, replaced when it
     /// changes (the old pools' connections are closed then, as client-go's `CloseAll` does).
     exec_cert_pools: Mutex<Option<ExecCertPools>>,
@@ -65,7 +65,7 @@ impl Transport {
         let base = BaseUrl::parse(&config.host, &config.tls)?;
         let tls = TlsMaterial::load(&config.tls)?;
         let net = NetOptions::new(config.proxy.clone(), config.disable_http2);
-        let http = pool::shared_pool(&tls, &net)?;
+        let ca_rotation = CaRotation::of(&tls, config.metrics.clone());
         let cluster = config.exec.as_ref().map(|exec| {
             ExecClusterInfo::new(
                 base.to_url_string(),
@@ -89,10 +89,9 @@ impl Transport {
         }
         Ok(Self {
             base,
-            tls,
+            pools: RwLock::new(Arc::new(Pools::new(tls, &net)?)),
             net,
-            http,
-            http1: OnceLock::new(),
+            ca_rotation,
             exec_cert_pools: Mutex::new(None),
             auth,
             user_agent,
@@ -156,12 +155,13 @@ impl Transport {
         let request = builder
             .body(Full::new(req.body.clone()))
             .map_err(|e| Error::InvalidRequest(e.to_string()))?;
+        let pools = self.current_pools()?;
         let pool = match creds.and_then(|c| c.client_cert.as_ref()) {
-            Some((cert, key)) if self.tls.cert_pem.is_none() => {
-                self.exec_pool(cert, key, req.http1_only)?
+            Some((cert, key)) if pools.tls.cert_pem.is_none() => {
+                self.exec_pool(&pools.tls, cert, key, req.http1_only)?
             }
-            _ if req.http1_only => self.http1_pool()?,
-            _ => self.http.clone(),
+            _ if req.http1_only => pools.http1(&self.net)?,
+            _ => pools.http.clone(),
         };
         pool.client()
             .request(request)
@@ -169,27 +169,43 @@ impl Transport {
             .map_err(|e| classify(&req.uri, e))
     }
 
-    /// The pool of HTTP/1.1-only connections with the configuration's TLS and proxy.
-    fn http1_pool(&self) -> Result<Arc<Pool>, Error> {
-        if let Some(pool) = self.http1.get() {
-            return Ok(pool.clone());
-        }
-        let pool = pool::shared_pool(&self.tls, &self.net.http1_only())?;
-        Ok(self.http1.get_or_init(|| pool).clone())
+    /// The pools to send with: those of the CAs the file now holds, when they rotated.
+    fn current_pools(&self) -> Result<Arc<Pools>, Error> {
+        let current = self.pools.read().clone();
+        let Some(fresh) = self
+            .ca_rotation
+            .as_ref()
+            .and_then(|rotation| rotation.check(&current.tls))
+        else {
+            return Ok(current);
+        };
+        let pools = Arc::new(Pools::new(fresh, &self.net)?);
+        *self.pools.write() = Arc::clone(&pools);
+        Ok(pools)
     }
 
     /// The pool presenting an exec plugin's client certificate (HTTP/1.1-only for an
-    /// upgrade). When the plugin returns another certificate, new pools present it and the
-    /// old pools' connections are closed (client-go's certificate callback rotation).
-    fn exec_pool(&self, cert: &[u8], key: &[u8], http1_only: bool) -> Result<Arc<Pool>, Error> {
+    /// upgrade), trusting `tls`'s CAs. When the plugin returns another certificate, new
+    /// pools present it and the old pools' connections are closed (client-go's certificate
+    /// callback rotation); when the CAs rotated, new pools trust the new ones and the old
+    /// pools' connections finish what they carry.
+    fn exec_pool(
+        &self,
+        tls: &TlsMaterial,
+        cert: &[u8],
+        key: &[u8],
+        http1_only: bool,
+    ) -> Result<Arc<Pool>, Error> {
         let mut slot = self.exec_cert_pools.lock();
         if let Some(old) = slot.take_if(|pools| pools.cert != cert) {
             tracing::info!("the exec plugin returned a new client certificate: closing the connections that present the old one");
             old.close_all();
         }
+        slot.take_if(|pools| pools.ca_pem != tls.ca_pem);
         let pools = slot.get_or_insert_with(|| ExecCertPools {
             cert: cert.to_vec(),
             key: key.to_vec(),
+            ca_pem: tls.ca_pem.clone(),
             any: None,
             http1: None,
         });
@@ -202,7 +218,7 @@ impl Transport {
             cert_pem: Some(pools.cert.clone()),
             key_pem: Some(pools.key.clone()),
             cert_files: None,
-            ..self.tls.clone()
+            ..tls.clone()
         };
         let entry = if http1_only {
             &mut pools.http1
@@ -218,10 +234,41 @@ impl Transport {
     }
 }
 
+/// The pools of one TLS configuration.
+struct Pools {
+    tls: TlsMaterial,
+    /// HTTP/2 or HTTP/1.1, as ALPN decides.
+    http: Arc<Pool>,
+    /// HTTP/1.1 only (ALPN offers `http/1.1` alone), for protocol upgrades; made on the first
+    /// upgrade.
+    http1: OnceLock<Arc<Pool>>,
+}
+
+impl Pools {
+    fn new(tls: TlsMaterial, net: &NetOptions) -> Result<Self, Error> {
+        Ok(Self {
+            http: pool::shared_pool(&tls, net)?,
+            tls,
+            http1: OnceLock::new(),
+        })
+    }
+
+    /// The pool of HTTP/1.1-only connections with this TLS configuration and `net`'s proxy.
+    fn http1(&self, net: &NetOptions) -> Result<Arc<Pool>, Error> {
+        if let Some(pool) = self.http1.get() {
+            return Ok(pool.clone());
+        }
+        let pool = pool::shared_pool(&self.tls, &net.http1_only())?;
+        Ok(self.http1.get_or_init(|| pool).clone())
+    }
+}
+
 /// The pools presenting one client certificate from an exec plugin.
 struct ExecCertPools {
     cert: Vec<u8>,
     key: Vec<u8>,
+    /// The CAs the pools trust.
+    ca_pem: Option<Vec<u8>>,
     /// HTTP/2 or HTTP/1.1, as ALPN decides.
     any: Option<Arc<Pool>>,
     /// HTTP/1.1 only, for upgrades.

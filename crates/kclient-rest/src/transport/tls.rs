@@ -19,6 +19,9 @@ pub use super::tls_error::TlsError;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct TlsMaterial {
     pub(crate) ca_pem: Option<Vec<u8>>,
+    /// Where `ca_pem` was read from, when it came from a file and nothing else: the CAs
+    /// rotate ([`ca_rotation`](super::ca_rotation)).
+    pub(crate) ca_file: Option<PathBuf>,
     pub(crate) cert_pem: Option<Vec<u8>>,
     pub(crate) key_pem: Option<Vec<u8>>,
     /// Where `cert_pem` and `key_pem` were read from, when both came from files: the pair
@@ -48,6 +51,7 @@ impl TlsMaterial {
         };
         Ok(Self {
             ca_pem: pick(&tls.ca_data, &tls.ca_file, "CA file")?,
+            ca_file: tls.ca_file.clone().filter(|_| tls.ca_data.is_none()),
             cert_pem: pick(&tls.cert_data, &tls.cert_file, "client certificate file")?,
             key_pem: pick(&tls.key_data, &tls.key_file, "client key file")?,
             cert_files: cert_files(tls),
@@ -110,7 +114,7 @@ impl TlsMaterial {
         Ok(config)
     }
 
-    fn root_store(&self) -> Result<RootCertStore, TlsError> {
+    pub(crate) fn root_store(&self) -> Result<RootCertStore, TlsError> {
         match &self.ca_pem {
             Some(pem) => {
                 let mut store = RootCertStore::empty();
