@@ -27,8 +27,8 @@ pub const ACCEPT_AGGREGATED_V2: &str =
 pub const ACCEPT_LEGACY: &str = "application/json";
 
 /// The `Accept` header of a discovery request: aggregated v2 first, legacy JSON as the fallback
-/// (client-go sends v2, v2beta1 and v1; v2beta1 is gone from Kubernetes 1.36 on, so kclient
-/// does not ask for it).
+/// (client-go v0.37's `AcceptV2` and `AcceptV1`; the v2beta1 format, which Kubernetes 1.36
+/// stopped serving, is asked for by neither).
 pub const ACCEPT_DISCOVERY: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
 
