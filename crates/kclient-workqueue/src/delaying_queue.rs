@@ -25,54 +25,12 @@ pub struct DelayingQueueConfig<T> {
     pub queue: Option<WorkQueue<T>>,
 }
 
-impl<T> Default for DelayingQueueConfig<T> {
-    fn default() -> Self {
-        Self {
-            name: String::new(),
-            metrics_provider: None,
-            queue: None,
-        }
-    }
-}
-
-impl<T> Clone for DelayingQueueConfig<T> {
-    fn clone(&self) -> Self {
-        Self {
-            name: self.name.clone(),
-            metrics_provider: self.metrics_provider.clone(),
-            queue: self.queue.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for DelayingQueueConfig<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DelayingQueueConfig")
-            .field("name", &self.name)
-            .field("metrics_provider", &self.metrics_provider.is_some())
-            .field("queue", &self.queue.is_some())
-            .finish()
-    }
-}
+queue_config!(DelayingQueueConfig { queue }, Clone);
 
 impl<T> DelayingQueueConfig<T> {
     /// An unnamed configuration without a metrics provider.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Sets the queue's name.
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Sets the queue's metrics provider.
-    #[must_use]
-    pub fn metrics_provider(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
-        self.metrics_provider = Some(provider);
-        self
     }
 
     /// Adds the delay to an existing queue instead of creating one.

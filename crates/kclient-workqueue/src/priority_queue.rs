@@ -100,44 +100,12 @@ pub struct PriorityQueueConfig<T> {
     pub rate_limiter: Option<Box<dyn TypedRateLimiter<T>>>,
 }
 
-impl<T> Default for PriorityQueueConfig<T> {
-    fn default() -> Self {
-        Self {
-            name: String::new(),
-            metrics_provider: None,
-            rate_limiter: None,
-        }
-    }
-}
-
-impl<T> fmt::Debug for PriorityQueueConfig<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PriorityQueueConfig")
-            .field("name", &self.name)
-            .field("metrics_provider", &self.metrics_provider.is_some())
-            .field("rate_limiter", &self.rate_limiter.is_some())
-            .finish()
-    }
-}
+queue_config!(PriorityQueueConfig { rate_limiter });
 
 impl<T> PriorityQueueConfig<T> {
     /// An unnamed configuration with the default rate limiter.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Sets the queue's name.
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Sets the queue's metrics provider.
-    #[must_use]
-    pub fn metrics_provider(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
-        self.metrics_provider = Some(provider);
-        self
     }
 
     /// Sets the rate limiter of rate-limited adds.

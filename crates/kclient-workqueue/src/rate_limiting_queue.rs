@@ -24,54 +24,12 @@ pub struct RateLimitingQueueConfig<T> {
     pub delaying_queue: Option<DelayingQueue<T>>,
 }
 
-impl<T> Default for RateLimitingQueueConfig<T> {
-    fn default() -> Self {
-        Self {
-            name: String::new(),
-            metrics_provider: None,
-            delaying_queue: None,
-        }
-    }
-}
-
-impl<T> Clone for RateLimitingQueueConfig<T> {
-    fn clone(&self) -> Self {
-        Self {
-            name: self.name.clone(),
-            metrics_provider: self.metrics_provider.clone(),
-            delaying_queue: self.delaying_queue.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for RateLimitingQueueConfig<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RateLimitingQueueConfig")
-            .field("name", &self.name)
-            .field("metrics_provider", &self.metrics_provider.is_some())
-            .field("delaying_queue", &self.delaying_queue.is_some())
-            .finish()
-    }
-}
+queue_config!(RateLimitingQueueConfig { delaying_queue }, Clone);
 
 impl<T> RateLimitingQueueConfig<T> {
     /// An unnamed configuration without a metrics provider.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Sets the queue's name.
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Sets the queue's metrics provider.
-    #[must_use]
-    pub fn metrics_provider(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
-        self.metrics_provider = Some(provider);
-        self
     }
 
     /// Rate-limits an existing delaying queue instead of creating one.
