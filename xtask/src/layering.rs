@@ -28,10 +28,11 @@ use crate::{workspace_metadata, workspace_root};
 pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     // The bottom: no kclient dependency at all.
     ("kclient-core", &[]),
-    ("kclient-workqueue", &[]),
     ("kclient-testkit", &[]),
     ("kclient-derive", &[]),
     ("kclient-webhook", &["kclient-core"]),
+    // The queue's overall rate limiter is kclient-core's token bucket.
+    ("kclient-workqueue", &["kclient-core"]),
     // Protobuf codecs on the k8s-openapi types and kclient-core's own (the REST layer's wire).
     ("kclient-protobuf", &["kclient-core"]),
     // HTTP, and the cache (which knows only kclient-core's ListerWatcher seams; its compact

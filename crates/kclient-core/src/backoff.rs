@@ -13,9 +13,8 @@
 //! Not here, on purpose: kclient-workqueue's `ItemExponentialFailureRateLimiter` (client-go's
 //! per-item rate limiter: a delay computed from an item's failure count, `base × 2ⁿ` capped,
 //! in exact integer arithmetic and without jitter, a different rule with its own pinned
-//! arithmetic; and kclient-workqueue depends on no kclient crate), and kclient-tools' per-key
-//! `flowcontrol::Backoff` (a map of keys that expire, client-go's `flowcontrol.Backoff`),
-//! which takes its jitter from here.
+//! arithmetic), and kclient-tools' per-key `flowcontrol::Backoff` (a map of keys that
+//! expire, client-go's `flowcontrol.Backoff`), which takes its jitter from here.
 //!
 //! ```
 //! use std::time::Duration;

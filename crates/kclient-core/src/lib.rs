@@ -31,7 +31,9 @@
 //! * Shared plumbing: [`CancellationToken`] (tokio-util's), which stops every layer's tasks,
 //!   [`BoxError`], the boxed error of user code and lower layers, and [`backoff`]
 //!   (apimachinery's `wait.Backoff` and `ExponentialBackoffManager`, on tokio's clock), which
-//!   the reflector and the retry helpers above share.
+//!   the reflector and the retry helpers above share, and [`token_bucket`] (x/time/rate's
+//!   `Limiter`, on tokio's clock), the REST client's throttle and the workqueue's bucket rate
+//!   limiter.
 //!
 //! The examples use the paths a program depending on the `kclient` facade writes
 //! (`kclient::core::…`); one depending on kclient-core alone writes `kclient_core::…`.
@@ -95,6 +97,7 @@ pub mod resource_version;
 mod selector_error;
 pub mod snippet;
 pub mod status;
+pub mod token_bucket;
 pub mod type_meta;
 pub mod watch_event;
 pub mod watch_frame;

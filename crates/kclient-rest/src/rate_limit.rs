@@ -1,40 +1,17 @@
 //! [`RateLimiter`]: the client-side token bucket (client-go's
-//! `flowcontrol.NewTokenBucketRateLimiter`), built on `governor`.
+//! `flowcontrol.NewTokenBucketRateLimiter`), kclient-core's [`TokenBucket`].
 //!
 //! One limiter is shared by every request of a [`RestClient`](crate::RestClient) and of all its
 //! clones, so a whole clientset spends one budget of `qps` requests per second with bursts of
 //! `burst`. Time comes from tokio's clock, so tests can drive it with a paused clock.
 
 use std::fmt;
-use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use governor::clock::Clock;
-use governor::middleware::NoOpMiddleware;
-use governor::state::{InMemoryState, NotKeyed};
-use governor::Quota;
+use kclient_core::token_bucket::TokenBucket;
 
 use crate::config::ConfigError;
-
-/// governor's clock, reading tokio's (pausable) clock.
-#[derive(Debug, Clone, Copy, Default)]
-struct TokioClock;
-
-impl Clock for TokioClock {
-    type Instant = std::time::Instant;
-
-    fn now(&self) -> Self::Instant {
-        tokio::time::Instant::now().into_std()
-    }
-}
-
-type Bucket = governor::RateLimiter<
-    NotKeyed,
-    InMemoryState,
-    TokioClock,
-    NoOpMiddleware<<TokioClock as Clock>::Instant>,
->;
 
 /// A token bucket: `qps` tokens per second, at most `burst` saved up. Cheap to clone; clones
 /// share the bucket.
@@ -53,7 +30,7 @@ type Bucket = governor::RateLimiter<
 /// ```
 #[derive(Clone)]
 pub struct RateLimiter {
-    bucket: Arc<Bucket>,
+    bucket: Arc<TokenBucket>,
     qps: f32,
     burst: u32,
 }
@@ -84,15 +61,11 @@ impl RateLimiter {
                 "a rate limiter needs a positive qps, not {qps}"
             )));
         }
-        let period = Duration::from_secs_f64(1.0 / f64::from(qps)).max(Duration::from_nanos(1));
-        let burst_nz = NonZeroU32::new(burst.max(1)).unwrap_or(NonZeroU32::MIN);
-        let quota = Quota::with_period(period)
-            .unwrap_or_else(|| Quota::per_second(NonZeroU32::MAX))
-            .allow_burst(burst_nz);
+        let burst = burst.max(1);
         Ok(Self {
-            bucket: Arc::new(governor::RateLimiter::direct_with_clock(quota, TokioClock)),
+            bucket: Arc::new(TokenBucket::new(f64::from(qps), burst as usize)),
             qps,
-            burst: burst_nz.get(),
+            burst,
         })
     }
 
@@ -113,7 +86,7 @@ impl RateLimiter {
 
     /// Takes a token if one is available now.
     pub fn try_acquire(&self) -> bool {
-        self.bucket.check().is_ok()
+        self.bucket.allow()
     }
 
     /// Waits for a token and takes it; returns how long it waited.
@@ -127,17 +100,21 @@ impl RateLimiter {
 
     /// Waits for a token, unless the wait would pass `deadline` (then fails at once, as
     /// `rate.Limiter.Wait` does with a context deadline).
+    ///
+    /// It takes the token only once it is there, rather than reserving it ahead and sleeping
+    /// as Go's `Wait` does: a request future dropped while it waits then spends nothing,
+    /// where Go's `Wait` has to cancel its reservation.
     pub(crate) async fn acquire_before(
         &self,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<Duration, WouldExceedDeadline> {
         let start = tokio::time::Instant::now();
         loop {
-            match self.bucket.check() {
-                Ok(()) => return Ok(start.elapsed()),
-                Err(not_until) => {
+            match self.bucket.reserve_within(Duration::ZERO) {
+                Ok(_) => return Ok(start.elapsed()),
+                Err(wait) => {
                     let now = tokio::time::Instant::now();
-                    let wait = not_until.wait_time_from(TokioClock.now());
+                    // A wait rounded down to nothing still has to let the clock move.
                     let wait = wait.max(Duration::from_nanos(1));
                     if let Some(deadline) = deadline {
                         let remaining = deadline.saturating_duration_since(now);

@@ -3,11 +3,12 @@
 
 use std::fmt;
 use std::hash::Hash;
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::metrics::MetricsProvider;
-use crate::queue::{TryGetError, WorkQueue, WorkQueueConfig};
+use crate::queue::{WorkQueue, WorkQueueConfig};
 
 /// Options for [`DelayingQueue::with_config`] (client-go's `TypedDelayingQueueConfig`).
 pub struct DelayingQueueConfig<T> {
@@ -24,54 +25,12 @@ pub struct DelayingQueueConfig<T> {
     pub queue: Option<WorkQueue<T>>,
 }
 
-impl<T> Default for DelayingQueueConfig<T> {
-    fn default() -> Self {
-        Self {
-            name: String::new(),
-            metrics_provider: None,
-            queue: None,
-        }
-    }
-}
-
-impl<T> Clone for DelayingQueueConfig<T> {
-    fn clone(&self) -> Self {
-        Self {
-            name: self.name.clone(),
-            metrics_provider: self.metrics_provider.clone(),
-            queue: self.queue.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for DelayingQueueConfig<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DelayingQueueConfig")
-            .field("name", &self.name)
-            .field("metrics_provider", &self.metrics_provider.is_some())
-            .field("queue", &self.queue.is_some())
-            .finish()
-    }
-}
+queue_config!(DelayingQueueConfig { queue }, Clone);
 
 impl<T> DelayingQueueConfig<T> {
     /// An unnamed configuration without a metrics provider.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Sets the queue's name.
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Sets the queue's metrics provider.
-    #[must_use]
-    pub fn metrics_provider(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
-        self.metrics_provider = Some(provider);
-        self
     }
 
     /// Adds the delay to an existing queue instead of creating one.
@@ -92,7 +51,7 @@ impl<T> DelayingQueueConfig<T> {
 /// * A delayed item enters the queue through the ordinary add, so dedup and the
 ///   dirty/processing rules apply to it when it becomes due.
 /// * Waiting items are kept in a min-heap indexed by item, so 100k pending delays cost
-///   O(log n) each, and a worker waiting in [`get`](Self::get) sleeps until exactly the next
+///   O(log n) each, and a worker waiting in [`get`](WorkQueue::get) sleeps until exactly the next
 ///   ready time (re-checking at least every 10 s, client-go's heartbeat).
 /// * After shut down, `add_after` is ignored and waiting items are dropped.
 ///
@@ -162,63 +121,17 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> DelayingQueue<T> {
     pub fn queue(&self) -> &WorkQueue<T> {
         &self.queue
     }
+}
 
-    /// The queue's name (empty for an unnamed queue).
-    pub fn name(&self) -> &str {
-        self.queue.name()
-    }
+/// The [`WorkQueue`] methods (`add`, `get`, `done`, `len`, `shut_down`, ...) are the
+/// delaying queue's own: it is that queue with a delay added, so it forwards them by
+/// dereferencing rather than by restating each one. Delayed items count in `len`, `get` and
+/// `try_get` once due; `shut_down` drops those not due yet.
+impl<T> Deref for DelayingQueue<T> {
+    type Target = WorkQueue<T>;
 
-    /// Marks `item` as needing processing now; see [`WorkQueue::add`].
-    pub fn add(&self, item: T) {
-        self.queue.add(item);
-    }
-
-    /// The number of items ready to be handed out; delayed items count once due. See
-    /// [`WorkQueue::len`].
-    pub fn len(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// Whether no item is ready to be handed out; see [`WorkQueue::is_empty`].
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
-    /// Waits for the next item, or `None` once shut down and drained; see [`WorkQueue::get`].
-    pub async fn get(&self) -> Option<T> {
-        self.queue.get().await
-    }
-
-    /// Takes the next item if one is ready, without waiting; see [`WorkQueue::try_get`].
-    ///
-    /// # Errors
-    ///
-    /// [`TryGetError::Empty`] when no item is ready (delayed items count once due),
-    /// [`TryGetError::ShutDown`] when the queue is shut down and empty.
-    pub fn try_get(&self) -> Result<T, TryGetError> {
-        self.queue.try_get()
-    }
-
-    /// Marks `item` as finished; see [`WorkQueue::done`].
-    pub fn done(&self, item: &T) {
-        self.queue.done(item);
-    }
-
-    /// Stops the queue and drops the delayed items that are not due yet; see
-    /// [`WorkQueue::shut_down`].
-    pub fn shut_down(&self) {
-        self.queue.shut_down();
-    }
-
-    /// Stops the queue and waits for the items being processed; see
-    /// [`WorkQueue::shut_down_with_drain`].
-    pub async fn shut_down_with_drain(&self) {
-        self.queue.shut_down_with_drain().await;
-    }
-
-    /// Whether the queue is shutting down; see [`WorkQueue::shutting_down`].
-    pub fn shutting_down(&self) -> bool {
-        self.queue.shutting_down()
+    fn deref(&self) -> &WorkQueue<T> {
+        &self.queue
     }
 }
 

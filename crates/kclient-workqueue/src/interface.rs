@@ -45,6 +45,7 @@ use std::hash::Hash;
 use std::time::Duration;
 
 use crate::delaying_queue::DelayingQueue;
+use crate::priority_queue::PriorityQueue;
 use crate::queue::{TryGetError, WorkQueue};
 use crate::rate_limiting_queue::RateLimitingQueue;
 
@@ -109,73 +110,89 @@ pub trait RateLimitingInterface<T>: DelayingInterface<T> {
     fn num_requeues(&self, item: &T) -> usize;
 }
 
-/// Implements [`QueueInterface`] for a queue type by its inherent methods of the same names.
-macro_rules! queue_interface_by_inherent_methods {
-    ($queue:ident) => {
+/// Implements one of the interfaces for a queue type by the inherent methods of the same
+/// names of `$base`, reached from the queue by `$to_base`: the queues that hold their own
+/// state ([`WorkQueue`], [`PriorityQueue`]) are their own base; the queues built on a lower
+/// layer (a [`DelayingQueue`] on its [`WorkQueue`], a [`RateLimitingQueue`] on its
+/// [`DelayingQueue`]) forward to it, as their inherent methods do by dereferencing to it.
+/// Each interface method is so written once, here.
+macro_rules! interface_by_inherent_methods {
+    (QueueInterface for $queue:ident => $base:ident by |$q:ident| $to_base:expr) => {
         impl<T: Clone + Eq + Hash + Send + Sync + 'static> QueueInterface<T> for $queue<T> {
             fn add(&self, item: T) {
-                $queue::add(self, item);
+                let $q = self;
+                $base::add($to_base, item);
             }
 
             fn len(&self) -> usize {
-                $queue::len(self)
+                let $q = self;
+                $base::len($to_base)
             }
 
             fn get(&self) -> impl Future<Output = Option<T>> + Send {
-                $queue::get(self)
+                let $q = self;
+                $base::get($to_base)
             }
 
             fn try_get(&self) -> Result<T, TryGetError> {
-                $queue::try_get(self)
+                let $q = self;
+                $base::try_get($to_base)
             }
 
             fn done(&self, item: &T) {
-                $queue::done(self, item);
+                let $q = self;
+                $base::done($to_base, item);
             }
 
             fn shut_down(&self) {
-                $queue::shut_down(self);
+                let $q = self;
+                $base::shut_down($to_base);
             }
 
             fn shut_down_with_drain(&self) -> impl Future<Output = ()> + Send {
-                $queue::shut_down_with_drain(self)
+                let $q = self;
+                $base::shut_down_with_drain($to_base)
             }
 
             fn shutting_down(&self) -> bool {
-                $queue::shutting_down(self)
+                let $q = self;
+                $base::shutting_down($to_base)
+            }
+        }
+    };
+    (DelayingInterface for $queue:ident => $base:ident by |$q:ident| $to_base:expr) => {
+        impl<T: Clone + Eq + Hash + Send + Sync + 'static> DelayingInterface<T> for $queue<T> {
+            fn add_after(&self, item: T, delay: Duration) {
+                let $q = self;
+                $base::add_after($to_base, item, delay);
+            }
+        }
+    };
+    (RateLimitingInterface for $queue:ident) => {
+        impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingInterface<T> for $queue<T> {
+            fn add_rate_limited(&self, item: T) {
+                $queue::add_rate_limited(self, item);
+            }
+
+            fn forget(&self, item: &T) {
+                $queue::forget(self, item);
+            }
+
+            fn num_requeues(&self, item: &T) -> usize {
+                $queue::num_requeues(self, item)
             }
         }
     };
 }
 
-queue_interface_by_inherent_methods!(WorkQueue);
-queue_interface_by_inherent_methods!(DelayingQueue);
-queue_interface_by_inherent_methods!(RateLimitingQueue);
-
-impl<T: Clone + Eq + Hash + Send + Sync + 'static> DelayingInterface<T> for DelayingQueue<T> {
-    fn add_after(&self, item: T, delay: Duration) {
-        DelayingQueue::add_after(self, item, delay);
-    }
-}
-
-impl<T: Clone + Eq + Hash + Send + Sync + 'static> DelayingInterface<T> for RateLimitingQueue<T> {
-    fn add_after(&self, item: T, delay: Duration) {
-        RateLimitingQueue::add_after(self, item, delay);
-    }
-}
-
-impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingInterface<T>
-    for RateLimitingQueue<T>
-{
-    fn add_rate_limited(&self, item: T) {
-        RateLimitingQueue::add_rate_limited(self, item);
-    }
-
-    fn forget(&self, item: &T) {
-        RateLimitingQueue::forget(self, item);
-    }
-
-    fn num_requeues(&self, item: &T) -> usize {
-        RateLimitingQueue::num_requeues(self, item)
-    }
-}
+interface_by_inherent_methods!(QueueInterface for WorkQueue => WorkQueue by |q| q);
+interface_by_inherent_methods!(QueueInterface for DelayingQueue => WorkQueue by |q| q.queue());
+interface_by_inherent_methods!(QueueInterface for RateLimitingQueue => WorkQueue by |q| q.queue());
+interface_by_inherent_methods!(QueueInterface for PriorityQueue => PriorityQueue by |q| q);
+interface_by_inherent_methods!(DelayingInterface for DelayingQueue => DelayingQueue by |q| q);
+interface_by_inherent_methods!(
+    DelayingInterface for RateLimitingQueue => DelayingQueue by |q| q.delaying_queue()
+);
+interface_by_inherent_methods!(DelayingInterface for PriorityQueue => PriorityQueue by |q| q);
+interface_by_inherent_methods!(RateLimitingInterface for RateLimitingQueue);
+interface_by_inherent_methods!(RateLimitingInterface for PriorityQueue);

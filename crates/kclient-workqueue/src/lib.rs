@@ -123,6 +123,10 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+// First: the macro it defines is used by the queue modules below.
+#[macro_use]
+mod queue_config;
+
 mod delay_heap;
 mod delaying_queue;
 mod interface;

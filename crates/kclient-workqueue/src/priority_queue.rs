@@ -19,7 +19,6 @@
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::future::Future;
 use std::hash::Hash;
 use std::pin::pin;
 use std::sync::{Arc, Weak};
@@ -29,7 +28,6 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::interface::{DelayingInterface, QueueInterface, RateLimitingInterface};
 use crate::metrics::{
     resolve_provider, spawn_unfinished_work_updater, CounterMetric, MetricsProvider, QueueMetrics,
 };
@@ -102,44 +100,12 @@ pub struct PriorityQueueConfig<T> {
     pub rate_limiter: Option<Box<dyn TypedRateLimiter<T>>>,
 }
 
-impl<T> Default for PriorityQueueConfig<T> {
-    fn default() -> Self {
-        Self {
-            name: String::new(),
-            metrics_provider: None,
-            rate_limiter: None,
-        }
-    }
-}
-
-impl<T> fmt::Debug for PriorityQueueConfig<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PriorityQueueConfig")
-            .field("name", &self.name)
-            .field("metrics_provider", &self.metrics_provider.is_some())
-            .field("rate_limiter", &self.rate_limiter.is_some())
-            .finish()
-    }
-}
+queue_config!(PriorityQueueConfig { rate_limiter });
 
 impl<T> PriorityQueueConfig<T> {
     /// An unnamed configuration with the default rate limiter.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Sets the queue's name.
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Sets the queue's metrics provider.
-    #[must_use]
-    pub fn metrics_provider(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
-        self.metrics_provider = Some(provider);
-        self
     }
 
     /// Sets the rate limiter of rate-limited adds.
@@ -608,59 +574,5 @@ impl<T: Clone + Eq + Hash> State<T> {
         }
         self.handed_out.insert(item.clone(), ());
         Attempt::Item(item, priority)
-    }
-}
-
-impl<T: Clone + Eq + Hash + Send + Sync + 'static> QueueInterface<T> for PriorityQueue<T> {
-    fn add(&self, item: T) {
-        PriorityQueue::add(self, item);
-    }
-
-    fn len(&self) -> usize {
-        PriorityQueue::len(self)
-    }
-
-    fn get(&self) -> impl Future<Output = Option<T>> + Send {
-        PriorityQueue::get(self)
-    }
-
-    fn try_get(&self) -> Result<T, TryGetError> {
-        PriorityQueue::try_get(self)
-    }
-
-    fn done(&self, item: &T) {
-        PriorityQueue::done(self, item);
-    }
-
-    fn shut_down(&self) {
-        PriorityQueue::shut_down(self);
-    }
-
-    fn shut_down_with_drain(&self) -> impl Future<Output = ()> + Send {
-        PriorityQueue::shut_down_with_drain(self)
-    }
-
-    fn shutting_down(&self) -> bool {
-        PriorityQueue::shutting_down(self)
-    }
-}
-
-impl<T: Clone + Eq + Hash + Send + Sync + 'static> DelayingInterface<T> for PriorityQueue<T> {
-    fn add_after(&self, item: T, delay: Duration) {
-        PriorityQueue::add_after(self, item, delay);
-    }
-}
-
-impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingInterface<T> for PriorityQueue<T> {
-    fn add_rate_limited(&self, item: T) {
-        PriorityQueue::add_rate_limited(self, item);
-    }
-
-    fn forget(&self, item: &T) {
-        PriorityQueue::forget(self, item);
-    }
-
-    fn num_requeues(&self, item: &T) -> usize {
-        PriorityQueue::num_requeues(self, item)
     }
 }

@@ -48,34 +48,12 @@ pub struct WorkQueueConfig<T> {
     pub storage: Option<Box<dyn QueueStorage<T>>>,
 }
 
-impl<T> Default for WorkQueueConfig<T> {
-    fn default() -> Self {
-        Self {
-            name: String::new(),
-            metrics_provider: None,
-            storage: None,
-        }
-    }
-}
+queue_config!(WorkQueueConfig { storage });
 
 impl<T> WorkQueueConfig<T> {
     /// An unnamed configuration without a metrics provider, with the FIFO storage.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Sets the queue's name.
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Sets the queue's metrics provider.
-    #[must_use]
-    pub fn metrics_provider(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
-        self.metrics_provider = Some(provider);
-        self
     }
 
     /// Sets where the waiting items are kept (client-go's `TypedQueueConfig.Queue`), for an
@@ -84,16 +62,6 @@ impl<T> WorkQueueConfig<T> {
     pub fn storage(mut self, storage: impl QueueStorage<T> + 'static) -> Self {
         self.storage = Some(Box::new(storage));
         self
-    }
-}
-
-impl<T> fmt::Debug for WorkQueueConfig<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WorkQueueConfig")
-            .field("name", &self.name)
-            .field("metrics_provider", &self.metrics_provider.is_some())
-            .field("storage", &self.storage.is_some())
-            .finish()
     }
 }
 

@@ -3,12 +3,11 @@
 
 use std::fmt;
 use std::hash::Hash;
+use std::ops::Deref;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::delaying_queue::{DelayingQueue, DelayingQueueConfig};
 use crate::metrics::MetricsProvider;
-use crate::queue::{TryGetError, WorkQueue};
 use crate::rate_limiter::TypedRateLimiter;
 
 /// Options for [`RateLimitingQueue::with_config`] (client-go's
@@ -25,54 +24,12 @@ pub struct RateLimitingQueueConfig<T> {
     pub delaying_queue: Option<DelayingQueue<T>>,
 }
 
-impl<T> Default for RateLimitingQueueConfig<T> {
-    fn default() -> Self {
-        Self {
-            name: String::new(),
-            metrics_provider: None,
-            delaying_queue: None,
-        }
-    }
-}
-
-impl<T> Clone for RateLimitingQueueConfig<T> {
-    fn clone(&self) -> Self {
-        Self {
-            name: self.name.clone(),
-            metrics_provider: self.metrics_provider.clone(),
-            delaying_queue: self.delaying_queue.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for RateLimitingQueueConfig<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RateLimitingQueueConfig")
-            .field("name", &self.name)
-            .field("metrics_provider", &self.metrics_provider.is_some())
-            .field("delaying_queue", &self.delaying_queue.is_some())
-            .finish()
-    }
-}
+queue_config!(RateLimitingQueueConfig { delaying_queue }, Clone);
 
 impl<T> RateLimitingQueueConfig<T> {
     /// An unnamed configuration without a metrics provider.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Sets the queue's name.
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Sets the queue's metrics provider.
-    #[must_use]
-    pub fn metrics_provider(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
-        self.metrics_provider = Some(provider);
-        self
     }
 
     /// Rate-limits an existing delaying queue instead of creating one.
@@ -88,12 +45,12 @@ impl<T> RateLimitingQueueConfig<T> {
 ///
 /// The worker protocol, as in client-go:
 ///
-/// * [`get`](Self::get) an item; process it;
+/// * [`get`](crate::WorkQueue::get) an item; process it;
 /// * on success, [`forget`](Self::forget) it (its failure history is cleared);
 /// * on a failure worth retrying, [`add_rate_limited`](Self::add_rate_limited) it (it comes
 ///   back after the limiter's delay); after too many failures
 ///   ([`num_requeues`](Self::num_requeues)), `forget` it and give up;
-/// * in every case, [`done`](Self::done) it: `forget` does **not** release the item, only
+/// * in every case, [`done`](crate::WorkQueue::done) it: `forget` does **not** release the item, only
 ///   `done` does, and an item never marked done is never handed out again.
 ///
 /// ```
@@ -119,7 +76,7 @@ impl<T> RateLimitingQueueConfig<T> {
 /// # }
 /// ```
 ///
-/// A cheap handle, like [`WorkQueue`]: clone it freely; the clones share the queue and the
+/// A cheap handle, like [`WorkQueue`](crate::WorkQueue): clone it freely; the clones share the queue and the
 /// limiter.
 pub struct RateLimitingQueue<T> {
     queue: DelayingQueue<T>,
@@ -184,7 +141,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingQueue<T> {
     }
 
     /// Clears `item`'s failure history in the rate limiter (client-go's `Forget`). It does
-    /// **not** take the item out of the queue, and it does not replace [`done`](Self::done).
+    /// **not** take the item out of the queue, and it does not replace [`done`](crate::WorkQueue::done).
     pub fn forget(&self, item: &T) {
         self.rate_limiter.forget(item);
     }
@@ -204,70 +161,17 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingQueue<T> {
     pub fn delaying_queue(&self) -> &DelayingQueue<T> {
         &self.queue
     }
+}
 
-    /// The plain [`WorkQueue`] handle under this queue (same queue, same items).
-    pub fn queue(&self) -> &WorkQueue<T> {
-        self.queue.queue()
-    }
+/// The [`DelayingQueue`] methods (`add_after`) and, through it, the [`WorkQueue`](crate::WorkQueue) ones
+/// (`add`, `get`, `done`, `len`, `shut_down`, `queue`, ...) are the rate-limiting queue's own:
+/// it is that queue with a rate limiter added, so it forwards them by dereferencing rather
+/// than by restating each one. Rate-limited retries count in `len`, `get` and `try_get` once
+/// due.
+impl<T> Deref for RateLimitingQueue<T> {
+    type Target = DelayingQueue<T>;
 
-    /// Adds `item` once `delay` has passed; see [`DelayingQueue::add_after`].
-    pub fn add_after(&self, item: T, delay: Duration) {
-        self.queue.add_after(item, delay);
-    }
-
-    /// The queue's name (empty for an unnamed queue).
-    pub fn name(&self) -> &str {
-        self.queue.name()
-    }
-
-    /// Marks `item` as needing processing now; see [`WorkQueue::add`].
-    pub fn add(&self, item: T) {
-        self.queue.add(item);
-    }
-
-    /// The number of items ready to be handed out; see [`WorkQueue::len`].
-    pub fn len(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// Whether no item is ready to be handed out; see [`WorkQueue::is_empty`].
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
-    /// Waits for the next item, or `None` once shut down and drained; see [`WorkQueue::get`].
-    pub async fn get(&self) -> Option<T> {
-        self.queue.get().await
-    }
-
-    /// Takes the next item if one is ready, without waiting; see [`WorkQueue::try_get`].
-    ///
-    /// # Errors
-    ///
-    /// [`TryGetError::Empty`] when no item is ready (rate-limited retries count once due),
-    /// [`TryGetError::ShutDown`] when the queue is shut down and empty.
-    pub fn try_get(&self) -> Result<T, TryGetError> {
-        self.queue.try_get()
-    }
-
-    /// Marks `item` as finished; see [`WorkQueue::done`].
-    pub fn done(&self, item: &T) {
-        self.queue.done(item);
-    }
-
-    /// Stops the queue; see [`WorkQueue::shut_down`].
-    pub fn shut_down(&self) {
-        self.queue.shut_down();
-    }
-
-    /// Stops the queue and waits for the items being processed; see
-    /// [`WorkQueue::shut_down_with_drain`].
-    pub async fn shut_down_with_drain(&self) {
-        self.queue.shut_down_with_drain().await;
-    }
-
-    /// Whether the queue is shutting down; see [`WorkQueue::shutting_down`].
-    pub fn shutting_down(&self) -> bool {
-        self.queue.shutting_down()
+    fn deref(&self) -> &DelayingQueue<T> {
+        &self.queue
     }
 }

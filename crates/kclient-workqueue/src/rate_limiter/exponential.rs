@@ -4,10 +4,8 @@ use std::fmt;
 use std::hash::Hash;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-
+use super::failures::FailureCounts;
 use super::TypedRateLimiter;
-use crate::ItemMap;
 
 /// Per-item exponential backoff: the n-th failure of an item (n from 1) waits
 /// `base_delay * 2^(n-1)`, capped at `max_delay` (client-go's
@@ -31,7 +29,7 @@ use crate::ItemMap;
 /// assert_eq!(limiter.when(&"key"), Duration::from_millis(5));
 /// ```
 pub struct ItemExponentialFailureRateLimiter<T> {
-    failures: Mutex<ItemMap<T, usize>>,
+    failures: FailureCounts<T>,
     base_delay: Duration,
     max_delay: Duration,
 }
@@ -41,7 +39,7 @@ impl<T> fmt::Debug for ItemExponentialFailureRateLimiter<T> {
         f.debug_struct("ItemExponentialFailureRateLimiter")
             .field("base_delay", &self.base_delay)
             .field("max_delay", &self.max_delay)
-            .field("tracked_items", &self.failures.lock().len())
+            .field("tracked_items", &self.failures.tracked_items())
             .finish()
     }
 }
@@ -50,7 +48,7 @@ impl<T: Clone + Eq + Hash> ItemExponentialFailureRateLimiter<T> {
     /// A limiter starting at `base_delay` and capped at `max_delay`.
     pub fn new(base_delay: Duration, max_delay: Duration) -> Self {
         Self {
-            failures: Mutex::new(ItemMap::default()),
+            failures: FailureCounts::default(),
             base_delay,
             max_delay,
         }
@@ -91,29 +89,17 @@ impl<T: Clone + Eq + Hash + Send + Sync> TypedRateLimiter<T>
     for ItemExponentialFailureRateLimiter<T>
 {
     fn when(&self, item: &T) -> Duration {
-        let exponent = {
-            let mut failures = self.failures.lock();
-            match failures.get_mut(item) {
-                Some(count) => {
-                    let before = *count;
-                    *count = count.saturating_add(1);
-                    before
-                }
-                None => {
-                    failures.insert(item.clone(), 1);
-                    0
-                }
-            }
-        };
+        // The n-th failure waits base * 2^(n-1).
+        let exponent = self.failures.record(item) - 1;
         exponential_backoff(self.base_delay, self.max_delay, exponent)
     }
 
     fn forget(&self, item: &T) {
-        self.failures.lock().remove(item);
+        self.failures.forget(item);
     }
 
     fn num_requeues(&self, item: &T) -> usize {
-        self.failures.lock().get(item).copied().unwrap_or(0)
+        self.failures.count(item)
     }
 }
 

@@ -4,10 +4,8 @@ use std::fmt;
 use std::hash::Hash;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-
+use super::failures::FailureCounts;
 use super::TypedRateLimiter;
-use crate::ItemMap;
 
 /// Retries an item quickly for its first `max_fast_attempts` failures, then slowly
 /// (client-go's `TypedItemFastSlowRateLimiter`).
@@ -28,7 +26,7 @@ use crate::ItemMap;
 /// assert_eq!(limiter.when(&"key"), slow);
 /// ```
 pub struct ItemFastSlowRateLimiter<T> {
-    failures: Mutex<ItemMap<T, usize>>,
+    failures: FailureCounts<T>,
     max_fast_attempts: usize,
     fast_delay: Duration,
     slow_delay: Duration,
@@ -40,7 +38,7 @@ impl<T> fmt::Debug for ItemFastSlowRateLimiter<T> {
             .field("fast_delay", &self.fast_delay)
             .field("slow_delay", &self.slow_delay)
             .field("max_fast_attempts", &self.max_fast_attempts)
-            .field("tracked_items", &self.failures.lock().len())
+            .field("tracked_items", &self.failures.tracked_items())
             .finish()
     }
 }
@@ -50,7 +48,7 @@ impl<T: Clone + Eq + Hash> ItemFastSlowRateLimiter<T> {
     /// and `slow_delay` after that (client-go's argument order).
     pub fn new(fast_delay: Duration, slow_delay: Duration, max_fast_attempts: usize) -> Self {
         Self {
-            failures: Mutex::new(ItemMap::default()),
+            failures: FailureCounts::default(),
             max_fast_attempts,
             fast_delay,
             slow_delay,
@@ -60,20 +58,7 @@ impl<T: Clone + Eq + Hash> ItemFastSlowRateLimiter<T> {
 
 impl<T: Clone + Eq + Hash + Send + Sync> TypedRateLimiter<T> for ItemFastSlowRateLimiter<T> {
     fn when(&self, item: &T) -> Duration {
-        let failures = {
-            let mut map = self.failures.lock();
-            match map.get_mut(item) {
-                Some(count) => {
-                    *count = count.saturating_add(1);
-                    *count
-                }
-                None => {
-                    map.insert(item.clone(), 1);
-                    1
-                }
-            }
-        };
-        if failures <= self.max_fast_attempts {
+        if self.failures.record(item) <= self.max_fast_attempts {
             self.fast_delay
         } else {
             self.slow_delay
@@ -81,11 +66,11 @@ impl<T: Clone + Eq + Hash + Send + Sync> TypedRateLimiter<T> for ItemFastSlowRat
     }
 
     fn forget(&self, item: &T) {
-        self.failures.lock().remove(item);
+        self.failures.forget(item);
     }
 
     fn num_requeues(&self, item: &T) -> usize {
-        self.failures.lock().get(item).copied().unwrap_or(0)
+        self.failures.count(item)
     }
 }
 

@@ -21,6 +21,7 @@
 
 mod bucket;
 mod exponential;
+mod failures;
 mod fast_slow;
 mod max_of;
 mod with_max_wait;
@@ -53,29 +54,24 @@ pub trait TypedRateLimiter<T>: Send + Sync {
     fn num_requeues(&self, item: &T) -> usize;
 }
 
-impl<T, R: TypedRateLimiter<T> + ?Sized> TypedRateLimiter<T> for Box<R> {
-    fn when(&self, item: &T) -> Duration {
-        (**self).when(item)
-    }
-    fn forget(&self, item: &T) {
-        (**self).forget(item);
-    }
-    fn num_requeues(&self, item: &T) -> usize {
-        (**self).num_requeues(item)
-    }
+/// Implements [`TypedRateLimiter`] for a smart pointer by the limiter it points to.
+macro_rules! rate_limiter_through_pointer {
+    ($($pointer:ident),*) => {$(
+        impl<T, R: TypedRateLimiter<T> + ?Sized> TypedRateLimiter<T> for $pointer<R> {
+            fn when(&self, item: &T) -> Duration {
+                (**self).when(item)
+            }
+            fn forget(&self, item: &T) {
+                (**self).forget(item);
+            }
+            fn num_requeues(&self, item: &T) -> usize {
+                (**self).num_requeues(item)
+            }
+        }
+    )*};
 }
 
-impl<T, R: TypedRateLimiter<T> + ?Sized> TypedRateLimiter<T> for Arc<R> {
-    fn when(&self, item: &T) -> Duration {
-        (**self).when(item)
-    }
-    fn forget(&self, item: &T) {
-        (**self).forget(item);
-    }
-    fn num_requeues(&self, item: &T) -> usize {
-        (**self).num_requeues(item)
-    }
-}
+rate_limiter_through_pointer!(Box, Arc);
 
 /// The rate limiter client-go's controllers use (`DefaultTypedControllerRateLimiter`): the
 /// larger of a per-item exponential backoff (5 ms, 10 ms, 20 ms, … capped at 1000 s) and an
