@@ -123,12 +123,55 @@ fn is_int_or_string_any_of(any_of: Option<&Value>) -> bool {
 /// apiextensions' `validateStructuralInvariants`.
 fn invariants(s: &Value, lvl: Level, path: &str, errs: &mut Vec<FieldError>) {
     let Some(m) = obj(s) else { return };
-    let ty = str_of(m, "type");
+    invariants_of_children(m, lvl, path, errs);
     let int_or_string = flag(m, "x-kubernetes-int-or-string");
-    let preserve = flag(m, "x-kubernetes-preserve-unknown-fields");
     let embedded = flag(m, "x-kubernetes-embedded-resource");
+    let preserve = flag(m, "x-kubernetes-preserve-unknown-fields");
+    if int_or_string && preserve {
+        errs.push(FieldError::invalid(
+            &format!("{path}.x-kubernetes-preserve-unknown-fields"),
+            &json!(true),
+            "must be false if x-kubernetes-int-or-string is true",
+        ));
+    }
+    if int_or_string && embedded {
+        errs.push(FieldError::invalid(
+            &format!("{path}.x-kubernetes-embedded-resource"),
+            &json!(true),
+            "must be false if x-kubernetes-int-or-string is true",
+        ));
+    }
+    value_validation(
+        m,
+        is_int_or_string_any_of(m.get("anyOf")),
+        all_of_skips_any_of(m),
+        path,
+        errs,
+    );
+    type_invariants(m, lvl, path, errs);
+    resource_field_invariants(m, lvl, path, errs);
+    let has_properties = m
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    if embedded && !preserve && !has_properties {
+        errs.push(FieldError::required(
+            &format!("{path}.properties"),
+            "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
+        ));
+    }
+}
+
+/// The invariants of a node's `items`, `properties` and `additionalProperties` (an array
+/// needs `items`; the root has no `additionalProperties`).
+fn invariants_of_children(
+    m: &Map<String, Value>,
+    lvl: Level,
+    path: &str,
+    errs: &mut Vec<FieldError>,
+) {
     let items = m.get("items").filter(|i| i.is_object());
-    if ty == "array" && items.is_none() {
+    if str_of(m, "type") == "array" && items.is_none() {
         errs.push(FieldError::required(
             &format!("{path}.items"),
             "must be specified",
@@ -156,27 +199,13 @@ fn invariants(s: &Value, lvl: Level, path: &str, errs: &mut Vec<FieldError>) {
             );
         }
     }
-    if int_or_string && preserve {
-        errs.push(FieldError::invalid(
-            &format!("{path}.x-kubernetes-preserve-unknown-fields"),
-            &json!(true),
-            "must be false if x-kubernetes-int-or-string is true",
-        ));
-    }
-    if int_or_string && embedded {
-        errs.push(FieldError::invalid(
-            &format!("{path}.x-kubernetes-embedded-resource"),
-            &json!(true),
-            "must be false if x-kubernetes-int-or-string is true",
-        ));
-    }
-    value_validation(
-        m,
-        is_int_or_string_any_of(m.get("anyOf")),
-        all_of_skips_any_of(m),
-        path,
-        errs,
-    );
+}
+
+/// The rules on a node's `type`: set unless the node is int-or-string or preserves unknown
+/// fields, `object` for an embedded resource and at the root.
+fn type_invariants(m: &Map<String, Value>, lvl: Level, path: &str, errs: &mut Vec<FieldError>) {
+    let ty = str_of(m, "type");
+    let embedded = flag(m, "x-kubernetes-embedded-resource");
     if embedded && ty != "object" {
         let detail = "must be object if x-kubernetes-embedded-resource is true";
         if ty.is_empty() {
@@ -188,7 +217,10 @@ fn invariants(s: &Value, lvl: Level, path: &str, errs: &mut Vec<FieldError>) {
                 detail,
             ));
         }
-    } else if ty.is_empty() && !int_or_string && !preserve {
+    } else if ty.is_empty()
+        && !flag(m, "x-kubernetes-int-or-string")
+        && !flag(m, "x-kubernetes-preserve-unknown-fields")
+    {
         let detail = match lvl {
             Level::Root => "must not be empty at the root",
             Level::Item => "must not be empty for specified array items",
@@ -209,7 +241,17 @@ fn invariants(s: &Value, lvl: Level, path: &str, errs: &mut Vec<FieldError>) {
             "must be object at the root",
         ));
     }
-    let check_metadata = lvl == Level::Root || embedded;
+}
+
+/// The rules on `kind`, `apiVersion` and `metadata` of a resource (the root or an embedded
+/// resource).
+fn resource_field_invariants(
+    m: &Map<String, Value>,
+    lvl: Level,
+    path: &str,
+    errs: &mut Vec<FieldError>,
+) {
+    let check_metadata = lvl == Level::Root || flag(m, "x-kubernetes-embedded-resource");
     let props = m.get("properties").and_then(Value::as_object);
     if check_metadata {
         for k in ["kind", "apiVersion"] {
@@ -233,13 +275,6 @@ fn invariants(s: &Value, lvl: Level, path: &str, errs: &mut Vec<FieldError>) {
             &format!("{path}.properties[metadata]"),
             errs,
         );
-    }
-    let has_properties = props.is_some_and(|p| !p.is_empty());
-    if embedded && !preserve && !has_properties {
-        errs.push(FieldError::required(
-            &format!("{path}.properties"),
-            "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
-        ));
     }
 }
 
@@ -416,6 +451,33 @@ struct Ctx {
 /// apiextensions' `ValidateCustomResourceDefinitionOpenAPISchema` (without CEL).
 fn openapi(s: &Value, path: &str, is_root: bool, ctx: &Ctx, errs: &mut Vec<FieldError>) {
     let Some(m) = obj(s) else { return };
+    unsupported_keywords(m, path, ctx, errs);
+    openapi_of_children(m, path, is_root, ctx, errs);
+    if m.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(false)) {
+        errs.push(FieldError::invalid(
+            &format!("{path}.x-kubernetes-preserve-unknown-fields"),
+            &json!(false),
+            "must be true or undefined",
+        ));
+    }
+    map_type_checks(m, path, errs);
+    let list_type = m.get("x-kubernetes-list-type").and_then(Value::as_str);
+    if let Some(lt) = list_type {
+        list_type_checks(m, lt, path, errs);
+    }
+    let keys: Vec<&str> = m
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    list_map_keys_checks(m, list_type, &keys, path, errs);
+    map_list_keys(m, list_type, &keys, path, errs);
+}
+
+/// What a CRD schema may not say at all: an unknown type, `type: null`, a forbidden
+/// default, the JSON-schema keywords apiextensions does not support, a list of `items`
+/// schemas, an embedded resource inside resource meta, `uniqueItems`.
+fn unsupported_keywords(m: &Map<String, Value>, path: &str, ctx: &Ctx, errs: &mut Vec<FieldError>) {
     let at = |k: &str| format!("{path}.{k}");
     let ty = str_of(m, "type");
     if !ty.is_empty() && !TYPES.contains(&ty) {
@@ -433,13 +495,13 @@ fn openapi(s: &Value, path: &str, is_root: bool, ctx: &Ctx, errs: &mut Vec<Field
             ));
         }
     }
-    for (k, what) in [
-        ("id", "id"),
-        ("additionalItems", "additionalItems"),
-        ("patternProperties", "patternProperties"),
-        ("definitions", "definitions"),
-        ("dependencies", "dependencies"),
-        ("$ref", "$ref"),
+    for k in [
+        "id",
+        "additionalItems",
+        "patternProperties",
+        "definitions",
+        "dependencies",
+        "$ref",
     ] {
         let present = match m.get(k) {
             None | Some(Value::Null) => false,
@@ -452,7 +514,7 @@ fn openapi(s: &Value, path: &str, is_root: bool, ctx: &Ctx, errs: &mut Vec<Field
         if present {
             errs.push(FieldError::forbidden(
                 &at(k),
-                &format!("{what} is not supported"),
+                &format!("{k} is not supported"),
             ));
         }
     }
@@ -480,6 +542,18 @@ fn openapi(s: &Value, path: &str, is_root: bool, ctx: &Ctx, errs: &mut Vec<Field
             "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
         ));
     }
+}
+
+/// [`openapi`] of every schema inside a node (`additionalProperties`, `properties`, `not`,
+/// `allOf`/`oneOf`/`anyOf`, `items`), each with the context it sits in.
+fn openapi_of_children(
+    m: &Map<String, Value>,
+    path: &str,
+    is_root: bool,
+    ctx: &Ctx,
+    errs: &mut Vec<FieldError>,
+) {
+    let at = |k: &str| format!("{path}.{k}");
     let has_properties = m
         .get("properties")
         .and_then(Value::as_object)
@@ -530,79 +604,96 @@ fn openapi(s: &Value, path: &str, is_root: bool, ctx: &Ctx, errs: &mut Vec<Field
             openapi(v, &format!("{path}.{k}[{i}]"), false, ctx, errs);
         }
     }
-    let items = m.get("items").filter(|i| i.is_object());
-    if let Some(items) = items {
+    if let Some(items) = m.get("items").filter(|i| i.is_object()) {
         openapi(items, &at("items"), false, ctx, errs);
     }
-    if m.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(false)) {
-        errs.push(FieldError::invalid(
-            &at("x-kubernetes-preserve-unknown-fields"),
-            &json!(false),
-            "must be true or undefined",
+}
+
+/// `x-kubernetes-map-type`: on objects only, `atomic` or `granular`.
+fn map_type_checks(m: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
+    let Some(map_type) = m.get("x-kubernetes-map-type").and_then(Value::as_str) else {
+        return;
+    };
+    let at = |k: &str| format!("{path}.{k}");
+    let ty = str_of(m, "type");
+    let detail = "must be object if x-kubernetes-map-type is specified";
+    if ty.is_empty() {
+        errs.push(FieldError::required(&at("type"), detail));
+    } else if ty != "object" {
+        errs.push(FieldError::invalid(&at("type"), &json!(ty), detail));
+    }
+    if map_type != "atomic" && map_type != "granular" {
+        errs.push(FieldError::not_supported_value(
+            &at("x-kubernetes-map-type"),
+            &json!(map_type),
+            &["atomic", "granular"],
         ));
     }
-    if let Some(map_type) = m.get("x-kubernetes-map-type").and_then(Value::as_str) {
-        let detail = "must be object if x-kubernetes-map-type is specified";
+}
+
+/// `x-kubernetes-list-type` (`lt`): on arrays only, `atomic`, `set` or `map`, and a set's
+/// items atomic.
+fn list_type_checks(m: &Map<String, Value>, lt: &str, path: &str, errs: &mut Vec<FieldError>) {
+    let at = |k: &str| format!("{path}.{k}");
+    let ty = str_of(m, "type");
+    if ty != "array" {
+        let detail = "must be array if x-kubernetes-list-type is specified";
         if ty.is_empty() {
             errs.push(FieldError::required(&at("type"), detail));
-        } else if ty != "object" {
+        } else {
             errs.push(FieldError::invalid(&at("type"), &json!(ty), detail));
         }
-        if map_type != "atomic" && map_type != "granular" {
-            errs.push(FieldError::not_supported_value(
-                &at("x-kubernetes-map-type"),
-                &json!(map_type),
-                &["atomic", "granular"],
+    } else if lt == "set" {
+        set_item_checks(m, path, errs);
+    }
+    if !matches!(lt, "atomic" | "set" | "map") {
+        errs.push(FieldError::not_supported_value(
+            &at("x-kubernetes-list-type"),
+            &json!(lt),
+            &["atomic", "set", "map"],
+        ));
+    }
+}
+
+/// The items of a `set` list must be atomic (a scalar, an atomic list or an atomic map).
+fn set_item_checks(m: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
+    let Some(im) = m
+        .get("items")
+        .filter(|i| i.is_object())
+        .and_then(Value::as_object)
+    else {
+        return;
+    };
+    let item_list_type = im.get("x-kubernetes-list-type").and_then(Value::as_str);
+    match str_of(im, "type") {
+        "array" if item_list_type.is_some_and(|t| t != "atomic") => {
+            errs.push(FieldError::invalid(
+                &format!("{path}.items.x-kubernetes-list-type"),
+                &json!(item_list_type),
+                "must be atomic as item of a list with x-kubernetes-list-type=set",
             ));
         }
-    }
-    let list_type = m.get("x-kubernetes-list-type").and_then(Value::as_str);
-    if let Some(lt) = list_type {
-        if ty != "array" {
-            let detail = "must be array if x-kubernetes-list-type is specified";
-            if ty.is_empty() {
-                errs.push(FieldError::required(&at("type"), detail));
-            } else {
-                errs.push(FieldError::invalid(&at("type"), &json!(ty), detail));
-            }
-        } else if lt == "set" {
-            if let Some(im) = items.and_then(Value::as_object) {
-                let item_list_type = im.get("x-kubernetes-list-type").and_then(Value::as_str);
-                match str_of(im, "type") {
-                    "array" if item_list_type.is_some_and(|t| t != "atomic") => {
-                        errs.push(FieldError::invalid(
-                            &format!("{path}.items.x-kubernetes-list-type"),
-                            &json!(item_list_type),
-                            "must be atomic as item of a list with x-kubernetes-list-type=set",
-                        ));
-                    }
-                    "object"
-                        if im.get("x-kubernetes-map-type").and_then(Value::as_str)
-                            != Some("atomic") =>
-                    {
-                        errs.push(FieldError::invalid(
-                            &format!("{path}.items.x-kubernetes-map-type"),
-                            &json!(item_list_type),
-                            "must be atomic as item of a list with x-kubernetes-list-type=set",
-                        ));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        if !matches!(lt, "atomic" | "set" | "map") {
-            errs.push(FieldError::not_supported_value(
-                &at("x-kubernetes-list-type"),
-                &json!(lt),
-                &["atomic", "set", "map"],
+        "object" if im.get("x-kubernetes-map-type").and_then(Value::as_str) != Some("atomic") => {
+            errs.push(FieldError::invalid(
+                &format!("{path}.items.x-kubernetes-map-type"),
+                &json!(item_list_type),
+                "must be atomic as item of a list with x-kubernetes-list-type=set",
             ));
         }
+        _ => {}
     }
-    let keys: Vec<&str> = m
-        .get("x-kubernetes-list-map-keys")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+}
+
+/// `x-kubernetes-list-map-keys` and `x-kubernetes-list-type: map` go together; a map list
+/// has one object item schema whose keys are distinct scalar properties.
+fn list_map_keys_checks(
+    m: &Map<String, Value>,
+    list_type: Option<&str>,
+    keys: &[&str],
+    path: &str,
+    errs: &mut Vec<FieldError>,
+) {
+    let at = |k: &str| format!("{path}.{k}");
     if !keys.is_empty() {
         let detail = "must be map if x-kubernetes-list-map-keys is non-empty";
         match list_type {
@@ -617,67 +708,82 @@ fn openapi(s: &Value, path: &str, is_root: bool, ctx: &Ctx, errs: &mut Vec<Field
             _ => {}
         }
     }
-    if list_type == Some("map") {
-        if keys.is_empty() {
-            errs.push(FieldError::required(
-                &at("x-kubernetes-list-map-keys"),
-                "must not be empty if x-kubernetes-list-type is map",
-            ));
-        }
-        match m.get("items") {
-            None => errs.push(FieldError::required(
-                &at("items"),
-                "must have a schema if x-kubernetes-list-type is map",
-            )),
-            Some(i @ Value::Array(_)) => errs.push(FieldError::invalid(
-                &at("items"),
-                i,
-                "must only have a single schema if x-kubernetes-list-type is map",
-            )),
-            Some(_) => {}
-        }
-        if let Some(im) = items.and_then(Value::as_object) {
-            let item_type = str_of(im, "type");
-            if item_type != "object" {
-                errs.push(FieldError::invalid(
-                    &format!("{path}.items.type"),
-                    &json!(item_type),
-                    "must be object if parent array's x-kubernetes-list-type is map",
-                ));
-            } else {
-                let props = im.get("properties").and_then(Value::as_object);
-                let mut seen: Vec<&str> = Vec::new();
-                for k in &keys {
-                    match props.and_then(|p| p.get(*k)) {
-                        Some(p) => {
-                            let t = p.get("type").and_then(Value::as_str).unwrap_or("");
-                            if t == "array" || t == "object" {
-                                errs.push(FieldError::invalid(
-                                    &format!("{path}.items.properties[{k}].type"),
-                                    &json!(item_type),
-                                    "must be a scalar type if parent array's x-kubernetes-list-type is map",
-                                ));
-                            }
-                        }
-                        None => errs.push(FieldError::invalid(
-                            &at("x-kubernetes-list-map-keys"),
-                            &json!(keys),
-                            "entries must all be names of item properties",
-                        )),
-                    }
-                    if seen.contains(k) {
-                        errs.push(FieldError::invalid(
-                            &at("x-kubernetes-list-map-keys"),
-                            &json!(keys),
-                            "must not contain duplicate entries",
-                        ));
-                    }
-                    seen.push(k);
+    if list_type != Some("map") {
+        return;
+    }
+    if keys.is_empty() {
+        errs.push(FieldError::required(
+            &at("x-kubernetes-list-map-keys"),
+            "must not be empty if x-kubernetes-list-type is map",
+        ));
+    }
+    match m.get("items") {
+        None => errs.push(FieldError::required(
+            &at("items"),
+            "must have a schema if x-kubernetes-list-type is map",
+        )),
+        Some(i @ Value::Array(_)) => errs.push(FieldError::invalid(
+            &at("items"),
+            i,
+            "must only have a single schema if x-kubernetes-list-type is map",
+        )),
+        Some(_) => {}
+    }
+    if let Some(im) = m
+        .get("items")
+        .filter(|i| i.is_object())
+        .and_then(Value::as_object)
+    {
+        map_item_key_checks(im, keys, path, errs);
+    }
+}
+
+/// The item schema `im` of a map list: an object whose keys are distinct scalar properties.
+fn map_item_key_checks(
+    im: &Map<String, Value>,
+    keys: &[&str],
+    path: &str,
+    errs: &mut Vec<FieldError>,
+) {
+    let item_type = str_of(im, "type");
+    if item_type != "object" {
+        errs.push(FieldError::invalid(
+            &format!("{path}.items.type"),
+            &json!(item_type),
+            "must be object if parent array's x-kubernetes-list-type is map",
+        ));
+        return;
+    }
+    let keys_path = format!("{path}.x-kubernetes-list-map-keys");
+    let props = im.get("properties").and_then(Value::as_object);
+    let mut seen: Vec<&str> = Vec::new();
+    for k in keys {
+        match props.and_then(|p| p.get(*k)) {
+            Some(p) => {
+                let t = p.get("type").and_then(Value::as_str).unwrap_or("");
+                if t == "array" || t == "object" {
+                    errs.push(FieldError::invalid(
+                        &format!("{path}.items.properties[{k}].type"),
+                        &json!(item_type),
+                        "must be a scalar type if parent array's x-kubernetes-list-type is map",
+                    ));
                 }
             }
+            None => errs.push(FieldError::invalid(
+                &keys_path,
+                &json!(keys),
+                "entries must all be names of item properties",
+            )),
         }
+        if seen.contains(k) {
+            errs.push(FieldError::invalid(
+                &keys_path,
+                &json!(keys),
+                "must not contain duplicate entries",
+            ));
+        }
+        seen.push(k);
     }
-    map_list_keys(m, list_type, &keys, path, errs);
 }
 
 /// Map-list keys must be required or defaulted and not nullable; set and map items must not
