@@ -524,6 +524,9 @@ pub(crate) fn delete_options(
     Ok((opts, orphan_dependents))
 }
 
+/// Serves a subresource of an object: the parts of the object written on their own
+/// (`status`, the pod's `ephemeralcontainers` and `resize`), the pod and service-account
+/// subresources, the connect ones, `scale` and `namespaces/finalize`.
 async fn subresource(
     shared: &Arc<Shared>,
     req: &ApiRequest,
@@ -533,46 +536,9 @@ async fn subresource(
     sub: &str,
     q: &Query,
 ) -> Result<Response<Body>, ApiError> {
-    let builtin =
-        |group: &str, kind: &str| !info.custom && info.api.group == group && info.kind() == kind;
-    let part = match sub {
-        "status" if info.status_subresource => Some(Part::Status),
-        "ephemeralcontainers" if builtin("", "Pod") => Some(Part::EphemeralContainers),
-        "resize" if builtin("", "Pod") => Some(Part::Resize),
-        _ => None,
-    };
-    if let Some(part) = part {
+    if let Some(part) = object_part(info, sub) {
         let opts = for_subresource(write_options(req, q)?, info, sub);
-        return match req.method {
-            Method::GET => {
-                let obj = shared.registry.get_converted(info, namespace, name).await?;
-                subresource_answer(req, info, StatusCode::OK, &obj)
-            }
-            Method::PUT => {
-                let body = parse_body(req, info)?;
-                let written = shared
-                    .registry
-                    .update_with(info, namespace, name, part, &opts, |_| Ok(body.clone()))
-                    .await;
-                answer_write(
-                    req,
-                    &opts,
-                    written
-                        .and_then(|(obj, _)| subresource_answer(req, info, StatusCode::OK, &obj)),
-                )
-            }
-            Method::PATCH => {
-                let written =
-                    crate::patch::handle(shared, req, info, namespace, name, part, q, &opts).await;
-                answer_write(
-                    req,
-                    &opts,
-                    written
-                        .and_then(|(obj, _)| subresource_answer(req, info, StatusCode::OK, &obj)),
-                )
-            }
-            _ => Err(errors::method_not_allowed()),
-        };
+        return part_subresource(shared, req, info, namespace, name, part, q, &opts).await;
     }
     let extra = !info.custom && info.extra_subresources.iter().any(|e| e.name == sub);
     if extra {
@@ -597,45 +563,7 @@ async fn subresource(
     }
     let opts = write_options(req, q)?;
     match (sub, &req.method) {
-        ("scale", &Method::GET) => {
-            let obj = shared.registry.get_converted(info, namespace, name).await?;
-            subresource_answer(
-                req,
-                info,
-                StatusCode::OK,
-                &crate::scale::to_scale(info, &obj),
-            )
-        }
-        ("scale", &Method::PUT) => {
-            let body: Value = if protobuf_body(req) {
-                crate::protobuf::decode_body(&req.body, info)?
-            } else {
-                serde_json::from_slice(&req.body)
-                    .map_err(|e| ApiError::bad_request(e.to_string()))?
-            };
-            let opts = for_subresource(opts, info, "scale");
-            let written = crate::scale::update(shared, info, namespace, name, body, &opts).await;
-            answer_write(
-                req,
-                &opts,
-                written.and_then(|obj| {
-                    let scale = crate::scale::to_scale(info, &obj);
-                    subresource_answer(req, info, StatusCode::OK, &scale)
-                }),
-            )
-        }
-        ("scale", &Method::PATCH) => {
-            let opts = for_subresource(opts, info, "scale");
-            let written = crate::scale::patch(shared, req, info, namespace, name, &opts).await;
-            answer_write(
-                req,
-                &opts,
-                written.and_then(|obj| {
-                    let scale = crate::scale::to_scale(info, &obj);
-                    subresource_answer(req, info, StatusCode::OK, &scale)
-                }),
-            )
-        }
+        ("scale", _) => scale_subresource(shared, req, info, namespace, name, opts).await,
         ("finalize", &Method::PUT) => {
             let body = parse_body(req, info)?;
             let keep: Vec<Value> = body
@@ -648,6 +576,93 @@ async fn subresource(
         }
         (_, _) => Err(errors::method_not_allowed()),
     }
+}
+
+/// The part of the object a subresource reads and writes on its own, if it is one.
+fn object_part(info: &ResourceInfo, sub: &str) -> Option<Part> {
+    let builtin =
+        |group: &str, kind: &str| !info.custom && info.api.group == group && info.kind() == kind;
+    match sub {
+        "status" if info.status_subresource => Some(Part::Status),
+        "ephemeralcontainers" if builtin("", "Pod") => Some(Part::EphemeralContainers),
+        "resize" if builtin("", "Pod") => Some(Part::Resize),
+        _ => None,
+    }
+}
+
+/// `GET`, `PUT` or `PATCH` of a part of the object ([`object_part`]).
+#[allow(clippy::too_many_arguments)]
+async fn part_subresource(
+    shared: &Arc<Shared>,
+    req: &ApiRequest,
+    info: &Arc<ResourceInfo>,
+    namespace: &str,
+    name: &str,
+    part: Part,
+    q: &Query,
+    opts: &WriteOptions,
+) -> Result<Response<Body>, ApiError> {
+    let written = match req.method {
+        Method::GET => {
+            let obj = shared.registry.get_converted(info, namespace, name).await?;
+            return subresource_answer(req, info, StatusCode::OK, &obj);
+        }
+        Method::PUT => {
+            let body = parse_body(req, info)?;
+            shared
+                .registry
+                .update_with(info, namespace, name, part, opts, |_| Ok(body.clone()))
+                .await
+        }
+        Method::PATCH => {
+            crate::patch::handle(shared, req, info, namespace, name, part, q, opts).await
+        }
+        _ => return Err(errors::method_not_allowed()),
+    };
+    answer_write(
+        req,
+        opts,
+        written.and_then(|(obj, _)| subresource_answer(req, info, StatusCode::OK, &obj)),
+    )
+}
+
+/// `GET`, `PUT` or `PATCH` of the `scale` subresource.
+async fn scale_subresource(
+    shared: &Arc<Shared>,
+    req: &ApiRequest,
+    info: &Arc<ResourceInfo>,
+    namespace: &str,
+    name: &str,
+    opts: WriteOptions,
+) -> Result<Response<Body>, ApiError> {
+    // Webhooks see the `Scale` a write of the subresource writes.
+    let opts = for_subresource(opts, info, "scale");
+    let written = match req.method {
+        Method::GET => {
+            let obj = shared.registry.get_converted(info, namespace, name).await?;
+            let scale = crate::scale::to_scale(info, &obj);
+            return subresource_answer(req, info, StatusCode::OK, &scale);
+        }
+        Method::PUT => {
+            let body: Value = if protobuf_body(req) {
+                crate::protobuf::decode_body(&req.body, info)?
+            } else {
+                serde_json::from_slice(&req.body)
+                    .map_err(|e| ApiError::bad_request(e.to_string()))?
+            };
+            crate::scale::update(shared, info, namespace, name, body, &opts).await
+        }
+        Method::PATCH => crate::scale::patch(shared, req, info, namespace, name, &opts).await,
+        _ => return Err(errors::method_not_allowed()),
+    };
+    answer_write(
+        req,
+        &opts,
+        written.and_then(|obj| {
+            let scale = crate::scale::to_scale(info, &obj);
+            subresource_answer(req, info, StatusCode::OK, &scale)
+        }),
+    )
 }
 
 /// The answer of a subresource (`status`, `scale`, `finalize`): `obj` in protobuf, with the
