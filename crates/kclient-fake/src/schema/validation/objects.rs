@@ -27,28 +27,7 @@ pub(super) fn object_checks(
     };
     let mut keys: Vec<&String> = map.keys().collect();
     keys.sort();
-    let size = map.len() as i64;
-    let mut out = Outcome::default();
-    if let Some(min) = c.min_properties {
-        if size < min {
-            out.add(OpenApiError {
-                code: Code::Other,
-                name: path.to_string(),
-                value: Some(Value::from(size)),
-                message: format!("{path} in body should have at least {min} properties"),
-            });
-        }
-    }
-    if let Some(max) = c.max_properties {
-        if size > max {
-            out.add(OpenApiError {
-                code: Code::TooMany(size, max),
-                name: path.to_string(),
-                value: Some(Value::from(size)),
-                message: format!("{path} in body should have at most {max} properties"),
-            });
-        }
-    }
+    let mut out = property_count_checks(s, map.len() as i64, path);
     match &s.additional {
         Some(Additional::Allows(false)) => {
             for k in &keys {
@@ -88,6 +67,33 @@ pub(super) fn object_checks(
                 name: format!("{path}.{k}"),
                 value: None,
                 message: format!("{path}.{k} in body is required"),
+            });
+        }
+    }
+    out
+}
+
+/// `minProperties` and `maxProperties` of an object of `size` properties.
+fn property_count_checks(s: &Schema, size: i64, path: &str) -> Outcome {
+    let c = &s.checks;
+    let mut out = Outcome::default();
+    if let Some(min) = c.min_properties {
+        if size < min {
+            out.add(OpenApiError {
+                code: Code::Other,
+                name: path.to_string(),
+                value: Some(Value::from(size)),
+                message: format!("{path} in body should have at least {min} properties"),
+            });
+        }
+    }
+    if let Some(max) = c.max_properties {
+        if size > max {
+            out.add(OpenApiError {
+                code: Code::TooMany(size, max),
+                name: path.to_string(),
+                value: Some(Value::from(size)),
+                message: format!("{path} in body should have at most {max} properties"),
             });
         }
     }
