@@ -222,16 +222,7 @@ pub fn token(
     if req.method != Method::POST {
         return Err(errors::method_not_allowed());
     }
-    let body: Value = serde_json::from_slice(&req.body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding TokenRequest: {e}")))?;
-    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
-    if !body.is_object() || (!kind.is_empty() && kind != "TokenRequest") {
-        let version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-        return Err(ApiError::bad_request(format!(
-            "{kind} in version {version:?} cannot be handled as a TokenRequest: converting \
-             ({version}.{kind}) to (authentication.TokenRequest): unknown conversion"
-        )));
-    }
+    let body = parse_token_request(req)?;
     let account = shared.registry.get(info, namespace, name)?;
     let given_name = meta_str(&body, "name");
     if !given_name.is_empty() && given_name != name {
@@ -245,30 +236,7 @@ pub fn token(
         ));
     }
     let spec = body.get("spec").cloned().unwrap_or_else(|| json!({}));
-    let expiration = spec
-        .get("expirationSeconds")
-        .and_then(Value::as_i64)
-        .unwrap_or(DEFAULT_EXPIRATION_SECONDS);
-    if expiration < MIN_EXPIRATION_SECONDS {
-        return Err(token_request_invalid(
-            "",
-            FieldError::invalid(
-                "spec.expirationSeconds",
-                &json!(expiration),
-                "may not specify a duration less than 10 minutes",
-            ),
-        ));
-    }
-    if expiration > 1 << 32 {
-        return Err(token_request_invalid(
-            "",
-            FieldError::invalid(
-                "spec.expirationSeconds",
-                &json!(expiration),
-                "may not specify a duration larger than 2^32 seconds",
-            ),
-        ));
-    }
+    let expiration = expiration_seconds(&spec)?;
     let audiences = spec
         .get("audiences")
         .and_then(Value::as_array)
@@ -294,13 +262,6 @@ pub fn token(
         "nbf": now,
         "sub": format!("system:serviceaccount:{namespace}:{name}"),
     });
-    let token = format!(
-        "{}.{}.{}",
-        base64url(br#"{"alg":"none","kid":"kclient-fake"}"#),
-        base64url(claims.to_string().as_bytes()),
-        base64url(b"kclient-fake")
-    );
-    let expiration_timestamp = meta::rfc3339(expires);
     let answer = json!({
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
@@ -315,7 +276,53 @@ pub fn token(
             "expirationSeconds": expiration,
             "boundObjectRef": spec.get("boundObjectRef").cloned().unwrap_or(Value::Null),
         },
-        "status": {"token": token, "expirationTimestamp": expiration_timestamp},
+        "status": {"token": unsigned_jwt(&claims), "expirationTimestamp": meta::rfc3339(expires)},
     });
     Ok(response::json(StatusCode::CREATED, &answer))
+}
+
+/// The request's body as a `TokenRequest` (JSON; no other kind).
+fn parse_token_request(req: &ApiRequest) -> Result<Value, ApiError> {
+    let body: Value = serde_json::from_slice(&req.body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding TokenRequest: {e}")))?;
+    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !body.is_object() || (!kind.is_empty() && kind != "TokenRequest") {
+        let version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a TokenRequest: converting \
+             ({version}.{kind}) to (authentication.TokenRequest): unknown conversion"
+        )));
+    }
+    Ok(body)
+}
+
+/// The token's lifetime the request's spec asks for (the default without one), within
+/// kube-apiserver's bounds.
+fn expiration_seconds(spec: &Value) -> Result<i64, ApiError> {
+    let expiration = spec
+        .get("expirationSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(DEFAULT_EXPIRATION_SECONDS);
+    let refusal = if expiration < MIN_EXPIRATION_SECONDS {
+        "may not specify a duration less than 10 minutes"
+    } else if expiration > 1 << 32 {
+        "may not specify a duration larger than 2^32 seconds"
+    } else {
+        return Ok(expiration);
+    };
+    Err(token_request_invalid(
+        "",
+        FieldError::invalid("spec.expirationSeconds", &json!(expiration), refusal),
+    ))
+}
+
+/// A JWT of `claims`, signed by nobody (`alg: none`): the fake checks no signature, and a
+/// client only reads the claims.
+fn unsigned_jwt(claims: &Value) -> String {
+    format!(
+        "{}.{}.{}",
+        base64url(br#"{"alg":"none","kid":"kclient-fake"}"#),
+        base64url(claims.to_string().as_bytes()),
+        base64url(b"kclient-fake")
+    )
 }
