@@ -223,22 +223,7 @@ fn serve(
             let Some(handler) = shared.streaming.exec.lock().clone() else {
                 return Err(ApiError::bad_request("no exec handler"));
             };
-            let flag = |name: &str| q.bool(name).map(|b| b.unwrap_or(false));
-            let command = match kind {
-                Kind::Exec => all_values(req.uri().query(), "command"),
-                _ => Vec::new(),
-            };
-            let request = ExecRequest {
-                namespace: namespace.to_owned(),
-                pod: name.to_owned(),
-                container,
-                command,
-                attach: kind == Kind::Attach,
-                stdin: flag("stdin")?,
-                stdout: flag("stdout")?,
-                stderr: flag("stderr")?,
-                tty: flag("tty")?,
-            };
+            let request = exec_request(&q, req.uri().query(), kind, namespace, name, container)?;
             Ok(exec::upgrade(
                 req.headers(),
                 on_upgrade,
@@ -267,6 +252,34 @@ fn serve(
             ))
         }
     }
+}
+
+/// The exec or attach (`kind`) the request's query asks for, in `container` of pod `name`
+/// (`raw_query`: the query as sent, for the repeated `command`).
+fn exec_request(
+    q: &Query,
+    raw_query: Option<&str>,
+    kind: Kind,
+    namespace: &str,
+    name: &str,
+    container: String,
+) -> Result<ExecRequest, ApiError> {
+    let flag = |name: &str| q.bool(name).map(|b| b.unwrap_or(false));
+    let command = match kind {
+        Kind::Exec => all_values(raw_query, "command"),
+        _ => Vec::new(),
+    };
+    Ok(ExecRequest {
+        namespace: namespace.to_owned(),
+        pod: name.to_owned(),
+        container,
+        command,
+        attach: kind == Kind::Attach,
+        stdin: flag("stdin")?,
+        stdout: flag("stdout")?,
+        stderr: flag("stderr")?,
+        tty: flag("tty")?,
+    })
 }
 
 /// Every value of a repeated query parameter, in order (`command`).
