@@ -224,49 +224,9 @@ impl FakeApiServerBuilder {
             addr,
             auth: self.auth,
         });
-        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            let info = shared
-                .registry
-                .catalogue
-                .get("", "v1", "namespaces")
-                .ok_or_else(|| Error::Tls("no namespaces resource".into()))?;
-            shared.registry.create_now(
-                &info,
-                "",
-                serde_json::json!({"metadata": {"name": ns}}),
-                &WriteOptions::default(),
-            )?;
-        }
-        let (shutdown, mut stop) = tokio::sync::watch::channel(false);
-        let accept_shared = shared.clone();
-        let task = tokio::spawn(async move {
-            let mut connections = tokio::task::JoinSet::new();
-            loop {
-                tokio::select! {
-                    accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
-                        let _ = stream.set_nodelay(true);
-                        let shared = accept_shared.clone();
-                        let tls = tls.clone();
-                        connections.spawn(async move {
-                            match tls {
-                                Some(acceptor) => {
-                                    // A client that never finishes its handshake is dropped.
-                                    let handshake = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(stream));
-                                    let Ok(Ok(stream)) = handshake.await else { return };
-                                    let user = client_identity(stream.get_ref().1.peer_certificates());
-                                    serve_connection(stream, shared, user).await;
-                                }
-                                None => serve_connection(stream, shared, None).await,
-                            }
-                        });
-                    }
-                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
-                    _ = stop.changed() => break,
-                }
-            }
-            connections.abort_all();
-        });
+        create_system_namespaces(&shared)?;
+        let (shutdown, stop) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(accept(listener, tls, shared.clone(), stop));
         let server = FakeApiServer {
             shared,
             addr,
@@ -287,6 +247,60 @@ impl FakeApiServerBuilder {
             .mutate(StoreState::start_history_here);
         Ok(server)
     }
+}
+
+/// The namespaces every cluster starts with.
+fn create_system_namespaces(shared: &Shared) -> Result<(), Error> {
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        let info = shared
+            .registry
+            .catalogue
+            .get("", "v1", "namespaces")
+            .ok_or_else(|| Error::Tls("no namespaces resource".into()))?;
+        shared.registry.create_now(
+            &info,
+            "",
+            serde_json::json!({"metadata": {"name": ns}}),
+            &WriteOptions::default(),
+        )?;
+    }
+    Ok(())
+}
+
+/// Accepts and serves connections (over TLS with `tls`) until `stop` changes; then drops
+/// the connections still open.
+async fn accept(
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shared: Arc<Shared>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let shared = shared.clone();
+                let tls = tls.clone();
+                connections.spawn(async move {
+                    match tls {
+                        Some(acceptor) => {
+                            // A client that never finishes its handshake is dropped.
+                            let handshake = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(stream));
+                            let Ok(Ok(stream)) = handshake.await else { return };
+                            let user = client_identity(stream.get_ref().1.peer_certificates());
+                            serve_connection(stream, shared, user).await;
+                        }
+                        None => serve_connection(stream, shared, None).await,
+                    }
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            _ = stop.changed() => break,
+        }
+    }
+    connections.abort_all();
 }
 
 /// The user a verified client certificate names (see [`handler::user_info`]).
