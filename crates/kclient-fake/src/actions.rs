@@ -11,8 +11,8 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::catalogue::{Catalogue, ResourceInfo};
-use crate::handler::ApiRequest;
 use crate::query::Query;
+use crate::request::ApiRequest;
 use crate::router::{route, Route};
 
 /// How many actions a server keeps by default (the most recent ones).

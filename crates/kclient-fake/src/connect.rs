@@ -28,11 +28,11 @@ use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
 use crate::errors;
-use crate::handler::ApiRequest;
 use crate::meta::{self, meta_str};
 use crate::query::Query;
+use crate::request::ApiRequest;
 use crate::response::{self, Body};
-use crate::server::Shared;
+use crate::state::Shared;
 
 /// The audience of a token when the request names none (kube-apiserver's default
 /// `--api-audiences`, its issuer).

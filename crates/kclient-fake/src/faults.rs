@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 
 use crate::actions::ActionFilter;
 use crate::reactors::{Origin, Reaction, Reactor, ReactorChain};
-use crate::server::Shared;
+use crate::state::Shared;
 
 /// A failure to answer requests with.
 #[derive(Debug, Clone, PartialEq, Eq)]

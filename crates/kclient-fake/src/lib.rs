@@ -187,6 +187,7 @@ mod protobuf;
 mod query;
 mod reactors;
 mod registry;
+mod request;
 mod response;
 mod router;
 pub mod samples;
@@ -194,6 +195,7 @@ mod scale;
 mod schema;
 mod selectors;
 mod server;
+mod state;
 mod store;
 mod streaming;
 mod table;
@@ -209,7 +211,8 @@ pub use faults::{Failure, Faults};
 pub use kubeconfig::Credentials;
 pub use manifests::{load_manifests, parse_manifests};
 pub use reactors::{Reaction, Reactor, ReactorHandle, Reactors};
-pub use server::{FakeApiServer, FakeApiServerBuilder, Settings};
+pub use server::{FakeApiServer, FakeApiServerBuilder};
+pub use state::Settings;
 pub use streaming::{
     echo_port, forward_to_address, ExecRequest, FakeKubelet, PortForwardRequest, Process,
     ProcessOutput, ProcessStdin,

@@ -46,7 +46,7 @@ use kclient_protobuf::registry::Entry;
 use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
-use crate::handler::ApiRequest;
+use crate::request::ApiRequest;
 
 /// The media types resources are served in, in kube-apiserver's order of preference.
 const MEDIA_TYPES: [(&str, &str); 3] = [

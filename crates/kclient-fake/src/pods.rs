@@ -4,7 +4,7 @@
 //! when its PodDisruptionBudget allows, see [`check_disruption_budget`]) and `binding` (sets
 //! `spec.nodeName`, once).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -12,41 +12,16 @@ use http::{header, HeaderValue, Method, Response, StatusCode};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kclient_core::labels::Selector;
 use kclient_core::{ApiError, FieldError, GroupResource, Status, StatusCause};
-use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
 use crate::errors::status_json;
-use crate::handler::{parse_body, ApiRequest};
 use crate::meta::{self, meta_str};
 use crate::query::Query;
 use crate::registry::{Part, WriteOptions};
+use crate::request::{parse_body, ApiRequest};
 use crate::response::{self, Body};
-use crate::server::Shared;
-
-/// Logs scripted by tests, per (namespace, pod, container).
-#[derive(Debug, Default)]
-pub struct PodLogs {
-    logs: Mutex<HashMap<(String, String, String), String>>,
-}
-
-impl PodLogs {
-    /// Sets the log of a container.
-    pub fn set(&self, namespace: &str, pod: &str, container: &str, text: &str) {
-        self.logs.lock().insert(
-            (namespace.into(), pod.into(), container.into()),
-            text.into(),
-        );
-    }
-
-    fn get(&self, namespace: &str, pod: &str, container: &str) -> String {
-        self.logs
-            .lock()
-            .get(&(namespace.into(), pod.into(), container.into()))
-            .cloned()
-            .unwrap_or_default()
-    }
-}
+use crate::state::Shared;
 
 fn created_status() -> Response<Body> {
     let status = Status {
@@ -526,8 +501,8 @@ async fn admit_created(
     sub: &str,
     body: Value,
 ) -> Result<Value, ApiError> {
-    let opts = crate::handler::write_options(req, q)?;
-    let opts = crate::handler::for_subresource(opts, subject.info, sub);
+    let opts = crate::request::write_options(req, q)?;
+    let opts = crate::request::for_subresource(opts, subject.info, sub);
     match &opts.admission {
         Some(admission) => {
             admission

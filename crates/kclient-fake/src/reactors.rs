@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::actions::{Action, ActionFilter};
 use crate::faults::Failure;
 use crate::response::{self, Body};
-use crate::server::Shared;
+use crate::state::Shared;
 
 /// What a reactor does with a request it picked (client-go's `ReactionFunc` results).
 #[derive(Debug, Clone, PartialEq)]

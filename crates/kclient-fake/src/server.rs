@@ -29,70 +29,10 @@ use crate::kubeconfig::{self, Credentials};
 use crate::reactors::Reactors;
 use crate::registry::{Registry, WriteOptions};
 use crate::response::{self, Body};
+use crate::state::{Auth, Settings, Shared};
 use crate::store::{object_key, StoreState};
 use crate::tls::{Authority, CertifiedKey};
 use crate::{wait, Error};
-
-/// Tunables of a server.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// How many events the history keeps (watches and continue tokens older than that get
-    /// `410 Expired`).
-    pub history_window: usize,
-    /// How often a watch with `allowWatchBookmarks` gets a bookmark.
-    pub bookmark_interval: Duration,
-    /// The resourceVersion the server starts at (0: its own, 1).
-    pub start_resource_version: u64,
-    /// How long a watch without `timeoutSeconds` lasts.
-    pub watch_timeout: Duration,
-    /// How many recorded actions the server keeps, the most recent ones (0: records none).
-    pub action_history: usize,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            history_window: 10_000,
-            start_resource_version: 0,
-            bookmark_interval: Duration::from_secs(60),
-            watch_timeout: Duration::from_secs(1800),
-            action_history: crate::actions::DEFAULT_ACTION_HISTORY,
-        }
-    }
-}
-
-/// Who may call the server.
-#[derive(Debug, Clone, Default)]
-struct Auth {
-    tokens: Vec<String>,
-    client_certs: bool,
-}
-
-impl Auth {
-    fn required(&self) -> bool {
-        !self.tokens.is_empty() || self.client_certs
-    }
-}
-
-/// State shared by the server handle and every connection.
-#[derive(Debug)]
-pub struct Shared {
-    pub(crate) registry: Registry,
-    pub(crate) faults: FaultState,
-    pub(crate) actions: ActionLog,
-    pub(crate) settings: Settings,
-    pub(crate) pod_logs: crate::pods::PodLogs,
-    pub(crate) streaming: crate::streaming::Handlers,
-    addr: SocketAddr,
-    auth: Auth,
-}
-
-impl Shared {
-    /// `host:port` of the listener.
-    pub fn address(&self) -> String {
-        self.addr.to_string()
-    }
-}
 
 /// Builds a [`FakeApiServer`].
 #[derive(Debug, Clone)]
@@ -303,13 +243,13 @@ async fn accept(
     connections.abort_all();
 }
 
-/// The user a verified client certificate names (see [`handler::user_info`]).
+/// The user a verified client certificate names (see [`crate::request::user_info`]).
 fn client_identity(
     certificates: Option<&[rustls::pki_types::CertificateDer<'_>]>,
 ) -> Option<Arc<Value>> {
     let first = certificates?.first()?;
     let identity = crate::tls::certificate_identity(first)?;
-    Some(Arc::new(handler::user_info(Some(identity))))
+    Some(Arc::new(crate::request::user_info(Some(identity))))
 }
 
 /// Serves one connection; `user` is who its client certificate names, if it has one.
@@ -379,7 +319,7 @@ async fn dispatch(
         Ok(res) => return res,
         Err(req) => req,
     };
-    match handler::read_request(req).await {
+    match crate::request::read_request(req).await {
         Ok(req) => handler::handle(shared, req).await,
         Err(e) => response::error(&e),
     }

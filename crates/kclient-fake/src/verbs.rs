@@ -13,15 +13,15 @@ use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
 use crate::errors::status_json;
-use crate::handler::{answer_write, delete_options, parse_body, write_options, ApiRequest};
 use crate::meta::meta_str;
 use crate::negotiate::{self, Conversion, Endpoint, Negotiated, ObjectForm, Wire};
 use crate::protobuf;
 use crate::query::{ListParams, Query, RvMatch};
 use crate::registry::{ExpiredContinue, ListError, ListPage, Part, Warnings, WriteOptions};
+use crate::request::{answer_write, delete_options, parse_body, write_options, ApiRequest};
 use crate::response::{self, Body};
 use crate::selectors::Predicate;
-use crate::server::Shared;
+use crate::state::Shared;
 use crate::watch;
 
 /// A request on one resource, as the verbs see it.
@@ -206,7 +206,7 @@ fn delete_admission(
     let options = serde_json::to_value(opts).unwrap_or_else(|_| json!({}));
     crate::admission::Request {
         collection,
-        ..(*crate::handler::admission(req, options, opts.dry_run, warnings)).clone()
+        ..(*crate::request::admission(req, options, opts.dry_run, warnings)).clone()
     }
 }
 

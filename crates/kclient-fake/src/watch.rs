@@ -43,7 +43,7 @@ use crate::protobuf;
 use crate::registry::needs_version_rewrite;
 use crate::response::Body;
 use crate::selectors::Predicate;
-use crate::server::Shared;
+use crate::state::Shared;
 use crate::store::{EventType, StoreEvent, StoreState, StoredObject};
 
 /// Where a watch starts.

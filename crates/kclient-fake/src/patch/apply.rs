@@ -30,11 +30,11 @@ use serde_json::{json, Map, Value};
 
 use super::strategic::{list_strategy, ListStrategy};
 use crate::catalogue::ResourceInfo;
-use crate::handler::ApiRequest;
 use crate::meta::{self, meta_str};
 use crate::query::Query;
 use crate::registry::{Part, WriteOptions};
-use crate::server::Shared;
+use crate::request::ApiRequest;
+use crate::state::Shared;
 
 /// One step of a field path: `f:name`, `k:{"name":"c"}`, `v:"value"` or `i:0`.
 pub type Element = String;

@@ -47,11 +47,11 @@ pub use exec::{Process, ProcessOutput, ProcessStdin};
 pub use kubelet::FakeKubelet;
 pub use port_forward::{echo_port, forward_to_address, PortForwardRequest};
 
-use crate::handler::ApiRequest;
 use crate::query::Query;
+use crate::request::ApiRequest;
 use crate::response::{self, Body};
 use crate::router::{route, Route};
-use crate::server::Shared;
+use crate::state::Shared;
 
 /// What an exec or an attach asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,7 +178,7 @@ pub(crate) async fn try_serve(
         body: Default::default(),
         user: None,
     };
-    if let Some(answer) = crate::handler::intercept(shared, &seen).await {
+    if let Some(answer) = shared.intercept(&seen).await {
         return Ok(answer);
     }
     Ok(match serve(shared, req, &namespace, &name, kind) {
