@@ -13,7 +13,7 @@ use kclient_core::ApiError;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::actions::{Action, ActionFilter};
+use crate::actions::{ActionFilter, RecordedAction};
 use crate::faults::Failure;
 use crate::response::{self, Body};
 use crate::state::Shared;
@@ -40,7 +40,7 @@ pub enum Reaction {
     PassThrough,
 }
 
-type ReactionFn = Arc<dyn Fn(&Action) -> Reaction + Send + Sync>;
+type ReactionFn = Arc<dyn Fn(&RecordedAction) -> Reaction + Send + Sync>;
 
 /// A reactor: which requests it picks, what it does with them, and how many times (client-go's
 /// `SimpleReactor`, narrowed further than by verb and resource).
@@ -72,7 +72,7 @@ impl Reactor {
     /// outside every lock of the server, so it may read the server's state.
     pub fn from_fn(
         filter: ActionFilter,
-        reaction: impl Fn(&Action) -> Reaction + Send + Sync + 'static,
+        reaction: impl Fn(&RecordedAction) -> Reaction + Send + Sync + 'static,
     ) -> Self {
         Self {
             filter,
@@ -199,7 +199,7 @@ impl ReactorChain {
 
     /// Sends `action` down the chain: the answer of the reactor that answers it, if one
     /// does (after the delays of those before it).
-    pub(crate) async fn react(&self, action: &Action) -> Option<Response<Body>> {
+    pub(crate) async fn react(&self, action: &RecordedAction) -> Option<Response<Body>> {
         let candidates: Vec<(u64, ActionFilter, ReactionFn)> = self
             .entries
             .lock()
@@ -243,7 +243,7 @@ fn respond(code: u16, object: &Value) -> Response<Body> {
 /// on. A reactor reacts once, `n` times, or until it is removed.
 ///
 /// Every request goes down the chain before the server serves it (after it is recorded as
-/// an [`Action`], and after the server-wide latency of
+/// a [`RecordedAction`], and after the server-wide latency of
 /// [`Faults::set_latency`](crate::Faults::set_latency)). The first reactor whose filter picks
 /// the request and whose reaction is not [`Reaction::PassThrough`] reacts: a failure or an
 /// object answers the request (the server does not serve it), a delay waits and then lets

@@ -21,7 +21,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::actions::{Action, ActionFilter, ActionLog};
+use crate::actions::{ActionFilter, ActionLog, RecordedAction};
 use crate::catalogue::ResourceInfo;
 use crate::faults::{FaultState, Faults};
 use crate::handler;
@@ -460,15 +460,15 @@ impl FakeApiServer {
     }
 
     /// Every recorded action, oldest first (client-go's fake `Actions()`; see
-    /// [`Action`]).
-    pub fn actions(&self) -> Vec<Action> {
+    /// [`RecordedAction`]).
+    pub fn actions(&self) -> Vec<RecordedAction> {
         let all = self.shared.actions.all();
         wait::note(|| format!("the recorded actions: {}", all.len()));
         all
     }
 
     /// The recorded actions `filter` picks, oldest first.
-    pub fn actions_matching(&self, filter: &ActionFilter) -> Vec<Action> {
+    pub fn actions_matching(&self, filter: &ActionFilter) -> Vec<RecordedAction> {
         let matching = self.shared.actions.matching(filter);
         wait::note(|| format!("the recorded actions {filter:?}: {}", matching.len()));
         matching

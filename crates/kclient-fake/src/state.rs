@@ -10,7 +10,7 @@ use std::time::Duration;
 use http::Response;
 use parking_lot::Mutex;
 
-use crate::actions::{Action, ActionLog};
+use crate::actions::{ActionLog, RecordedAction};
 use crate::faults::FaultState;
 use crate::registry::Registry;
 use crate::request::ApiRequest;
@@ -80,7 +80,7 @@ impl Shared {
     /// injected latency and sent down the reactor chain, whose answer, if any, is the
     /// response.
     pub(crate) async fn intercept(&self, req: &ApiRequest) -> Option<Response<Body>> {
-        let action = Action::from_request(req, Some(&self.registry.catalogue));
+        let action = RecordedAction::from_request(req, Some(&self.registry.catalogue));
         self.actions.record(action.clone());
         let latency = self.faults.latency();
         if !latency.is_zero() {
