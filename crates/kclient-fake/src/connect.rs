@@ -86,7 +86,7 @@ pub fn handle(
         }
         ("Pod", _) => {
             if sub != "portforward" {
-                validate_container(&obj, name, q.str("container"))?;
+                crate::request::validate_container(&obj, name, q.str("container"))?;
             }
             let node = str_at(&obj, "/spec/nodeName");
             if node.is_empty() {
@@ -150,53 +150,6 @@ fn kubelet_unreachable(node: &Value, name: &str) -> Result<Response<Body>, ApiEr
     Err(unavailable(format!(
         "error dialing backend: kclient-fake runs no kubelet on node {name}"
     )))
-}
-
-/// kube-apiserver's choice of container for exec and attach: the named one must exist, and
-/// a pod with several needs one named. The container chosen.
-pub(crate) fn validate_container(
-    pod: &Value,
-    name: &str,
-    container: &str,
-) -> Result<String, ApiError> {
-    let names = |list: &str| -> Vec<String> {
-        pod.pointer(&format!("/spec/{list}"))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|c| c.get("name").and_then(Value::as_str).map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let containers = names("containers");
-    if container.is_empty() {
-        return match containers.as_slice() {
-            [only] => Ok(only.clone()),
-            [] => Err(ApiError::bad_request(format!(
-                "a container name must be specified for pod {name}"
-            ))),
-            _ => {
-                let all: Vec<String> = ["initContainers", "containers", "ephemeralContainers"]
-                    .iter()
-                    .flat_map(|l| names(l))
-                    .collect();
-                Err(ApiError::bad_request(format!(
-                    "a container name must be specified for pod {name}, choose one of: [{}]",
-                    all.join(" ")
-                )))
-            }
-        };
-    }
-    let known = ["initContainers", "containers", "ephemeralContainers"]
-        .iter()
-        .any(|l| names(l).iter().any(|n| n == container));
-    if !known {
-        return Err(ApiError::bad_request(format!(
-            "container {container} is not valid for pod {name}"
-        )));
-    }
-    Ok(container.to_owned())
 }
 
 fn token_request_invalid(name: &str, field: FieldError) -> ApiError {

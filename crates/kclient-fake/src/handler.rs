@@ -12,10 +12,11 @@ use serde_json::Value;
 use crate::catalogue::ResourceInfo;
 use crate::discovery;
 use crate::errors;
+use crate::negotiate::answer_write;
 use crate::query::Query;
 use crate::registry::{Part, WriteOptions};
 use crate::request::{
-    answer_write, for_subresource, header_str, parse_body, protobuf_body, write_options, ApiRequest,
+    for_subresource, header_str, parse_body, protobuf_body, write_options, ApiRequest,
 };
 use crate::response::{self, Body};
 use crate::router::{route, ResourcePath, Route};
@@ -78,7 +79,7 @@ pub async fn handle(shared: Arc<Shared>, req: ApiRequest) -> Response<Body> {
             shared.registry.settle();
             match result {
                 Ok(res) => res,
-                Err(e) => response::error_negotiated(&req.headers, &e),
+                Err(e) => crate::negotiate::error_negotiated(&req.headers, &e),
             }
         }
         Route::NotFound => response::text(StatusCode::NOT_FOUND, "404 page not found\n"),
@@ -97,7 +98,7 @@ fn not_served(shared: &Shared, headers: &HeaderMap, group: &str) -> Response<Bod
             .iter()
             .any(|r| !r.custom && r.api.group == group);
     if built_in {
-        response::error_negotiated(headers, &errors::resource_not_found())
+        crate::negotiate::error_negotiated(headers, &errors::resource_not_found())
     } else {
         response::text(StatusCode::NOT_FOUND, "404 page not found\n")
     }

@@ -211,10 +211,10 @@ pub use actions::{ActionFilter, RecordedAction, DEFAULT_ACTION_HISTORY};
 #[deprecated(note = "renamed `RecordedAction`, apart from kclient-controller's `Action`")]
 pub type Action = RecordedAction;
 pub use catalogue::{ExtraSubresource, GenerationBumps, ResourceInfo, ScaleSpec};
-pub use faults::{Failure, Faults};
+pub use faults::Faults;
 pub use kubeconfig::Credentials;
 pub use manifests::{load_manifests, parse_manifests};
-pub use reactors::{Reaction, Reactor, ReactorHandle, Reactors};
+pub use reactors::{Failure, Reaction, Reactor, ReactorHandle, Reactors};
 pub use server::{FakeApiServer, FakeApiServerBuilder};
 pub use state::Settings;
 pub use streaming::{

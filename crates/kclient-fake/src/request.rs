@@ -1,12 +1,12 @@
 //! The ground floor of the handlers: a request as they see it ([`ApiRequest`]), what it
-//! asks for (its body, its write and delete options, its user and admission), and how a
-//! write is answered. It imports none of the handler modules (`handler`, `verbs`, `pods`,
+//! asks for (its body, its write and delete options, its user and admission, the container
+//! of an exec). It imports none of the handler modules (`handler`, `verbs`, `pods`,
 //! `connect`, `patch`, `scale`, ...), which all import it.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{header, HeaderMap, Method, Request, Response};
+use http::{header, HeaderMap, Method, Request};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use kclient_core::{ApiError, DeleteOptions, DeletionPropagation, FieldError, Status};
@@ -16,7 +16,6 @@ use serde_json::Value;
 use crate::catalogue::ResourceInfo;
 use crate::query::Query;
 use crate::registry::{FieldValidation, WriteOptions};
-use crate::response::{self, Body};
 
 /// The largest request body accepted (kube-apiserver's default, 3 MiB).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -270,31 +269,6 @@ pub(crate) fn for_subresource(
     opts
 }
 
-/// A write's answer, or its error, with the write's warnings (webhooks' warnings go with
-/// their refusals too).
-pub(crate) fn answer_write(
-    req: &ApiRequest,
-    opts: &WriteOptions,
-    answer: Result<Response<Body>, ApiError>,
-) -> Result<Response<Body>, ApiError> {
-    let res = match answer {
-        Ok(res) => res,
-        Err(e) => response::error_negotiated(&req.headers, &e),
-    };
-    Ok(with_warnings(res, opts))
-}
-
-/// Adds a write's warnings to its response (`Warning: 299 - "text"`).
-pub(crate) fn with_warnings(mut res: Response<Body>, opts: &WriteOptions) -> Response<Body> {
-    for text in opts.warnings.take() {
-        let value = format!("299 - {}", kclient_core::go_format::quote(&text));
-        if let Ok(v) = header::HeaderValue::from_str(&value) {
-            res.headers_mut().append(header::WARNING, v);
-        }
-    }
-    res
-}
-
 /// The delete options of a request (body and query), and the deprecated `orphanDependents`
 /// when given (it also sets the propagation policy when there is none).
 pub(crate) fn delete_options(
@@ -358,4 +332,51 @@ pub(crate) fn delete_options(
         }
     }
     Ok((opts, orphan_dependents))
+}
+
+/// kube-apiserver's choice of container for exec and attach: the named one must exist, and
+/// a pod with several needs one named. The container chosen.
+pub(crate) fn validate_container(
+    pod: &Value,
+    name: &str,
+    container: &str,
+) -> Result<String, ApiError> {
+    let names = |list: &str| -> Vec<String> {
+        pod.pointer(&format!("/spec/{list}"))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|c| c.get("name").and_then(Value::as_str).map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let containers = names("containers");
+    if container.is_empty() {
+        return match containers.as_slice() {
+            [only] => Ok(only.clone()),
+            [] => Err(ApiError::bad_request(format!(
+                "a container name must be specified for pod {name}"
+            ))),
+            _ => {
+                let all: Vec<String> = ["initContainers", "containers", "ephemeralContainers"]
+                    .iter()
+                    .flat_map(|l| names(l))
+                    .collect();
+                Err(ApiError::bad_request(format!(
+                    "a container name must be specified for pod {name}, choose one of: [{}]",
+                    all.join(" ")
+                )))
+            }
+        };
+    }
+    let known = ["initContainers", "containers", "ephemeralContainers"]
+        .iter()
+        .any(|l| names(l).iter().any(|n| n == container));
+    if !known {
+        return Err(ApiError::bad_request(format!(
+            "container {container} is not valid for pod {name}"
+        )));
+    }
+    Ok(container.to_owned())
 }

@@ -23,13 +23,13 @@ use tokio::task::JoinHandle;
 
 use crate::actions::{ActionFilter, ActionLog, RecordedAction};
 use crate::catalogue::ResourceInfo;
-use crate::faults::{FaultState, Faults};
+use crate::faults::Faults;
 use crate::handler;
 use crate::kubeconfig::{self, Credentials};
 use crate::reactors::Reactors;
 use crate::registry::{Registry, WriteOptions};
 use crate::response::{self, Body};
-use crate::state::{Auth, Settings, Shared};
+use crate::state::{Auth, FaultState, Settings, Shared};
 use crate::store::{object_key, StoreState};
 use crate::tls::{Authority, CertifiedKey};
 use crate::{wait, Error};
@@ -455,7 +455,7 @@ impl FakeApiServer {
     /// they pick (see [`Reactor`](crate::Reactor)).
     pub fn reactors(&self) -> Reactors {
         Reactors {
-            shared: self.shared.clone(),
+            chain: self.shared.faults.reactors.clone(),
         }
     }
 

@@ -5,13 +5,14 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::Response;
 use parking_lot::Mutex;
 
 use crate::actions::{ActionLog, RecordedAction};
-use crate::faults::FaultState;
+use crate::reactors::ReactorChain;
 use crate::registry::Registry;
 use crate::request::ApiRequest;
 use crate::response::Body;
@@ -111,5 +112,35 @@ impl PodLogs {
             .get(&(namespace.into(), pod.into(), container.into()))
             .cloned()
             .unwrap_or_default()
+    }
+}
+
+/// The fault state of one server.
+#[derive(Debug)]
+pub struct FaultState {
+    /// The reactor chain: the tests' reactors and the failures of `fail_next`.
+    pub(crate) reactors: Arc<ReactorChain>,
+    pub(crate) latency: Mutex<Duration>,
+    pub(crate) drop_watches: tokio::sync::watch::Sender<u64>,
+    pub(crate) stall_watches: tokio::sync::watch::Sender<bool>,
+    pub(crate) hang_watches: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for FaultState {
+    fn default() -> Self {
+        Self {
+            reactors: Arc::default(),
+            latency: Mutex::new(Duration::ZERO),
+            drop_watches: tokio::sync::watch::channel(0).0,
+            stall_watches: tokio::sync::watch::channel(false).0,
+            hang_watches: tokio::sync::watch::channel(0).0,
+        }
+    }
+}
+
+impl FaultState {
+    /// The latency to add to a request.
+    pub fn latency(&self) -> Duration {
+        *self.latency.lock()
     }
 }

@@ -140,7 +140,7 @@ pub struct ResourceInfo {
     pub(crate) schema: Option<Arc<crate::schema::Schema>>,
     /// The conversion webhook of a custom resource whose CRD converts with one
     /// (`spec.conversion.strategy: Webhook`); `None`: the `None` strategy.
-    pub(crate) conversion_webhook: Option<Arc<crate::conversion_webhook::ConversionWebhook>>,
+    pub(crate) conversion_webhook: Option<Arc<crate::webhook_client::ConversionWebhook>>,
 }
 
 impl ResourceInfo {

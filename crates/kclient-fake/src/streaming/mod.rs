@@ -183,7 +183,7 @@ pub(crate) async fn try_serve(
     }
     Ok(match serve(shared, req, &namespace, &name, kind) {
         Ok(res) => res,
-        Err(e) => response::error_negotiated(&HeaderMap::new(), &e),
+        Err(e) => crate::negotiate::error_negotiated(&HeaderMap::new(), &e),
     })
 }
 
@@ -207,7 +207,7 @@ fn serve(
     let container = match kind {
         Kind::PortForward => String::new(),
         Kind::Exec | Kind::Attach => {
-            crate::connect::validate_container(&pod, name, q.str("container"))?
+            crate::request::validate_container(&pod, name, q.str("container"))?
         }
     };
     if str_at(&pod, "/spec/nodeName").is_empty() {
