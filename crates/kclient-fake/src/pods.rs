@@ -32,17 +32,6 @@ fn created_status() -> Response<Body> {
     response::json(StatusCode::CREATED, &status_json(&status))
 }
 
-fn container_names(pod: &Value) -> Vec<String> {
-    pod.pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|c| c.get("name").and_then(Value::as_str).map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Serves `pods/{name}/{log|eviction|binding}`.
 pub async fn handle(
     shared: &Arc<Shared>,
@@ -71,7 +60,7 @@ fn pod_log(
     q: &Query,
 ) -> Result<Response<Body>, ApiError> {
     let pod = shared.registry.get(info, namespace, name)?;
-    let containers = container_names(&pod);
+    let containers = meta::container_names(&pod, "containers");
     let container = match q.get("container").filter(|c| !c.is_empty()) {
         Some(c) if containers.iter().any(|n| n == c) => c.to_string(),
         Some(c) => {

@@ -9,13 +9,15 @@ use bytes::Bytes;
 use http::{header, HeaderMap, Method, Request};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use kclient_core::{ApiError, DeleteOptions, DeletionPropagation, FieldError, Status};
+use kclient_core::{
+    ApiError, DeleteOptions, DeletionPropagation, FieldError, FieldValidation, Status,
+};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
 use crate::query::Query;
-use crate::registry::{FieldValidation, WriteOptions};
+use crate::registry::WriteOptions;
 
 /// The largest request body accepted (kube-apiserver's default, 3 MiB).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -341,16 +343,7 @@ pub(crate) fn validate_container(
     name: &str,
     container: &str,
 ) -> Result<String, ApiError> {
-    let names = |list: &str| -> Vec<String> {
-        pod.pointer(&format!("/spec/{list}"))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|c| c.get("name").and_then(Value::as_str).map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let names = |list: &str| crate::meta::container_names(pod, list);
     let containers = names("containers");
     if container.is_empty() {
         return match containers.as_slice() {

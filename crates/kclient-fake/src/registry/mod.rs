@@ -42,10 +42,10 @@ use serde_json::{json, Value};
 use crate::catalogue::{Catalogue, ResourceInfo};
 use crate::meta::{self, meta_str};
 use crate::store::{object_key, Store, StoreState, StoredObject};
-use kclient_core::FieldError;
+use kclient_core::{FieldError, FieldValidation};
 
 /// Options common to writes.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct WriteOptions {
     /// `dryRun=All`: validate and answer, store nothing.
     pub dry_run: bool,
@@ -69,16 +69,21 @@ pub struct WriteOptions {
     pub admission: Option<Arc<crate::admission::Request>>,
 }
 
-/// The `fieldValidation` of a write.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum FieldValidation {
-    /// `Ignore`: drop unknown fields silently.
-    Ignore,
-    /// `Warn` (the default): drop them and warn.
-    #[default]
-    Warn,
-    /// `Strict`: refuse the request.
-    Strict,
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self {
+            dry_run: false,
+            field_manager: String::new(),
+            seed: false,
+            // The server's default (kclient-core's `FieldValidation` has none: a client sends
+            // what it means or nothing).
+            field_validation: FieldValidation::Warn,
+            patch: false,
+            warnings: Warnings::default(),
+            bypass_update_validation: false,
+            admission: None,
+        }
+    }
 }
 
 /// The warnings a request produced (shared by the clones of its [`WriteOptions`]).
