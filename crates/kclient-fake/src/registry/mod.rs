@@ -1,5 +1,5 @@
 //! The registry: the rules kube-apiserver's generic registry and strategies apply to objects,
-//! over the [`Store`](crate::store::Store).
+//! over the [`ObjectStore`](crate::store::ObjectStore).
 //!
 //! Create sets `uid`, `creationTimestamp`, `resourceVersion`, `generation` (for the types that
 //! track it) and names from `generateName`, checks that the namespace exists and is not
@@ -41,7 +41,7 @@ use serde_json::{json, Value};
 
 use crate::catalogue::{Catalogue, ResourceInfo};
 use crate::meta::{self, meta_str};
-use crate::store::{object_key, Store, StoreState, StoredObject};
+use crate::store::{object_key, ObjectStore, StoreState, StoredObject};
 use kclient_core::{FieldError, FieldValidation};
 
 /// Options common to writes.
@@ -173,7 +173,7 @@ pub struct Registry {
     /// The served resources.
     pub catalogue: Catalogue,
     /// The objects.
-    pub store: Store,
+    pub store: ObjectStore,
     /// Where webhooks' Service references go (see [`crate::webhook_client`]).
     pub services: crate::webhook_client::ServiceRoutes,
     pending: Mutex<Vec<Work>>,
@@ -260,7 +260,7 @@ impl Registry {
     pub fn new(window: usize) -> Self {
         Self {
             catalogue: Catalogue::builtin(),
-            store: Store::new(window),
+            store: ObjectStore::new(window),
             services: Default::default(),
             pending: Mutex::new(Vec::new()),
         }
