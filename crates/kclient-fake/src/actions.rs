@@ -1,5 +1,5 @@
 //! Recorded actions: every request the server saw, as client-go's fake clientset records
-//! them ([`Action`], [`ActionFilter`], and the server's log of them, [`ActionLog`]).
+//! them ([`RecordedAction`], [`ActionFilter`], and the server's log of them, [`ActionLog`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -11,8 +11,8 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::catalogue::{Catalogue, ResourceInfo};
-use crate::handler::ApiRequest;
 use crate::query::Query;
+use crate::request::ApiRequest;
 use crate::router::{route, Route};
 
 /// How many actions a server keeps by default (the most recent ones).
@@ -60,7 +60,7 @@ pub const DEFAULT_ACTION_HISTORY: usize = 10_000;
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct Action {
+pub struct RecordedAction {
     /// kube-apiserver's verb for the request: `get`, `list`, `watch`, `create`, `update`,
     /// `patch`, `delete` or `deletecollection` on a resource; the lower-cased method for a
     /// request that addresses no resource.
@@ -90,7 +90,7 @@ pub struct Action {
     info: Option<Arc<ResourceInfo>>,
 }
 
-impl Action {
+impl RecordedAction {
     /// The action a request is, resolved as kube-apiserver's request-info resolver does
     /// (`catalogue` finds the resource, whose codec reads a protobuf body).
     pub(crate) fn from_request(req: &ApiRequest, catalogue: Option<&Catalogue>) -> Self {
@@ -101,7 +101,7 @@ impl Action {
                 .map(str::to_string)
         };
         let content_type = header(header::CONTENT_TYPE);
-        let mut action = Action {
+        let mut action = RecordedAction {
             verb: req.method.as_str().to_ascii_lowercase(),
             resource: None,
             subresource: None,
@@ -276,7 +276,7 @@ impl ActionFilter {
     }
 
     /// Whether `action` is one of the actions this filter picks.
-    pub fn matches(&self, action: &Action) -> bool {
+    pub fn matches(&self, action: &RecordedAction) -> bool {
         let verb = self.verb == "*" || self.verb.eq_ignore_ascii_case(&action.verb);
         let resource = self.resource == "*"
             || action
@@ -311,7 +311,7 @@ pub(crate) struct ActionLog {
 
 #[derive(Debug, Default)]
 struct LogState {
-    actions: VecDeque<Action>,
+    actions: VecDeque<RecordedAction>,
     dropped: u64,
 }
 
@@ -326,7 +326,7 @@ impl ActionLog {
     }
 
     /// Records `action`, letting the oldest go past the limit.
-    pub(crate) fn record(&self, action: Action) {
+    pub(crate) fn record(&self, action: RecordedAction) {
         {
             let mut state = self.state.lock();
             if self.limit == 0 {
@@ -343,12 +343,12 @@ impl ActionLog {
     }
 
     /// The recorded actions, oldest first.
-    pub(crate) fn all(&self) -> Vec<Action> {
+    pub(crate) fn all(&self) -> Vec<RecordedAction> {
         self.state.lock().actions.iter().cloned().collect()
     }
 
     /// The recorded actions `filter` picks, oldest first.
-    pub(crate) fn matching(&self, filter: &ActionFilter) -> Vec<Action> {
+    pub(crate) fn matching(&self, filter: &ActionFilter) -> Vec<RecordedAction> {
         let state = self.state.lock();
         state
             .actions
@@ -392,8 +392,8 @@ mod tests {
         }
     }
 
-    fn action(method: Method, path: &str, query: Option<&str>) -> Action {
-        Action::from_request(&request(method, path, query), None)
+    fn action(method: Method, path: &str, query: Option<&str>) -> RecordedAction {
+        RecordedAction::from_request(&request(method, path, query), None)
     }
 
     #[test]
@@ -467,7 +467,7 @@ mod tests {
                 .unwrap(),
         );
         req.body = Bytes::from_static(br#"{"metadata":{"labels":{"a":"b"}}}"#);
-        let a = Action::from_request(&req, None);
+        let a = RecordedAction::from_request(&req, None);
         assert_eq!(a.patch_type, Some(PatchType::Merge));
         assert_eq!(
             a.object(),
@@ -509,7 +509,7 @@ mod tests {
             header::USER_AGENT,
             "my-controller/v1.0 (linux/amd64) kclient".parse().unwrap(),
         );
-        let listed = Action::from_request(&req, None);
+        let listed = RecordedAction::from_request(&req, None);
         assert!(ActionFilter::any()
             .user_agent("my-controller")
             .matches(&listed));

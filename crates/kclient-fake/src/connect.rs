@@ -28,11 +28,11 @@ use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
 use crate::errors;
-use crate::handler::ApiRequest;
 use crate::meta::{self, meta_str};
 use crate::query::Query;
+use crate::request::ApiRequest;
 use crate::response::{self, Body};
-use crate::server::Shared;
+use crate::state::Shared;
 
 /// The audience of a token when the request names none (kube-apiserver's default
 /// `--api-audiences`, its issuer).
@@ -86,7 +86,7 @@ pub fn handle(
         }
         ("Pod", _) => {
             if sub != "portforward" {
-                validate_container(&obj, name, q.str("container"))?;
+                crate::request::validate_container(&obj, name, q.str("container"))?;
             }
             let node = str_at(&obj, "/spec/nodeName");
             if node.is_empty() {
@@ -152,53 +152,6 @@ fn kubelet_unreachable(node: &Value, name: &str) -> Result<Response<Body>, ApiEr
     )))
 }
 
-/// kube-apiserver's choice of container for exec and attach: the named one must exist, and
-/// a pod with several needs one named. The container chosen.
-pub(crate) fn validate_container(
-    pod: &Value,
-    name: &str,
-    container: &str,
-) -> Result<String, ApiError> {
-    let names = |list: &str| -> Vec<String> {
-        pod.pointer(&format!("/spec/{list}"))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|c| c.get("name").and_then(Value::as_str).map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let containers = names("containers");
-    if container.is_empty() {
-        return match containers.as_slice() {
-            [only] => Ok(only.clone()),
-            [] => Err(ApiError::bad_request(format!(
-                "a container name must be specified for pod {name}"
-            ))),
-            _ => {
-                let all: Vec<String> = ["initContainers", "containers", "ephemeralContainers"]
-                    .iter()
-                    .flat_map(|l| names(l))
-                    .collect();
-                Err(ApiError::bad_request(format!(
-                    "a container name must be specified for pod {name}, choose one of: [{}]",
-                    all.join(" ")
-                )))
-            }
-        };
-    }
-    let known = ["initContainers", "containers", "ephemeralContainers"]
-        .iter()
-        .any(|l| names(l).iter().any(|n| n == container));
-    if !known {
-        return Err(ApiError::bad_request(format!(
-            "container {container} is not valid for pod {name}"
-        )));
-    }
-    Ok(container.to_owned())
-}
-
 fn token_request_invalid(name: &str, field: FieldError) -> ApiError {
     ApiError::invalid(
         &GroupResource::new("authentication.k8s.io", "TokenRequest"),
@@ -222,16 +175,7 @@ pub fn token(
     if req.method != Method::POST {
         return Err(errors::method_not_allowed());
     }
-    let body: Value = serde_json::from_slice(&req.body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding TokenRequest: {e}")))?;
-    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
-    if !body.is_object() || (!kind.is_empty() && kind != "TokenRequest") {
-        let version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-        return Err(ApiError::bad_request(format!(
-            "{kind} in version {version:?} cannot be handled as a TokenRequest: converting \
-             ({version}.{kind}) to (authentication.TokenRequest): unknown conversion"
-        )));
-    }
+    let body = parse_token_request(req)?;
     let account = shared.registry.get(info, namespace, name)?;
     let given_name = meta_str(&body, "name");
     if !given_name.is_empty() && given_name != name {
@@ -245,30 +189,7 @@ pub fn token(
         ));
     }
     let spec = body.get("spec").cloned().unwrap_or_else(|| json!({}));
-    let expiration = spec
-        .get("expirationSeconds")
-        .and_then(Value::as_i64)
-        .unwrap_or(DEFAULT_EXPIRATION_SECONDS);
-    if expiration < MIN_EXPIRATION_SECONDS {
-        return Err(token_request_invalid(
-            "",
-            FieldError::invalid(
-                "spec.expirationSeconds",
-                &json!(expiration),
-                "may not specify a duration less than 10 minutes",
-            ),
-        ));
-    }
-    if expiration > 1 << 32 {
-        return Err(token_request_invalid(
-            "",
-            FieldError::invalid(
-                "spec.expirationSeconds",
-                &json!(expiration),
-                "may not specify a duration larger than 2^32 seconds",
-            ),
-        ));
-    }
+    let expiration = expiration_seconds(&spec)?;
     let audiences = spec
         .get("audiences")
         .and_then(Value::as_array)
@@ -294,13 +215,6 @@ pub fn token(
         "nbf": now,
         "sub": format!("system:serviceaccount:{namespace}:{name}"),
     });
-    let token = format!(
-        "{}.{}.{}",
-        base64url(br#"{"alg":"none","kid":"kclient-fake"}"#),
-        base64url(claims.to_string().as_bytes()),
-        base64url(b"kclient-fake")
-    );
-    let expiration_timestamp = meta::rfc3339(expires);
     let answer = json!({
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
@@ -315,7 +229,53 @@ pub fn token(
             "expirationSeconds": expiration,
             "boundObjectRef": spec.get("boundObjectRef").cloned().unwrap_or(Value::Null),
         },
-        "status": {"token": token, "expirationTimestamp": expiration_timestamp},
+        "status": {"token": unsigned_jwt(&claims), "expirationTimestamp": meta::rfc3339(expires)},
     });
     Ok(response::json(StatusCode::CREATED, &answer))
+}
+
+/// The request's body as a `TokenRequest` (JSON; no other kind).
+fn parse_token_request(req: &ApiRequest) -> Result<Value, ApiError> {
+    let body: Value = serde_json::from_slice(&req.body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding TokenRequest: {e}")))?;
+    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !body.is_object() || (!kind.is_empty() && kind != "TokenRequest") {
+        let version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a TokenRequest: converting \
+             ({version}.{kind}) to (authentication.TokenRequest): unknown conversion"
+        )));
+    }
+    Ok(body)
+}
+
+/// The token's lifetime the request's spec asks for (the default without one), within
+/// kube-apiserver's bounds.
+fn expiration_seconds(spec: &Value) -> Result<i64, ApiError> {
+    let expiration = spec
+        .get("expirationSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(DEFAULT_EXPIRATION_SECONDS);
+    let refusal = if expiration < MIN_EXPIRATION_SECONDS {
+        "may not specify a duration less than 10 minutes"
+    } else if expiration > 1 << 32 {
+        "may not specify a duration larger than 2^32 seconds"
+    } else {
+        return Ok(expiration);
+    };
+    Err(token_request_invalid(
+        "",
+        FieldError::invalid("spec.expirationSeconds", &json!(expiration), refusal),
+    ))
+}
+
+/// A JWT of `claims`, signed by nobody (`alg: none`): the fake checks no signature, and a
+/// client only reads the claims.
+fn unsigned_jwt(claims: &Value) -> String {
+    format!(
+        "{}.{}.{}",
+        base64url(br#"{"alg":"none","kid":"kclient-fake"}"#),
+        base64url(claims.to_string().as_bytes()),
+        base64url(b"kclient-fake")
+    )
 }

@@ -20,7 +20,6 @@
 //! the storage makes of an object it cannot decode (see [`Read`], and
 //! [`Registry::list_converted`] for lists).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use kclient_core::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
@@ -28,40 +27,10 @@ use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
 use crate::registry::{for_version, Registry};
-use crate::webhook_client::{self, ClientConfig};
+use crate::webhook_client::{self, ConversionWebhook};
 
 /// How long a conversion call may take (the webhook client's timeout).
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A CRD's conversion webhook (`spec.conversion.webhook`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConversionWebhook {
-    /// Where it is.
-    pub client: ClientConfig,
-    /// `conversionReviewVersions`.
-    pub review_versions: Vec<String>,
-}
-
-impl ConversionWebhook {
-    /// The webhook of a CRD whose `spec.conversion.strategy` is `Webhook`.
-    pub fn of_crd(crd: &Value) -> Option<Arc<Self>> {
-        let conversion = crd.pointer("/spec/conversion")?;
-        if conversion.get("strategy").and_then(Value::as_str) != Some("Webhook") {
-            return None;
-        }
-        let webhook = conversion.get("webhook").unwrap_or(&Value::Null);
-        Some(Arc::new(Self {
-            client: ClientConfig::from_json(webhook.get("clientConfig").unwrap_or(&Value::Null)),
-            review_versions: webhook
-                .get("conversionReviewVersions")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect(),
-        }))
-    }
-}
 
 fn api_version(v: &Value) -> &str {
     v.get("apiVersion").and_then(Value::as_str).unwrap_or("")

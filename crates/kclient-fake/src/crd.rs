@@ -140,7 +140,7 @@ pub fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
         s => s.to_string(),
     };
     let namespaced = str_at(crd, "/spec/scope") == "Namespaced";
-    let conversion_webhook = crate::conversion_webhook::ConversionWebhook::of_crd(crd);
+    let conversion_webhook = crate::webhook_client::ConversionWebhook::of_crd(crd);
     let short_names = strings(crd, "/spec/names/shortNames");
     let categories = strings(crd, "/spec/names/categories");
     let versions = crd

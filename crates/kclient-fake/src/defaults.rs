@@ -25,7 +25,7 @@
 //! Full defaulting and validation of every field is out of scope.
 
 use kclient_core::ApiError;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::catalogue::ResourceInfo;
 
@@ -85,10 +85,7 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
     let Some(map) = obj.as_object_mut() else {
         return;
     };
-    if info.status_subresource && !info.custom {
-        map.remove("status");
-    }
-    if info.custom && info.status_subresource {
+    if info.status_subresource {
         map.remove("status");
     }
     match (info.api.group.as_str(), info.kind()) {
@@ -107,90 +104,26 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
             merge_string_data(obj);
         }
         ("", "Service") => {
-            let spec = map.entry("spec").or_insert_with(|| json!({}));
-            if let Some(spec) = spec.as_object_mut() {
+            if let Some(spec) = spec_of(map) {
                 spec.entry("type").or_insert_with(|| json!("ClusterIP"));
             }
             crate::immutable::normalize_service_create(obj);
         }
         ("apps", "Deployment" | "ReplicaSet" | "StatefulSet") => {
-            let spec = map.entry("spec").or_insert_with(|| json!({}));
-            if let Some(spec) = spec.as_object_mut() {
+            if let Some(spec) = spec_of(map) {
                 spec.entry("replicas").or_insert_with(|| json!(1));
             }
         }
-        ("", "ReplicationController") => {
-            let template_labels = map
-                .get("spec")
-                .and_then(|s| s.pointer("/template/metadata/labels"))
-                .cloned();
-            let spec = map.entry("spec").or_insert_with(|| json!({}));
-            if let Some(spec) = spec.as_object_mut() {
-                spec.entry("replicas").or_insert_with(|| json!(1));
-                if let Some(labels) = &template_labels {
-                    let empty = spec
-                        .get("selector")
-                        .and_then(Value::as_object)
-                        .is_none_or(|m| m.is_empty());
-                    if empty {
-                        spec.insert("selector".into(), labels.clone());
-                    }
-                }
-            }
-            map.insert("status".into(), json!({"replicas": 0}));
-        }
-        ("", "PersistentVolume") => {
-            let spec = map.entry("spec").or_insert_with(|| json!({}));
-            if let Some(spec) = spec.as_object_mut() {
-                spec.entry("persistentVolumeReclaimPolicy")
-                    .or_insert_with(|| json!("Retain"));
-                spec.entry("volumeMode")
-                    .or_insert_with(|| json!("Filesystem"));
-            }
-            map.insert(
-                "status".into(),
-                json!({"phase": "Pending", "lastPhaseTransitionTime": crate::meta::now_rfc3339()}),
-            );
-        }
+        ("", "ReplicationController") => replication_controller_defaults(map),
+        ("", "PersistentVolume") => persistent_volume_defaults(map),
         ("", "ResourceQuota") => {
             map.insert("status".into(), json!({}));
         }
-        ("autoscaling", "HorizontalPodAutoscaler") => {
-            let spec = map.entry("spec").or_insert_with(|| json!({}));
-            if let Some(spec) = spec.as_object_mut() {
-                spec.entry("minReplicas").or_insert_with(|| json!(1));
-                let no_metrics = spec
-                    .get("metrics")
-                    .and_then(Value::as_array)
-                    .is_none_or(|m| m.is_empty());
-                if no_metrics {
-                    spec.insert(
-                        "metrics".into(),
-                        json!([{"type": "Resource", "resource": {"name": "cpu",
-                            "target": {"type": "Utilization", "averageUtilization": 80}}}]),
-                    );
-                }
-            }
-            map.insert(
-                "status".into(),
-                json!({"desiredReplicas": 0, "currentMetrics": null}),
-            );
-        }
+        ("autoscaling", "HorizontalPodAutoscaler") => autoscaler_defaults(map),
         ("networking.k8s.io", "Ingress") => {
             map.insert("status".into(), json!({"loadBalancer": {}}));
         }
-        ("networking.k8s.io", "NetworkPolicy") => {
-            let spec = map.entry("spec").or_insert_with(|| json!({}));
-            if let Some(spec) = spec.as_object_mut() {
-                if !spec.contains_key("policyTypes") {
-                    let mut types = vec![json!("Ingress")];
-                    if spec.get("egress").is_some_and(|e| !e.is_null()) {
-                        types.push(json!("Egress"));
-                    }
-                    spec.insert("policyTypes".into(), json!(types));
-                }
-            }
-        }
+        ("networking.k8s.io", "NetworkPolicy") => network_policy_defaults(map),
         ("policy", "PodDisruptionBudget") => {
             map.insert(
                 "status".into(),
@@ -209,6 +142,86 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
                 .or_insert_with(|| json!("Immediate"));
         }
         _ => {}
+    }
+}
+
+/// The object's `spec` (created empty when missing), if it is an object.
+fn spec_of(map: &mut Map<String, Value>) -> Option<&mut Map<String, Value>> {
+    map.entry("spec")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+}
+
+/// A ReplicationController: one replica, a selector from the template's labels, and no
+/// replicas yet.
+fn replication_controller_defaults(map: &mut Map<String, Value>) {
+    let template_labels = map
+        .get("spec")
+        .and_then(|s| s.pointer("/template/metadata/labels"))
+        .cloned();
+    if let Some(spec) = spec_of(map) {
+        spec.entry("replicas").or_insert_with(|| json!(1));
+        if let Some(labels) = &template_labels {
+            let empty = spec
+                .get("selector")
+                .and_then(Value::as_object)
+                .is_none_or(|m| m.is_empty());
+            if empty {
+                spec.insert("selector".into(), labels.clone());
+            }
+        }
+    }
+    map.insert("status".into(), json!({"replicas": 0}));
+}
+
+/// A PersistentVolume: retained, a filesystem, pending since now.
+fn persistent_volume_defaults(map: &mut Map<String, Value>) {
+    if let Some(spec) = spec_of(map) {
+        spec.entry("persistentVolumeReclaimPolicy")
+            .or_insert_with(|| json!("Retain"));
+        spec.entry("volumeMode")
+            .or_insert_with(|| json!("Filesystem"));
+    }
+    map.insert(
+        "status".into(),
+        json!({"phase": "Pending", "lastPhaseTransitionTime": crate::meta::now_rfc3339()}),
+    );
+}
+
+/// A HorizontalPodAutoscaler: at least one replica, 80% CPU utilisation when no metric is
+/// given.
+fn autoscaler_defaults(map: &mut Map<String, Value>) {
+    if let Some(spec) = spec_of(map) {
+        spec.entry("minReplicas").or_insert_with(|| json!(1));
+        let no_metrics = spec
+            .get("metrics")
+            .and_then(Value::as_array)
+            .is_none_or(|m| m.is_empty());
+        if no_metrics {
+            spec.insert(
+                "metrics".into(),
+                json!([{"type": "Resource", "resource": {"name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+            );
+        }
+    }
+    map.insert(
+        "status".into(),
+        json!({"desiredReplicas": 0, "currentMetrics": null}),
+    );
+}
+
+/// A NetworkPolicy: `policyTypes` from what the policy has (Ingress always, Egress with
+/// egress rules).
+fn network_policy_defaults(map: &mut Map<String, Value>) {
+    if let Some(spec) = spec_of(map) {
+        if !spec.contains_key("policyTypes") {
+            let mut types = vec![json!("Ingress")];
+            if spec.get("egress").is_some_and(|e| !e.is_null()) {
+                types.push(json!("Egress"));
+            }
+            spec.insert("policyTypes".into(), json!(types));
+        }
     }
 }
 

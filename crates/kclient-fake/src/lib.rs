@@ -13,7 +13,7 @@
 //! admission webhooks (mutating and validating, called over HTTPS as kube-apiserver calls
 //! them),
 //! discovery (legacy and aggregated), HTTPS with token or client-certificate authentication,
-//! and fault injection. For tests it records every request ([`Action`], client-go's fake
+//! and fault injection. For tests it records every request ([`RecordedAction`], client-go's fake
 //! `Actions()`), lets a test fail, answer or delay only the requests it picks ([`Reactor`],
 //! client-go's `PrependReactor`), and waits for a condition on its state without polling
 //! ([`FakeApiServer::wait_until`]).
@@ -187,6 +187,7 @@ mod protobuf;
 mod query;
 mod reactors;
 mod registry;
+mod request;
 mod response;
 mod router;
 pub mod samples;
@@ -194,6 +195,7 @@ mod scale;
 mod schema;
 mod selectors;
 mod server;
+mod state;
 mod store;
 mod streaming;
 mod table;
@@ -203,13 +205,18 @@ mod wait;
 mod watch;
 mod webhook_client;
 
-pub use actions::{Action, ActionFilter, DEFAULT_ACTION_HISTORY};
+pub use actions::{ActionFilter, RecordedAction, DEFAULT_ACTION_HISTORY};
+
+/// The old name of [`RecordedAction`], kept for a release.
+#[deprecated(note = "renamed `RecordedAction`, apart from kclient-controller's `Action`")]
+pub type Action = RecordedAction;
 pub use catalogue::{ExtraSubresource, GenerationBumps, ResourceInfo, ScaleSpec};
-pub use faults::{Failure, Faults};
+pub use faults::Faults;
 pub use kubeconfig::Credentials;
 pub use manifests::{load_manifests, parse_manifests};
-pub use reactors::{Reaction, Reactor, ReactorHandle, Reactors};
-pub use server::{FakeApiServer, FakeApiServerBuilder, Settings};
+pub use reactors::{Failure, Reaction, Reactor, ReactorHandle, Reactors};
+pub use server::{FakeApiServer, FakeApiServerBuilder};
+pub use state::Settings;
 pub use streaming::{
     echo_port, forward_to_address, ExecRequest, FakeKubelet, PortForwardRequest, Process,
     ProcessOutput, ProcessStdin,

@@ -223,6 +223,19 @@ pub fn set_path(obj: &mut Value, path: &str, value: Value) {
     }
 }
 
+/// The names of a pod's containers in `list` (`containers`, `initContainers`,
+/// `ephemeralContainers`), in order.
+pub fn container_names(pod: &Value, list: &str) -> Vec<String> {
+    pod.pointer(&format!("/spec/{list}"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c.get("name").and_then(Value::as_str).map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -1,6 +1,8 @@
 //! Content negotiation on the resource endpoints: what a request's `Accept` header asks the
 //! object or list to be turned into, decided as kube-apiserver 1.37 decides it, and the
-//! `meta.k8s.io` `PartialObjectMetadata` / `PartialObjectMetadataList` conversions.
+//! `meta.k8s.io` `PartialObjectMetadata` / `PartialObjectMetadataList` conversions; and
+//! the negotiated answers every handler gives: an error ([`error_negotiated`]) and a
+//! write's answer ([`answer_write`]).
 //!
 //! Three checks, in kube-apiserver's order:
 //!
@@ -40,13 +42,16 @@
 //! `Accept` gets its `Status` in protobuf while the metadata client's (`as=…` on its
 //! protobuf clause, plain JSON last) gets JSON; a header no clause of which passes gets JSON.
 
-use http::{header, HeaderMap};
+use http::{header, HeaderMap, Response};
 use kclient_core::{ApiError, Status, StatusDetails, StatusReason};
 use kclient_protobuf::registry::Entry;
 use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
-use crate::handler::ApiRequest;
+use crate::registry::WriteOptions;
+use crate::request::ApiRequest;
+use crate::response::{self, Body};
+pub use crate::response::{MetaVersion, ObjectForm};
 
 /// The media types resources are served in, in kube-apiserver's order of preference.
 const MEDIA_TYPES: [(&str, &str); 3] = [
@@ -61,33 +66,6 @@ const MEDIA_LIST: &str = "application/json, application/yaml, application/vnd.ku
 /// The media types of watch streams, as a watch's 406 lists them.
 const STREAM_MEDIA_LIST: &str =
     "application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch";
-
-/// The version of `meta.k8s.io` a conversion produces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetaVersion {
-    /// `meta.k8s.io/v1`.
-    V1,
-    /// `meta.k8s.io/v1beta1`.
-    V1beta1,
-}
-
-impl MetaVersion {
-    fn parse(version: &str) -> Option<Self> {
-        match version {
-            "v1" => Some(Self::V1),
-            "v1beta1" => Some(Self::V1beta1),
-            _ => None,
-        }
-    }
-
-    /// The `apiVersion` of what the conversion produces.
-    pub fn api_version(self) -> &'static str {
-        match self {
-            Self::V1 => "meta.k8s.io/v1",
-            Self::V1beta1 => "meta.k8s.io/v1beta1",
-        }
-    }
-}
 
 /// What a response carries instead of the object or list itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -430,15 +408,6 @@ pub fn partial_object(obj: &Value, version: MetaVersion) -> Vec<u8> {
     out
 }
 
-/// What a single object (not a list) is served as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjectForm {
-    /// The object as it is (or as a Table, by the caller; a `Status` is never converted).
-    AsIs,
-    /// Its `PartialObjectMetadata` in this version.
-    Metadata(MetaVersion),
-}
-
 /// What a single object (not a list) is served as under `conversion`, or the conversion's
 /// error.
 pub fn object_form(
@@ -493,6 +462,42 @@ pub fn partial_list<'a>(
     }
     out.extend_from_slice(if none { b"null}" } else { b"]}" });
     out
+}
+
+/// The `Status` response for an error of a request with these headers: in protobuf when its
+/// `Accept` negotiates protobuf for errors ([`errors_in_protobuf`]), in
+/// JSON otherwise.
+pub fn error_negotiated(headers: &HeaderMap, err: &ApiError) -> Response<Body> {
+    if errors_in_protobuf(headers) {
+        response::with_retry_after(crate::protobuf::error(err), err)
+    } else {
+        response::error(err)
+    }
+}
+
+/// A write's answer, or its error, with the write's warnings (webhooks' warnings go with
+/// their refusals too).
+pub(crate) fn answer_write(
+    req: &ApiRequest,
+    opts: &WriteOptions,
+    answer: Result<Response<Body>, ApiError>,
+) -> Result<Response<Body>, ApiError> {
+    let res = match answer {
+        Ok(res) => res,
+        Err(e) => error_negotiated(&req.headers, &e),
+    };
+    Ok(with_warnings(res, opts))
+}
+
+/// Adds a write's warnings to its response (`Warning: 299 - "text"`).
+pub(crate) fn with_warnings(mut res: Response<Body>, opts: &WriteOptions) -> Response<Body> {
+    for text in opts.warnings.take() {
+        let value = format!("299 - {}", kclient_core::go_format::quote(&text));
+        if let Ok(v) = header::HeaderValue::from_str(&value) {
+            res.headers_mut().append(header::WARNING, v);
+        }
+    }
+    res
 }
 
 #[cfg(test)]

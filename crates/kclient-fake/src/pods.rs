@@ -4,7 +4,7 @@
 //! when its PodDisruptionBudget allows, see [`check_disruption_budget`]) and `binding` (sets
 //! `spec.nodeName`, once).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -12,41 +12,16 @@ use http::{header, HeaderValue, Method, Response, StatusCode};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kclient_core::labels::Selector;
 use kclient_core::{ApiError, FieldError, GroupResource, Status, StatusCause};
-use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
 use crate::errors::status_json;
-use crate::handler::{parse_body, ApiRequest};
 use crate::meta::{self, meta_str};
 use crate::query::Query;
 use crate::registry::{Part, WriteOptions};
+use crate::request::{parse_body, ApiRequest};
 use crate::response::{self, Body};
-use crate::server::Shared;
-
-/// Logs scripted by tests, per (namespace, pod, container).
-#[derive(Debug, Default)]
-pub struct PodLogs {
-    logs: Mutex<HashMap<(String, String, String), String>>,
-}
-
-impl PodLogs {
-    /// Sets the log of a container.
-    pub fn set(&self, namespace: &str, pod: &str, container: &str, text: &str) {
-        self.logs.lock().insert(
-            (namespace.into(), pod.into(), container.into()),
-            text.into(),
-        );
-    }
-
-    fn get(&self, namespace: &str, pod: &str, container: &str) -> String {
-        self.logs
-            .lock()
-            .get(&(namespace.into(), pod.into(), container.into()))
-            .cloned()
-            .unwrap_or_default()
-    }
-}
+use crate::state::Shared;
 
 fn created_status() -> Response<Body> {
     let status = Status {
@@ -55,17 +30,6 @@ fn created_status() -> Response<Body> {
         ..Status::default()
     };
     response::json(StatusCode::CREATED, &status_json(&status))
-}
-
-fn container_names(pod: &Value) -> Vec<String> {
-    pod.pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|c| c.get("name").and_then(Value::as_str).map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Serves `pods/{name}/{log|eviction|binding}`.
@@ -78,127 +42,156 @@ pub async fn handle(
     sub: &str,
     q: &Query,
 ) -> Result<Response<Body>, ApiError> {
-    let pods = info.group_resource();
     match (sub, &req.method) {
-        ("log", &Method::GET) => {
-            let pod = shared.registry.get(info, namespace, name)?;
-            let containers = container_names(&pod);
-            let container = match q.get("container").filter(|c| !c.is_empty()) {
-                Some(c) if containers.iter().any(|n| n == c) => c.to_string(),
-                Some(c) => {
-                    return Err(ApiError::bad_request(format!(
-                        "container {c} is not valid for pod {name}"
-                    )))
-                }
-                None if containers.len() == 1 => containers[0].clone(),
-                None => {
-                    return Err(ApiError::bad_request(format!(
-                        "a container name must be specified for pod {name}, choose one of: [{}]",
-                        containers.join(" ")
-                    )))
-                }
-            };
-            let mut text = shared.pod_logs.get(namespace, name, &container);
-            if let Some(n) = q.int("tailLines")?.filter(|n| *n >= 0) {
-                let lines: Vec<&str> = text.split_inclusive('\n').collect();
-                let start = lines.len().saturating_sub(n as usize);
-                text = lines[start..].concat();
-            }
-            if let Some(limit) = q.int("limitBytes")?.filter(|n| *n > 0) {
-                let mut end = (limit as usize).min(text.len());
-                while !text.is_char_boundary(end) {
-                    end -= 1;
-                }
-                text.truncate(end);
-            }
-            let mut res = Response::new(response::full(Bytes::from(text)));
-            res.headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
-            Ok(res)
-        }
-        ("eviction", &Method::POST) => {
-            let body = parse_eviction(req)?;
-            let subject = created(info, namespace, name);
-            let body = admit_created(shared, req, q, subject, "eviction", body).await?;
-            let body_name = meta_str(&body, "name");
-            if !body_name.is_empty() && body_name != name {
-                return Err(ApiError::bad_request(
-                    "name in URL does not match name in Eviction object",
-                ));
-            }
-            let uid = body
-                .pointer("/deleteOptions/preconditions/uid")
-                .and_then(Value::as_str)
-                .map(|u| kclient_core::Preconditions {
-                    uid: Some(u.to_string()),
-                    resource_version: None,
-                });
-            let options = kclient_core::DeleteOptions {
-                preconditions: uid,
-                ..kclient_core::DeleteOptions::default()
-            };
-            let pod = shared.registry.get(info, namespace, name)?;
-            if let Some(refusal) = check_disruption_budget(shared, namespace, name, &pod).await? {
-                return Ok(refusal);
-            }
-            shared
-                .registry
-                .delete(info, namespace, name, &options, None)
-                .await?;
-            Ok(created_status())
-        }
-        ("binding", &Method::POST) => {
-            let body = parse_body(req, info).or_else(|_| {
-                serde_json::from_slice::<Value>(&req.body)
-                    .map_err(|e| ApiError::bad_request(e.to_string()))
-            })?;
-            let subject = created(info, namespace, name);
-            let body = admit_created(shared, req, q, subject, "binding", body).await?;
-            let node = body
-                .pointer("/target/name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            if node.is_empty() {
-                return Err(ApiError::invalid(
-                    &GroupResource::new("", "Binding"),
-                    name,
-                    vec![FieldError::required("target.name", "")],
-                ));
-            }
-            let binding = GroupResource::new("", "pods/binding");
-            // The binding storage writes the pod directly, past the pod update validation
-            // that forbids changing spec.nodeName.
-            let direct = WriteOptions {
-                bypass_update_validation: true,
-                ..WriteOptions::default()
-            };
-            shared
-                .registry
-                .update_with(info, namespace, name, Part::Main, &direct, |cur| {
-                    let Some(cur) = cur else {
-                        return Err(ApiError::not_found(&pods, name));
-                    };
-                    let assigned = cur
-                        .pointer("/spec/nodeName")
-                        .and_then(Value::as_str)
-                        .unwrap_or("");
-                    if !assigned.is_empty() {
-                        return Err(ApiError::conflict(
-                            &binding,
-                            name,
-                            &format!("pod {name} is already assigned to node {assigned:?}"),
-                        ));
-                    }
-                    let mut new = cur.clone();
-                    meta::set_path(&mut new, "spec.nodeName", json!(node));
-                    Ok(new)
-                })
-                .await?;
-            Ok(created_status())
-        }
+        ("log", &Method::GET) => pod_log(shared, info, namespace, name, q),
+        ("eviction", &Method::POST) => evict(shared, req, info, namespace, name, q).await,
+        ("binding", &Method::POST) => bind(shared, req, info, namespace, name, q).await,
         _ => Err(crate::errors::method_not_allowed()),
     }
+}
+
+/// `GET pods/{name}/log`: the scripted log of the container the query names (or of the only
+/// one), cut by `tailLines` and `limitBytes`.
+fn pod_log(
+    shared: &Arc<Shared>,
+    info: &Arc<ResourceInfo>,
+    namespace: &str,
+    name: &str,
+    q: &Query,
+) -> Result<Response<Body>, ApiError> {
+    let pod = shared.registry.get(info, namespace, name)?;
+    let containers = meta::container_names(&pod, "containers");
+    let container = match q.get("container").filter(|c| !c.is_empty()) {
+        Some(c) if containers.iter().any(|n| n == c) => c.to_string(),
+        Some(c) => {
+            return Err(ApiError::bad_request(format!(
+                "container {c} is not valid for pod {name}"
+            )))
+        }
+        None if containers.len() == 1 => containers[0].clone(),
+        None => {
+            return Err(ApiError::bad_request(format!(
+                "a container name must be specified for pod {name}, choose one of: [{}]",
+                containers.join(" ")
+            )))
+        }
+    };
+    let mut text = shared.pod_logs.get(namespace, name, &container);
+    if let Some(n) = q.int("tailLines")?.filter(|n| *n >= 0) {
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let start = lines.len().saturating_sub(n as usize);
+        text = lines[start..].concat();
+    }
+    if let Some(limit) = q.int("limitBytes")?.filter(|n| *n > 0) {
+        let mut end = (limit as usize).min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    let mut res = Response::new(response::full(Bytes::from(text)));
+    res.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    Ok(res)
+}
+
+/// `POST pods/{name}/eviction`: the pod deleted if its disruption budget allows.
+async fn evict(
+    shared: &Arc<Shared>,
+    req: &ApiRequest,
+    info: &Arc<ResourceInfo>,
+    namespace: &str,
+    name: &str,
+    q: &Query,
+) -> Result<Response<Body>, ApiError> {
+    let body = parse_eviction(req)?;
+    let subject = created(info, namespace, name);
+    let body = admit_created(shared, req, q, subject, "eviction", body).await?;
+    let body_name = meta_str(&body, "name");
+    if !body_name.is_empty() && body_name != name {
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
+    }
+    let uid = body
+        .pointer("/deleteOptions/preconditions/uid")
+        .and_then(Value::as_str)
+        .map(|u| kclient_core::Preconditions {
+            uid: Some(u.to_string()),
+            resource_version: None,
+        });
+    let options = kclient_core::DeleteOptions {
+        preconditions: uid,
+        ..kclient_core::DeleteOptions::default()
+    };
+    let pod = shared.registry.get(info, namespace, name)?;
+    if let Some(refusal) = check_disruption_budget(shared, namespace, name, &pod).await? {
+        return Ok(refusal);
+    }
+    shared
+        .registry
+        .delete(info, namespace, name, &options, None)
+        .await?;
+    Ok(created_status())
+}
+
+/// `POST pods/{name}/binding`: `spec.nodeName` set, once.
+async fn bind(
+    shared: &Arc<Shared>,
+    req: &ApiRequest,
+    info: &Arc<ResourceInfo>,
+    namespace: &str,
+    name: &str,
+    q: &Query,
+) -> Result<Response<Body>, ApiError> {
+    let pods = info.group_resource();
+    let body = parse_body(req, info).or_else(|_| {
+        serde_json::from_slice::<Value>(&req.body).map_err(|e| ApiError::bad_request(e.to_string()))
+    })?;
+    let subject = created(info, namespace, name);
+    let body = admit_created(shared, req, q, subject, "binding", body).await?;
+    let node = body
+        .pointer("/target/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if node.is_empty() {
+        return Err(ApiError::invalid(
+            &GroupResource::new("", "Binding"),
+            name,
+            vec![FieldError::required("target.name", "")],
+        ));
+    }
+    let binding = GroupResource::new("", "pods/binding");
+    // The binding storage writes the pod directly, past the pod update validation that
+    // forbids changing spec.nodeName.
+    let direct = WriteOptions {
+        bypass_update_validation: true,
+        ..WriteOptions::default()
+    };
+    shared
+        .registry
+        .update_with(info, namespace, name, Part::Main, &direct, |cur| {
+            let Some(cur) = cur else {
+                return Err(ApiError::not_found(&pods, name));
+            };
+            let assigned = cur
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if !assigned.is_empty() {
+                return Err(ApiError::conflict(
+                    &binding,
+                    name,
+                    &format!("pod {name} is already assigned to node {assigned:?}"),
+                ));
+            }
+            let mut new = cur.clone();
+            meta::set_path(&mut new, "spec.nodeName", json!(node));
+            Ok(new)
+        })
+        .await?;
+    Ok(created_status())
 }
 
 /// The PodDisruptionBudgets of the pod's namespace whose selector selects it (policy/v1: an
@@ -288,41 +281,64 @@ async fn check_disruption_budget(
     let pdb = match budgets.as_slice() {
         [] => return Ok(None),
         [one] => one,
-        _ => {
-            let status = Status {
-                status: Status::FAILURE.into(),
-                code: 500,
-                message: "This pod has more than one PodDisruptionBudget, which the eviction \
-                          subresource does not support."
-                    .into(),
-                ..Status::default()
-            };
-            return Ok(Some(response::json(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &status_json(&status),
-            )));
-        }
+        _ => return Ok(Some(more_than_one_budget())),
     };
-    let int = |pointer: &str| pdb.pointer(pointer).and_then(Value::as_i64).unwrap_or(0);
-    let pdb_name = meta_str(pdb, "name").to_string();
-    if !pod_ready(pod) {
-        let always = pdb.pointer("/spec/unhealthyPodEvictionPolicy") == Some(&json!("AlwaysAllow"));
-        let desired = int("/status/desiredHealthy");
-        if always || (desired > 0 && int("/status/currentHealthy") >= desired) {
-            return Ok(None);
-        }
+    if !pod_ready(pod) && unhealthy_pod_may_go(pdb) {
+        return Ok(None);
     }
-    if int("/status/observedGeneration") < int("/metadata/generation") {
+    let allowed = disruptions_allowed(pdb)?;
+    use_up_disruption(
+        shared,
+        &pdbs,
+        namespace,
+        meta_str(pdb, "name"),
+        name,
+        allowed,
+    )
+    .await?;
+    Ok(None)
+}
+
+/// The `500` of a pod under more than one budget.
+fn more_than_one_budget() -> Response<Body> {
+    let status = Status {
+        status: Status::FAILURE.into(),
+        code: 500,
+        message: "This pod has more than one PodDisruptionBudget, which the eviction \
+                  subresource does not support."
+            .into(),
+        ..Status::default()
+    };
+    response::json(StatusCode::INTERNAL_SERVER_ERROR, &status_json(&status))
+}
+
+/// A budget's integer at `pointer` (0 when absent).
+fn budget_int(pdb: &Value, pointer: &str) -> i64 {
+    pdb.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// Whether a pod that is not ready may go regardless of the disruptions allowed: the budget
+/// says `AlwaysAllow`, or it has its desired healthy pods.
+fn unhealthy_pod_may_go(pdb: &Value) -> bool {
+    let always = pdb.pointer("/spec/unhealthyPodEvictionPolicy") == Some(&json!("AlwaysAllow"));
+    let desired = budget_int(pdb, "/status/desiredHealthy");
+    always || (desired > 0 && budget_int(pdb, "/status/currentHealthy") >= desired)
+}
+
+/// The disruptions the budget allows (at least one), or why the eviction is refused.
+fn disruptions_allowed(pdb: &Value) -> Result<i64, ApiError> {
+    let pdb_name = meta_str(pdb, "name");
+    if budget_int(pdb, "/status/observedGeneration") < budget_int(pdb, "/metadata/generation") {
         return Err(budget_refusal(
             format!("The disruption budget {pdb_name} is still being processed by the server."),
             10,
         ));
     }
-    let allowed = int("/status/disruptionsAllowed");
+    let allowed = budget_int(pdb, "/status/disruptionsAllowed");
     let forbidden = |why: &str, cause: &str| {
         let mut err = ApiError::forbidden(
             &GroupResource::new("policy", "poddisruptionbudget"),
-            &pdb_name,
+            pdb_name,
             why,
         );
         if let Some(details) = err.status.details.as_mut() {
@@ -353,44 +369,62 @@ async fn check_disruption_budget(
         ));
     }
     if allowed == 0 {
-        let condition = pdb
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .and_then(|c| c.iter().find(|c| c["type"] == "DisruptionAllowed"))
-            .filter(|c| {
-                c["status"] == "False" && c["message"].as_str().is_some_and(|m| !m.is_empty())
-            });
-        let (current, desired) = (int("/status/currentHealthy"), int("/status/desiredHealthy"));
-        let text = |c: &Value, field: &str| c[field].as_str().unwrap_or("").to_string();
-        let cause = match condition {
-            Some(c) if c["reason"] == "SyncFailed" => format!(
-                "The disruption budget {pdb_name} does not allow evicting pods currently because it failed sync: {}",
-                text(c, "message")
-            ),
-            _ if current <= desired => format!(
-                "The disruption budget {pdb_name} needs {desired} healthy pods and has {current} currently"
-            ),
-            Some(c) => format!(
-                "The disruption budget {pdb_name} does not allow evicting pods currently ({}): {}",
-                text(c, "reason"),
-                text(c, "message")
-            ),
-            None => format!("The disruption budget {pdb_name} does not allow evicting pods currently"),
-        };
-        return Err(budget_refusal(cause, 0));
+        return Err(budget_refusal(no_disruption_cause(pdb), 0));
     }
+    Ok(allowed)
+}
+
+/// Why a budget allowing no disruption refuses, in the server's words (from its
+/// `DisruptionAllowed` condition, or its healthy counts).
+fn no_disruption_cause(pdb: &Value) -> String {
+    let pdb_name = meta_str(pdb, "name");
+    let condition = pdb
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == "DisruptionAllowed"))
+        .filter(|c| c["status"] == "False" && c["message"].as_str().is_some_and(|m| !m.is_empty()));
+    let current = budget_int(pdb, "/status/currentHealthy");
+    let desired = budget_int(pdb, "/status/desiredHealthy");
+    let text = |c: &Value, field: &str| c[field].as_str().unwrap_or("").to_string();
+    match condition {
+        Some(c) if c["reason"] == "SyncFailed" => format!(
+            "The disruption budget {pdb_name} does not allow evicting pods currently because it failed sync: {}",
+            text(c, "message")
+        ),
+        _ if current <= desired => format!(
+            "The disruption budget {pdb_name} needs {desired} healthy pods and has {current} currently"
+        ),
+        Some(c) => format!(
+            "The disruption budget {pdb_name} does not allow evicting pods currently ({}): {}",
+            text(c, "reason"),
+            text(c, "message")
+        ),
+        None => format!("The disruption budget {pdb_name} does not allow evicting pods currently"),
+    }
+}
+
+/// Records the eviction of pod `name` in budget `pdb_name`'s status: one disruption fewer
+/// allowed (of `allowed`), the pod in `disruptedPods`.
+async fn use_up_disruption(
+    shared: &Arc<Shared>,
+    pdbs: &Arc<ResourceInfo>,
+    namespace: &str,
+    pdb_name: &str,
+    name: &str,
+    allowed: i64,
+) -> Result<(), ApiError> {
     shared
         .registry
         .update_with(
-            &pdbs,
+            pdbs,
             namespace,
-            &pdb_name,
+            pdb_name,
             Part::Status,
             &WriteOptions::default(),
             |cur| {
                 let mut new = cur
                     .cloned()
-                    .ok_or_else(|| ApiError::not_found(&pdbs.group_resource(), &pdb_name))?;
+                    .ok_or_else(|| ApiError::not_found(&pdbs.group_resource(), pdb_name))?;
                 let status = new
                     .as_object_mut()
                     .map(|o| o.entry("status").or_insert_with(|| json!({})));
@@ -408,7 +442,7 @@ async fn check_disruption_budget(
             },
         )
         .await?;
-    Ok(None)
+    Ok(())
 }
 
 /// The most evictions a budget may have pending (kube-apiserver's `MaxDisruptedPodSize`).
@@ -456,8 +490,8 @@ async fn admit_created(
     sub: &str,
     body: Value,
 ) -> Result<Value, ApiError> {
-    let opts = crate::handler::write_options(req, q)?;
-    let opts = crate::handler::for_subresource(opts, subject.info, sub);
+    let opts = crate::request::write_options(req, q)?;
+    let opts = crate::request::for_subresource(opts, subject.info, sub);
     match &opts.admission {
         Some(admission) => {
             admission

@@ -35,9 +35,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
-use crate::negotiate::{MetaVersion, ObjectForm};
 use crate::registry::{for_version, needs_version_rewrite};
-use crate::response::{full, Body};
+use crate::response::{full, Body, MetaVersion, ObjectForm};
 use crate::store::StoredObject;
 
 /// The content type of protobuf bodies.

@@ -157,75 +157,89 @@ impl ListParams {
             send_initial_events: q.bool("sendInitialEvents")?,
             watch,
         };
-        let mut errs = Vec::new();
-        let field = "resourceVersionMatch";
-        if watch {
-            if params.send_initial_events.is_some() && params.rv_match != RvMatch::NotOlderThan {
-                errs.push(FieldError::forbidden(
-                    field,
-                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-                ));
-            }
-            if !rv_match_raw.is_empty() {
-                if params.send_initial_events.is_none() {
-                    errs.push(FieldError::forbidden(
-                        field,
-                        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-                    ));
-                }
-                if params.rv_match != RvMatch::NotOlderThan {
-                    errs.push(FieldError::not_supported(
-                        field,
-                        &rv_match_raw,
-                        &["NotOlderThan"],
-                    ));
-                }
-                if !params.continue_token.is_empty() {
-                    errs.push(FieldError::forbidden(
-                        field,
-                        "resourceVersionMatch is forbidden when continue is provided",
-                    ));
-                }
-            }
+        let errs = if watch {
+            params.watch_errors(&rv_match_raw)
         } else {
-            if !rv_match_raw.is_empty() {
-                if params.resource_version.is_empty() {
-                    errs.push(FieldError::forbidden(
-                        field,
-                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
-                    ));
-                }
-                if !params.continue_token.is_empty() {
-                    errs.push(FieldError::forbidden(
-                        field,
-                        "resourceVersionMatch is forbidden when continue is provided",
-                    ));
-                }
-                if params.rv_match == RvMatch::Unset {
-                    errs.push(FieldError::not_supported(
-                        field,
-                        &rv_match_raw,
-                        &["Exact", "NotOlderThan", ""],
-                    ));
-                }
-                if params.rv_match == RvMatch::Exact && params.resource_version == "0" {
-                    errs.push(FieldError::forbidden(
-                        field,
-                        "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
-                    ));
-                }
-            }
-            if params.send_initial_events.is_some() {
-                errs.push(FieldError::forbidden(
-                    "sendInitialEvents",
-                    "sendInitialEvents is forbidden for list",
-                ));
-            }
-        }
+            params.list_errors(&rv_match_raw)
+        };
         if !errs.is_empty() {
             return Err(list_options_invalid(errs));
         }
         Ok(params)
+    }
+
+    /// The option errors of a watch (`rv_match_raw`: `resourceVersionMatch` as given).
+    fn watch_errors(&self, rv_match_raw: &str) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        let field = "resourceVersionMatch";
+        if self.send_initial_events.is_some() && self.rv_match != RvMatch::NotOlderThan {
+            errs.push(FieldError::forbidden(
+                field,
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if !rv_match_raw.is_empty() {
+            if self.send_initial_events.is_none() {
+                errs.push(FieldError::forbidden(
+                    field,
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if self.rv_match != RvMatch::NotOlderThan {
+                errs.push(FieldError::not_supported(
+                    field,
+                    rv_match_raw,
+                    &["NotOlderThan"],
+                ));
+            }
+            if !self.continue_token.is_empty() {
+                errs.push(FieldError::forbidden(
+                    field,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+        errs
+    }
+
+    /// The option errors of a list (`rv_match_raw`: `resourceVersionMatch` as given).
+    fn list_errors(&self, rv_match_raw: &str) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        let field = "resourceVersionMatch";
+        if !rv_match_raw.is_empty() {
+            if self.resource_version.is_empty() {
+                errs.push(FieldError::forbidden(
+                    field,
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if !self.continue_token.is_empty() {
+                errs.push(FieldError::forbidden(
+                    field,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if self.rv_match == RvMatch::Unset {
+                errs.push(FieldError::not_supported(
+                    field,
+                    rv_match_raw,
+                    &["Exact", "NotOlderThan", ""],
+                ));
+            }
+            if self.rv_match == RvMatch::Exact && self.resource_version == "0" {
+                errs.push(FieldError::forbidden(
+                    field,
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+        }
+        if self.send_initial_events.is_some() {
+            errs.push(FieldError::forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
+        errs
     }
 }
 

@@ -9,14 +9,89 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Response, StatusCode};
-use kclient_core::ApiError;
+use kclient_core::{ApiError, Status, StatusDetails, StatusReason};
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::actions::{Action, ActionFilter};
-use crate::faults::Failure;
+use crate::actions::{ActionFilter, RecordedAction};
 use crate::response::{self, Body};
-use crate::server::Shared;
+
+/// A failure to answer requests with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The HTTP status code.
+    pub code: u16,
+    /// The `Retry-After` header and `details.retryAfterSeconds`, if any.
+    pub retry_after: Option<u32>,
+    /// The message of the `Status` body (a default one when `None`).
+    pub message: Option<String>,
+}
+
+impl Failure {
+    /// A failure with this HTTP status code.
+    pub fn status(code: u16) -> Self {
+        Self {
+            code,
+            retry_after: None,
+            message: None,
+        }
+    }
+
+    /// The same failure with a `Retry-After` of `seconds`.
+    pub fn retry_after(mut self, seconds: u32) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
+    /// The same failure with this message.
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.message = Some(message.into());
+        self
+    }
+
+    /// The response: the `Status` of [`to_error`](Self::to_error), and the `Retry-After`
+    /// header exactly as asked for (`0` and any status code included: a test of how a client
+    /// treats a `502` with `Retry-After` must get one).
+    pub fn response(&self) -> http::Response<crate::response::Body> {
+        let mut res = crate::response::error(&self.to_error());
+        if let Some(seconds) = self.retry_after {
+            res.headers_mut()
+                .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+        }
+        res
+    }
+
+    /// The `Status` error this failure answers with, with the reason the code implies.
+    pub fn to_error(&self) -> ApiError {
+        let reason = match self.code {
+            400 => StatusReason::BadRequest,
+            401 => StatusReason::Unauthorized,
+            403 => StatusReason::Forbidden,
+            404 => StatusReason::NotFound,
+            405 => StatusReason::MethodNotAllowed,
+            409 => StatusReason::Conflict,
+            410 => StatusReason::Gone,
+            422 => StatusReason::Invalid,
+            429 => StatusReason::TooManyRequests,
+            500 => StatusReason::InternalError,
+            503 => StatusReason::ServiceUnavailable,
+            504 => StatusReason::Timeout,
+            _ => StatusReason::Unknown,
+        };
+        let message = self
+            .message
+            .clone()
+            .unwrap_or_else(|| format!("injected failure ({})", self.code));
+        let mut status = Status::failure(reason, self.code, message);
+        if let Some(s) = self.retry_after {
+            status = status.with_details(StatusDetails {
+                retry_after_seconds: i32::try_from(s).unwrap_or(i32::MAX),
+                ..StatusDetails::default()
+            });
+        }
+        status.into()
+    }
+}
 
 /// What a reactor does with a request it picked (client-go's `ReactionFunc` results).
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +115,7 @@ pub enum Reaction {
     PassThrough,
 }
 
-type ReactionFn = Arc<dyn Fn(&Action) -> Reaction + Send + Sync>;
+type ReactionFn = Arc<dyn Fn(&RecordedAction) -> Reaction + Send + Sync>;
 
 /// A reactor: which requests it picks, what it does with them, and how many times (client-go's
 /// `SimpleReactor`, narrowed further than by verb and resource).
@@ -72,7 +147,7 @@ impl Reactor {
     /// outside every lock of the server, so it may read the server's state.
     pub fn from_fn(
         filter: ActionFilter,
-        reaction: impl Fn(&Action) -> Reaction + Send + Sync + 'static,
+        reaction: impl Fn(&RecordedAction) -> Reaction + Send + Sync + 'static,
     ) -> Self {
         Self {
             filter,
@@ -199,7 +274,7 @@ impl ReactorChain {
 
     /// Sends `action` down the chain: the answer of the reactor that answers it, if one
     /// does (after the delays of those before it).
-    pub(crate) async fn react(&self, action: &Action) -> Option<Response<Body>> {
+    pub(crate) async fn react(&self, action: &RecordedAction) -> Option<Response<Body>> {
         let candidates: Vec<(u64, ActionFilter, ReactionFn)> = self
             .entries
             .lock()
@@ -243,7 +318,7 @@ fn respond(code: u16, object: &Value) -> Response<Body> {
 /// on. A reactor reacts once, `n` times, or until it is removed.
 ///
 /// Every request goes down the chain before the server serves it (after it is recorded as
-/// an [`Action`], and after the server-wide latency of
+/// a [`RecordedAction`], and after the server-wide latency of
 /// [`Faults::set_latency`](crate::Faults::set_latency)). The first reactor whose filter picks
 /// the request and whose reaction is not [`Reaction::PassThrough`] reacts: a failure or an
 /// object answers the request (the server does not serve it), a delay waits and then lets
@@ -286,7 +361,7 @@ fn respond(code: u16, object: &Value) -> Response<Body> {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Reactors {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) chain: Arc<ReactorChain>,
 }
 
 impl Reactors {
@@ -303,22 +378,18 @@ impl Reactors {
     }
 
     fn insert(&self, reactor: Reactor, front: bool) -> ReactorHandle {
-        let (id, uses) = self
-            .shared
-            .faults
-            .reactors
-            .insert(reactor, front, Origin::Reactor);
+        let (id, uses) = self.chain.insert(reactor, front, Origin::Reactor);
         ReactorHandle {
             id,
             uses,
-            shared: self.shared.clone(),
+            chain: self.chain.clone(),
         }
     }
 
     /// Removes every reactor added through this handle's methods (the failures of
     /// [`Faults::fail_next`](crate::Faults::fail_next) stay; `clear_failures` removes those).
     pub fn clear(&self) {
-        self.shared.faults.reactors.clear(Origin::Reactor);
+        self.chain.clear(Origin::Reactor);
     }
 }
 
@@ -327,7 +398,7 @@ impl Reactors {
 pub struct ReactorHandle {
     id: u64,
     uses: Arc<AtomicUsize>,
-    shared: Arc<Shared>,
+    chain: Arc<ReactorChain>,
 }
 
 impl ReactorHandle {
@@ -338,11 +409,11 @@ impl ReactorHandle {
 
     /// Whether it is still in the chain (not removed, not used up).
     pub fn is_active(&self) -> bool {
-        self.shared.faults.reactors.contains(self.id)
+        self.chain.contains(self.id)
     }
 
     /// Takes it out of the chain; whether it was still there.
     pub fn remove(&self) -> bool {
-        self.shared.faults.reactors.remove(self.id)
+        self.chain.remove(self.id)
     }
 }

@@ -1,11 +1,13 @@
-//! HTTP responses: JSON objects and lists (assembled from stored bytes, never re-encoded),
-//! `Status` errors (in protobuf where the request negotiates it, see [`crate::protobuf`]),
-//! and the body type shared by every handler.
+//! HTTP responses, the ground floor every answer is built on: JSON objects and lists
+//! (assembled from stored bytes, never re-encoded), JSON `Status` errors, the body type
+//! shared by every handler, and the forms a single object is served in ([`ObjectForm`]).
+//! An error in protobuf where the request negotiates it is
+//! [`crate::negotiate::error_negotiated`]'s.
 
 use std::convert::Infallible;
 
 use bytes::{Bytes, BytesMut};
-use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+use http::{header, HeaderValue, Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use kclient_core::ApiError;
@@ -44,18 +46,8 @@ pub fn error(err: &ApiError) -> Response<Body> {
     with_retry_after(json(code, &status_json(&err.status)), err)
 }
 
-/// The `Status` response for an error of a request with these headers: in protobuf when its
-/// `Accept` negotiates protobuf for errors ([`crate::negotiate::errors_in_protobuf`]), in
-/// JSON otherwise.
-pub fn error_negotiated(headers: &HeaderMap, err: &ApiError) -> Response<Body> {
-    if crate::negotiate::errors_in_protobuf(headers) {
-        with_retry_after(crate::protobuf::error(err), err)
-    } else {
-        error(err)
-    }
-}
-
-fn with_retry_after(mut res: Response<Body>, err: &ApiError) -> Response<Body> {
+/// `err`'s `Retry-After`, if it suggests a delay, on `res`.
+pub(crate) fn with_retry_after(mut res: Response<Body>, err: &ApiError) -> Response<Body> {
     if let Some(d) = err.details() {
         // As kube-apiserver's responsewriters: any status that suggests a delay says so.
         if d.retry_after_seconds > 0 {
@@ -113,6 +105,42 @@ pub fn list_body<'a>(
     out.freeze()
 }
 
+/// The version of `meta.k8s.io` a conversion produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaVersion {
+    /// `meta.k8s.io/v1`.
+    V1,
+    /// `meta.k8s.io/v1beta1`.
+    V1beta1,
+}
+
+impl MetaVersion {
+    pub(crate) fn parse(version: &str) -> Option<Self> {
+        match version {
+            "v1" => Some(Self::V1),
+            "v1beta1" => Some(Self::V1beta1),
+            _ => None,
+        }
+    }
+
+    /// The `apiVersion` of what the conversion produces.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Self::V1 => "meta.k8s.io/v1",
+            Self::V1beta1 => "meta.k8s.io/v1beta1",
+        }
+    }
+}
+
+/// What a single object (not a list) is served as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectForm {
+    /// The object as it is (or as a Table, by the caller; a `Status` is never converted).
+    AsIs,
+    /// Its `PartialObjectMetadata` in this version.
+    Metadata(MetaVersion),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,7 +168,7 @@ mod tests {
     #[test]
     fn injected_failures_carry_the_retry_after_asked_for() {
         for (code, seconds) in [(502, 2), (503, 0), (429, 1)] {
-            let res = crate::faults::Failure::status(code)
+            let res = crate::reactors::Failure::status(code)
                 .retry_after(seconds)
                 .response();
             assert_eq!(res.status().as_u16(), code);
@@ -149,7 +177,7 @@ mod tests {
                 seconds.to_string().as_str()
             );
         }
-        let res = crate::faults::Failure::status(502).response();
+        let res = crate::reactors::Failure::status(502).response();
         assert!(res.headers().get(header::RETRY_AFTER).is_none());
     }
 

@@ -21,78 +21,18 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::actions::{Action, ActionFilter, ActionLog};
+use crate::actions::{ActionFilter, ActionLog, RecordedAction};
 use crate::catalogue::ResourceInfo;
-use crate::faults::{FaultState, Faults};
+use crate::faults::Faults;
 use crate::handler;
 use crate::kubeconfig::{self, Credentials};
 use crate::reactors::Reactors;
 use crate::registry::{Registry, WriteOptions};
 use crate::response::{self, Body};
+use crate::state::{Auth, FaultState, Settings, Shared};
 use crate::store::{object_key, StoreState};
 use crate::tls::{Authority, CertifiedKey};
 use crate::{wait, Error};
-
-/// Tunables of a server.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// How many events the history keeps (watches and continue tokens older than that get
-    /// `410 Expired`).
-    pub history_window: usize,
-    /// How often a watch with `allowWatchBookmarks` gets a bookmark.
-    pub bookmark_interval: Duration,
-    /// The resourceVersion the server starts at (0: its own, 1).
-    pub start_resource_version: u64,
-    /// How long a watch without `timeoutSeconds` lasts.
-    pub watch_timeout: Duration,
-    /// How many recorded actions the server keeps, the most recent ones (0: records none).
-    pub action_history: usize,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            history_window: 10_000,
-            start_resource_version: 0,
-            bookmark_interval: Duration::from_secs(60),
-            watch_timeout: Duration::from_secs(1800),
-            action_history: crate::actions::DEFAULT_ACTION_HISTORY,
-        }
-    }
-}
-
-/// Who may call the server.
-#[derive(Debug, Clone, Default)]
-struct Auth {
-    tokens: Vec<String>,
-    client_certs: bool,
-}
-
-impl Auth {
-    fn required(&self) -> bool {
-        !self.tokens.is_empty() || self.client_certs
-    }
-}
-
-/// State shared by the server handle and every connection.
-#[derive(Debug)]
-pub struct Shared {
-    pub(crate) registry: Registry,
-    pub(crate) faults: FaultState,
-    pub(crate) actions: ActionLog,
-    pub(crate) settings: Settings,
-    pub(crate) pod_logs: crate::pods::PodLogs,
-    pub(crate) streaming: crate::streaming::Handlers,
-    addr: SocketAddr,
-    auth: Auth,
-}
-
-impl Shared {
-    /// `host:port` of the listener.
-    pub fn address(&self) -> String {
-        self.addr.to_string()
-    }
-}
 
 /// Builds a [`FakeApiServer`].
 #[derive(Debug, Clone)]
@@ -224,49 +164,9 @@ impl FakeApiServerBuilder {
             addr,
             auth: self.auth,
         });
-        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            let info = shared
-                .registry
-                .catalogue
-                .get("", "v1", "namespaces")
-                .ok_or_else(|| Error::Tls("no namespaces resource".into()))?;
-            shared.registry.create_now(
-                &info,
-                "",
-                serde_json::json!({"metadata": {"name": ns}}),
-                &WriteOptions::default(),
-            )?;
-        }
-        let (shutdown, mut stop) = tokio::sync::watch::channel(false);
-        let accept_shared = shared.clone();
-        let task = tokio::spawn(async move {
-            let mut connections = tokio::task::JoinSet::new();
-            loop {
-                tokio::select! {
-                    accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
-                        let _ = stream.set_nodelay(true);
-                        let shared = accept_shared.clone();
-                        let tls = tls.clone();
-                        connections.spawn(async move {
-                            match tls {
-                                Some(acceptor) => {
-                                    // A client that never finishes its handshake is dropped.
-                                    let handshake = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(stream));
-                                    let Ok(Ok(stream)) = handshake.await else { return };
-                                    let user = client_identity(stream.get_ref().1.peer_certificates());
-                                    serve_connection(stream, shared, user).await;
-                                }
-                                None => serve_connection(stream, shared, None).await,
-                            }
-                        });
-                    }
-                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
-                    _ = stop.changed() => break,
-                }
-            }
-            connections.abort_all();
-        });
+        create_system_namespaces(&shared)?;
+        let (shutdown, stop) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(accept(listener, tls, shared.clone(), stop));
         let server = FakeApiServer {
             shared,
             addr,
@@ -289,13 +189,67 @@ impl FakeApiServerBuilder {
     }
 }
 
-/// The user a verified client certificate names (see [`handler::user_info`]).
+/// The namespaces every cluster starts with.
+fn create_system_namespaces(shared: &Shared) -> Result<(), Error> {
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        let info = shared
+            .registry
+            .catalogue
+            .get("", "v1", "namespaces")
+            .ok_or_else(|| Error::Tls("no namespaces resource".into()))?;
+        shared.registry.create_now(
+            &info,
+            "",
+            serde_json::json!({"metadata": {"name": ns}}),
+            &WriteOptions::default(),
+        )?;
+    }
+    Ok(())
+}
+
+/// Accepts and serves connections (over TLS with `tls`) until `stop` changes; then drops
+/// the connections still open.
+async fn accept(
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shared: Arc<Shared>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let shared = shared.clone();
+                let tls = tls.clone();
+                connections.spawn(async move {
+                    match tls {
+                        Some(acceptor) => {
+                            // A client that never finishes its handshake is dropped.
+                            let handshake = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(stream));
+                            let Ok(Ok(stream)) = handshake.await else { return };
+                            let user = client_identity(stream.get_ref().1.peer_certificates());
+                            serve_connection(stream, shared, user).await;
+                        }
+                        None => serve_connection(stream, shared, None).await,
+                    }
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            _ = stop.changed() => break,
+        }
+    }
+    connections.abort_all();
+}
+
+/// The user a verified client certificate names (see [`crate::request::user_info`]).
 fn client_identity(
     certificates: Option<&[rustls::pki_types::CertificateDer<'_>]>,
 ) -> Option<Arc<Value>> {
     let first = certificates?.first()?;
     let identity = crate::tls::certificate_identity(first)?;
-    Some(Arc::new(handler::user_info(Some(identity))))
+    Some(Arc::new(crate::request::user_info(Some(identity))))
 }
 
 /// Serves one connection; `user` is who its client certificate names, if it has one.
@@ -365,7 +319,7 @@ async fn dispatch(
         Ok(res) => return res,
         Err(req) => req,
     };
-    match handler::read_request(req).await {
+    match crate::request::read_request(req).await {
         Ok(req) => handler::handle(shared, req).await,
         Err(e) => response::error(&e),
     }
@@ -501,20 +455,20 @@ impl FakeApiServer {
     /// they pick (see [`Reactor`](crate::Reactor)).
     pub fn reactors(&self) -> Reactors {
         Reactors {
-            shared: self.shared.clone(),
+            chain: self.shared.faults.reactors.clone(),
         }
     }
 
     /// Every recorded action, oldest first (client-go's fake `Actions()`; see
-    /// [`Action`]).
-    pub fn actions(&self) -> Vec<Action> {
+    /// [`RecordedAction`]).
+    pub fn actions(&self) -> Vec<RecordedAction> {
         let all = self.shared.actions.all();
         wait::note(|| format!("the recorded actions: {}", all.len()));
         all
     }
 
     /// The recorded actions `filter` picks, oldest first.
-    pub fn actions_matching(&self, filter: &ActionFilter) -> Vec<Action> {
+    pub fn actions_matching(&self, filter: &ActionFilter) -> Vec<RecordedAction> {
         let matching = self.shared.actions.matching(filter);
         wait::note(|| format!("the recorded actions {filter:?}: {}", matching.len()));
         matching

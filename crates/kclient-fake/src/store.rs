@@ -434,15 +434,16 @@ pub fn set_resource_version(value: &mut Value, rv: u64) {
     }
 }
 
-/// The store: state behind a lock, and a channel that tells watchers the latest
-/// resourceVersion after every change.
+/// The object store (named apart from `kclient::cache::Store`, the informers' trait): state
+/// behind a lock, and a channel that tells watchers the latest resourceVersion after every
+/// change.
 #[derive(Debug)]
-pub struct Store {
+pub struct ObjectStore {
     state: RwLock<StoreState>,
     notify: tokio::sync::watch::Sender<u64>,
 }
 
-impl Store {
+impl ObjectStore {
     /// An empty store keeping `window` events of history.
     pub fn new(window: usize) -> Self {
         let state = StoreState::new(window);
@@ -498,7 +499,7 @@ mod tests {
 
     #[test]
     fn one_resource_version_across_resources() {
-        let store = Store::new(100);
+        let store = ObjectStore::new(100);
         let a = store.mutate(|s| s.put(&pods(), "ns", "ns/a", pod("a")));
         let b = store.mutate(|s| {
             s.put(
@@ -517,7 +518,7 @@ mod tests {
 
     #[test]
     fn ranges_by_namespace_and_start_key() {
-        let store = Store::new(100);
+        let store = ObjectStore::new(100);
         store.mutate(|s| {
             for (ns, name) in [("a", "1"), ("a", "2"), ("a-b", "1"), ("b", "1")] {
                 s.put(&pods(), ns, &object_key(ns, name), pod(name));
@@ -542,7 +543,7 @@ mod tests {
 
     #[test]
     fn history_window_compacts_and_snapshots_rewind() {
-        let store = Store::new(3);
+        let store = ObjectStore::new(3);
         let first = store.mutate(|s| s.put(&pods(), "ns", "ns/a", pod("a"))).rv;
         store.mutate(|s| s.put(&pods(), "ns", "ns/b", pod("b")));
         store.mutate(|s| s.remove(&pods(), "ns", "ns/a"));
@@ -561,7 +562,7 @@ mod tests {
 
     #[test]
     fn owner_index_tracks_dependents() {
-        let store = Store::new(10);
+        let store = ObjectStore::new(10);
         let mut child = pod("child");
         child["metadata"]["ownerReferences"] = json!([{"uid": "uid-owner"}]);
         store.mutate(|s| s.put(&pods(), "ns", "ns/child", child));

@@ -9,9 +9,9 @@ use http::{header, Response, StatusCode};
 use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
-use crate::handler::ApiRequest;
 use crate::query::Query;
 use crate::registry::ListPage;
+use crate::request::ApiRequest;
 use crate::response::{self, Body};
 
 /// Whether the request asks for a `Table`.

@@ -13,15 +13,15 @@ use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
 use crate::errors::status_json;
-use crate::handler::{answer_write, delete_options, parse_body, write_options, ApiRequest};
 use crate::meta::meta_str;
-use crate::negotiate::{self, Conversion, Endpoint, Negotiated, ObjectForm, Wire};
+use crate::negotiate::{self, answer_write, Conversion, Endpoint, Negotiated, ObjectForm, Wire};
 use crate::protobuf;
 use crate::query::{ListParams, Query, RvMatch};
-use crate::registry::{ListError, Part, Warnings, WriteOptions};
+use crate::registry::{ExpiredContinue, ListError, ListPage, Part, Warnings, WriteOptions};
+use crate::request::{delete_options, parse_body, write_options, ApiRequest};
 use crate::response::{self, Body};
 use crate::selectors::Predicate;
-use crate::server::Shared;
+use crate::state::Shared;
 use crate::watch;
 
 /// A request on one resource, as the verbs see it.
@@ -206,7 +206,7 @@ fn delete_admission(
     let options = serde_json::to_value(opts).unwrap_or_else(|_| json!({}));
     crate::admission::Request {
         collection,
-        ..(*crate::handler::admission(req, options, opts.dry_run, warnings)).clone()
+        ..(*crate::request::admission(req, options, opts.dry_run, warnings)).clone()
     }
 }
 
@@ -327,35 +327,13 @@ async fn list_page(
     negotiated: Negotiated,
 ) -> Result<Response<Body>, ApiError> {
     let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
-    if params.rv_match == RvMatch::NotOlderThan
-        || (params.rv_match == RvMatch::Unset && params.limit == 0)
-    {
-        if let Some(rv) = crate::query::parse_rv(&params.resource_version)?.filter(|r| *r > 0) {
-            if params.continue_token.is_empty() {
-                shared.registry.wait_for_rv(rv).await?;
-            }
-        }
-    }
+    wait_for_requested_rv(shared, &params).await?;
     let page = match shared.registry.list(info, namespace, &params, &predicate) {
         Ok(p) => p,
         Err(ListError::Api(e)) => return Err(e),
-        Err(ListError::ExpiredContinue(e)) => {
-            let mut body = status_json(&e.error.status);
-            body["metadata"] = json!({"continue": e.continue_token});
-            return Ok(if negotiated.protobuf_errors {
-                protobuf::response(StatusCode::GONE, protobuf::status(&body))
-            } else {
-                response::json(StatusCode::GONE, &body)
-            });
-        }
+        Err(ListError::ExpiredContinue(e)) => return Ok(expired_continue(&e, &negotiated)),
     };
-    let mut metadata = json!({"resourceVersion": page.rv.to_string()});
-    if let Some(c) = &page.continue_token {
-        metadata["continue"] = json!(c);
-    }
-    if let Some(r) = page.remaining {
-        metadata["remainingItemCount"] = json!(r);
-    }
+    let metadata = list_metadata(&page);
     match negotiated.conversion {
         Conversion::Table => return Ok(crate::table::list_table(info, &page)),
         Conversion::Metadata(_) => return Err(negotiate::list_as_object(info)),
@@ -379,7 +357,55 @@ async fn list_page(
         let body = protobuf::stored_list(protobuf::require(codec)?, info, &metadata, items)?;
         return Ok(protobuf::response(StatusCode::OK, body));
     }
+    json_list(shared, info, &page, &metadata).await
+}
 
+/// Waits until the store reaches the resourceVersion a list asks for when any newer one
+/// will do (`NotOlderThan`, or unset without a limit), as kube-apiserver's watch cache does.
+async fn wait_for_requested_rv(shared: &Arc<Shared>, params: &ListParams) -> Result<(), ApiError> {
+    if params.rv_match == RvMatch::NotOlderThan
+        || (params.rv_match == RvMatch::Unset && params.limit == 0)
+    {
+        if let Some(rv) = crate::query::parse_rv(&params.resource_version)?.filter(|r| *r > 0) {
+            if params.continue_token.is_empty() {
+                shared.registry.wait_for_rv(rv).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `410 Gone` of an expired continue token, carrying the token that lists on from now.
+fn expired_continue(e: &ExpiredContinue, negotiated: &Negotiated) -> Response<Body> {
+    let mut body = status_json(&e.error.status);
+    body["metadata"] = json!({"continue": e.continue_token});
+    if negotiated.protobuf_errors {
+        protobuf::response(StatusCode::GONE, protobuf::status(&body))
+    } else {
+        response::json(StatusCode::GONE, &body)
+    }
+}
+
+/// The list metadata of a page: its resourceVersion, continue token and remaining count.
+fn list_metadata(page: &ListPage) -> Value {
+    let mut metadata = json!({"resourceVersion": page.rv.to_string()});
+    if let Some(c) = &page.continue_token {
+        metadata["continue"] = json!(c);
+    }
+    if let Some(r) = page.remaining {
+        metadata["remainingItemCount"] = json!(r);
+    }
+    metadata
+}
+
+/// A page as a JSON list, from the stored items' JSON when they are in the requested
+/// version, converted otherwise.
+async fn json_list(
+    shared: &Arc<Shared>,
+    info: &Arc<ResourceInfo>,
+    page: &ListPage,
+    metadata: &Value,
+) -> Result<Response<Body>, ApiError> {
     // Built-in types' lists leave the items' apiVersion and kind out, as kube-apiserver's
     // typed lists do; custom resources' (unstructured) keep them.
     let custom = info.custom;
@@ -413,7 +439,7 @@ async fn list_page(
         response::list_body(
             &info.list_kind(),
             info.api_version(),
-            &metadata,
+            metadata,
             items.iter().map(Vec::as_slice),
             size,
         )
@@ -421,7 +447,7 @@ async fn list_page(
         response::list_body(
             &info.list_kind(),
             info.api_version(),
-            &metadata,
+            metadata,
             page.items.iter().map(|i| item(i, custom)),
             size,
         )

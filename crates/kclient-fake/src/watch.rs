@@ -43,8 +43,8 @@ use crate::protobuf;
 use crate::registry::needs_version_rewrite;
 use crate::response::Body;
 use crate::selectors::Predicate;
-use crate::server::Shared;
-use crate::store::{EventType, StoreEvent, StoredObject};
+use crate::state::Shared;
+use crate::store::{EventType, StoreEvent, StoreState, StoredObject};
 
 /// Where a watch starts.
 #[derive(Debug, Clone)]
@@ -399,59 +399,7 @@ impl WatchState {
 /// The response body streaming `spec`'s events. Validation and the initial snapshot happen
 /// here, synchronously, so the first frames are consistent with the history that follows.
 pub fn stream(shared: Arc<Shared>, spec: WatchSpec) -> Body {
-    let mut queue = VecDeque::new();
-    let mut done = false;
-    let next_rv;
-    {
-        let state = shared.registry.store.read();
-        let current = state.current_rv();
-        match &spec.start {
-            Start::Initial { end_bookmark } => {
-                let gr = spec.info.group_resource();
-                let objects = state
-                    .range(&gr, spec.namespace.as_deref(), None)
-                    .filter(|(_, obj)| spec.predicate.matches(&obj.value));
-                let frames = objects
-                    .map(|(_, obj)| {
-                        if needs_webhook(&spec, &obj.value) {
-                            Some(Queued::Convert {
-                                event_type: "ADDED",
-                                object: obj.value.clone(),
-                            })
-                        } else {
-                            object_frame(&spec, "ADDED", obj).map(Queued::Frame)
-                        }
-                    })
-                    .chain(
-                        end_bookmark
-                            .then(|| bookmark_frame(&spec, current, true).map(Queued::Frame)),
-                    );
-                // A frame that cannot be encoded ends the watch there.
-                for f in frames {
-                    match f {
-                        Some(f) => queue.push_back(f),
-                        None => {
-                            done = true;
-                            break;
-                        }
-                    }
-                }
-                next_rv = current;
-            }
-            Start::Now => next_rv = current,
-            Start::After(rv) => {
-                if *rv < state.compacted_rv() {
-                    let err = ApiError::resource_expired(format!(
-                        "too old resource version: {rv} ({})",
-                        state.compacted_rv()
-                    ));
-                    queue.push_back(Queued::Frame(error_frame(spec.wire, &err)));
-                    done = true;
-                }
-                next_rv = *rv;
-            }
-        }
-    }
+    let (queue, done, next_rv) = opening(&shared.registry.store.read(), &spec);
     let now = Instant::now();
     let deadline = later(now, spec.timeout);
     let bookmark_at = spec
@@ -481,6 +429,57 @@ pub fn stream(shared: Arc<Shared>, spec: WatchSpec) -> Body {
         Some((Ok::<_, Infallible>(Frame::data(f)), st))
     });
     StreamBody::new(s).boxed_unsync()
+}
+
+/// How a watch opens, read from the store at once: the frames it starts with (the initial
+/// events of a streaming list and their bookmark, or an expired resourceVersion's error),
+/// whether it ends after them, and the resourceVersion its events follow.
+fn opening(state: &StoreState, spec: &WatchSpec) -> (VecDeque<Queued>, bool, u64) {
+    let mut queue = VecDeque::new();
+    let current = state.current_rv();
+    match &spec.start {
+        Start::Initial { end_bookmark } => {
+            let gr = spec.info.group_resource();
+            let objects = state
+                .range(&gr, spec.namespace.as_deref(), None)
+                .filter(|(_, obj)| spec.predicate.matches(&obj.value));
+            let frames = objects
+                .map(|(_, obj)| {
+                    if needs_webhook(spec, &obj.value) {
+                        Some(Queued::Convert {
+                            event_type: "ADDED",
+                            object: obj.value.clone(),
+                        })
+                    } else {
+                        object_frame(spec, "ADDED", obj).map(Queued::Frame)
+                    }
+                })
+                .chain(
+                    end_bookmark.then(|| bookmark_frame(spec, current, true).map(Queued::Frame)),
+                );
+            // A frame that cannot be encoded ends the watch there.
+            for f in frames {
+                match f {
+                    Some(f) => queue.push_back(f),
+                    None => return (queue, true, current),
+                }
+            }
+            (queue, false, current)
+        }
+        Start::Now => (queue, false, current),
+        Start::After(rv) => {
+            let mut done = false;
+            if *rv < state.compacted_rv() {
+                let err = ApiError::resource_expired(format!(
+                    "too old resource version: {rv} ({})",
+                    state.compacted_rv()
+                ));
+                queue.push_back(Queued::Frame(error_frame(spec.wire, &err)));
+                done = true;
+            }
+            (queue, done, *rv)
+        }
+    }
 }
 
 /// How long before its deadline a watch gets its last bookmark.

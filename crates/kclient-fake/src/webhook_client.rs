@@ -480,6 +480,36 @@ fn hyper_error(e: hyper::Error) -> String {
     }
 }
 
+/// A CRD's conversion webhook (`spec.conversion.webhook`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversionWebhook {
+    /// Where it is.
+    pub client: ClientConfig,
+    /// `conversionReviewVersions`.
+    pub review_versions: Vec<String>,
+}
+
+impl ConversionWebhook {
+    /// The webhook of a CRD whose `spec.conversion.strategy` is `Webhook`.
+    pub fn of_crd(crd: &Value) -> Option<Arc<Self>> {
+        let conversion = crd.pointer("/spec/conversion")?;
+        if conversion.get("strategy").and_then(Value::as_str) != Some("Webhook") {
+            return None;
+        }
+        let webhook = conversion.get("webhook").unwrap_or(&Value::Null);
+        Some(Arc::new(Self {
+            client: ClientConfig::from_json(webhook.get("clientConfig").unwrap_or(&Value::Null)),
+            review_versions: webhook
+                .get("conversionReviewVersions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -202,18 +202,7 @@ pub async fn call(
     invocation: &Invocation,
     (object, old_object): (Option<&Value>, Option<&Value>),
 ) -> Result<Verdict, HookError> {
-    if request.dry_run {
-        match hook.side_effects.as_deref() {
-            None => return Err(HookError::Calling("Webhook SideEffects is nil".into())),
-            Some("None" | "NoneOnDryRun") => {}
-            Some(_) => {
-                return Err(HookError::Refused(ApiError::bad_request(format!(
-                    "admission webhook {:?} does not support dry run",
-                    hook.name
-                ))))
-            }
-        }
-    }
+    check_dry_run(hook, request)?;
     let Some(version) = review_version(hook) else {
         return Err(HookError::Calling(
             "could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)".into(),
@@ -251,9 +240,34 @@ pub async fn call(
             response.get("status"),
         )));
     }
-    let encoded = response.get("patch").and_then(Value::as_str).unwrap_or("");
-    if !mutating || encoded.is_empty() {
+    if !mutating {
         return Ok(Verdict::default());
+    }
+    Ok(Verdict {
+        patch: response_patch(&response)?,
+    })
+}
+
+/// A dry run calls only hooks that declare no side effects (or none on dry runs).
+fn check_dry_run(hook: &Hook, request: &Request) -> Result<(), HookError> {
+    if !request.dry_run {
+        return Ok(());
+    }
+    match hook.side_effects.as_deref() {
+        None => Err(HookError::Calling("Webhook SideEffects is nil".into())),
+        Some("None" | "NoneOnDryRun") => Ok(()),
+        Some(_) => Err(HookError::Refused(ApiError::bad_request(format!(
+            "admission webhook {:?} does not support dry run",
+            hook.name
+        )))),
+    }
+}
+
+/// The JSON patch of a mutating hook's allowing answer, if it has one.
+fn response_patch(response: &Value) -> Result<Option<json_patch::Patch>, HookError> {
+    let encoded = response.get("patch").and_then(Value::as_str).unwrap_or("");
+    if encoded.is_empty() {
+        return Ok(None);
     }
     let patch_type = response
         .get("patchType")
@@ -276,7 +290,7 @@ pub async fn call(
             "unsupported patch type {patch_type:?}"
         )));
     }
-    Ok(Verdict { patch: Some(patch) })
+    Ok(Some(patch))
 }
 
 /// Reads an answer as client-go's JSON decoder does.

@@ -317,7 +317,7 @@ impl Request {
         let is_namespace = info.api.group.is_empty() && info.api.plural == "namespaces";
         let view = |o: &Value| {
             if self.scale {
-                crate::scale::to_scale(info, o)
+                crate::scale::view::to_scale(info, o)
             } else {
                 o.clone()
             }

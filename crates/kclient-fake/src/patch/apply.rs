@@ -30,11 +30,11 @@ use serde_json::{json, Map, Value};
 
 use super::strategic::{list_strategy, ListStrategy};
 use crate::catalogue::ResourceInfo;
-use crate::handler::ApiRequest;
 use crate::meta::{self, meta_str};
 use crate::query::Query;
 use crate::registry::{Part, WriteOptions};
-use crate::server::Shared;
+use crate::request::ApiRequest;
+use crate::state::Shared;
 
 /// One step of a field path: `f:name`, `k:{"name":"c"}`, `v:"value"` or `i:0`.
 pub type Element = String;
@@ -485,7 +485,7 @@ fn merge_applied(live: &Value, applied: &Value, names: &mut Vec<String>) -> Valu
     }
 }
 
-fn conflict_error(conflicts: &[(String, String, FieldPath)]) -> ApiError {
+fn conflict_error(conflicts: &[Conflict]) -> ApiError {
     let describe = |manager: &str, op_desc: &str| format!("{manager:?}{op_desc}");
     let causes: Vec<StatusCause> = conflicts
         .iter()
@@ -530,6 +530,10 @@ fn conflict_error(conflicts: &[(String, String, FieldPath)]) -> ApiError {
         .into()
 }
 
+/// A field another manager owns that an apply changes: the manager, how it wrote the field
+/// (as the conflict message describes it), the field.
+type Conflict = (String, String, FieldPath);
+
 /// Applies `applied` as `manager` to `live` (`None`: the object does not exist yet).
 pub fn apply_to(
     info: &ResourceInfo,
@@ -544,32 +548,7 @@ pub fn apply_to(
     let empty = json!({});
     let base = live.unwrap_or(&empty);
     let mut entries = read_entries(base);
-    // Conflicts with other managers.
-    let mut conflicts = Vec::new();
-    for e in &entries {
-        if e.manager == manager && e.operation == "Apply" {
-            continue;
-        }
-        for p in applied_set.intersection(&e.fields) {
-            if differs(Some(base), applied, p) {
-                let desc = if e.operation == "Update" {
-                    if e.time.is_empty() {
-                        format!(" using {}", e.api_version)
-                    } else {
-                        format!(" using {} at {}", e.api_version, e.time)
-                    }
-                } else {
-                    String::new()
-                };
-                let desc = if e.subresource.is_empty() {
-                    desc
-                } else {
-                    format!(" with subresource {:?}{desc}", e.subresource)
-                };
-                conflicts.push((e.manager.clone(), desc, p.clone()));
-            }
-        }
-    }
+    let conflicts = conflicts(&entries, &applied_set, base, applied, manager);
     if !conflicts.is_empty() && !force {
         return Err(conflict_error(&conflicts));
     }
@@ -583,28 +562,8 @@ pub fn apply_to(
         }
     }
     let mut new = merge_applied(base, &stripped, &mut Vec::new());
-    // Fields this manager applied before and no longer applies go, unless someone else
-    // owns them.
-    let previous: FieldSet = entries
-        .iter()
-        .find(|e| e.manager == manager && e.operation == "Apply" && e.subresource == sub)
-        .map(|e| e.fields.clone())
-        .unwrap_or_default();
-    let others: FieldSet = entries
-        .iter()
-        .filter(|e| !(e.manager == manager && e.operation == "Apply" && e.subresource == sub))
-        .flat_map(|e| e.fields.iter().cloned())
-        .collect();
-    let mut gone: Vec<&FieldPath> = previous
-        .iter()
-        .filter(|p| !applied_set.contains(*p) && !others.contains(*p))
-        .filter(|p| !applied_set.iter().any(|a| a.starts_with(p)))
-        .collect();
-    gone.sort_by_key(|p| std::cmp::Reverse(p.len()));
-    for p in gone {
-        remove_at(&mut new, p);
-    }
-    // Ownership.
+    remove_unapplied(&mut new, &entries, &applied_set, manager, sub);
+    // Ownership: a forced apply takes the conflicting fields from their owners.
     if force {
         for e in &mut entries {
             if !(e.manager == manager && e.operation == "Apply") {
@@ -624,6 +583,79 @@ pub fn apply_to(
     });
     write_entries(&mut new, entries);
     Ok(new)
+}
+
+/// The fields of `applied_set` that other managers own (and `manager`'s own updates) and
+/// the apply changes from `base`.
+fn conflicts(
+    entries: &[Entry],
+    applied_set: &FieldSet,
+    base: &Value,
+    applied: &Value,
+    manager: &str,
+) -> Vec<Conflict> {
+    let mut conflicts = Vec::new();
+    for e in entries {
+        if e.manager == manager && e.operation == "Apply" {
+            continue;
+        }
+        for p in applied_set.intersection(&e.fields) {
+            if differs(Some(base), applied, p) {
+                conflicts.push((e.manager.clone(), how_written(e), p.clone()));
+            }
+        }
+    }
+    conflicts
+}
+
+/// How a manager's entry wrote its fields, as a conflict message says it
+/// (` with subresource "status" using apps/v1 at <time>`; nothing for an apply).
+fn how_written(e: &Entry) -> String {
+    let desc = if e.operation == "Update" {
+        if e.time.is_empty() {
+            format!(" using {}", e.api_version)
+        } else {
+            format!(" using {} at {}", e.api_version, e.time)
+        }
+    } else {
+        String::new()
+    };
+    if e.subresource.is_empty() {
+        desc
+    } else {
+        format!(" with subresource {:?}{desc}", e.subresource)
+    }
+}
+
+/// Removes from `new` the fields `manager` applied before (to subresource `sub`) and no
+/// longer applies, unless someone else owns them.
+fn remove_unapplied(
+    new: &mut Value,
+    entries: &[Entry],
+    applied_set: &FieldSet,
+    manager: &str,
+    sub: &str,
+) {
+    let own = |e: &Entry| e.manager == manager && e.operation == "Apply" && e.subresource == sub;
+    let previous: FieldSet = entries
+        .iter()
+        .find(|e| own(e))
+        .map(|e| e.fields.clone())
+        .unwrap_or_default();
+    let others: FieldSet = entries
+        .iter()
+        .filter(|e| !own(e))
+        .flat_map(|e| e.fields.iter().cloned())
+        .collect();
+    let mut gone: Vec<&FieldPath> = previous
+        .iter()
+        .filter(|p| !applied_set.contains(*p) && !others.contains(*p))
+        .filter(|p| !applied_set.iter().any(|a| a.starts_with(p)))
+        .collect();
+    gone.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for p in gone {
+        remove_at(new, p);
+    }
 }
 
 /// Serves an apply patch.
@@ -650,6 +682,49 @@ pub async fn handle(
         ));
     }
     let force = q.bool("force")?.unwrap_or(false);
+    let applied = parse_applied(req, info, name)?;
+    let opts = WriteOptions {
+        dry_run: q.get("dryRun") == Some("All"),
+        field_manager: String::new(),
+        seed: false,
+        patch: false,
+        ..request_opts.clone()
+    };
+    for _ in 0..3 {
+        let exists = shared.registry.get(info, namespace, name).is_ok();
+        if !exists {
+            if part != Part::Main {
+                return Err(ApiError::not_found(&info.group_resource(), name));
+            }
+            let new = apply_to(info, None, &applied, &manager, force, part)?;
+            match shared.registry.create(info, namespace, new, &opts).await {
+                Ok(v) => return Ok((v, true)),
+                Err(e) if e.status.reason == StatusReason::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        let result = shared
+            .registry
+            .update_with(info, namespace, name, part, &opts, |cur| match cur {
+                Some(cur) => apply_to(info, Some(cur), &applied, &manager, force, part),
+                None => Err(ApiError::not_found(&info.group_resource(), name)),
+            })
+            .await;
+        match result {
+            Err(e) if e.code() == 404 => continue,
+            other => return other,
+        }
+    }
+    Err(ApiError::conflict(
+        &info.group_resource(),
+        name,
+        "the object changed while it was being applied; please retry",
+    ))
+}
+
+/// The applied configuration of the request: a YAML (or JSON) object with apiVersion and
+/// kind, named as the URL, with only the fields its schema declares (custom resources).
+fn parse_applied(req: &ApiRequest, info: &ResourceInfo, name: &str) -> Result<Value, ApiError> {
     let applied: Value = crate::manifests::parse_yaml_body(&req.body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     if !applied.is_object() {
@@ -691,43 +766,7 @@ pub async fn handle(
             .into());
         }
     }
-    let opts = WriteOptions {
-        dry_run: q.get("dryRun") == Some("All"),
-        field_manager: String::new(),
-        seed: false,
-        patch: false,
-        ..request_opts.clone()
-    };
-    for _ in 0..3 {
-        let exists = shared.registry.get(info, namespace, name).is_ok();
-        if !exists {
-            if part != Part::Main {
-                return Err(ApiError::not_found(&info.group_resource(), name));
-            }
-            let new = apply_to(info, None, &applied, &manager, force, part)?;
-            match shared.registry.create(info, namespace, new, &opts).await {
-                Ok(v) => return Ok((v, true)),
-                Err(e) if e.status.reason == StatusReason::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        let result = shared
-            .registry
-            .update_with(info, namespace, name, part, &opts, |cur| match cur {
-                Some(cur) => apply_to(info, Some(cur), &applied, &manager, force, part),
-                None => Err(ApiError::not_found(&info.group_resource(), name)),
-            })
-            .await;
-        match result {
-            Err(e) if e.code() == 404 => continue,
-            other => return other,
-        }
-    }
-    Err(ApiError::conflict(
-        &info.group_resource(),
-        name,
-        "the object changed while it was being applied; please retry",
-    ))
+    Ok(applied)
 }
 
 #[cfg(test)]

@@ -32,14 +32,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use kclient_core::StatusReason;
 use kclient_core::{go_format, ApiError, FieldError, GroupResource, Status, StatusDetails};
+use kclient_core::{FieldValidation, StatusReason};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::registry::{FieldValidation, WriteOptions};
+use crate::registry::WriteOptions;
 
 /// kube-apiserver's limit on operations in one JSON patch.
 pub const MAX_OPERATIONS: usize = 10_000;

@@ -20,10 +20,10 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
-use crate::handler::ApiRequest;
 use crate::query::Query;
 use crate::registry::{Part, WriteOptions};
-use crate::server::Shared;
+use crate::request::ApiRequest;
+use crate::state::Shared;
 
 fn unsupported(custom: bool) -> ApiError {
     let accepted = if custom {

@@ -88,44 +88,7 @@ impl Registry {
     ) -> Result<Value, ApiError> {
         // A mutating webhook may have changed what the object says; the request decides.
         place(info, namespace, &mut obj)?;
-        let meta = meta::metadata_mut(&mut obj);
-        let mut name = meta
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        if name.is_empty() {
-            let generate = meta
-                .get("generateName")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            if generate.is_empty() {
-                return Err(ApiError::invalid(
-                    &info.qualified_kind(),
-                    "",
-                    vec![FieldError::required(
-                        "metadata.name",
-                        "name or generateName is required",
-                    )],
-                ));
-            }
-            name = meta::generate_name(&generate);
-            meta.insert("name".into(), json!(name));
-        }
-        validate_name(info, &name)?;
-        // What the server owns.
-        meta.insert("uid".into(), json!(meta::new_uid()));
-        meta.insert("creationTimestamp".into(), json!(meta::now_rfc3339()));
-        meta.remove("deletionTimestamp");
-        meta.remove("deletionGracePeriodSeconds");
-        meta.remove("resourceVersion");
-        meta.remove("selfLink");
-        if info.tracks_generation {
-            meta.insert("generation".into(), json!(1));
-        } else {
-            meta.remove("generation");
-        }
+        let name = name_and_identity(info, &mut obj)?;
         crate::crd::validate(info, &obj)?;
         if !opts.seed {
             // A seeded configuration may be what an older server accepted.
@@ -224,4 +187,47 @@ pub(super) fn needs_a_webhook(info: &ResourceInfo) -> ApiError {
         info.group_resource(),
         info.storage_version
     ))
+}
+
+/// Names a new object (from `generateName` when it has no name) and gives it what the server
+/// owns: uid, creation time, the first generation; returns the name.
+fn name_and_identity(info: &ResourceInfo, obj: &mut Value) -> Result<String, ApiError> {
+    let meta = meta::metadata_mut(obj);
+    let mut name = meta
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if name.is_empty() {
+        let generate = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if generate.is_empty() {
+            return Err(ApiError::invalid(
+                &info.qualified_kind(),
+                "",
+                vec![FieldError::required(
+                    "metadata.name",
+                    "name or generateName is required",
+                )],
+            ));
+        }
+        name = meta::generate_name(&generate);
+        meta.insert("name".into(), json!(name));
+    }
+    validate_name(info, &name)?;
+    meta.insert("uid".into(), json!(meta::new_uid()));
+    meta.insert("creationTimestamp".into(), json!(meta::now_rfc3339()));
+    meta.remove("deletionTimestamp");
+    meta.remove("deletionGracePeriodSeconds");
+    meta.remove("resourceVersion");
+    meta.remove("selfLink");
+    if info.tracks_generation {
+        meta.insert("generation".into(), json!(1));
+    } else {
+        meta.remove("generation");
+    }
+    Ok(name)
 }

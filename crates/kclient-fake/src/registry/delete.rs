@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use kclient_core::{ApiError, DeleteOptions, DeletionPropagation, Preconditions};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::catalogue::ResourceInfo;
 use crate::meta::{self, meta_str};
@@ -109,21 +109,8 @@ impl Registry {
             }
             let cur = &current.value;
             check_preconditions(info, name, preconditions, cur)?;
-            let mut finalizers = meta::finalizers(cur);
+            let finalizers = finalizers_after_delete(cur, policy);
             let is_namespace = gr == namespaces();
-            match policy {
-                Some(DeletionPropagation::Foreground)
-                    if !finalizers.iter().any(|f| f == crate::gc::FOREGROUND) =>
-                {
-                    finalizers.push(crate::gc::FOREGROUND.into());
-                }
-                Some(DeletionPropagation::Orphan)
-                    if !finalizers.iter().any(|f| f == crate::gc::ORPHAN) =>
-                {
-                    finalizers.push(crate::gc::ORPHAN.into());
-                }
-                _ => {}
-            }
             let spec_finalizers = namespace_finalizers_left(&gr, cur);
             if finalizers.is_empty() && !spec_finalizers {
                 if dry_run {
@@ -139,21 +126,7 @@ impl Registry {
                 }));
             }
             // Finalizers keep it: mark it terminating.
-            let mut new = cur.clone();
-            let meta = meta::metadata_mut(&mut new);
-            let already = meta.get("deletionTimestamp").is_some_and(|t| !t.is_null());
-            if !already {
-                meta.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
-                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-            }
-            if finalizers.is_empty() {
-                meta.remove("finalizers");
-            } else {
-                meta.insert("finalizers".into(), json!(finalizers));
-            }
-            if is_namespace {
-                meta::set_path(&mut new, "status.phase", json!("Terminating"));
-            }
+            let new = terminating(cur, &finalizers, is_namespace);
             if new == *cur || dry_run {
                 return Ok(Some(Deleted {
                     object: new,
@@ -178,6 +151,44 @@ impl Registry {
         }
         Ok(deleted)
     }
+}
+
+/// The finalizers of `cur` once deleted with `policy`: its own, and the garbage
+/// collector's for a foreground or orphaning deletion.
+fn finalizers_after_delete(cur: &Value, policy: Option<DeletionPropagation>) -> Vec<String> {
+    let mut finalizers = meta::finalizers(cur);
+    let gc_finalizer = match policy {
+        Some(DeletionPropagation::Foreground) => Some(crate::gc::FOREGROUND),
+        Some(DeletionPropagation::Orphan) => Some(crate::gc::ORPHAN),
+        _ => None,
+    };
+    if let Some(f) = gc_finalizer {
+        if !finalizers.iter().any(|have| have == f) {
+            finalizers.push(f.into());
+        }
+    }
+    finalizers
+}
+
+/// `cur` marked terminating (its deletion timestamp set once), with `finalizers`; a
+/// namespace's phase `Terminating`.
+fn terminating(cur: &Value, finalizers: &[String], is_namespace: bool) -> Value {
+    let mut new = cur.clone();
+    let meta = meta::metadata_mut(&mut new);
+    let already = meta.get("deletionTimestamp").is_some_and(|t| !t.is_null());
+    if !already {
+        meta.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
+        meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+    }
+    if finalizers.is_empty() {
+        meta.remove("finalizers");
+    } else {
+        meta.insert("finalizers".into(), json!(finalizers));
+    }
+    if is_namespace {
+        meta::set_path(&mut new, "status.phase", json!("Terminating"));
+    }
+    new
 }
 
 /// A delete's preconditions on the stored object `cur` (`uid`, `resourceVersion`).

@@ -1,5 +1,5 @@
 //! The registry: the rules kube-apiserver's generic registry and strategies apply to objects,
-//! over the [`Store`](crate::store::Store).
+//! over the [`ObjectStore`](crate::store::ObjectStore).
 //!
 //! Create sets `uid`, `creationTimestamp`, `resourceVersion`, `generation` (for the types that
 //! track it) and names from `generateName`, checks that the namespace exists and is not
@@ -41,11 +41,11 @@ use serde_json::{json, Value};
 
 use crate::catalogue::{Catalogue, ResourceInfo};
 use crate::meta::{self, meta_str};
-use crate::store::{object_key, Store, StoreState, StoredObject};
-use kclient_core::FieldError;
+use crate::store::{object_key, ObjectStore, StoreState, StoredObject};
+use kclient_core::{FieldError, FieldValidation};
 
 /// Options common to writes.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct WriteOptions {
     /// `dryRun=All`: validate and answer, store nothing.
     pub dry_run: bool,
@@ -69,16 +69,21 @@ pub struct WriteOptions {
     pub admission: Option<Arc<crate::admission::Request>>,
 }
 
-/// The `fieldValidation` of a write.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum FieldValidation {
-    /// `Ignore`: drop unknown fields silently.
-    Ignore,
-    /// `Warn` (the default): drop them and warn.
-    #[default]
-    Warn,
-    /// `Strict`: refuse the request.
-    Strict,
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self {
+            dry_run: false,
+            field_manager: String::new(),
+            seed: false,
+            // The server's default (kclient-core's `FieldValidation` has none: a client sends
+            // what it means or nothing).
+            field_validation: FieldValidation::Warn,
+            patch: false,
+            warnings: Warnings::default(),
+            bypass_update_validation: false,
+            admission: None,
+        }
+    }
 }
 
 /// The warnings a request produced (shared by the clones of its [`WriteOptions`]).
@@ -168,7 +173,7 @@ pub struct Registry {
     /// The served resources.
     pub catalogue: Catalogue,
     /// The objects.
-    pub store: Store,
+    pub store: ObjectStore,
     /// Where webhooks' Service references go (see [`crate::webhook_client`]).
     pub services: crate::webhook_client::ServiceRoutes,
     pending: Mutex<Vec<Work>>,
@@ -255,7 +260,7 @@ impl Registry {
     pub fn new(window: usize) -> Self {
         Self {
             catalogue: Catalogue::builtin(),
-            store: Store::new(window),
+            store: ObjectStore::new(window),
             services: Default::default(),
             pending: Mutex::new(Vec::new()),
         }

@@ -237,145 +237,156 @@ impl Registry {
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
         crate::defaults::drop_empty(info, &mut new);
-        let gr = info.group_resource();
-        let name = meta_str(old, "name").to_string();
-        let new_rv = meta_str(&new, "resourceVersion").to_string();
-        if !new_rv.is_empty() && new_rv != meta_str(old, "resourceVersion") {
-            return Err(errors::stale_resource_version(&gr, &name));
-        }
-        let new_uid = meta_str(&new, "uid").to_string();
-        if !new_uid.is_empty() && new_uid != meta_str(old, "uid") {
-            return Err(ApiError::conflict(
-                &gr,
-                &name,
-                &format!(
-                    "Precondition failed: UID in precondition: {new_uid}, UID in object meta: {}",
-                    meta_str(old, "uid")
-                ),
-            ));
-        }
-        if part == Part::Status {
-            // Only status changes, and, for built-in resources, the metadata a client may
-            // change (kube-apiserver's status strategies reset the spec only; a custom
-            // resource's resets everything but status and managedFields).
-            let mut out = old.clone();
-            if !info.custom {
-                if let Some(meta) = new.get("metadata").cloned() {
-                    if let Some(o) = out.as_object_mut() {
-                        o.insert("metadata".into(), meta);
-                    }
-                }
-                keep_protected_metadata(info, old, &mut out, &name)?;
-                let meta = meta::metadata_mut(&mut out);
-                // Per-resource exceptions of the status strategies.
-                let kept: &[&str] = match (info.api.group.as_str(), info.api.plural.as_str()) {
-                    ("apps", "deployments") => &["labels"],
-                    ("", "pods") => &["ownerReferences"],
-                    _ => &[],
-                };
-                let old_meta = old.get("metadata");
-                for field in kept {
-                    match old_meta.and_then(|m| m.get(*field)) {
-                        Some(v) => meta.insert((*field).into(), v.clone()),
-                        None => meta.remove(*field),
-                    };
-                }
+        check_preconditions(info, old, &new)?;
+        let mut out = match part {
+            Part::Status => status_update(info, old, new)?,
+            Part::EphemeralContainers | Part::Resize => {
+                pod_subresource_update(info, old, new, part)
             }
-            if let (Some(o), Some(n)) = (out.as_object_mut(), new.as_object_mut()) {
-                match n.remove("status") {
-                    Some(s) => o.insert("status".into(), s),
-                    None => o.remove("status"),
-                };
-            }
-            copy_managed_fields(&new, &mut out);
-            if !opts.field_manager.is_empty() && out != *old {
-                crate::patch::apply::record_update(
-                    info,
-                    &opts.field_manager,
-                    Part::Status,
-                    Some(old),
-                    &mut out,
-                );
-            }
-            return Ok(out);
-        }
-        if matches!(part, Part::EphemeralContainers | Part::Resize) {
-            // kube-apiserver's pod subresource strategies: the stored pod with only what the
-            // subresource changes taken from the request.
-            let mut out = old.clone();
-            if part == Part::EphemeralContainers {
-                let given = new.pointer("/spec/ephemeralContainers").cloned();
-                if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
-                    match given {
-                        Some(v) => spec.insert("ephemeralContainers".into(), v),
-                        None => spec.remove("ephemeralContainers"),
-                    };
-                }
-            } else {
-                for list in ["containers", "initContainers"] {
-                    take_container_resources(&mut out, &new, list);
-                }
-            }
-            copy_managed_fields(&new, &mut out);
-            if info.tracks_generation && meta::spec_changed(old, &out) {
-                let g = old
-                    .pointer("/metadata/generation")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                meta::metadata_mut(&mut out).insert("generation".into(), json!(g + 1));
-            }
-            if !opts.field_manager.is_empty() && out != *old {
-                crate::patch::apply::record_update(
-                    info,
-                    &opts.field_manager,
-                    part,
-                    Some(old),
-                    &mut out,
-                );
-            }
-            return Ok(out);
-        }
-        // The main resource: keep what clients cannot change (but a test's direct write
-        // changes status too).
-        keep_protected_metadata(info, old, &mut new, &name)?;
-        if info.status_subresource && !opts.seed {
-            if let Some(o) = new.as_object_mut() {
-                match old.get("status") {
-                    Some(s) => o.insert("status".into(), s.clone()),
-                    None => o.remove("status"),
-                };
-            }
-        }
-        let bumps = match info.generation_bumps {
-            GenerationBumps::Spec => meta::spec_changed(old, &new),
-            GenerationBumps::SpecOrLabels => {
-                // An absent and an empty map are equal (apimachinery's semantic equality).
-                let labels = |o: &Value| {
-                    o.pointer("/metadata/labels")
-                        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
-                        .cloned()
-                };
-                meta::spec_changed(old, &new) || labels(old) != labels(&new)
-            }
-            GenerationBumps::Never => false,
+            Part::Main => main_update(info, old, new, opts)?,
         };
-        if info.tracks_generation && bumps {
-            let g = old
-                .pointer("/metadata/generation")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            meta::metadata_mut(&mut new).insert("generation".into(), json!(g + 1));
-        }
-        crate::defaults::on_update(info, old, &mut new)?;
-        if !opts.field_manager.is_empty() && new != *old {
+        if !opts.field_manager.is_empty() && out != *old {
             crate::patch::apply::record_update(
                 info,
                 &opts.field_manager,
-                Part::Main,
+                part,
                 Some(old),
-                &mut new,
+                &mut out,
             );
         }
-        Ok(new)
+        Ok(out)
     }
+}
+
+/// The resourceVersion and uid `new` carries, if any, must be `old`'s.
+fn check_preconditions(info: &ResourceInfo, old: &Value, new: &Value) -> Result<(), ApiError> {
+    let gr = info.group_resource();
+    let name = meta_str(old, "name");
+    let new_rv = meta_str(new, "resourceVersion");
+    if !new_rv.is_empty() && new_rv != meta_str(old, "resourceVersion") {
+        return Err(errors::stale_resource_version(&gr, name));
+    }
+    let new_uid = meta_str(new, "uid");
+    if !new_uid.is_empty() && new_uid != meta_str(old, "uid") {
+        return Err(ApiError::conflict(
+            &gr,
+            name,
+            &format!(
+                "Precondition failed: UID in precondition: {new_uid}, UID in object meta: {}",
+                meta_str(old, "uid")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A write of the status subresource: only status changes, and, for built-in resources, the
+/// metadata a client may change (kube-apiserver's status strategies reset the spec only; a
+/// custom resource's resets everything but status and managedFields).
+fn status_update(info: &ResourceInfo, old: &Value, mut new: Value) -> Result<Value, ApiError> {
+    let mut out = old.clone();
+    if !info.custom {
+        if let Some(meta) = new.get("metadata").cloned() {
+            if let Some(o) = out.as_object_mut() {
+                o.insert("metadata".into(), meta);
+            }
+        }
+        keep_protected_metadata(info, old, &mut out, meta_str(old, "name"))?;
+        let meta = meta::metadata_mut(&mut out);
+        // Per-resource exceptions of the status strategies.
+        let kept: &[&str] = match (info.api.group.as_str(), info.api.plural.as_str()) {
+            ("apps", "deployments") => &["labels"],
+            ("", "pods") => &["ownerReferences"],
+            _ => &[],
+        };
+        let old_meta = old.get("metadata");
+        for field in kept {
+            match old_meta.and_then(|m| m.get(*field)) {
+                Some(v) => meta.insert((*field).into(), v.clone()),
+                None => meta.remove(*field),
+            };
+        }
+    }
+    if let (Some(o), Some(n)) = (out.as_object_mut(), new.as_object_mut()) {
+        match n.remove("status") {
+            Some(s) => o.insert("status".into(), s),
+            None => o.remove("status"),
+        };
+    }
+    copy_managed_fields(&new, &mut out);
+    Ok(out)
+}
+
+/// A write of `pods/ephemeralcontainers` or `pods/resize` (kube-apiserver's pod subresource
+/// strategies): the stored pod with only what the subresource changes taken from the request.
+fn pod_subresource_update(info: &ResourceInfo, old: &Value, new: Value, part: Part) -> Value {
+    let mut out = old.clone();
+    if part == Part::EphemeralContainers {
+        let given = new.pointer("/spec/ephemeralContainers").cloned();
+        if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
+            match given {
+                Some(v) => spec.insert("ephemeralContainers".into(), v),
+                None => spec.remove("ephemeralContainers"),
+            };
+        }
+    } else {
+        for list in ["containers", "initContainers"] {
+            take_container_resources(&mut out, &new, list);
+        }
+    }
+    copy_managed_fields(&new, &mut out);
+    if info.tracks_generation && meta::spec_changed(old, &out) {
+        bump_generation(old, &mut out);
+    }
+    out
+}
+
+/// A write of the main resource: what clients cannot change kept (but a test's direct write
+/// changes status too), the generation moved, the per-type update defaults applied.
+fn main_update(
+    info: &ResourceInfo,
+    old: &Value,
+    mut new: Value,
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    keep_protected_metadata(info, old, &mut new, meta_str(old, "name"))?;
+    if info.status_subresource && !opts.seed {
+        if let Some(o) = new.as_object_mut() {
+            match old.get("status") {
+                Some(s) => o.insert("status".into(), s.clone()),
+                None => o.remove("status"),
+            };
+        }
+    }
+    if info.tracks_generation && generation_moves(info, old, &new) {
+        bump_generation(old, &mut new);
+    }
+    crate::defaults::on_update(info, old, &mut new)?;
+    Ok(new)
+}
+
+/// Whether the change from `old` to `new` bumps the generation, by the type's rule.
+fn generation_moves(info: &ResourceInfo, old: &Value, new: &Value) -> bool {
+    match info.generation_bumps {
+        GenerationBumps::Spec => meta::spec_changed(old, new),
+        GenerationBumps::SpecOrLabels => {
+            // An absent and an empty map are equal (apimachinery's semantic equality).
+            let labels = |o: &Value| {
+                o.pointer("/metadata/labels")
+                    .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+                    .cloned()
+            };
+            meta::spec_changed(old, new) || labels(old) != labels(new)
+        }
+        GenerationBumps::Never => false,
+    }
+}
+
+/// Sets `new`'s generation to one past `old`'s.
+fn bump_generation(old: &Value, new: &mut Value) {
+    let g = old
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    meta::metadata_mut(new).insert("generation".into(), json!(g + 1));
 }

@@ -229,36 +229,41 @@ fn validate_embedded(path: Option<&str>, map: &Map<String, Value>, errs: &mut Ve
         }
     }
     if let Some(meta) = map.get("metadata") {
-        let meta_path = field("metadata");
-        let Some(m) = meta.as_object() else {
+        validate_embedded_metadata(&field("metadata"), meta, errs);
+    }
+}
+
+/// The `metadata` of an embedded resource (at `meta_path`): a map, with a valid name and
+/// namespace if given.
+fn validate_embedded_metadata(meta_path: &str, meta: &Value, errs: &mut Vec<FieldError>) {
+    let Some(m) = meta.as_object() else {
+        errs.push(FieldError::invalid(
+            meta_path,
+            meta,
+            "expected map[string]interface{}",
+        ));
+        return;
+    };
+    if let Some(name) = m.get("name").and_then(Value::as_str) {
+        for why in path_segment_errors(name) {
             errs.push(FieldError::invalid(
-                &meta_path,
-                meta,
-                "expected map[string]interface{}",
+                &format!("{meta_path}.name"),
+                &Value::String(name.into()),
+                &why,
             ));
-            return;
-        };
-        if let Some(name) = m.get("name").and_then(Value::as_str) {
-            for why in path_segment_errors(name) {
-                errs.push(FieldError::invalid(
-                    &format!("{meta_path}.name"),
-                    &Value::String(name.into()),
-                    &why,
-                ));
-            }
         }
-        if let Some(ns) = m
-            .get("namespace")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty())
-        {
-            if let Some(why) = crate::meta::dns_label_error(ns) {
-                errs.push(FieldError::invalid(
-                    &format!("{meta_path}.namespace"),
-                    &Value::String(ns.into()),
-                    &why,
-                ));
-            }
+    }
+    if let Some(ns) = m
+        .get("namespace")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
+        if let Some(why) = crate::meta::dns_label_error(ns) {
+            errs.push(FieldError::invalid(
+                &format!("{meta_path}.namespace"),
+                &Value::String(ns.into()),
+                &why,
+            ));
         }
     }
 }

@@ -150,6 +150,56 @@ fn schemas_of(v: Option<&Value>) -> Vec<Schema> {
         .unwrap_or_default()
 }
 
+/// The strings of a JSON array (other members skipped; not an array: none).
+fn strings_of(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Checks {
+    /// Reads the value checks of a schema node.
+    fn from_map(m: &Map<String, Value>) -> Checks {
+        let flag = |k: &str| m.get(k).and_then(Value::as_bool).unwrap_or(false);
+        Checks {
+            maximum: m.get("maximum").and_then(Value::as_f64),
+            exclusive_maximum: flag("exclusiveMaximum"),
+            minimum: m.get("minimum").and_then(Value::as_f64),
+            exclusive_minimum: flag("exclusiveMinimum"),
+            multiple_of: m.get("multipleOf").and_then(Value::as_f64),
+            max_length: int_of(m.get("maxLength")),
+            min_length: int_of(m.get("minLength")),
+            pattern: m
+                .get("pattern")
+                .and_then(Value::as_str)
+                .filter(|p| !p.is_empty())
+                .map(Pattern::new),
+            max_items: int_of(m.get("maxItems")),
+            min_items: int_of(m.get("minItems")),
+            unique_items: flag("uniqueItems"),
+            max_properties: int_of(m.get("maxProperties")),
+            min_properties: int_of(m.get("minProperties")),
+            required: strings_of(m.get("required")),
+            enum_values: m
+                .get("enum")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            all_of: schemas_of(m.get("allOf")),
+            any_of: schemas_of(m.get("anyOf")),
+            one_of: schemas_of(m.get("oneOf")),
+            not: m
+                .get("not")
+                .filter(|v| v.is_object())
+                .map(|v| Box::new(Schema::from_json(v))),
+        }
+    }
+}
+
 impl Schema {
     /// Reads a schema node (any JSON value: what is not an object reads as the empty schema).
     pub fn from_json(v: &Value) -> Schema {
@@ -191,46 +241,7 @@ impl Schema {
             Some(v @ Value::Object(_)) => Some(Box::new(Schema::from_json(v))),
             _ => None,
         };
-        let checks = Checks {
-            maximum: m.get("maximum").and_then(Value::as_f64),
-            exclusive_maximum: flag("exclusiveMaximum"),
-            minimum: m.get("minimum").and_then(Value::as_f64),
-            exclusive_minimum: flag("exclusiveMinimum"),
-            multiple_of: m.get("multipleOf").and_then(Value::as_f64),
-            max_length: int_of(m.get("maxLength")),
-            min_length: int_of(m.get("minLength")),
-            pattern: m
-                .get("pattern")
-                .and_then(Value::as_str)
-                .filter(|p| !p.is_empty())
-                .map(Pattern::new),
-            max_items: int_of(m.get("maxItems")),
-            min_items: int_of(m.get("minItems")),
-            unique_items: flag("uniqueItems"),
-            max_properties: int_of(m.get("maxProperties")),
-            min_properties: int_of(m.get("minProperties")),
-            required: m
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            enum_values: m
-                .get("enum")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
-            all_of: schemas_of(m.get("allOf")),
-            any_of: schemas_of(m.get("anyOf")),
-            one_of: schemas_of(m.get("oneOf")),
-            not: m
-                .get("not")
-                .filter(|v| v.is_object())
-                .map(|v| Box::new(Schema::from_json(v))),
-        };
+        let checks = Checks::from_map(m);
         Schema {
             types,
             format,
@@ -246,15 +257,7 @@ impl Schema {
                 .get("x-kubernetes-list-type")
                 .and_then(Value::as_str)
                 .map(String::from),
-            list_map_keys: m
-                .get("x-kubernetes-list-map-keys")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            list_map_keys: strings_of(m.get("x-kubernetes-list-map-keys")),
             has_rules: m
                 .get("x-kubernetes-validations")
                 .and_then(Value::as_array)

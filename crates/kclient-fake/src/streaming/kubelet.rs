@@ -183,45 +183,15 @@ fn route(
             let Some(handler) = handlers.exec.lock().clone() else {
                 return not_found();
             };
-            let param = |name: &str| {
-                super::all_values(query.as_deref(), name)
-                    .first()
-                    .is_some_and(|v| matches!(v.as_str(), "1" | "true"))
-            };
-            let request = ExecRequest {
-                namespace: (*namespace).to_owned(),
-                pod: (*pod).to_owned(),
-                container: (*container).to_owned(),
-                command: super::all_values(query.as_deref(), "command"),
-                attach: *kind == "attach",
-                stdin: param("input"),
-                stdout: param("output"),
-                stderr: param("error"),
-                tty: param("tty"),
-            };
-            let (response, protocol) = match spdy_handshake(
+            let request = exec_request(kind, namespace, pod, container, query.as_deref());
+            let (response, _) = match spdy_handshake(
                 &headers,
                 &[STREAM_PROTOCOL_V5_NAME, STREAM_PROTOCOL_V4_NAME],
             ) {
                 Ok(accepted) => accepted,
                 Err(refusal) => return refusal,
             };
-            tokio::spawn(async move {
-                let Ok(upgraded) = on_upgrade.await else {
-                    return;
-                };
-                let connection = spdy::Connection::new(
-                    TokioIo::new(upgraded),
-                    Role::Server,
-                    ConnectionOptions::default(),
-                );
-                tokio::select! {
-                    _ = serve_exec(connection.clone(), request, handler) => {}
-                    _ = stop.cancelled() => {}
-                }
-                connection.close();
-                let _ = protocol;
-            });
+            spawn_exec(on_upgrade, request, handler, stop);
             response
         }
         ["portForward", namespace, pod] => {
@@ -246,6 +216,56 @@ fn route(
         }
         _ => not_found(),
     }
+}
+
+/// The exec (or attach, `kind`) the kubelet's URL asks for.
+fn exec_request(
+    kind: &str,
+    namespace: &str,
+    pod: &str,
+    container: &str,
+    query: Option<&str>,
+) -> ExecRequest {
+    let param = |name: &str| {
+        super::all_values(query, name)
+            .first()
+            .is_some_and(|v| matches!(v.as_str(), "1" | "true"))
+    };
+    ExecRequest {
+        namespace: namespace.to_owned(),
+        pod: pod.to_owned(),
+        container: container.to_owned(),
+        command: super::all_values(query, "command"),
+        attach: kind == "attach",
+        stdin: param("input"),
+        stdout: param("output"),
+        stderr: param("error"),
+        tty: param("tty"),
+    }
+}
+
+/// Serves the exec over the SPDY connection the upgrade brings, until it ends or `stop`.
+fn spawn_exec(
+    on_upgrade: hyper::upgrade::OnUpgrade,
+    request: ExecRequest,
+    handler: ExecHandler,
+    stop: CancellationToken,
+) {
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        let connection = spdy::Connection::new(
+            TokioIo::new(upgraded),
+            Role::Server,
+            ConnectionOptions::default(),
+        );
+        tokio::select! {
+            _ = serve_exec(connection.clone(), request, handler) => {}
+            _ = stop.cancelled() => {}
+        }
+        connection.close();
+    });
 }
 
 /// One exec or attach over SPDY, as the kubelet's `remotecommand` server runs it: the

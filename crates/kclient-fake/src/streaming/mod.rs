@@ -47,11 +47,11 @@ pub use exec::{Process, ProcessOutput, ProcessStdin};
 pub use kubelet::FakeKubelet;
 pub use port_forward::{echo_port, forward_to_address, PortForwardRequest};
 
-use crate::handler::ApiRequest;
 use crate::query::Query;
+use crate::request::ApiRequest;
 use crate::response::{self, Body};
 use crate::router::{route, Route};
-use crate::server::Shared;
+use crate::state::Shared;
 
 /// What an exec or an attach asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,12 +178,12 @@ pub(crate) async fn try_serve(
         body: Default::default(),
         user: None,
     };
-    if let Some(answer) = crate::handler::intercept(shared, &seen).await {
+    if let Some(answer) = shared.intercept(&seen).await {
         return Ok(answer);
     }
     Ok(match serve(shared, req, &namespace, &name, kind) {
         Ok(res) => res,
-        Err(e) => response::error_negotiated(&HeaderMap::new(), &e),
+        Err(e) => crate::negotiate::error_negotiated(&HeaderMap::new(), &e),
     })
 }
 
@@ -207,7 +207,7 @@ fn serve(
     let container = match kind {
         Kind::PortForward => String::new(),
         Kind::Exec | Kind::Attach => {
-            crate::connect::validate_container(&pod, name, q.str("container"))?
+            crate::request::validate_container(&pod, name, q.str("container"))?
         }
     };
     if str_at(&pod, "/spec/nodeName").is_empty() {
@@ -223,22 +223,7 @@ fn serve(
             let Some(handler) = shared.streaming.exec.lock().clone() else {
                 return Err(ApiError::bad_request("no exec handler"));
             };
-            let flag = |name: &str| q.bool(name).map(|b| b.unwrap_or(false));
-            let command = match kind {
-                Kind::Exec => all_values(req.uri().query(), "command"),
-                _ => Vec::new(),
-            };
-            let request = ExecRequest {
-                namespace: namespace.to_owned(),
-                pod: name.to_owned(),
-                container,
-                command,
-                attach: kind == Kind::Attach,
-                stdin: flag("stdin")?,
-                stdout: flag("stdout")?,
-                stderr: flag("stderr")?,
-                tty: flag("tty")?,
-            };
+            let request = exec_request(&q, req.uri().query(), kind, namespace, name, container)?;
             Ok(exec::upgrade(
                 req.headers(),
                 on_upgrade,
@@ -267,6 +252,34 @@ fn serve(
             ))
         }
     }
+}
+
+/// The exec or attach (`kind`) the request's query asks for, in `container` of pod `name`
+/// (`raw_query`: the query as sent, for the repeated `command`).
+fn exec_request(
+    q: &Query,
+    raw_query: Option<&str>,
+    kind: Kind,
+    namespace: &str,
+    name: &str,
+    container: String,
+) -> Result<ExecRequest, ApiError> {
+    let flag = |name: &str| q.bool(name).map(|b| b.unwrap_or(false));
+    let command = match kind {
+        Kind::Exec => all_values(raw_query, "command"),
+        _ => Vec::new(),
+    };
+    Ok(ExecRequest {
+        namespace: namespace.to_owned(),
+        pod: name.to_owned(),
+        container,
+        command,
+        attach: kind == Kind::Attach,
+        stdin: flag("stdin")?,
+        stdout: flag("stdout")?,
+        stderr: flag("stderr")?,
+        tty: flag("tty")?,
+    })
 }
 
 /// Every value of a repeated query parameter, in order (`command`).
