@@ -66,7 +66,7 @@ pub struct Shared {
     pub(crate) actions: ActionLog,
     pub(crate) settings: Settings,
     pub(crate) pod_logs: PodLogs,
-    pub(crate) streaming: crate::streaming::Handlers,
+    pub(crate) streaming: crate::streaming::handlers::Handlers,
     pub(crate) addr: SocketAddr,
     pub(crate) auth: Auth,
 }

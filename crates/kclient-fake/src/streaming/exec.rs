@@ -24,7 +24,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::{CancellationToken, PollSender};
 
-use super::{offered_protocols, text, upgrade_to, websocket_accept, ExecHandler, ExecRequest};
+use super::handlers::{ExecHandler, ExecRequest};
+use super::protocol::{offered_protocols, text, upgrade_to, websocket_accept};
 use crate::response::Body;
 
 /// How long the server waits for the client's close after its own (kube-apiserver waits up

@@ -28,8 +28,9 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::exec::{drain_sizes, status_json, Process, ProcessEnds};
+use super::handlers::{ExecHandler, ExecRequest, Handlers};
 use super::port_forward::{spawn_session, PortForwardRequest, Target, Transport};
-use super::{spdy_handshake, text, ExecHandler, ExecRequest, Handlers};
+use super::protocol::{all_values, spdy_handshake, text};
 use crate::response::Body;
 use crate::tls::Authority;
 use crate::Error;
@@ -227,7 +228,7 @@ fn exec_request(
     query: Option<&str>,
 ) -> ExecRequest {
     let param = |name: &str| {
-        super::all_values(query, name)
+        all_values(query, name)
             .first()
             .is_some_and(|v| matches!(v.as_str(), "1" | "true"))
     };
@@ -235,7 +236,7 @@ fn exec_request(
         namespace: namespace.to_owned(),
         pod: pod.to_owned(),
         container: container.to_owned(),
-        command: super::all_values(query, "command"),
+        command: all_values(query, "command"),
         attach: kind == "attach",
         stdin: param("input"),
         stdout: param("output"),

@@ -19,9 +19,8 @@ use tokio_tungstenite::tungstenite::protocol::Role as WsRole;
 use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    offered_protocols, spdy_handshake, text, upgrade_to, websocket_accept, PortForwardHandler,
-};
+use super::handlers::PortForwardHandler;
+use super::protocol::{offered_protocols, spdy_handshake, text, upgrade_to, websocket_accept};
 use crate::response::Body;
 
 /// Which pod's port a forwarded connection is for.
