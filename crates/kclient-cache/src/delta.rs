@@ -49,6 +49,9 @@ pub enum DeltaType {
     ReplacedAll,
     /// A whole periodic resync, as one delta (RealFIFO).
     SyncAll,
+    /// A watch bookmark, as one delta (RealFIFO): the consumer's store records its
+    /// resourceVersion.
+    Bookmark,
 }
 
 impl DeltaType {
@@ -62,6 +65,7 @@ impl DeltaType {
             Self::Sync => "Sync",
             Self::ReplacedAll => "ReplacedAll",
             Self::SyncAll => "SyncAll",
+            Self::Bookmark => "Bookmark",
         }
     }
 }
@@ -116,6 +120,13 @@ impl<K> fmt::Debug for ReplacedAllInfo<K> {
     }
 }
 
+/// What a [`Delta::Bookmark`] carries (client-go's `BookmarkInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BookmarkInfo {
+    /// The resourceVersion of the watch bookmark that queued the delta.
+    pub resource_version: String,
+}
+
 /// One change to one object (client-go's `Delta{Type, Object}`), with the object as the
 /// `Arc` the store will hold.
 pub enum Delta<K> {
@@ -133,6 +144,9 @@ pub enum Delta<K> {
     ReplacedAll(ReplacedAllInfo<K>),
     /// A whole resync (RealFIFO).
     SyncAll,
+    /// A watch bookmark (RealFIFO, client-go's `Delta{Type: Bookmark}`): no object changed;
+    /// the consumer's store records the resourceVersion ([`Store::bookmark`](crate::Store::bookmark)).
+    Bookmark(BookmarkInfo),
 }
 
 impl<K> Clone for Delta<K> {
@@ -145,6 +159,7 @@ impl<K> Clone for Delta<K> {
             Self::Sync(o) => Self::Sync(Arc::clone(o)),
             Self::ReplacedAll(i) => Self::ReplacedAll(i.clone()),
             Self::SyncAll => Self::SyncAll,
+            Self::Bookmark(b) => Self::Bookmark(b.clone()),
         }
     }
 }
@@ -157,6 +172,7 @@ impl<K> fmt::Debug for Delta<K> {
             }
             Self::ReplacedAll(info) => write!(f, "ReplacedAll({info:?})"),
             Self::SyncAll => f.write_str("SyncAll"),
+            Self::Bookmark(b) => write!(f, "Bookmark({:?})", b.resource_version),
             other => write!(f, "{}", other.delta_type()),
         }
     }
@@ -173,21 +189,22 @@ impl<K> Delta<K> {
             Self::Sync(_) => DeltaType::Sync,
             Self::ReplacedAll(_) => DeltaType::ReplacedAll,
             Self::SyncAll => DeltaType::SyncAll,
+            Self::Bookmark(_) => DeltaType::Bookmark,
         }
     }
 
     /// The object this delta is about, as far as it is known: `None` for a tombstone without
-    /// a last state and for the whole-store deltas.
+    /// a last state, for the whole-store deltas and for a bookmark.
     pub fn object(&self) -> Option<&Arc<K>> {
         match self {
             Self::Added(o) | Self::Updated(o) | Self::Replaced(o) | Self::Sync(o) => Some(o),
             Self::Deleted(d) => d.last_known(),
-            Self::ReplacedAll(_) | Self::SyncAll => None,
+            Self::ReplacedAll(_) | Self::SyncAll | Self::Bookmark(_) => None,
         }
     }
 
     /// client-go's `KeyOf`: a tombstone's recorded key, otherwise `key_func`'s key of the
-    /// object; an error for the whole-store deltas, which have no key.
+    /// object; an error for the whole-store deltas and bookmarks, which have no key.
     pub fn key(&self, key_func: &KeyFunc<K>) -> Result<String, KeyFuncError> {
         match self {
             Self::Deleted(DeletedObject::Tombstone(t)) => Ok(t.key.clone()),
@@ -199,6 +216,10 @@ impl<K> Delta<K> {
             Self::ReplacedAll(_) | Self::SyncAll => Err(KeyFuncError::described(
                 self.delta_type().to_string(),
                 "a whole-store delta has no key",
+            )),
+            Self::Bookmark(_) => Err(KeyFuncError::described(
+                self.delta_type().to_string(),
+                "a bookmark has no key",
             )),
         }
     }
@@ -232,6 +253,7 @@ impl<K> Delta<K> {
                         .all(|(x, y)| Arc::ptr_eq(x, y))
             }
             (Self::SyncAll, Self::SyncAll) => true,
+            (Self::Bookmark(a), Self::Bookmark(b)) => a == b,
             _ => false,
         }
     }

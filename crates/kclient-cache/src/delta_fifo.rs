@@ -364,6 +364,13 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
         Ok(())
     }
 
+    /// A watch bookmark: ignored, as client-go's DeltaFIFO has no `Bookmark` (only RealFIFO
+    /// in its atomic mode hands bookmarks to the consumer's store; see
+    /// [`RealFifo::bookmark`](crate::RealFifo::bookmark)).
+    pub fn bookmark(&self, resource_version: &str) {
+        let _ = resource_version;
+    }
+
     /// client-go's `Resync`: a `Sync` delta for every object the consumer knows that has no
     /// delta queued. A no-op without `known_objects`.
     pub fn resync(&self) -> Result<(), StoreError> {

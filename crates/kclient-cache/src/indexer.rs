@@ -129,32 +129,11 @@ impl<K> Indexer<K> {
         &self.store
     }
 
-    /// Adds `obj` (or replaces the object with its key), transformed first if the indexer
-    /// has a transformer (the key is the untransformed object's, as in client-go).
-    pub fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let key = self.key_func.key(&obj)?;
-        let obj = self.transformed(obj)?;
-        Ok(self.store.add(&key, obj)?)
-    }
-
     pub(crate) fn transformed(&self, obj: Arc<K>) -> Result<Arc<K>, StoreError> {
         match &self.transformer {
             Some(transform) => transform(obj),
             None => Ok(obj),
         }
-    }
-
-    /// The same as [`add`](Self::add).
-    pub fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        self.add(obj)
-    }
-
-    /// Removes the object with the key of `obj`: an object, or a tombstone when the key
-    /// function is deletion-handling. Removing an absent key is no error.
-    pub fn delete(&self, obj: impl Into<DeletedObject<K>>) -> Result<(), StoreError> {
-        let key = self.key_func.key_of_deleted(&obj.into())?;
-        self.store.delete(&key)?;
-        Ok(())
     }
 
     /// Removes the object under `key` (client-go passes an `ExplicitKey` for this).
@@ -202,14 +181,29 @@ impl<K> Indexer<K> {
     }
 
     /// Replaces the whole content with `list` (client-go's `Replace`: a full rebuild, unlike
-    /// DeltaFIFO's). Atomic; see [`ThreadSafeStore::replace`]. If any key or index function
-    /// fails, nothing changes.
-    pub fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
+    /// DeltaFIFO's) and records `resource_version` as the latest seen. Atomic; see
+    /// [`ThreadSafeStore::replace`]. If any key or index function fails, nothing changes.
+    pub fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
         let items = list
             .into_iter()
             .map(|obj| Ok((self.key_func.key(&obj)?, self.transformed(obj)?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
-        Ok(self.store.replace(items)?)
+        Ok(self
+            .store
+            .replace_with_resource_version(items, resource_version)?)
+    }
+
+    /// The latest resourceVersion the store has seen (client-go's
+    /// `Store.LastStoreSyncResourceVersion`); see
+    /// [`ThreadSafeStore::last_store_sync_resource_version`].
+    pub fn last_store_sync_resource_version(&self) -> String {
+        self.store.last_store_sync_resource_version()
+    }
+
+    /// Records `resource_version` as the latest the store has seen (client-go's
+    /// `Store.Bookmark`).
+    pub fn bookmark(&self, resource_version: &str) {
+        self.store.bookmark(resource_version);
     }
 
     /// [`replace`](Self::replace) with a list of encoded objects (see
@@ -262,6 +256,42 @@ impl<K> Indexer<K> {
     }
 }
 
+/// The writes, which also record the written object's resourceVersion (see
+/// [`ThreadSafeStore::last_store_sync_resource_version`]).
+impl<K: Resource> Indexer<K> {
+    /// Adds `obj` (or replaces the object with its key), transformed first if the indexer
+    /// has a transformer (the key is the untransformed object's, as in client-go), and records
+    /// its resourceVersion.
+    pub fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        let key = self.key_func.key(&obj)?;
+        let obj = self.transformed(obj)?;
+        Ok(self.store.add_object(&key, obj)?)
+    }
+
+    /// The same as [`add`](Self::add).
+    pub fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.add(obj)
+    }
+
+    /// Removes the object with the key of `obj`: an object, or a tombstone when the key
+    /// function is deletion-handling. Removing an absent key is no error. An object's
+    /// resourceVersion (that of its deletion) is recorded; a tombstone's is not (client-go's
+    /// `DeleteWithObject` cannot read one from a `DeletedFinalStateUnknown` either).
+    pub fn delete(&self, obj: impl Into<DeletedObject<K>>) -> Result<(), StoreError> {
+        let obj = obj.into();
+        let key = self.key_func.key_of_deleted(&obj)?;
+        match &obj {
+            DeletedObject::Object(o) => {
+                self.store.delete_with_object(&key, o)?;
+            }
+            DeletedObject::Tombstone(_) => {
+                self.store.delete(&key)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl<K: Resource + Send + Sync> Store<K> for Indexer<K> {
     fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
         Indexer::add(self, obj)
@@ -285,6 +315,14 @@ impl<K: Resource + Send + Sync> Store<K> for Indexer<K> {
 
     fn list_keys(&self) -> Vec<String> {
         Indexer::list_keys(self)
+    }
+
+    fn last_store_sync_resource_version(&self) -> String {
+        Indexer::last_store_sync_resource_version(self)
+    }
+
+    fn bookmark(&self, resource_version: &str) {
+        Indexer::bookmark(self, resource_version);
     }
 }
 

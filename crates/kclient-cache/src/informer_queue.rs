@@ -118,6 +118,10 @@ impl<K: Resource + Clone + Send + Sync + 'static> Store<K> for InformerQueue<K> 
     fn update_resource_version(&self, resource_version: &str) {
         forward!(self, q => q.update_resource_version(resource_version))
     }
+
+    fn bookmark(&self, resource_version: &str) {
+        forward!(self, q => q.bookmark(resource_version))
+    }
 }
 
 impl<K: Resource + Clone + Send + Sync + 'static> Queue<K> for InformerQueue<K> {

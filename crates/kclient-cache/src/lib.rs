@@ -149,7 +149,7 @@ pub use controller::{
 };
 #[allow(deprecated)]
 pub use controller::{Controller, ControllerConfig};
-pub use delta::{Delta, DeltaType, Deltas, ReplacedAllInfo};
+pub use delta::{BookmarkInfo, Delta, DeltaType, Deltas, ReplacedAllInfo};
 pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
 pub use factory::{InformerSettings, SharedInformerFactory, SyncResult};
 pub use fifo::Fifo;
@@ -167,7 +167,7 @@ pub use informer_queue::{FifoKind, InformerQueue};
 pub use key_func::{deleted_object_key, KeyFunc, KeyFuncError};
 pub use list_watch::ListWatch;
 pub use lister::{list_all, list_all_by_namespace, Lister, NamespaceLister};
-pub use metrics::{CacheMetrics, InformerMetrics, ReflectorMetrics};
+pub use metrics::{resource_version_for_metrics, CacheMetrics, InformerMetrics, ReflectorMetrics};
 pub use process_deltas::{process_deltas, Notification};
 pub use queue::{PopError, ProcessError, Queue};
 pub use real_fifo::{RealFifo, RealFifoOptions, DEFAULT_BATCH_SIZE};

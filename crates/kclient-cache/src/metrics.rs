@@ -39,6 +39,26 @@ pub trait CacheMetrics: Send + Sync {
     fn popped(&self, _deltas: usize) {}
     /// How long a pop's process function ran.
     fn process_latency(&self, _elapsed: Duration) {}
+    /// The latest resourceVersion a store has seen, after each change that sets it (client-go
+    /// 1.37's `store_resource_version` gauge, set from
+    /// [`ThreadSafeStore::last_store_sync_resource_version`](crate::ThreadSafeStore::last_store_sync_resource_version)).
+    /// [`resource_version_for_metrics`] gives the number client-go's gauge shows.
+    fn store_resource_version(&self, _resource_version: &str) {}
+}
+
+/// A resourceVersion as a gauge value (client-go's `parseRVForMetricsWithTruncation`): its
+/// last 15 digits as an integer, so that it stays below 2^53 and exact in a float; `None`
+/// for an empty or non-numeric resourceVersion (client-go then leaves the gauge as it was).
+pub fn resource_version_for_metrics(resource_version: &str) -> Option<i64> {
+    if resource_version.is_empty() {
+        return None;
+    }
+    let tail = resource_version
+        .char_indices()
+        .rev()
+        .nth(14)
+        .map_or(resource_version, |(i, _)| &resource_version[i..]);
+    tail.parse().ok()
 }
 
 /// Receives a reflector's measurements (client-go's reflector metrics). Every method has an

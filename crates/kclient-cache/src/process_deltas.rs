@@ -14,6 +14,11 @@
 //!   deletion (a [`DeletedFinalStateUnknown`] with the cached object) for every cached key the
 //!   list no longer has, then an add or update for each listed object, in list order.
 //! * A `SyncAll` (RealFIFO's resync) notifies an update `(obj, obj)` for every cached object.
+//! * A `Bookmark` (RealFIFO's watch bookmark) notifies nothing: the indexer records its
+//!   resourceVersion ([`Indexer::bookmark`]). Every other change records its object's (or the
+//!   list's), so the indexer's
+//!   [`last_store_sync_resource_version`](Indexer::last_store_sync_resource_version) is that
+//!   of the newest change the handlers were given.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -45,7 +50,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
-use kclient_core::{DeletedFinalStateUnknown, DeletedObject};
+use kclient_core::{DeletedFinalStateUnknown, DeletedObject, Resource};
 
 use crate::delta::{Delta, ReplacedAllInfo};
 use crate::indexer::Indexer;
@@ -111,7 +116,7 @@ impl<K> fmt::Debug for Notification<K> {
 /// Applies `deltas`, oldest first, to `indexer`, calling `notify` after each change. Stops at
 /// the first store error (a key or index function failing), leaving the deltas before it
 /// applied.
-pub fn process_deltas<K>(
+pub fn process_deltas<K: Resource>(
     indexer: &Indexer<K>,
     deltas: &[Delta<K>],
     is_in_initial_list: bool,
@@ -122,7 +127,7 @@ pub fn process_deltas<K>(
 
 /// [`process_deltas`], told whether anyone listens: without listeners, the objects of an
 /// encoded list are not decoded a second time just to be announced to no one.
-pub(crate) fn process_deltas_for<K>(
+pub(crate) fn process_deltas_for<K: Resource>(
     indexer: &Indexer<K>,
     deltas: &[Delta<K>],
     is_in_initial_list: bool,
@@ -155,13 +160,17 @@ pub(crate) fn process_deltas_for<K>(
             }
             Delta::ReplacedAll(ReplacedAllInfo {
                 encoded: Some(list),
+                resource_version,
                 ..
             }) => {
                 process_replaced_encoded(indexer, list, is_in_initial_list, listened, &mut notify)?;
+                indexer.bookmark(resource_version);
             }
             Delta::ReplacedAll(info) => {
                 process_replaced_all(indexer, info, is_in_initial_list, &mut notify)?;
             }
+            // client-go's `processDeltas` for a Bookmark: `clientState.Bookmark(rv)`.
+            Delta::Bookmark(info) => indexer.bookmark(&info.resource_version),
             Delta::SyncAll => {
                 for obj in indexer.list() {
                     notify(Notification::Update {

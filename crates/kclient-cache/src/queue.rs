@@ -242,6 +242,10 @@ macro_rules! fifo_store_and_queue {
             fn list_keys(&self) -> Vec<String> {
                 $fifo::list_keys(self)
             }
+
+            fn bookmark(&self, resource_version: &str) {
+                $fifo::bookmark(self, resource_version)
+            }
         }
 
         impl<K: Resource + Clone + Send + Sync + 'static> Queue<K> for $fifo<K> {

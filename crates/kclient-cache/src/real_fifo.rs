@@ -13,6 +13,8 @@
 //!   processes them, against its own store at that point of the stream, so they are
 //!   always in order with the other deltas; [`process_deltas`](fn@crate::process_deltas) does
 //!   it. That is why RealFIFO needs no `known_objects` and no lock while processing.
+//! * [`bookmark`](RealFifo::bookmark) (a watch bookmark, from the reflector) appends one
+//!   [`Delta::Bookmark`]: the consumer's store records its resourceVersion in order.
 //! * A pop takes a **batch**: up to [`batch_size`](RealFifoOptions::batch_size) deltas
 //!   (1000 by default, client-go's `InOrderInformersBatchProcess`), of distinct keys, never
 //!   across the end of the initial list, with a `ReplacedAll`/`SyncAll` always alone.
@@ -51,7 +53,7 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 use kclient_core::{DeletedObject, Resource};
 
-use crate::delta::{Delta, Deltas, ReplacedAllInfo};
+use crate::delta::{BookmarkInfo, Delta, Deltas, ReplacedAllInfo};
 use crate::key_func::{KeyFunc, KeyFuncError};
 use crate::metrics::CacheMetrics;
 use crate::queue::{
@@ -231,6 +233,24 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
         Ok(())
     }
 
+    /// Queues a [`Delta::Bookmark`] at `resource_version` (client-go's `RealFIFO.Bookmark` with
+    /// `EmitDeltaTypeBookmark`, which its informers set in the atomic mode): the consumer's
+    /// store records it ([`Store::bookmark`]) when it gets there, after every delta queued
+    /// before it, so the store's
+    /// [`last_store_sync_resource_version`](crate::Indexer::last_store_sync_resource_version)
+    /// never runs ahead of what the handlers were given. Pops alone, like the whole-store
+    /// deltas; it does not count towards [`has_synced`](Queue::has_synced).
+    pub fn bookmark(&self, resource_version: &str) {
+        let depth = {
+            let mut state = self.guarded.state.lock();
+            state.items.push_back(Delta::Bookmark(BookmarkInfo {
+                resource_version: resource_version.to_owned(),
+            }));
+            state.items.len()
+        };
+        self.guarded.queued(depth);
+    }
+
     /// Queues one `SyncAll` delta: the consumer replays its whole store when it gets there.
     pub fn resync(&self) -> Result<(), StoreError> {
         let depth = {
@@ -266,7 +286,11 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
             if state.initial_population_count > 0 && i >= state.initial_population_count {
                 break;
             }
-            if matches!(delta, Delta::ReplacedAll(_) | Delta::SyncAll) {
+            // client-go's `batchable`: a whole-store delta or a bookmark pops alone.
+            if matches!(
+                delta,
+                Delta::ReplacedAll(_) | Delta::SyncAll | Delta::Bookmark(_)
+            ) {
                 if i == 0 {
                     take = 1;
                 }

@@ -758,6 +758,7 @@ where
 fn newest_resource_version<K: Resource>(delta: &Delta<K>) -> Option<&str> {
     match delta {
         Delta::ReplacedAll(info) => Some(info.resource_version.as_str()),
+        Delta::Bookmark(info) => Some(info.resource_version.as_str()),
         other => other.object().and_then(|o| o.resource_version()),
     }
 }

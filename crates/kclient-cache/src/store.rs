@@ -78,6 +78,23 @@ pub trait Store<K>: Send + Sync {
     fn update_resource_version(&self, resource_version: &str) {
         let _ = resource_version;
     }
+    /// The latest resourceVersion the store has seen (client-go's
+    /// `Store.LastStoreSyncResourceVersion`, KEP-5647): an
+    /// [`Indexer`](crate::Indexer) answers the resourceVersion of its newest write, list or
+    /// [`bookmark`](Self::bookmark). `""` by default, for a store that does not track it (a
+    /// FIFO; client-go's FIFOs do not either), which consistency checks read as "unknown"
+    /// and let pass.
+    fn last_store_sync_resource_version(&self) -> String {
+        String::new()
+    }
+    /// A watch bookmark at `resource_version` (client-go's `Store.Bookmark`, which the
+    /// reflector calls for every BOOKMARK event): an [`Indexer`](crate::Indexer) records it as
+    /// the latest seen; a [`RealFifo`](crate::RealFifo) queues a
+    /// [`Delta::Bookmark`](crate::Delta::Bookmark) so the consumer's store takes it in order
+    /// with the objects before it. Does nothing by default.
+    fn bookmark(&self, resource_version: &str) {
+        let _ = resource_version;
+    }
 }
 
 /// A shared store is a store (the informer shares its FIFO between the reflector and its own
@@ -117,6 +134,14 @@ impl<K, S: Store<K> + ?Sized> Store<K> for Arc<S> {
 
     fn update_resource_version(&self, resource_version: &str) {
         (**self).update_resource_version(resource_version)
+    }
+
+    fn last_store_sync_resource_version(&self) -> String {
+        (**self).last_store_sync_resource_version()
+    }
+
+    fn bookmark(&self, resource_version: &str) {
+        (**self).bookmark(resource_version)
     }
 }
 

@@ -47,6 +47,8 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 use parking_lot::{Mutex, RwLock};
 
+use kclient_core::{Resource, ResourceExt};
+
 use crate::index::{IndexError, IndexFunc, Indexers};
 use crate::metrics::CacheMetrics;
 use crate::representation::{CacheRepresentation, EncodedList};
@@ -270,6 +272,8 @@ fn index_values_of<K>(
 /// read decodes a fresh `Arc` (outside the lock).
 pub struct ThreadSafeStore<K> {
     core: Core<K>,
+    /// The resourceVersion of the newest write or bookmark (client-go's `threadSafeMap.rv`).
+    rv: RwLock<String>,
 }
 
 /// The store in one of its representations: the same code over the slot type, so that the
@@ -774,13 +778,52 @@ impl<K> ThreadSafeStore<K> {
         } else {
             Core::Decoded(Table::new(indexers, representation))
         };
-        Self { core }
+        Self {
+            core,
+            rv: RwLock::new(String::new()),
+        }
     }
 
     /// Reports the store's size to `metrics` after every change.
     pub fn with_metrics(mut self, metrics: Arc<dyn CacheMetrics>) -> Self {
         on_core!(&mut self.core, store => store.metrics = Some(metrics));
         self
+    }
+
+    /// The latest resourceVersion the store has seen (client-go's
+    /// `LastStoreSyncResourceVersion`): that of the object of the newest
+    /// [`add`](Self::add)/[`update`](Self::update)/[`delete_with_object`](Self::delete_with_object)
+    /// (the last object of a [`transaction`](Self::transaction)), the list's of the newest
+    /// [`replace_with_resource_version`](Self::replace_with_resource_version), or the newest
+    /// [`bookmark`](Self::bookmark)'s, whichever came last; `""` before any.
+    ///
+    /// An informer's store is written only as its deltas are handed to the handlers, so this
+    /// is the resourceVersion up to which the handlers have been told everything: what
+    /// KEP-5647's consistency checks compare a controller's writes with. client-go answers
+    /// `""` when its `AtomicFIFO` gate is off; kclient's informer has no such mode off (with
+    /// [`FifoKind::Delta`](crate::FifoKind::Delta) no bookmark reaches the store, so the value
+    /// moves only with objects).
+    pub fn last_store_sync_resource_version(&self) -> String {
+        self.rv.read().clone()
+    }
+
+    /// Records `resource_version` as the latest the store has seen, with no object changed
+    /// (client-go's `Bookmark`): a watch bookmark, applied in order with the other deltas.
+    pub fn bookmark(&self, resource_version: &str) {
+        self.set_resource_version(resource_version);
+    }
+
+    /// Sets the latest resourceVersion and reports it to the metrics.
+    fn set_resource_version(&self, resource_version: &str) {
+        {
+            let mut rv = self.rv.write();
+            if *rv != resource_version {
+                resource_version.clone_into(&mut rv);
+            }
+        }
+        on_core!(&self.core, store => if let Some(m) = &store.metrics {
+            m.store_resource_version(resource_version);
+        });
     }
 
     /// Whether objects are kept in the compact representation.
@@ -934,6 +977,71 @@ impl<K> ThreadSafeStore<K> {
     /// object (client-go ≥ 1.30 does the same); if an index function fails, nothing is added.
     pub fn add_indexers(&self, new: Indexers<K>) -> Result<(), IndexError> {
         on_core!(&self.core, store => store.add_indexers(new))
+    }
+}
+
+/// The writes that also record the written object's resourceVersion (see
+/// [`ThreadSafeStore::last_store_sync_resource_version`]). An object without one (a transform
+/// took it away) leaves the recorded one as it was, as a non-object does in client-go.
+impl<K: Resource> ThreadSafeStore<K> {
+    /// [`add`](Self::add), recording `obj`'s resourceVersion as the latest seen (client-go's
+    /// `threadSafeMap.Add`).
+    pub fn add_object(&self, key: &str, obj: Arc<K>) -> Result<(), IndexError> {
+        self.add(key, Arc::clone(&obj))?;
+        self.observe(obj.resource_version());
+        Ok(())
+    }
+
+    /// Removes the object under `key` and records `obj`'s resourceVersion (client-go's
+    /// `DeleteWithObject`): the deleted object's last state carries the resourceVersion of its
+    /// deletion. Returns the removed object.
+    pub fn delete_with_object(&self, key: &str, obj: &K) -> Result<Option<Arc<K>>, IndexError> {
+        let removed = self.delete(key)?;
+        self.observe(obj.resource_version());
+        Ok(removed)
+    }
+
+    /// [`transaction`](Self::transaction), recording the resourceVersion of the last write's
+    /// object (client-go's `Transaction`; a last write that removes a key records nothing).
+    pub fn transaction_objects(
+        &self,
+        writes: Vec<(String, Option<Arc<K>>)>,
+    ) -> Vec<Result<(), IndexError>> {
+        let last = writes.last().and_then(|(_, obj)| obj.clone());
+        let results = self.transaction(writes);
+        self.observe(last.as_deref().and_then(ResourceExt::resource_version));
+        results
+    }
+
+    fn observe(&self, resource_version: Option<&str>) {
+        if let Some(rv) = resource_version {
+            self.set_resource_version(rv);
+        }
+    }
+}
+
+impl<K> ThreadSafeStore<K> {
+    /// [`replace`](Self::replace), recording the list's `resource_version` as the latest seen
+    /// (client-go's `threadSafeMap.Replace(items, resourceVersion)`).
+    pub fn replace_with_resource_version(
+        &self,
+        items: impl IntoIterator<Item = (String, Arc<K>)>,
+        resource_version: &str,
+    ) -> Result<(), IndexError> {
+        self.replace(items)?;
+        self.set_resource_version(resource_version);
+        Ok(())
+    }
+
+    /// [`replace_encoded`](Self::replace_encoded), recording the list's `resource_version`.
+    pub fn replace_encoded_with_resource_version(
+        &self,
+        list: &EncodedList<K>,
+        resource_version: &str,
+    ) -> Result<(), StoreError> {
+        self.replace_encoded(list)?;
+        self.set_resource_version(resource_version);
+        Ok(())
     }
 }
 

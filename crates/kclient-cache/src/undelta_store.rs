@@ -72,6 +72,18 @@ impl<K> UndeltaStore<K> {
         Ok(())
     }
 
+    /// Replaces the content with `list`, then pushes it.
+    pub fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
+        self.pushed(self.store.replace(list, resource_version))
+    }
+
+    /// The store it keeps (reads: `get_by_key`, `list`, `list_keys`…).
+    pub fn store(&self) -> &Indexer<K> {
+        &self.store
+    }
+}
+
+impl<K: Resource> UndeltaStore<K> {
     /// Adds `obj`, then pushes the whole content.
     pub fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
         self.pushed(self.store.add(obj))
@@ -85,16 +97,6 @@ impl<K> UndeltaStore<K> {
     /// Deletes `obj` (or a tombstone), then pushes the whole content.
     pub fn delete(&self, obj: impl Into<DeletedObject<K>>) -> Result<(), StoreError> {
         self.pushed(self.store.delete(obj))
-    }
-
-    /// Replaces the content with `list`, then pushes it.
-    pub fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
-        self.pushed(self.store.replace(list, resource_version))
-    }
-
-    /// The store it keeps (reads: `get_by_key`, `list`, `list_keys`…).
-    pub fn store(&self) -> &Indexer<K> {
-        &self.store
     }
 }
 

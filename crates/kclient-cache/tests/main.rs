@@ -17,3 +17,4 @@ mod real_fifo;
 mod reflector;
 mod representation;
 mod shared_informer;
+mod store_resource_version;

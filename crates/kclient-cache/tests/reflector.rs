@@ -146,6 +146,8 @@ struct Recorder {
     fail_resync: Arc<Mutex<bool>>,
     /// Records `update_resource_version` too (client-go's `ResourceVersionUpdater`).
     updates_resource_version: bool,
+    /// Records `bookmark` too (client-go's `ReflectorBookmarkStore`).
+    takes_bookmarks: bool,
 }
 
 fn name_v(o: &ConfigMap) -> String {
@@ -193,6 +195,11 @@ impl Store<ConfigMap> for Recorder {
     fn update_resource_version(&self, rv: &str) {
         if self.updates_resource_version {
             self.calls.lock().push(format!("rv {rv}"));
+        }
+    }
+    fn bookmark(&self, rv: &str) {
+        if self.takes_bookmarks {
+            self.calls.lock().push(format!("bookmark {rv}"));
         }
     }
 }
@@ -564,6 +571,45 @@ async fn a_store_is_told_every_resource_version_the_watch_brings() {
             "rv 13",
             "delete a=1",
             "rv 14"
+        ]
+    );
+    stop.cancel();
+    handle.await.unwrap();
+}
+
+/// client-go 1.37's reflector.go `watchHandler` (~line 1058): a watch BOOKMARK is handed to a
+/// store that takes bookmarks (`ReflectorBookmarkStore.Bookmark`), in order with the objects,
+/// before the resourceVersion is recorded; objects are not (their resourceVersion comes with
+/// them).
+#[tokio::test(start_paused = true)]
+async fn a_watch_bookmark_reaches_the_store_in_order() {
+    let fake = Fake::default();
+    fake.list(list_of(vec![at("a", 1, "10")], "10"));
+    fake.watch(WatchAnswer::Events(vec![
+        Ok(WatchEvent::Added(at("b", 1, "11"))),
+        bookmark("12", false),
+        Ok(WatchEvent::Modified(at("b", 2, "13"))),
+        bookmark("14", false),
+    ]));
+    let store = Recorder {
+        takes_bookmarks: true,
+        ..Recorder::default()
+    };
+    let r = Arc::new(Reflector::new(
+        fake.lister_watcher(),
+        store.clone(),
+        list_watch_options(),
+    ));
+    let (stop, handle) = start(&r);
+    settle().await;
+    assert_eq!(
+        store.calls()[..5],
+        [
+            "replace [a=1] rv=10",
+            "add b=1",
+            "bookmark 12",
+            "update b=2",
+            "bookmark 14"
         ]
     );
     stop.cancel();

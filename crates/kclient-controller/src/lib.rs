@@ -36,6 +36,32 @@
 //! names ([`ControllerMetrics`]), and a graceful shutdown on SIGTERM or Ctrl-C
 //! ([`shutdown_on_signal`]).
 //!
+//! # Stale caches
+//!
+//! A controller reads from caches that lag behind the API server. Right after it writes — a
+//! create, an update of an owned object or of its own status — the next reconcile of the same
+//! key may read a cache without that write, and act on it again (a second Pod, an update of a
+//! stale copy that conflicts). KEP-5647 (kube-controller-manager 1.36–1.37, the
+//! `StaleControllerConsistency*` gates) has a controller remember the resourceVersions it
+//! wrote and wait until its caches have caught up; kclient-controller does the same:
+//!
+//! * the reconciler records each write with
+//!   [`ReconcileContext::wrote(&written)`](ReconcileContext::wrote) (the object the write
+//!   returned);
+//! * before the key's next reconcile the worker compares those resourceVersions with its
+//!   informers' [`last_store_sync_resource_version`](kclient_cache::Indexer::last_store_sync_resource_version)
+//!   (the primary's, and those of the [`owns`](Controller::owns) and
+//!   [`watches`](Controller::watches) types); while one is behind, the reconcile is skipped,
+//!   the key requeued with the rate limiter and the skip counted in
+//!   `controller_runtime_stale_sync_skips_total{controller,group,resource}`;
+//! * a key whose object is gone has its record dropped.
+//!
+//! It is on by default, as the kube-controller-manager gates are (beta, on by default in
+//! 1.37), and costs nothing for a reconciler that records no write;
+//! [`Controller::stale_controller_consistency(false)`](Controller::stale_controller_consistency)
+//! turns it off. [`consistency::ConsistencyStore`] is the building block, for a hand-written
+//! worker.
+//!
 //! # Example
 //!
 //! A controller that stamps every ConfigMap with the number of its keys, against
@@ -105,6 +131,7 @@
 mod action;
 pub mod conditions;
 mod config;
+pub mod consistency;
 mod controller;
 pub mod create_or_update;
 mod error;

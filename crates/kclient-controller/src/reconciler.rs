@@ -4,11 +4,12 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use kclient_core::ObjectKey;
+use kclient_core::{ApiResource, GroupResource, ObjectKey, Resource, ResourceExt};
 use kclient_tools::events::EventRecorder;
 use kclient_tools::leaderelection::LeaderToken;
 
 use crate::action::Action;
+use crate::consistency::ConsistencyStore;
 
 /// What a controller does for a key: make the world match the object.
 ///
@@ -89,6 +90,8 @@ pub(crate) struct ControllerScope {
     pub(crate) name: Arc<str>,
     pub(crate) recorder: Option<EventRecorder>,
     pub(crate) leader: Option<LeaderToken>,
+    /// The stale-cache checks, unless turned off.
+    pub(crate) consistency: Option<Arc<ConsistencyStore>>,
 }
 
 /// What the runtime tells a reconcile about its key.
@@ -97,15 +100,67 @@ pub struct ReconcileContext {
     scope: Arc<ControllerScope>,
     key: ObjectKey,
     retries: usize,
+    /// The UID of the object being reconciled (empty for a deleted one).
+    owner_uid: String,
 }
 
 impl ReconcileContext {
-    pub(crate) fn new(scope: Arc<ControllerScope>, key: ObjectKey, retries: usize) -> Self {
+    pub(crate) fn new(
+        scope: Arc<ControllerScope>,
+        key: ObjectKey,
+        retries: usize,
+        owner_uid: String,
+    ) -> Self {
         Self {
             scope,
             key,
             retries,
+            owner_uid,
         }
+    }
+
+    /// Records that this reconcile wrote `written` (the object a create, update, patch or
+    /// apply returned): the key is not reconciled again until the controller's cache of
+    /// `written`'s resource has caught up with its resourceVersion (KEP-5647, kubernetes'
+    /// `ConsistencyStore.WroteAt` with the reconciled object as the owner; see the crate docs'
+    /// "Stale caches" section). The resource must be one the controller watches (its primary,
+    /// [`owns`](crate::Controller::owns) or [`watches`](crate::Controller::watches) type) for
+    /// the write to hold anything back. Does nothing when the checks are off
+    /// ([`Controller::stale_controller_consistency`](crate::Controller::stale_controller_consistency))
+    /// or `written` has no resourceVersion.
+    pub fn wrote<O>(&self, written: &O)
+    where
+        O: Resource,
+        O::DynamicType: Default,
+    {
+        let resource = O::api_resource(&O::DynamicType::default());
+        self.wrote_resource(written, &resource);
+    }
+
+    /// [`wrote`](Self::wrote) for an object of a resource known at run time (a
+    /// [`DynamicObject`](kclient_core::DynamicObject) or
+    /// [`PartialObjectMetadata`](kclient_core::PartialObjectMetadata)), described by
+    /// `resource`.
+    pub fn wrote_resource<O: Resource>(&self, written: &O, resource: &ApiResource) {
+        if let Some(rv) = written.resource_version() {
+            self.wrote_at(
+                &GroupResource::new(resource.group.clone(), resource.plural.clone()),
+                rv,
+            );
+        }
+    }
+
+    /// Records a write to `resource` at resourceVersion `rv` for this key (kubernetes'
+    /// `ConsistencyStore.WroteAt`); see [`wrote`](Self::wrote).
+    pub fn wrote_at(&self, resource: &GroupResource, rv: &str) {
+        if let Some(consistency) = &self.scope.consistency {
+            consistency.wrote_at(&self.key, &self.owner_uid, resource, rv);
+        }
+    }
+
+    /// The controller's [`ConsistencyStore`], unless the stale-cache checks are off.
+    pub fn consistency_store(&self) -> Option<&Arc<ConsistencyStore>> {
+        self.scope.consistency.as_ref()
     }
 
     /// The controller's name (the `controller` label of its metrics and the component of

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use kclient_cache::Indexer;
-use kclient_core::{CancellationToken, ObjectKey};
+use kclient_core::{CancellationToken, ObjectKey, Resource, ResourceExt};
 use kclient_workqueue::AddOpts;
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -43,7 +43,7 @@ enum Outcome {
 
 impl<K, R> Workers<K, R>
 where
-    K: Send + Sync + 'static,
+    K: Resource + Send + Sync + 'static,
     R: Reconciler<K>,
 {
     /// One worker: takes keys until `halt` fires or the queue shuts down. Right before each
@@ -76,6 +76,9 @@ where
     /// Reconciles `key` (handed out at `priority`) in a span carrying the key and its
     /// attempt, and applies the outcome.
     async fn process(&self, key: &ObjectKey, priority: i32) {
+        if self.stale(key, priority) {
+            return;
+        }
         let retries = self.queue.num_requeues(key);
         let span = tracing::info_span!(
             "reconcile",
@@ -88,8 +91,22 @@ where
             if let Some(metrics) = &self.metrics {
                 metrics.active.inc();
             }
-            let ctx = ReconcileContext::new(Arc::clone(&self.scope), key.clone(), retries);
-            let outcome = self.reconcile(&ctx).await;
+            let cached = self.cache.get_by_object_key(key);
+            if cached.is_none() {
+                // The object is gone: nothing to wait for any more (replica_set.go's `Clear`
+                // on NotFound).
+                if let Some(consistency) = &self.scope.consistency {
+                    consistency.clear(key, "");
+                }
+            }
+            let owner_uid = cached.as_ref().and_then(|o| o.uid()).unwrap_or_default();
+            let ctx = ReconcileContext::new(
+                Arc::clone(&self.scope),
+                key.clone(),
+                retries,
+                owner_uid.to_owned(),
+            );
+            let outcome = self.reconcile(&ctx, cached).await;
             self.apply(key, priority, outcome);
             if let Some(metrics) = &self.metrics {
                 metrics.active.dec();
@@ -100,12 +117,33 @@ where
         .await;
     }
 
-    /// Calls the reconciler with the key's object as the cache holds it now (or its
+    /// KEP-5647's check before a sync (kubernetes' replica_set.go `syncReplicaSet`): when a
+    /// cache is older than a write recorded for `key`, the reconcile is skipped, counted, and
+    /// the key requeued with the rate limiter (`AddRateLimited`, as the sync's error does
+    /// there); true then.
+    fn stale(&self, key: &ObjectKey, priority: i32) -> bool {
+        let Some(consistency) = &self.scope.consistency else {
+            return false;
+        };
+        if let Err(stale) = consistency.ensure_ready(key) {
+            tracing::debug!(controller = %self.scope.name, %key, error = %stale, "the cache is older than this controller's writes; not reconciling yet");
+            if let Some(metrics) = &self.metrics {
+                metrics.stale_sync_skip(&stale.group_resource);
+            }
+            self.queue.add_with_opts(
+                AddOpts::new().priority(priority).rate_limited(),
+                [key.clone()],
+            );
+            return true;
+        }
+        false
+    }
+
+    /// Calls the reconciler with the key's object as the cache holds it now (`cached`, or its
     /// deletion hook), catching panics.
-    async fn reconcile(&self, ctx: &ReconcileContext) -> Outcome {
+    async fn reconcile(&self, ctx: &ReconcileContext, cached: Option<Arc<K>>) -> Outcome {
         let key = ctx.key();
         let last_known = self.last_known.lock().remove(key);
-        let cached = self.cache.get_by_object_key(key);
         let reconciling = async {
             match cached {
                 Some(obj) => {

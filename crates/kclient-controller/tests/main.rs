@@ -9,4 +9,5 @@ mod helpers;
 mod manager;
 mod queueing;
 mod reconcile;
+mod stale;
 mod triggers;

@@ -648,3 +648,103 @@ fn shown(mut applied: Value, namespace: &str) -> Value {
 async fn extract_agrees_on_both_servers() -> Result<()> {
     run_everywhere("extract", |t| Box::pin(extract_scenario(t)), true).await
 }
+
+/// KEP-5647 on both servers: after each write (a create, an update, a delete) the informer's
+/// store's `last_store_sync_resource_version` catches up with the written resourceVersion, and
+/// a `ConsistencyStore` holding the write says so (kubernetes' consistency.go `EnsureReady`,
+/// client-go's thread_safe_store.go `LastStoreSyncResourceVersion`). The resourceVersions
+/// themselves differ between servers; what is recorded is how they compare.
+async fn stale_scenario(target: &Target) -> Result<Transcript> {
+    let ns = Namespace::create(&target.client()?, "stale").await?;
+    let outcome = stale_steps(target, &ns.name).await;
+    ns.delete().await?;
+    outcome
+}
+
+async fn stale_steps(target: &Target, namespace: &str) -> Result<Transcript> {
+    use kclient_controller::consistency::{ConsistencyStore, LastSyncRvGetter};
+    use kclient_core::resource_version::compare_resource_version;
+    use kclient_core::{GroupResource, ObjectKey};
+
+    let mut t = Transcript::new();
+    let clientset = Clientset::new(target.config.clone())?;
+    let factory = SharedInformerFactory::builder(clientset.clone())
+        .namespace(namespace)
+        .build();
+    let informer = factory.informer::<ConfigMap>();
+    let shutdown = CancellationToken::new();
+    factory.start(&shutdown);
+    ensure!(
+        kclient_cache::wait_for_cache_sync(&shutdown, &[informer.synced()]).await,
+        "the ConfigMap cache did not sync"
+    );
+    let store = informer.get_indexer().clone();
+    t.record(
+        "after the list, the store has a resourceVersion",
+        json!(!store.last_store_sync_resource_version().is_empty()),
+    );
+    let config_maps = GroupResource::new("", "configmaps");
+    let consistency = ConsistencyStore::new([(
+        config_maps.clone(),
+        Arc::new(store.clone()) as Arc<dyn LastSyncRvGetter>,
+    )]);
+    let owner = ObjectKey::namespaced(namespace, "owner");
+    let client = clientset.core_v1().config_maps(namespace);
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some("written".into());
+    cm.metadata.namespace = Some(namespace.into());
+    let created = client.create(&cm, &CreateOptions::default()).await?;
+    let mut changed = created.clone();
+    changed.data = Some(BTreeMap::from([("k".to_owned(), "v".to_owned())]));
+    let writes = [
+        ("create", created),
+        (
+            "update",
+            client.update(&changed, &UpdateOptions::default()).await?,
+        ),
+    ];
+    let mut last_rv = String::new();
+    for (what, written) in &writes {
+        let rv = written.resource_version().unwrap_or_default().to_owned();
+        consistency.wrote_at(&owner, "uid", &config_maps, &rv);
+        let caught_up = eventually(|| {
+            compare_resource_version(&store.last_store_sync_resource_version(), &rv)
+                .is_ok_and(|o| o.is_ge())
+        })
+        .await;
+        t.record(format!("{what}: the store caught up"), json!(caught_up));
+        t.record(
+            format!("{what}: ensure_ready"),
+            json!(consistency.ensure_ready(&owner).is_ok()),
+        );
+        last_rv = rv;
+    }
+    client.delete("written", &DeleteOptions::default()).await?;
+    let gone = eventually(|| {
+        store.get_by_key(&format!("{namespace}/written")).is_none()
+            && compare_resource_version(&store.last_store_sync_resource_version(), &last_rv)
+                .is_ok_and(|o| o.is_gt())
+    })
+    .await;
+    t.record("delete: the store moved past the update", json!(gone));
+    shutdown.cancel();
+    factory.shutdown().await;
+    Ok(t)
+}
+
+/// Polls `condition` every 50 ms for at most [`LIMIT`].
+async fn eventually(mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while tokio::time::Instant::now() < deadline {
+        if condition() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    condition()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_resource_version_follows_writes_on_both_servers() -> Result<()> {
+    run_everywhere("stale", |t| Box::pin(stale_scenario(t)), true).await
+}

@@ -145,6 +145,9 @@ where
                 WatchEvent::Deleted(obj) => (self.write(store, obj, Write::Delete), false),
                 WatchEvent::Bookmark(bookmark) => {
                     let end = bookmark.is_initial_events_end();
+                    // client-go's reflector hands a bookmark to a store that takes them
+                    // (`ReflectorBookmarkStore`): a RealFIFO queues it for the informer's store.
+                    store.bookmark(&bookmark.resource_version);
                     (bookmark.resource_version, end)
                 }
             };

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use kclient_cache::{InformerSynced, SharedIndexInformer, SharedInformerFactory};
 use kclient_core::{
-    ApiResource, CancellationToken, DynamicListerWatcherFor, ListerWatcherFor, ObjectKey,
-    PartialObjectMetadata, Resource,
+    ApiResource, CancellationToken, DynamicListerWatcherFor, GroupResource, ListerWatcherFor,
+    ObjectKey, PartialObjectMetadata, Resource,
 };
 use kclient_tools::events::{EventBroadcaster, EventRecorder};
 use kclient_workqueue::rate_limiter::TypedRateLimiter;
@@ -20,6 +20,7 @@ pub use handle::{ControllerHandle, ControllerStopped};
 pub(crate) use run::{Leadership, RunEnv};
 
 use crate::config::ControllerConfig;
+use crate::consistency::LastSyncRvGetter;
 use crate::error::ControllerError;
 use crate::metrics::ControllerMetrics;
 use crate::predicate::{Object, Predicate};
@@ -109,6 +110,10 @@ pub struct Controller<K, C> {
     /// Sources added by a [`ControllerHandle`] (its sender's clones), for the run.
     late_sources: mpsc::UnboundedReceiver<Source>,
     late_sender: mpsc::UnboundedSender<Source>,
+    /// The stores of the primary, owned and watched types, for the stale-cache checks.
+    consistency_stores: Vec<(GroupResource, Arc<dyn LastSyncRvGetter>)>,
+    /// Whether reconciles wait for the caches to catch up with recorded writes.
+    stale_consistency: bool,
 }
 
 impl<K, C> fmt::Debug for Controller<K, C> {
@@ -133,8 +138,16 @@ where
     /// A controller named `name` (its queue's name, the `controller` label of its metrics,
     /// the component of its Events) reconciling the `K`s of `factory`'s informer.
     pub fn new(name: impl Into<String>, factory: &SharedInformerFactory<C>) -> Self {
-        let owner = OwnerType::of::<K>(&K::DynamicType::default());
-        Self::on(name.into(), factory, factory.informer::<K>(), owner)
+        let dt = K::DynamicType::default();
+        let owner = OwnerType::of::<K>(&dt);
+        let resource = group_resource(&K::api_resource(&dt));
+        Self::on(
+            name.into(),
+            factory,
+            factory.informer::<K>(),
+            owner,
+            resource,
+        )
     }
 }
 
@@ -192,7 +205,13 @@ where
         resource: &ApiResource,
     ) -> Self {
         let informer = factory.for_resource::<K>(resource).into_informer();
-        Self::on(name.into(), factory, informer, OwnerType::of::<K>(resource))
+        Self::on(
+            name.into(),
+            factory,
+            informer,
+            OwnerType::of::<K>(resource),
+            group_resource(resource),
+        )
     }
 }
 
@@ -207,9 +226,13 @@ where
         factory: &SharedInformerFactory<C>,
         primary: SharedIndexInformer<K>,
         owner: OwnerType,
+        resource: GroupResource,
     ) -> Self {
         let (late_sender, late_sources) = mpsc::unbounded_channel();
+        let primary_store: Arc<dyn LastSyncRvGetter> = Arc::new(primary.get_indexer().clone());
         Self {
+            consistency_stores: vec![(resource, primary_store)],
+            stale_consistency: true,
             name: name.into(),
             factory: factory.clone(),
             informers: vec![(primary.name().to_owned(), primary.synced())],
@@ -325,7 +348,8 @@ where
         C: ListerWatcherFor<O>,
     {
         let informer = self.factory.informer::<O>();
-        self.owned_on(informer, options.into())
+        let resource = group_resource(&O::api_resource(&O::DynamicType::default()));
+        self.owned_on(informer, resource, options.into())
     }
 
     /// [`owns`](Self::owns), caching only the metadata of the `O`s: the owned objects'
@@ -385,12 +409,17 @@ where
             .factory
             .for_resource::<PartialObjectMetadata>(&resource)
             .into_informer();
-        self.owned_on(informer, options.into())
+        self.owned_on(informer, group_resource(&resource), options.into())
     }
 
     /// Queues the owners that are `K`s of each object of `informer`: its controller, or
     /// every one.
-    fn owned_on<O>(self, informer: SharedIndexInformer<O>, options: OwnsOptions<O>) -> Self
+    fn owned_on<O>(
+        self,
+        informer: SharedIndexInformer<O>,
+        resource: GroupResource,
+        options: OwnsOptions<O>,
+    ) -> Self
     where
         O: Resource + Clone + Send + Sync + 'static,
     {
@@ -400,10 +429,16 @@ where
             match_every_owner,
         } = options;
         if match_every_owner {
-            self.mapped_on(informer, move |obj: &O| owner.owner_keys(obj), predicate)
+            self.mapped_on(
+                informer,
+                resource,
+                move |obj: &O| owner.owner_keys(obj),
+                predicate,
+            )
         } else {
             self.mapped_on(
                 informer,
+                resource,
                 move |obj: &O| owner.controller_key(obj),
                 predicate,
             )
@@ -454,13 +489,15 @@ where
         I: IntoIterator<Item = ObjectKey>,
     {
         let informer = self.factory.informer::<W>();
-        self.mapped_on(informer, mapper, predicate)
+        let resource = group_resource(&W::api_resource(&W::DynamicType::default()));
+        self.mapped_on(informer, resource, mapper, predicate)
     }
 
     /// Queues the keys `mapper` gives for each object of `informer`.
     fn mapped_on<W, I>(
         mut self,
         informer: SharedIndexInformer<W>,
+        resource: GroupResource,
         mapper: impl Fn(&W) -> I + Send + Sync + 'static,
         predicate: Option<Predicate<W>>,
     ) -> Self
@@ -470,6 +507,8 @@ where
     {
         self.informers
             .push((informer.name().to_owned(), informer.synced()));
+        self.consistency_stores
+            .push((resource, Arc::new(informer.get_indexer().clone())));
         self.sources
             .push(mapped_source(&self.name, informer, mapper, predicate));
         self
@@ -549,6 +588,18 @@ where
         self
     }
 
+    /// Whether a reconcile first waits for the caches to catch up with the writes the
+    /// reconciler recorded for its key ([`ReconcileContext::wrote`](crate::ReconcileContext::wrote);
+    /// KEP-5647's stale-controller handling, see the crate docs' "Stale caches" section). On
+    /// by default, as kube-controller-manager's `StaleControllerConsistency*` gates are in
+    /// 1.37 (beta, default on); it changes nothing for a reconciler that records no writes.
+    /// `false` turns the checks off (the gates' off position): recorded writes are ignored.
+    #[must_use]
+    pub fn stale_controller_consistency(mut self, enabled: bool) -> Self {
+        self.stale_consistency = enabled;
+        self
+    }
+
     pub(crate) fn has_metrics(&self) -> bool {
         self.metrics.is_some()
     }
@@ -584,6 +635,11 @@ where
         self.factory.start(&shutdown);
         self.run_in(reconciler, RunEnv::standalone(shutdown)).await
     }
+}
+
+/// The group-resource the consistency checks know a resource by.
+fn group_resource(resource: &ApiResource) -> GroupResource {
+    GroupResource::new(resource.group.clone(), resource.plural.clone())
 }
 
 /// The source queueing the keys `mapper` gives for each object of `informer` whose event

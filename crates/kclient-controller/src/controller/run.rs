@@ -18,6 +18,7 @@ use tokio::task::JoinSet;
 
 use super::Controller;
 use crate::config::ControllerConfig;
+use crate::consistency::ConsistencyStore;
 use crate::error::ControllerError;
 use crate::metrics::ControllerMetrics;
 use crate::reconciler::{ControllerScope, Reconciler};
@@ -133,6 +134,8 @@ where
             rate_limiter,
             metrics,
             recorder,
+            consistency_stores,
+            stale_consistency,
         } = self;
         let mut run = Run {
             queue: new_queue(&name, rate_limiter, metrics.as_ref()),
@@ -173,6 +176,8 @@ where
                     name: Arc::clone(&run.name),
                     recorder,
                     leader: leadership.as_ref().map(|l| l.token.clone()),
+                    consistency: stale_consistency
+                        .then(|| Arc::new(ConsistencyStore::new(consistency_stores))),
                 }),
                 queue: run.queue.clone(),
                 cache: primary.get_indexer().clone(),
@@ -266,7 +271,7 @@ impl Run {
         mut late_sources: Option<&mut mpsc::UnboundedReceiver<Source>>,
     ) -> Result<(), ControllerError>
     where
-        K: Send + Sync + 'static,
+        K: Resource + Send + Sync + 'static,
         R: Reconciler<K>,
         C: Send + Sync + 'static,
     {
