@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use kclient_cache::{InformerSynced, SharedInformerFactory};
+use kclient_cache::{InformerSynced, SharedIndexInformer, SharedInformerFactory};
 use kclient_core::{CancellationToken, ObjectKey, Resource};
 use kclient_tools::leaderelection::LeaderToken;
 use kclient_workqueue::rate_limiter::TypedRateLimiter;
@@ -21,8 +21,11 @@ use crate::config::ControllerConfig;
 use crate::consistency::ConsistencyStore;
 use crate::error::ControllerError;
 use crate::metrics::ControllerMetrics;
+use crate::predicate::Predicate;
 use crate::reconciler::{ControllerScope, Reconciler};
-use crate::source::{register_primary, EventFilter, Filters, KeyQueue, Registration, Source};
+use crate::source::{
+    register_primary, EventFilter, Filters, KeyQueue, LastKnown, Registration, Source,
+};
 use crate::worker::Workers;
 
 /// This replica's leadership, while it leads.
@@ -144,23 +147,10 @@ where
             event_filter,
             config,
         };
-        // Handlers: registered now, so a run that never happens queues nothing; on a
-        // running informer each gets the cache replayed.
         let last_known = Arc::new(Mutex::new(HashMap::new()));
-        let primary_handler = register_primary(
-            &primary,
-            format!("{}/{}", run.name, primary.name()),
-            &run.queue,
-            Filters::new(predicate, &run.event_filter),
-            Arc::clone(&last_known),
-        );
         // The handles' clones keep the channel open; the controller's own goes.
         drop(late_sender);
-        let mut registered = run.register(primary_handler);
-        for source in sources {
-            registered = registered.and_then(|()| run.add_source(source));
-        }
-        if let Err(e) = registered {
+        if let Err(e) = run.register_handlers(&primary, predicate, sources, &last_known) {
             run.end();
             return Err(e);
         }
@@ -171,23 +161,14 @@ where
             let Some(leadership) = env.lead().await else {
                 return Ok(());
             };
-            let workers = Arc::new(Workers {
-                scope: Arc::new(ControllerScope {
-                    name: Arc::clone(&run.name),
-                    recorder,
-                    leader: leadership.as_ref().map(|l| l.token.clone()),
-                    consistency: stale_consistency
-                        .then(|| Arc::new(ConsistencyStore::new(consistency_stores))),
-                }),
-                queue: run.queue.clone(),
-                cache: primary.get_indexer().clone(),
-                last_known,
-                reconciler,
-                metrics: (metrics.as_ref())
-                    .map(|m| m.for_controller(&run.name, run.config.workers.max(1))),
-                in_flight: AtomicUsize::new(0),
-                reconcile_timeout: run.config.reconcile_timeout,
-            });
+            let scope = ControllerScope {
+                name: Arc::clone(&run.name),
+                recorder,
+                leader: leadership.as_ref().map(|l| l.token.clone()),
+                consistency: stale_consistency
+                    .then(|| Arc::new(ConsistencyStore::new(consistency_stores))),
+            };
+            let workers = run.workers(scope, &primary, last_known, reconciler, metrics.as_ref());
             let abort = leadership.map_or_else(CancellationToken::new, |l| l.abort);
             run.work(
                 workers,
@@ -205,6 +186,58 @@ where
 }
 
 impl Run {
+    /// Registers the primary's handler and every source's: now, so that a run that never
+    /// happens queues nothing; on a running informer each gets the cache replayed.
+    fn register_handlers<K>(
+        &mut self,
+        primary: &SharedIndexInformer<K>,
+        predicate: Option<Predicate<K>>,
+        sources: Vec<Source>,
+        last_known: &LastKnown<K>,
+    ) -> Result<(), ControllerError>
+    where
+        K: Resource + Clone + Send + Sync + 'static,
+    {
+        let primary_handler = register_primary(
+            primary,
+            format!("{}/{}", self.name, primary.name()),
+            &self.queue,
+            Filters::new(predicate, &self.event_filter),
+            Arc::clone(last_known),
+        );
+        self.register(primary_handler)?;
+        for source in sources {
+            self.add_source(source)?;
+        }
+        Ok(())
+    }
+
+    /// What the workers share: the scope their reconciles see, the queue, the primary's
+    /// cache and the deleted objects' last states, the reconciler and its metrics.
+    fn workers<K, R>(
+        &self,
+        scope: ControllerScope,
+        primary: &SharedIndexInformer<K>,
+        last_known: LastKnown<K>,
+        reconciler: R,
+        metrics: Option<&ControllerMetrics>,
+    ) -> Arc<Workers<K, R>>
+    where
+        K: Resource + Clone + Send + Sync + 'static,
+        R: Reconciler<K>,
+    {
+        Arc::new(Workers {
+            scope: Arc::new(scope),
+            queue: self.queue.clone(),
+            cache: primary.get_indexer().clone(),
+            last_known,
+            reconciler,
+            metrics: metrics.map(|m| m.for_controller(&self.name, self.config.workers.max(1))),
+            in_flight: AtomicUsize::new(0),
+            reconcile_timeout: self.config.reconcile_timeout,
+        })
+    }
+
     /// Keeps a handler's registration, or fails the run with its error.
     fn register(
         &mut self,
