@@ -28,16 +28,22 @@ use crate::{workspace_metadata, workspace_root};
 pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     // The bottom: no kclient dependency at all.
     ("kclient-core", &[]),
+    // x/time/rate's token bucket: under the REST client's throttle and the workqueue.
+    ("kclient-rate", &[]),
     ("kclient-testkit", &[]),
     ("kclient-derive", &[]),
     ("kclient-webhook", &["kclient-core"]),
-    // The queue's overall rate limiter is kclient-core's token bucket.
-    ("kclient-workqueue", &["kclient-core"]),
+    // The queue's overall rate limiter is kclient-rate's token bucket; no Kubernetes types.
+    ("kclient-workqueue", &["kclient-rate"]),
     // Protobuf codecs on the k8s-openapi types and kclient-core's own (the REST layer's wire).
     ("kclient-protobuf", &["kclient-core"]),
-    // HTTP, and the cache (which knows only kclient-core's ListerWatcher seams; its compact
-    // representation keeps built-in kinds as protobuf).
-    ("kclient-rest", &["kclient-core", "kclient-protobuf"]),
+    // HTTP (its client-side throttle is kclient-rate's bucket), and the cache (which knows
+    // only kclient-core's ListerWatcher seams; its compact representation keeps built-in
+    // kinds as protobuf).
+    (
+        "kclient-rest",
+        &["kclient-core", "kclient-rate", "kclient-protobuf"],
+    ),
     ("kclient-cache", &["kclient-core", "kclient-protobuf"]),
     // The clients: none of them knows the cache.
     ("kclient-discovery", &["kclient-core", "kclient-rest"]),

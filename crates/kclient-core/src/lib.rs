@@ -31,9 +31,7 @@
 //! * Shared plumbing: [`CancellationToken`] (tokio-util's), which stops every layer's tasks,
 //!   [`BoxError`], the boxed error of user code and lower layers, and [`backoff`]
 //!   (apimachinery's `wait.Backoff` and `ExponentialBackoffManager`, on tokio's clock), which
-//!   the reflector and the retry helpers above share, and [`token_bucket`] (x/time/rate's
-//!   `Limiter`, on tokio's clock), the REST client's throttle and the workqueue's bucket rate
-//!   limiter.
+//!   the reflector and the retry helpers above share.
 //!
 //! The examples use the paths a program depending on the `kclient` facade writes
 //! (`kclient::core::…`); one depending on kclient-core alone writes `kclient_core::…`.
@@ -97,7 +95,6 @@ pub mod resource_version;
 mod selector_error;
 pub mod snippet;
 pub mod status;
-pub mod token_bucket;
 pub mod type_meta;
 pub mod watch_event;
 pub mod watch_frame;

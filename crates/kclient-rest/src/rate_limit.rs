@@ -1,5 +1,5 @@
 //! [`RateLimiter`]: the client-side token bucket (client-go's
-//! `flowcontrol.NewTokenBucketRateLimiter`), kclient-core's [`TokenBucket`].
+//! `flowcontrol.NewTokenBucketRateLimiter`), kclient-rate's [`TokenBucket`].
 //!
 //! One limiter is shared by every request of a [`RestClient`](crate::RestClient) and of all its
 //! clones, so a whole clientset spends one budget of `qps` requests per second with bursts of
@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kclient_core::token_bucket::TokenBucket;
+use kclient_rate::TokenBucket;
 
 use crate::config::ConfigError;
 

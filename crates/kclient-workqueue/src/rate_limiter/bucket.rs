@@ -3,15 +3,15 @@
 use std::fmt;
 use std::time::Duration;
 
-use kclient_core::token_bucket::TokenBucket;
+use kclient_rate::TokenBucket;
 
 use super::TypedRateLimiter;
 
 /// The delay that means "never" (Go's `rate.InfDuration`: the largest signed 64-bit count of
 /// nanoseconds, about 292 years). [`BucketRateLimiter`] answers it when it can never grant a
-/// token (a burst of 0, or a rate of 0 once the initial burst is spent). kclient-core's
-/// `token_bucket::INF_DURATION`, re-exported under its client-go place.
-pub use kclient_core::token_bucket::INF_DURATION;
+/// token (a burst of 0, or a rate of 0 once the initial burst is spent).
+/// kclient-rate's `INF_DURATION`, re-exported under its client-go place.
+pub use kclient_rate::INF_DURATION;
 
 /// An overall token bucket: `qps` tokens per second, holding at most `burst`, starting full
 /// (client-go's `TypedBucketRateLimiter` over Go's `rate.NewLimiter(qps, burst)`).
@@ -19,7 +19,7 @@ pub use kclient_core::token_bucket::INF_DURATION;
 /// Each [`when`](TypedRateLimiter::when) **reserves** one token, whatever the item, and returns
 /// how long until that token is available: zero while the bucket has tokens, then growing by
 /// `1/qps` per call as the bucket goes into debt. This is Go's `Limiter.Reserve().Delay()`,
-/// arithmetic included: the bucket is kclient-core's [`TokenBucket`], the one kclient-rest's
+/// arithmetic included: the bucket is kclient-rate's [`TokenBucket`], the one kclient-rest's
 /// client-side throttle also uses. [`forget`](TypedRateLimiter::forget) does nothing and
 /// [`num_requeues`](TypedRateLimiter::num_requeues) is always 0: the bucket keeps no per-item
 /// state.

@@ -1,5 +1,5 @@
-//! A token bucket (Go's `golang.org/x/time/rate.Limiter`), on tokio's clock: the one
-//! implementation that kclient-rest's client-side throttle (client-go's
+//! kclient-rate: a token bucket (Go's `golang.org/x/time/rate.Limiter`), on tokio's clock —
+//! the one implementation that kclient-rest's client-side throttle (client-go's
 //! `flowcontrol.NewTokenBucketRateLimiter`, 5 QPS / burst 10 by default) and
 //! kclient-workqueue's `BucketRateLimiter` (client-go's `BucketRateLimiter`) share, as both
 //! of client-go's are the same `rate.Limiter`.
@@ -13,11 +13,13 @@
 //! seconds times the rate, capped at the burst), so delays match client-go's to the
 //! nanosecond.
 //!
-//! Time is `tokio::time::Instant`, so tests drive the bucket with tokio's paused clock.
+//! Time is `tokio::time::Instant`, so tests drive the bucket with tokio's paused clock. The
+//! crate depends on no other kclient crate, so that the workqueue, which needs no Kubernetes
+//! types, stays free of them.
 //!
 //! ```
 //! use std::time::Duration;
-//! use kclient_core::token_bucket::TokenBucket;
+//! use kclient_rate::TokenBucket;
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
 //! let bucket = TokenBucket::new(10.0, 2);
@@ -28,6 +30,9 @@
 //! assert_eq!(bucket.reserve(), Duration::from_millis(200));
 //! # }
 //! ```
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 use std::fmt;
 use std::sync::{Mutex, MutexGuard, PoisonError};
