@@ -36,6 +36,7 @@ mod demo;
 mod e2e;
 mod fuzz;
 mod layering;
+mod module_circles;
 mod public_names;
 mod publish;
 mod test;
@@ -59,6 +60,7 @@ fn main() -> ExitCode {
         Some("check-features") => check_features::run(&args[1..]),
         Some("layering") => layering::run(&args[1..]),
         Some("public-names") => public_names::run(&args[1..]),
+        Some("module-circles") => module_circles::run(&args[1..]),
         Some("publish-check") => publish::run(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
             print_help();
@@ -98,6 +100,8 @@ fn print_help() {
            check-features  build the facade with no layer and with each layer alone\n  \
            layering  check the crates' dependencies against the allow-list of edges\n  \
            public-names  no two public types of the facade's crates share a name\n  \
+           module-circles  no crate has modules importing from each other in a circle of\n          \
+                   more than three\n  \
            publish-check  `cargo package` of every published crate, and the docs'\n          \
                    dependency lines resolved against this checkout\n"
     );

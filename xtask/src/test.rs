@@ -38,6 +38,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     eprintln!("==> cargo xtask public-names");
     crate::public_names::run(&[])?;
 
+    // Inside each crate, no modules importing from each other in circles of more than three.
+    eprintln!("==> cargo xtask module-circles");
+    crate::module_circles::run(&[])?;
+
     eprintln!("==> cargo xtask codegen --check");
     crate::codegen::run(&["--check".to_owned()])?;
 
