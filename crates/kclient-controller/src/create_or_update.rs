@@ -114,11 +114,20 @@ fn mutated<K: Resource, E: std::error::Error + 'static>(
     Ok(())
 }
 
-/// Reads `obj` (by its name, through `client`); `None` if it is not there.
-async fn read<K, E>(
+/// Where both helpers start: `obj` created after `mutate` when nothing of its name is stored
+/// (read through `client`), else the stored object and the one `mutate` makes of it.
+enum Start<K> {
+    Created(K),
+    Stored { existing: K, desired: K },
+}
+
+/// Reads `obj` by its name; creates it after `mutate` if it is not there, else runs `mutate`
+/// on a copy of what is stored.
+async fn start<K, E>(
     client: &ResourceClient<K>,
-    obj: &K,
-) -> Result<Option<K>, CreateOrUpdateError<E>>
+    mut obj: K,
+    mutate: impl FnOnce(&mut K) -> Result<(), E>,
+) -> Result<Start<K>, CreateOrUpdateError<E>>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Send + Sync + 'static,
     E: std::error::Error + 'static,
@@ -127,7 +136,14 @@ where
         .name()
         .filter(|n| !n.is_empty())
         .ok_or(CreateOrUpdateError::Unnamed)?;
-    Ok(client.get_opt(name).await?)
+    let Some(existing) = client.get_opt(name).await? else {
+        mutated(&mut obj, mutate)?;
+        let created = client.create(&obj, &CreateOptions::default()).await?;
+        return Ok(Start::Created(created));
+    };
+    let mut desired = existing.clone();
+    mutated(&mut desired, mutate)?;
+    Ok(Start::Stored { existing, desired })
 }
 
 /// Creates `obj` after `mutate`, or updates what is stored with `mutate`'s changes; the
@@ -136,20 +152,17 @@ where
 /// Changes `mutate` makes to the status are not written (the status is a subresource).
 pub async fn create_or_update<K, E>(
     client: &ResourceClient<K>,
-    mut obj: K,
+    obj: K,
     mutate: impl FnOnce(&mut K) -> Result<(), E>,
 ) -> Result<(K, OperationResult), CreateOrUpdateError<E>>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Send + Sync + 'static,
     E: std::error::Error + 'static,
 {
-    let Some(existing) = read(client, &obj).await? else {
-        mutated(&mut obj, mutate)?;
-        let created = client.create(&obj, &CreateOptions::default()).await?;
-        return Ok((created, OperationResult::Created));
+    let (existing, desired) = match start(client, obj, mutate).await? {
+        Start::Created(created) => return Ok((created, OperationResult::Created)),
+        Start::Stored { existing, desired } => (existing, desired),
     };
-    let mut desired = existing.clone();
-    mutated(&mut desired, mutate)?;
     let json = |o: &K| serde_json::to_value(o).map_err(CreateOrUpdateError::Encode);
     if json(&desired)? == json(&existing)? {
         return Ok((existing, OperationResult::Unchanged));
@@ -163,20 +176,17 @@ where
 /// status changed (a status on a new object is not written: requeue to set it).
 pub async fn create_or_patch<K, E>(
     client: &ResourceClient<K>,
-    mut obj: K,
+    obj: K,
     mutate: impl FnOnce(&mut K) -> Result<(), E>,
 ) -> Result<(K, OperationResult), CreateOrUpdateError<E>>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Send + Sync + 'static,
     E: std::error::Error + 'static,
 {
-    let Some(existing) = read(client, &obj).await? else {
-        mutated(&mut obj, mutate)?;
-        let created = client.create(&obj, &CreateOptions::default()).await?;
-        return Ok((created, OperationResult::Created));
+    let (existing, desired) = match start(client, obj, mutate).await? {
+        Start::Created(created) => return Ok((created, OperationResult::Created)),
+        Start::Stored { existing, desired } => (existing, desired),
     };
-    let mut desired = existing.clone();
-    mutated(&mut desired, mutate)?;
     let split = |o: &K| -> Result<(Value, Value), CreateOrUpdateError<E>> {
         let mut json = serde_json::to_value(o).map_err(CreateOrUpdateError::Encode)?;
         let status = json
