@@ -39,6 +39,7 @@ mod layering;
 mod module_circles;
 mod public_names;
 mod publish;
+mod rust_source;
 mod test;
 
 use std::env;

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::rust_source::library_files;
+
 /// The largest circle of modules a crate may have (three, as docs/architecture.md says).
 const MAX_CIRCLE: usize = 3;
 
@@ -70,69 +72,24 @@ fn display(module: &ModulePath) -> String {
     }
 }
 
-/// Each module of the crate whose sources are in `src`, with its text (tests and comments
-/// left out).
+/// Each module of the crate whose sources are in `src`, with its code.
 fn read_modules(src: &Path) -> Result<BTreeMap<ModulePath, String>> {
     let mut modules = BTreeMap::new();
-    let mut dirs = vec![src.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
-            let path = entry?.path();
-            let file = path
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
-            if path.is_dir() {
-                if file != "generated" && file != "tests" && file != "bin" {
-                    dirs.push(path);
-                }
-                continue;
-            }
-            let Some(stem) = file.strip_suffix(".rs") else {
-                continue;
-            };
-            if stem == "tests" || (dir == src && stem == "main") {
-                continue;
-            }
-            let relative = path.strip_prefix(src).unwrap_or(&path);
-            let mut module: ModulePath = relative
-                .parent()
-                .into_iter()
-                .flat_map(Path::iter)
-                .map(|p| p.to_string_lossy().into_owned())
-                .collect();
-            if stem != "mod" && stem != "lib" {
-                module.push(stem.to_owned());
-            }
-            let text =
-                fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-            modules.insert(module, code_of(&text));
+    for (path, code) in library_files(src)? {
+        let relative = path.strip_prefix(src).unwrap_or(&path);
+        let mut module: ModulePath = relative
+            .parent()
+            .into_iter()
+            .flat_map(Path::iter)
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let stem = relative.file_stem().unwrap_or_default().to_string_lossy();
+        if stem != "mod" && stem != "lib" {
+            module.push(stem.into_owned());
         }
+        modules.insert(module, code);
     }
     Ok(modules)
-}
-
-/// A file's code: without its `#[cfg(test)]` test module and without comment lines.
-fn code_of(text: &str) -> String {
-    let mut code = String::new();
-    let mut previous = "";
-    for line in text.lines() {
-        let trimmed = line.trim();
-        if previous == "#[cfg(test)]"
-            && (trimmed.starts_with("mod tests") || trimmed.starts_with("pub(crate) mod tests"))
-        {
-            break;
-        }
-        if !trimmed.is_empty() {
-            previous = trimmed;
-        }
-        if !trimmed.starts_with("//") {
-            code.push_str(line);
-            code.push('\n');
-        }
-    }
-    code
 }
 
 /// The paths a text's `use` statements bring in, braces expanded
@@ -376,6 +333,7 @@ fn circles(modules: &BTreeMap<ModulePath, String>) -> Vec<Vec<ModulePath>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rust_source::code_of;
 
     fn crate_of(files: &[(&str, &str)]) -> BTreeMap<ModulePath, String> {
         files

@@ -9,10 +9,11 @@
 //! declared twice fails the check unless [`SHARED`] lists it with the reason.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
+
+use crate::rust_source::library_files;
 
 /// Names more than one public item may carry, and why a reader is not misled.
 const SHARED: &[(&str, &str)] = &[
@@ -101,26 +102,21 @@ fn clashes(declarations: &[Declaration]) -> BTreeMap<String, Vec<String>> {
 
 /// The public types of the crate whose `src` directory is `src`.
 fn crate_declarations(src: &Path) -> Result<Vec<Declaration>> {
-    let files = source_files(src)?;
-    let mut sources = BTreeMap::new();
-    for file in &files {
-        let text =
-            fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        sources.insert(file.clone(), without_tests(&text).to_owned());
-    }
+    let sources = library_files(src)?;
     let mut reexported = BTreeSet::new();
     let mut declarations = Vec::new();
-    for (file, text) in &sources {
-        let (names, renames) = reexports(text);
+    for (file, code) in &sources {
+        let (names, renames) = reexports(code);
         reexported.extend(names);
         declarations.extend(renames.into_iter().map(|name| Declaration {
             name,
             place: place(file),
         }));
     }
-    for (file, text) in &sources {
+    let sources: BTreeMap<PathBuf, String> = sources.into_iter().collect();
+    for (file, code) in &sources {
         let public_module = module_is_public(src, file, &sources);
-        for (name, line) in declared_types(text) {
+        for (name, line) in declared_types(code) {
             if public_module || reexported.contains(&name) {
                 declarations.push(Declaration {
                     name,
@@ -132,30 +128,6 @@ fn crate_declarations(src: &Path) -> Result<Vec<Declaration>> {
     Ok(declarations)
 }
 
-/// The `.rs` files below `src`, without generated code and test files.
-fn source_files(src: &Path) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    let mut dirs = vec![src.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
-            let path = entry?.path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            if path.is_dir() {
-                if name != "generated" && name != "tests" {
-                    dirs.push(path);
-                }
-            } else if name.ends_with(".rs") && name != "tests.rs" {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
 /// `path` from the workspace's `crates/` on, for messages.
 fn place(path: &Path) -> String {
     let text = path.display().to_string();
@@ -163,24 +135,6 @@ fn place(path: &Path) -> String {
         Some(at) => text[at..].to_owned(),
         None => text,
     }
-}
-
-/// A file's text up to its `#[cfg(test)]` module, if any.
-fn without_tests(text: &str) -> &str {
-    let mut offset = 0;
-    // The previous non-blank line and where it starts.
-    let mut previous = ("", 0);
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim();
-        if previous.0 == "#[cfg(test)]" && trimmed.starts_with("mod ") {
-            return &text[..previous.1];
-        }
-        if !trimmed.is_empty() {
-            previous = (trimmed, offset);
-        }
-        offset += line.len();
-    }
-    text
 }
 
 /// The public, non-deprecated types a file declares, with their line numbers.
@@ -252,9 +206,6 @@ fn reexports(text: &str) -> (Vec<String>, Vec<String>) {
         let end = start.find(';').unwrap_or(start.len());
         let statement = &start[..end];
         rest = &start[end..];
-        if rest_of_line_is_comment(text, statement) {
-            continue;
-        }
         for element in statement.split([',', '{', '}']) {
             let words: Vec<&str> = element.split_whitespace().collect();
             match words.as_slice() {
@@ -270,14 +221,6 @@ fn reexports(text: &str) -> (Vec<String>, Vec<String>) {
         }
     }
     (names, renames)
-}
-
-/// Whether `statement` (a slice of `text`) stands in a comment line (a doc example's
-/// `pub use`), which declares nothing.
-fn rest_of_line_is_comment(text: &str, statement: &str) -> bool {
-    let offset = statement.as_ptr() as usize - text.as_ptr() as usize;
-    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
-    text[line_start..offset].trim_start().starts_with("//")
 }
 
 /// Whether every module from the crate root down to `file` is declared `pub mod`.
@@ -332,15 +275,9 @@ mod tests {
     }
 
     #[test]
-    fn test_modules_are_left_out() {
-        let text = "pub struct A;\n#[cfg(test)]\nmod tests {\n    pub struct B;\n}\n";
-        assert_eq!(without_tests(text), "pub struct A;\n");
-    }
-
-    #[test]
     fn reexports_give_last_segments_and_renames() {
         let text = "pub use a::{B, c::D as E};\npub use f::G;\n//! pub use h::I;\nuse j::K;\n";
-        let (names, renames) = reexports(text);
+        let (names, renames) = reexports(&crate::rust_source::code_of(text));
         assert_eq!(names, ["B", "G"]);
         assert_eq!(renames, ["E"]);
     }

@@ -1,0 +1,81 @@
+//! The hand-written Rust of a crate, as the source checks (`public-names`, `module-circles`)
+//! read it: the library's files without generated code, binaries and tests, and each file's
+//! code without its test module and comment lines.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// The `.rs` files below `src` (a crate's source directory) with their code (see
+/// [`code_of`]): not `generated/`, `tests/` or `bin/`, not `tests.rs`, not a binary's
+/// `main.rs`.
+pub(crate) fn library_files(src: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let mut files = Vec::new();
+    let mut dirs = vec![src.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+            let path = entry?.path();
+            let name = path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            if path.is_dir() {
+                if !matches!(name.as_str(), "generated" | "tests" | "bin") {
+                    dirs.push(path);
+                }
+                continue;
+            }
+            if !name.ends_with(".rs") || name == "tests.rs" || (dir == src && name == "main.rs") {
+                continue;
+            }
+            let text =
+                fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+            files.push((path, code_of(&text)));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// A file's code: up to its `#[cfg(test)]` test module, without comment lines (doc
+/// comments included: their examples declare and import nothing of the crate).
+pub(crate) fn code_of(text: &str) -> String {
+    let mut code = String::new();
+    // The code up to the last non-blank line, and that line: a `#[cfg(test)]` before
+    // `mod tests` is cut with it.
+    let mut before_previous = 0;
+    let mut previous = "";
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if previous == "#[cfg(test)]"
+            && (trimmed.starts_with("mod tests") || trimmed.starts_with("pub(crate) mod tests"))
+        {
+            code.truncate(before_previous);
+            break;
+        }
+        if trimmed.starts_with("//") {
+            continue;
+        }
+        if !trimmed.is_empty() {
+            before_previous = code.len();
+            previous = trimmed;
+        }
+        code.push_str(line);
+        code.push('\n');
+    }
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_modules_and_comments_are_left_out() {
+        let text =
+            "pub struct A;\n/// pub struct B;\n#[cfg(test)]\nmod tests {\n    pub struct C;\n}\n";
+        assert_eq!(code_of(text), "pub struct A;\n");
+    }
+}
