@@ -402,6 +402,37 @@ async fn release_on_cancel_writes_the_release_record_after_the_work_returned() {
     b.stop().await;
 }
 
+/// client-go 1.37's `TestReleaseRetriesOnConflict` (leaderelection_test.go): a write that
+/// lands between the release's read and its update (a renewal still in flight when the work
+/// ended) makes the update conflict; the release reads again and succeeds.
+#[tokio::test(start_paused = true)]
+async fn the_release_retries_on_a_conflict() {
+    let (server, witness, epoch) = (
+        MemoryServer::default(),
+        Arc::new(Witness::default()),
+        Instant::now(),
+    );
+    let a = Candidate::start(&witness, epoch, releasing(&server, "a"));
+    become_leader(&a).await;
+    let mut renewal = server.record().unwrap();
+    renewal.renew_time = stamp(2030);
+    server.intrude_before_next_update(renewal);
+    a.cancel.cancel();
+    assert!(until(10 * SECOND, || a.task.is_finished()).await);
+    let writes: Vec<(String, String)> = server
+        .writes()
+        .into_iter()
+        .map(|w| (w.by, w.record.holder_identity))
+        .collect();
+    assert_eq!(
+        writes[writes.len() - 2..],
+        [("intruder".into(), "a".into()), ("a".into(), String::new())],
+        "the conflicting write, then the release: {writes:?}"
+    );
+    assert_eq!(a.elector.get_leader(), "");
+    a.stop().await;
+}
+
 /// Without ReleaseOnCancel the record stays, and the next candidate waits out the lease from
 /// when it saw the last renewal (4 s).
 #[tokio::test(start_paused = true)]

@@ -381,40 +381,17 @@ impl<L: Lock> LeaderElector<L> {
 
     /// Writes a record releasing the lease, if this candidate still holds it (client-go's
     /// `release`): no holder, a 1 s duration, acquired and renewed now, transitions kept.
+    /// A conflict (a renewal still in flight when the work ended landed first) reads the
+    /// lease again and retries, as client-go 1.37 does; all within the renew deadline.
     async fn release(&self) -> bool {
         let lock = self.lock.describe();
         let attempt = async {
-            let current = match self.lock.get().await {
-                Ok(read) => read.record,
-                Err(error) => {
-                    warn!(%lock, %error, "error retrieving lease lock to release it");
-                    return false;
-                }
-            };
-            // client-go looks only at the record it saw last, which may be older than the
-            // one just read: after a lost renewal it could clear a lease that another
-            // candidate has just taken. The record just read must name this candidate too.
-            if !self.state.observed_holder_is_me() || current.holder_identity != self.state.identity
-            {
-                return true;
-            }
-            let stamp = self.state.timestamp();
-            let released = LeaderElectionRecord {
-                lease_duration_seconds: 1,
-                acquire_time: Some(stamp.clone()),
-                renew_time: Some(stamp),
-                leader_transitions: current.leader_transitions,
-                ..LeaderElectionRecord::default()
-            };
-            match self.lock.update(released.clone()).await {
-                Ok(()) => {
-                    info!(name = %self.state.name, %lock, "released lease");
-                    self.state.set_observed_record(released);
-                    true
-                }
-                Err(error) => {
-                    warn!(%lock, %error, "failed to release lease");
-                    false
+            loop {
+                match self.try_release(&lock).await {
+                    Ok(released) => return released,
+                    Err(conflict) => {
+                        debug!(%lock, error = %conflict, "conflict when releasing the lease, retrying");
+                    }
                 }
             }
         };
@@ -424,6 +401,44 @@ impl<L: Lock> LeaderElector<L> {
                 warn!(%lock, "releasing the lease timed out");
                 false
             })
+    }
+
+    /// One attempt at [`release`](Self::release): whether the lease is released (or was
+    /// not this candidate's), or the conflict to retry on.
+    async fn try_release(&self, lock: &str) -> Result<bool, L::Error> {
+        let current = match self.lock.get().await {
+            Ok(read) => read.record,
+            Err(error) => {
+                warn!(%lock, %error, "error retrieving lease lock to release it");
+                return Ok(false);
+            }
+        };
+        // client-go looks only at the record it saw last, which may be older than the one
+        // just read: after a lost renewal it could clear a lease that another candidate has
+        // just taken. The record just read must name this candidate too.
+        if !self.state.observed_holder_is_me() || current.holder_identity != self.state.identity {
+            return Ok(true);
+        }
+        let stamp = self.state.timestamp();
+        let released = LeaderElectionRecord {
+            lease_duration_seconds: 1,
+            acquire_time: Some(stamp.clone()),
+            renew_time: Some(stamp),
+            leader_transitions: current.leader_transitions,
+            ..LeaderElectionRecord::default()
+        };
+        match self.lock.update(released.clone()).await {
+            Ok(()) => {
+                info!(name = %self.state.name, %lock, "released lease");
+                self.state.set_observed_record(released);
+                Ok(true)
+            }
+            Err(error) if error.is_conflict() => Err(error),
+            Err(error) => {
+                warn!(%lock, %error, "failed to release lease");
+                Ok(false)
+            }
+        }
     }
 
     /// Calls `on_new_leader` when the observed holder differs from the one reported last
