@@ -166,6 +166,9 @@ struct Shared {
     leadership: tokio::sync::watch::Sender<Option<Leadership>>,
     /// Fires when the warm controllers' runs have ended.
     warm_done: CancellationToken,
+    /// A lost leadership makes this replica a follower again instead of ending the run
+    /// ([`ManagerBuilder::graceful_leader_transition`]).
+    follow: bool,
 }
 
 impl Shared {
@@ -180,7 +183,9 @@ impl Shared {
         let Some(all) = controllers.as_mut() else {
             return Vec::new();
         };
-        let (warm, cold) = std::mem::take(all).into_iter().partition(|c| c.warms_up());
+        let (warm, cold) = std::mem::take(all)
+            .into_iter()
+            .partition(|c| self.follow || c.warms_up());
         *all = cold;
         warm
     }
@@ -190,6 +195,7 @@ impl Shared {
         RunEnv {
             stop: self.stop.clone(),
             leadership: Some(self.leadership.subscribe()),
+            follow: self.follow,
         }
     }
 
@@ -239,6 +245,7 @@ pub struct ManagerBuilder {
     broadcaster: Option<EventBroadcaster>,
     cache_sync_timeout: Duration,
     graceful_shutdown_timeout: Duration,
+    graceful_leader_transition: bool,
 }
 
 /// What is called with each leader the election observes.
@@ -251,6 +258,10 @@ impl fmt::Debug for ManagerBuilder {
             .field("metrics_address", &self.metrics_address)
             .field("leader_election", &self.election.is_some())
             .field("cache_sync_timeout", &self.cache_sync_timeout)
+            .field(
+                "graceful_leader_transition",
+                &self.graceful_leader_transition,
+            )
             .finish_non_exhaustive()
     }
 }
@@ -297,6 +308,26 @@ impl ManagerBuilder {
             })?;
             Ok(Arc::new(elector) as Arc<dyn Election>)
         }));
+        self
+    }
+
+    /// On a lost leadership, becomes a follower again instead of ending the run (KEP-5366's
+    /// graceful leader transition, which kube-controller-manager takes up from Kubernetes
+    /// 1.36; off by default, as controller-runtime exits). The reconciles in flight are
+    /// dropped at once as ever, and their keys go back to the queue; every controller then
+    /// warms up ([`ControllerConfig::warm_up`](crate::ControllerConfig::warm_up)): its
+    /// handlers keep queueing while this replica follows, its caches stay warm, and it
+    /// stands for election again at once. Leading again, the workers resume on the same
+    /// queue: what changed while following is reconciled, nothing is listed again.
+    /// [`Manager::run`] then ends only when its token fires (or a controller fails), never
+    /// with [`ManagerError::LeaderElectionLost`].
+    ///
+    /// Use it where a restart is costly (large caches); keep the default where a process
+    /// that lost its lease should start clean. Either way, the leader's writes must stay safe
+    /// on their own (see [`LeaderToken`](kclient_tools::leaderelection::LeaderToken)).
+    #[must_use]
+    pub fn graceful_leader_transition(mut self, follow: bool) -> Self {
+        self.graceful_leader_transition = follow;
         self
     }
 
@@ -375,6 +406,7 @@ impl ManagerBuilder {
             errors: Mutex::new(Vec::new()),
             leadership: tokio::sync::watch::channel(None).0,
             warm_done: CancellationToken::new(),
+            follow: self.graceful_leader_transition && self.election.is_some(),
         });
         let on_new_leader = self.on_new_leader;
         let election = self
@@ -428,7 +460,16 @@ fn leader_callbacks(shared: &Arc<Shared>, on_new_leader: Option<NewLeader>) -> L
                 let errors = run_controllers(cold, || shared.elected_env()).await;
                 shared.errors.lock().extend(errors);
                 // The warm controllers' workers run under this leadership too.
-                shared.warm_done.cancelled().await;
+                let lost = token.cancellation_token();
+                tokio::select! {
+                    () = shared.warm_done.cancelled() => {}
+                    () = lost.cancelled(), if shared.follow => {
+                        // A graceful leader transition: a follower again.
+                        shared.leadership.send_replace(None);
+                        *shared.phase.lock() = Phase::Candidate;
+                        return;
+                    }
+                }
                 *shared.phase.lock() = Phase::Finished;
             }
         })
@@ -453,7 +494,9 @@ fn leader_callbacks(shared: &Arc<Shared>, on_new_leader: Option<NewLeader>) -> L
 ///   which reads the clock against the renew deadline) right before each reconcile.
 ///   Leadership lost: the reconciles in flight are dropped at once, and
 ///   [`run`](Manager::run) returns [`ManagerError::LeaderElectionLost`] (exit and let the
-///   replica restart, as controller-runtime does).
+///   replica restart, as controller-runtime does) — or, with
+///   [`graceful_leader_transition`](ManagerBuilder::graceful_leader_transition), the
+///   replica follows again with its queues and caches kept, and leads on where it left off.
 /// * **Probes** ([`health_probe_bind_address`](ManagerBuilder::health_probe_bind_address)):
 ///   `/healthz` and `/readyz` run their named checks in controller-runtime's format
 ///   ([`health`](crate::health)): `/healthz`'s `leaderElection` (the election config's
@@ -543,6 +586,7 @@ impl Manager {
             broadcaster: None,
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
             graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
+            graceful_leader_transition: false,
         }
     }
 
@@ -912,8 +956,13 @@ async fn run_elected(
             }
         }
     });
-    if !shared.stop.is_cancelled() {
-        elector.run(leave).await;
+    while !shared.stop.is_cancelled() {
+        elector.run(leave.clone()).await;
+        let following = shared.follow && *shared.phase.lock() == Phase::Candidate;
+        if !following || leave.is_cancelled() {
+            break;
+        }
+        tracing::info!("leadership lost: standing for election again");
     }
     candidate_stop.abort();
     if shared.stop.is_cancelled() {

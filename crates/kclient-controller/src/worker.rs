@@ -25,7 +25,7 @@ pub(crate) struct Workers<K, R> {
     pub(crate) queue: KeyQueue,
     pub(crate) cache: Indexer<K>,
     pub(crate) last_known: LastKnown<K>,
-    pub(crate) reconciler: R,
+    pub(crate) reconciler: Arc<R>,
     pub(crate) metrics: Option<ReconcileMetrics>,
     /// Reconciles running now.
     pub(crate) in_flight: AtomicUsize,
@@ -57,9 +57,14 @@ where
                 next = self.queue.get_with_priority() => next,
             };
             let Some((key, priority)) = next else { return };
+            let handed_out = HandedOut {
+                queue: &self.queue,
+                key: &key,
+                priority,
+            };
             if !self.scope.leader.as_ref().is_none_or(|l| l.is_leader()) {
                 tracing::info!(controller = %self.scope.name, %key, "no longer the leader: not reconciling");
-                self.queue.done(&key);
+                drop(handed_out);
                 lost.cancel();
                 return;
             }
@@ -69,7 +74,7 @@ where
             // No yield of our own: a reconcile may finish without awaiting anything, but
             // the queue's `get` spends tokio's cooperative budget, so a worker that always
             // finds a key waiting still gives its thread back.
-            self.queue.done(&key);
+            handed_out.finish();
         }
     }
 
@@ -239,6 +244,34 @@ where
                 };
             }
         }
+    }
+}
+
+/// A key a worker took from the queue. Finished, it is marked done; dropped unfinished — not
+/// reconciled because leadership was lost, or its reconcile dropped with the worker's task —
+/// it is given back to the queue, ready at once at its priority, so that whoever runs this
+/// queue's workers next (this replica, leading again after a
+/// [graceful leader transition](crate::ManagerBuilder::graceful_leader_transition))
+/// reconciles it. A queue that was shut down takes nothing back.
+struct HandedOut<'a> {
+    queue: &'a KeyQueue,
+    key: &'a ObjectKey,
+    priority: i32,
+}
+
+impl HandedOut<'_> {
+    /// The reconcile ran and its outcome was applied: the key is done.
+    fn finish(self) {
+        self.queue.done(self.key);
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for HandedOut<'_> {
+    fn drop(&mut self) {
+        self.queue
+            .add_with_opts(AddOpts::new().priority(self.priority), [self.key.clone()]);
+        self.queue.done(self.key);
     }
 }
 

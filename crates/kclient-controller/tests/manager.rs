@@ -1,7 +1,8 @@
 //! The Manager: leader election on an in-memory lock and the paused clock (a lost lease
 //! stops the reconciles at once and ends the run; a graceful shutdown as leader finishes the
 //! reconciles in flight while still renewing, then releases; a replica that never leads never
-//! reconciles), and against kclient-fake in real time: two replicas with warm caches, one
+//! reconciles; with a graceful leader transition, a lost lease makes the replica a follower
+//! that leads on where it left off), and against kclient-fake in real time: two replicas with warm caches, one
 //! reconciling, the other taking over on release without listing again; the probes and the
 //! metrics endpoint.
 
@@ -174,9 +175,21 @@ fn replica(
     identity: &str,
     work: Work,
 ) -> (Manager, SharedInformerFactory<Sources>) {
+    replica_with(sources, store, identity, work, false)
+}
+
+/// [`replica`], following after a lost lease when `follow` (a graceful leader transition).
+fn replica_with(
+    sources: &Sources,
+    store: &Store,
+    identity: &str,
+    work: Work,
+    follow: bool,
+) -> (Manager, SharedInformerFactory<Sources>) {
     let factory = SharedInformerFactory::new(sources.clone(), Duration::ZERO);
     let mut manager = Manager::builder(&factory)
         .leader_election(election(store, identity))
+        .graceful_leader_transition(follow)
         .build()
         .unwrap();
     let controller =
@@ -820,4 +833,126 @@ async fn a_warm_follower_queues_before_it_leads_and_reconciles_only_after() {
         following.await.unwrap().unwrap();
         factory.shutdown().await;
     }
+}
+
+/// KEP-5366's graceful leader transition (kube-controller-manager's
+/// `ControllerManagerReleaseLeaderElectionLockOnExit`, `cmd/kube-controller-manager/app/
+/// controllermanager.go`: a lost election no longer exits the process): the lease lost, the
+/// reconcile in flight is dropped at once but the run goes on as a follower, queueing and
+/// not reconciling; leading again, the dropped key and what changed meanwhile are
+/// reconciled; the token still ends the run, releasing.
+#[tokio::test(start_paused = true)]
+async fn a_graceful_leader_transition_follows_after_a_lost_lease_and_leads_on_where_it_left_off() {
+    let sources = Sources::default();
+    sources.config_maps.add(config_map("default", "slow", &[]));
+    let store = Store::default();
+    let probe = Arc::new(Probe::default());
+    let work = Work::new(&probe, Duration::from_secs(600));
+    let finished = Arc::clone(&work.finished);
+    let (manager, _factory) = replica_with(&sources, &store, "a", work, true);
+    let shutdown = CancellationToken::new();
+    let mut run = tokio::spawn(manager.run(shutdown.clone()));
+    assert!(eventually(Duration::from_secs(10), || probe.count("default/slow") == 1).await);
+
+    // The lease cannot be renewed: leadership ends at the renew deadline, the run does not.
+    store.failing.store(true, Ordering::SeqCst);
+    let ended = tokio::time::timeout(Duration::from_secs(60), &mut run).await;
+    assert!(ended.is_err(), "the run went on: {ended:?}");
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        0,
+        "the reconcile in flight was dropped"
+    );
+    sources.config_maps.add(config_map("default", "later", &[]));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(
+        probe.count("default/later"),
+        0,
+        "a follower does not reconcile"
+    );
+
+    // The lease can be had again: this replica leads on.
+    store.failing.store(false, Ordering::SeqCst);
+    assert!(
+        eventually(Duration::from_secs(30), || probe.count("default/later")
+            == 1)
+        .await
+    );
+    assert!(
+        eventually(Duration::from_secs(30), || probe.count("default/slow") == 2).await,
+        "the dropped key was given back to the queue"
+    );
+    assert_eq!(store.holder().as_deref(), Some("a"));
+    assert!(probe.overlaps().is_empty());
+
+    shutdown.cancel();
+    // The slow reconcile (600 s) is past the graceful shutdown timeout (30 s by default).
+    let outcome = run.await.unwrap();
+    assert!(
+        matches!(&outcome, Err(ManagerError::Controllers(errors))
+            if matches!(errors[..], [kclient_controller::ControllerError::ShutdownTimedOut { in_flight: 1, .. }])),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        store.holder().as_deref(),
+        Some(""),
+        "released on the way out"
+    );
+}
+
+/// Taken over by another replica, a following replica waits, and takes the lease back
+/// once that one releases it.
+#[tokio::test(start_paused = true)]
+async fn a_graceful_leader_transition_gives_way_to_a_new_holder_and_takes_over_after_it() {
+    let sources = Sources::default();
+    sources.config_maps.add(config_map("default", "a", &[]));
+    let store = Store::default();
+    let probe = Arc::new(Probe::default());
+    let (manager, _factory) = replica_with(
+        &sources,
+        &store,
+        "a",
+        Work::new(&probe, Duration::ZERO),
+        true,
+    );
+    let shutdown = CancellationToken::new();
+    let mut run = tokio::spawn(manager.run(shutdown.clone()));
+    assert!(eventually(Duration::from_secs(10), || probe.count("default/a") == 1).await);
+
+    // Another candidate writes itself into the lease (as after a partition).
+    {
+        let mut stored = store.record.lock();
+        let (record, version) = stored.as_mut().unwrap();
+        record.holder_identity = "b".into();
+        *version += 1;
+    }
+    // "a" sees it at its next renewal (2 s), and would take the lease again only after "b"
+    // had not renewed it for a lease duration (15 s): look before.
+    let ended = tokio::time::timeout(Duration::from_secs(5), &mut run).await;
+    assert!(ended.is_err(), "the run went on: {ended:?}");
+    sources.config_maps.add(config_map("default", "b", &[]));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(probe.count("default/b"), 0, "a follower does not reconcile");
+    assert_eq!(
+        store.holder().as_deref(),
+        Some("b"),
+        "and does not take the lease early"
+    );
+
+    // "b" releases: "a" leads again and reconciles what it queued meanwhile.
+    {
+        let mut stored = store.record.lock();
+        let (record, version) = stored.as_mut().unwrap();
+        record.holder_identity = String::new();
+        *version += 1;
+    }
+    assert!(eventually(Duration::from_secs(30), || probe.count("default/b") == 1).await);
+    assert_eq!(store.holder().as_deref(), Some("a"));
+    assert_eq!(
+        probe.count("default/a"),
+        1,
+        "no reconcile again for what did not change"
+    );
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
 }

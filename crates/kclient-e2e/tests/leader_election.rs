@@ -3,12 +3,18 @@
 //! durations (lease 3 s, renew 2 s, retry 0.5 s): two candidates on one Lease, one leads;
 //! the Lease as kubectl (the independent client) sees it names it, with no transition yet;
 //! the leader leaves releasing the Lease, the other leads and the transition is counted;
-//! never both at once.
+//! never both at once. Then two Managers with a graceful leader transition (KEP-5366): the
+//! leader, its lease taken over, follows without ending its run, and leads on when the other
+//! leaves, reconciling what was queued meanwhile.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kclient_cache::SharedInformerFactory;
+use kclient_controller::{Action, Controller, Manager, ManagerError, ReconcileContext, Reconciler};
+use kclient_core::{CreateOptions, ResourceExt, UpdateOptions};
 use kclient_e2e::scenarios::Namespace;
 use kclient_e2e::Target;
 use kclient_tools::leaderelection::{
@@ -198,6 +204,187 @@ async fn two_candidates_one_leader_and_a_handover_on_release() -> Result<()> {
     for target in &targets {
         match election_on(target).await {
             Ok(()) => eprintln!("kclient-e2e: leader election against {}: ok", target.kind),
+            Err(e) => failures.push(format!("against {}: {e:#}", target.kind)),
+        }
+    }
+    ensure!(failures.is_empty(), "{}", failures.join("; "));
+    Ok(())
+}
+
+/// Which replica reconciled which of the test's ConfigMaps (`cm-*`), in order.
+type Reconciled = Arc<Mutex<Vec<(String, String)>>>;
+
+struct Recording {
+    identity: String,
+    reconciled: Reconciled,
+}
+
+impl Reconciler<ConfigMap> for Recording {
+    type Error = std::convert::Infallible;
+
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        _ctx: &ReconcileContext,
+    ) -> Result<Action, Self::Error> {
+        let name = cm.name_any();
+        if name.starts_with("cm-") {
+            self.reconciled
+                .lock()
+                .push((name.to_owned(), self.identity.clone()));
+        }
+        Ok(Action::await_change())
+    }
+}
+
+struct Replica {
+    stop: CancellationToken,
+    run: JoinHandle<Result<(), ManagerError>>,
+    factory: SharedInformerFactory<Clientset>,
+}
+
+/// A Manager of one ConfigMap controller in `namespace`, under the Lease as `identity`,
+/// following after a lost lease.
+fn replica(
+    clientset: &Clientset,
+    namespace: &str,
+    identity: &str,
+    reconciled: &Reconciled,
+) -> Result<Replica> {
+    let factory = SharedInformerFactory::builder(clientset.clone())
+        .namespace(namespace)
+        .build();
+    let lock = LeaseLock::from_clientset(clientset, namespace, LEASE, identity);
+    let mut manager = Manager::builder(&factory)
+        .leader_election(LeaderElectionConfig {
+            lease_duration: Duration::from_secs(3),
+            renew_deadline: Duration::from_secs(2),
+            retry_period: Duration::from_millis(500),
+            release_on_cancel: true,
+            name: "e2e".into(),
+            ..LeaderElectionConfig::new(lock, LeaderCallbacks::new())
+        })
+        .graceful_leader_transition(true)
+        .build()?;
+    manager.add(
+        Controller::<ConfigMap, _>::new("e2e-transition", &factory),
+        Recording {
+            identity: identity.to_owned(),
+            reconciled: Arc::clone(reconciled),
+        },
+    );
+    let stop = CancellationToken::new();
+    let run = tokio::spawn(manager.run(stop.clone()));
+    Ok(Replica { stop, run, factory })
+}
+
+/// Waits (at most 20 s) until `identity` reconciled ConfigMap `name`.
+async fn until_reconciled(reconciled: &Reconciled, name: &str, identity: &str) -> Result<()> {
+    let started = tokio::time::Instant::now();
+    let wanted = (name.to_owned(), identity.to_owned());
+    while !reconciled.lock().contains(&wanted) {
+        if started.elapsed() > Duration::from_secs(20) {
+            bail!(
+                "{identity} did not reconcile {name}: {:?}",
+                reconciled.lock()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+async fn transition_on(target: &Target) -> Result<()> {
+    let ns = Namespace::create(&target.client()?, "leader-transition").await?;
+    let outcome = transition(target, &ns.name).await;
+    ns.delete().await?;
+    outcome
+}
+
+async fn transition(target: &Target, namespace: &str) -> Result<()> {
+    let clientset = Clientset::new(target.config.clone())?;
+    let config_maps = clientset.core_v1().config_maps(namespace);
+    let create = |name: &str| {
+        let cm = ConfigMap {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some(name.to_owned()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let config_maps = config_maps.clone();
+        async move { config_maps.create(&cm, &CreateOptions::default()).await }
+    };
+    let reconciled: Reconciled = Arc::default();
+    create("cm-one").await?;
+    let a = replica(&clientset, namespace, "a", &reconciled)?;
+    until_reconciled(&reconciled, "cm-one", "a").await?;
+    let b = replica(&clientset, namespace, "b", &reconciled)?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    ensure!(
+        !reconciled.lock().contains(&("cm-one".into(), "b".into())),
+        "a follower reconciled: {:?}",
+        reconciled.lock()
+    );
+
+    // The Lease is written over to name "b" (as after a partition): "a" loses it and follows,
+    // "b" leads and reconciles what it queued while following.
+    let leases = clientset.coordination_v1().leases(namespace);
+    let mut lease = leases.get(LEASE).await?;
+    lease
+        .spec
+        .get_or_insert_with(Default::default)
+        .holder_identity = Some("b".into());
+    leases.update(&lease, &UpdateOptions::default()).await?;
+    until_reconciled(&reconciled, "cm-one", "b").await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    ensure!(
+        !a.run.is_finished(),
+        "the replica that lost its lease ended its run"
+    );
+    create("cm-two").await?;
+    until_reconciled(&reconciled, "cm-two", "b").await?;
+
+    // "b" leaves, releasing: "a" leads on, reconciling what it queued meanwhile, and after.
+    b.stop.cancel();
+    b.run.await?.context("b's run")?;
+    b.factory.shutdown().await;
+    until_reconciled(&reconciled, "cm-two", "a").await?;
+    create("cm-three").await?;
+    until_reconciled(&reconciled, "cm-three", "a").await?;
+    let seen = lease_as_seen(target, &clientset, namespace).await?;
+    ensure!(seen.0 == "a", "the Lease as seen: {seen:?}");
+
+    a.stop.cancel();
+    a.run.await?.context("a's run")?;
+    a.factory.shutdown().await;
+    let order = reconciled.lock().clone();
+    let expected: Vec<(String, String)> = [
+        ("cm-one", "a"),
+        ("cm-one", "b"),
+        ("cm-two", "b"),
+        ("cm-two", "a"),
+        ("cm-three", "a"),
+    ]
+    .iter()
+    .map(|(n, i)| ((*n).to_owned(), (*i).to_owned()))
+    .collect();
+    ensure!(order == expected, "reconciled: {order:?}");
+    let seen = lease_as_seen(target, &clientset, namespace).await?;
+    ensure!(seen.0.is_empty(), "released at the end: {seen:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_leader_transition_follows_and_leads_on_on_both_servers() -> Result<()> {
+    let targets = Target::available().await?;
+    let mut failures = Vec::new();
+    for target in &targets {
+        match transition_on(target).await {
+            Ok(()) => eprintln!(
+                "kclient-e2e: graceful leader transition against {}: ok",
+                target.kind
+            ),
             Err(e) => failures.push(format!("against {}: {e:#}", target.kind)),
         }
     }

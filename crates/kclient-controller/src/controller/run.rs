@@ -46,6 +46,19 @@ pub(crate) struct RunEnv {
     /// workers start only then (the queue, the handlers and the caches before, for a
     /// controller that warms up).
     pub(crate) leadership: Option<watch::Receiver<Option<Leadership>>>,
+    /// After a lost leadership, keep the queue and the handlers and wait for the next one
+    /// (a [graceful leader transition](crate::ManagerBuilder::graceful_leader_transition)),
+    /// instead of ending the run.
+    pub(crate) follow: bool,
+}
+
+/// Why a round of workers ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WorkEnded {
+    /// Stopped gracefully (or the run's own end): the run is over.
+    Stopped,
+    /// Leadership was lost: the reconciles in flight were dropped.
+    Lost,
 }
 
 impl RunEnv {
@@ -54,6 +67,7 @@ impl RunEnv {
         Self {
             stop,
             leadership: None,
+            follow: false,
         }
     }
 
@@ -63,13 +77,15 @@ impl RunEnv {
     }
 
     /// Waits until this replica leads: `Some(None)` without an election, `Some(leadership)`
-    /// once it leads, `None` when stopped first (or the election ended).
+    /// once it leads (a leadership not lost yet: after a loss, the next one), `None` when
+    /// stopped first (or the election ended).
     async fn lead(&mut self) -> Option<Option<Leadership>> {
         let Some(leadership) = self.leadership.as_mut() else {
             return Some(None);
         };
+        let live = |l: &Option<Leadership>| l.as_ref().is_some_and(|l| !l.abort.is_cancelled());
         tokio::select! {
-            led = leadership.wait_for(Option::is_some) => led.ok().and_then(|l| l.clone()).map(Some),
+            led = leadership.wait_for(live) => led.ok().and_then(|l| l.clone()).map(Some),
             () = self.stop.cancelled() => None,
         }
     }
@@ -158,26 +174,36 @@ where
             if !run.wait_for_caches(&informers, &env).await? {
                 return Ok(());
             }
-            let Some(leadership) = env.lead().await else {
-                return Ok(());
-            };
-            let scope = ControllerScope {
-                name: Arc::clone(&run.name),
-                recorder,
-                leader: leadership.as_ref().map(|l| l.token.clone()),
-                consistency: stale_consistency
-                    .then(|| Arc::new(ConsistencyStore::new(consistency_stores))),
-            };
-            let workers = run.workers(scope, &primary, last_known, reconciler, metrics.as_ref());
-            let abort = leadership.map_or_else(CancellationToken::new, |l| l.abort);
-            run.work(
-                workers,
-                &env.stop,
-                &abort,
-                &factory,
-                Some(&mut late_sources),
-            )
-            .await
+            let reconciler = Arc::new(reconciler);
+            let consistency =
+                stale_consistency.then(|| Arc::new(ConsistencyStore::new(consistency_stores)));
+            // One round a leadership: a follower's workers wait for the next one.
+            loop {
+                let Some(leadership) = env.lead().await else {
+                    return Ok(());
+                };
+                let scope = ControllerScope {
+                    name: Arc::clone(&run.name),
+                    recorder: recorder.clone(),
+                    leader: leadership.as_ref().map(|l| l.token.clone()),
+                    consistency: consistency.clone(),
+                };
+                let workers = run.workers(
+                    scope,
+                    &primary,
+                    Arc::clone(&last_known),
+                    Arc::clone(&reconciler),
+                    metrics.as_ref(),
+                );
+                let abort = leadership.map_or_else(CancellationToken::new, |l| l.abort);
+                let ended = run
+                    .work(workers, &env, &abort, &factory, Some(&mut late_sources))
+                    .await?;
+                if ended == WorkEnded::Stopped || !env.follow {
+                    return Ok(());
+                }
+                tracing::info!(controller = %run.name, "leadership lost: following until this replica leads again; the queue is kept");
+            }
         }
         .await;
         run.end();
@@ -219,7 +245,7 @@ impl Run {
         scope: ControllerScope,
         primary: &SharedIndexInformer<K>,
         last_known: LastKnown<K>,
-        reconciler: R,
+        reconciler: Arc<R>,
         metrics: Option<&ControllerMetrics>,
     ) -> Arc<Workers<K, R>>
     where
@@ -298,11 +324,11 @@ impl Run {
     async fn work<K, R, C>(
         &mut self,
         workers: Arc<Workers<K, R>>,
-        stop: &CancellationToken,
+        env: &RunEnv,
         abort: &CancellationToken,
         factory: &SharedInformerFactory<C>,
         mut late_sources: Option<&mut mpsc::UnboundedReceiver<Source>>,
-    ) -> Result<(), ControllerError>
+    ) -> Result<WorkEnded, ControllerError>
     where
         K: Resource + Send + Sync + 'static,
         R: Reconciler<K>,
@@ -316,6 +342,7 @@ impl Run {
         for _ in 0..count {
             tasks.spawn(Arc::clone(&workers).run(halt.clone(), lost.clone()));
         }
+        let stop = &env.stop;
         let graceful = loop {
             tokio::select! {
                 () = stop.cancelled() => break true,
@@ -332,9 +359,20 @@ impl Run {
             }
         };
         halt.cancel();
+        if !graceful && env.follow {
+            // The workers' keys go back to the queue, which stays for the next leadership.
+            tasks.abort_all();
+            drain(&mut tasks).await;
+            return Ok(WorkEnded::Lost);
+        }
         self.queue.shut_down();
         let ending = self.ending(graceful, abort, &mut tasks).await;
-        self.report(ending, &workers.in_flight, &mut tasks).await
+        self.report(ending, &workers.in_flight, &mut tasks).await?;
+        Ok(if graceful {
+            WorkEnded::Stopped
+        } else {
+            WorkEnded::Lost
+        })
     }
 
     /// Waits for the reconciles in flight as the shutdown allows.
