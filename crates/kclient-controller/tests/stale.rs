@@ -96,18 +96,22 @@ struct Run {
     running: tokio::task::JoinHandle<Result<(), kclient_controller::ControllerError>>,
 }
 
-/// A controller "stale" of ConfigMaps owning Secrets, with its checks on or off, and the
-/// ConfigMap `default/web` reconciled a few times with fresh caches (its Secret written once).
-async fn start(checks: bool) -> Result<Run, BoxError> {
+/// A controller "stale" of ConfigMaps owning Secrets (from the start, or added through its
+/// handle once it runs when `owns_late`), with its checks on or off, and the ConfigMap
+/// `default/web` reconciled a few times with fresh caches (its Secret written once).
+async fn start(checks: bool, owns_late: bool) -> Result<Run, BoxError> {
     let server = FakeApiServer::builder().start().await?;
     let clientset = clientset(&server);
     let factory = SharedInformerFactory::new(clientset.clone(), Duration::ZERO);
     let mut registry = Registry::default();
     let metrics = ControllerMetrics::new(&mut registry);
-    let controller = Controller::<ConfigMap, _>::new("stale", &factory)
-        .owns::<Secret>()
+    let mut controller = Controller::<ConfigMap, _>::new("stale", &factory)
         .metrics(metrics)
         .stale_controller_consistency(checks);
+    if !owns_late {
+        controller = controller.owns::<Secret>();
+    }
+    let handle = controller.handle();
     let target = Arc::new(AtomicUsize::new(1));
     let reconciles = Arc::new(AtomicUsize::new(0));
     let failures = Arc::new(AtomicUsize::new(0));
@@ -120,6 +124,9 @@ async fn start(checks: bool) -> Result<Run, BoxError> {
     };
     let shutdown = CancellationToken::new();
     let running = tokio::spawn(controller.run(writer, shutdown.clone()));
+    if owns_late {
+        handle.owns::<Secret>()?;
+    }
     clientset
         .core_v1()
         .config_maps("default")
@@ -166,7 +173,20 @@ fn stale_skips(registry: &Registry) -> u64 {
 /// no conflict), each skip counted; once the watches resume the reconciles go on.
 #[tokio::test(start_paused = true)]
 async fn a_reconcile_waits_until_the_cache_has_its_writes() -> Result<(), BoxError> {
-    let run = start(true).await?;
+    reconciles_wait_until_the_cache_has_their_writes(false).await
+}
+
+/// The same, with the Secrets owned through a [`ControllerHandle`] added once the controller
+/// runs: the late watch's cache is checked too.
+///
+/// [`ControllerHandle`]: kclient_controller::ControllerHandle
+#[tokio::test(start_paused = true)]
+async fn a_watch_added_while_running_is_checked_too() -> Result<(), BoxError> {
+    reconciles_wait_until_the_cache_has_their_writes(true).await
+}
+
+async fn reconciles_wait_until_the_cache_has_their_writes(owns_late: bool) -> Result<(), BoxError> {
+    let run = start(true, owns_late).await?;
     run.server.faults().stall_watches();
     run.target.store(2, Ordering::SeqCst);
     // The next reconcile writes while stalled; then none runs.
@@ -205,7 +225,7 @@ async fn a_reconcile_waits_until_the_cache_has_its_writes() -> Result<(), BoxErr
 /// stale copy conflict, and nothing is counted as skipped.
 #[tokio::test(start_paused = true)]
 async fn without_the_checks_a_stale_cache_is_reconciled() -> Result<(), BoxError> {
-    let run = start(false).await?;
+    let run = start(false, false).await?;
     run.server.faults().stall_watches();
     run.target.store(2, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_secs(5)).await;

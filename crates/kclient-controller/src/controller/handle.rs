@@ -9,9 +9,9 @@ use kclient_cache::SharedInformerFactory;
 use kclient_core::{ListerWatcherFor, ObjectKey, Resource};
 use tokio::sync::mpsc;
 
-use super::{mapped_source, Controller};
+use super::{group_resource, mapped_source, Controller, LateSource};
 use crate::predicate::Predicate;
-use crate::source::{OwnerType, Source};
+use crate::source::OwnerType;
 
 /// The controller's run has ended: a watch can no longer be added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -51,7 +51,7 @@ pub struct ControllerHandle<K, C> {
     name: Arc<str>,
     factory: SharedInformerFactory<C>,
     owner: OwnerType,
-    sources: mpsc::UnboundedSender<Source>,
+    sources: mpsc::UnboundedSender<LateSource>,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -124,8 +124,12 @@ impl<K, C> ControllerHandle<K, C> {
         I: IntoIterator<Item = ObjectKey>,
     {
         let informer = self.factory.informer::<W>();
-        let source = mapped_source(&self.name, informer, mapper, predicate.into());
-        self.sources.send(source).map_err(|_| ControllerStopped)
+        let late = LateSource {
+            resource: group_resource(&W::api_resource(&W::DynamicType::default())),
+            store: Arc::new(informer.get_indexer().clone()),
+            source: mapped_source(&self.name, informer, mapper, predicate.into()),
+        };
+        self.sources.send(late).map_err(|_| ControllerStopped)
     }
 
     /// [`Controller::owns`] on the running controller.

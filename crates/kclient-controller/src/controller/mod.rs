@@ -108,8 +108,8 @@ pub struct Controller<K, C> {
     metrics: Option<ControllerMetrics>,
     recorder: Option<EventRecorder>,
     /// Sources added by a [`ControllerHandle`] (its sender's clones), for the run.
-    late_sources: mpsc::UnboundedReceiver<Source>,
-    late_sender: mpsc::UnboundedSender<Source>,
+    late_sources: mpsc::UnboundedReceiver<LateSource>,
+    late_sender: mpsc::UnboundedSender<LateSource>,
     /// The stores of the primary, owned and watched types, for the stale-cache checks.
     consistency_stores: Vec<(GroupResource, Arc<dyn LastSyncRvGetter>)>,
     /// Whether reconciles wait for the caches to catch up with recorded writes.
@@ -638,6 +638,14 @@ where
 }
 
 /// The group-resource the consistency checks know a resource by.
+/// A watch a [`ControllerHandle`] adds while the controller runs: its handler, and the
+/// store the stale-cache checks read for its resource.
+pub(crate) struct LateSource {
+    pub(crate) source: Source,
+    pub(crate) resource: GroupResource,
+    pub(crate) store: Arc<dyn LastSyncRvGetter>,
+}
+
 fn group_resource(resource: &ApiResource) -> GroupResource {
     GroupResource::new(resource.group.clone(), resource.plural.clone())
 }

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, watch};
 
 use tokio::task::JoinSet;
 
-use super::Controller;
+use super::{Controller, LateSource};
 use crate::config::ControllerConfig;
 use crate::consistency::ConsistencyStore;
 use crate::error::ControllerError;
@@ -327,7 +327,7 @@ impl Run {
         env: &RunEnv,
         abort: &CancellationToken,
         factory: &SharedInformerFactory<C>,
-        mut late_sources: Option<&mut mpsc::UnboundedReceiver<Source>>,
+        mut late_sources: Option<&mut mpsc::UnboundedReceiver<LateSource>>,
     ) -> Result<WorkEnded, ControllerError>
     where
         K: Resource + Send + Sync + 'static,
@@ -348,9 +348,12 @@ impl Run {
                 () = stop.cancelled() => break true,
                 () = abort.cancelled() => break false,
                 () = lost.cancelled() => break false,
-                source = next_source(&mut late_sources) => {
-                    if let Some(source) = source {
-                        self.add_source(source)?;
+                late = next_source(&mut late_sources) => {
+                    if let Some(late) = late {
+                        self.add_source(late.source)?;
+                        if let Some(consistency) = &workers.scope.consistency {
+                            consistency.set_store(late.resource, late.store);
+                        }
                         factory.start(stop);
                     } else {
                         late_sources = None;
@@ -437,7 +440,9 @@ impl Run {
 }
 
 /// The next source a handle added; pending forever when there is no channel.
-async fn next_source(late: &mut Option<&mut mpsc::UnboundedReceiver<Source>>) -> Option<Source> {
+async fn next_source(
+    late: &mut Option<&mut mpsc::UnboundedReceiver<LateSource>>,
+) -> Option<LateSource> {
     match late {
         Some(receiver) => receiver.recv().await,
         None => std::future::pending().await,
