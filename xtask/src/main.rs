@@ -40,6 +40,7 @@ mod module_circles;
 mod public_names;
 mod publish;
 mod rust_source;
+mod sizes;
 mod test;
 
 use std::env;
@@ -62,6 +63,7 @@ fn main() -> ExitCode {
         Some("layering") => layering::run(&args[1..]),
         Some("public-names") => public_names::run(&args[1..]),
         Some("module-circles") => module_circles::run(&args[1..]),
+        Some("sizes") => sizes::run(&args[1..]),
         Some("publish-check") => publish::run(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
             print_help();
@@ -103,6 +105,7 @@ fn print_help() {
            public-names  no two public types of the facade's crates share a name\n  \
            module-circles  no crate has modules importing from each other in a circle of\n          \
                    more than three\n  \
+           sizes   no hand-written library file over 1,000 lines, no function over 80\n  \
            publish-check  `cargo package` of every published crate, and the docs'\n          \
                    dependency lines resolved against this checkout\n"
     );

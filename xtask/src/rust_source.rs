@@ -43,29 +43,33 @@ pub(crate) fn library_files(src: &Path) -> Result<Vec<(PathBuf, String)>> {
 /// comments included: their examples declare and import nothing of the crate).
 pub(crate) fn code_of(text: &str) -> String {
     let mut code = String::new();
-    // The code up to the last non-blank line, and that line: a `#[cfg(test)]` before
-    // `mod tests` is cut with it.
-    let mut before_previous = 0;
-    let mut previous = "";
-    for line in text.lines() {
-        let trimmed = line.trim();
-        if previous == "#[cfg(test)]"
-            && (trimmed.starts_with("mod tests") || trimmed.starts_with("pub(crate) mod tests"))
-        {
-            code.truncate(before_previous);
-            break;
+    for line in without_test_module(text).lines() {
+        if !line.trim().starts_with("//") {
+            code.push_str(line);
+            code.push('\n');
         }
-        if trimmed.starts_with("//") {
-            continue;
-        }
-        if !trimmed.is_empty() {
-            before_previous = code.len();
-            previous = trimmed;
-        }
-        code.push_str(line);
-        code.push('\n');
     }
     code
+}
+
+/// A file's text up to its `#[cfg(test)]` test module (which is cut with its attribute).
+pub(crate) fn without_test_module(text: &str) -> &str {
+    // Where the last non-blank line began, and that line.
+    let mut previous = (0, "");
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if previous.1 == "#[cfg(test)]"
+            && (trimmed.starts_with("mod tests") || trimmed.starts_with("pub(crate) mod tests"))
+        {
+            return &text[..previous.0];
+        }
+        if !trimmed.is_empty() && !trimmed.starts_with("//") {
+            previous = (at, trimmed);
+        }
+        at += line.len();
+    }
+    text
 }
 
 #[cfg(test)]
