@@ -12,7 +12,6 @@ use kclient_rest::{Request, RestClient};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::options::{AttachOptions, ExecOptions, StreamOptions, TerminalSizeQueue};
@@ -162,13 +161,10 @@ impl Executor {
                     .into(),
             )));
         }
-        let config = WebSocketConfig::default()
-            .max_message_size(Some(self.max_message_len))
-            .max_frame_size(Some(self.max_message_len));
         let (socket, protocol) = upgrade::websocket(
             (self.request)(),
             &self.protocols,
-            config,
+            self.max_message_len,
             self.upgrade_timeout,
         )
         .await?;
