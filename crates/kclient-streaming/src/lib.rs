@@ -19,6 +19,9 @@
 //! - [`spdy`]: SPDY/3.1 as moby/spdystream speaks it (frames, header compression with the
 //!   SPDY dictionary, connections and streams), for port-forward's client and kclient-fake's
 //!   server.
+//! - [`chunks`]: a byte stream that arrives in chunks, read as an `AsyncRead`
+//!   ([`ChunkReader`](chunks::ChunkReader)): the read half of SPDY streams and of the
+//!   WebSocket tunnel, and of a server implementation's stdin (kclient-fake's exec).
 //!
 //! Every wait is bounded (the upgrade, a stream's answer, a silent server) and every
 //! failure is a typed error; dropping a session's future cancels it and closes its
@@ -52,6 +55,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod chunks;
 pub mod portforward;
 pub mod remotecommand;
 pub mod spdy;

@@ -90,11 +90,12 @@ async fn upgrade(
 pub(crate) type WebSocket = WebSocketStream<UpgradedConnection>;
 
 /// Opens a WebSocket with `request` (client-go's `websocket.Negotiate`), offering
-/// `protocols` in order of preference; the server must choose one of them.
+/// `protocols` in order of preference; the server must choose one of them. Messages (and
+/// frames) over `max_message_len` bytes are refused.
 pub(crate) async fn websocket(
     request: Request,
     protocols: &[&str],
-    config: WebSocketConfig,
+    max_message_len: usize,
     timeout: Duration,
 ) -> Result<(WebSocket, String), UpgradeError> {
     let key = generate_key();
@@ -128,6 +129,9 @@ pub(crate) async fn websocket(
             "invalid protocol, expected one of {protocols:?}, got {chosen:?}"
         )));
     }
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(max_message_len))
+        .max_frame_size(Some(max_message_len));
     let socket = WebSocketStream::from_raw_socket(connection, Role::Client, Some(config)).await;
     Ok((socket, chosen))
 }

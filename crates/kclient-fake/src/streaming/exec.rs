@@ -7,16 +7,17 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use http::{HeaderMap, Response, StatusCode};
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
+use kclient_streaming::chunks::ChunkReader;
 use kclient_streaming::remotecommand::{
-    TerminalSize, STREAM_CLOSE, STREAM_ERR, STREAM_PROTOCOL_V4_NAME, STREAM_PROTOCOL_V5_NAME,
-    STREAM_RESIZE, STREAM_STDERR, STREAM_STDIN, STREAM_STDOUT,
+    channel_message, TerminalSize, STREAM_CLOSE, STREAM_ERR, STREAM_PROTOCOL_V4_NAME,
+    STREAM_PROTOCOL_V5_NAME, STREAM_RESIZE, STREAM_STDERR, STREAM_STDIN, STREAM_STDOUT,
 };
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
@@ -77,10 +78,7 @@ impl Process {
         let (stdout, stderr, tty) = (request.stdout, request.stderr, request.tty);
         let process = Process {
             request,
-            stdin: ProcessStdin {
-                data: stdin_rx,
-                unread: Bytes::new(),
-            },
+            stdin: ChunkReader::new(stdin_rx),
             stdout: ProcessOutput {
                 channel: STREAM_STDOUT,
                 wanted: stdout,
@@ -102,31 +100,9 @@ impl Process {
     }
 }
 
-/// A process's standard input.
-pub struct ProcessStdin {
-    data: mpsc::Receiver<Bytes>,
-    unread: Bytes,
-}
-
-impl AsyncRead for ProcessStdin {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        if this.unread.is_empty() {
-            match ready!(this.data.poll_recv(cx)) {
-                Some(data) => this.unread = data,
-                None => return Poll::Ready(Ok(())),
-            }
-        }
-        let n = this.unread.len().min(buf.remaining());
-        buf.put_slice(&this.unread[..n]);
-        this.unread.advance(n);
-        Poll::Ready(Ok(()))
-    }
-}
+/// A process's standard input: what the client sends on the stdin channel, read as it
+/// arrives.
+pub type ProcessStdin = ChunkReader<mpsc::Receiver<Bytes>>;
 
 /// A process's standard output or error: each write is a message to the client.
 pub struct ProcessOutput {
@@ -251,13 +227,6 @@ fn normal_closure() -> CloseFrame {
     }
 }
 
-fn message(channel: u8, data: &[u8]) -> Message {
-    let mut frame = Vec::with_capacity(data.len() + 1);
-    frame.push(channel);
-    frame.extend_from_slice(data);
-    Message::Binary(frame.into())
-}
-
 impl Session {
     async fn run<S>(self, socket: WebSocketStream<S>, running: bool, handler: ExecHandler)
     where
@@ -273,12 +242,14 @@ impl Session {
         } else {
             STREAM_ERR
         };
-        if sink.send(message(first, b"")).await.is_err() {
+        if sink.send(channel_message(first, b"")).await.is_err() {
             return;
         }
         if !running {
             let status = not_running_json(&r.container);
-            let _ = sink.send(message(STREAM_ERR, status.as_bytes())).await;
+            let _ = sink
+                .send(channel_message(STREAM_ERR, status.as_bytes()))
+                .await;
             finish(sink, source).await;
             return;
         }
@@ -385,7 +356,7 @@ async fn send_output<K>(
                 1
             }),
             Some((channel, data)) = output.recv() => {
-                if sink.send(message(channel, &data)).await.is_err() {
+                if sink.send(channel_message(channel, &data)).await.is_err() {
                     return std::future::pending().await;
                 }
             }
@@ -393,12 +364,15 @@ async fn send_output<K>(
     };
     // What the process wrote before it ended goes out before the status.
     while let Ok((channel, data)) = output.try_recv() {
-        if sink.send(message(channel, &data)).await.is_err() {
+        if sink.send(channel_message(channel, &data)).await.is_err() {
             return std::future::pending().await;
         }
     }
     if sink
-        .send(message(STREAM_ERR, status_json(exit_code).as_bytes()))
+        .send(channel_message(
+            STREAM_ERR,
+            status_json(exit_code).as_bytes(),
+        ))
         .await
         .is_err()
     {

@@ -15,7 +15,6 @@ use kclient_core::GroupVersion;
 use kclient_rest::{Request, RestClient};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::tunnel::TunnelingConnection;
 use super::{
@@ -127,14 +126,11 @@ impl Dialer {
     }
 
     async fn dial_tunnel(&self) -> Result<PortForwardConnection, Error> {
-        let config = WebSocketConfig::default()
-            .max_message_size(Some(self.max_message_len))
-            .max_frame_size(Some(self.max_message_len));
         let offered = format!("{WEBSOCKETS_SPDY_TUNNELING_PREFIX}{PORT_FORWARD_PROTOCOL_V1_NAME}");
         let (socket, protocol) = upgrade::websocket(
             (self.request)(kclient_rest::Method::GET),
             &[offered.as_str()],
-            config,
+            self.max_message_len,
             self.upgrade_timeout,
         )
         .await?;

@@ -5,21 +5,20 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use kclient_core::GroupVersion;
 use kclient_rest::{Request, RestClient};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::options::{AttachOptions, ExecOptions, StreamOptions, TerminalSizeQueue};
 use super::{
-    status, Error, DEFAULT_MAX_MESSAGE_LEN, MAX_ERROR_STREAM_LEN, PING_PERIOD, PING_READ_DEADLINE,
-    STREAM_CLOSE, STREAM_ERR, STREAM_PROTOCOL_V4_NAME, STREAM_PROTOCOL_V5_NAME, STREAM_RESIZE,
-    STREAM_STDERR, STREAM_STDIN, STREAM_STDOUT,
+    channel_message, status, Error, DEFAULT_MAX_MESSAGE_LEN, MAX_ERROR_STREAM_LEN, PING_PERIOD,
+    PING_READ_DEADLINE, STREAM_CLOSE, STREAM_ERR, STREAM_PROTOCOL_V4_NAME, STREAM_PROTOCOL_V5_NAME,
+    STREAM_RESIZE, STREAM_STDERR, STREAM_STDIN, STREAM_STDOUT,
 };
 use crate::upgrade::{self, UpgradeError, DEFAULT_UPGRADE_TIMEOUT};
 
@@ -162,13 +161,10 @@ impl Executor {
                     .into(),
             )));
         }
-        let config = WebSocketConfig::default()
-            .max_message_size(Some(self.max_message_len))
-            .max_frame_size(Some(self.max_message_len));
         let (socket, protocol) = upgrade::websocket(
             (self.request)(),
             &self.protocols,
-            config,
+            self.max_message_len,
             self.upgrade_timeout,
         )
         .await?;
@@ -209,14 +205,6 @@ struct Session {
     close_signal: bool,
     ping_period: Duration,
     ping_read_deadline: Duration,
-}
-
-/// A message on `channel`.
-fn channel_message(channel: u8, data: &[u8]) -> Message {
-    let mut frame = BytesMut::with_capacity(data.len() + 1);
-    frame.put_u8(channel);
-    frame.put_slice(data);
-    Message::Binary(frame.freeze())
 }
 
 /// A local writer the server's output goes to (stdout or stderr), if the caller gave one.

@@ -43,7 +43,9 @@ mod status;
 use std::io;
 use std::time::Duration;
 
+use bytes::{BufMut, BytesMut};
 use kclient_core::{ApiStatus, Status};
+use tokio_tungstenite::tungstenite::Message;
 
 pub use executor::{Executor, Output};
 pub use options::{AttachOptions, ExecOptions, StreamOptions, TerminalSize, TerminalSizeQueue};
@@ -78,6 +80,16 @@ pub const PING_READ_DEADLINE: Duration = Duration::from_secs(61);
 pub const DEFAULT_MAX_MESSAGE_LEN: usize = 16 * 1024 * 1024;
 /// The most the error channel may carry (a `Status` is a few hundred bytes).
 pub const MAX_ERROR_STREAM_LEN: usize = 64 * 1024;
+
+/// A binary message on `channel` of the channel protocol: the channel's byte, then `data`
+/// (what a client writes on stdin and resize, and a server on stdout, stderr and the error
+/// channel).
+pub fn channel_message(channel: u8, data: &[u8]) -> Message {
+    let mut frame = BytesMut::with_capacity(data.len() + 1);
+    frame.put_u8(channel);
+    frame.put_slice(data);
+    Message::Binary(frame.freeze())
+}
 
 /// Why a session failed.
 #[derive(Debug, thiserror::Error)]

@@ -32,6 +32,8 @@ use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::{CancellationToken, PollSender};
 
+use crate::chunks::{ChunkReader, ChunkSource};
+
 use super::frame::{rst_status, Frame, FrameDecoder, FrameEncoder, FrameError, MAX_PAYLOAD_LEN};
 use super::headers::{Headers, DEFAULT_MAX_HEADER_BLOCK_LEN};
 
@@ -684,9 +686,8 @@ pub struct Stream {
     handle: Handle,
     id: u32,
     headers: Headers,
-    data: mpsc::Receiver<Delivery>,
-    unread: Bytes,
-    read_done: bool,
+    /// The peer's half: its `DATA` frames as they are delivered.
+    data: ChunkReader<mpsc::Receiver<Delivery>>,
     writer: PollSender<Frame>,
     write_finished: bool,
     reset: bool,
@@ -710,9 +711,7 @@ impl Stream {
             handle,
             id,
             headers,
-            data,
-            unread: Bytes::new(),
-            read_done: false,
+            data: ChunkReader::new(data),
             writer,
             write_finished: false,
             reset: false,
@@ -787,7 +786,7 @@ impl Stream {
             return;
         }
         self.reset = true;
-        self.read_done = true;
+        self.data.end();
         self.write_finished = true;
         self.awaiting_reply = false;
         self.handle.shared.state.lock().streams.remove(&self.id);
@@ -812,33 +811,30 @@ impl Stream {
 
     /// Reads the next bytes the peer sent; `None` at the end of its half.
     pub async fn read_data(&mut self) -> Result<Option<Bytes>, Error> {
-        if !self.unread.is_empty() {
-            return Ok(Some(std::mem::take(&mut self.unread)));
-        }
-        if self.read_done {
-            return Ok(None);
-        }
-        match self.data.recv().await {
-            Some(Ok(data)) => Ok(Some(data)),
-            Some(Err(e)) => {
-                self.read_done = true;
-                Err(e)
-            }
-            None => {
-                self.read_done = true;
-                Ok(None)
-            }
-        }
+        self.data.next_chunk().await.transpose()
     }
 }
 
-fn io_error(e: Error) -> io::Error {
-    let kind = match &e {
-        Error::Reset { .. } => io::ErrorKind::ConnectionReset,
-        Error::Closed(reason) if reason.is_orderly() => io::ErrorKind::BrokenPipe,
-        _ => io::ErrorKind::ConnectionAborted,
-    };
-    io::Error::new(kind, e)
+/// What the data of a stream delivers: the peer's bytes, or why the stream ended early.
+impl ChunkSource for mpsc::Receiver<Delivery> {
+    type Error = Error;
+
+    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<Delivery>> {
+        self.poll_recv(cx)
+    }
+}
+
+/// A stream's failure as an I/O error: a reset is `ConnectionReset`, an orderly close
+/// `BrokenPipe`, anything else `ConnectionAborted`.
+impl From<Error> for io::Error {
+    fn from(e: Error) -> Self {
+        let kind = match &e {
+            Error::Reset { .. } => io::ErrorKind::ConnectionReset,
+            Error::Closed(reason) if reason.is_orderly() => io::ErrorKind::BrokenPipe,
+            _ => io::ErrorKind::ConnectionAborted,
+        };
+        io::Error::new(kind, e)
+    }
 }
 
 impl AsyncRead for Stream {
@@ -847,21 +843,7 @@ impl AsyncRead for Stream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        if this.unread.is_empty() && !this.read_done {
-            match this.data.poll_recv(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Ok(data))) => this.unread = data,
-                Poll::Ready(Some(Err(e))) => {
-                    this.read_done = true;
-                    return Poll::Ready(Err(io_error(e)));
-                }
-                Poll::Ready(None) => this.read_done = true,
-            }
-        }
-        let n = this.unread.len().min(buf.remaining());
-        buf.put_slice(&this.unread.split_to(n));
-        Poll::Ready(Ok(()))
+        Pin::new(&mut self.data).poll_read(cx, buf)
     }
 }
 
@@ -879,7 +861,7 @@ impl AsyncWrite for Stream {
             )));
         }
         if let Err(e) = this.check_writable() {
-            return Poll::Ready(Err(io_error(e)));
+            return Poll::Ready(Err(io::Error::from(e)));
         }
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
@@ -887,7 +869,7 @@ impl AsyncWrite for Stream {
         match this.writer.poll_reserve(cx) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Err(_)) => {
-                return Poll::Ready(Err(io_error(this.handle.shared.closed_error())))
+                return Poll::Ready(Err(io::Error::from(this.handle.shared.closed_error())))
             }
             Poll::Ready(Ok(())) => {}
         }
@@ -899,7 +881,7 @@ impl AsyncWrite for Stream {
         };
         match this.writer.send_item(frame) {
             Ok(()) => Poll::Ready(Ok(n)),
-            Err(_) => Poll::Ready(Err(io_error(this.handle.shared.closed_error()))),
+            Err(_) => Poll::Ready(Err(io::Error::from(this.handle.shared.closed_error()))),
         }
     }
 
@@ -914,12 +896,12 @@ impl AsyncWrite for Stream {
             return Poll::Ready(Ok(()));
         }
         if let Err(e) = this.check_writable() {
-            return Poll::Ready(Err(io_error(e)));
+            return Poll::Ready(Err(io::Error::from(e)));
         }
         match this.writer.poll_reserve(cx) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Err(_)) => {
-                return Poll::Ready(Err(io_error(this.handle.shared.closed_error())))
+                return Poll::Ready(Err(io::Error::from(this.handle.shared.closed_error())))
             }
             Poll::Ready(Ok(())) => {}
         }
@@ -933,7 +915,7 @@ impl AsyncWrite for Stream {
                 this.write_finished = true;
                 Poll::Ready(Ok(()))
             }
-            Err(_) => Poll::Ready(Err(io_error(this.handle.shared.closed_error()))),
+            Err(_) => Poll::Ready(Err(io::Error::from(this.handle.shared.closed_error()))),
         }
     }
 }
@@ -947,7 +929,7 @@ impl Drop for Stream {
                 .streams
                 .get(&self.id)
                 .is_none_or(|entry| entry.data.is_none());
-            let done = self.write_finished && (self.read_done || peer_finished);
+            let done = self.write_finished && (self.data.is_ended() || peer_finished);
             if done {
                 state.streams.remove(&self.id);
             }
