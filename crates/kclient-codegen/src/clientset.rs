@@ -194,27 +194,14 @@ fn resource_method(r: &Resource, cfg: &dyn Fn(&BTreeSet<String>) -> String) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::ResourceEntry;
+    use crate::table::fixtures::table;
+    use crate::table::{fixtures, ResourceEntry};
 
     fn entry(group: &str, kind: &str, plural: &str, scope: Scope, subs: &[&str]) -> ResourceEntry {
         ResourceEntry {
-            group: group.into(),
-            version: "v1".into(),
-            kind: kind.into(),
-            plural: plural.into(),
             scope,
-            verbs: vec!["get".into(), "list".into()],
             subresources: subs.iter().map(|s| s.to_string()).collect(),
-            rust_type: Some(format!("t::{kind}")),
-            unsupported: None,
-        }
-    }
-
-    fn table(version: &str, resources: Vec<ResourceEntry>) -> ResourceTable {
-        ResourceTable {
-            kubernetes_version: version.into(),
-            source: "test".into(),
-            resources,
+            ..fixtures::entry(group, kind, plural)
         }
     }
 

@@ -197,27 +197,13 @@ fn group_version_source(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::{ResourceEntry, Scope};
+    use crate::table::fixtures::table;
+    use crate::table::{fixtures, ResourceEntry};
 
     fn entry(group: &str, kind: &str, plural: &str, verbs: &[&str]) -> ResourceEntry {
         ResourceEntry {
-            group: group.into(),
-            version: "v1".into(),
-            kind: kind.into(),
-            plural: plural.into(),
-            scope: Scope::Namespaced,
             verbs: verbs.iter().map(|v| v.to_string()).collect(),
-            subresources: Vec::new(),
-            rust_type: Some(format!("t::{kind}")),
-            unsupported: None,
-        }
-    }
-
-    fn table(version: &str, resources: Vec<ResourceEntry>) -> ResourceTable {
-        ResourceTable {
-            kubernetes_version: version.into(),
-            source: "test".into(),
-            resources,
+            ..fixtures::entry(group, kind, plural)
         }
     }
 

@@ -205,6 +205,37 @@ impl ResourceTable {
     }
 }
 
+/// The unit tests' resource tables, which each test adjusts to what it checks.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::{ResourceEntry, ResourceTable, Scope};
+
+    /// A namespaced `v1` resource of `group`, with the verbs `get` and `list`, modelled by
+    /// `t::{kind}`.
+    pub(crate) fn entry(group: &str, kind: &str, plural: &str) -> ResourceEntry {
+        ResourceEntry {
+            group: group.into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            scope: Scope::Namespaced,
+            verbs: vec!["get".into(), "list".into()],
+            subresources: Vec::new(),
+            rust_type: Some(format!("t::{kind}")),
+            unsupported: None,
+        }
+    }
+
+    /// The table of Kubernetes `version` with `resources`.
+    pub(crate) fn table(version: &str, resources: Vec<ResourceEntry>) -> ResourceTable {
+        ResourceTable {
+            kubernetes_version: version.into(),
+            source: "test".into(),
+            resources,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,10 +1,27 @@
-//! [`DynamicClient`]: every verb on any resource, over [`DynamicObject`] (client-go's
-//! `dynamic.DynamicClient`).
+//! [`ViewClient`]: every verb on any resource, reading its objects as one view — whole, as
+//! [`DynamicObject`]s ([`DynamicClient`], client-go's `dynamic.DynamicClient`), or their
+//! metadata alone ([`MetadataClient`](crate::MetadataClient), client-go's `metadata`
+//! client).
+
+use std::marker::PhantomData;
 
 use kclient_core::DynamicObject;
-use kclient_rest::RestClient;
+use kclient_rest::{Config, RestClient};
 
 use crate::resource::{DynamicResource, ResourceRef};
+use crate::view::ObjectView;
+
+/// A client for any resource of one API server, reading its objects as `T`
+/// ([`ObjectView`]): the one type behind [`DynamicClient`] (whole [`DynamicObject`]s) and
+/// [`MetadataClient`](crate::MetadataClient) (their
+/// [`PartialObjectMetadata`](kclient_core::PartialObjectMetadata)), which differ only in
+/// the view of the [`DynamicResource`]s they make. Cheap to clone: clones share the REST
+/// client's connection pool and rate limiter.
+#[derive(Clone, Debug)]
+pub struct ViewClient<T> {
+    rest: RestClient,
+    _view: PhantomData<fn() -> T>,
+}
 
 /// A client for any resource of one API server, over [`DynamicObject`]s (client-go's
 /// `dynamic.NewForConfig`). Cheap to clone: clones share the REST client's connection pool and
@@ -23,15 +40,21 @@ use crate::resource::{DynamicResource, ResourceRef};
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Debug)]
-pub struct DynamicClient {
-    rest: RestClient,
-}
+pub type DynamicClient = ViewClient<DynamicObject>;
 
-impl DynamicClient {
-    /// A dynamic client over `rest` (client-go's `dynamic.New`).
+impl<T: ObjectView> ViewClient<T> {
+    /// A client over `rest` (client-go's `dynamic.New`, `metadata.NewForConfigAndClient`).
     pub fn new(rest: RestClient) -> Self {
-        Self { rest }
+        Self {
+            rest,
+            _view: PhantomData,
+        }
+    }
+
+    /// A client for `config` (client-go's `dynamic.NewForConfig`, `metadata.NewForConfig`),
+    /// with a REST client of its own.
+    pub fn for_config(config: Config) -> Result<Self, kclient_rest::Error> {
+        RestClient::new(config).map(Self::new)
     }
 
     /// The REST client underneath.
@@ -48,9 +71,9 @@ impl DynamicClient {
     /// (from a `RestMapper`, or `Resource::api_resource`), the scope is known: a namespace is
     /// ignored for cluster-scoped resources, and calls on one object of a namespaced resource
     /// without a namespace fail early with [`Error::Refused`](crate::Error::Refused)
-    /// (`RefusedRequest::NamespaceRequired`). Its kind also fills in `apiVersion` and `kind`
-    /// where the server leaves them out.
-    pub fn resource(&self, resource: impl Into<ResourceRef>) -> DynamicResource<DynamicObject> {
+    /// (`RefusedRequest::NamespaceRequired`). For whole objects, its kind also fills in
+    /// `apiVersion` and `kind` where the server leaves them out.
+    pub fn resource(&self, resource: impl Into<ResourceRef>) -> DynamicResource<T> {
         DynamicResource::new(self.rest.clone(), resource.into())
     }
 }

@@ -13,8 +13,9 @@
 //!
 //! The [`metadata`] module is client-go's `metadata` package: a [`MetadataClient`] reads
 //! only the [`PartialObjectMetadata`](kclient_core::PartialObjectMetadata) of any resource,
-//! and backs metadata-only informers. Its [`MetadataResource`] is the same
-//! [`DynamicResource`] reading another view of the objects ([`ObjectView`]): the verbs are
+//! and backs metadata-only informers. It is the same client as [`DynamicClient`] (one
+//! [`ViewClient`]), and its [`MetadataResource`] the same [`DynamicResource`], reading
+//! another view of the objects ([`ObjectView`]): the verbs are
 //! written once, over kclient-rest's `ResourceRequests` (which the typed client's are too),
 //! and a view only says what it asks the server for and how it finishes the answer.
 //!
@@ -81,7 +82,7 @@ mod resource;
 mod view;
 mod whole;
 
-pub use client::DynamicClient;
+pub use client::{DynamicClient, ViewClient};
 pub use error::Error;
 pub use metadata::{MetadataClient, MetadataResource};
 pub use resource::{DynamicResource, ResourceRef};

@@ -7,15 +7,14 @@ use std::future::Future;
 use std::sync::Arc;
 
 use kclient_core::{
-    ApiResource, DynamicListerWatcherFor, DynamicObject, FetchedList, FilteredListWatch,
-    ListOptions, ListerWatcher, ObjectList, PartialObjectMetadata, TweakListOptions, WatchStream,
+    ApiResource, DynamicListerWatcherFor, FetchedList, FilteredListWatch, ListOptions,
+    ListerWatcher, ObjectList, Resource, TweakListOptions, WatchStream,
 };
 
 use kclient_rest::RestClient;
 
-use crate::client::DynamicClient;
+use crate::client::ViewClient;
 use crate::error::Error;
-use crate::metadata::{MetadataClient, MetadataResource};
 use crate::resource::DynamicResource;
 use crate::view::ObjectView;
 
@@ -90,32 +89,14 @@ impl<T: ObjectView> DynamicResource<T> {
     }
 }
 
-/// The dynamic client lists and watches any resource for the informer factory's
-/// `for_resource` (client-go's dynamic informer factory), in the factory's namespace when the
-/// resource is namespaced, with its list-options tweak.
-impl DynamicListerWatcherFor<DynamicObject> for DynamicClient {
-    type ListerWatcher = FilteredListWatch<DynamicResource>;
-
-    fn dynamic_lister_watcher(
-        &self,
-        resource: &ApiResource,
-        namespace: Option<&str>,
-        tweak: Option<TweakListOptions>,
-    ) -> Self::ListerWatcher {
-        DynamicResource::informer_lister_watcher(
-            self.rest_client().clone(),
-            resource,
-            namespace,
-            tweak,
-        )
-    }
-}
-
-/// The metadata client lists and watches any resource for the informer factory's
-/// `for_resource` (client-go's `metadatainformer`), in the factory's namespace when the
-/// resource is namespaced, with its list-options tweak.
-impl DynamicListerWatcherFor<PartialObjectMetadata> for MetadataClient {
-    type ListerWatcher = FilteredListWatch<MetadataResource>;
+/// The dynamic and metadata clients list and watch any resource for the informer factory's
+/// `for_resource` (client-go's dynamic informer factory and `metadatainformer`), in the
+/// factory's namespace when the resource is namespaced, with its list-options tweak.
+impl<T> DynamicListerWatcherFor<T> for ViewClient<T>
+where
+    T: ObjectView + Resource<DynamicType = ApiResource>,
+{
+    type ListerWatcher = FilteredListWatch<DynamicResource<T>>;
 
     fn dynamic_lister_watcher(
         &self,

@@ -42,27 +42,15 @@
 //! ```
 
 use kclient_core::PartialObjectMetadata;
-use kclient_rest::{Config, RestClient};
 
-use crate::resource::{DynamicResource, ResourceRef};
+use crate::client::ViewClient;
+use crate::resource::DynamicResource;
+pub use crate::view::{
+    ACCEPT_PARTIAL_OBJECT_METADATA, ACCEPT_PARTIAL_OBJECT_METADATA_LIST,
+    ACCEPT_PARTIAL_OBJECT_METADATA_LIST_PROTOBUF, ACCEPT_PARTIAL_OBJECT_METADATA_PROTOBUF,
+};
 #[cfg(doc)]
 use crate::Error;
-
-/// The `Accept` header of requests for one object and of watches.
-pub const ACCEPT_PARTIAL_OBJECT_METADATA: &str =
-    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
-
-/// The `Accept` header of requests for lists.
-pub const ACCEPT_PARTIAL_OBJECT_METADATA_LIST: &str =
-    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
-
-/// The `Accept` header of requests for one object and of watches while the client speaks
-/// protobuf (client-go's metadata client's, less its last, unconverted `application/json`:
-/// kclient reports a server that cannot convert rather than reading whole objects).
-pub const ACCEPT_PARTIAL_OBJECT_METADATA_PROTOBUF: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
-
-/// The `Accept` header of requests for lists while the client speaks protobuf.
-pub const ACCEPT_PARTIAL_OBJECT_METADATA_LIST_PROTOBUF: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 
 /// The metadata of one resource, in one namespace or all (client-go's metadata
 /// `Getter`/`ResourceInterface`): a [`DynamicResource`] that reads [`PartialObjectMetadata`]
@@ -74,8 +62,8 @@ pub const ACCEPT_PARTIAL_OBJECT_METADATA_LIST_PROTOBUF: &str = "application/vnd.
 pub type MetadataResource = DynamicResource<PartialObjectMetadata>;
 
 /// A client reading only the metadata of any resource (client-go's `metadata.Interface`,
-/// `metadata.NewForConfig`). Cheap to clone: clones share the REST client's connection pool
-/// and rate limiter.
+/// `metadata.NewForConfig`): a [`ViewClient`] whose resources are [`MetadataResource`]s.
+/// Cheap to clone: clones share the REST client's connection pool and rate limiter.
 ///
 /// ```no_run
 /// use kclient_core::{GetOptions, GroupVersionResource};
@@ -88,40 +76,12 @@ pub type MetadataResource = DynamicResource<PartialObjectMetadata>;
 /// println!("finalizers: {:?}", nightly.metadata.finalizers);
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Debug)]
-pub struct MetadataClient {
-    rest: RestClient,
-}
-
-impl MetadataClient {
-    /// A metadata client over `rest` (client-go's `metadata.NewForConfigAndClient`).
-    pub fn new(rest: RestClient) -> Self {
-        Self { rest }
-    }
-
-    /// A metadata client for `config` (client-go's `metadata.NewForConfig`), with a REST
-    /// client of its own.
-    pub fn for_config(config: Config) -> Result<Self, kclient_rest::Error> {
-        RestClient::new(config).map(Self::new)
-    }
-
-    /// The REST client underneath.
-    pub fn rest_client(&self) -> &RestClient {
-        &self.rest
-    }
-
-    /// The metadata of one resource, across all namespaces until
-    /// [`namespace`](DynamicResource::namespace) narrows it (client-go's `Resource(gvr)`).
-    /// Scope and names are handled as [`DynamicClient::resource`](crate::DynamicClient::resource)
-    /// handles them.
-    pub fn resource(&self, resource: impl Into<ResourceRef>) -> MetadataResource {
-        DynamicResource::new(self.rest.clone(), resource.into())
-    }
-}
+pub type MetadataClient = ViewClient<PartialObjectMetadata>;
 
 #[cfg(test)]
 mod tests {
     use kclient_core::GroupVersionResource;
+    use kclient_rest::{Config, RestClient};
 
     use super::*;
 

@@ -12,10 +12,24 @@ use kclient_rest::Request;
 use serde::de::DeserializeOwned;
 
 use crate::error::Error;
-use crate::metadata::{
-    ACCEPT_PARTIAL_OBJECT_METADATA, ACCEPT_PARTIAL_OBJECT_METADATA_LIST,
-    ACCEPT_PARTIAL_OBJECT_METADATA_LIST_PROTOBUF, ACCEPT_PARTIAL_OBJECT_METADATA_PROTOBUF,
-};
+
+// The metadata view's `Accept` headers, public as `metadata::ACCEPT_…`.
+
+/// The `Accept` header of requests for one object and of watches.
+pub const ACCEPT_PARTIAL_OBJECT_METADATA: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+
+/// The `Accept` header of requests for lists.
+pub const ACCEPT_PARTIAL_OBJECT_METADATA_LIST: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+
+/// The `Accept` header of requests for one object and of watches while the client speaks
+/// protobuf (client-go's metadata client's, less its last, unconverted `application/json`:
+/// kclient reports a server that cannot convert rather than reading whole objects).
+pub const ACCEPT_PARTIAL_OBJECT_METADATA_PROTOBUF: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+
+/// The `Accept` header of requests for lists while the client speaks protobuf.
+pub const ACCEPT_PARTIAL_OBJECT_METADATA_LIST_PROTOBUF: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 
 /// What a [`DynamicResource`](crate::DynamicResource) reads its objects as:
 /// [`DynamicObject`] (whole objects, [`DynamicClient`](crate::DynamicClient)) or
