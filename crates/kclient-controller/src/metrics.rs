@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use kclient_core::GroupResource;
 use kclient_workqueue::metrics::MetricsProvider;
-use kclient_workqueue::prometheus::PrometheusMetricsProvider;
+use kclient_workqueue::prometheus::{registered, PrometheusMetricsProvider};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -86,58 +86,60 @@ impl ControllerMetrics {
     /// Creates the families (controller-runtime's seven controller metrics, the stale-sync
     /// skips and the seven workqueue metrics) and registers them in `registry`.
     pub fn new(registry: &mut Registry) -> Self {
-        let metrics = Self {
-            reconcile_total: Family::default(),
-            reconcile_errors: Family::default(),
-            reconcile_panics: Family::default(),
-            reconcile_timeouts: Family::default(),
-            reconcile_time: Family::new_with_constructor(reconcile_time_histogram),
-            max_concurrent_reconciles: Family::default(),
-            active_workers: Family::default(),
-            stale_sync_skips: Family::default(),
-            workqueue: Arc::new(PrometheusMetricsProvider::with_controller_label(registry)),
-        };
-        registry.register(
-            "controller_runtime_reconcile",
-            "Total number of reconciliations per controller",
-            metrics.reconcile_total.clone(),
-        );
-        registry.register(
-            "controller_runtime_reconcile_errors",
-            "Total number of reconciliation errors per controller",
-            metrics.reconcile_errors.clone(),
-        );
-        registry.register(
-            "controller_runtime_reconcile_panics",
-            "Total number of reconciliation panics per controller",
-            metrics.reconcile_panics.clone(),
-        );
-        registry.register(
-            "controller_runtime_reconcile_timeouts",
-            "Total number of reconciliation timeouts per controller",
-            metrics.reconcile_timeouts.clone(),
-        );
-        registry.register(
-            "controller_runtime_reconcile_time_seconds",
-            "Length of time per reconciliation per controller",
-            metrics.reconcile_time.clone(),
-        );
-        registry.register(
-            "controller_runtime_max_concurrent_reconciles",
-            "Maximum number of concurrent reconciles per controller",
-            metrics.max_concurrent_reconciles.clone(),
-        );
-        registry.register(
-            "controller_runtime_active_workers",
-            "Number of currently used workers per controller",
-            metrics.active_workers.clone(),
-        );
-        registry.register(
-            "controller_runtime_stale_sync_skips",
-            "Number of reconciles skipped because a cache was older than the controller's own writes, per controller and resource",
-            metrics.stale_sync_skips.clone(),
-        );
-        metrics
+        // The workqueue's families are registered before the controller's: /metrics lists
+        // them in that order.
+        let workqueue = Arc::new(PrometheusMetricsProvider::with_controller_label(registry));
+        Self {
+            reconcile_total: registered(
+                registry,
+                "controller_runtime_reconcile",
+                "Total number of reconciliations per controller",
+                Family::default(),
+            ),
+            reconcile_errors: registered(
+                registry,
+                "controller_runtime_reconcile_errors",
+                "Total number of reconciliation errors per controller",
+                Family::default(),
+            ),
+            reconcile_panics: registered(
+                registry,
+                "controller_runtime_reconcile_panics",
+                "Total number of reconciliation panics per controller",
+                Family::default(),
+            ),
+            reconcile_timeouts: registered(
+                registry,
+                "controller_runtime_reconcile_timeouts",
+                "Total number of reconciliation timeouts per controller",
+                Family::default(),
+            ),
+            reconcile_time: registered(
+                registry,
+                "controller_runtime_reconcile_time_seconds",
+                "Length of time per reconciliation per controller",
+                Family::new_with_constructor(reconcile_time_histogram),
+            ),
+            max_concurrent_reconciles: registered(
+                registry,
+                "controller_runtime_max_concurrent_reconciles",
+                "Maximum number of concurrent reconciles per controller",
+                Family::default(),
+            ),
+            active_workers: registered(
+                registry,
+                "controller_runtime_active_workers",
+                "Number of currently used workers per controller",
+                Family::default(),
+            ),
+            stale_sync_skips: registered(
+                registry,
+                "controller_runtime_stale_sync_skips",
+                "Number of reconciles skipped because a cache was older than the controller's own writes, per controller and resource",
+                Family::default(),
+            ),
+            workqueue,
+        }
     }
 
     /// The workqueue metrics provider (with the `controller` label) for the controller's

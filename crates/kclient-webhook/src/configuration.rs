@@ -87,28 +87,21 @@ impl ClientConfig {
     }
 
     /// A CRD conversion stanza's client configuration (for
-    /// `kclient_core::crd::set_webhook_conversion`), at [`CONVERSION_PATH`].
+    /// `kclient_core::crd::set_webhook_conversion`), at [`CONVERSION_PATH`]: the admission
+    /// webhooks' configuration for that path, in apiextensions' types.
     pub fn conversion(&self) -> apiextensions::WebhookClientConfig {
-        match &self.endpoint {
-            Endpoint::Url(base) => apiextensions::WebhookClientConfig {
-                url: Some(format!("{base}{CONVERSION_PATH}")),
-                ca_bundle: self.ca_bundle(),
-                service: None,
-            },
-            Endpoint::Service {
-                namespace,
-                name,
-                port,
-            } => apiextensions::WebhookClientConfig {
-                url: None,
-                ca_bundle: self.ca_bundle(),
-                service: Some(apiextensions::ServiceReference {
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                    path: Some(CONVERSION_PATH.to_owned()),
-                    port: *port,
+        let config = self.admission(CONVERSION_PATH);
+        apiextensions::WebhookClientConfig {
+            url: config.url,
+            ca_bundle: config.ca_bundle,
+            service: config
+                .service
+                .map(|service| apiextensions::ServiceReference {
+                    namespace: service.namespace,
+                    name: service.name,
+                    path: service.path,
+                    port: service.port,
                 }),
-            },
         }
     }
 }
@@ -258,20 +251,23 @@ impl Registration {
         }
     }
 
+    /// The validating webhook's registration, as a mutating webhook that is not called
+    /// again after other webhooks changed the object.
     pub(crate) fn mutating(&self, client: &ClientConfig) -> admission::MutatingWebhook {
+        let webhook = self.validating(client);
         admission::MutatingWebhook {
-            name: self.name(),
-            client_config: client.admission(&self.path),
-            rules: Some(self.rules()),
-            failure_policy: Some(self.options.failure_policy.as_str().into()),
-            side_effects: self.side_effects(),
-            timeout_seconds: Some(self.options.timeout_seconds),
-            match_policy: self.match_policy(),
-            namespace_selector: self.options.namespace_selector.clone(),
-            object_selector: self.options.object_selector.clone(),
-            admission_review_versions: vec!["v1".into()],
+            name: webhook.name,
+            client_config: webhook.client_config,
+            rules: webhook.rules,
+            failure_policy: webhook.failure_policy,
+            side_effects: webhook.side_effects,
+            timeout_seconds: webhook.timeout_seconds,
+            match_policy: webhook.match_policy,
+            namespace_selector: webhook.namespace_selector,
+            object_selector: webhook.object_selector,
+            admission_review_versions: webhook.admission_review_versions,
             reinvocation_policy: Some("Never".into()),
-            match_conditions: None,
+            match_conditions: webhook.match_conditions,
         }
     }
 }

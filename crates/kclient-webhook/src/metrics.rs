@@ -4,11 +4,18 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 type WebhookLabel = [(&'static str, String); 1];
 type CodeLabel = [(&'static str, String); 2];
 type HistogramConstructor = fn() -> Histogram;
+
+/// Registers `metric` in `registry` under `name` with the help text `help`, and returns it
+/// (kclient-workqueue's `prometheus::registered`, which this crate does not depend on).
+fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
 
 /// Prometheus' default buckets (controller-runtime's latency histogram uses them).
 fn latency_histogram() -> Histogram {
@@ -44,60 +51,60 @@ pub struct WebhookMetrics {
 }
 
 impl Default for WebhookMetrics {
-    /// Metrics registered nowhere (counted, not exported).
+    /// Metrics registered nowhere (counted, not exported): in a registry of their own,
+    /// dropped at once.
     fn default() -> Self {
-        Self {
-            latency: Family::new_with_constructor(latency_histogram),
-            requests: Family::default(),
-            in_flight: Family::default(),
-            panics: Counter::default(),
-            conversion_panics: Counter::default(),
-            certificate_reads: Counter::default(),
-            certificate_read_errors: Counter::default(),
-        }
+        Self::new(&mut Registry::default())
     }
 }
 
 impl WebhookMetrics {
     /// Creates the metrics and registers them in `registry`.
     pub fn new(registry: &mut Registry) -> Self {
-        let metrics = Self::default();
-        registry.register(
-            "controller_runtime_webhook_latency_seconds",
-            "Histogram of the latency of processing admission requests",
-            metrics.latency.clone(),
-        );
-        registry.register(
-            "controller_runtime_webhook_requests",
-            "Total number of admission requests by HTTP status code",
-            metrics.requests.clone(),
-        );
-        registry.register(
-            "controller_runtime_webhook_requests_in_flight",
-            "Current number of admission requests being served",
-            metrics.in_flight.clone(),
-        );
-        registry.register(
-            "controller_runtime_webhook_panics",
-            "Total number of webhook panics",
-            metrics.panics.clone(),
-        );
-        registry.register(
-            "controller_runtime_conversion_webhook_panics",
-            "Total number of conversion webhook panics",
-            metrics.conversion_panics.clone(),
-        );
-        registry.register(
-            "certwatcher_read_certificate",
-            "Total number of certificate reads",
-            metrics.certificate_reads.clone(),
-        );
-        registry.register(
-            "certwatcher_read_certificate_errors",
-            "Total number of certificate read errors",
-            metrics.certificate_read_errors.clone(),
-        );
-        metrics
+        Self {
+            latency: registered(
+                registry,
+                "controller_runtime_webhook_latency_seconds",
+                "Histogram of the latency of processing admission requests",
+                Family::new_with_constructor(latency_histogram),
+            ),
+            requests: registered(
+                registry,
+                "controller_runtime_webhook_requests",
+                "Total number of admission requests by HTTP status code",
+                Family::default(),
+            ),
+            in_flight: registered(
+                registry,
+                "controller_runtime_webhook_requests_in_flight",
+                "Current number of admission requests being served",
+                Family::default(),
+            ),
+            panics: registered(
+                registry,
+                "controller_runtime_webhook_panics",
+                "Total number of webhook panics",
+                Counter::default(),
+            ),
+            conversion_panics: registered(
+                registry,
+                "controller_runtime_conversion_webhook_panics",
+                "Total number of conversion webhook panics",
+                Counter::default(),
+            ),
+            certificate_reads: registered(
+                registry,
+                "certwatcher_read_certificate",
+                "Total number of certificate reads",
+                Counter::default(),
+            ),
+            certificate_read_errors: registered(
+                registry,
+                "certwatcher_read_certificate_errors",
+                "Total number of certificate read errors",
+                Counter::default(),
+            ),
+        }
     }
 
     /// How many times changed certificate files were read, and how many of those did not

@@ -293,17 +293,8 @@ impl WebhookServer {
         client: &ClientConfig,
     ) -> ValidatingWebhookConfiguration {
         ValidatingWebhookConfiguration {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                ..Default::default()
-            },
-            webhooks: Some(
-                self.registrations
-                    .iter()
-                    .filter(|r| r.admission == Admission::Validating)
-                    .map(|r| r.validating(client))
-                    .collect(),
-            ),
+            metadata: named(name),
+            webhooks: Some(self.webhooks(Admission::Validating, |r| r.validating(client))),
         }
     }
 
@@ -315,18 +306,18 @@ impl WebhookServer {
         client: &ClientConfig,
     ) -> MutatingWebhookConfiguration {
         MutatingWebhookConfiguration {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                ..Default::default()
-            },
-            webhooks: Some(
-                self.registrations
-                    .iter()
-                    .filter(|r| r.admission == Admission::Mutating)
-                    .map(|r| r.mutating(client))
-                    .collect(),
-            ),
+            metadata: named(name),
+            webhooks: Some(self.webhooks(Admission::Mutating, |r| r.mutating(client))),
         }
+    }
+
+    /// The registrations of `admission` handlers, each made into a webhook by `webhook`.
+    fn webhooks<W>(&self, admission: Admission, webhook: impl Fn(&Registration) -> W) -> Vec<W> {
+        self.registrations
+            .iter()
+            .filter(|r| r.admission == admission)
+            .map(webhook)
+            .collect()
     }
 
     /// Serves until `stop` fires; then accepts no more connections and gives the open ones
@@ -377,6 +368,14 @@ impl WebhookServer {
         .await;
         connections.abort_all();
         Ok(())
+    }
+}
+
+/// Metadata that names a cluster-scoped object `name`.
+fn named(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        ..Default::default()
     }
 }
 

@@ -42,7 +42,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 use crate::metrics::{
     CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, PriorityGaugeMetric,
@@ -59,6 +59,32 @@ type HistogramConstructor = fn() -> Histogram;
 fn duration_histogram() -> Histogram {
     // component-base: prometheus.ExponentialBuckets(10e-9, 10, 10).
     Histogram::new(exponential_buckets(10e-9, 10.0, 10))
+}
+
+/// Registers `metric` in `registry` under `name` with the help text `help`, and returns it:
+/// a metric made and registered in one expression, so that a set of metrics names each one
+/// once (kclient-controller's `ControllerMetrics` registers its own so too).
+///
+/// ```
+/// use prometheus_client::metrics::counter::Counter;
+/// use prometheus_client::registry::Registry;
+/// use kclient_workqueue::prometheus::registered;
+///
+/// let mut registry = Registry::default();
+/// let restarts: Counter = registered(&mut registry, "restarts", "Number of restarts", Counter::default());
+/// restarts.inc();
+/// let mut text = String::new();
+/// prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+/// assert!(text.contains("restarts_total 1"), "{text}");
+/// ```
+pub fn registered<M: Metric + Clone>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    metric: M,
+) -> M {
+    registry.register(name, help, metric.clone());
+    metric
 }
 
 /// Makes the workqueue metrics as labelled series of families registered in a
@@ -106,53 +132,52 @@ impl PrometheusMetricsProvider {
     }
 
     fn register(registry: &mut Registry, controller_label: bool) -> Self {
-        let provider = Self {
-            depth: Family::default(),
-            adds: Family::default(),
-            latency: Family::new_with_constructor(duration_histogram),
-            work_duration: Family::new_with_constructor(duration_histogram),
-            unfinished_work_seconds: Family::default(),
-            longest_running_processor_seconds: Family::default(),
-            retries: Family::default(),
+        Self {
+            depth: registered(
+                registry,
+                "workqueue_depth",
+                "Number of items waiting in the workqueue",
+                Family::default(),
+            ),
+            adds: registered(
+                registry,
+                "workqueue_adds",
+                "Number of additions to the workqueue",
+                Family::default(),
+            ),
+            latency: registered(
+                registry,
+                "workqueue_queue_duration_seconds",
+                "Seconds an item waits in the workqueue before a worker takes it",
+                Family::new_with_constructor(duration_histogram),
+            ),
+            work_duration: registered(
+                registry,
+                "workqueue_work_duration_seconds",
+                "Seconds a worker spends on an item taken from the workqueue",
+                Family::new_with_constructor(duration_histogram),
+            ),
+            unfinished_work_seconds: registered(
+                registry,
+                "workqueue_unfinished_work_seconds",
+                "Summed seconds of the work in progress not yet observed by work_duration; \
+                 large values point at stuck workers",
+                Family::default(),
+            ),
+            longest_running_processor_seconds: registered(
+                registry,
+                "workqueue_longest_running_processor_seconds",
+                "Seconds the longest running worker has spent on its current item",
+                Family::default(),
+            ),
+            retries: registered(
+                registry,
+                "workqueue_retries",
+                "Number of delayed additions (retries) to the workqueue",
+                Family::default(),
+            ),
             controller_label,
-        };
-        registry.register(
-            "workqueue_depth",
-            "Number of items waiting in the workqueue",
-            provider.depth.clone(),
-        );
-        registry.register(
-            "workqueue_adds",
-            "Number of additions to the workqueue",
-            provider.adds.clone(),
-        );
-        registry.register(
-            "workqueue_queue_duration_seconds",
-            "Seconds an item waits in the workqueue before a worker takes it",
-            provider.latency.clone(),
-        );
-        registry.register(
-            "workqueue_work_duration_seconds",
-            "Seconds a worker spends on an item taken from the workqueue",
-            provider.work_duration.clone(),
-        );
-        registry.register(
-            "workqueue_unfinished_work_seconds",
-            "Summed seconds of the work in progress not yet observed by work_duration; \
-             large values point at stuck workers",
-            provider.unfinished_work_seconds.clone(),
-        );
-        registry.register(
-            "workqueue_longest_running_processor_seconds",
-            "Seconds the longest running worker has spent on its current item",
-            provider.longest_running_processor_seconds.clone(),
-        );
-        registry.register(
-            "workqueue_retries",
-            "Number of delayed additions (retries) to the workqueue",
-            provider.retries.clone(),
-        );
-        provider
+        }
     }
 
     fn label(&self, name: &str) -> QueueLabel {

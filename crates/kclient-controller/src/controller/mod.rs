@@ -458,29 +458,16 @@ where
         C: ListerWatcherFor<W>,
         I: IntoIterator<Item = ObjectKey>,
     {
-        self.mapped(mapper, None)
+        self.watches_with(mapper, None)
     }
 
-    /// [`watches`](Self::watches), with the updates of `W` filtered by `predicate`.
+    /// [`watches`](Self::watches), with the updates of `W` filtered by `predicate` (a
+    /// [`Predicate`], or `None` for none).
     #[must_use]
     pub fn watches_with<W, I>(
         self,
         mapper: impl Fn(&W) -> I + Send + Sync + 'static,
-        predicate: Predicate<W>,
-    ) -> Self
-    where
-        W: Resource + Clone + Send + Sync + 'static,
-        W::DynamicType: Default,
-        C: ListerWatcherFor<W>,
-        I: IntoIterator<Item = ObjectKey>,
-    {
-        self.mapped(mapper, Some(predicate))
-    }
-
-    fn mapped<W, I>(
-        self,
-        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
-        predicate: Option<Predicate<W>>,
+        predicate: impl Into<Option<Predicate<W>>>,
     ) -> Self
     where
         W: Resource + Clone + Send + Sync + 'static,
@@ -490,7 +477,7 @@ where
     {
         let informer = self.factory.informer::<W>();
         let resource = group_resource(&W::api_resource(&W::DynamicType::default()));
-        self.mapped_on(informer, resource, mapper, predicate)
+        self.mapped_on(informer, resource, mapper, predicate.into())
     }
 
     /// Queues the keys `mapper` gives for each object of `informer`.

@@ -155,13 +155,9 @@ impl EventBroadcaster {
     /// Calls `handler` with every event (client-go's `StartEventWatcher`).
     pub fn start_event_watcher(
         &self,
-        mut handler: impl FnMut(&Event) + Send + 'static,
+        handler: impl FnMut(&Event) + Send + 'static,
     ) -> Result<EventWatcher, EventError> {
-        self.fanout.start(move |mut events| async move {
-            while let Some(event) = events.recv().await {
-                handler(&event);
-            }
-        })
+        self.fanout.watch(handler)
     }
 
     /// Logs every event with `tracing` at the info level (client-go's

@@ -8,6 +8,8 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use tokio::time::Instant;
 
@@ -70,6 +72,21 @@ pub(crate) fn event_name(object_name: &str, at: Timestamp) -> String {
         name
     } else {
         random_uuid()
+    }
+}
+
+/// The metadata of a new Event about `object` at `at` (both recorders'): an
+/// [`event_name`], in the object's namespace, or `default` for a cluster-scoped object.
+pub(crate) fn event_metadata(object: &ObjectReference, at: Timestamp) -> ObjectMeta {
+    let namespace = object
+        .namespace
+        .clone()
+        .filter(|ns| !ns.is_empty())
+        .unwrap_or_else(|| "default".to_owned());
+    ObjectMeta {
+        name: Some(event_name(object.name.as_deref().unwrap_or_default(), at)),
+        namespace: Some(namespace),
+        ..ObjectMeta::default()
     }
 }
 

@@ -123,59 +123,48 @@ fn text(value: &Option<String>) -> &str {
     value.as_deref().unwrap_or_default()
 }
 
-/// client-go's `getEventKey`: source, object (field path included), type, reason and
-/// message — what makes two events the same event.
-pub fn event_key(event: &Event) -> String {
+/// The source, the object (its field path only `with_field_path`) and the type of `event`,
+/// concatenated: where every key of the correlator starts.
+fn source_object_type(event: &Event, with_field_path: bool) -> String {
     let source = event.source.clone().unwrap_or_default();
     let object = &event.involved_object;
+    let field_path = if with_field_path {
+        text(&object.field_path)
+    } else {
+        ""
+    };
     [
         text(&source.component),
         text(&source.host),
         text(&object.kind),
         text(&object.namespace),
         text(&object.name),
-        text(&object.field_path),
+        field_path,
         text(&object.uid),
         text(&object.api_version),
         text(&event.type_),
-        text(&event.reason),
-        text(&event.message),
     ]
     .concat()
+}
+
+/// client-go's `getEventKey`: source, object (field path included), type, reason and
+/// message — what makes two events the same event.
+pub fn event_key(event: &Event) -> String {
+    let start = source_object_type(event, true);
+    [start.as_str(), text(&event.reason), text(&event.message)].concat()
 }
 
 /// client-go's `getSpamKey`: source, object (without field path) and type — what shares one
 /// spam bucket.
 pub fn spam_key(event: &Event) -> String {
-    let source = event.source.clone().unwrap_or_default();
-    let object = &event.involved_object;
-    [
-        text(&source.component),
-        text(&source.host),
-        text(&object.kind),
-        text(&object.namespace),
-        text(&object.name),
-        text(&object.uid),
-        text(&object.api_version),
-        text(&event.type_),
-    ]
-    .concat()
+    source_object_type(event, false)
 }
 
 /// client-go's `EventAggregatorByReasonFunc`: groups by source, object, type, reason and
 /// reporting controller and instance; the message is the local key.
 pub fn event_aggregator_by_reason(event: &Event) -> (String, String) {
-    let source = event.source.clone().unwrap_or_default();
-    let object = &event.involved_object;
     let key = [
-        text(&source.component),
-        text(&source.host),
-        text(&object.kind),
-        text(&object.namespace),
-        text(&object.name),
-        text(&object.uid),
-        text(&object.api_version),
-        text(&event.type_),
+        spam_key(event).as_str(),
         text(&event.reason),
         text(&event.reporting_component),
         text(&event.reporting_instance),

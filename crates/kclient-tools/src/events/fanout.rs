@@ -186,6 +186,19 @@ impl<E: Clone + Send + 'static> Fanout<E> {
         Ok(EventWatcher { stop })
     }
 
+    /// Starts a watcher that calls `handler` with every event (the broadcasters'
+    /// `start_event_watcher`).
+    pub(crate) fn watch(
+        &self,
+        mut handler: impl FnMut(&E) + Send + 'static,
+    ) -> Result<EventWatcher, EventError> {
+        self.start(move |mut events| async move {
+            while let Some(event) = events.recv().await {
+                handler(&event);
+            }
+        })
+    }
+
     /// Closes the queues, lets the watchers finish what is queued for at most `timeout`,
     /// then cancels them; returns once every watcher's task ended.
     pub(crate) async fn shutdown(&self, timeout: Duration) -> Shutdown {

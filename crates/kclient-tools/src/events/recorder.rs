@@ -7,7 +7,7 @@ use std::fmt;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use super::clock::{event_name, EventClock};
+use super::clock::{event_metadata, EventClock};
 use super::fanout::Fanout;
 use super::EventType;
 
@@ -74,6 +74,8 @@ impl EventRecorder {
         self.generate(object, annotations, type_, reason, message.to_string());
     }
 
+    /// client-go's `generateEvent`: makes the Event (client-go's `makeEvent`, with the source
+    /// and reporting fields) and hands it to the watchers.
     fn generate(
         &self,
         object: &ObjectReference,
@@ -82,31 +84,11 @@ impl EventRecorder {
         reason: &str,
         message: String,
     ) {
-        let event = self.make_event(object, annotations, type_, reason, message);
-        self.fanout.emit(event);
-    }
-
-    /// client-go's `makeEvent`, with the source and reporting fields `generateEvent` adds.
-    fn make_event(
-        &self,
-        object: &ObjectReference,
-        annotations: BTreeMap<String, String>,
-        type_: EventType,
-        reason: &str,
-        message: String,
-    ) -> Event {
         let now = self.clock.now();
-        let namespace = object
-            .namespace
-            .clone()
-            .filter(|ns| !ns.is_empty())
-            .unwrap_or_else(|| "default".to_owned());
-        Event {
+        let event = Event {
             metadata: ObjectMeta {
-                name: Some(event_name(object.name.as_deref().unwrap_or_default(), now)),
-                namespace: Some(namespace),
                 annotations: Some(annotations).filter(|a| !a.is_empty()),
-                ..ObjectMeta::default()
+                ..event_metadata(object, now)
             },
             involved_object: object.clone(),
             reason: Some(reason.to_owned()),
@@ -119,6 +101,7 @@ impl EventRecorder {
             reporting_component: self.source.component.clone(),
             reporting_instance: self.source.host.clone(),
             ..Event::default()
-        }
+        };
+        self.fanout.emit(event);
     }
 }

@@ -31,14 +31,14 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event, EventSeries};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kclient_core::GroupVersion;
 use kclient_discovery::{Discovery, DiscoveryClient};
 use kclient_typed::Clientset;
 use serde_json::{json, Value};
 use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
-use super::clock::{event_name, EventClock};
+use super::clock::{event_metadata, EventClock};
 use super::fanout::{EventMetrics, EventWatcher, Fanout, Shutdown};
 use super::sink::{after_failure, patch_or_create, write_with_retries, Attempt, EventSink};
 use super::{
@@ -213,13 +213,9 @@ impl EventsV1Broadcaster {
     /// Calls `handler` with every event (client-go's `StartEventWatcher`).
     pub fn start_event_watcher(
         &self,
-        mut handler: impl FnMut(&Event) + Send + 'static,
+        handler: impl FnMut(&Event) + Send + 'static,
     ) -> Result<EventWatcher, EventError> {
-        self.fanout.start(move |mut events| async move {
-            while let Some(event) = events.recv().await {
-                handler(&event);
-            }
-        })
+        self.fanout.watch(handler)
     }
 
     /// Logs every event with `tracing` at the info level (client-go's `StartLogging`).
@@ -340,15 +336,31 @@ impl SeriesCache {
             }
         };
         if let Some(event) = to_write {
-            let sleep = self.options.sleep_duration;
-            let delay = |_| jitter(sleep, 0.25);
-            let sink = &*self.sink;
-            let event_ref = &event;
-            let written = write_with_retries(delay, || record_event(sink, event_ref)).await;
-            if written.is_some() {
-                self.note_written(&key, &event);
-            }
+            self.write(&key, &event).await;
         }
+    }
+
+    /// Writes `event`, kept under `key`, with retries (every wait jittered by up to 25%),
+    /// and notes the count written.
+    async fn write(&mut self, key: &str, event: &Event) {
+        let sleep = self.options.sleep_duration;
+        let delay = |_| jitter(sleep, 0.25);
+        let sink = &*self.sink;
+        if write_with_retries(delay, || record_event(sink, event))
+            .await
+            .is_some()
+        {
+            self.note_written(key, event);
+        }
+    }
+
+    /// The keys and copies of the kept events that `wanted` picks.
+    fn kept(&self, wanted: impl Fn(&Kept) -> bool) -> Vec<(String, Event)> {
+        self.events
+            .iter()
+            .filter(|(_, kept)| wanted(kept))
+            .map(|(key, kept)| (key.clone(), kept.event.clone()))
+            .collect()
     }
 
     fn note_written(&mut self, key: &str, event: &Event) {
@@ -390,16 +402,7 @@ impl SeriesCache {
     /// client-go's `refreshExistingEventSeries`: writes every open series again, keeping
     /// what the server stored.
     async fn refresh(&mut self) {
-        let keys: Vec<String> = self.events.keys().cloned().collect();
-        for key in keys {
-            let Some(event) = self
-                .events
-                .get(&key)
-                .filter(|kept| kept.event.series.is_some())
-                .map(|kept| kept.event.clone())
-            else {
-                continue;
-            };
+        for (key, event) in self.kept(|kept| kept.event.series.is_some()) {
             if let Attempt::Written(stored) = record_event(&*self.sink, &event).await {
                 self.note_written(&key, &stored);
                 if let Some(kept) = self.events.get_mut(&key) {
@@ -411,29 +414,12 @@ impl SeriesCache {
 
     /// Writes the series whose count changed since it was last written.
     async fn flush(&mut self) {
-        let keys: Vec<String> = self.events.keys().cloned().collect();
-        for key in keys {
-            let Some(event) = self
-                .events
-                .get(&key)
-                .filter(|kept| {
-                    kept.event.series.as_ref().map(|s| s.count) != kept.written_count
-                        && kept.event.series.is_some()
-                })
-                .map(|kept| kept.event.clone())
-            else {
-                continue;
-            };
-            let sleep = self.options.sleep_duration;
-            let sink = &*self.sink;
-            let event_ref = &event;
-            let delay = |_| jitter(sleep, 0.25);
-            if write_with_retries(delay, || record_event(sink, event_ref))
-                .await
-                .is_some()
-            {
-                self.note_written(&key, &event);
-            }
+        let changed = |kept: &Kept| {
+            kept.event.series.as_ref().map(|s| s.count) != kept.written_count
+                && kept.event.series.is_some()
+        };
+        for (key, event) in self.kept(changed) {
+            self.write(&key, &event).await;
         }
     }
 }
@@ -484,20 +470,8 @@ impl EventsV1Recorder {
         note: impl fmt::Display,
     ) {
         let now = self.clock.now();
-        let namespace = regarding
-            .namespace
-            .clone()
-            .filter(|ns| !ns.is_empty())
-            .unwrap_or_else(|| "default".to_owned());
         let event = Event {
-            metadata: ObjectMeta {
-                name: Some(event_name(
-                    regarding.name.as_deref().unwrap_or_default(),
-                    now,
-                )),
-                namespace: Some(namespace),
-                ..ObjectMeta::default()
-            },
+            metadata: event_metadata(regarding, now),
             event_time: Some(MicroTime(now)),
             series: None,
             reporting_controller: Some(self.reporting_controller.clone()),

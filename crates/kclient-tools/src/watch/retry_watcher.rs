@@ -93,23 +93,6 @@ where
     where
         L: ListerWatcher<K> + 'static,
     {
-        Self::with_restart_delay(
-            initial_resource_version,
-            lister_watcher,
-            cancel,
-            MIN_RESTART_DELAY,
-        )
-    }
-
-    fn with_restart_delay<L>(
-        initial_resource_version: &str,
-        lister_watcher: L,
-        cancel: CancellationToken,
-        min_restart_delay: Duration,
-    ) -> Result<Self, RetryWatcherError>
-    where
-        L: ListerWatcher<K> + 'static,
-    {
         if matches!(initial_resource_version, "" | "0") {
             return Err(RetryWatcherError::UnsupportedResourceVersion(
                 initial_resource_version.to_owned(),
@@ -121,7 +104,6 @@ where
             last_resource_version: initial_resource_version.to_owned(),
             watch: None,
             next_start: Instant::now(),
-            min_restart_delay,
             stop: stop.clone(),
             done: false,
         };
@@ -169,7 +151,6 @@ struct State<K, L: ListerWatcher<K>> {
     /// When the next watch may start: at least the minimum restart delay after the last
     /// start, and after a server-requested retry delay.
     next_start: Instant,
-    min_restart_delay: Duration,
     stop: CancellationToken,
     done: bool,
 }
@@ -260,7 +241,7 @@ where
                 _ = self.stop.cancelled() => return None,
                 _ = sleep_until(self.next_start) => {}
             }
-            self.next_start = Instant::now() + self.min_restart_delay;
+            self.next_start = Instant::now() + MIN_RESTART_DELAY;
             let options = ListOptions::default()
                 .resource_version(self.last_resource_version.clone())
                 .allow_watch_bookmarks(true)
