@@ -1,13 +1,15 @@
 //! [`Manager`]: several controllers on one informer factory, with leader election, probes,
 //! metrics and graceful shutdown.
 
+mod election;
+mod endpoints;
+
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use http::StatusCode;
 use kclient_cache::{InformerSynced, SharedInformerFactory};
 use kclient_core::{BoxError, CancellationToken, Resource};
 use kclient_tools::events::EventBroadcaster;
@@ -17,13 +19,13 @@ use kclient_tools::leaderelection::{
 };
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
 
+use self::election::{leader_callbacks, run_elected, spawn_warm, Election, Phase};
+use self::endpoints::{built_in_checks, checker, metrics_routes, probe_routes, spawn_server};
 use crate::config::{DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
 use crate::controller::{Controller, Leadership, RunEnv};
 use crate::error::ControllerError;
-use crate::health::{CheckError, Checker, Checks};
-use crate::http::{serve, Reply, Routes};
+use crate::health::{CheckError, Checks};
 use crate::metrics::ControllerMetrics;
 use crate::reconciler::Reconciler;
 
@@ -130,28 +132,6 @@ impl<C: Send + Sync + 'static> Informers for SharedInformerFactory<C> {
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(SharedInformerFactory::shutdown(self))
     }
-}
-
-/// A leader elector, without its lock type.
-trait Election: Send + Sync {
-    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, ()>;
-}
-
-impl<L: Lock + 'static> Election for LeaderElector<L> {
-    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, ()> {
-        Box::pin(LeaderElector::run(self, cancel))
-    }
-}
-
-/// Where a replica is in the election.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Waiting to lead.
-    Candidate,
-    /// Running the controllers.
-    Leading,
-    /// Done: stopped before leading, or the controllers' run ended.
-    Finished,
 }
 
 /// What the manager and its leader callbacks share.
@@ -430,50 +410,6 @@ impl ManagerBuilder {
             shared,
         })
     }
-}
-
-/// The leader's work: the controllers, until the manager stops (gracefully, still leading)
-/// or the leader token fires (leadership lost: at once).
-fn leader_callbacks(shared: &Arc<Shared>, on_new_leader: Option<NewLeader>) -> LeaderCallbacks {
-    let shared = Arc::clone(shared);
-    let callbacks = match on_new_leader {
-        Some(f) => LeaderCallbacks::new().on_new_leader(move |leader| f(leader)),
-        None => LeaderCallbacks::new(),
-    };
-    callbacks
-        .on_started_leading(move |token| {
-            let shared = Arc::clone(&shared);
-            async move {
-                {
-                    let mut phase = shared.phase.lock();
-                    if *phase != Phase::Candidate {
-                        return;
-                    }
-                    *phase = Phase::Leading;
-                }
-                tracing::info!("leading: starting the controllers");
-                shared.leadership.send_replace(Some(Leadership {
-                    abort: token.cancellation_token().clone(),
-                    token: token.clone(),
-                }));
-                let cold = shared.take_controllers();
-                let errors = run_controllers(cold, || shared.elected_env()).await;
-                shared.errors.lock().extend(errors);
-                // The warm controllers' workers run under this leadership too.
-                let lost = token.cancellation_token();
-                tokio::select! {
-                    () = shared.warm_done.cancelled() => {}
-                    () = lost.cancelled(), if shared.follow => {
-                        // A graceful leader transition: a follower again.
-                        shared.leadership.send_replace(None);
-                        *shared.phase.lock() = Phase::Candidate;
-                        return;
-                    }
-                }
-                *shared.phase.lock() = Phase::Finished;
-            }
-        })
-        .on_stopped_leading(|| tracing::info!("left the leader election"))
 }
 
 /// Runs several controllers on one [`SharedInformerFactory`], with leader
@@ -766,40 +702,6 @@ impl Manager {
     }
 }
 
-/// `check` as a [`Checker`].
-fn checker<E: Into<BoxError>>(
-    check: impl Fn() -> Result<(), E> + Send + Sync + 'static,
-) -> Checker {
-    Arc::new(move || check().map_err(Into::into))
-}
-
-/// The built-in checks: `/healthz`'s `leaderElection` (with a watch dog), `/readyz`'s
-/// `informer-sync`.
-fn built_in_checks(shared: &Arc<Shared>, watch_dog: Option<HealthzAdaptor>) -> (Checks, Checks) {
-    let mut healthz = Checks::default();
-    if let Some(watch_dog) = watch_dog {
-        let check = checker(move || {
-            watch_dog
-                .check()
-                .map_err(|e| format!("leader election: {e}"))
-        });
-        // A fresh set: neither the name nor its uniqueness can fail.
-        let _ = healthz.add("healthz", "leaderElection", check);
-    }
-    let mut readyz = Checks::default();
-    let shared = Arc::clone(shared);
-    let synced = checker(move || {
-        let unsynced = shared.unsynced();
-        if unsynced.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("caches not synced: {}", unsynced.join(", ")))
-        }
-    });
-    let _ = readyz.add("readyz", "informer-sync", synced);
-    (healthz, readyz)
-}
-
 /// Waits up to `timeout` for the runnables to end (they were told to stop); drops those
 /// still running then, and names them (none when the timeout is zero: not waiting was
 /// asked for).
@@ -919,105 +821,4 @@ async fn run_standalone(shared: &Shared) {
         shared.stop.cancelled().await;
     }
     shared.errors.lock().extend(errors);
-}
-
-/// Starts the controllers that warm up: their queues, handlers and caches now, their
-/// workers once this replica leads. Their failure (a cache that never syncs) ends the
-/// election (`leave`).
-fn spawn_warm(shared: &Arc<Shared>, leave: &CancellationToken) -> tokio::task::JoinHandle<()> {
-    let (shared, leave) = (Arc::clone(shared), leave.clone());
-    let warm = shared.take_warm();
-    tokio::spawn(async move {
-        let errors = run_controllers(warm, || shared.elected_env()).await;
-        if !errors.is_empty() {
-            shared.errors.lock().extend(errors);
-            leave.cancel();
-        }
-        shared.warm_done.cancel();
-    })
-}
-
-/// Under the election: the leader callbacks run the controllers while this replica leads.
-async fn run_elected(
-    shared: &Arc<Shared>,
-    elector: &dyn Election,
-    leave: CancellationToken,
-) -> Result<(), ManagerError> {
-    // Stopped while a candidate: leave the election. While leading, the controllers stop
-    // gracefully and their end steps down (and releases).
-    let candidate_stop = tokio::spawn({
-        let (shared, leave) = (Arc::clone(shared), leave.clone());
-        async move {
-            shared.stop.cancelled().await;
-            let mut phase = shared.phase.lock();
-            if *phase == Phase::Candidate {
-                *phase = Phase::Finished;
-                leave.cancel();
-            }
-        }
-    });
-    while !shared.stop.is_cancelled() {
-        elector.run(leave.clone()).await;
-        let following = shared.follow && *shared.phase.lock() == Phase::Candidate;
-        if !following || leave.is_cancelled() {
-            break;
-        }
-        tracing::info!("leadership lost: standing for election again");
-    }
-    candidate_stop.abort();
-    if shared.stop.is_cancelled() {
-        return Ok(());
-    }
-    let errors = std::mem::take(&mut *shared.errors.lock());
-    if !errors.is_empty() {
-        return Err(ManagerError::Controllers(errors));
-    }
-    Err(ManagerError::LeaderElectionLost)
-}
-
-fn spawn_server(
-    listener: std::net::TcpListener,
-    routes: Routes,
-    stop: &CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    let stop = stop.clone();
-    tokio::spawn(async move {
-        match TcpListener::from_std(listener) {
-            Ok(listener) => serve(listener, routes, stop).await,
-            Err(error) => tracing::error!(%error, "cannot serve an endpoint"),
-        }
-    })
-}
-
-/// `/healthz` and `/readyz`, with their checks' sub-paths.
-fn probe_routes(healthz: Checks, readyz: Checks) -> Routes {
-    Arc::new(move |path, query| {
-        if let Some(rest) = path.strip_prefix("/healthz") {
-            return healthz.serve(rest, query);
-        }
-        if let Some(rest) = path.strip_prefix("/readyz") {
-            return readyz.serve(rest, query);
-        }
-        None
-    })
-}
-
-/// `/metrics`: the registry in the OpenMetrics text format.
-fn metrics_routes(registry: Arc<Registry>) -> Routes {
-    Arc::new(move |path, _| {
-        (path == "/metrics").then(|| {
-            let mut text = String::new();
-            match prometheus_client::encoding::text::encode(&mut text, &registry) {
-                Ok(()) => Reply {
-                    status: StatusCode::OK,
-                    content_type: "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    body: text,
-                },
-                Err(error) => Reply::text(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("cannot encode the metrics: {error}\n"),
-                ),
-            }
-        })
-    })
 }
