@@ -134,6 +134,8 @@ pub mod shared_informer;
 pub mod store;
 mod store_key;
 mod stored;
+#[cfg(test)]
+mod test_objects;
 pub mod testing;
 pub mod thread_safe_store;
 pub mod transaction;
