@@ -63,6 +63,7 @@ use foldhash::fast::RandomState;
 use kclient_core::{DeletedFinalStateUnknown, DeletedObject, Resource};
 
 use crate::delta::{Delta, Deltas};
+use crate::intake::Intake;
 use crate::key_func::{KeyFunc, KeyFuncError};
 use crate::metrics::CacheMetrics;
 use crate::queue::{
@@ -70,7 +71,7 @@ use crate::queue::{
 };
 use crate::representation::EncodedList;
 use crate::store::{KeyListerGetter, Store, StoreError};
-use crate::transform::{transform, TransformFunc};
+use crate::transform::TransformFunc;
 
 /// How to build a [`DeltaFifo`] (client-go's `DeltaFIFOOptions`).
 pub struct DeltaFifoOptions<K> {
@@ -154,10 +155,9 @@ impl<K> State<K> {
 /// client-go's `DeltaFIFO`; see the [module docs](self).
 pub struct DeltaFifo<K> {
     guarded: Guarded<State<K>>,
-    key_func: KeyFunc<K>,
+    intake: Intake<K>,
     known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
     emit_delta_type_replaced: bool,
-    transformer: Option<TransformFunc<K>>,
 }
 
 impl<K> fmt::Debug for DeltaFifo<K> {
@@ -187,16 +187,15 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
                 },
                 options.metrics,
             ),
-            key_func: options.key_function.unwrap_or_else(KeyFunc::meta_namespace),
+            intake: Intake::new(options.key_function, options.transformer),
             known_objects: options.known_objects,
             emit_delta_type_replaced: options.emit_delta_type_replaced,
-            transformer: options.transformer,
         }
     }
 
     /// client-go's `KeyOf`: a tombstone's recorded key, otherwise the key function's.
     pub fn key_of(&self, delta: &Delta<K>) -> Result<String, KeyFuncError> {
-        delta.key(&self.key_func)
+        self.intake.key_of(delta)
     }
 
     fn enqueue(&self, key: String, delta: Delta<K>) {
@@ -242,16 +241,14 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
 
     /// Queues an `Added` delta (client-go's `Add`).
     pub fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let obj = transform(self.transformer.as_ref(), obj)?;
-        let key = self.key_func.key(&obj)?;
+        let (key, obj) = self.intake.object(obj)?;
         self.enqueue(key, Delta::Added(obj));
         Ok(())
     }
 
     /// Queues an `Updated` delta (client-go's `Update`).
     pub fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let obj = transform(self.transformer.as_ref(), obj)?;
-        let key = self.key_func.key(&obj)?;
+        let (key, obj) = self.intake.object(obj)?;
         self.enqueue(key, Delta::Updated(obj));
         Ok(())
     }
@@ -259,14 +256,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
     /// Queues a `Deleted` delta, unless the key is neither queued nor known to the consumer
     /// (then the deletion was reported already, by the relist that dropped it).
     pub fn delete(&self, obj: impl Into<DeletedObject<K>>) -> Result<(), StoreError> {
-        let obj = match obj.into() {
-            DeletedObject::Object(o) => {
-                DeletedObject::Object(transform(self.transformer.as_ref(), o)?)
-            }
-            tombstone => tombstone,
-        };
-        let delta = Delta::Deleted(obj);
-        let key = self.key_of(&delta)?;
+        let (key, delta) = self.intake.deleted(obj.into())?;
         let depth = {
             let mut state = self.guarded.state.lock();
             state.populated = true;
@@ -298,8 +288,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
     pub fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
         let mut listed = Vec::with_capacity(list.len());
         for obj in list {
-            let obj = transform(self.transformer.as_ref(), obj)?;
-            listed.push((self.key_func.key(&obj)?, obj));
+            listed.push(self.intake.object(obj)?);
         }
         let depth = {
             let mut state = self.guarded.state.lock();
@@ -385,7 +374,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
                     continue;
                 };
                 // The FIFO's key function may differ from the consumer's.
-                let id = self.key_func.key(&obj)?;
+                let id = self.intake.key_func().key(&obj)?;
                 if state.has_deltas(&id) {
                     continue;
                 }
@@ -429,7 +418,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
 
     /// The deltas queued for the key of `obj`.
     pub fn get(&self, obj: &K) -> Result<Option<Deltas<K>>, StoreError> {
-        Ok(self.get_by_key(&self.key_func.key(obj)?))
+        Ok(self.get_by_key(&self.intake.key_func().key(obj)?))
     }
 
     /// The newest known object of every queued key (tombstones without a last state are

@@ -119,6 +119,7 @@ pub mod index;
 pub mod indexer;
 pub mod informer_queue;
 mod initial_events;
+mod intake;
 pub mod key_func;
 pub mod list_watch;
 mod listener;

@@ -54,6 +54,7 @@ use foldhash::fast::RandomState;
 use kclient_core::{DeletedObject, Resource};
 
 use crate::delta::{BookmarkInfo, Delta, Deltas, ReplacedAllInfo};
+use crate::intake::Intake;
 use crate::key_func::{KeyFunc, KeyFuncError};
 use crate::metrics::CacheMetrics;
 use crate::queue::{
@@ -61,7 +62,7 @@ use crate::queue::{
 };
 use crate::representation::EncodedList;
 use crate::store::{Store, StoreError};
-use crate::transform::{transform, TransformFunc};
+use crate::transform::TransformFunc;
 
 /// client-go's `defaultBatchSize`.
 pub const DEFAULT_BATCH_SIZE: usize = 1000;
@@ -110,8 +111,7 @@ impl<K> State<K> {
 /// client-go's `RealFIFO`; see the [module docs](self).
 pub struct RealFifo<K> {
     guarded: Guarded<State<K>>,
-    key_func: KeyFunc<K>,
-    transformer: Option<TransformFunc<K>>,
+    intake: Intake<K>,
     batch_size: usize,
 }
 
@@ -140,8 +140,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
                 },
                 options.metrics,
             ),
-            key_func: options.key_function.unwrap_or_else(KeyFunc::meta_namespace),
-            transformer: options.transformer,
+            intake: Intake::new(options.key_function, options.transformer),
             batch_size: options.batch_size.max(1),
         }
     }
@@ -149,7 +148,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
     /// The key of a delta: a tombstone's recorded key, otherwise the key function's; an
     /// error for the whole-store deltas.
     pub fn key_of(&self, delta: &Delta<K>) -> Result<String, KeyFuncError> {
-        delta.key(&self.key_func)
+        self.intake.key_of(delta)
     }
 
     fn push(&self, delta: Delta<K>, first_replace: bool) {
@@ -169,30 +168,21 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
 
     /// Queues an `Added` delta.
     pub fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let obj = transform(self.transformer.as_ref(), obj)?;
-        self.key_func.key(&obj)?;
+        let (_, obj) = self.intake.object(obj)?;
         self.push(Delta::Added(obj), false);
         Ok(())
     }
 
     /// Queues an `Updated` delta.
     pub fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let obj = transform(self.transformer.as_ref(), obj)?;
-        self.key_func.key(&obj)?;
+        let (_, obj) = self.intake.object(obj)?;
         self.push(Delta::Updated(obj), false);
         Ok(())
     }
 
     /// Queues a `Deleted` delta (always: the consumer knows whether it held the object).
     pub fn delete(&self, obj: impl Into<DeletedObject<K>>) -> Result<(), StoreError> {
-        let obj = match obj.into() {
-            DeletedObject::Object(o) => {
-                DeletedObject::Object(transform(self.transformer.as_ref(), o)?)
-            }
-            tombstone => tombstone,
-        };
-        let delta = Delta::Deleted(obj);
-        self.key_of(&delta)?;
+        let (_, delta) = self.intake.deleted(obj.into())?;
         self.push(delta, false);
         Ok(())
     }
@@ -203,8 +193,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
     pub fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
         let mut objects = Vec::with_capacity(list.len());
         for obj in list {
-            let obj = transform(self.transformer.as_ref(), obj)?;
-            self.key_func.key(&obj)?;
+            let (_, obj) = self.intake.object(obj)?;
             objects.push(obj);
         }
         let info = ReplacedAllInfo {
