@@ -67,7 +67,8 @@ use crate::intake::Intake;
 use crate::key_func::{KeyFunc, KeyFuncError};
 use crate::metrics::CacheMetrics;
 use crate::queue::{
-    fifo_store_and_queue, pop_result, Guarded, PopError, ProcessError, Queue, SyncedState,
+    fifo_store_and_queue, pop_result, Guarded, PopError, Population, ProcessError, Queue,
+    SyncedState,
 };
 use crate::representation::EncodedList;
 use crate::store::{KeyListerGetter, Store, StoreError};
@@ -112,23 +113,18 @@ struct InFlight<K> {
 struct State<K> {
     items: HashMap<String, Deltas<K>, RandomState>,
     queue: VecDeque<String>,
-    populated: bool,
-    initial_population_count: usize,
+    population: Population,
     in_flight: HashMap<String, InFlight<K>, RandomState>,
     pops: u64,
 }
 
 impl<K> SyncedState for State<K> {
-    fn has_synced(&self) -> bool {
-        State::has_synced(self)
+    fn population(&self) -> &Population {
+        &self.population
     }
 }
 
 impl<K> State<K> {
-    fn has_synced(&self) -> bool {
-        self.populated && self.initial_population_count == 0
-    }
-
     /// client-go's `queueActionLocked`: appends, dedups, and queues the key on its first
     /// delta.
     fn queue_action(&mut self, key: String, delta: Delta<K>) {
@@ -165,8 +161,11 @@ impl<K> fmt::Debug for DeltaFifo<K> {
         let state = self.guarded.state.lock();
         f.debug_struct("DeltaFifo")
             .field("queued_keys", &state.queue.len())
-            .field("populated", &state.populated)
-            .field("initial_population_count", &state.initial_population_count)
+            .field("populated", &state.population.populated)
+            .field(
+                "initial_population_count",
+                &state.population.initial_population_count,
+            )
             .field("closed", &self.guarded.is_closed())
             .finish_non_exhaustive()
     }
@@ -180,8 +179,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
                 State {
                     items: HashMap::default(),
                     queue: VecDeque::new(),
-                    populated: false,
-                    initial_population_count: 0,
+                    population: Population::default(),
                     in_flight: HashMap::default(),
                     pops: 0,
                 },
@@ -201,7 +199,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
     fn enqueue(&self, key: String, delta: Delta<K>) {
         let depth = {
             let mut state = self.guarded.state.lock();
-            state.populated = true;
+            state.population.written();
             state.queue_action(key, delta);
             state.queue.len()
         };
@@ -259,7 +257,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
         let (key, delta) = self.intake.deleted(obj.into())?;
         let depth = {
             let mut state = self.guarded.state.lock();
-            state.populated = true;
+            state.population.written();
             if !state.items.contains_key(&key) && !self.known(&state, &key) {
                 return Ok(());
             }
@@ -343,10 +341,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
                 state.queue_action(key, Delta::Deleted(DeletedObject::Tombstone(tombstone)));
             }
 
-            if !state.populated {
-                state.populated = true;
-                state.initial_population_count = keys.len() + queued_deletions;
-            }
+            state.population.replaced(keys.len() + queued_deletions);
             state.queue.len()
         };
         self.guarded.queued(depth);
@@ -403,7 +398,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
     }
 
     fn add_if_not_present_locked(state: &mut State<K>, key: String, deltas: Deltas<K>) {
-        state.populated = true;
+        state.population.written();
         if state.items.contains_key(&key) {
             return;
         }
@@ -448,8 +443,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
                 while let Some(key) = state.queue.pop_front() {
                     let Some(deltas) = state.items.remove(&key) else {
                         tracing::error!(key, "inconceivable: key queued without deltas; ignoring");
-                        state.initial_population_count =
-                            state.initial_population_count.saturating_sub(1);
+                        state.population.popped(1);
                         continue;
                     };
                     state.pops += 1;
@@ -464,7 +458,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
                             .insert(key.clone(), InFlight { pop, outcome });
                     }
                     let depth = state.queue.len();
-                    return Some((pop, key, deltas, !state.has_synced(), depth));
+                    return Some((pop, key, deltas, !state.population.has_synced(), depth));
                 }
                 None
             })
@@ -479,7 +473,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
             if state.in_flight.get(&key).is_some_and(|f| f.pop == pop) {
                 state.in_flight.remove(&key);
             }
-            state.initial_population_count = state.initial_population_count.saturating_sub(1);
+            state.population.popped(1);
             if requeue {
                 Self::add_if_not_present_locked(&mut state, key, deltas.clone());
             }

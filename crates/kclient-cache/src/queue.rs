@@ -92,13 +92,48 @@ pub trait Queue<K>: Store<K> {
     }
 }
 
-/// What both FIFOs share: their state behind one lock, the wake-up for waiting pops, the
-/// closed flag and the metrics around a pop.
-/// The part of a FIFO's state that tells whether it has synced.
-pub(crate) trait SyncedState {
-    fn has_synced(&self) -> bool;
+/// Where a FIFO stands towards its first sync: whether anything was written (before the
+/// first replace, a write syncs the queue), and how many entries of the first replace are
+/// still to be popped.
+#[derive(Default)]
+pub(crate) struct Population {
+    pub(crate) populated: bool,
+    pub(crate) initial_population_count: usize,
 }
 
+impl Population {
+    /// Whether the queue has synced: written to, and the first replace's entries popped.
+    pub(crate) fn has_synced(&self) -> bool {
+        self.populated && self.initial_population_count == 0
+    }
+
+    /// After a write other than a replace.
+    pub(crate) fn written(&mut self) {
+        self.populated = true;
+    }
+
+    /// After a replace that left `count` entries to pop: the first write decides, so only a
+    /// replace before any other write sets what the sync waits for.
+    pub(crate) fn replaced(&mut self, count: usize) {
+        if !self.populated {
+            self.populated = true;
+            self.initial_population_count = count;
+        }
+    }
+
+    /// After `n` entries were popped.
+    pub(crate) fn popped(&mut self, n: usize) {
+        self.initial_population_count = self.initial_population_count.saturating_sub(n);
+    }
+}
+
+/// A FIFO's state, which holds its [`Population`].
+pub(crate) trait SyncedState {
+    fn population(&self) -> &Population;
+}
+
+/// What the FIFOs share: their state behind one lock, the wake-up for waiting pops, the
+/// closed flag and the metrics around a pop.
 pub(crate) struct Guarded<S> {
     pub(crate) state: Mutex<S>,
     ready: Notify,
@@ -139,7 +174,8 @@ impl<S> Guarded<S> {
     where
         S: SyncedState,
     {
-        if !self.synced_flag.load(Ordering::Acquire) && self.state.lock().has_synced() {
+        if !self.synced_flag.load(Ordering::Acquire) && self.state.lock().population().has_synced()
+        {
             self.synced_flag.store(true, Ordering::Release);
             self.synced.send_replace(true);
         }
@@ -261,7 +297,7 @@ macro_rules! fifo_store_and_queue {
             }
 
             fn has_synced(&self) -> bool {
-                self.guarded.state.lock().has_synced()
+                self.guarded.state.lock().population().has_synced()
             }
 
             fn wait_synced(&self) -> impl std::future::Future<Output = ()> + Send {

@@ -58,7 +58,8 @@ use crate::intake::Intake;
 use crate::key_func::{KeyFunc, KeyFuncError};
 use crate::metrics::CacheMetrics;
 use crate::queue::{
-    fifo_store_and_queue, pop_result, Guarded, PopError, ProcessError, Queue, SyncedState,
+    fifo_store_and_queue, pop_result, Guarded, PopError, Population, ProcessError, Queue,
+    SyncedState,
 };
 use crate::representation::EncodedList;
 use crate::store::{Store, StoreError};
@@ -92,19 +93,12 @@ impl<K> Default for RealFifoOptions<K> {
 
 struct State<K> {
     items: VecDeque<Delta<K>>,
-    populated: bool,
-    initial_population_count: usize,
+    population: Population,
 }
 
 impl<K> SyncedState for State<K> {
-    fn has_synced(&self) -> bool {
-        State::has_synced(self)
-    }
-}
-
-impl<K> State<K> {
-    fn has_synced(&self) -> bool {
-        self.populated && self.initial_population_count == 0
+    fn population(&self) -> &Population {
+        &self.population
     }
 }
 
@@ -120,8 +114,11 @@ impl<K> fmt::Debug for RealFifo<K> {
         let state = self.guarded.state.lock();
         f.debug_struct("RealFifo")
             .field("queued", &state.items.len())
-            .field("populated", &state.populated)
-            .field("initial_population_count", &state.initial_population_count)
+            .field("populated", &state.population.populated)
+            .field(
+                "initial_population_count",
+                &state.population.initial_population_count,
+            )
             .field("closed", &self.guarded.is_closed())
             .field("batch_size", &self.batch_size)
             .finish_non_exhaustive()
@@ -135,8 +132,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
             guarded: Guarded::new(
                 State {
                     items: VecDeque::new(),
-                    populated: false,
-                    initial_population_count: 0,
+                    population: Population::default(),
                 },
                 options.metrics,
             ),
@@ -155,11 +151,11 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
         let depth = {
             let mut state = self.guarded.state.lock();
             state.items.push_back(delta);
-            if !state.populated {
-                state.populated = true;
-                if first_replace {
-                    state.initial_population_count = state.items.len();
-                }
+            if first_replace {
+                let count = state.items.len();
+                state.population.replaced(count);
+            } else {
+                state.population.written();
             }
             state.items.len()
         };
@@ -268,11 +264,12 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
         if state.items.is_empty() {
             return None;
         }
-        let is_in_initial_list = !state.has_synced();
+        let is_in_initial_list = !state.population.has_synced();
         let mut keys = HashSet::<String, RandomState>::default();
+        let initial = state.population.initial_population_count;
         let mut take = 0;
         for (i, delta) in state.items.iter().enumerate().take(self.batch_size) {
-            if state.initial_population_count > 0 && i >= state.initial_population_count {
+            if initial > 0 && i >= initial {
                 break;
             }
             // client-go's `batchable`: a whole-store delta or a bookmark pops alone.
@@ -326,8 +323,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
                     state.items.push_front(delta.clone());
                 }
             } else {
-                state.initial_population_count =
-                    state.initial_population_count.saturating_sub(batch.len());
+                state.population.popped(batch.len());
             }
         }
         if requeue {
