@@ -158,15 +158,8 @@ pub struct DeltaFifo<K> {
 
 impl<K> fmt::Debug for DeltaFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.guarded.state.lock();
-        f.debug_struct("DeltaFifo")
-            .field("queued_keys", &state.queue.len())
-            .field("populated", &state.population.populated)
-            .field(
-                "initial_population_count",
-                &state.population.initial_population_count,
-            )
-            .field("closed", &self.guarded.is_closed())
+        self.guarded
+            .debug_struct(f, "DeltaFifo", "queued_keys", |state| state.queue.len())
             .finish_non_exhaustive()
     }
 }

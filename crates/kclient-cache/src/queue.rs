@@ -8,6 +8,7 @@
 //! lock gave.) A closed queue still hands out what it holds, then fails with
 //! [`PopError::Closed`], like a closed Go channel.
 
+use std::fmt;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -196,6 +197,32 @@ impl<S> Guarded<S> {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
+    }
+
+    /// A FIFO's `Debug`, named `name`: how many entries are queued (`queued` of the state,
+    /// shown as `label`), its population and whether it is closed. The FIFO adds its own
+    /// fields and finishes it.
+    pub(crate) fn debug_struct<'a, 'b>(
+        &self,
+        f: &'a mut fmt::Formatter<'b>,
+        name: &str,
+        label: &str,
+        queued: impl FnOnce(&S) -> usize,
+    ) -> fmt::DebugStruct<'a, 'b>
+    where
+        S: SyncedState,
+    {
+        let state = self.state.lock();
+        let population = state.population();
+        let mut d = f.debug_struct(name);
+        d.field(label, &queued(&state))
+            .field("populated", &population.populated)
+            .field(
+                "initial_population_count",
+                &population.initial_population_count,
+            )
+            .field("closed", &self.is_closed());
+        d
     }
 
     /// Waits until `take` finds something under the lock. The closed flag is read only when

@@ -111,15 +111,8 @@ pub struct RealFifo<K> {
 
 impl<K> fmt::Debug for RealFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.guarded.state.lock();
-        f.debug_struct("RealFifo")
-            .field("queued", &state.items.len())
-            .field("populated", &state.population.populated)
-            .field(
-                "initial_population_count",
-                &state.population.initial_population_count,
-            )
-            .field("closed", &self.guarded.is_closed())
+        self.guarded
+            .debug_struct(f, "RealFifo", "queued", |state| state.items.len())
             .field("batch_size", &self.batch_size)
             .finish_non_exhaustive()
     }
