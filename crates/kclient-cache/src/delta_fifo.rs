@@ -230,18 +230,21 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
         keys
     }
 
+    /// Queues `delta` of `obj` transformed, under its key.
+    fn enqueue_object(&self, obj: Arc<K>, delta: fn(Arc<K>) -> Delta<K>) -> Result<(), StoreError> {
+        let (key, obj) = self.intake.object(obj)?;
+        self.enqueue(key, delta(obj));
+        Ok(())
+    }
+
     /// Queues an `Added` delta (client-go's `Add`).
     pub fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let (key, obj) = self.intake.object(obj)?;
-        self.enqueue(key, Delta::Added(obj));
-        Ok(())
+        self.enqueue_object(obj, Delta::Added)
     }
 
     /// Queues an `Updated` delta (client-go's `Update`).
     pub fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let (key, obj) = self.intake.object(obj)?;
-        self.enqueue(key, Delta::Updated(obj));
-        Ok(())
+        self.enqueue_object(obj, Delta::Updated)
     }
 
     /// Queues a `Deleted` delta, unless the key is neither queued nor known to the consumer

@@ -155,18 +155,21 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
         self.guarded.queued(depth);
     }
 
+    /// Queues `delta` of `obj` transformed (which must have a key).
+    fn push_object(&self, obj: Arc<K>, delta: fn(Arc<K>) -> Delta<K>) -> Result<(), StoreError> {
+        let (_, obj) = self.intake.object(obj)?;
+        self.push(delta(obj), false);
+        Ok(())
+    }
+
     /// Queues an `Added` delta.
     pub fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let (_, obj) = self.intake.object(obj)?;
-        self.push(Delta::Added(obj), false);
-        Ok(())
+        self.push_object(obj, Delta::Added)
     }
 
     /// Queues an `Updated` delta.
     pub fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let (_, obj) = self.intake.object(obj)?;
-        self.push(Delta::Updated(obj), false);
-        Ok(())
+        self.push_object(obj, Delta::Updated)
     }
 
     /// Queues a `Deleted` delta (always: the consumer knows whether it held the object).
