@@ -63,14 +63,16 @@ use foldhash::fast::RandomState;
 use kclient_core::{DeletedFinalStateUnknown, DeletedObject, Resource};
 
 use crate::delta::{Delta, Deltas};
+use crate::intake::Intake;
 use crate::key_func::{KeyFunc, KeyFuncError};
 use crate::metrics::CacheMetrics;
 use crate::queue::{
-    fifo_store_and_queue, pop_result, Guarded, PopError, ProcessError, Queue, SyncedState,
+    fifo_store_and_queue, pop_result, Guarded, PopError, Population, ProcessError, Queue,
+    SyncedState,
 };
 use crate::representation::EncodedList;
 use crate::store::{KeyListerGetter, Store, StoreError};
-use crate::transform::{transform, TransformFunc};
+use crate::transform::TransformFunc;
 
 /// How to build a [`DeltaFifo`] (client-go's `DeltaFIFOOptions`).
 pub struct DeltaFifoOptions<K> {
@@ -111,23 +113,18 @@ struct InFlight<K> {
 struct State<K> {
     items: HashMap<String, Deltas<K>, RandomState>,
     queue: VecDeque<String>,
-    populated: bool,
-    initial_population_count: usize,
+    population: Population,
     in_flight: HashMap<String, InFlight<K>, RandomState>,
     pops: u64,
 }
 
 impl<K> SyncedState for State<K> {
-    fn has_synced(&self) -> bool {
-        State::has_synced(self)
+    fn population(&self) -> &Population {
+        &self.population
     }
 }
 
 impl<K> State<K> {
-    fn has_synced(&self) -> bool {
-        self.populated && self.initial_population_count == 0
-    }
-
     /// client-go's `queueActionLocked`: appends, dedups, and queues the key on its first
     /// delta.
     fn queue_action(&mut self, key: String, delta: Delta<K>) {
@@ -154,20 +151,15 @@ impl<K> State<K> {
 /// client-go's `DeltaFIFO`; see the [module docs](self).
 pub struct DeltaFifo<K> {
     guarded: Guarded<State<K>>,
-    key_func: KeyFunc<K>,
+    intake: Intake<K>,
     known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
     emit_delta_type_replaced: bool,
-    transformer: Option<TransformFunc<K>>,
 }
 
 impl<K> fmt::Debug for DeltaFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.guarded.state.lock();
-        f.debug_struct("DeltaFifo")
-            .field("queued_keys", &state.queue.len())
-            .field("populated", &state.populated)
-            .field("initial_population_count", &state.initial_population_count)
-            .field("closed", &self.guarded.is_closed())
+        self.guarded
+            .debug_struct(f, "DeltaFifo", "queued_keys", |state| state.queue.len())
             .finish_non_exhaustive()
     }
 }
@@ -180,29 +172,27 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
                 State {
                     items: HashMap::default(),
                     queue: VecDeque::new(),
-                    populated: false,
-                    initial_population_count: 0,
+                    population: Population::default(),
                     in_flight: HashMap::default(),
                     pops: 0,
                 },
                 options.metrics,
             ),
-            key_func: options.key_function.unwrap_or_else(KeyFunc::meta_namespace),
+            intake: Intake::new(options.key_function, options.transformer),
             known_objects: options.known_objects,
             emit_delta_type_replaced: options.emit_delta_type_replaced,
-            transformer: options.transformer,
         }
     }
 
     /// client-go's `KeyOf`: a tombstone's recorded key, otherwise the key function's.
     pub fn key_of(&self, delta: &Delta<K>) -> Result<String, KeyFuncError> {
-        delta.key(&self.key_func)
+        self.intake.key_of(delta)
     }
 
     fn enqueue(&self, key: String, delta: Delta<K>) {
         let depth = {
             let mut state = self.guarded.state.lock();
-            state.populated = true;
+            state.population.written();
             state.queue_action(key, delta);
             state.queue.len()
         };
@@ -240,36 +230,30 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
         keys
     }
 
+    /// Queues `delta` of `obj` transformed, under its key.
+    fn enqueue_object(&self, obj: Arc<K>, delta: fn(Arc<K>) -> Delta<K>) -> Result<(), StoreError> {
+        let (key, obj) = self.intake.object(obj)?;
+        self.enqueue(key, delta(obj));
+        Ok(())
+    }
+
     /// Queues an `Added` delta (client-go's `Add`).
     pub fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let obj = transform(self.transformer.as_ref(), obj)?;
-        let key = self.key_func.key(&obj)?;
-        self.enqueue(key, Delta::Added(obj));
-        Ok(())
+        self.enqueue_object(obj, Delta::Added)
     }
 
     /// Queues an `Updated` delta (client-go's `Update`).
     pub fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let obj = transform(self.transformer.as_ref(), obj)?;
-        let key = self.key_func.key(&obj)?;
-        self.enqueue(key, Delta::Updated(obj));
-        Ok(())
+        self.enqueue_object(obj, Delta::Updated)
     }
 
     /// Queues a `Deleted` delta, unless the key is neither queued nor known to the consumer
     /// (then the deletion was reported already, by the relist that dropped it).
     pub fn delete(&self, obj: impl Into<DeletedObject<K>>) -> Result<(), StoreError> {
-        let obj = match obj.into() {
-            DeletedObject::Object(o) => {
-                DeletedObject::Object(transform(self.transformer.as_ref(), o)?)
-            }
-            tombstone => tombstone,
-        };
-        let delta = Delta::Deleted(obj);
-        let key = self.key_of(&delta)?;
+        let (key, delta) = self.intake.deleted(obj.into())?;
         let depth = {
             let mut state = self.guarded.state.lock();
-            state.populated = true;
+            state.population.written();
             if !state.items.contains_key(&key) && !self.known(&state, &key) {
                 return Ok(());
             }
@@ -298,8 +282,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
     pub fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
         let mut listed = Vec::with_capacity(list.len());
         for obj in list {
-            let obj = transform(self.transformer.as_ref(), obj)?;
-            listed.push((self.key_func.key(&obj)?, obj));
+            listed.push(self.intake.object(obj)?);
         }
         let depth = {
             let mut state = self.guarded.state.lock();
@@ -354,10 +337,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
                 state.queue_action(key, Delta::Deleted(DeletedObject::Tombstone(tombstone)));
             }
 
-            if !state.populated {
-                state.populated = true;
-                state.initial_population_count = keys.len() + queued_deletions;
-            }
+            state.population.replaced(keys.len() + queued_deletions);
             state.queue.len()
         };
         self.guarded.queued(depth);
@@ -385,7 +365,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
                     continue;
                 };
                 // The FIFO's key function may differ from the consumer's.
-                let id = self.key_func.key(&obj)?;
+                let id = self.intake.key_func().key(&obj)?;
                 if state.has_deltas(&id) {
                     continue;
                 }
@@ -414,7 +394,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
     }
 
     fn add_if_not_present_locked(state: &mut State<K>, key: String, deltas: Deltas<K>) {
-        state.populated = true;
+        state.population.written();
         if state.items.contains_key(&key) {
             return;
         }
@@ -429,7 +409,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
 
     /// The deltas queued for the key of `obj`.
     pub fn get(&self, obj: &K) -> Result<Option<Deltas<K>>, StoreError> {
-        Ok(self.get_by_key(&self.key_func.key(obj)?))
+        Ok(self.get_by_key(&self.intake.key_func().key(obj)?))
     }
 
     /// The newest known object of every queued key (tombstones without a last state are
@@ -459,8 +439,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
                 while let Some(key) = state.queue.pop_front() {
                     let Some(deltas) = state.items.remove(&key) else {
                         tracing::error!(key, "inconceivable: key queued without deltas; ignoring");
-                        state.initial_population_count =
-                            state.initial_population_count.saturating_sub(1);
+                        state.population.popped(1);
                         continue;
                     };
                     state.pops += 1;
@@ -475,7 +454,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
                             .insert(key.clone(), InFlight { pop, outcome });
                     }
                     let depth = state.queue.len();
-                    return Some((pop, key, deltas, !state.has_synced(), depth));
+                    return Some((pop, key, deltas, !state.population.has_synced(), depth));
                 }
                 None
             })
@@ -490,7 +469,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> DeltaFifo<K> {
             if state.in_flight.get(&key).is_some_and(|f| f.pop == pop) {
                 state.in_flight.remove(&key);
             }
-            state.initial_population_count = state.initial_population_count.saturating_sub(1);
+            state.population.popped(1);
             if requeue {
                 Self::add_if_not_present_locked(&mut state, key, deltas.clone());
             }

@@ -29,7 +29,7 @@ use foldhash::fast::RandomState;
 use kclient_core::{DeletedObject, Resource};
 
 use crate::key_func::KeyFunc;
-use crate::queue::{Guarded, PopError, ProcessError, SyncedState};
+use crate::queue::{Guarded, PopError, Population, ProcessError, SyncedState};
 use crate::store::{Store, StoreError};
 
 struct State<K> {
@@ -37,15 +37,14 @@ struct State<K> {
     items: HashMap<String, Arc<K>, RandomState>,
     /// The keys in popping order; a key whose object was deleted is skipped.
     queue: VecDeque<String>,
-    /// Whether anything was written (before the first replace, an add syncs the queue).
-    populated: bool,
-    /// How many keys of the first replace are still to be popped.
-    initial_population_count: usize,
+    /// Where the queue stands towards its first sync (counting the keys of the first
+    /// replace).
+    population: Population,
 }
 
 impl<K> SyncedState for State<K> {
-    fn has_synced(&self) -> bool {
-        self.populated && self.initial_population_count == 0
+    fn population(&self) -> &Population {
+        &self.population
     }
 }
 
@@ -74,8 +73,7 @@ impl<K: Resource + Send + Sync + 'static> Fifo<K> {
                 State {
                     items: HashMap::default(),
                     queue: VecDeque::new(),
-                    populated: false,
-                    initial_population_count: 0,
+                    population: Population::default(),
                 },
                 None,
             ),
@@ -87,7 +85,7 @@ impl<K: Resource + Send + Sync + 'static> Fifo<K> {
         let key = self.key_func.key(&obj)?;
         let depth = {
             let mut state = self.guarded.state.lock();
-            state.populated = true;
+            state.population.written();
             if state.items.insert(key.clone(), obj).is_none() {
                 state.queue.push_back(key);
             }
@@ -108,7 +106,7 @@ impl<K: Resource + Send + Sync + 'static> Fifo<K> {
         let key = self.key_func.key(&obj)?;
         let depth = {
             let mut state = self.guarded.state.lock();
-            state.populated = true;
+            state.population.written();
             if state.items.contains_key(&key) {
                 return Ok(());
             }
@@ -124,7 +122,7 @@ impl<K: Resource + Send + Sync + 'static> Fifo<K> {
     pub fn delete(&self, obj: impl Into<DeletedObject<K>>) -> Result<(), StoreError> {
         let key = self.key_func.key_of_deleted(&obj.into())?;
         let mut state = self.guarded.state.lock();
-        state.populated = true;
+        state.population.written();
         state.items.remove(&key);
         Ok(())
     }
@@ -166,10 +164,8 @@ impl<K: Resource + Send + Sync + 'static> Fifo<K> {
             let mut state = self.guarded.state.lock();
             state.items = items;
             state.queue = queue;
-            if !state.populated {
-                state.populated = true;
-                state.initial_population_count = state.items.len();
-            }
+            let count = state.items.len();
+            state.population.replaced(count);
             state.items.len()
         };
         self.guarded.queued(depth);
@@ -205,9 +201,9 @@ impl<K: Resource + Send + Sync + 'static> Fifo<K> {
         let (obj, is_in_initial_list) = self
             .guarded
             .wait_for(|state| loop {
-                let is_in_initial_list = !state.has_synced();
+                let is_in_initial_list = !state.population.has_synced();
                 let key = state.queue.pop_front()?;
-                state.initial_population_count = state.initial_population_count.saturating_sub(1);
+                state.population.popped(1);
                 // A key whose object was deleted meanwhile is skipped.
                 if let Some(obj) = state.items.remove(&key) {
                     return Some((obj, is_in_initial_list));
@@ -239,7 +235,7 @@ impl<K: Resource + Send + Sync + 'static> Fifo<K> {
     /// Whether the first replace's objects have all been popped, or something was written
     /// before any replace (client-go's `HasSynced`).
     pub fn has_synced(&self) -> bool {
-        self.guarded.state.lock().has_synced()
+        self.guarded.state.lock().population.has_synced()
     }
 
     /// Closes the queue: pops drain what is left, then fail with [`PopError::Closed`].

@@ -208,13 +208,7 @@ mod tests {
     use k8s_openapi::api::core::v1::Pod;
 
     use super::*;
-
-    fn pod(ns: &str, name: &str) -> Pod {
-        let mut pod = Pod::default();
-        pod.metadata.namespace = Some(ns.into());
-        pod.metadata.name = Some(name.into());
-        pod
-    }
+    use crate::test_objects::pod;
 
     #[test]
     fn namespace_index_func_gives_the_namespace_or_empty() {

@@ -223,6 +223,7 @@ mod tests {
     use k8s_openapi::api::core::v1::{Namespace, Pod};
 
     use super::*;
+    use crate::test_objects::pod;
 
     /// A deletion's `ObjectKey`: the object's, or the tombstone's key parsed.
     #[test]
@@ -272,13 +273,6 @@ mod tests {
         assert!(KeyFuncError::new(&pod("ns", "web"), "no reason")
             .source()
             .is_none());
-    }
-
-    fn pod(ns: &str, name: &str) -> Pod {
-        let mut pod = Pod::default();
-        pod.metadata.namespace = Some(ns.into());
-        pod.metadata.name = Some(name.into());
-        pod
     }
 
     #[test]

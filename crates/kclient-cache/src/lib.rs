@@ -119,6 +119,7 @@ pub mod index;
 pub mod indexer;
 pub mod informer_queue;
 mod initial_events;
+mod intake;
 pub mod key_func;
 pub mod list_watch;
 mod listener;
@@ -134,6 +135,8 @@ pub mod shared_informer;
 pub mod store;
 mod store_key;
 mod stored;
+#[cfg(test)]
+mod test_objects;
 pub mod testing;
 pub mod thread_safe_store;
 pub mod transaction;

@@ -8,6 +8,7 @@
 //! lock gave.) A closed queue still hands out what it holds, then fails with
 //! [`PopError::Closed`], like a closed Go channel.
 
+use std::fmt;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -92,13 +93,48 @@ pub trait Queue<K>: Store<K> {
     }
 }
 
-/// What both FIFOs share: their state behind one lock, the wake-up for waiting pops, the
-/// closed flag and the metrics around a pop.
-/// The part of a FIFO's state that tells whether it has synced.
-pub(crate) trait SyncedState {
-    fn has_synced(&self) -> bool;
+/// Where a FIFO stands towards its first sync: whether anything was written (before the
+/// first replace, a write syncs the queue), and how many entries of the first replace are
+/// still to be popped.
+#[derive(Default)]
+pub(crate) struct Population {
+    pub(crate) populated: bool,
+    pub(crate) initial_population_count: usize,
 }
 
+impl Population {
+    /// Whether the queue has synced: written to, and the first replace's entries popped.
+    pub(crate) fn has_synced(&self) -> bool {
+        self.populated && self.initial_population_count == 0
+    }
+
+    /// After a write other than a replace.
+    pub(crate) fn written(&mut self) {
+        self.populated = true;
+    }
+
+    /// After a replace that left `count` entries to pop: the first write decides, so only a
+    /// replace before any other write sets what the sync waits for.
+    pub(crate) fn replaced(&mut self, count: usize) {
+        if !self.populated {
+            self.populated = true;
+            self.initial_population_count = count;
+        }
+    }
+
+    /// After `n` entries were popped.
+    pub(crate) fn popped(&mut self, n: usize) {
+        self.initial_population_count = self.initial_population_count.saturating_sub(n);
+    }
+}
+
+/// A FIFO's state, which holds its [`Population`].
+pub(crate) trait SyncedState {
+    fn population(&self) -> &Population;
+}
+
+/// What the FIFOs share: their state behind one lock, the wake-up for waiting pops, the
+/// closed flag and the metrics around a pop.
 pub(crate) struct Guarded<S> {
     pub(crate) state: Mutex<S>,
     ready: Notify,
@@ -139,7 +175,8 @@ impl<S> Guarded<S> {
     where
         S: SyncedState,
     {
-        if !self.synced_flag.load(Ordering::Acquire) && self.state.lock().has_synced() {
+        if !self.synced_flag.load(Ordering::Acquire) && self.state.lock().population().has_synced()
+        {
             self.synced_flag.store(true, Ordering::Release);
             self.synced.send_replace(true);
         }
@@ -160,6 +197,32 @@ impl<S> Guarded<S> {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
+    }
+
+    /// A FIFO's `Debug`, named `name`: how many entries are queued (`queued` of the state,
+    /// shown as `label`), its population and whether it is closed. The FIFO adds its own
+    /// fields and finishes it.
+    pub(crate) fn debug_struct<'a, 'b>(
+        &self,
+        f: &'a mut fmt::Formatter<'b>,
+        name: &str,
+        label: &str,
+        queued: impl FnOnce(&S) -> usize,
+    ) -> fmt::DebugStruct<'a, 'b>
+    where
+        S: SyncedState,
+    {
+        let state = self.state.lock();
+        let population = state.population();
+        let mut d = f.debug_struct(name);
+        d.field(label, &queued(&state))
+            .field("populated", &population.populated)
+            .field(
+                "initial_population_count",
+                &population.initial_population_count,
+            )
+            .field("closed", &self.is_closed());
+        d
     }
 
     /// Waits until `take` finds something under the lock. The closed flag is read only when
@@ -261,7 +324,7 @@ macro_rules! fifo_store_and_queue {
             }
 
             fn has_synced(&self) -> bool {
-                self.guarded.state.lock().has_synced()
+                self.guarded.state.lock().population().has_synced()
             }
 
             fn wait_synced(&self) -> impl std::future::Future<Output = ()> + Send {

@@ -54,14 +54,16 @@ use foldhash::fast::RandomState;
 use kclient_core::{DeletedObject, Resource};
 
 use crate::delta::{BookmarkInfo, Delta, Deltas, ReplacedAllInfo};
+use crate::intake::Intake;
 use crate::key_func::{KeyFunc, KeyFuncError};
 use crate::metrics::CacheMetrics;
 use crate::queue::{
-    fifo_store_and_queue, pop_result, Guarded, PopError, ProcessError, Queue, SyncedState,
+    fifo_store_and_queue, pop_result, Guarded, PopError, Population, ProcessError, Queue,
+    SyncedState,
 };
 use crate::representation::EncodedList;
 use crate::store::{Store, StoreError};
-use crate::transform::{transform, TransformFunc};
+use crate::transform::TransformFunc;
 
 /// client-go's `defaultBatchSize`.
 pub const DEFAULT_BATCH_SIZE: usize = 1000;
@@ -91,38 +93,26 @@ impl<K> Default for RealFifoOptions<K> {
 
 struct State<K> {
     items: VecDeque<Delta<K>>,
-    populated: bool,
-    initial_population_count: usize,
+    population: Population,
 }
 
 impl<K> SyncedState for State<K> {
-    fn has_synced(&self) -> bool {
-        State::has_synced(self)
-    }
-}
-
-impl<K> State<K> {
-    fn has_synced(&self) -> bool {
-        self.populated && self.initial_population_count == 0
+    fn population(&self) -> &Population {
+        &self.population
     }
 }
 
 /// client-go's `RealFIFO`; see the [module docs](self).
 pub struct RealFifo<K> {
     guarded: Guarded<State<K>>,
-    key_func: KeyFunc<K>,
-    transformer: Option<TransformFunc<K>>,
+    intake: Intake<K>,
     batch_size: usize,
 }
 
 impl<K> fmt::Debug for RealFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.guarded.state.lock();
-        f.debug_struct("RealFifo")
-            .field("queued", &state.items.len())
-            .field("populated", &state.populated)
-            .field("initial_population_count", &state.initial_population_count)
-            .field("closed", &self.guarded.is_closed())
+        self.guarded
+            .debug_struct(f, "RealFifo", "queued", |state| state.items.len())
             .field("batch_size", &self.batch_size)
             .finish_non_exhaustive()
     }
@@ -135,13 +125,11 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
             guarded: Guarded::new(
                 State {
                     items: VecDeque::new(),
-                    populated: false,
-                    initial_population_count: 0,
+                    population: Population::default(),
                 },
                 options.metrics,
             ),
-            key_func: options.key_function.unwrap_or_else(KeyFunc::meta_namespace),
-            transformer: options.transformer,
+            intake: Intake::new(options.key_function, options.transformer),
             batch_size: options.batch_size.max(1),
         }
     }
@@ -149,50 +137,44 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
     /// The key of a delta: a tombstone's recorded key, otherwise the key function's; an
     /// error for the whole-store deltas.
     pub fn key_of(&self, delta: &Delta<K>) -> Result<String, KeyFuncError> {
-        delta.key(&self.key_func)
+        self.intake.key_of(delta)
     }
 
     fn push(&self, delta: Delta<K>, first_replace: bool) {
         let depth = {
             let mut state = self.guarded.state.lock();
             state.items.push_back(delta);
-            if !state.populated {
-                state.populated = true;
-                if first_replace {
-                    state.initial_population_count = state.items.len();
-                }
+            if first_replace {
+                let count = state.items.len();
+                state.population.replaced(count);
+            } else {
+                state.population.written();
             }
             state.items.len()
         };
         self.guarded.queued(depth);
     }
 
+    /// Queues `delta` of `obj` transformed (which must have a key).
+    fn push_object(&self, obj: Arc<K>, delta: fn(Arc<K>) -> Delta<K>) -> Result<(), StoreError> {
+        let (_, obj) = self.intake.object(obj)?;
+        self.push(delta(obj), false);
+        Ok(())
+    }
+
     /// Queues an `Added` delta.
     pub fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let obj = transform(self.transformer.as_ref(), obj)?;
-        self.key_func.key(&obj)?;
-        self.push(Delta::Added(obj), false);
-        Ok(())
+        self.push_object(obj, Delta::Added)
     }
 
     /// Queues an `Updated` delta.
     pub fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let obj = transform(self.transformer.as_ref(), obj)?;
-        self.key_func.key(&obj)?;
-        self.push(Delta::Updated(obj), false);
-        Ok(())
+        self.push_object(obj, Delta::Updated)
     }
 
     /// Queues a `Deleted` delta (always: the consumer knows whether it held the object).
     pub fn delete(&self, obj: impl Into<DeletedObject<K>>) -> Result<(), StoreError> {
-        let obj = match obj.into() {
-            DeletedObject::Object(o) => {
-                DeletedObject::Object(transform(self.transformer.as_ref(), o)?)
-            }
-            tombstone => tombstone,
-        };
-        let delta = Delta::Deleted(obj);
-        self.key_of(&delta)?;
+        let (_, delta) = self.intake.deleted(obj.into())?;
         self.push(delta, false);
         Ok(())
     }
@@ -203,8 +185,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
     pub fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
         let mut objects = Vec::with_capacity(list.len());
         for obj in list {
-            let obj = transform(self.transformer.as_ref(), obj)?;
-            self.key_func.key(&obj)?;
+            let (_, obj) = self.intake.object(obj)?;
             objects.push(obj);
         }
         let info = ReplacedAllInfo {
@@ -279,11 +260,12 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
         if state.items.is_empty() {
             return None;
         }
-        let is_in_initial_list = !state.has_synced();
+        let is_in_initial_list = !state.population.has_synced();
         let mut keys = HashSet::<String, RandomState>::default();
+        let initial = state.population.initial_population_count;
         let mut take = 0;
         for (i, delta) in state.items.iter().enumerate().take(self.batch_size) {
-            if state.initial_population_count > 0 && i >= state.initial_population_count {
+            if initial > 0 && i >= initial {
                 break;
             }
             // client-go's `batchable`: a whole-store delta or a bookmark pops alone.
@@ -337,8 +319,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> RealFifo<K> {
                     state.items.push_front(delta.clone());
                 }
             } else {
-                state.initial_population_count =
-                    state.initial_population_count.saturating_sub(batch.len());
+                state.population.popped(batch.len());
             }
         }
         if requeue {

@@ -35,9 +35,9 @@ use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
-use std::marker::PhantomData;
 use std::str::FromStr;
 
+use crate::lookup_fn::LookupFn;
 use crate::selector_error::column;
 use crate::SelectorError;
 
@@ -127,18 +127,12 @@ impl<T: Fields + ?Sized> Fields for &T {
     }
 }
 
-/// Adapts a lookup closure to [`Fields`].
-struct LookupFn<'a, F> {
-    lookup: F,
-    _values: PhantomData<fn() -> &'a str>,
-}
-
 impl<'a, F> Fields for LookupFn<'a, F>
 where
     F: Fn(&str) -> Option<&'a str>,
 {
     fn lookup(&self, field: &str) -> Option<&str> {
-        (self.lookup)(field)
+        self.get(field)
     }
 }
 
@@ -316,10 +310,7 @@ impl Selector {
     where
         F: Fn(&str) -> Option<&'a str>,
     {
-        self.matches(&LookupFn {
-            lookup,
-            _values: PhantomData,
-        })
+        self.matches(&LookupFn::new(lookup))
     }
 
     /// If some `=` term pins `field`, its value (the first such term's), as apimachinery's

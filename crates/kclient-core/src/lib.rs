@@ -83,6 +83,7 @@ pub mod go_format;
 pub mod gvk;
 pub mod labels;
 pub mod lister_watcher;
+mod lookup_fn;
 pub mod managed_fields;
 pub mod object_key;
 pub mod object_list;

@@ -521,6 +521,16 @@ mod tests {
         fn seen(&self) -> Vec<ListOptions> {
             self.seen.lock().unwrap().clone()
         }
+
+        /// Everything, listed by a pager over a clone in pages of five, outside any runtime.
+        fn list_in_fives(&self) -> ObjectList<usize> {
+            block_on(
+                ListPager::new(self.clone())
+                    .page_size(5)
+                    .list(&ListOptions::default()),
+            )
+            .unwrap()
+        }
     }
 
     impl ListerWatcher<usize> for Numbers {
@@ -598,12 +608,7 @@ mod tests {
     #[test]
     fn list_merges_the_pages_under_the_first_pages_metadata() {
         let lister = Numbers::new(12);
-        let all = block_on(
-            ListPager::new(lister.clone())
-                .page_size(5)
-                .list(&ListOptions::default()),
-        )
-        .unwrap();
+        let all = lister.list_in_fives();
         assert_eq!(all.items, (0..12).collect::<Vec<_>>());
         assert_eq!(all.resource_version(), Some("7"));
         assert_eq!(all.continue_token(), None);
@@ -926,12 +931,7 @@ mod tests {
     #[test]
     fn without_a_runtime_or_with_prefetch_off_pages_are_fetched_one_after_the_other() {
         let lister = Numbers::new(12);
-        let all = block_on(
-            ListPager::new(lister.clone())
-                .page_size(5)
-                .list(&ListOptions::default()),
-        )
-        .unwrap();
+        let all = lister.list_in_fives();
         assert_eq!(all.items.len(), 12);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()

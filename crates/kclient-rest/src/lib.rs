@@ -88,6 +88,8 @@ pub mod request;
 pub mod resource_requests;
 pub mod response;
 pub mod retry;
+#[cfg(test)]
+mod test_runtime;
 pub mod transport;
 pub mod upgrade;
 pub mod warnings;

@@ -132,14 +132,7 @@ impl RateLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn paused() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap()
-    }
+    use crate::test_runtime::paused;
 
     #[test]
     fn burst_then_steady_rate() {

@@ -50,7 +50,8 @@ use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
-use std::marker::PhantomData;
+
+use crate::lookup_fn::LookupFn;
 
 pub use parser::parse;
 pub use requirement::Requirement;
@@ -177,17 +178,11 @@ impl<T: Labels + ?Sized> Labels for &T {
     }
 }
 
-/// Adapts a lookup closure to [`Labels`].
-pub(super) struct LookupFn<'a, F> {
-    pub(super) lookup: F,
-    pub(super) _values: PhantomData<fn() -> &'a str>,
-}
-
 impl<'a, F> Labels for LookupFn<'a, F>
 where
     F: Fn(&str) -> Option<&'a str>,
 {
     fn lookup(&self, key: &str) -> Option<&str> {
-        (self.lookup)(key)
+        self.get(key)
     }
 }

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::marker::PhantomData;
 use std::str::FromStr;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
-use super::{parse, Labels, LookupFn, Operator, Requirement, LABEL_SELECTOR_OPERATORS};
+use super::{parse, Labels, Operator, Requirement, LABEL_SELECTOR_OPERATORS};
+use crate::lookup_fn::LookupFn;
 use crate::SelectorError;
 
 /// A label selector: requirements that must all hold (apimachinery's `labels.Selector`).
@@ -325,10 +325,7 @@ impl Selector {
     where
         F: Fn(&str) -> Option<&'a str>,
     {
-        self.matches(&LookupFn {
-            lookup,
-            _values: PhantomData,
-        })
+        self.matches(&LookupFn::new(lookup))
     }
 
     /// If this selector pins label `key` to one value, that value (apimachinery's

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::field_manager::validate_field_manager;
-use super::query::{push_dry_run, push_opt_bool, push_str};
+use super::query::write_pairs;
 use super::{FieldValidation, OptionsError};
 use crate::patch::Patch;
 
@@ -85,16 +85,12 @@ impl PatchOptions {
     /// The query parameters: `dryRun`, `force`, `fieldManager`, `fieldValidation`, each when
     /// set (an empty field manager counts as unset; `force` is sent as `true` or `false`).
     pub fn query_pairs(&self) -> Vec<(&'static str, String)> {
-        let mut pairs = Vec::new();
-        push_dry_run(&mut pairs, self.dry_run);
-        push_opt_bool(&mut pairs, "force", self.force);
-        push_str(&mut pairs, "fieldManager", self.field_manager.as_deref());
-        push_str(
-            &mut pairs,
-            "fieldValidation",
-            self.field_validation.map(FieldValidation::as_str),
-        );
-        pairs
+        write_pairs(
+            self.dry_run,
+            self.force,
+            self.field_manager.as_deref(),
+            self.field_validation,
+        )
     }
 
     /// Checks these options together with the patch they go with, as the server will: an

@@ -1,7 +1,7 @@
 //! Helpers that append query parameters the way apimachinery's query-parameter conversion
 //! does: plain values are omitted when empty or false, pointer values are sent whenever set.
 
-use super::QueryPairs;
+use super::{FieldValidation, QueryPairs};
 
 /// Appends `name=value` unless the value is unset or empty (Go: `string` with `omitempty`).
 pub(super) fn push_str(pairs: &mut QueryPairs, name: &'static str, value: Option<&str>) {
@@ -32,8 +32,29 @@ pub(super) fn push_opt_i64(pairs: &mut QueryPairs, name: &'static str, value: Op
 }
 
 /// Appends `dryRun=All` when set (Go: `[]string` holding `metav1.DryRunAll`).
-pub(super) fn push_dry_run(pairs: &mut QueryPairs, dry_run: bool) {
+fn push_dry_run(pairs: &mut QueryPairs, dry_run: bool) {
     if dry_run {
         pairs.push(("dryRun", "All".to_string()));
     }
+}
+
+/// The query of a write (create, update, patch): `dryRun`, `force` (patch only),
+/// `fieldManager` and `fieldValidation`, in that order, each when set (an empty field
+/// manager counts as unset).
+pub(super) fn write_pairs(
+    dry_run: bool,
+    force: Option<bool>,
+    field_manager: Option<&str>,
+    field_validation: Option<FieldValidation>,
+) -> QueryPairs {
+    let mut pairs = Vec::new();
+    push_dry_run(&mut pairs, dry_run);
+    push_opt_bool(&mut pairs, "force", force);
+    push_str(&mut pairs, "fieldManager", field_manager);
+    push_str(
+        &mut pairs,
+        "fieldValidation",
+        field_validation.map(FieldValidation::as_str),
+    );
+    pairs
 }

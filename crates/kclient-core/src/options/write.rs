@@ -2,7 +2,7 @@
 //! `UpdateOptions`, which apimachinery defines with the same three fields).
 
 use super::field_manager::validate_field_manager;
-use super::query::{push_dry_run, push_str};
+use super::query::write_pairs;
 use super::{FieldValidation, OptionsError};
 
 /// Options of a create or update call, sent as query parameters. client-go has two types with
@@ -61,15 +61,12 @@ impl WriteOptions {
     /// The query parameters: `dryRun`, `fieldManager`, `fieldValidation`, each when set
     /// (an empty field manager counts as unset).
     pub fn query_pairs(&self) -> Vec<(&'static str, String)> {
-        let mut pairs = Vec::new();
-        push_dry_run(&mut pairs, self.dry_run);
-        push_str(&mut pairs, "fieldManager", self.field_manager.as_deref());
-        push_str(
-            &mut pairs,
-            "fieldValidation",
-            self.field_validation.map(FieldValidation::as_str),
-        );
-        pairs
+        write_pairs(
+            self.dry_run,
+            None,
+            self.field_manager.as_deref(),
+            self.field_validation,
+        )
     }
 
     /// Checks the options as the server will: the field manager must be at most 128 bytes of

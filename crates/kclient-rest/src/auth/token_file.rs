@@ -110,14 +110,7 @@ fn read_token(path: &Path) -> Result<String, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn paused() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap()
-    }
+    use crate::test_runtime::paused;
 
     #[test]
     fn defaults_match_client_go() {

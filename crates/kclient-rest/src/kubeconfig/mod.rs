@@ -65,31 +65,25 @@ impl fmt::Debug for UnknownKeys<'_> {
 
 /// A kubeconfig file: clusters, users and the contexts that pair them.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(default, rename_all = "kebab-case")]
 pub struct Kubeconfig {
     /// `v1`.
-    #[serde(
-        default,
-        rename = "apiVersion",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "apiVersion", skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
     /// `Config`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// kubectl preferences.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub preferences: Option<Preferences>,
     /// The clusters, by name.
     #[serde(
-        default,
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub clusters: Vec<NamedCluster>,
     /// The users (client-go's `AuthInfos`), by name.
     #[serde(
-        default,
         rename = "users",
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
@@ -97,17 +91,15 @@ pub struct Kubeconfig {
     pub auth_infos: Vec<NamedAuthInfo>,
     /// The contexts, by name.
     #[serde(
-        default,
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub contexts: Vec<NamedContext>,
     /// The context used when none is chosen explicitly.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub current_context: Option<String>,
     /// Extensions, by name.
     #[serde(
-        default,
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
@@ -119,18 +111,16 @@ pub struct Kubeconfig {
 
 /// kubectl preferences (`colors` and extensions).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(default, rename_all = "kebab-case")]
 pub struct Preferences {
     /// Whether kubectl colours its output.
     #[serde(
-        default,
         deserialize_with = "yaml11_bool",
         skip_serializing_if = "Option::is_none"
     )]
     pub colors: Option<bool>,
     /// Extensions, by name.
     #[serde(
-        default,
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
@@ -162,41 +152,38 @@ pub struct NamedCluster {
 
 /// How to reach a cluster: its address and how to trust it.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(default, rename_all = "kebab-case")]
 pub struct Cluster {
     /// The API server's address (`https://host:port`, possibly with a path).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
     /// The name to verify the server's certificate against (and to send as SNI), when it
     /// differs from the host in `server`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_server_name: Option<String>,
     /// Skip verifying the server's certificate. Insecure.
     #[serde(
-        default,
         deserialize_with = "yaml11_bool",
         skip_serializing_if = "Option::is_none"
     )]
     pub insecure_skip_tls_verify: Option<bool>,
     /// A PEM file of CA certificates to trust.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub certificate_authority: Option<String>,
     /// Base64 of PEM CA certificates to trust; wins over `certificate-authority`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub certificate_authority_data: Option<String>,
     /// A proxy for every request to this cluster (`http://`, `https://` or `socks5://`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy_url: Option<String>,
     /// Do not ask the server for compressed responses.
     #[serde(
-        default,
         deserialize_with = "yaml11_bool",
         skip_serializing_if = "Option::is_none"
     )]
     pub disable_compression: Option<bool>,
     /// Extensions, by name (`client.authentication.k8s.io/exec` is passed to exec plugins).
     #[serde(
-        default,
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
@@ -240,35 +227,34 @@ pub struct NamedAuthInfo {
 /// Who the client is: one of a client certificate, a bearer token (inline or in a file), basic
 /// auth, an exec plugin or an auth provider, plus optional impersonation.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(default, rename_all = "kebab-case")]
 pub struct AuthInfo {
     /// A PEM client certificate file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_certificate: Option<String>,
     /// Base64 of a PEM client certificate; wins over `client-certificate`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_certificate_data: Option<String>,
     /// A PEM private key file for the client certificate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_key: Option<String>,
     /// Base64 of a PEM private key; wins over `client-key`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_key_data: Option<String>,
     /// A bearer token.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
     /// A file holding a bearer token, re-read periodically.
-    #[serde(default, rename = "tokenFile", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "tokenFile", skip_serializing_if = "Option::is_none")]
     pub token_file: Option<String>,
     /// The user to impersonate.
-    #[serde(default, rename = "as", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "as", skip_serializing_if = "Option::is_none")]
     pub impersonate: Option<String>,
     /// The UID to impersonate.
-    #[serde(default, rename = "as-uid", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "as-uid", skip_serializing_if = "Option::is_none")]
     pub impersonate_uid: Option<String>,
     /// The groups to impersonate.
     #[serde(
-        default,
         rename = "as-groups",
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
@@ -276,27 +262,25 @@ pub struct AuthInfo {
     pub impersonate_groups: Vec<String>,
     /// Extra fields of the impersonated user.
     #[serde(
-        default,
         rename = "as-user-extra",
         deserialize_with = "null_as_empty",
         skip_serializing_if = "BTreeMap::is_empty"
     )]
     pub impersonate_user_extra: BTreeMap<String, Vec<String>>,
     /// Basic-auth user name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub username: Option<String>,
     /// Basic-auth password.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
     /// A legacy auth-provider plugin (gcp, azure, oidc); kept for information, not run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub auth_provider: Option<AuthProviderConfig>,
     /// An exec credential plugin.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exec: Option<ExecConfig>,
     /// Extensions, by name.
     #[serde(
-        default,
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
@@ -451,20 +435,18 @@ pub struct NamedContext {
 
 /// A cluster, a user and a default namespace.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(default, rename_all = "kebab-case")]
 pub struct Context {
     /// The cluster's name.
-    #[serde(default)]
     pub cluster: String,
     /// The user's name.
-    #[serde(default, rename = "user")]
+    #[serde(rename = "user")]
     pub auth_info: String,
     /// The default namespace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// Extensions, by name.
     #[serde(
-        default,
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
