@@ -11,41 +11,19 @@ use http::{header, Response, StatusCode};
 use kclient_core::{ApiError, DeleteOptions, Status, StatusDetails};
 use serde_json::{json, Value};
 
+use crate::call::Call;
 use crate::catalogue::ResourceInfo;
 use crate::errors::status_json;
 use crate::meta::meta_str;
 use crate::negotiate::{self, answer_write, Conversion, Endpoint, Negotiated, ObjectForm, Wire};
 use crate::protobuf;
-use crate::query::{ListParams, Query, RvMatch};
+use crate::query::{ListParams, RvMatch};
 use crate::registry::{ExpiredContinue, ListError, ListPage, Part, Warnings, WriteOptions};
 use crate::request::{delete_options, parse_body, write_options, ApiRequest};
 use crate::response::{self, Body};
 use crate::selectors::Predicate;
 use crate::state::Shared;
 use crate::watch;
-
-/// A request on one resource, as the verbs see it.
-pub(crate) struct Call<'a> {
-    /// The server.
-    pub(crate) shared: &'a Arc<Shared>,
-    /// The request.
-    pub(crate) req: &'a ApiRequest,
-    /// The resource.
-    pub(crate) info: &'a Arc<ResourceInfo>,
-    /// The query.
-    pub(crate) q: &'a Query,
-    /// The namespace from the path, if any.
-    pub(crate) namespace: Option<&'a str>,
-    /// Whether the deprecated `/watch/` prefix was used.
-    pub(crate) watch_prefix: bool,
-}
-
-impl Call<'_> {
-    /// The namespace from the path, or `""` (all namespaces, or a cluster-scoped resource).
-    pub(crate) fn namespace_or_all(&self) -> &str {
-        self.namespace.unwrap_or_default()
-    }
-}
 
 /// GET of one object.
 pub(crate) async fn get(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
@@ -139,17 +117,7 @@ pub(crate) async fn patch(call: &Call<'_>, name: &str) -> Result<Response<Body>,
     require(call.info, "patch")?;
     let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::Object)?;
     let opts = write_options(call.req, call.q)?;
-    let written = crate::patch::handle(
-        call.shared,
-        call.req,
-        call.info,
-        call.namespace_or_all(),
-        name,
-        Part::Main,
-        call.q,
-        &opts,
-    )
-    .await;
+    let written = crate::patch::handle(call, name, Part::Main, &opts).await;
     answer_one(call, negotiated, &opts, written)
 }
 

@@ -21,7 +21,6 @@
 //! validated or defaulted.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use kclient_core::{
     ApiError, FieldError, GroupResource, Status, StatusCause, StatusDetails, StatusReason,
@@ -29,12 +28,11 @@ use kclient_core::{
 use serde_json::{json, Map, Value};
 
 use super::strategic::{list_strategy, ListStrategy};
+use crate::call::Call;
 use crate::catalogue::ResourceInfo;
 use crate::meta::{self, meta_str};
-use crate::query::Query;
 use crate::registry::{Part, WriteOptions};
 use crate::request::ApiRequest;
-use crate::state::Shared;
 
 /// One step of a field path: `f:name`, `k:{"name":"c"}`, `v:"value"` or `i:0`.
 pub type Element = String;
@@ -659,17 +657,20 @@ fn remove_unapplied(
 }
 
 /// Serves an apply patch.
-#[allow(clippy::too_many_arguments)]
 pub async fn handle(
-    shared: &Arc<Shared>,
-    req: &ApiRequest,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
+    call: &Call<'_>,
     name: &str,
     part: Part,
-    q: &Query,
     request_opts: &WriteOptions,
 ) -> Result<(Value, bool), ApiError> {
+    let Call {
+        shared,
+        req,
+        info,
+        q,
+        ..
+    } = *call;
+    let namespace = call.namespace_or_all();
     let manager = q.str("fieldManager").to_string();
     if manager.is_empty() {
         return Err(ApiError::invalid(
@@ -771,6 +772,8 @@ fn parse_applied(req: &ApiRequest, info: &ResourceInfo, name: &str) -> Result<Va
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::catalogue::Catalogue;
 
@@ -778,6 +781,19 @@ mod tests {
         Catalogue::builtin()
             .get("apps", "v1", "deployments")
             .unwrap()
+    }
+
+    /// Applies a Deployment of these fields (`metadata`, `spec`) over `live` as `manager`.
+    fn apply_deployment(
+        live: Option<&Value>,
+        fields: Value,
+        manager: &str,
+        force: bool,
+    ) -> Result<Value, ApiError> {
+        let mut applied = json!({"apiVersion": "apps/v1", "kind": "Deployment"});
+        let fields = fields.as_object().cloned().unwrap_or_default();
+        applied.as_object_mut().unwrap().extend(fields);
+        apply_to(&deploys(), live, &applied, manager, force, Part::Main)
     }
 
     #[test]
@@ -796,25 +812,18 @@ mod tests {
 
     #[test]
     fn conflicts_and_force() {
-        let info = deploys();
-        let live = apply_to(
-            &info,
+        let live = apply_deployment(
             None,
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d"}, "spec": {"replicas": 1}}),
+            json!({"metadata": {"name": "d"}, "spec": {"replicas": 1}}),
             "a",
             false,
-            Part::Main,
         )
         .unwrap();
-        let err = apply_to(
-            &info,
+        let err = apply_deployment(
             Some(&live),
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d"}, "spec": {"replicas": 3}}),
+            json!({"metadata": {"name": "d"}, "spec": {"replicas": 3}}),
             "b",
             false,
-            Part::Main,
         )
         .unwrap_err();
         assert_eq!(err.code(), 409);
@@ -822,14 +831,11 @@ mod tests {
             err.message(),
             "Apply failed with 1 conflict: conflict with \"a\": .spec.replicas"
         );
-        let forced = apply_to(
-            &info,
+        let forced = apply_deployment(
             Some(&live),
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d"}, "spec": {"replicas": 3}}),
+            json!({"metadata": {"name": "d"}, "spec": {"replicas": 3}}),
             "b",
             true,
-            Part::Main,
         )
         .unwrap();
         assert_eq!(forced["spec"]["replicas"], 3);
@@ -837,14 +843,11 @@ mod tests {
         assert_eq!(entries.len(), 1, "a lost its only field: {entries:?}");
         assert_eq!(entries[0].manager, "b");
         // Same value: shared ownership, no conflict.
-        let shared = apply_to(
-            &info,
+        let shared = apply_deployment(
             Some(&forced),
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d"}, "spec": {"replicas": 3}}),
+            json!({"metadata": {"name": "d"}, "spec": {"replicas": 3}}),
             "c",
             false,
-            Part::Main,
         )
         .unwrap();
         assert_eq!(read_entries(&shared).len(), 2);
@@ -852,25 +855,18 @@ mod tests {
 
     #[test]
     fn dropped_fields_are_removed() {
-        let info = deploys();
-        let live = apply_to(
-            &info,
+        let live = apply_deployment(
             None,
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d", "labels": {"a": "1", "b": "2"}}}),
+            json!({"metadata": {"name": "d", "labels": {"a": "1", "b": "2"}}}),
             "m",
             false,
-            Part::Main,
         )
         .unwrap();
-        let next = apply_to(
-            &info,
+        let next = apply_deployment(
             Some(&live),
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d", "labels": {"a": "1"}}}),
+            json!({"metadata": {"name": "d", "labels": {"a": "1"}}}),
             "m",
             false,
-            Part::Main,
         )
         .unwrap();
         assert_eq!(next["metadata"]["labels"], json!({"a": "1"}));
@@ -879,14 +875,11 @@ mod tests {
     #[test]
     fn updates_take_changed_fields() {
         let info = deploys();
-        let mut live = apply_to(
-            &info,
+        let mut live = apply_deployment(
             None,
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d"}, "spec": {"replicas": 1}}),
+            json!({"metadata": {"name": "d"}, "spec": {"replicas": 1}}),
             "a",
             false,
-            Part::Main,
         )
         .unwrap();
         let old = live.clone();
