@@ -275,19 +275,16 @@ mod tests {
     use super::*;
 
     fn schema() -> Schema {
-        Schema::from_json(
-            &json!({"type": "object", "properties": {"spec": {"type": "object",
-            "properties": {
-                "template": {"type": "object", "x-kubernetes-embedded-resource": true,
-                             "x-kubernetes-preserve-unknown-fields": true},
-                "byName": {"type": "object", "additionalProperties": {"type": "object",
-                           "x-kubernetes-embedded-resource": true,
-                           "x-kubernetes-preserve-unknown-fields": true}},
-                "list": {"type": "array", "items": {"type": "object",
-                         "x-kubernetes-embedded-resource": true,
-                         "x-kubernetes-preserve-unknown-fields": true}}
-            }}}}),
-        )
+        Schema::with_spec(json!({
+            "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                         "x-kubernetes-preserve-unknown-fields": true},
+            "byName": {"type": "object", "additionalProperties": {"type": "object",
+                       "x-kubernetes-embedded-resource": true,
+                       "x-kubernetes-preserve-unknown-fields": true}},
+            "list": {"type": "array", "items": {"type": "object",
+                     "x-kubernetes-embedded-resource": true,
+                     "x-kubernetes-preserve-unknown-fields": true}}
+        }))
     }
 
     #[test]

@@ -156,25 +156,22 @@ mod tests {
     use super::*;
 
     fn schema() -> Schema {
-        Schema::from_json(
-            &json!({"type": "object", "properties": {"spec": {"type": "object",
-            "properties": {
-                "set": {"type": "array", "x-kubernetes-list-type": "set",
-                        "items": {"type": "string"}},
-                "ports": {"type": "array", "x-kubernetes-list-type": "map",
-                          "x-kubernetes-list-map-keys": ["name"],
-                          "items": {"type": "object", "properties": {
-                              "name": {"type": "string"},
-                              "tags": {"type": "array", "x-kubernetes-list-type": "set",
-                                       "items": {"type": "integer"}}}}},
-                "pairs": {"type": "array", "x-kubernetes-list-type": "map",
-                          "x-kubernetes-list-map-keys": ["a", "b"],
-                          "items": {"type": "object"}},
-                "byName": {"type": "object", "additionalProperties": {"type": "array",
-                           "x-kubernetes-list-type": "set", "items": {"type": "string"}}},
-                "atomic": {"type": "array", "items": {"type": "string"}}
-            }}}}),
-        )
+        Schema::with_spec(json!({
+            "set": {"type": "array", "x-kubernetes-list-type": "set",
+                    "items": {"type": "string"}},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                      "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "properties": {
+                          "name": {"type": "string"},
+                          "tags": {"type": "array", "x-kubernetes-list-type": "set",
+                                   "items": {"type": "integer"}}}}},
+            "pairs": {"type": "array", "x-kubernetes-list-type": "map",
+                      "x-kubernetes-list-map-keys": ["a", "b"],
+                      "items": {"type": "object"}},
+            "byName": {"type": "object", "additionalProperties": {"type": "array",
+                       "x-kubernetes-list-type": "set", "items": {"type": "string"}}},
+            "atomic": {"type": "array", "items": {"type": "string"}}
+        }))
     }
 
     fn messages(obj: Value) -> Vec<String> {
