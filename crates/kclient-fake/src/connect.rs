@@ -50,13 +50,7 @@ fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
 /// Serves a connect subresource (`pods/{exec,attach,portforward,proxy}`, `services/proxy`,
 /// `nodes/proxy`) of an existing object, which always fails: nothing runs behind it.
 pub fn handle(call: &Call<'_>, name: &str, sub: &str) -> Result<Response<Body>, ApiError> {
-    let Call {
-        shared,
-        req,
-        info,
-        q,
-        ..
-    } = *call;
+    let (shared, req, info, q) = (call.shared, call.req, call.info, call.q);
     let namespace = call.namespace_or_all();
     let proxy = sub == "proxy";
     let allowed = if proxy {
@@ -163,9 +157,7 @@ fn base64url(bytes: &[u8]) -> String {
 
 /// `POST serviceaccounts/{name}/token`: a `TokenRequest` for an existing ServiceAccount.
 pub fn token(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
-    let Call {
-        shared, req, info, ..
-    } = *call;
+    let (shared, req, info) = (call.shared, call.req, call.info);
     let namespace = call.namespace_or_all();
     if req.method != Method::POST {
         return Err(errors::method_not_allowed());

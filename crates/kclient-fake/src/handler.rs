@@ -174,13 +174,7 @@ async fn resource(
 /// (`status`, the pod's `ephemeralcontainers` and `resize`), the pod and service-account
 /// subresources, the connect ones, `scale` and `namespaces/finalize`.
 async fn subresource(call: &Call<'_>, name: &str, sub: &str) -> Result<Response<Body>, ApiError> {
-    let Call {
-        shared,
-        req,
-        info,
-        q,
-        ..
-    } = *call;
+    let (shared, req, info, q) = (call.shared, call.req, call.info, call.q);
     if let Some(part) = object_part(info, sub) {
         let opts = for_subresource(write_options(req, q)?, info, sub);
         return part_subresource(call, name, part, &opts).await;
@@ -242,9 +236,7 @@ async fn part_subresource(
     part: Part,
     opts: &WriteOptions,
 ) -> Result<Response<Body>, ApiError> {
-    let Call {
-        shared, req, info, ..
-    } = *call;
+    let (shared, req, info) = (call.shared, call.req, call.info);
     let namespace = call.namespace_or_all();
     let written = match req.method {
         Method::GET => {
@@ -274,9 +266,7 @@ async fn scale_subresource(
     name: &str,
     opts: WriteOptions,
 ) -> Result<Response<Body>, ApiError> {
-    let Call {
-        shared, req, info, ..
-    } = *call;
+    let (shared, req, info) = (call.shared, call.req, call.info);
     let namespace = call.namespace_or_all();
     // Webhooks see the `Scale` a write of the subresource writes.
     let opts = for_subresource(opts, info, "scale");

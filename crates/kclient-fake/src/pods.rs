@@ -45,9 +45,7 @@ pub async fn handle(call: &Call<'_>, name: &str, sub: &str) -> Result<Response<B
 /// `GET pods/{name}/log`: the scripted log of the container the query names (or of the only
 /// one), cut by `tailLines` and `limitBytes`.
 fn pod_log(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
-    let Call {
-        shared, info, q, ..
-    } = *call;
+    let (shared, info, q) = (call.shared, call.info, call.q);
     let namespace = call.namespace_or_all();
     let pod = shared.registry.get(info, namespace, name)?;
     let containers = meta::container_names(&pod, "containers");
@@ -87,7 +85,7 @@ fn pod_log(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
 
 /// `POST pods/{name}/eviction`: the pod deleted if its disruption budget allows.
 async fn evict(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
-    let Call { shared, info, .. } = *call;
+    let (shared, info) = (call.shared, call.info);
     let namespace = call.namespace_or_all();
     let body = parse_eviction(call.req)?;
     let body = admit_created(call, name, "eviction", body).await?;
@@ -121,9 +119,7 @@ async fn evict(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> 
 
 /// `POST pods/{name}/binding`: `spec.nodeName` set, once.
 async fn bind(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
-    let Call {
-        shared, req, info, ..
-    } = *call;
+    let (shared, req, info) = (call.shared, call.req, call.info);
     let namespace = call.namespace_or_all();
     let pods = info.group_resource();
     let body = parse_body(req, info).or_else(|_| {

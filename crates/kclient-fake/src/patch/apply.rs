@@ -663,13 +663,7 @@ pub async fn handle(
     part: Part,
     request_opts: &WriteOptions,
 ) -> Result<(Value, bool), ApiError> {
-    let Call {
-        shared,
-        req,
-        info,
-        q,
-        ..
-    } = *call;
+    let (shared, req, info, q) = (call.shared, call.req, call.info, call.q);
     let namespace = call.namespace_or_all();
     let manager = q.str("fieldManager").to_string();
     if manager.is_empty() {

@@ -81,13 +81,7 @@ pub async fn handle(
     part: Part,
     opts: &WriteOptions,
 ) -> Result<(Value, bool), ApiError> {
-    let Call {
-        shared,
-        req,
-        info,
-        q,
-        ..
-    } = *call;
+    let (shared, req, info, q) = (call.shared, call.req, call.info, call.q);
     let namespace = call.namespace_or_all();
     let patch_type = patch_type(req)?;
     if patch_type == PatchType::StrategicMerge && info.custom {
