@@ -283,9 +283,9 @@ async fn scale_subresource(
                 serde_json::from_slice(&req.body)
                     .map_err(|e| ApiError::bad_request(e.to_string()))?
             };
-            crate::scale::update(shared, info, namespace, name, body, &opts).await
+            crate::scale::update(call, name, body, &opts).await
         }
-        Method::PATCH => crate::scale::patch(shared, req, info, namespace, name, &opts).await,
+        Method::PATCH => crate::scale::patch(call, name, &opts).await,
         _ => return Err(errors::method_not_allowed()),
     };
     answer_write(

@@ -55,7 +55,7 @@ pub(crate) async fn watch_one(call: &Call<'_>, name: &str) -> Result<Response<Bo
     } else {
         format!("{},metadata.name={name}", params.field_selector)
     };
-    watch_collection(call.shared, call.info, call.namespace, params, negotiated).await
+    watch_collection(call, params, negotiated).await
 }
 
 /// GET of the collection: a list, or a watch when asked for.
@@ -63,10 +63,10 @@ pub(crate) async fn list_or_watch(call: &Call<'_>) -> Result<Response<Body>, Api
     let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::ListOrWatch)?;
     let params = ListParams::from_query(call.q, call.watch_prefix)?;
     if params.watch {
-        return watch_collection(call.shared, call.info, call.namespace, params, negotiated).await;
+        return watch_collection(call, params, negotiated).await;
     }
     require(call.info, "list")?;
-    list_page(call.shared, call.info, call.namespace, params, negotiated).await
+    list_page(call, params, negotiated).await
 }
 
 /// POST to the collection.
@@ -288,12 +288,11 @@ fn require(info: &ResourceInfo, verb: &str) -> Result<(), ApiError> {
 
 /// A page of the collection, as a list or converted as negotiated.
 async fn list_page(
-    shared: &Arc<Shared>,
-    info: &Arc<ResourceInfo>,
-    namespace: Option<&str>,
+    call: &Call<'_>,
     params: ListParams,
     negotiated: Negotiated,
 ) -> Result<Response<Body>, ApiError> {
+    let (shared, info, namespace) = (call.shared, call.info, call.namespace);
     let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
     wait_for_requested_rv(shared, &params).await?;
     let page = match shared.registry.list(info, namespace, &params, &predicate) {
@@ -425,12 +424,11 @@ async fn json_list(
 
 /// A watch of the collection (or of one object, its name in the field selector).
 async fn watch_collection(
-    shared: &Arc<Shared>,
-    info: &Arc<ResourceInfo>,
-    namespace: Option<&str>,
+    call: &Call<'_>,
     params: ListParams,
     negotiated: Negotiated,
 ) -> Result<Response<Body>, ApiError> {
+    let (shared, info, namespace) = (call.shared, call.info, call.namespace);
     require(info, "watch")?;
     let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
     let start = watch::start_of(
