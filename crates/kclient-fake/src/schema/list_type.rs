@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use kclient_core::{go_format, FieldError};
 use serde_json::{Map, Value};
 
+use super::field_path::{child, key};
 use super::structural::Schema;
 
 /// Checks every list of `obj` (a whole object, walked from the root schema `s`).
@@ -17,17 +18,6 @@ pub fn validate(s: &Schema, obj: &Value) -> Vec<FieldError> {
         walk_object(None, s, map, &mut errs);
     }
     errs
-}
-
-fn child(path: Option<&str>, name: &str) -> String {
-    match path {
-        Some(p) => format!("{p}.{name}"),
-        None => name.to_string(),
-    }
-}
-
-fn key(path: Option<&str>, name: &str) -> String {
-    format!("{}[{name}]", path.unwrap_or(""))
 }
 
 fn walk_object(
