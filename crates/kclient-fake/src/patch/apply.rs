@@ -806,76 +806,39 @@ mod tests {
 
     #[test]
     fn conflicts_and_force() {
-        let live = apply_deployment(
-            None,
-            json!({"metadata": {"name": "d"}, "spec": {"replicas": 1}}),
-            "a",
-            false,
-        )
-        .unwrap();
-        let err = apply_deployment(
-            Some(&live),
-            json!({"metadata": {"name": "d"}, "spec": {"replicas": 3}}),
-            "b",
-            false,
-        )
-        .unwrap_err();
+        let one = json!({"metadata": {"name": "d"}, "spec": {"replicas": 1}});
+        let three = json!({"metadata": {"name": "d"}, "spec": {"replicas": 3}});
+        let live = apply_deployment(None, one, "a", false).unwrap();
+        let err = apply_deployment(Some(&live), three.clone(), "b", false).unwrap_err();
         assert_eq!(err.code(), 409);
         assert_eq!(
             err.message(),
             "Apply failed with 1 conflict: conflict with \"a\": .spec.replicas"
         );
-        let forced = apply_deployment(
-            Some(&live),
-            json!({"metadata": {"name": "d"}, "spec": {"replicas": 3}}),
-            "b",
-            true,
-        )
-        .unwrap();
+        let forced = apply_deployment(Some(&live), three.clone(), "b", true).unwrap();
         assert_eq!(forced["spec"]["replicas"], 3);
         let entries = read_entries(&forced);
         assert_eq!(entries.len(), 1, "a lost its only field: {entries:?}");
         assert_eq!(entries[0].manager, "b");
         // Same value: shared ownership, no conflict.
-        let shared = apply_deployment(
-            Some(&forced),
-            json!({"metadata": {"name": "d"}, "spec": {"replicas": 3}}),
-            "c",
-            false,
-        )
-        .unwrap();
+        let shared = apply_deployment(Some(&forced), three, "c", false).unwrap();
         assert_eq!(read_entries(&shared).len(), 2);
     }
 
     #[test]
     fn dropped_fields_are_removed() {
-        let live = apply_deployment(
-            None,
-            json!({"metadata": {"name": "d", "labels": {"a": "1", "b": "2"}}}),
-            "m",
-            false,
-        )
-        .unwrap();
-        let next = apply_deployment(
-            Some(&live),
-            json!({"metadata": {"name": "d", "labels": {"a": "1"}}}),
-            "m",
-            false,
-        )
-        .unwrap();
+        let both = json!({"metadata": {"name": "d", "labels": {"a": "1", "b": "2"}}});
+        let a_only = json!({"metadata": {"name": "d", "labels": {"a": "1"}}});
+        let live = apply_deployment(None, both, "m", false).unwrap();
+        let next = apply_deployment(Some(&live), a_only, "m", false).unwrap();
         assert_eq!(next["metadata"]["labels"], json!({"a": "1"}));
     }
 
     #[test]
     fn updates_take_changed_fields() {
         let info = deploys();
-        let mut live = apply_deployment(
-            None,
-            json!({"metadata": {"name": "d"}, "spec": {"replicas": 1}}),
-            "a",
-            false,
-        )
-        .unwrap();
+        let one = json!({"metadata": {"name": "d"}, "spec": {"replicas": 1}});
+        let mut live = apply_deployment(None, one, "a", false).unwrap();
         let old = live.clone();
         live["spec"]["replicas"] = json!(5);
         record_update(&info, "kubectl-edit", Part::Main, Some(&old), &mut live);
