@@ -97,17 +97,25 @@ fn key_element(item: &Value, key: &str) -> Option<Element> {
     Some(format!("k:{}", json!({ key: kv })))
 }
 
+/// [`walk`]s each field of an object, below `path`.
+fn walk_fields(
+    m: &Map<String, Value>,
+    path: &mut FieldPath,
+    names: &mut Vec<String>,
+    set: &mut FieldSet,
+) {
+    for (k, child) in m {
+        path.push(format!("f:{k}"));
+        names.push(k.clone());
+        walk(child, path, names, set);
+        names.pop();
+        path.pop();
+    }
+}
+
 fn walk(v: &Value, path: &mut FieldPath, names: &mut Vec<String>, set: &mut FieldSet) {
     match v {
-        Value::Object(m) if !m.is_empty() => {
-            for (k, child) in m {
-                path.push(format!("f:{k}"));
-                names.push(k.clone());
-                walk(child, path, names, set);
-                names.pop();
-                path.pop();
-            }
-        }
+        Value::Object(m) if !m.is_empty() => walk_fields(m, path, names, set),
         Value::Array(items) => {
             let field = names.last().cloned().unwrap_or_default();
             let parent = &names[..names.len().saturating_sub(1)];
@@ -121,13 +129,7 @@ fn walk(v: &Value, path: &mut FieldPath, names: &mut Vec<String>, set: &mut Fiel
                         path.push(el);
                         set.insert(path.clone());
                         if let Some(m) = item.as_object() {
-                            for (k, child) in m {
-                                path.push(format!("f:{k}"));
-                                names.push(k.clone());
-                                walk(child, path, names, set);
-                                names.pop();
-                                path.pop();
-                            }
+                            walk_fields(m, path, names, set);
                         }
                         path.pop();
                     }
