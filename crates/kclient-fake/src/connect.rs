@@ -18,7 +18,6 @@
 //! at least, the name of the ServiceAccount); the token is JWT-shaped, with the claims a real
 //! one carries, but unsigned: the fake itself accepts only the tokens it was built with.
 
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -26,13 +25,11 @@ use http::{Method, Response, StatusCode};
 use kclient_core::{ApiError, FieldError, GroupResource, Status, StatusReason};
 use serde_json::{json, Value};
 
-use crate::catalogue::ResourceInfo;
+use crate::call::Call;
 use crate::errors;
 use crate::meta::{self, meta_str};
-use crate::query::Query;
 use crate::request::ApiRequest;
 use crate::response::{self, Body};
-use crate::state::Shared;
 
 /// The audience of a token when the request names none (kube-apiserver's default
 /// `--api-audiences`, its issuer).
@@ -52,15 +49,9 @@ fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
 
 /// Serves a connect subresource (`pods/{exec,attach,portforward,proxy}`, `services/proxy`,
 /// `nodes/proxy`) of an existing object, which always fails: nothing runs behind it.
-pub fn handle(
-    shared: &Arc<Shared>,
-    req: &ApiRequest,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
-    name: &str,
-    sub: &str,
-    q: &Query,
-) -> Result<Response<Body>, ApiError> {
+pub fn handle(call: &Call<'_>, name: &str, sub: &str) -> Result<Response<Body>, ApiError> {
+    let (shared, req, info, q) = (call.shared, call.req, call.info, call.q);
+    let namespace = call.namespace_or_all();
     let proxy = sub == "proxy";
     let allowed = if proxy {
         matches!(
@@ -165,13 +156,9 @@ fn base64url(bytes: &[u8]) -> String {
 }
 
 /// `POST serviceaccounts/{name}/token`: a `TokenRequest` for an existing ServiceAccount.
-pub fn token(
-    shared: &Arc<Shared>,
-    req: &ApiRequest,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
-    name: &str,
-) -> Result<Response<Body>, ApiError> {
+pub fn token(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
+    let (shared, req, info) = (call.shared, call.req, call.info);
+    let namespace = call.namespace_or_all();
     if req.method != Method::POST {
         return Err(errors::method_not_allowed());
     }

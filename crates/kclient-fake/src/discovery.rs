@@ -4,7 +4,6 @@
 //! `APIGroupDiscoveryList`) on `/api` and `/apis` when the `Accept` header asks for it.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use base64::Engine as _;
 use serde_json::{json, Value};
@@ -207,11 +206,7 @@ fn subresources(info: &ResourceInfo) -> Vec<Subresource> {
 
 /// `/api/v1` or `/apis/{group}/{version}` (legacy `APIResourceList`), if served.
 pub fn resource_list(catalogue: &Catalogue, group: &str, version: &str) -> Option<Value> {
-    let resources: Vec<Arc<ResourceInfo>> = catalogue
-        .all()
-        .into_iter()
-        .filter(|i| i.api.group == group && i.api.version == version)
-        .collect();
+    let resources = catalogue.in_group_version(group, version);
     if resources.is_empty() {
         return None;
     }
@@ -289,13 +284,12 @@ fn resource_discovery(info: &ResourceInfo) -> Value {
 }
 
 fn group_discovery(catalogue: &Catalogue, group: &str, versions: &[String]) -> Value {
-    let all = catalogue.all();
     let versions: Vec<Value> = versions
         .iter()
         .map(|v| {
-            let resources: Vec<Value> = all
+            let resources: Vec<Value> = catalogue
+                .in_group_version(group, v)
                 .iter()
-                .filter(|i| i.api.group == group && &i.api.version == v)
                 .map(|i| resource_discovery(i))
                 .collect();
             json!({"version": v, "resources": resources, "freshness": "Current"})

@@ -122,12 +122,9 @@ impl Registry {
     /// For an owner terminating with the `orphan` finalizer: unlink its dependents, then drop
     /// the finalizer.
     fn orphan_dependents(&self, uid: &str) {
-        let Some((resource, key, finalizers)) = self.terminating(uid) else {
+        let Some((resource, key)) = self.terminating_with(uid, ORPHAN) else {
             return;
         };
-        if !finalizers.iter().any(|f| f == ORPHAN) {
-            return;
-        }
         let dependents = self.store.read().dependents_of(uid);
         for (dep_resource, dep_key) in dependents {
             if let Some(info) = self.info_for(&dep_resource) {
@@ -141,12 +138,9 @@ impl Registry {
     /// For an owner terminating with the `foregroundDeletion` finalizer: delete its
     /// dependents, or drop the finalizer when none is left.
     fn check_foreground(&self, uid: &str) {
-        let Some((resource, key, finalizers)) = self.terminating(uid) else {
+        let Some((resource, key)) = self.terminating_with(uid, FOREGROUND) else {
             return;
         };
-        if !finalizers.iter().any(|f| f == FOREGROUND) {
-            return;
-        }
         let dependents = self.store.read().dependents_of(uid);
         if dependents.is_empty() {
             self.remove_finalizer(&resource, &key, FOREGROUND);
@@ -173,17 +167,15 @@ impl Registry {
         }
     }
 
-    fn terminating(&self, uid: &str) -> Option<(GroupResource, String, Vec<String>)> {
+    /// The resource and key of the object `uid` if it is terminating and holds `finalizer`.
+    fn terminating_with(&self, uid: &str, finalizer: &str) -> Option<(GroupResource, String)> {
         let state = self.store.read();
         let (resource, key, obj) = state.by_uid(uid)?;
-        if !meta::is_terminating(&obj.value) {
+        let held = meta::finalizers(&obj.value).iter().any(|f| f == finalizer);
+        if !meta::is_terminating(&obj.value) || !held {
             return None;
         }
-        Some((
-            resource.clone(),
-            key.to_string(),
-            meta::finalizers(&obj.value),
-        ))
+        Some((resource.clone(), key.to_string()))
     }
 
     fn remove_finalizer(&self, resource: &GroupResource, key: &str, finalizer: &str) {
@@ -191,27 +183,9 @@ impl Registry {
             return;
         };
         let (ns, name) = Self::split_key(key);
-        let _ = self.update_now(
-            &info,
-            ns,
-            name,
-            crate::registry::Part::Main,
-            &Default::default(),
-            |cur| {
-                let mut obj = cur.cloned().unwrap_or(Value::Null);
-                let rest: Vec<String> = meta::finalizers(&obj)
-                    .into_iter()
-                    .filter(|f| f != finalizer)
-                    .collect();
-                let meta = meta::metadata_mut(&mut obj);
-                if rest.is_empty() {
-                    meta.remove("finalizers");
-                } else {
-                    meta.insert("finalizers".into(), json!(rest));
-                }
-                Ok(obj)
-            },
-        );
+        self.retain_in_metadata(&info, ns, name, "finalizers", |f| {
+            f.as_str().is_some_and(|f| f != finalizer)
+        });
     }
 
     fn remove_owner_reference(
@@ -221,6 +195,21 @@ impl Registry {
         name: &str,
         owner_uid: &str,
     ) {
+        self.retain_in_metadata(info, ns, name, "ownerReferences", |r| {
+            r.get("uid").and_then(Value::as_str) != Some(owner_uid)
+        });
+    }
+
+    /// Keeps the entries of the object's metadata list `field` (`finalizers`,
+    /// `ownerReferences`) that `keep` keeps, removing the list when none is left.
+    fn retain_in_metadata(
+        &self,
+        info: &std::sync::Arc<crate::catalogue::ResourceInfo>,
+        ns: &str,
+        name: &str,
+        field: &str,
+        keep: impl Fn(&Value) -> bool,
+    ) {
         let _ = self.update_now(
             info,
             ns,
@@ -229,21 +218,16 @@ impl Registry {
             &Default::default(),
             |cur| {
                 let mut obj = cur.cloned().unwrap_or(Value::Null);
-                let refs: Vec<Value> = obj
-                    .pointer("/metadata/ownerReferences")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter(|r| r.get("uid").and_then(Value::as_str) != Some(owner_uid))
-                            .cloned()
-                            .collect()
-                    })
-                    .unwrap_or_default();
                 let meta = meta::metadata_mut(&mut obj);
-                if refs.is_empty() {
-                    meta.remove("ownerReferences");
+                let rest: Vec<Value> = meta
+                    .get(field)
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter(|v| keep(v)).cloned().collect())
+                    .unwrap_or_default();
+                if rest.is_empty() {
+                    meta.remove(field);
                 } else {
-                    meta.insert("ownerReferences".into(), json!(refs));
+                    meta.insert(field.into(), Value::Array(rest));
                 }
                 Ok(obj)
             },

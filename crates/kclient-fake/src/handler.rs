@@ -9,6 +9,7 @@ use http::{header, HeaderMap, Method, Response, StatusCode};
 use kclient_core::ApiError;
 use serde_json::Value;
 
+use crate::call::Call;
 use crate::catalogue::ResourceInfo;
 use crate::discovery;
 use crate::errors;
@@ -21,7 +22,7 @@ use crate::request::{
 use crate::response::{self, Body};
 use crate::router::{route, ResourcePath, Route};
 use crate::state::Shared;
-use crate::verbs::{self, Call};
+use crate::verbs;
 
 /// Serves one request: records it, delays it by the injected latency, sends it down the
 /// reactor chain, and serves it if no reactor answered.
@@ -144,7 +145,7 @@ async fn resource(
     };
     if let Some(sub) = path.subresource.as_deref() {
         let name = path.name.as_deref().unwrap_or_default();
-        return subresource(shared, req, &info, call.namespace_or_all(), name, sub, &q).await;
+        return subresource(&call, name, sub).await;
     }
     match (&req.method, path.name.as_deref()) {
         (&Method::GET, Some(name)) if path.watch_prefix || q.bool("watch")?.unwrap_or(false) => {
@@ -172,30 +173,23 @@ async fn resource(
 /// Serves a subresource of an object: the parts of the object written on their own
 /// (`status`, the pod's `ephemeralcontainers` and `resize`), the pod and service-account
 /// subresources, the connect ones, `scale` and `namespaces/finalize`.
-async fn subresource(
-    shared: &Arc<Shared>,
-    req: &ApiRequest,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
-    name: &str,
-    sub: &str,
-    q: &Query,
-) -> Result<Response<Body>, ApiError> {
+async fn subresource(call: &Call<'_>, name: &str, sub: &str) -> Result<Response<Body>, ApiError> {
+    let (shared, req, info, q) = (call.shared, call.req, call.info, call.q);
     if let Some(part) = object_part(info, sub) {
         let opts = for_subresource(write_options(req, q)?, info, sub);
-        return part_subresource(shared, req, info, namespace, name, part, q, &opts).await;
+        return part_subresource(call, name, part, &opts).await;
     }
     let extra = !info.custom && info.extra_subresources.iter().any(|e| e.name == sub);
     if extra {
         match (info.api.group.as_str(), info.kind(), sub) {
             ("", "Pod", "log" | "eviction" | "binding") => {
-                return crate::pods::handle(shared, req, info, namespace, name, sub, q).await;
+                return crate::pods::handle(call, name, sub).await;
             }
             ("", "ServiceAccount", "token") => {
-                return crate::connect::token(shared, req, info, namespace, name);
+                return crate::connect::token(call, name);
             }
             ("", "Namespace", "finalize") => {}
-            _ => return crate::connect::handle(shared, req, info, namespace, name, sub, q),
+            _ => return crate::connect::handle(call, name, sub),
         }
     }
     let served = match sub {
@@ -208,7 +202,7 @@ async fn subresource(
     }
     let opts = write_options(req, q)?;
     match (sub, &req.method) {
-        ("scale", _) => scale_subresource(shared, req, info, namespace, name, opts).await,
+        ("scale", _) => scale_subresource(call, name, opts).await,
         ("finalize", &Method::PUT) => {
             let body = parse_body(req, info)?;
             let keep: Vec<Value> = body
@@ -236,17 +230,14 @@ fn object_part(info: &ResourceInfo, sub: &str) -> Option<Part> {
 }
 
 /// `GET`, `PUT` or `PATCH` of a part of the object ([`object_part`]).
-#[allow(clippy::too_many_arguments)]
 async fn part_subresource(
-    shared: &Arc<Shared>,
-    req: &ApiRequest,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
+    call: &Call<'_>,
     name: &str,
     part: Part,
-    q: &Query,
     opts: &WriteOptions,
 ) -> Result<Response<Body>, ApiError> {
+    let (shared, req, info) = (call.shared, call.req, call.info);
+    let namespace = call.namespace_or_all();
     let written = match req.method {
         Method::GET => {
             let obj = shared.registry.get_converted(info, namespace, name).await?;
@@ -259,9 +250,7 @@ async fn part_subresource(
                 .update_with(info, namespace, name, part, opts, |_| Ok(body.clone()))
                 .await
         }
-        Method::PATCH => {
-            crate::patch::handle(shared, req, info, namespace, name, part, q, opts).await
-        }
+        Method::PATCH => crate::patch::handle(call, name, part, opts).await,
         _ => return Err(errors::method_not_allowed()),
     };
     answer_write(
@@ -273,13 +262,12 @@ async fn part_subresource(
 
 /// `GET`, `PUT` or `PATCH` of the `scale` subresource.
 async fn scale_subresource(
-    shared: &Arc<Shared>,
-    req: &ApiRequest,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
+    call: &Call<'_>,
     name: &str,
     opts: WriteOptions,
 ) -> Result<Response<Body>, ApiError> {
+    let (shared, req, info) = (call.shared, call.req, call.info);
+    let namespace = call.namespace_or_all();
     // Webhooks see the `Scale` a write of the subresource writes.
     let opts = for_subresource(opts, info, "scale");
     let written = match req.method {
@@ -295,9 +283,9 @@ async fn scale_subresource(
                 serde_json::from_slice(&req.body)
                     .map_err(|e| ApiError::bad_request(e.to_string()))?
             };
-            crate::scale::update(shared, info, namespace, name, body, &opts).await
+            crate::scale::update(call, name, body, &opts).await
         }
-        Method::PATCH => crate::scale::patch(shared, req, info, namespace, name, &opts).await,
+        Method::PATCH => crate::scale::patch(call, name, &opts).await,
         _ => return Err(errors::method_not_allowed()),
     };
     answer_write(

@@ -164,6 +164,7 @@
 
 mod actions;
 mod admission;
+mod call;
 pub mod catalogue;
 pub mod cli;
 mod connect;

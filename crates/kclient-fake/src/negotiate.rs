@@ -49,7 +49,7 @@ use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
 use crate::registry::WriteOptions;
-use crate::request::ApiRequest;
+use crate::request::{header_str, ApiRequest};
 use crate::response::{self, Body};
 pub use crate::response::{MetaVersion, ObjectForm};
 
@@ -146,11 +146,7 @@ pub fn negotiate(
     info: &ResourceInfo,
     endpoint: Endpoint,
 ) -> Result<Negotiated, ApiError> {
-    let accept = req
-        .headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let accept = header_str(&req.headers, header::ACCEPT);
     if !info.custom {
         check_route(accept, endpoint)?;
     }
@@ -172,14 +168,9 @@ pub fn negotiate(
         });
     }
     for clause in parse_accept(accept) {
-        for (index, (kind, subtype)) in MEDIA_TYPES.iter().enumerate() {
-            let matches = (clause.kind == *kind
-                && (clause.subtype == *subtype || clause.subtype == "*"))
-                || (clause.kind == "*" && clause.subtype == "*");
-            if !matches {
-                continue;
-            }
+        for index in clause.media_types() {
             let yaml = index == 1;
+            let subtype = MEDIA_TYPES[index].1;
             if let Some(conversion) = allowed(&clause.params, yaml, subtype, info) {
                 let conversion = match conversion {
                     // Only a first entry asking for it gets a Table (wants_table, above).
@@ -218,21 +209,12 @@ pub fn negotiate(
 /// passes, writes JSON. The served resource does not matter: a custom resource's serializer
 /// offers protobuf too, which only its objects are refused.
 pub fn errors_in_protobuf(headers: &HeaderMap) -> bool {
-    let accept = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let accept = header_str(headers, header::ACCEPT);
     if accept.is_empty() {
         return false;
     }
     for clause in parse_accept(accept) {
-        for (index, (kind, subtype)) in MEDIA_TYPES.iter().enumerate() {
-            let matches = (clause.kind == *kind
-                && (clause.subtype == *subtype || clause.subtype == "*"))
-                || (clause.kind == "*" && clause.subtype == "*");
-            if !matches {
-                continue;
-            }
+        for index in clause.media_types() {
             let yaml = index == 1;
             let refused = clause.params.iter().any(|(key, value)| match key.as_str() {
                 "as" | "g" | "v" => true,
@@ -317,6 +299,20 @@ struct Clause {
     q: f64,
     /// Parameters other than `q`, a later one replacing an earlier one of the same name.
     params: Vec<(String, String)>,
+}
+
+impl Clause {
+    /// The indexes in [`MEDIA_TYPES`] of the media types the clause accepts, in our order.
+    fn media_types(&self) -> impl Iterator<Item = usize> + '_ {
+        let any = self.kind == "*" && self.subtype == "*";
+        MEDIA_TYPES
+            .iter()
+            .enumerate()
+            .filter(move |(_, (kind, subtype))| {
+                any || (self.kind == *kind && (self.subtype == *subtype || self.subtype == "*"))
+            })
+            .map(|(index, _)| index)
+    }
 }
 
 /// goautoneg's `ParseAccept`: clauses split on `,` and `;`, trimmed of spaces, entries

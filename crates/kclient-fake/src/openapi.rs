@@ -38,11 +38,7 @@ pub fn group_version(catalogue: &Catalogue, path: &str) -> Option<Value> {
         ["apis", g, v] => (g.to_string(), v.to_string()),
         _ => return None,
     };
-    let resources: Vec<_> = catalogue
-        .all()
-        .into_iter()
-        .filter(|i| i.api.group == group && i.api.version == version)
-        .collect();
+    let resources = catalogue.in_group_version(&group, &version);
     if resources.is_empty() {
         return None;
     }

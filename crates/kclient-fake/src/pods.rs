@@ -14,10 +14,10 @@ use kclient_core::labels::Selector;
 use kclient_core::{ApiError, FieldError, GroupResource, Status, StatusCause};
 use serde_json::{json, Value};
 
+use crate::call::Call;
 use crate::catalogue::ResourceInfo;
 use crate::errors::status_json;
 use crate::meta::{self, meta_str};
-use crate::query::Query;
 use crate::registry::{Part, WriteOptions};
 use crate::request::{parse_body, ApiRequest};
 use crate::response::{self, Body};
@@ -33,32 +33,20 @@ fn created_status() -> Response<Body> {
 }
 
 /// Serves `pods/{name}/{log|eviction|binding}`.
-pub async fn handle(
-    shared: &Arc<Shared>,
-    req: &ApiRequest,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
-    name: &str,
-    sub: &str,
-    q: &Query,
-) -> Result<Response<Body>, ApiError> {
-    match (sub, &req.method) {
-        ("log", &Method::GET) => pod_log(shared, info, namespace, name, q),
-        ("eviction", &Method::POST) => evict(shared, req, info, namespace, name, q).await,
-        ("binding", &Method::POST) => bind(shared, req, info, namespace, name, q).await,
+pub async fn handle(call: &Call<'_>, name: &str, sub: &str) -> Result<Response<Body>, ApiError> {
+    match (sub, &call.req.method) {
+        ("log", &Method::GET) => pod_log(call, name),
+        ("eviction", &Method::POST) => evict(call, name).await,
+        ("binding", &Method::POST) => bind(call, name).await,
         _ => Err(crate::errors::method_not_allowed()),
     }
 }
 
 /// `GET pods/{name}/log`: the scripted log of the container the query names (or of the only
 /// one), cut by `tailLines` and `limitBytes`.
-fn pod_log(
-    shared: &Arc<Shared>,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
-    name: &str,
-    q: &Query,
-) -> Result<Response<Body>, ApiError> {
+fn pod_log(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
+    let (shared, info, q) = (call.shared, call.info, call.q);
+    let namespace = call.namespace_or_all();
     let pod = shared.registry.get(info, namespace, name)?;
     let containers = meta::container_names(&pod, "containers");
     let container = match q.get("container").filter(|c| !c.is_empty()) {
@@ -96,17 +84,11 @@ fn pod_log(
 }
 
 /// `POST pods/{name}/eviction`: the pod deleted if its disruption budget allows.
-async fn evict(
-    shared: &Arc<Shared>,
-    req: &ApiRequest,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
-    name: &str,
-    q: &Query,
-) -> Result<Response<Body>, ApiError> {
-    let body = parse_eviction(req)?;
-    let subject = created(info, namespace, name);
-    let body = admit_created(shared, req, q, subject, "eviction", body).await?;
+async fn evict(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
+    let (shared, info) = (call.shared, call.info);
+    let namespace = call.namespace_or_all();
+    let body = parse_eviction(call.req)?;
+    let body = admit_created(call, name, "eviction", body).await?;
     let body_name = meta_str(&body, "name");
     if !body_name.is_empty() && body_name != name {
         return Err(ApiError::bad_request(
@@ -136,20 +118,14 @@ async fn evict(
 }
 
 /// `POST pods/{name}/binding`: `spec.nodeName` set, once.
-async fn bind(
-    shared: &Arc<Shared>,
-    req: &ApiRequest,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
-    name: &str,
-    q: &Query,
-) -> Result<Response<Body>, ApiError> {
+async fn bind(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
+    let (shared, req, info) = (call.shared, call.req, call.info);
+    let namespace = call.namespace_or_all();
     let pods = info.group_resource();
     let body = parse_body(req, info).or_else(|_| {
         serde_json::from_slice::<Value>(&req.body).map_err(|e| ApiError::bad_request(e.to_string()))
     })?;
-    let subject = created(info, namespace, name);
-    let body = admit_created(shared, req, q, subject, "binding", body).await?;
+    let body = admit_created(call, name, "binding", body).await?;
     let node = body
         .pointer("/target/name")
         .and_then(Value::as_str)
@@ -480,40 +456,29 @@ fn insufficient_pods(status: &mut serde_json::Map<String, Value>) {
     }
 }
 
-/// The object the pod subresource `sub` creates (an `Eviction`, a `Binding`) for the pod
-/// `subject` names, as the admission webhooks leave it.
+/// The object the subresource `sub` of pod `name` creates (an `Eviction`, a `Binding`), as
+/// the admission webhooks leave it.
 async fn admit_created(
-    shared: &Arc<Shared>,
-    req: &ApiRequest,
-    q: &Query,
-    subject: crate::admission::Subject<'_>,
+    call: &Call<'_>,
+    name: &str,
     sub: &str,
     body: Value,
 ) -> Result<Value, ApiError> {
-    let opts = crate::request::write_options(req, q)?;
-    let opts = crate::request::for_subresource(opts, subject.info, sub);
-    match &opts.admission {
-        Some(admission) => {
-            admission
-                .admit_created(&shared.registry, subject, body)
-                .await
-        }
-        None => Ok(body),
-    }
-}
-
-/// A create on the subresource of pod `name`.
-fn created<'a>(
-    info: &'a Arc<ResourceInfo>,
-    namespace: &'a str,
-    name: &'a str,
-) -> crate::admission::Subject<'a> {
-    crate::admission::Subject {
+    let opts = crate::request::write_options(call.req, call.q)?;
+    let opts = crate::request::for_subresource(opts, call.info, sub);
+    let Some(admission) = &opts.admission else {
+        return Ok(body);
+    };
+    // A create on the subresource of the pod.
+    let subject = crate::admission::Subject {
         operation: kclient_core::admission::Operation::Create,
-        info,
-        namespace,
+        info: call.info,
+        namespace: call.namespace_or_all(),
         name,
-    }
+    };
+    admission
+        .admit_created(&call.shared.registry, subject, body)
+        .await
 }
 
 fn parse_eviction(req: &ApiRequest) -> Result<Value, ApiError> {

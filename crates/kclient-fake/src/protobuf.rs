@@ -224,15 +224,10 @@ pub fn stored_list<'a>(
     metadata: &Value,
     items: impl Iterator<Item = &'a StoredObject>,
 ) -> Result<Vec<u8>, ApiError> {
-    let messages = items
-        .map(|obj| stored_message(codec, info, obj))
-        .collect::<Result<Vec<_>, _>>()?;
-    list(
-        info.api_version(),
-        &info.list_kind(),
+    resource_list(
+        info,
         metadata,
-        &messages,
-        false,
+        items.map(|obj| stored_message(codec, info, obj)),
     )
 }
 
@@ -243,10 +238,16 @@ pub fn value_list(
     metadata: &Value,
     items: &[Value],
 ) -> Result<Vec<u8>, ApiError> {
-    let messages = items
-        .iter()
-        .map(|v| message(codec, v))
-        .collect::<Result<Vec<_>, _>>()?;
+    resource_list(info, metadata, items.iter().map(|v| message(codec, v)))
+}
+
+/// The body of a list of `info`'s objects, each encoded already (or failed to).
+fn resource_list<M: AsRef<[u8]>>(
+    info: &ResourceInfo,
+    metadata: &Value,
+    messages: impl Iterator<Item = Result<M, ApiError>>,
+) -> Result<Vec<u8>, ApiError> {
+    let messages = messages.collect::<Result<Vec<_>, _>>()?;
     list(
         info.api_version(),
         &info.list_kind(),

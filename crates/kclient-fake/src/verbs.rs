@@ -11,41 +11,19 @@ use http::{header, Response, StatusCode};
 use kclient_core::{ApiError, DeleteOptions, Status, StatusDetails};
 use serde_json::{json, Value};
 
+use crate::call::Call;
 use crate::catalogue::ResourceInfo;
 use crate::errors::status_json;
 use crate::meta::meta_str;
 use crate::negotiate::{self, answer_write, Conversion, Endpoint, Negotiated, ObjectForm, Wire};
 use crate::protobuf;
-use crate::query::{ListParams, Query, RvMatch};
+use crate::query::{ListParams, RvMatch};
 use crate::registry::{ExpiredContinue, ListError, ListPage, Part, Warnings, WriteOptions};
 use crate::request::{delete_options, parse_body, write_options, ApiRequest};
 use crate::response::{self, Body};
 use crate::selectors::Predicate;
 use crate::state::Shared;
 use crate::watch;
-
-/// A request on one resource, as the verbs see it.
-pub(crate) struct Call<'a> {
-    /// The server.
-    pub(crate) shared: &'a Arc<Shared>,
-    /// The request.
-    pub(crate) req: &'a ApiRequest,
-    /// The resource.
-    pub(crate) info: &'a Arc<ResourceInfo>,
-    /// The query.
-    pub(crate) q: &'a Query,
-    /// The namespace from the path, if any.
-    pub(crate) namespace: Option<&'a str>,
-    /// Whether the deprecated `/watch/` prefix was used.
-    pub(crate) watch_prefix: bool,
-}
-
-impl Call<'_> {
-    /// The namespace from the path, or `""` (all namespaces, or a cluster-scoped resource).
-    pub(crate) fn namespace_or_all(&self) -> &str {
-        self.namespace.unwrap_or_default()
-    }
-}
 
 /// GET of one object.
 pub(crate) async fn get(call: &Call<'_>, name: &str) -> Result<Response<Body>, ApiError> {
@@ -77,7 +55,7 @@ pub(crate) async fn watch_one(call: &Call<'_>, name: &str) -> Result<Response<Bo
     } else {
         format!("{},metadata.name={name}", params.field_selector)
     };
-    watch_collection(call.shared, call.info, call.namespace, params, negotiated).await
+    watch_collection(call, params, negotiated).await
 }
 
 /// GET of the collection: a list, or a watch when asked for.
@@ -85,10 +63,10 @@ pub(crate) async fn list_or_watch(call: &Call<'_>) -> Result<Response<Body>, Api
     let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::ListOrWatch)?;
     let params = ListParams::from_query(call.q, call.watch_prefix)?;
     if params.watch {
-        return watch_collection(call.shared, call.info, call.namespace, params, negotiated).await;
+        return watch_collection(call, params, negotiated).await;
     }
     require(call.info, "list")?;
-    list_page(call.shared, call.info, call.namespace, params, negotiated).await
+    list_page(call, params, negotiated).await
 }
 
 /// POST to the collection.
@@ -139,17 +117,7 @@ pub(crate) async fn patch(call: &Call<'_>, name: &str) -> Result<Response<Body>,
     require(call.info, "patch")?;
     let negotiated = negotiate::negotiate(call.req, call.info, Endpoint::Object)?;
     let opts = write_options(call.req, call.q)?;
-    let written = crate::patch::handle(
-        call.shared,
-        call.req,
-        call.info,
-        call.namespace_or_all(),
-        name,
-        Part::Main,
-        call.q,
-        &opts,
-    )
-    .await;
+    let written = crate::patch::handle(call, name, Part::Main, &opts).await;
     answer_one(call, negotiated, &opts, written)
 }
 
@@ -320,12 +288,11 @@ fn require(info: &ResourceInfo, verb: &str) -> Result<(), ApiError> {
 
 /// A page of the collection, as a list or converted as negotiated.
 async fn list_page(
-    shared: &Arc<Shared>,
-    info: &Arc<ResourceInfo>,
-    namespace: Option<&str>,
+    call: &Call<'_>,
     params: ListParams,
     negotiated: Negotiated,
 ) -> Result<Response<Body>, ApiError> {
+    let (shared, info, namespace) = (call.shared, call.info, call.namespace);
     let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
     wait_for_requested_rv(shared, &params).await?;
     let page = match shared.registry.list(info, namespace, &params, &predicate) {
@@ -457,12 +424,11 @@ async fn json_list(
 
 /// A watch of the collection (or of one object, its name in the field selector).
 async fn watch_collection(
-    shared: &Arc<Shared>,
-    info: &Arc<ResourceInfo>,
-    namespace: Option<&str>,
+    call: &Call<'_>,
     params: ListParams,
     negotiated: Negotiated,
 ) -> Result<Response<Body>, ApiError> {
+    let (shared, info, namespace) = (call.shared, call.info, call.namespace);
     require(info, "watch")?;
     let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
     let start = watch::start_of(

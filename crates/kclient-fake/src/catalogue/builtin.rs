@@ -77,6 +77,17 @@ const ROW: BuiltinRow = BuiltinRow {
 /// `metadata.generation` tracked and bumped by spec changes (most types that track it).
 const SPEC_GENERATION: Option<GenerationBumps> = Some(GenerationBumps::Spec);
 
+/// What the scalable apps/v1 workloads (Deployment, ReplicaSet, StatefulSet) start from: in
+/// category `all`, with `status` and the workload `scale`, generation bumped by the spec.
+const SCALED_APPS_WORKLOAD: BuiltinRow = BuiltinRow {
+    group: "apps",
+    categories: &["all"],
+    status: true,
+    scale: true,
+    generation: SPEC_GENERATION,
+    ..ROW
+};
+
 impl BuiltinRow {
     /// The [`ResourceInfo`] this row describes.
     pub(super) fn resource_info(&self) -> ResourceInfo {
@@ -291,37 +302,22 @@ pub(super) const BUILTIN: &[BuiltinRow] = &[
     },
     // apps/v1
     BuiltinRow {
-        group: "apps",
         kind: "Deployment",
         plural: "deployments",
         short_names: &["deploy"],
-        categories: &["all"],
-        status: true,
-        scale: true,
-        generation: SPEC_GENERATION,
-        ..ROW
+        ..SCALED_APPS_WORKLOAD
     },
     BuiltinRow {
-        group: "apps",
         kind: "ReplicaSet",
         plural: "replicasets",
         short_names: &["rs"],
-        categories: &["all"],
-        status: true,
-        scale: true,
-        generation: SPEC_GENERATION,
-        ..ROW
+        ..SCALED_APPS_WORKLOAD
     },
     BuiltinRow {
-        group: "apps",
         kind: "StatefulSet",
         plural: "statefulsets",
         short_names: &["sts"],
-        categories: &["all"],
-        status: true,
-        scale: true,
-        generation: SPEC_GENERATION,
-        ..ROW
+        ..SCALED_APPS_WORKLOAD
     },
     BuiltinRow {
         group: "apps",

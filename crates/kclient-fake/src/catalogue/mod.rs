@@ -375,6 +375,17 @@ impl Catalogue {
         self.inner.read().values().cloned().collect()
     }
 
+    /// The resources served in `group`/`version`, ordered by plural (none when it is not
+    /// served).
+    pub(crate) fn in_group_version(&self, group: &str, version: &str) -> Vec<Arc<ResourceInfo>> {
+        self.inner
+            .read()
+            .values()
+            .filter(|i| i.api.group == group && i.api.version == version)
+            .cloned()
+            .collect()
+    }
+
     /// The served group versions, core first, then groups in the order kube-apiserver
     /// lists them (built-in groups first, then custom ones alphabetically).
     pub fn group_versions(&self) -> Vec<GroupVersion> {

@@ -21,7 +21,6 @@
 //! validated or defaulted.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use kclient_core::{
     ApiError, FieldError, GroupResource, Status, StatusCause, StatusDetails, StatusReason,
@@ -29,12 +28,11 @@ use kclient_core::{
 use serde_json::{json, Map, Value};
 
 use super::strategic::{list_strategy, ListStrategy};
+use crate::call::Call;
 use crate::catalogue::ResourceInfo;
 use crate::meta::{self, meta_str};
-use crate::query::Query;
 use crate::registry::{Part, WriteOptions};
 use crate::request::ApiRequest;
-use crate::state::Shared;
 
 /// One step of a field path: `f:name`, `k:{"name":"c"}`, `v:"value"` or `i:0`.
 pub type Element = String;
@@ -99,17 +97,25 @@ fn key_element(item: &Value, key: &str) -> Option<Element> {
     Some(format!("k:{}", json!({ key: kv })))
 }
 
+/// [`walk`]s each field of an object, below `path`.
+fn walk_fields(
+    m: &Map<String, Value>,
+    path: &mut FieldPath,
+    names: &mut Vec<String>,
+    set: &mut FieldSet,
+) {
+    for (k, child) in m {
+        path.push(format!("f:{k}"));
+        names.push(k.clone());
+        walk(child, path, names, set);
+        names.pop();
+        path.pop();
+    }
+}
+
 fn walk(v: &Value, path: &mut FieldPath, names: &mut Vec<String>, set: &mut FieldSet) {
     match v {
-        Value::Object(m) if !m.is_empty() => {
-            for (k, child) in m {
-                path.push(format!("f:{k}"));
-                names.push(k.clone());
-                walk(child, path, names, set);
-                names.pop();
-                path.pop();
-            }
-        }
+        Value::Object(m) if !m.is_empty() => walk_fields(m, path, names, set),
         Value::Array(items) => {
             let field = names.last().cloned().unwrap_or_default();
             let parent = &names[..names.len().saturating_sub(1)];
@@ -123,13 +129,7 @@ fn walk(v: &Value, path: &mut FieldPath, names: &mut Vec<String>, set: &mut Fiel
                         path.push(el);
                         set.insert(path.clone());
                         if let Some(m) = item.as_object() {
-                            for (k, child) in m {
-                                path.push(format!("f:{k}"));
-                                names.push(k.clone());
-                                walk(child, path, names, set);
-                                names.pop();
-                                path.pop();
-                            }
+                            walk_fields(m, path, names, set);
                         }
                         path.pop();
                     }
@@ -659,17 +659,14 @@ fn remove_unapplied(
 }
 
 /// Serves an apply patch.
-#[allow(clippy::too_many_arguments)]
 pub async fn handle(
-    shared: &Arc<Shared>,
-    req: &ApiRequest,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
+    call: &Call<'_>,
     name: &str,
     part: Part,
-    q: &Query,
     request_opts: &WriteOptions,
 ) -> Result<(Value, bool), ApiError> {
+    let (shared, req, info, q) = (call.shared, call.req, call.info, call.q);
+    let namespace = call.namespace_or_all();
     let manager = q.str("fieldManager").to_string();
     if manager.is_empty() {
         return Err(ApiError::invalid(
@@ -771,6 +768,8 @@ fn parse_applied(req: &ApiRequest, info: &ResourceInfo, name: &str) -> Result<Va
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::catalogue::Catalogue;
 
@@ -778,6 +777,19 @@ mod tests {
         Catalogue::builtin()
             .get("apps", "v1", "deployments")
             .unwrap()
+    }
+
+    /// Applies a Deployment of these fields (`metadata`, `spec`) over `live` as `manager`.
+    fn apply_deployment(
+        live: Option<&Value>,
+        fields: Value,
+        manager: &str,
+        force: bool,
+    ) -> Result<Value, ApiError> {
+        let mut applied = json!({"apiVersion": "apps/v1", "kind": "Deployment"});
+        let fields = fields.as_object().cloned().unwrap_or_default();
+        applied.as_object_mut().unwrap().extend(fields);
+        apply_to(&deploys(), live, &applied, manager, force, Part::Main)
     }
 
     #[test]
@@ -796,99 +808,39 @@ mod tests {
 
     #[test]
     fn conflicts_and_force() {
-        let info = deploys();
-        let live = apply_to(
-            &info,
-            None,
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d"}, "spec": {"replicas": 1}}),
-            "a",
-            false,
-            Part::Main,
-        )
-        .unwrap();
-        let err = apply_to(
-            &info,
-            Some(&live),
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d"}, "spec": {"replicas": 3}}),
-            "b",
-            false,
-            Part::Main,
-        )
-        .unwrap_err();
+        let one = json!({"metadata": {"name": "d"}, "spec": {"replicas": 1}});
+        let three = json!({"metadata": {"name": "d"}, "spec": {"replicas": 3}});
+        let live = apply_deployment(None, one, "a", false).unwrap();
+        let err = apply_deployment(Some(&live), three.clone(), "b", false).unwrap_err();
         assert_eq!(err.code(), 409);
         assert_eq!(
             err.message(),
             "Apply failed with 1 conflict: conflict with \"a\": .spec.replicas"
         );
-        let forced = apply_to(
-            &info,
-            Some(&live),
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d"}, "spec": {"replicas": 3}}),
-            "b",
-            true,
-            Part::Main,
-        )
-        .unwrap();
+        let forced = apply_deployment(Some(&live), three.clone(), "b", true).unwrap();
         assert_eq!(forced["spec"]["replicas"], 3);
         let entries = read_entries(&forced);
         assert_eq!(entries.len(), 1, "a lost its only field: {entries:?}");
         assert_eq!(entries[0].manager, "b");
         // Same value: shared ownership, no conflict.
-        let shared = apply_to(
-            &info,
-            Some(&forced),
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d"}, "spec": {"replicas": 3}}),
-            "c",
-            false,
-            Part::Main,
-        )
-        .unwrap();
+        let shared = apply_deployment(Some(&forced), three, "c", false).unwrap();
         assert_eq!(read_entries(&shared).len(), 2);
     }
 
     #[test]
     fn dropped_fields_are_removed() {
-        let info = deploys();
-        let live = apply_to(
-            &info,
-            None,
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d", "labels": {"a": "1", "b": "2"}}}),
-            "m",
-            false,
-            Part::Main,
-        )
-        .unwrap();
-        let next = apply_to(
-            &info,
-            Some(&live),
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d", "labels": {"a": "1"}}}),
-            "m",
-            false,
-            Part::Main,
-        )
-        .unwrap();
+        let both = json!({"metadata": {"name": "d", "labels": {"a": "1", "b": "2"}}});
+        let a_only = json!({"metadata": {"name": "d", "labels": {"a": "1"}}});
+        let live = apply_deployment(None, both, "m", false).unwrap();
+        let next = apply_deployment(Some(&live), a_only, "m", false).unwrap();
         assert_eq!(next["metadata"]["labels"], json!({"a": "1"}));
     }
 
     #[test]
     fn updates_take_changed_fields() {
         let info = deploys();
-        let mut live = apply_to(
-            &info,
-            None,
-            &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d"}, "spec": {"replicas": 1}}),
-            "a",
-            false,
-            Part::Main,
-        )
-        .unwrap();
+        let one = json!({"metadata": {"name": "d"}, "spec": {"replicas": 1}});
+        let mut live = apply_deployment(None, one, "a", false).unwrap();
         let old = live.clone();
         live["spec"]["replicas"] = json!(5);
         record_update(&info, "kubectl-edit", Part::Main, Some(&old), &mut live);

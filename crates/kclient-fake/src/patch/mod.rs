@@ -12,18 +12,14 @@ pub mod json;
 pub mod merge;
 pub mod strategic;
 
-use std::sync::Arc;
-
 use http::header;
 use kclient_core::{ApiError, FieldError, GroupResource, PatchType, Status, StatusReason};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
-use crate::catalogue::ResourceInfo;
-use crate::query::Query;
+use crate::call::Call;
 use crate::registry::{Part, WriteOptions};
 use crate::request::ApiRequest;
-use crate::state::Shared;
 
 fn unsupported(custom: bool) -> ApiError {
     let accepted = if custom {
@@ -79,23 +75,20 @@ pub fn apply_simple(
 }
 
 /// Serves a PATCH of an object or its status: returns the object and whether it was created.
-#[allow(clippy::too_many_arguments)]
 pub async fn handle(
-    shared: &Arc<Shared>,
-    req: &ApiRequest,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
+    call: &Call<'_>,
     name: &str,
     part: Part,
-    q: &Query,
     opts: &WriteOptions,
 ) -> Result<(Value, bool), ApiError> {
+    let (shared, req, info, q) = (call.shared, call.req, call.info, call.q);
+    let namespace = call.namespace_or_all();
     let patch_type = patch_type(req)?;
     if patch_type == PatchType::StrategicMerge && info.custom {
         return Err(unsupported(true));
     }
     if patch_type == PatchType::Apply {
-        return apply::handle(shared, req, info, namespace, name, part, q, opts).await;
+        return apply::handle(call, name, part, opts).await;
     }
     if q.get("force").is_some() {
         // Even `force=false`, as kube-apiserver's PatchOptions validation.

@@ -2,6 +2,7 @@
 //! admission, the webhooks' (mutating before the object's own rules, validating after them),
 //! `409 AlreadyExists`.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use futures::FutureExt;
@@ -68,13 +69,8 @@ impl Registry {
         obj: Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        let opts = WriteOptions {
-            admission: None,
-            ..opts.clone()
-        };
-        self.create(info, namespace, obj, &opts)
-            .now_or_never()
-            .unwrap_or_else(|| Err(needs_a_webhook(info)))
+        let opts = without_webhooks(opts);
+        now(info, self.create(info, namespace, obj, &opts))
     }
 
     /// What the server does to a new object after its admission: names, identity, the
@@ -179,9 +175,29 @@ fn place(info: &ResourceInfo, namespace: &str, obj: &mut Value) -> Result<String
         .to_string())
 }
 
+/// `opts` for a write the fake makes itself (`create_now`, `update_now`): no admission
+/// webhooks.
+pub(super) fn without_webhooks(opts: &WriteOptions) -> WriteOptions {
+    WriteOptions {
+        admission: None,
+        ..opts.clone()
+    }
+}
+
+/// The outcome of a write the fake makes itself, which must not wait: one that would (its
+/// object's conversion calls a webhook) fails with [`needs_a_webhook`].
+pub(super) fn now<T>(
+    info: &ResourceInfo,
+    write: impl Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    write
+        .now_or_never()
+        .unwrap_or_else(|| Err(needs_a_webhook(info)))
+}
+
 /// The error of a write the fake makes itself of an object whose conversion needs a webhook
 /// call (it calls none outside a request).
-pub(super) fn needs_a_webhook(info: &ResourceInfo) -> ApiError {
+fn needs_a_webhook(info: &ResourceInfo) -> ApiError {
     ApiError::bad_request(format!(
         "kclient-fake converts {} objects with a webhook, which it calls for requests only: write this object in version {} or through the API",
         info.group_resource(),

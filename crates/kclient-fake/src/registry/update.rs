@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use futures::FutureExt;
 use kclient_core::admission::Operation;
 
 use crate::admission::Subject;
@@ -18,7 +17,7 @@ use crate::meta::meta_str;
 use crate::store::object_key;
 use crate::{errors, meta};
 
-use super::create::needs_a_webhook;
+use super::create::{now, without_webhooks};
 use super::{
     check_name, copy_managed_fields, keep_protected_metadata, namespace_finalizers_left,
     take_container_resources, Part, Registry, Work, WriteOptions,
@@ -101,13 +100,11 @@ impl Registry {
         opts: &WriteOptions,
         change: impl FnMut(Option<&Value>) -> Result<Value, ApiError>,
     ) -> Result<(Value, bool), ApiError> {
-        let opts = WriteOptions {
-            admission: None,
-            ..opts.clone()
-        };
-        self.update_with(info, namespace, name, part, &opts, change)
-            .now_or_never()
-            .unwrap_or_else(|| Err(needs_a_webhook(info)))
+        let opts = without_webhooks(opts);
+        now(
+            info,
+            self.update_with(info, namespace, name, part, &opts, change),
+        )
     }
 
     /// The object as an update starts from: the stored one, defaulted by the storage

@@ -4,32 +4,28 @@
 
 pub(crate) mod view;
 
-use std::sync::Arc;
-
 use kclient_core::{ApiError, FieldError};
 use serde_json::{json, Value};
 
-use crate::catalogue::ResourceInfo;
+use crate::call::Call;
 use crate::errors;
 use crate::meta::{self, meta_str};
 use crate::registry::{Part, WriteOptions};
-use crate::request::ApiRequest;
-use crate::state::Shared;
 pub use view::to_scale;
 
 async fn write_replicas(
-    shared: &Arc<Shared>,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
+    call: &Call<'_>,
     name: &str,
     opts: &WriteOptions,
     compute: impl Fn(&Value) -> Result<Value, ApiError>,
 ) -> Result<Value, ApiError> {
+    let info = call.info;
     let spec = info.scale.clone().ok_or_else(errors::resource_not_found)?;
     let gr = info.group_resource();
-    let (obj, _) = shared
+    let (obj, _) = call
+        .shared
         .registry
-        .update_with(info, namespace, name, Part::Main, opts, |cur| {
+        .update_with(info, call.namespace_or_all(), name, Part::Main, opts, |cur| {
             let Some(cur) = cur else {
                 return Err(ApiError::not_found(&gr, name));
             };
@@ -73,28 +69,20 @@ async fn write_replicas(
 
 /// `PUT .../scale`.
 pub async fn update(
-    shared: &Arc<Shared>,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
+    call: &Call<'_>,
     name: &str,
     body: Value,
     opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
-    write_replicas(shared, info, namespace, name, opts, |_| Ok(body.clone())).await
+    write_replicas(call, name, opts, |_| Ok(body.clone())).await
 }
 
 /// `PATCH .../scale`: the patch applies to the `Scale` view.
-pub async fn patch(
-    shared: &Arc<Shared>,
-    req: &ApiRequest,
-    info: &Arc<ResourceInfo>,
-    namespace: &str,
-    name: &str,
-    opts: &WriteOptions,
-) -> Result<Value, ApiError> {
+pub async fn patch(call: &Call<'_>, name: &str, opts: &WriteOptions) -> Result<Value, ApiError> {
+    let req = call.req;
     let patch_type = crate::patch::patch_type(req)?;
     crate::patch::check_json_body(patch_type, &req.body)?;
-    write_replicas(shared, info, namespace, name, opts, |scale| {
+    write_replicas(call, name, opts, |scale| {
         crate::patch::apply_simple(patch_type, scale, &req.body, opts)
     })
     .await

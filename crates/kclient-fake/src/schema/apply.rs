@@ -122,21 +122,18 @@ mod tests {
     use super::*;
 
     fn schema() -> Schema {
-        Schema::from_json(
-            &json!({"type": "object", "properties": {"spec": {"type": "object",
-            "properties": {
-                "size": {"type": "integer"},
-                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-                "emb": {"type": "object", "x-kubernetes-embedded-resource": true,
-                        "properties": {"spec": {"type": "object"}}},
-                "ports": {"type": "array", "x-kubernetes-list-type": "map",
-                          "x-kubernetes-list-map-keys": ["name"],
-                          "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
-                "list": {"type": "array", "items": {"type": "object",
-                         "properties": {"a": {"type": "string"}}}}
-            }}}}),
-        )
+        Schema::with_spec(json!({
+            "size": {"type": "integer"},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "emb": {"type": "object", "x-kubernetes-embedded-resource": true,
+                    "properties": {"spec": {"type": "object"}}},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                      "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+            "list": {"type": "array", "items": {"type": "object",
+                     "properties": {"a": {"type": "string"}}}}
+        }))
     }
 
     #[test]

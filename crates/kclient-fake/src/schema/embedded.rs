@@ -12,6 +12,7 @@
 use kclient_core::FieldError;
 use serde_json::{Map, Value};
 
+use super::field_path::{child, key};
 use super::structural::Schema;
 
 /// The JSON fields of `ObjectMeta`.
@@ -63,17 +64,6 @@ pub fn coerce_root_metadata(obj: &mut Value) -> Vec<String> {
         Some(map) => coerce_metadata(map, None),
         None => Vec::new(),
     }
-}
-
-fn child(path: Option<&str>, name: &str) -> String {
-    match path {
-        Some(p) => format!("{p}.{name}"),
-        None => name.to_string(),
-    }
-}
-
-fn key(path: Option<&str>, name: &str) -> String {
-    format!("{}[{name}]", path.unwrap_or(""))
 }
 
 /// The `metadata` of every embedded resource below the root, decoded as an `ObjectMeta`:
@@ -275,19 +265,16 @@ mod tests {
     use super::*;
 
     fn schema() -> Schema {
-        Schema::from_json(
-            &json!({"type": "object", "properties": {"spec": {"type": "object",
-            "properties": {
-                "template": {"type": "object", "x-kubernetes-embedded-resource": true,
-                             "x-kubernetes-preserve-unknown-fields": true},
-                "byName": {"type": "object", "additionalProperties": {"type": "object",
-                           "x-kubernetes-embedded-resource": true,
-                           "x-kubernetes-preserve-unknown-fields": true}},
-                "list": {"type": "array", "items": {"type": "object",
-                         "x-kubernetes-embedded-resource": true,
-                         "x-kubernetes-preserve-unknown-fields": true}}
-            }}}}),
-        )
+        Schema::with_spec(json!({
+            "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                         "x-kubernetes-preserve-unknown-fields": true},
+            "byName": {"type": "object", "additionalProperties": {"type": "object",
+                       "x-kubernetes-embedded-resource": true,
+                       "x-kubernetes-preserve-unknown-fields": true}},
+            "list": {"type": "array", "items": {"type": "object",
+                     "x-kubernetes-embedded-resource": true,
+                     "x-kubernetes-preserve-unknown-fields": true}}
+        }))
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use kclient_core::{go_format, FieldError};
 use serde_json::{Map, Value};
 
+use super::field_path::{child, key};
 use super::structural::Schema;
 
 /// Checks every list of `obj` (a whole object, walked from the root schema `s`).
@@ -17,17 +18,6 @@ pub fn validate(s: &Schema, obj: &Value) -> Vec<FieldError> {
         walk_object(None, s, map, &mut errs);
     }
     errs
-}
-
-fn child(path: Option<&str>, name: &str) -> String {
-    match path {
-        Some(p) => format!("{p}.{name}"),
-        None => name.to_string(),
-    }
-}
-
-fn key(path: Option<&str>, name: &str) -> String {
-    format!("{}[{name}]", path.unwrap_or(""))
 }
 
 fn walk_object(
@@ -156,25 +146,22 @@ mod tests {
     use super::*;
 
     fn schema() -> Schema {
-        Schema::from_json(
-            &json!({"type": "object", "properties": {"spec": {"type": "object",
-            "properties": {
-                "set": {"type": "array", "x-kubernetes-list-type": "set",
-                        "items": {"type": "string"}},
-                "ports": {"type": "array", "x-kubernetes-list-type": "map",
-                          "x-kubernetes-list-map-keys": ["name"],
-                          "items": {"type": "object", "properties": {
-                              "name": {"type": "string"},
-                              "tags": {"type": "array", "x-kubernetes-list-type": "set",
-                                       "items": {"type": "integer"}}}}},
-                "pairs": {"type": "array", "x-kubernetes-list-type": "map",
-                          "x-kubernetes-list-map-keys": ["a", "b"],
-                          "items": {"type": "object"}},
-                "byName": {"type": "object", "additionalProperties": {"type": "array",
-                           "x-kubernetes-list-type": "set", "items": {"type": "string"}}},
-                "atomic": {"type": "array", "items": {"type": "string"}}
-            }}}}),
-        )
+        Schema::with_spec(json!({
+            "set": {"type": "array", "x-kubernetes-list-type": "set",
+                    "items": {"type": "string"}},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                      "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "properties": {
+                          "name": {"type": "string"},
+                          "tags": {"type": "array", "x-kubernetes-list-type": "set",
+                                   "items": {"type": "integer"}}}}},
+            "pairs": {"type": "array", "x-kubernetes-list-type": "map",
+                      "x-kubernetes-list-map-keys": ["a", "b"],
+                      "items": {"type": "object"}},
+            "byName": {"type": "object", "additionalProperties": {"type": "array",
+                       "x-kubernetes-list-type": "set", "items": {"type": "string"}}},
+            "atomic": {"type": "array", "items": {"type": "string"}}
+        }))
     }
 
     fn messages(obj: Value) -> Vec<String> {

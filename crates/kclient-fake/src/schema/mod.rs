@@ -29,6 +29,7 @@ pub mod apply;
 pub mod crd_checks;
 pub mod defaulting;
 pub mod embedded;
+mod field_path;
 pub mod formats;
 pub mod list_type;
 pub mod prune;

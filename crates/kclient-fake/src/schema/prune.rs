@@ -193,27 +193,22 @@ mod tests {
     use super::*;
 
     fn schema() -> Schema {
-        Schema::from_json(&json!({
-            "type": "object",
-            "properties": {
-                "spec": {"type": "object", "properties": {
-                    "a": {"type": "string"},
-                    "list": {"type": "array", "items": {"type": "object",
-                             "properties": {"k": {"type": "string"}}}},
-                    "map": {"type": "object", "additionalProperties": {"type": "object",
-                            "properties": {"v": {"type": "integer"}}}},
-                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-                             "properties": {"known": {"type": "object",
-                                            "properties": {"x": {"type": "string"}}}}},
-                    "emb": {"type": "object", "x-kubernetes-embedded-resource": true,
-                            "properties": {"spec": {"type": "object"}}},
-                    "opaque": {"type": "object"},
-                    "scalars": {"type": "array", "items": {"type": "string"}},
-                    "nul": {"type": "string", "nullable": true},
-                    "nonnul": {"type": "string"},
-                    "defaulted": {"type": "string", "default": "d"}
-                }}
-            }
+        Schema::with_spec(json!({
+            "a": {"type": "string"},
+            "list": {"type": "array", "items": {"type": "object",
+                     "properties": {"k": {"type": "string"}}}},
+            "map": {"type": "object", "additionalProperties": {"type": "object",
+                    "properties": {"v": {"type": "integer"}}}},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                     "properties": {"known": {"type": "object",
+                                    "properties": {"x": {"type": "string"}}}}},
+            "emb": {"type": "object", "x-kubernetes-embedded-resource": true,
+                    "properties": {"spec": {"type": "object"}}},
+            "opaque": {"type": "object"},
+            "scalars": {"type": "array", "items": {"type": "string"}},
+            "nul": {"type": "string", "nullable": true},
+            "nonnul": {"type": "string"},
+            "defaulted": {"type": "string", "default": "d"}
         }))
     }
 

@@ -331,6 +331,16 @@ fn supported_format(types: &[String], format: &str) -> String {
     }
 }
 
+/// The shape most of the schema tests start from.
+#[cfg(test)]
+impl Schema {
+    /// A root object whose only field, `spec`, is an object of these `properties`.
+    pub(crate) fn with_spec(properties: Value) -> Schema {
+        Schema::from_json(&serde_json::json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": properties}}}))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
