@@ -89,7 +89,7 @@ impl PatchOptions {
             self.dry_run,
             self.force,
             self.field_manager.as_deref(),
-            self.field_validation,
+            self.field_validation.map(FieldValidation::as_str),
         )
     }
 

@@ -1,7 +1,7 @@
 //! Helpers that append query parameters the way apimachinery's query-parameter conversion
 //! does: plain values are omitted when empty or false, pointer values are sent whenever set.
 
-use super::{FieldValidation, QueryPairs};
+use super::QueryPairs;
 
 /// Appends `name=value` unless the value is unset or empty (Go: `string` with `omitempty`).
 pub(super) fn push_str(pairs: &mut QueryPairs, name: &'static str, value: Option<&str>) {
@@ -40,21 +40,19 @@ fn push_dry_run(pairs: &mut QueryPairs, dry_run: bool) {
 
 /// The query of a write (create, update, patch): `dryRun`, `force` (patch only),
 /// `fieldManager` and `fieldValidation`, in that order, each when set (an empty field
-/// manager counts as unset).
+/// manager counts as unset; `field_validation` is [`FieldValidation::as_str`]'s).
+///
+/// [`FieldValidation::as_str`]: super::FieldValidation::as_str
 pub(super) fn write_pairs(
     dry_run: bool,
     force: Option<bool>,
     field_manager: Option<&str>,
-    field_validation: Option<FieldValidation>,
+    field_validation: Option<&str>,
 ) -> QueryPairs {
     let mut pairs = Vec::new();
     push_dry_run(&mut pairs, dry_run);
     push_opt_bool(&mut pairs, "force", force);
     push_str(&mut pairs, "fieldManager", field_manager);
-    push_str(
-        &mut pairs,
-        "fieldValidation",
-        field_validation.map(FieldValidation::as_str),
-    );
+    push_str(&mut pairs, "fieldValidation", field_validation);
     pairs
 }

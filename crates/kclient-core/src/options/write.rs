@@ -65,7 +65,7 @@ impl WriteOptions {
             self.dry_run,
             None,
             self.field_manager.as_deref(),
-            self.field_validation,
+            self.field_validation.map(FieldValidation::as_str),
         )
     }
 
