@@ -296,24 +296,16 @@ fn nested(v: &Value, skip_any_of: bool, path: &str, errs: &mut Vec<FieldError>) 
             forbid(errs, k, "must be false to be structural");
         }
     }
-    if non_empty_array(m, "x-kubernetes-list-map-keys") {
-        forbid(
-            errs,
-            "x-kubernetes-list-map-keys",
-            "must be empty to be structural",
-        );
+    // The structural errors are sorted, so these need not follow upstream's order.
+    for k in ["x-kubernetes-list-map-keys", "x-kubernetes-validations"] {
+        if non_empty_array(m, k) {
+            forbid(errs, k, "must be empty to be structural");
+        }
     }
     for k in ["x-kubernetes-list-type", "x-kubernetes-map-type"] {
         if m.get(k).is_some_and(|v| !v.is_null()) {
             forbid(errs, k, "must be undefined to be structural");
         }
-    }
-    if non_empty_array(m, "x-kubernetes-validations") {
-        forbid(
-            errs,
-            "x-kubernetes-validations",
-            "must be empty to be structural",
-        );
     }
     if m.get("properties")
         .and_then(|p| p.get("metadata"))
