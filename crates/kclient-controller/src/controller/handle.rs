@@ -125,7 +125,7 @@ impl<K, C> ControllerHandle<K, C> {
     {
         let informer = self.factory.informer::<W>();
         let resource = group_resource(&W::api_resource(&W::DynamicType::default()));
-        let watch = WatchSource::mapped(&self.name, informer, resource, mapper, predicate.into());
+        let watch = WatchSource::mapped(&self.name, &informer, resource, mapper, predicate.into());
         self.sources.send(watch).map_err(|_| ControllerStopped)
     }
 

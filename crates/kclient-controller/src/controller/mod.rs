@@ -428,21 +428,14 @@ where
             predicate,
             match_every_owner,
         } = options;
-        if match_every_owner {
-            self.mapped_on(
-                informer,
-                resource,
-                move |obj: &O| owner.owner_keys(obj),
-                predicate,
-            )
+        let watch = if match_every_owner {
+            let mapper = move |obj: &O| owner.owner_keys(obj);
+            WatchSource::mapped(&self.name, &informer, resource, mapper, predicate)
         } else {
-            self.mapped_on(
-                informer,
-                resource,
-                move |obj: &O| owner.controller_key(obj),
-                predicate,
-            )
-        }
+            let mapper = move |obj: &O| owner.controller_key(obj);
+            WatchSource::mapped(&self.name, &informer, resource, mapper, predicate)
+        };
+        self.watching(&informer, watch)
     }
 
     /// Reconciles the keys `mapper` gives for a changed `W` (controller-runtime's
@@ -477,24 +470,17 @@ where
     {
         let informer = self.factory.informer::<W>();
         let resource = group_resource(&W::api_resource(&W::DynamicType::default()));
-        self.mapped_on(informer, resource, mapper, predicate.into())
+        let watch = WatchSource::mapped(&self.name, &informer, resource, mapper, predicate.into());
+        self.watching(&informer, watch)
     }
 
-    /// Queues the keys `mapper` gives for each object of `informer`.
-    fn mapped_on<W, I>(
-        mut self,
-        informer: SharedIndexInformer<W>,
-        resource: GroupResource,
-        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
-        predicate: Option<Predicate<W>>,
-    ) -> Self
+    /// Adds `watch`, of `informer`, whose sync the controller waits for.
+    fn watching<W>(mut self, informer: &SharedIndexInformer<W>, watch: WatchSource) -> Self
     where
         W: Resource + Clone + Send + Sync + 'static,
-        I: IntoIterator<Item = ObjectKey>,
     {
         self.informers
             .push((informer.name().to_owned(), informer.synced()));
-        let watch = WatchSource::mapped(&self.name, informer, resource, mapper, predicate);
         self.consistency_stores.push((watch.resource, watch.store));
         self.sources.push(watch.source);
         self
@@ -638,7 +624,7 @@ impl WatchSource {
     /// and the informer.
     fn mapped<W, I>(
         controller: &str,
-        informer: SharedIndexInformer<W>,
+        informer: &SharedIndexInformer<W>,
         resource: GroupResource,
         mapper: impl Fn(&W) -> I + Send + Sync + 'static,
         predicate: Option<Predicate<W>>,
@@ -649,6 +635,7 @@ impl WatchSource {
     {
         let handler_name = format!("{controller}/{}", informer.name());
         let store = Arc::new(informer.get_indexer().clone());
+        let informer = informer.clone();
         let source: Source = Box::new(move |queue, event_filter| {
             let filters = Filters::new(predicate, event_filter);
             register_mapped(&informer, handler_name, queue, mapper, filters)
