@@ -9,7 +9,7 @@ use kclient_cache::SharedInformerFactory;
 use kclient_core::{ListerWatcherFor, ObjectKey, Resource};
 use tokio::sync::mpsc;
 
-use super::{group_resource, mapped_source, Controller, LateSource};
+use super::{group_resource, Controller, WatchSource};
 use crate::predicate::Predicate;
 use crate::source::OwnerType;
 
@@ -51,7 +51,7 @@ pub struct ControllerHandle<K, C> {
     name: Arc<str>,
     factory: SharedInformerFactory<C>,
     owner: OwnerType,
-    sources: mpsc::UnboundedSender<LateSource>,
+    sources: mpsc::UnboundedSender<WatchSource>,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -124,12 +124,9 @@ impl<K, C> ControllerHandle<K, C> {
         I: IntoIterator<Item = ObjectKey>,
     {
         let informer = self.factory.informer::<W>();
-        let late = LateSource {
-            resource: group_resource(&W::api_resource(&W::DynamicType::default())),
-            store: Arc::new(informer.get_indexer().clone()),
-            source: mapped_source(&self.name, informer, mapper, predicate.into()),
-        };
-        self.sources.send(late).map_err(|_| ControllerStopped)
+        let resource = group_resource(&W::api_resource(&W::DynamicType::default()));
+        let watch = WatchSource::mapped(&self.name, &informer, resource, mapper, predicate.into());
+        self.sources.send(watch).map_err(|_| ControllerStopped)
     }
 
     /// [`Controller::owns`] on the running controller.

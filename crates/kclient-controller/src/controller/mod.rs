@@ -108,8 +108,8 @@ pub struct Controller<K, C> {
     metrics: Option<ControllerMetrics>,
     recorder: Option<EventRecorder>,
     /// Sources added by a [`ControllerHandle`] (its sender's clones), for the run.
-    late_sources: mpsc::UnboundedReceiver<LateSource>,
-    late_sender: mpsc::UnboundedSender<LateSource>,
+    late_sources: mpsc::UnboundedReceiver<WatchSource>,
+    late_sender: mpsc::UnboundedSender<WatchSource>,
     /// The stores of the primary, owned and watched types, for the stale-cache checks.
     consistency_stores: Vec<(GroupResource, Arc<dyn LastSyncRvGetter>)>,
     /// Whether reconciles wait for the caches to catch up with recorded writes.
@@ -428,21 +428,14 @@ where
             predicate,
             match_every_owner,
         } = options;
-        if match_every_owner {
-            self.mapped_on(
-                informer,
-                resource,
-                move |obj: &O| owner.owner_keys(obj),
-                predicate,
-            )
+        let watch = if match_every_owner {
+            let mapper = move |obj: &O| owner.owner_keys(obj);
+            WatchSource::mapped(&self.name, &informer, resource, mapper, predicate)
         } else {
-            self.mapped_on(
-                informer,
-                resource,
-                move |obj: &O| owner.controller_key(obj),
-                predicate,
-            )
-        }
+            let mapper = move |obj: &O| owner.controller_key(obj);
+            WatchSource::mapped(&self.name, &informer, resource, mapper, predicate)
+        };
+        self.watching(&informer, watch)
     }
 
     /// Reconciles the keys `mapper` gives for a changed `W` (controller-runtime's
@@ -477,27 +470,19 @@ where
     {
         let informer = self.factory.informer::<W>();
         let resource = group_resource(&W::api_resource(&W::DynamicType::default()));
-        self.mapped_on(informer, resource, mapper, predicate.into())
+        let watch = WatchSource::mapped(&self.name, &informer, resource, mapper, predicate.into());
+        self.watching(&informer, watch)
     }
 
-    /// Queues the keys `mapper` gives for each object of `informer`.
-    fn mapped_on<W, I>(
-        mut self,
-        informer: SharedIndexInformer<W>,
-        resource: GroupResource,
-        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
-        predicate: Option<Predicate<W>>,
-    ) -> Self
+    /// Adds `watch`, of `informer`, whose sync the controller waits for.
+    fn watching<W>(mut self, informer: &SharedIndexInformer<W>, watch: WatchSource) -> Self
     where
         W: Resource + Clone + Send + Sync + 'static,
-        I: IntoIterator<Item = ObjectKey>,
     {
         self.informers
             .push((informer.name().to_owned(), informer.synced()));
-        self.consistency_stores
-            .push((resource, Arc::new(informer.get_indexer().clone())));
-        self.sources
-            .push(mapped_source(&self.name, informer, mapper, predicate));
+        self.consistency_stores.push((watch.resource, watch.store));
+        self.sources.push(watch.source);
         self
     }
 
@@ -624,36 +609,48 @@ where
     }
 }
 
-/// The group-resource the consistency checks know a resource by.
-/// A watch a [`ControllerHandle`] adds while the controller runs: its handler, and the
-/// store the stale-cache checks read for its resource.
-pub(crate) struct LateSource {
+/// A watch of another informer's objects, mapped to the keys to reconcile: its handler,
+/// and the store the stale-cache checks read for its resource. The builder adds its parts to
+/// the controller; a [`ControllerHandle`] sends it to the running controller.
+pub(crate) struct WatchSource {
     pub(crate) source: Source,
     pub(crate) resource: GroupResource,
     pub(crate) store: Arc<dyn LastSyncRvGetter>,
 }
 
-fn group_resource(resource: &ApiResource) -> GroupResource {
-    GroupResource::new(resource.group.clone(), resource.plural.clone())
+impl WatchSource {
+    /// The watch queueing the keys `mapper` gives for each object of `informer` (of
+    /// `resource`) whose event passes `predicate`, as a handler named after `controller`
+    /// and the informer.
+    fn mapped<W, I>(
+        controller: &str,
+        informer: &SharedIndexInformer<W>,
+        resource: GroupResource,
+        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
+        predicate: Option<Predicate<W>>,
+    ) -> Self
+    where
+        W: Resource + Clone + Send + Sync + 'static,
+        I: IntoIterator<Item = ObjectKey>,
+    {
+        let handler_name = format!("{controller}/{}", informer.name());
+        let store = Arc::new(informer.get_indexer().clone());
+        let informer = informer.clone();
+        let source: Source = Box::new(move |queue, event_filter| {
+            let filters = Filters::new(predicate, event_filter);
+            register_mapped(&informer, handler_name, queue, mapper, filters)
+        });
+        WatchSource {
+            source,
+            resource,
+            store,
+        }
+    }
 }
 
-/// The source queueing the keys `mapper` gives for each object of `informer` whose event
-/// passes `predicate`, as a handler named after `controller` and the informer.
-fn mapped_source<W, I>(
-    controller: &str,
-    informer: SharedIndexInformer<W>,
-    mapper: impl Fn(&W) -> I + Send + Sync + 'static,
-    predicate: Option<Predicate<W>>,
-) -> Source
-where
-    W: Resource + Clone + Send + Sync + 'static,
-    I: IntoIterator<Item = ObjectKey>,
-{
-    let handler_name = format!("{controller}/{}", informer.name());
-    Box::new(move |queue, event_filter| {
-        let filters = Filters::new(predicate, event_filter);
-        register_mapped(&informer, handler_name, queue, mapper, filters)
-    })
+/// The group-resource the consistency checks know a resource by.
+fn group_resource(resource: &ApiResource) -> GroupResource {
+    GroupResource::new(resource.group.clone(), resource.plural.clone())
 }
 
 /// How [`Controller::owns_with`] maps an owned `O` to the `K`s to reconcile

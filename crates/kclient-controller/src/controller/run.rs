@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, watch};
 
 use tokio::task::JoinSet;
 
-use super::{Controller, LateSource};
+use super::{Controller, WatchSource};
 use crate::config::ControllerConfig;
 use crate::consistency::ConsistencyStore;
 use crate::error::ControllerError;
@@ -327,7 +327,7 @@ impl Run {
         env: &RunEnv,
         abort: &CancellationToken,
         factory: &SharedInformerFactory<C>,
-        mut late_sources: Option<&mut mpsc::UnboundedReceiver<LateSource>>,
+        mut late_sources: Option<&mut mpsc::UnboundedReceiver<WatchSource>>,
     ) -> Result<WorkEnded, ControllerError>
     where
         K: Resource + Send + Sync + 'static,
@@ -441,8 +441,8 @@ impl Run {
 
 /// The next source a handle added; pending forever when there is no channel.
 async fn next_source(
-    late: &mut Option<&mut mpsc::UnboundedReceiver<LateSource>>,
-) -> Option<LateSource> {
+    late: &mut Option<&mut mpsc::UnboundedReceiver<WatchSource>>,
+) -> Option<WatchSource> {
     match late {
         Some(receiver) => receiver.recv().await,
         None => std::future::pending().await,

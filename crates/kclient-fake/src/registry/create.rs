@@ -42,8 +42,10 @@ impl Registry {
             };
             obj = admission.admit_write(self, subject, obj, None).await?;
             self.decode_admitted(info, &mut obj);
+            // A mutating webhook may have changed what the object says; the request decides.
+            place(info, namespace, &mut obj)?;
         }
-        let obj = self.prepare_create(info, namespace, obj, opts)?;
+        let obj = prepare_create(info, obj, opts)?;
         if let Some(admission) = &opts.admission {
             // Validating webhooks see the generated name (`AdmissionToValidateObjectFunc`).
             let subject = Subject {
@@ -71,55 +73,6 @@ impl Registry {
     ) -> Result<Value, ApiError> {
         let opts = without_webhooks(opts);
         now(info, self.create(info, namespace, obj, &opts))
-    }
-
-    /// What the server does to a new object after its admission: names, identity, the
-    /// strategy, validation, defaults, the field manager.
-    fn prepare_create(
-        &self,
-        info: &Arc<ResourceInfo>,
-        namespace: &str,
-        mut obj: Value,
-        opts: &WriteOptions,
-    ) -> Result<Value, ApiError> {
-        // A mutating webhook may have changed what the object says; the request decides.
-        place(info, namespace, &mut obj)?;
-        let name = name_and_identity(info, &mut obj)?;
-        crate::crd::validate(info, &obj)?;
-        if !opts.seed {
-            // A seeded configuration may be what an older server accepted.
-            crate::admission::configuration::validate(info, &obj)?;
-        }
-        let given_status = if opts.seed {
-            obj.get("status").cloned()
-        } else {
-            None
-        };
-        crate::defaults::drop_empty(info, &mut obj);
-        crate::defaults::on_create(info, &mut obj);
-        if let (Some(status), Some(map)) = (given_status, obj.as_object_mut()) {
-            map.insert("status".into(), status);
-        }
-        if let Some(schema) = &info.schema {
-            let mut errs = crate::schema::validate_create(schema, &obj);
-            if let Some(scale) = &info.scale {
-                errs.extend(crate::schema::scale::validate(scale, &obj, true));
-            }
-            if !errs.is_empty() {
-                return Err(ApiError::invalid(&info.qualified_kind(), &name, errs));
-            }
-            crate::schema::default(schema, &mut obj);
-        }
-        if !opts.field_manager.is_empty() {
-            crate::patch::apply::record_update(
-                info,
-                &opts.field_manager,
-                Part::Main,
-                None,
-                &mut obj,
-            );
-        }
-        Ok(obj)
     }
 
     /// Stores a prepared object (in the storage version) unless it exists or its namespace
@@ -246,4 +199,43 @@ fn name_and_identity(info: &ResourceInfo, obj: &mut Value) -> Result<String, Api
         meta.remove("generation");
     }
     Ok(name)
+}
+
+/// What the server does to a new object after its admission: names, identity, the
+/// strategy, validation, defaults, the field manager.
+fn prepare_create(
+    info: &ResourceInfo,
+    mut obj: Value,
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    let name = name_and_identity(info, &mut obj)?;
+    crate::crd::validate(info, &obj)?;
+    if !opts.seed {
+        // A seeded configuration may be what an older server accepted.
+        crate::admission::configuration::validate(info, &obj)?;
+    }
+    let given_status = if opts.seed {
+        obj.get("status").cloned()
+    } else {
+        None
+    };
+    crate::defaults::drop_empty(info, &mut obj);
+    crate::defaults::on_create(info, &mut obj);
+    if let (Some(status), Some(map)) = (given_status, obj.as_object_mut()) {
+        map.insert("status".into(), status);
+    }
+    if let Some(schema) = &info.schema {
+        let mut errs = crate::schema::validate_create(schema, &obj);
+        if let Some(scale) = &info.scale {
+            errs.extend(crate::schema::scale::validate(scale, &obj, true));
+        }
+        if !errs.is_empty() {
+            return Err(ApiError::invalid(&info.qualified_kind(), &name, errs));
+        }
+        crate::schema::default(schema, &mut obj);
+    }
+    if !opts.field_manager.is_empty() {
+        crate::patch::apply::record_update(info, &opts.field_manager, Part::Main, None, &mut obj);
+    }
+    Ok(obj)
 }

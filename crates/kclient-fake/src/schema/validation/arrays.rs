@@ -4,11 +4,13 @@
 use serde_json::Value;
 
 use super::ratchet::MapListIndex;
-use super::{node, Code, OpenApiError, Outcome};
-use crate::schema::structural::Schema;
+use super::{node, At, Code, OpenApiError, Outcome};
 
 /// `items`, `minItems`, `maxItems`, `uniqueItems`.
-pub(super) fn array_checks(s: &Schema, data: &Value, path: &str, old: Option<&Value>) -> Outcome {
+pub(super) fn array_checks(at: At<'_>) -> Outcome {
+    let At {
+        s, data, path, old, ..
+    } = at;
     let c = &s.checks;
     let items = data.as_array().map(Vec::as_slice).unwrap_or_default();
     let mut out = Outcome::default();
@@ -16,13 +18,8 @@ pub(super) fn array_checks(s: &Schema, data: &Value, path: &str, old: Option<&Va
         let correlated = MapListIndex::new(s, old);
         for (i, item) in items.iter().enumerate() {
             let old_item = correlated.as_ref().and_then(|m| m.get(item));
-            out.merge(node(
-                item_schema,
-                item,
-                &format!("{path}[{i}]"),
-                old_item,
-                false,
-            ));
+            let path = format!("{path}[{i}]");
+            out.merge(node(At::below(item_schema, item, &path, old_item)));
         }
     }
     let size = items.len() as i64;

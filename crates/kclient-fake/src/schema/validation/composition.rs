@@ -1,25 +1,18 @@
 //! `anyOf`, `oneOf`, `allOf` and `not` (kube-openapi's `schemaPropsValidator`).
 
 use kclient_core::go_format;
-use serde_json::Value;
 
-use super::{checks, plain, Outcome};
+use super::{checks, plain, At, Outcome};
 use crate::schema::structural::Schema;
 
 /// `anyOf`, `oneOf`, `allOf` and `not` of one node.
 ///
 /// The alternatives are checked at the same node, with the same correlation to the old
 /// value (their own errors are not ratcheted separately: the node's are).
-pub(super) fn composition(
-    s: &Schema,
-    data: &Value,
-    path: &str,
-    old: Option<&Value>,
-    top: bool,
-) -> Outcome {
-    let c = &s.checks;
-    let check = |sub: &Schema| checks(sub, data, path, old, top);
-    let quoted = go_format::quote(path);
+pub(super) fn composition(at: At<'_>) -> Outcome {
+    let c = &at.s.checks;
+    let check = |sub: &Schema| checks(At { s: sub, ..at });
+    let quoted = go_format::quote(at.path);
     let mut main = Outcome::default();
     if !c.any_of.is_empty() {
         any_of(c.any_of.iter().map(check), &quoted, &mut main);

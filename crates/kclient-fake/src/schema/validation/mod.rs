@@ -137,7 +137,14 @@ pub fn validate(
     old: Option<&Value>,
     root: Root<'_>,
 ) -> Vec<FieldError> {
-    let outcome = node(schema, value, "", old, true);
+    let object = At {
+        s: schema,
+        data: value,
+        path: "",
+        old,
+        top: true,
+    };
+    let outcome = node(object);
     to_field_errors(outcome, root)
 }
 
@@ -149,19 +156,44 @@ fn child_path(path: &str, name: &str) -> String {
     }
 }
 
+/// A value being validated: its node's schema, the value, its path, its correlated old
+/// value (when an update reaches it), and whether it is the whole object.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    s: &'a Schema,
+    data: &'a Value,
+    path: &'a str,
+    old: Option<&'a Value>,
+    top: bool,
+}
+
+impl<'a> At<'a> {
+    /// A value inside the object (a property's, an item's).
+    fn below(s: &'a Schema, data: &'a Value, path: &'a str, old: Option<&'a Value>) -> Self {
+        At {
+            s,
+            data,
+            path,
+            old,
+            top: false,
+        }
+    }
+}
+
 /// Runs every check of one node (kube-openapi's `SchemaValidator.Validate`), then drops
 /// the errors if the node is unchanged from its correlated old value.
-fn node(s: &Schema, data: &Value, path: &str, old: Option<&Value>, top: bool) -> Outcome {
-    let mut out = checks(s, data, path, old, top);
-    if let Some(old) = old {
-        if !out.is_valid() && ratchet_equal(s, data, old) {
+fn node(at: At<'_>) -> Outcome {
+    let mut out = checks(at);
+    if let Some(old) = at.old {
+        if !out.is_valid() && ratchet_equal(at.s, at.data, old) {
             out.errors.clear();
         }
     }
     out
 }
 
-fn checks(s: &Schema, data: &Value, path: &str, old: Option<&Value>, top: bool) -> Outcome {
+fn checks(at: At<'_>) -> Outcome {
+    let At { s, data, path, .. } = at;
     let mut out = Outcome::default();
     let Some(kind) = kind_of(data) else {
         // nil: only the type and the enum checks run.
@@ -174,7 +206,7 @@ fn checks(s: &Schema, data: &Value, path: &str, old: Option<&Value>, top: bool) 
         out.merge(type_check(s, data, path));
         out.matches += 1;
     }
-    out.merge(composition(s, data, path, old, top));
+    out.merge(composition(at));
     out.matches += 1;
     if kind == Kind::String {
         out.merge(string_checks(s, data, path));
@@ -189,13 +221,13 @@ fn checks(s: &Schema, data: &Value, path: &str, old: Option<&Value>, top: bool) 
         out.matches += 1;
     }
     if kind == Kind::Slice {
-        out.merge(array_checks(s, data, path, old));
+        out.merge(array_checks(at));
         out.matches += 1;
     }
     out.merge(enum_check(s, data, path));
     out.matches += 1;
     if kind == Kind::Map {
-        out.merge(object_checks(s, data, path, old, top));
+        out.merge(object_checks(at));
         out.matches += 1;
     }
     out.matches += 1;

@@ -3,17 +3,18 @@
 
 use serde_json::{Map, Value};
 
-use super::{child_path, node, Code, OpenApiError, Outcome};
+use super::{child_path, node, At, Code, OpenApiError, Outcome};
 use crate::schema::structural::{Additional, Schema};
 
 /// `minProperties`, `maxProperties`, `additionalProperties`, `properties`, `required`.
-pub(super) fn object_checks(
-    s: &Schema,
-    data: &Value,
-    path: &str,
-    old: Option<&Value>,
-    top: bool,
-) -> Outcome {
+pub(super) fn object_checks(at: At<'_>) -> Outcome {
+    let At {
+        s,
+        data,
+        path,
+        old,
+        top,
+    } = at;
     let c = &s.checks;
     let empty = Map::new();
     let map = data.as_object().unwrap_or(&empty);
@@ -48,7 +49,8 @@ pub(super) fn object_checks(
                 }
                 if let Some(v) = map.get(k.as_str()) {
                     let old_v = old_of(k, true);
-                    out.merge(node(additional, v, &format!("{path}.{k}"), old_v, false));
+                    let path = format!("{path}.{k}");
+                    out.merge(node(At::below(additional, v, &path, old_v)));
                 }
             }
         }
@@ -57,7 +59,8 @@ pub(super) fn object_checks(
     for (name, prop) in &s.properties {
         if let Some(v) = map.get(name) {
             let old_v = old_of(name, true);
-            out.merge(node(prop, v, &child_path(path, name), old_v, false));
+            let path = child_path(path, name);
+            out.merge(node(At::below(prop, v, &path, old_v)));
         }
     }
     for k in &c.required {
