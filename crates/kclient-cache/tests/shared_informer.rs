@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::until;
+use common::{start_informer as start, until};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::testing::FakeControllerSource;
 use kclient_cache::{
@@ -109,17 +109,6 @@ fn informer(
             .resync_period(resync)
             .indexers(Indexers::namespace()),
     )
-}
-
-fn start(
-    informer: &SharedIndexInformer<ConfigMap>,
-) -> (CancellationToken, tokio::task::JoinHandle<()>) {
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (informer, cancel) = (informer.clone(), cancel.clone());
-        async move { informer.run(cancel).await }
-    });
-    (cancel, task)
 }
 
 async fn synced(cancel: &CancellationToken, of: &[InformerSynced]) {

@@ -9,7 +9,7 @@ use crate::common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::until;
+use common::{start_informer as start, until};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::testing::FakeControllerSource;
 use kclient_cache::{
@@ -236,17 +236,6 @@ fn recorded(informer: &SharedIndexInformer<ConfigMap>) -> History {
         )
         .unwrap();
     history
-}
-
-fn start(
-    informer: &SharedIndexInformer<ConfigMap>,
-) -> (CancellationToken, tokio::task::JoinHandle<()>) {
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (informer, cancel) = (informer.clone(), cancel.clone());
-        async move { informer.run(cancel).await }
-    });
-    (cancel, task)
 }
 
 async fn synced(cancel: &CancellationToken, informer: &SharedIndexInformer<ConfigMap>) {

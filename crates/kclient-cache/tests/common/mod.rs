@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kclient_cache::{Delta, KeyListerGetter, ProcessError, Queue};
+use kclient_cache::{Delta, KeyListerGetter, ProcessError, Queue, SharedIndexInformer};
 use kclient_core::{meta_namespace_key, DeletedObject};
+use tokio_util::sync::CancellationToken;
 
 /// A cluster-scoped-looking test object: name `name`, value `v` in its data (client-go's
 /// `mkFifoObj(name, val)`).
@@ -125,4 +126,19 @@ pub async fn until(what: &str, mut done: impl FnMut() -> bool) {
         tokio::task::yield_now().await;
     }
     panic!("never happened: {what}");
+}
+
+/// Runs `informer` in a task, until the token returned fires.
+pub fn start_informer<K>(
+    informer: &SharedIndexInformer<K>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>)
+where
+    K: kclient_core::Resource + Clone + Send + Sync + 'static,
+{
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (informer, cancel) = (informer.clone(), cancel.clone());
+        async move { informer.run(cancel).await }
+    });
+    (cancel, task)
 }
