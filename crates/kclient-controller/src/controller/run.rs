@@ -52,13 +52,13 @@ pub(crate) struct RunEnv {
     pub(crate) follow: bool,
 }
 
-/// Why a round of workers ended.
+/// What follows a round of workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum WorkEnded {
-    /// Stopped gracefully (or the run's own end): the run is over.
-    Stopped,
-    /// Leadership was lost: the reconciles in flight were dropped.
-    Lost,
+enum AfterWork {
+    /// The run is over: stopped, or leadership lost without following.
+    End,
+    /// Leadership was lost and the run follows: the queue is kept for the next leadership.
+    Follow,
 }
 
 impl RunEnv {
@@ -196,10 +196,10 @@ where
                     metrics.as_ref(),
                 );
                 let abort = leadership.map_or_else(CancellationToken::new, |l| l.abort);
-                let ended = run
+                let after = run
                     .work(workers, &env, &abort, &factory, Some(&mut late_sources))
                     .await?;
-                if ended == WorkEnded::Stopped || !env.follow {
+                if after == AfterWork::End {
                     return Ok(());
                 }
                 tracing::info!(controller = %run.name, "leadership lost: following until this replica leads again; the queue is kept");
@@ -320,7 +320,8 @@ impl Run {
 
     /// Runs the workers until `stop` (gracefully), `abort` or a lost leadership (at once);
     /// meanwhile registers the sources a [`ControllerHandle`](super::ControllerHandle)
-    /// adds, starting their informers on `factory`.
+    /// adds, starting their informers on `factory`. A lost leadership in a run that follows
+    /// keeps the queue ([`AfterWork::Follow`]); anything else shuts it down.
     async fn work<K, R, C>(
         &mut self,
         workers: Arc<Workers<K, R>>,
@@ -328,7 +329,7 @@ impl Run {
         abort: &CancellationToken,
         factory: &SharedInformerFactory<C>,
         mut late_sources: Option<&mut mpsc::UnboundedReceiver<WatchSource>>,
-    ) -> Result<WorkEnded, ControllerError>
+    ) -> Result<AfterWork, ControllerError>
     where
         K: Resource + Send + Sync + 'static,
         R: Reconciler<K>,
@@ -366,16 +367,12 @@ impl Run {
             // The workers' keys go back to the queue, which stays for the next leadership.
             tasks.abort_all();
             drain(&mut tasks).await;
-            return Ok(WorkEnded::Lost);
+            return Ok(AfterWork::Follow);
         }
         self.queue.shut_down();
         let ending = self.ending(graceful, abort, &mut tasks).await;
         self.report(ending, &workers.in_flight, &mut tasks).await?;
-        Ok(if graceful {
-            WorkEnded::Stopped
-        } else {
-            WorkEnded::Lost
-        })
+        Ok(AfterWork::End)
     }
 
     /// Waits for the reconciles in flight as the shutdown allows.
