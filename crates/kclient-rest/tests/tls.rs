@@ -229,16 +229,17 @@ async fn client_certificates_authenticate() {
 /// `CertCallbackRefreshDuration` (5 minutes); once they changed, every open connection of
 /// the pool is closed — a watch in flight included — and new connections present the new
 /// pair. Before the re-read, the old pair is presented. On HTTP/2 and HTTP/1.1.
-#[tokio::test(start_paused = true)]
-async fn rotated_client_certificate_files_close_open_connections_and_are_presented() {
-    for http2 in [true, false] {
-        client_certificate_rotation(http2).await;
-    }
-}
+/// The senders of the watches `/watch` opened (each kept open until its sender writes or is
+/// dropped).
+type OpenWatches = Arc<parking_lot::Mutex<Vec<tokio::sync::mpsc::UnboundedSender<bytes::Bytes>>>>;
 
-async fn client_certificate_rotation(http2: bool) {
-    let pki = Pki::new();
-    let watches = Arc::new(parking_lot::Mutex::new(Vec::new()));
+/// An HTTPS server with `pki`'s certificate: `/watch` opens a watch that stays open (its
+/// sender kept in the list returned), any other path answers 200 with `answer(request)`.
+async fn watching_server(
+    pki: &Pki,
+    answer: fn(&support::Recorded) -> serde_json::Value,
+) -> (TestServer, OpenWatches) {
+    let watches = OpenWatches::default();
     let open = watches.clone();
     let server = TestServer::https(pki.server_config(), move |r| {
         let open = open.clone();
@@ -248,11 +249,25 @@ async fn client_certificate_rotation(http2: bool) {
                 open.lock().push(tx);
                 response
             } else {
-                json(200, json!({"presented": r.client_cert.is_some()}))
+                json(200, answer(&r))
             }
         }
     })
     .await;
+    (server, watches)
+}
+
+#[tokio::test(start_paused = true)]
+async fn rotated_client_certificate_files_close_open_connections_and_are_presented() {
+    for http2 in [true, false] {
+        client_certificate_rotation(http2).await;
+    }
+}
+
+async fn client_certificate_rotation(http2: bool) {
+    let pki = Pki::new();
+    let (server, watches) =
+        watching_server(&pki, |r| json!({"presented": r.client_cert.is_some()})).await;
     let dir = tempfile::tempdir().unwrap();
     let (cert_file, key_file) = (dir.path().join("client.crt"), dir.path().join("client.key"));
     std::fs::write(&cert_file, &pki.client_cert_pem).unwrap();
@@ -401,21 +416,7 @@ impl RequestMetrics for CaReloads {
 #[tokio::test(start_paused = true)]
 async fn a_rotated_ca_file_is_trusted_by_new_connections() {
     let pki = Pki::new();
-    let events = Arc::new(parking_lot::Mutex::new(Vec::new()));
-    let open = events.clone();
-    let server = TestServer::https(pki.server_config(), move |r| {
-        let open = open.clone();
-        async move {
-            if r.uri.path() == "/watch" {
-                let (tx, response) = support::streaming(http::StatusCode::OK);
-                open.lock().push(tx);
-                response
-            } else {
-                json(200, json!({"major": "1"}))
-            }
-        }
-    })
-    .await;
+    let (server, events) = watching_server(&pki, |_| json!({"major": "1"})).await;
     let dir = tempfile::tempdir().unwrap();
     let ca_file = dir.path().join("ca.crt");
     std::fs::write(&ca_file, &pki.ca_pem).unwrap();
