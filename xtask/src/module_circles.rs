@@ -13,12 +13,12 @@
 //! [`MAX_CIRCLE`] fails the check, named module by module.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
-use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use std::path::Path;
 
-use crate::rust_source::library_files;
+use anyhow::{bail, Result};
+
+use crate::rust_source::{crate_dirs, library_files};
 
 /// The largest circle of modules a crate may have (three, as docs/architecture.md says).
 const MAX_CIRCLE: usize = 3;
@@ -30,19 +30,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     if let Some(unknown) = args.first() {
         bail!("`cargo xtask module-circles` takes no arguments (got {unknown:?})");
     }
-    let crates = crate::workspace_root().join("crates");
     let mut report = String::new();
     let mut checked = 0;
-    let mut entries: Vec<PathBuf> = fs::read_dir(&crates)
-        .with_context(|| format!("reading {}", crates.display()))?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
-    entries.sort();
-    for dir in entries {
+    for dir in crate_dirs()? {
         let src = dir.join("src");
-        if !src.is_dir() {
-            continue;
-        }
         checked += 1;
         let name = dir.file_name().unwrap_or_default().to_string_lossy();
         for circle in circles(&read_modules(&src)?) {

@@ -7,6 +7,18 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+/// The directories of the workspace's crates that have a `src/` (`crates/*`), in order.
+pub(crate) fn crate_dirs() -> Result<Vec<PathBuf>> {
+    let crates = crate::workspace_root().join("crates");
+    let mut dirs: Vec<PathBuf> = fs::read_dir(&crates)
+        .with_context(|| format!("reading {}", crates.display()))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    dirs.retain(|dir| dir.join("src").is_dir());
+    dirs.sort();
+    Ok(dirs)
+}
+
 /// The `.rs` files below `src` (a crate's source directory) with their code (see
 /// [`code_of`]): not `generated/`, `tests/` or `bin/`, not `tests.rs`, not a binary's
 /// `main.rs`.

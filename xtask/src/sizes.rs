@@ -9,11 +9,10 @@
 //! harness crates ([`HARNESSES`]) are tests themselves and are left out.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::rust_source::{library_files, without_test_module};
+use crate::rust_source::{crate_dirs, library_files, without_test_module};
 
 /// The longest hand-written library file, in lines.
 const MAX_FILE_LINES: usize = 1_000;
@@ -32,7 +31,11 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let root = crate::workspace_root();
     let mut report = String::new();
     let mut files = 0;
-    for dir in crate_dirs(&root.join("crates"))? {
+    for dir in crate_dirs()? {
+        let name = dir.file_name().unwrap_or_default().to_string_lossy();
+        if HARNESSES.contains(&name.as_ref()) {
+            continue;
+        }
         for (path, _) in library_files(&dir.join("src"))? {
             files += 1;
             let text =
@@ -54,20 +57,6 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
          {MAX_FN_LINES}"
     );
     Ok(())
-}
-
-/// The crates' directories, test harnesses left out, in order.
-fn crate_dirs(crates: &Path) -> Result<Vec<PathBuf>> {
-    let mut dirs: Vec<PathBuf> = fs::read_dir(crates)
-        .with_context(|| format!("reading {}", crates.display()))?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
-    dirs.retain(|dir| {
-        let name = dir.file_name().unwrap_or_default().to_string_lossy();
-        dir.join("src").is_dir() && !HARNESSES.contains(&name.as_ref())
-    });
-    dirs.sort();
-    Ok(dirs)
 }
 
 /// What is over the limits in a file's text: `: N lines` for the file, `:LINE fn NAME: N
