@@ -362,8 +362,10 @@ async fn helpers_scenario(target: &Target) -> Result<Transcript> {
 }
 
 async fn helpers_steps(target: &Target, namespace: &str) -> Result<Transcript> {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
     use kclient_controller::conditions::{
-        find_status_condition, new_condition, set_status_condition,
+        find_status_condition, new_condition, set_status_condition_at,
     };
     use kclient_controller::finalizer::{add_finalizer, contains_finalizer, remove_finalizer};
     use kclient_controller::owner::{has_owner_reference, set_owner_reference};
@@ -403,32 +405,39 @@ async fn helpers_steps(target: &Target, namespace: &str) -> Result<Transcript> {
         );
     }
 
-    // create_or_patch with a status: not written on create, then patched apart.
+    // create_or_patch with a status: not written on create, then patched apart. Each step's
+    // "now" is its own second, so that whether a transition time moved does not depend on
+    // whether two writes fell in one second (the API's times have whole seconds).
     let available = |status: &str, reason: &str| new_condition("Available", status, reason, "");
     let widget = Widget::new("w", WidgetSpec { size: 1 });
-    let with_status = |status: &'static str, reason: &'static str| {
+    let with_status = |step: i64, status: &'static str, reason: &'static str| {
         move |w: &mut Widget| {
             w.spec.size = 2;
             let conditions = &mut w.status.get_or_insert_default().conditions;
-            set_status_condition(conditions, available(status, reason));
+            let now = Timestamp::from_second(1_800_000_000 + step).expect("a valid time");
+            set_status_condition_at(conditions, available(status, reason), Time(now));
             Ok::<(), std::convert::Infallible>(())
         }
     };
-    let (created, result) =
-        create_or_patch(&widgets, widget.clone(), with_status("False", "Starting")).await?;
+    let (created, result) = create_or_patch(
+        &widgets,
+        widget.clone(),
+        with_status(0, "False", "Starting"),
+    )
+    .await?;
     t.record(
         "widget created",
         json!([result.to_string(), created.status.is_some()]),
     );
     let mut transitions = Vec::new();
-    for (status, reason) in [
+    for (step, (status, reason)) in (1..).zip([
         ("False", "Starting"),
         ("False", "Scaling"),
         ("False", "Scaling"),
         ("True", "Ready"),
-    ] {
+    ]) {
         let (stored, result) =
-            create_or_patch(&widgets, widget.clone(), with_status(status, reason)).await?;
+            create_or_patch(&widgets, widget.clone(), with_status(step, status, reason)).await?;
         let conditions = stored.status.unwrap_or_default().conditions;
         let condition = find_status_condition(&conditions, "Available").context("no condition")?;
         transitions.push(condition.last_transition_time.clone());
