@@ -1,4 +1,4 @@
-//! [`FetchedList`]: one list response as it came off the wire, its metadata read and its
+//! [`FetchedList`]: one list response as it comes off the wire, its metadata read and its
 //! items not decoded yet.
 //!
 //! Decoding a page of 500 Pods takes several times longer than fetching it. Handing out the
@@ -6,21 +6,30 @@
 //! ask for page n+1 while page n decodes (client-go's pager buffers pages the same way), so a
 //! paged list takes about as long as its decoding instead of decoding plus transfer.
 //!
+//! A list may also still be arriving: kube-apiserver answers a list from its watch cache (a
+//! reflector's first list) in one body whatever the limit, 25 MB for 10k Pods sent over a few
+//! hundred milliseconds. A [streaming](FetchedList::streaming) list hands out its metadata as
+//! soon as it has arrived and decodes each item as soon as its bytes have, so that decoding
+//! overlaps the transfer — which is why [`decode`](FetchedList::decode) is `async`.
+//!
 //! A [`ListerWatcher`](crate::ListerWatcher) returns one from `fetch_list`; the typed and
 //! dynamic clients defer the decoding, other listers hand over a list they already decoded.
 //!
 //! ```
 //! use kclient_core::{FetchedList, ObjectList};
 //!
+//! # futures::executor::block_on(async {
 //! let page: FetchedList<u32, std::convert::Infallible> =
 //!     FetchedList::decoded(ObjectList::new(vec![1, 2, 3], "7"));
 //! assert_eq!(page.metadata().resource_version.as_deref(), Some("7"));
-//! let doubled = page.decode_mapped(|n| n * 2).unwrap();
+//! let doubled = page.decode_mapped(|n| n * 2).await.unwrap();
 //! assert_eq!(doubled.items, [2, 4, 6]);
+//! # });
 //! ```
 
 use std::fmt;
 
+use futures::stream::{BoxStream, StreamExt as _};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 
 use crate::object_list::ObjectList;
@@ -28,6 +37,15 @@ use crate::object_list::ObjectList;
 /// The deferred decoder of a [`FetchedList`]: hands each item to the sink as it is decoded
 /// and returns the list without items (its type fields and metadata).
 type Decoder<K, E> = Box<dyn FnOnce(&mut dyn FnMut(K)) -> Result<ObjectList<()>, E> + Send>;
+
+/// A piece of a [streaming](FetchedList::streaming) list, in the order of the body.
+#[derive(Debug)]
+pub enum ListPart<K> {
+    /// Items, decoded as their bytes arrived.
+    Items(Vec<K>),
+    /// The end of the list: its type fields and metadata, without items.
+    End(ObjectList<()>),
+}
 
 /// One list response whose items may not be decoded yet; see the [module docs](self).
 pub struct FetchedList<K, E> {
@@ -38,6 +56,7 @@ pub struct FetchedList<K, E> {
 enum Items<K, E> {
     Decoded(ObjectList<K>),
     Encoded(Decoder<K, E>),
+    Streaming(BoxStream<'static, Result<ListPart<K>, E>>),
 }
 
 impl<K, E> FetchedList<K, E> {
@@ -63,6 +82,20 @@ impl<K, E> FetchedList<K, E> {
         }
     }
 
+    /// A list still arriving: its `metadata` has (the server writes it before the items),
+    /// `parts` are its items as they are decoded, then its [end](ListPart::End) — or an
+    /// error, after which nothing follows. A `parts` that ends without an end or an error is
+    /// a list whose metadata is the one given here.
+    pub fn streaming(
+        metadata: ListMeta,
+        parts: BoxStream<'static, Result<ListPart<K>, E>>,
+    ) -> Self {
+        Self {
+            metadata,
+            items: Items::Streaming(parts),
+        }
+    }
+
     /// The list's metadata: resourceVersion, continue token, remaining item count.
     pub fn metadata(&self) -> &ListMeta {
         &self.metadata
@@ -73,36 +106,59 @@ impl<K, E> FetchedList<K, E> {
         self.metadata.continue_.as_deref().filter(|c| !c.is_empty())
     }
 
-    /// Whether the items are still to be decoded.
+    /// Whether the items are still to be decoded (or to arrive).
     pub fn is_encoded(&self) -> bool {
-        matches!(self.items, Items::Encoded(_))
+        !matches!(self.items, Items::Decoded(_))
     }
 
-    /// Decodes the items, handing each to `f` as soon as it is decoded.
-    pub fn decode_mapped<T>(self, mut f: impl FnMut(K) -> T) -> Result<ObjectList<T>, E> {
-        match self.items {
-            Items::Decoded(list) => Ok(list.map_items(f)),
-            Items::Encoded(decode) => {
+    /// Decodes the items, handing each to `f` as soon as it is decoded (for a streaming
+    /// list, as soon as its bytes have arrived).
+    pub async fn decode_mapped<T>(self, mut f: impl FnMut(K) -> T) -> Result<ObjectList<T>, E> {
+        let encoded = match self.items {
+            Items::Decoded(list) => return Ok(list.map_items(f)),
+            Items::Encoded(decode) => decode,
+            Items::Streaming(mut parts) => {
                 let mut items = Vec::new();
-                let list = decode(&mut |item| items.push(f(item)))?;
-                Ok(ObjectList {
-                    types: list.types,
-                    metadata: list.metadata,
-                    items,
-                })
+                while let Some(part) = parts.next().await {
+                    match part? {
+                        ListPart::Items(batch) => items.extend(batch.into_iter().map(&mut f)),
+                        ListPart::End(list) => return Ok(with_items(list, items)),
+                    }
+                }
+                let unended = ObjectList {
+                    types: None,
+                    metadata: self.metadata,
+                    items: Vec::new(),
+                };
+                return Ok(with_items(unended, items));
             }
-        }
+        };
+        let mut items = Vec::new();
+        let list = encoded(&mut |item| items.push(f(item)))?;
+        Ok(with_items(list, items))
     }
 
     /// Decodes the items.
-    pub fn decode(self) -> Result<ObjectList<K>, E> {
-        self.decode_mapped(|item| item)
+    pub async fn decode(self) -> Result<ObjectList<K>, E> {
+        self.decode_mapped(|item| item).await
     }
 }
 
-impl<K: Send + 'static, E: 'static> FetchedList<K, E> {
+/// `list`'s type fields and metadata with `items`.
+fn with_items<T>(list: ObjectList<()>, items: Vec<T>) -> ObjectList<T> {
+    ObjectList {
+        types: list.types,
+        metadata: list.metadata,
+        items,
+    }
+}
+
+impl<K: Send + 'static, E: Send + 'static> FetchedList<K, E> {
     /// The same list with each item passed through `f` when it is decoded.
-    pub fn map<T>(self, mut f: impl FnMut(K) -> T + Send + 'static) -> FetchedList<T, E> {
+    pub fn map<T: Send + 'static>(
+        self,
+        mut f: impl FnMut(K) -> T + Send + 'static,
+    ) -> FetchedList<T, E> {
         FetchedList {
             metadata: self.metadata,
             items: match self.items {
@@ -112,12 +168,27 @@ impl<K: Send + 'static, E: 'static> FetchedList<K, E> {
                         decode(&mut |item| sink(f(item)))
                     }))
                 }
+                Items::Streaming(parts) => Items::Streaming(
+                    parts
+                        .map(move |part| {
+                            part.map(|part| match part {
+                                ListPart::Items(batch) => {
+                                    ListPart::Items(batch.into_iter().map(&mut f).collect())
+                                }
+                                ListPart::End(list) => ListPart::End(list),
+                            })
+                        })
+                        .boxed(),
+                ),
             },
         }
     }
 
     /// The same list with decoding errors converted by `f`.
-    pub fn map_err<E2>(self, f: impl FnOnce(E) -> E2 + Send + 'static) -> FetchedList<K, E2> {
+    pub fn map_err<E2: Send + 'static>(
+        self,
+        f: impl FnOnce(E) -> E2 + Send + 'static,
+    ) -> FetchedList<K, E2> {
         FetchedList {
             metadata: self.metadata,
             items: match self.items {
@@ -127,6 +198,18 @@ impl<K: Send + 'static, E: 'static> FetchedList<K, E> {
                         decode(sink).map_err(f)
                     }))
                 }
+                // The parts end at the first error (`f` runs once), as they are meant to.
+                Items::Streaming(parts) => Items::Streaming(
+                    parts
+                        .scan(Some(f), |f, part| {
+                            let part = match part {
+                                Ok(part) => Some(Ok(part)),
+                                Err(e) => f.take().map(|f| Err(f(e))),
+                            };
+                            std::future::ready(part)
+                        })
+                        .boxed(),
+                ),
             },
         }
     }
@@ -146,6 +229,14 @@ mod tests {
     use super::*;
     use crate::object_list::{decode_list_mapped, peek_list_metadata};
 
+    /// Runs a decoding future to its end.
+    trait Now: std::future::Future + Sized {
+        fn now(self) -> Self::Output {
+            futures::executor::block_on(self)
+        }
+    }
+    impl<F: std::future::Future> Now for F {}
+
     fn encoded(json: &'static str) -> FetchedList<u32, serde_json::Error> {
         let metadata = peek_list_metadata(json.as_bytes()).unwrap();
         FetchedList::encoded(metadata, move |sink| {
@@ -159,12 +250,13 @@ mod tests {
         let page = encoded(json);
         assert!(page.is_encoded());
         assert_eq!(page.continue_token(), Some("n"));
-        let decoded = page.decode().unwrap();
+        let decoded = page.decode().now().unwrap();
         let whole: ObjectList<u32> = serde_json::from_str(json).unwrap();
         assert_eq!(decoded, whole);
         assert_eq!(
             FetchedList::<u32, serde_json::Error>::decoded(whole.clone())
                 .decode()
+                .now()
                 .unwrap(),
             whole
         );
@@ -175,10 +267,10 @@ mod tests {
         let page = encoded(r#"{"metadata":{},"items":[1,2]}"#)
             .map(|n| n + 10)
             .map_err(|e| e.to_string());
-        assert_eq!(page.decode().unwrap().items, [11, 12]);
+        assert_eq!(page.decode().now().unwrap().items, [11, 12]);
         let broken = encoded(r#"{"metadata":{"continue":"x"},"items":[1,"two"]}"#)
             .map_err(|e| format!("page: {e}"));
         assert_eq!(broken.continue_token(), Some("x"));
-        assert!(broken.decode().unwrap_err().starts_with("page: "));
+        assert!(broken.decode().now().unwrap_err().starts_with("page: "));
     }
 }

@@ -107,7 +107,7 @@ pub use box_error::BoxError;
 pub use delete_response::DeleteResponse;
 pub use dynamic_object::DynamicObject;
 pub use error_report::{handle_error, ErrorReport};
-pub use fetched_list::FetchedList;
+pub use fetched_list::{FetchedList, ListPart};
 pub use field_error::FieldError;
 pub use gvk::{
     GroupKind, GroupResource, GroupVersion, GroupVersionKind, GroupVersionParseError,

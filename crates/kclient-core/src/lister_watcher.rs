@@ -101,7 +101,7 @@ pub trait ListerWatcher<K>: Send + Sync {
         K: Send,
     {
         let fetched = self.fetch_list(options);
-        async move { fetched.await?.decode_mapped(f) }
+        async move { fetched.await?.decode_mapped(f).await }
     }
 
     /// Lists, leaving the items to decode later: the response with its metadata read, so

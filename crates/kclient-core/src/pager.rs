@@ -342,7 +342,10 @@ where
             let next = next_options
                 .as_ref()
                 .map(|options| NextPage::start(&self.lister, options, self.prefetch));
-            let page = page.decode_mapped(&mut f).map_err(PagedListError::Lister)?;
+            let page = page
+                .decode_mapped(&mut f)
+                .await
+                .map_err(PagedListError::Lister)?;
             match &mut result {
                 None => result = Some(page),
                 Some(list) => list.items.extend(page.items),
@@ -814,7 +817,7 @@ mod tests {
         type Error = ApiError;
 
         async fn list(&self, options: &ListOptions) -> Result<ObjectList<usize>, ApiError> {
-            self.fetch_list(options).await?.decode()
+            self.fetch_list(options).await?.decode().await
         }
 
         #[allow(clippy::result_large_err)] // ApiError, as the clients return it

@@ -189,7 +189,7 @@ impl<T: ObjectView> DynamicResource<T> {
     /// items) get the list's, with the `List` suffix dropped from the kind, as client-go's
     /// `UnstructuredList` does.
     pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<T>, Error> {
-        let list = self.fetch(options).await?.decode()?;
+        let list = self.fetch(options).await?.decode().await?;
         Ok(T::finish_list(list, &self.resource))
     }
 
@@ -200,7 +200,12 @@ impl<T: ObjectView> DynamicResource<T> {
     /// the list is decoded at once, as `list` does, since the items' type comes from the list
     /// itself.
     pub async fn fetch_list(&self, options: &ListOptions) -> Result<FetchedList<T, Error>, Error> {
-        T::finish_fetched(self.fetch(options).await?, &self.resource)
+        let fetched = self.fetch(options).await?;
+        if T::finished_whole(&self.resource) {
+            let list = T::finish_list(fetched.decode().await?, &self.resource);
+            return Ok(FetchedList::decoded(list));
+        }
+        Ok(T::finish_fetched(fetched, &self.resource))
     }
 
     /// The list request, sent, its items left undecoded.

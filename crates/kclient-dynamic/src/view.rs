@@ -70,11 +70,16 @@ pub(crate) mod sealed {
         /// A list as read (list, delete-collection), finished for the caller.
         fn finish_list(list: ObjectList<Self>, resource: &ApiResource) -> ObjectList<Self>;
 
-        /// A list fetched with its items not yet decoded, finished for the caller.
+        /// Whether a list of `resource` is finished only once decoded whole (its items'
+        /// type comes from the list itself).
+        fn finished_whole(resource: &ApiResource) -> bool;
+
+        /// A list fetched with its items not yet decoded, finished for the caller (unless
+        /// [`finished_whole`](Self::finished_whole)).
         fn finish_fetched(
             fetched: FetchedList<Self, Error>,
             resource: &ApiResource,
-        ) -> Result<FetchedList<Self, Error>, Error>;
+        ) -> FetchedList<Self, Error>;
 
         /// The error of a request the server refused.
         fn refused(error: kclient_rest::Error, resource: &ApiResource) -> Error;
@@ -103,22 +108,22 @@ impl sealed::View for DynamicObject {
         list
     }
 
-    /// Items that carry no type get the resource's; when the resource's kind is not known (a
-    /// bare group/version/resource), the list is decoded at once, since the items' type
-    /// comes from the list itself.
+    /// When the resource's kind is not known (a bare group/version/resource), the items'
+    /// type comes from the list itself.
+    fn finished_whole(resource: &ApiResource) -> bool {
+        resource.api_version.is_empty() || resource.kind.is_empty()
+    }
+
+    /// Items that carry no type get the resource's.
     fn finish_fetched(
         fetched: FetchedList<Self, Error>,
         resource: &ApiResource,
-    ) -> Result<FetchedList<Self, Error>, Error> {
-        if resource.api_version.is_empty() || resource.kind.is_empty() {
-            let list = Self::finish_list(fetched.decode()?, resource);
-            return Ok(FetchedList::decoded(list));
-        }
+    ) -> FetchedList<Self, Error> {
         let (api_version, kind) = (resource.api_version.clone(), resource.kind.clone());
-        Ok(fetched.map(move |mut item| {
+        fetched.map(move |mut item| {
             fill_item_type(&mut item, &api_version, &kind);
             item
-        }))
+        })
     }
 
     fn refused(error: kclient_rest::Error, _: &ApiResource) -> Error {
@@ -153,11 +158,15 @@ impl sealed::View for PartialObjectMetadata {
         list
     }
 
+    fn finished_whole(_: &ApiResource) -> bool {
+        false
+    }
+
     fn finish_fetched(
         fetched: FetchedList<Self, Error>,
         _: &ApiResource,
-    ) -> Result<FetchedList<Self, Error>, Error> {
-        Ok(fetched)
+    ) -> FetchedList<Self, Error> {
+        fetched
     }
 
     fn refused(error: kclient_rest::Error, resource: &ApiResource) -> Error {

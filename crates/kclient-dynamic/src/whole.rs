@@ -44,7 +44,7 @@ impl DynamicResource<DynamicObject> {
         options: &ListOptions,
         f: impl FnMut(DynamicObject) -> T,
     ) -> Result<ObjectList<T>, Error> {
-        self.fetch_list(options).await?.decode_mapped(f)
+        self.fetch_list(options).await?.decode_mapped(f).await
     }
 
     /// Creates an object and returns it as stored (client-go's `Create`).

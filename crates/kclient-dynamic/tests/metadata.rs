@@ -120,7 +120,7 @@ async fn lists_page_fetching_ahead_and_apply_selectors() {
         .unwrap();
     assert!(page.is_encoded(), "the page's items are decoded later");
     assert!(page.continue_token().is_some());
-    let page = page.decode().unwrap();
+    let page = page.decode().await.unwrap();
     assert_eq!(page.items.len(), 10);
     assert_eq!(
         page.types,

@@ -37,17 +37,8 @@ pub fn decode_envelope(body: &[u8]) -> Result<Unknown<'_>, DecodeError> {
         let (tag, wt) = wire::key(&mut buf)?;
         match tag {
             1 => {
-                let mut tm = wire::delimited(wt, &mut buf).at("typeMeta")?;
-                while !tm.is_empty() {
-                    let (tag, wt) = wire::key(&mut tm)?;
-                    match tag {
-                        1 => {
-                            unk.api_version = wire::string(wt, &mut tm).at("typeMeta.apiVersion")?
-                        }
-                        2 => unk.kind = wire::string(wt, &mut tm).at("typeMeta.kind")?,
-                        _ => wire::skip(tag, wt, &mut tm)?,
-                    }
-                }
+                let type_meta = wire::delimited(wt, &mut buf).at("typeMeta")?;
+                (unk.api_version, unk.kind) = decode_type_meta(type_meta)?;
             }
             2 => unk.raw = wire::delimited(wt, &mut buf).at("raw")?,
             3 => unk.content_encoding = wire::string(wt, &mut buf).at("contentEncoding")?,
@@ -56,6 +47,20 @@ pub fn decode_envelope(body: &[u8]) -> Result<Unknown<'_>, DecodeError> {
         }
     }
     Ok(unk)
+}
+
+/// Reads the envelope's `typeMeta` message: its `apiVersion` and `kind`.
+pub fn decode_type_meta(mut type_meta: &[u8]) -> Result<(String, String), DecodeError> {
+    let (mut api_version, mut kind) = (String::new(), String::new());
+    while !type_meta.is_empty() {
+        let (tag, wt) = wire::key(&mut type_meta)?;
+        match tag {
+            1 => api_version = wire::string(wt, &mut type_meta).at("typeMeta.apiVersion")?,
+            2 => kind = wire::string(wt, &mut type_meta).at("typeMeta.kind")?,
+            _ => wire::skip(tag, wt, &mut type_meta)?,
+        }
+    }
+    Ok((api_version, kind))
 }
 
 /// Writes `msg` as kube-apiserver's protobuf serializer does (`Unknown.NestedMarshalTo`):
@@ -94,6 +99,30 @@ pub fn encode_envelope_with(
     wire::put_bytes(4, b"", &mut out);
     debug_assert_eq!(out.len(), total);
     out
+}
+
+/// Writes a list body (`XxxList`: `metadata` = 1, then each of `items` = 2) as
+/// kube-apiserver's protobuf serializer does.
+pub fn encode_list<T: Encode>(
+    api_version: &str,
+    kind: &str,
+    metadata: &ListMeta,
+    items: &[T],
+) -> Vec<u8> {
+    let metadata_len = metadata.encoded_len();
+    let items_len: usize = items
+        .iter()
+        .map(|item| wire::delimited_len(2, item.encoded_len()))
+        .sum();
+    let raw_len = wire::delimited_len(1, metadata_len) + items_len;
+    encode_envelope_with(api_version, kind, raw_len, |out| {
+        wire::put_header(1, metadata_len, out);
+        metadata.encode_raw(out);
+        for item in items {
+            wire::put_header(2, item.encoded_len(), out);
+            item.encode_raw(out);
+        }
+    })
 }
 
 /// Decodes one object from a protobuf body, checking the envelope's kind.

@@ -18,6 +18,8 @@
 //! * [`envelope`]: the `k8s\0` magic and `runtime.Unknown` envelope of a body, lists decoded
 //!   item by item into a sink (and their metadata read without decoding the items), and the
 //!   length-prefixed frames of a `;stream=watch` body with a bound on the frame length.
+//! * [`list_reader`]: a list body read as its bytes arrive, each item handed out as soon as it
+//!   is whole, so that decoding overlaps the transfer.
 //! * [`wire`]: the primitives over `prost::encoding` (the only module that uses it). Decoding is
 //!   bounded: every length is checked against what remains before it is used, nesting is
 //!   bounded by [`Ctx::depth`], unknown fields are skipped, and malformed input is a
@@ -61,6 +63,7 @@ pub mod core_types;
 pub mod envelope;
 pub mod field;
 mod generated;
+pub mod list_reader;
 pub mod registry;
 pub mod special;
 pub mod wire;

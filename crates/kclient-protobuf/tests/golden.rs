@@ -209,6 +209,37 @@ fn list_item_by_item() {
 }
 
 #[test]
+fn list_read_as_it_arrives_gives_what_the_whole_body_gives() {
+    use kclient_protobuf::list_reader::{ListPiece, ListReader};
+    let body = golden("configmaplist.k8s");
+    let unk = envelope::decode_envelope(&body).unwrap();
+    let mut whole = Vec::new();
+    let meta =
+        envelope::decode_list::<ConfigMap>(unk.raw, Ctx::default(), &mut |cm| whole.push(cm))
+            .unwrap();
+    let mut reader = ListReader::new(1 << 20);
+    let (mut read_meta, mut items) = (None, Vec::new());
+    for chunk in body.chunks(3) {
+        reader.push(chunk);
+        while let Some(piece) = reader.next_piece().unwrap() {
+            match piece {
+                ListPiece::Metadata(m) => read_meta = Some(m),
+                ListPiece::Item(bytes) => {
+                    items.push(ConfigMap::decode(bytes, Ctx::default()).unwrap())
+                }
+            }
+        }
+    }
+    reader.finish().unwrap();
+    assert_eq!(read_meta, Some(meta));
+    assert_eq!(items, whole);
+    assert_eq!(
+        (reader.api_version(), reader.kind()),
+        ("v1", "ConfigMapList")
+    );
+}
+
+#[test]
 fn status_error_body() {
     let status: Status =
         envelope::decode_object(&golden("status.k8s"), "Status", Ctx::default()).unwrap();

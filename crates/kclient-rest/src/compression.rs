@@ -58,9 +58,23 @@ impl Inflater {
         }
     }
 
+    /// An inflater whose output is taken as it comes ([`take`](Self::take)), not kept whole.
+    pub(crate) fn incremental(headers: &mut HeaderMap) -> Self {
+        headers.remove(CONTENT_ENCODING);
+        headers.remove(CONTENT_LENGTH);
+        Self {
+            decoder: flate2::write::GzDecoder::new(Vec::new()),
+        }
+    }
+
     /// Inflates the next piece of the body.
     pub(crate) fn push(&mut self, data: &[u8]) -> Result<(), std::io::Error> {
         self.decoder.write_all(data)
+    }
+
+    /// What was inflated since the last `take`.
+    pub(crate) fn take(&mut self) -> Vec<u8> {
+        std::mem::take(self.decoder.get_mut())
     }
 
     /// The whole inflated body; an error if the stream was cut short.

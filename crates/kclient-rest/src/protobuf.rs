@@ -9,12 +9,17 @@
 
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
-use kclient_core::{FetchedList, ObjectList, TypeMeta, WatchDecodeError, WatchEvent, WatchStream};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use kclient_core::{
+    FetchedList, ListPart, ObjectList, TypeMeta, WatchDecodeError, WatchEvent, WatchStream,
+};
 use kclient_protobuf::envelope::{self, FrameDecoder};
+use kclient_protobuf::list_reader::{ListPiece, ListReader};
 use kclient_protobuf::registry::{self, Codec};
 use kclient_protobuf::{core_types, Ctx, DecodeError};
 
 use crate::error::{Error, DECODE_SNIPPET_LEN};
+use crate::request::ListBody;
 use crate::watch::{decode_events, EventFrames};
 
 /// The media type of Kubernetes protobuf.
@@ -61,37 +66,136 @@ pub(crate) fn decode_object<K: 'static>(body: &[u8]) -> Result<K, Error> {
         .map_err(|e| decode_error::<K>(body, e))
 }
 
-/// A protobuf list body, its metadata read ahead and its items decoded later, one by one
-/// (each item a slice of `body`: no copy), without `metadata.managedFields` if
-/// `omit_managed_fields`.
-pub(crate) fn fetched_list<K: Send + 'static>(
-    body: Bytes,
+/// A protobuf list read as its body arrives: returned once the list's metadata has arrived
+/// (kube-apiserver writes it before the items; items before it are kept for the first part),
+/// its items then decoded one by one as their bytes arrive, without `metadata.managedFields`
+/// if `omit_managed_fields`. A body that ends before its metadata is a list decoded whole.
+pub(crate) async fn streaming_list<K: Send + 'static>(
+    body: ListBody,
     omit_managed_fields: bool,
+    max_item_len: usize,
 ) -> Result<FetchedList<K, Error>, Error> {
-    let codec = codec_of::<K>(&body)?;
-    let unknown = envelope::decode_envelope(&body).map_err(|e| decode_error::<K>(&body, e))?;
-    let metadata =
-        envelope::peek_list_meta(unknown.raw).map_err(|e| decode_error::<K>(&body, e))?;
-    // The list message, sharing the body's allocation: the envelope is read once.
-    let raw = body.slice_ref(unknown.raw);
-    let types = TypeMeta::new(unknown.api_version, unknown.kind);
-    let ctx = Ctx {
-        skip_managed_fields: omit_managed_fields,
-        ..Ctx::default()
+    let mut list = ProtobufList {
+        body,
+        reader: ListReader::new(max_item_len),
+        codec: codec_of::<K>(b"")?,
+        ctx: Ctx {
+            skip_managed_fields: omit_managed_fields,
+            ..Ctx::default()
+        },
+        metadata: None,
+        ended: false,
     };
-    Ok(FetchedList::encoded(metadata, move |sink| {
-        let metadata = envelope::decode_list_with(
-            &raw,
-            ctx,
-            |item, ctx| codec.decode_message(item, ctx),
-            sink,
-        )
-        .map_err(|e| decode_error::<ObjectList<K>>(&body, e))?;
+    let mut first = Vec::new();
+    while list.metadata.is_none() {
+        list.decode_arrived(&mut first)?;
+        if list.metadata.is_none() && !list.read().await? {
+            return Ok(FetchedList::decoded(with_items(list.end(), first)));
+        }
+    }
+    let metadata = list.metadata.clone().unwrap_or_default();
+    let first = (!first.is_empty()).then_some(Ok(ListPart::Items(first)));
+    let rest = stream::unfold(list, |mut list| async move {
+        let part = list.next_part().await?;
+        Some((part, list))
+    });
+    Ok(FetchedList::streaming(
+        metadata,
+        stream::iter(first).chain(rest).boxed(),
+    ))
+}
+
+fn with_items<K>(list: ObjectList<()>, items: Vec<K>) -> ObjectList<K> {
+    ObjectList {
+        types: list.types,
+        metadata: list.metadata,
+        items,
+    }
+}
+
+/// The state of a [`streaming_list`]: the body, what of it is read, what is decoded.
+struct ProtobufList<K: 'static> {
+    body: ListBody,
+    reader: ListReader,
+    codec: &'static Codec<K>,
+    ctx: Ctx,
+    /// The list's metadata, once it has arrived.
+    metadata: Option<ListMeta>,
+    /// Whether the end (or an error) was handed out.
+    ended: bool,
+}
+
+impl<K: 'static> ProtobufList<K> {
+    /// Decodes the items whose bytes have all arrived into `items` (and keeps the metadata).
+    fn decode_arrived(&mut self, items: &mut Vec<K>) -> Result<(), Error> {
+        while let Some(piece) = self
+            .reader
+            .next_piece()
+            .map_err(|e| decode_error::<K>(b"", e))?
+        {
+            match piece {
+                ListPiece::Metadata(metadata) => self.metadata = Some(metadata),
+                ListPiece::Item(bytes) => {
+                    let item = self
+                        .ctx
+                        .enter()
+                        .and_then(|ctx| self.codec.decode_message(bytes, ctx))
+                        .map_err(|e| decode_error::<K>(bytes, e.at("items")))?;
+                    items.push(item);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the next bytes of the body into the reader; `false` at the end of a whole body
+    /// (a body cut short is an error).
+    async fn read(&mut self) -> Result<bool, Error> {
+        match self.body.next().await? {
+            Some(chunk) => {
+                self.reader.push(&chunk);
+                Ok(true)
+            }
+            None => {
+                self.reader
+                    .finish()
+                    .map_err(|e| decode_error::<ObjectList<K>>(b"", e))?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// The list without its items: the envelope's type and the list's metadata.
+    fn end(&mut self) -> ObjectList<()> {
         let mut list = ObjectList::new(Vec::new(), "");
-        list.types = Some(types);
-        list.metadata = metadata;
-        Ok(list)
-    }))
+        list.types = Some(TypeMeta::new(self.reader.api_version(), self.reader.kind()));
+        list.metadata = self.metadata.take().unwrap_or_default();
+        list
+    }
+
+    /// The items decoded from the next bytes, the end, or an error; `None` after the end or
+    /// an error.
+    async fn next_part(&mut self) -> Option<Result<ListPart<K>, Error>> {
+        if self.ended {
+            return None;
+        }
+        let part = self.decode_more().await;
+        self.ended = !matches!(part, Ok(ListPart::Items(_)));
+        Some(part)
+    }
+
+    async fn decode_more(&mut self) -> Result<ListPart<K>, Error> {
+        let mut items = Vec::new();
+        loop {
+            self.decode_arrived(&mut items)?;
+            if !items.is_empty() {
+                return Ok(ListPart::Items(items));
+            }
+            if !self.read().await? {
+                return Ok(ListPart::End(self.end()));
+            }
+        }
+    }
 }
 
 /// Length-prefixed protobuf frames, each a `metav1.WatchEvent` decoded with `K`'s codec.
@@ -263,32 +367,6 @@ mod tests {
             matches!(&events[..], [Err(Error::Watch(WatchDecodeError::Protobuf { message }))] if message.contains("limit")),
             "{events:?}"
         );
-    }
-
-    #[test]
-    fn lists_decode_item_by_item_with_their_type() {
-        use kclient_protobuf::wire;
-        let codec = registry::codec::<ConfigMap>().unwrap();
-        let mut raw = Vec::new();
-        let meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
-            resource_version: Some("9".into()),
-            continue_: Some("next".into()),
-            ..Default::default()
-        };
-        kclient_protobuf::field::put_req(1, &meta, &mut raw);
-        for name in ["a", "b"] {
-            let item = codec.encode_message(&cm(name));
-            wire::put_bytes(2, &item, &mut raw);
-        }
-        let body = envelope::encode_envelope_with("v1", "ConfigMapList", raw.len(), |out| {
-            out.extend_from_slice(&raw)
-        });
-        let fetched = fetched_list::<ConfigMap>(Bytes::from(body), false).unwrap();
-        assert_eq!(fetched.continue_token(), Some("next"));
-        let list = fetched.decode().unwrap();
-        assert_eq!(list.items, [cm("a"), cm("b")]);
-        assert_eq!(list.metadata.resource_version.as_deref(), Some("9"));
-        assert_eq!(list.types.unwrap().kind, "ConfigMapList");
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub(crate) struct Retry {
 /// an upgrade (client-go's upgrading dialers try once).
 pub(crate) fn is_retryable_transport_error(error: &Error, method: &Method, mode: Mode) -> bool {
     match mode {
-        Mode::Full => method == Method::GET && is_connection_reset_or_eof(error),
+        Mode::Full | Mode::List => method == Method::GET && is_connection_reset_or_eof(error),
         Mode::Stream | Mode::Upgrade => false,
         Mode::Watch => is_connection_reset_or_eof(error) || is_network_timeout(error),
     }
@@ -268,7 +268,7 @@ mod tests {
             "retries: 2, retry-after: 1s - retry-reason: 503"
         );
         let refused = Error::InvalidRequest("not a transport error".into());
-        for mode in [Mode::Full, Mode::Stream, Mode::Watch] {
+        for mode in [Mode::Full, Mode::List, Mode::Stream, Mode::Watch] {
             assert_eq!(
                 r.decide(Failure::Transport {
                     error: &refused,

@@ -1,6 +1,7 @@
 //! Protobuf negotiation against a test server: what a request that prefers protobuf asks
 //! for, decoding whatever comes back by its `Content-Type`, the `406` fallback to JSON for the
-//! client's lifetime, the force-JSON option, protobuf watches and errors.
+//! client's lifetime, the force-JSON option, protobuf watches and errors, and protobuf lists
+//! decoded as their bytes arrive.
 
 use crate::support;
 
@@ -235,4 +236,188 @@ async fn protobuf_watches_decode_frame_by_frame() {
             WatchEvent::Deleted(configmap("a")),
         ]
     );
+}
+
+fn list_body(names: &[&str], continue_token: &str) -> Vec<u8> {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+    let metadata = ListMeta {
+        resource_version: Some("9".into()),
+        continue_: Some(continue_token.into()),
+        ..Default::default()
+    };
+    let items: Vec<ConfigMap> = names.iter().map(|n| configmap(n)).collect();
+    kclient_protobuf::envelope::encode_list("v1", "ConfigMapList", &metadata, &items)
+}
+
+fn list_configmaps(client: &RestClient) -> kclient_rest::Request {
+    client
+        .get()
+        .group_version(&GroupVersion::new("", "v1"))
+        .namespace("ns")
+        .resource("configmaps")
+        .accept_protobuf()
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+/// A response of `body` in pieces of `split` bytes, gzip-compressed first if `gzipped`,
+/// with no `Content-Type` if `content_type` is `None` (then the magic tells protobuf).
+fn pieces(
+    body: &[u8],
+    split: usize,
+    gzipped: bool,
+    content_type: Option<&'static str>,
+) -> http::Response<support::Body> {
+    let body = if gzipped { gzip(body) } else { body.to_vec() };
+    let mut response = support::chunked(body.chunks(split).map(<[u8]>::to_vec).collect());
+    let headers = response.headers_mut();
+    headers.remove("content-type");
+    if let Some(content_type) = content_type {
+        headers.insert("content-type", http::HeaderValue::from_static(content_type));
+    }
+    if gzipped {
+        headers.insert("content-encoding", http::HeaderValue::from_static("gzip"));
+    }
+    response
+}
+
+#[tokio::test]
+async fn protobuf_lists_in_any_pieces_gzipped_or_not_decode_to_the_same_list() {
+    let names = ["a", "b", "c", "d"];
+    let body = list_body(&names, "next");
+    for (split, gzipped, content_type) in [
+        (1, false, Some(PROTOBUF)),
+        (7, false, None),
+        (body.len(), false, Some(PROTOBUF)),
+        (3, true, Some(PROTOBUF)),
+        (body.len(), true, None),
+    ] {
+        let body = body.clone();
+        let server = TestServer::http(move |_| {
+            std::future::ready(pieces(&body, split, gzipped, content_type))
+        })
+        .await;
+        let client = RestClient::new(config(&server.url())).unwrap();
+        let fetched = list_configmaps(&client)
+            .fetch_list::<ConfigMap>()
+            .await
+            .unwrap();
+        let case = format!("split {split}, gzip {gzipped}, content type {content_type:?}");
+        assert_eq!(fetched.continue_token(), Some("next"), "{case}");
+        let list = fetched.decode().await.unwrap();
+        let expected: Vec<ConfigMap> = names.iter().map(|n| configmap(n)).collect();
+        assert_eq!(list.items, expected, "{case}");
+        assert_eq!(
+            list.metadata.resource_version.as_deref(),
+            Some("9"),
+            "{case}"
+        );
+        assert_eq!(list.types.unwrap().kind, "ConfigMapList", "{case}");
+        let accept_encoding = server.requests()[0]
+            .header("accept-encoding")
+            .map(str::to_owned);
+        assert_eq!(accept_encoding.as_deref(), Some("gzip"), "{case}");
+    }
+}
+
+#[tokio::test]
+async fn a_protobuf_list_hands_out_its_metadata_and_items_before_its_body_ends() {
+    let body = list_body(&["a", "b", "c"], "next");
+    // The body up to the middle of the third item: the metadata and two items.
+    let third = registry::codec::<ConfigMap>()
+        .unwrap()
+        .encode_message(&configmap("c"));
+    let at = body
+        .windows(third.len())
+        .position(|w| w == third)
+        .expect("the third item in the body");
+    let (head, tail) = body.split_at(at + third.len() / 2);
+    let (head, tail) = (
+        bytes::Bytes::copy_from_slice(head),
+        bytes::Bytes::copy_from_slice(tail),
+    );
+    let (feed, response) = support::streaming(http::StatusCode::OK);
+    let response = std::sync::Mutex::new(Some(response));
+    let server = TestServer::http(move |_| {
+        let mut response = response.lock().unwrap().take().expect("one request");
+        response
+            .headers_mut()
+            .insert("content-type", http::HeaderValue::from_static(PROTOBUF));
+        std::future::ready(response)
+    })
+    .await;
+    let client = RestClient::new(config(&server.url())).unwrap();
+    feed.send(head).unwrap();
+    let fetched = list_configmaps(&client)
+        .fetch_list::<ConfigMap>()
+        .await
+        .unwrap();
+    assert_eq!(
+        fetched.continue_token(),
+        Some("next"),
+        "before the body ended"
+    );
+    let (decoded_tx, mut decoded) = tokio::sync::mpsc::unbounded_channel();
+    let decoding = tokio::spawn(
+        fetched
+            .map(move |cm| {
+                decoded_tx.send(cm.metadata.name.clone()).unwrap();
+                cm
+            })
+            .decode(),
+    );
+    for name in ["a", "b"] {
+        assert_eq!(decoded.recv().await.flatten().as_deref(), Some(name));
+    }
+    assert!(!decoding.is_finished());
+    feed.send(tail).unwrap();
+    drop(feed);
+    let list = decoding.await.unwrap().unwrap();
+    assert_eq!(list.items.len(), 3);
+    assert_eq!(decoded.recv().await.flatten().as_deref(), Some("c"));
+}
+
+#[tokio::test]
+async fn a_protobuf_list_cut_short_is_a_typed_error_not_a_short_list() {
+    let body = list_body(&["a", "b", "c"], "");
+    for cut in [10, body.len() / 2, body.len() - 5] {
+        let piece = body[..cut].to_vec();
+        let server =
+            TestServer::http(move |_| std::future::ready(pieces(&piece, 9, false, Some(PROTOBUF))))
+                .await;
+        let client = RestClient::new(config(&server.url())).unwrap();
+        let result = match list_configmaps(&client).fetch_list::<ConfigMap>().await {
+            Ok(fetched) => fetched.decode().await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        let error = result.expect_err("a cut body");
+        assert!(
+            matches!(error, Error::ProtobufDecode { .. }),
+            "cut at {cut}: {error:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_protobuf_list_item_over_the_bound_is_refused() {
+    let body = list_body(&["a", "b"], "");
+    let server =
+        TestServer::http(move |_| std::future::ready(pieces(&body, 4, false, Some(PROTOBUF))))
+            .await;
+    let client = RestClient::new(config(&server.url())).unwrap();
+    let result = match list_configmaps(&client)
+        .max_watch_frame_len(16)
+        .fetch_list::<ConfigMap>()
+        .await
+    {
+        Ok(fetched) => fetched.decode().await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    let error = result.expect_err("items of more than 16 bytes");
+    assert!(error.to_string().contains("exceeds the limit"), "{error}");
 }

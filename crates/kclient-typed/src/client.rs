@@ -239,7 +239,7 @@ where
     /// [`list_all`](Self::list_all), [`list_pages`](Self::list_pages) and
     /// [`pager`](Self::pager) for paged lists.
     pub async fn list(&self, options: &ListOptions) -> Result<ObjectList<K>, Error> {
-        self.fetch_list(options).await?.decode()
+        self.fetch_list(options).await?.decode().await
     }
 
     /// [`list`](Self::list), handing each object to `f` as it is decoded.
@@ -253,7 +253,7 @@ where
         options: &ListOptions,
         f: impl FnMut(K) -> T,
     ) -> Result<ObjectList<T>, Error> {
-        self.fetch_list(options).await?.decode_mapped(f)
+        self.fetch_list(options).await?.decode_mapped(f).await
     }
 
     /// [`list`](Self::list) without decoding the items yet: the primitive of

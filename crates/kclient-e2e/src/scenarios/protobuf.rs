@@ -158,10 +158,16 @@ where
         .list(&options)?
         .fetch_list::<K>()
         .await?
-        .decode()?;
+        .decode()
+        .await?;
     let list = pb().list(&options)?.send().await?;
     encodings.insert("list".into(), json!(encoding(&list)));
-    let pb_list = pb().list(&options)?.fetch_list::<K>().await?.decode()?;
+    let pb_list = pb()
+        .list(&options)?
+        .fetch_list::<K>()
+        .await?
+        .decode()
+        .await?;
     let list_names = |l: &kclient_core::ObjectList<K>| -> Vec<String> {
         l.items.iter().map(|o| o.name_any().to_owned()).collect()
     };
@@ -176,7 +182,7 @@ where
         options.continue_token = token.clone();
         let page = pb().list(&options)?.fetch_list::<K>().await?;
         token = page.continue_token().map(str::to_owned);
-        pages.push(page.decode()?.items.len());
+        pages.push(page.decode().await?.items.len());
         if token.is_none() || pages.len() > 5 {
             break;
         }

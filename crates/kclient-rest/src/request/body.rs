@@ -21,24 +21,155 @@ use super::{ByteStream, Streaming, MAX_ERROR_BODY};
 /// until the end: over HTTP/2 that kept ~40 MB more at the peak of a 94 MB list.
 pub(super) async fn read_body(mut body: Incoming) -> Result<Bytes, hyper::Error> {
     use hyper::body::Body as _;
-    let mut first: Option<Bytes> = None;
-    let mut joined: Vec<u8> = Vec::new();
+    let mut whole = WholeBody::default();
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame?.into_data() else {
             continue; // trailers
         };
-        match first.take() {
-            None if joined.is_empty() => first = Some(data),
+        whole.push(data, usize::try_from(body.size_hint().lower()).unwrap_or(0));
+    }
+    Ok(whole.finish())
+}
+
+/// A body joined from its chunks as [`read_body`] describes: the first kept as it is, the
+/// next ones copied into one buffer and released.
+#[derive(Default)]
+struct WholeBody {
+    first: Option<Bytes>,
+    joined: Vec<u8>,
+}
+
+impl WholeBody {
+    /// Adds a chunk; `still_to_come` is a lower bound of the bytes that follow it.
+    fn push(&mut self, data: Bytes, still_to_come: usize) {
+        match self.first.take() {
+            None if self.joined.is_empty() => self.first = Some(data),
             Some(head) => {
-                let hint = usize::try_from(body.size_hint().lower()).unwrap_or(0);
-                joined.reserve(head.len() + data.len() + hint);
-                joined.extend_from_slice(&head);
-                joined.extend_from_slice(&data);
+                self.joined.reserve(head.len() + data.len() + still_to_come);
+                self.joined.extend_from_slice(&head);
+                self.joined.extend_from_slice(&data);
             }
-            None => joined.extend_from_slice(&data),
+            None => self.joined.extend_from_slice(&data),
         }
     }
-    Ok(first.unwrap_or_else(|| Bytes::from(joined)))
+
+    fn finish(self) -> Bytes {
+        self.first.unwrap_or_else(|| Bytes::from(self.joined))
+    }
+}
+
+/// The body of a list, read as it arrives ([`Request::fetch_list`](super::Request::fetch_list)):
+/// inflated chunk by chunk if it is gzip-compressed, each read bounded by the request's
+/// deadline (the decoding that happens between reads counts against it, as in client-go,
+/// whose decoder reads the body under the request's context).
+pub(crate) struct ListBody {
+    headers: http::HeaderMap,
+    body: Incoming,
+    inflater: Option<compression::Inflater>,
+    /// A chunk read ahead and handed back ([`unread`](Self::unread)).
+    unread: Option<Bytes>,
+    deadline: Option<(Instant, std::time::Duration)>,
+    url: String,
+    ended: bool,
+}
+
+impl ListBody {
+    pub(super) fn new(
+        response: http::Response<Incoming>,
+        url: String,
+        deadline: Option<(Instant, std::time::Duration)>,
+    ) -> Self {
+        let (mut parts, body) = response.into_parts();
+        let inflater = compression::is_gzip(&parts.headers)
+            .then(|| compression::Inflater::incremental(&mut parts.headers));
+        Self {
+            headers: parts.headers,
+            body,
+            inflater,
+            unread: None,
+            deadline,
+            url,
+            ended: false,
+        }
+    }
+
+    /// The response's headers (without those of the compression).
+    pub(crate) fn headers(&self) -> &http::HeaderMap {
+        &self.headers
+    }
+
+    /// The next bytes of the (inflated) body; `None` at its end.
+    pub(crate) async fn next(&mut self) -> Result<Option<Bytes>, Error> {
+        if let Some(chunk) = self.unread.take() {
+            return Ok(Some(chunk));
+        }
+        while !self.ended {
+            let frame = match self.deadline {
+                Some((at, timeout)) => tokio::time::timeout_at(at, self.body.frame())
+                    .await
+                    .map_err(|_| Error::Timeout {
+                        timeout,
+                        previous: None,
+                    })?,
+                None => self.body.frame().await,
+            };
+            let data = match frame {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => data,
+                    Err(_) => continue, // trailers
+                },
+                Some(Err(e)) => return Err(self.transport(Box::new(e))),
+                None => {
+                    self.ended = true;
+                    return match self.inflater.take() {
+                        Some(inflater) => {
+                            let rest =
+                                inflater.finish().map_err(|e| self.transport(Box::new(e)))?;
+                            Ok(Some(rest).filter(|rest| !rest.is_empty()))
+                        }
+                        None => Ok(None),
+                    };
+                }
+            };
+            let Some(inflater) = &mut self.inflater else {
+                return Ok(Some(data));
+            };
+            if let Err(e) = inflater.push(&data) {
+                return Err(self.transport(Box::new(e)));
+            }
+            let inflated = inflater.take();
+            if !inflated.is_empty() {
+                return Ok(Some(Bytes::from(inflated)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Hands a chunk read with [`next`](Self::next) back: the next call returns it again.
+    pub(crate) fn unread(&mut self, chunk: Bytes) {
+        self.unread = Some(chunk);
+    }
+
+    /// The rest of the body, joined.
+    pub(crate) async fn read_whole(mut self) -> Result<Bytes, Error> {
+        use hyper::body::Body as _;
+        let mut whole = WholeBody::default();
+        while let Some(chunk) = self.next().await? {
+            let still_to_come = match self.inflater {
+                Some(_) => 0,
+                None => usize::try_from(self.body.size_hint().lower()).unwrap_or(0),
+            };
+            whole.push(chunk, still_to_come);
+        }
+        Ok(whole.finish())
+    }
+
+    fn transport(&self, source: Box<dyn std::error::Error + Send + Sync>) -> Error {
+        Error::Transport {
+            url: self.url.clone(),
+            source,
+        }
+    }
 }
 
 pub(super) async fn read_full(

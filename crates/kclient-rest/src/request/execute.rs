@@ -23,7 +23,7 @@ use crate::upgrade::Upgraded;
 use crate::warnings::{parse_warning_headers, Warning};
 use crate::watch::decode_watch;
 
-use super::body::{body_stream, read_error, read_full};
+use super::body::{body_stream, read_error, read_full, ListBody};
 use super::{
     ByteStream, Mode, Request, Streaming, DEFAULT_ACCEPT, EXTRA_LONG_THROTTLE_LATENCY,
     LONG_THROTTLE_LATENCY,
@@ -75,7 +75,7 @@ impl Request {
                 .entry(CONNECTION)
                 .or_insert(HeaderValue::from_static("Upgrade"));
         }
-        if mode == Mode::Full && !self.client.config().disable_compression {
+        if matches!(mode, Mode::Full | Mode::List) && !self.client.config().disable_compression {
             headers
                 .entry(ACCEPT_ENCODING)
                 .or_insert(HeaderValue::from_static(compression::ACCEPT_ENCODING));
@@ -99,7 +99,7 @@ impl Request {
     pub async fn send(self) -> Result<Response, Error> {
         match self.run(Mode::Full).await? {
             Outcome::Full(r) => Ok(r),
-            Outcome::Streaming(_) => {
+            Outcome::Streaming(_) | Outcome::List(_) => {
                 Err(Error::InvalidRequest("internal: unexpected stream".into()))
             }
         }
@@ -122,11 +122,16 @@ impl Request {
         self.send().await?.decode()
     }
 
-    /// Sends a list request and reads the whole body, leaving its items to decode later: the
-    /// list's metadata is read ahead (kclient-core's `peek_list_metadata`), so that a pager can
-    /// request the next page while this one decodes. A body whose metadata cannot be read is
-    /// decoded at once, to report the error as [`json`](Self::json) does. A protobuf answer
-    /// (see [`accept_protobuf`](Self::accept_protobuf)) is read the same way, item by item.
+    /// Sends a list request and hands the list over once its metadata has arrived, its items
+    /// to decode as the rest of the body arrives: a pager can request the next page at once,
+    /// and the decoding overlaps the transfer.
+    ///
+    /// A protobuf answer (see [`accept_protobuf`](Self::accept_protobuf)) is read item by item
+    /// as its bytes come in (kclient-protobuf's `ListReader`; an item longer than
+    /// [`max_watch_frame_len`](Self::max_watch_frame_len) is refused on its header). A JSON answer is read
+    /// whole, its metadata read ahead (kclient-core's `peek_list_metadata`), its items left
+    /// to decode; a JSON body whose metadata cannot be read is decoded at once, to report the
+    /// error as [`json`](Self::json) does.
     pub async fn fetch_list<K>(self) -> Result<kclient_core::FetchedList<K, Error>, Error>
     where
         K: DeserializeOwned + Send + 'static,
@@ -135,7 +140,29 @@ impl Request {
             decode_list_mapped, decode_list_mapped_without_managed_fields, peek_list_metadata,
         };
         use kclient_core::{FetchedList, ObjectList};
-        let omit = self.omit_managed_fields;
+        let (omit, max_item_len) = (self.omit_managed_fields, self.max_frame_len);
+        let mut body = match self.run(Mode::List).await? {
+            Outcome::List(body) => body,
+            Outcome::Full(_) | Outcome::Streaming(_) => {
+                return Err(Error::InvalidRequest("internal: unexpected body".into()))
+            }
+        };
+        let content_type = body.headers().get(CONTENT_TYPE);
+        let protobuf = match content_type.and_then(|v| v.to_str().ok()) {
+            Some(content_type) => protobuf::is_protobuf(Some(content_type), b""),
+            None => match body.next().await? {
+                Some(first) => {
+                    let magic = protobuf::is_protobuf(None, &first);
+                    body.unread(first);
+                    magic
+                }
+                None => false,
+            },
+        };
+        if protobuf {
+            return protobuf::streaming_list(*body, omit, max_item_len).await;
+        }
+        let body = body.read_whole().await?;
         let decode = move |json: &[u8], sink: &mut dyn FnMut(K)| {
             if omit {
                 decode_list_mapped_without_managed_fields(json, sink)
@@ -143,11 +170,6 @@ impl Request {
                 decode_list_mapped(json, sink)
             }
         };
-        let response = self.send().await?;
-        if protobuf::is_protobuf(response.content_type(), response.body()) {
-            return protobuf::fetched_list(response.into_body(), omit);
-        }
-        let body = response.into_body();
         let what = std::any::type_name::<ObjectList<K>>();
         let metadata = peek_list_metadata(&body);
         let peeked = metadata.is_ok();
@@ -157,7 +179,7 @@ impl Request {
         if peeked {
             Ok(fetched)
         } else {
-            fetched.decode().map(FetchedList::decoded)
+            fetched.decode().await.map(FetchedList::decoded)
         }
     }
 
@@ -167,6 +189,9 @@ impl Request {
         match self.run(Mode::Stream).await? {
             Outcome::Streaming(s) => Ok(body_stream(s)),
             Outcome::Full(r) => Ok(futures::stream::once(async move { Ok(r.into_body()) }).boxed()),
+            Outcome::List(_) => Err(Error::InvalidRequest(
+                "internal: unexpected list body".into(),
+            )),
         }
     }
 
@@ -192,7 +217,7 @@ impl Request {
                     decode_watch(body_stream(s), max_frame_len, omit)
                 })
             }
-            Ok(Outcome::Full(_)) => Err(Error::InvalidRequest(
+            Ok(Outcome::Full(_) | Outcome::List(_)) => Err(Error::InvalidRequest(
                 "internal: unexpected full body".into(),
             )),
             Err(e) if is_connection_reset_or_eof(&e) || is_network_timeout(&e) => {
@@ -222,7 +247,7 @@ impl Request {
         }
         match self.run(Mode::Upgrade).await? {
             Outcome::Streaming(s) => Upgraded::from_response(s.response, s.url).await,
-            Outcome::Full(_) => Err(Error::InvalidRequest(
+            Outcome::Full(_) | Outcome::List(_) => Err(Error::InvalidRequest(
                 "internal: unexpected full body".into(),
             )),
         }
@@ -406,7 +431,7 @@ impl Request {
         let success = match mode {
             Mode::Watch => status == StatusCode::OK,
             Mode::Upgrade => status == StatusCode::SWITCHING_PROTOCOLS,
-            Mode::Full | Mode::Stream => status.is_success(),
+            Mode::Full | Mode::List | Mode::Stream => status.is_success(),
         };
         if success {
             record_final(status, retry);
@@ -423,6 +448,11 @@ impl Request {
                     }
                     .map(Outcome::Full)
                 }
+                Mode::List => Ok(Outcome::List(Box::new(ListBody::new(
+                    response,
+                    redacted_uri(&outgoing.uri),
+                    deadline.at.map(|at| (at, deadline.timeout)),
+                )))),
                 Mode::Stream | Mode::Watch | Mode::Upgrade => Ok(Outcome::Streaming(Streaming {
                     response,
                     url: redacted_uri(&outgoing.uri),
@@ -480,6 +510,8 @@ impl Request {
 enum Outcome {
     Full(Response),
     Streaming(Streaming),
+    /// Boxed: the body's inflater is large, and outcomes are moved through every attempt.
+    List(Box<ListBody>),
 }
 
 /// How one attempt ended.

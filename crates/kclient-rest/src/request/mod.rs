@@ -32,6 +32,7 @@ mod patch;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use body::ListBody;
 pub use patch::AsPatch;
 
 /// Go's `time.Duration.String`, now in kclient-core beside `MAX_GO_DURATION`.
@@ -116,6 +117,8 @@ fn check_segment(kind: &str, value: &str) -> Result<(), Error> {
 pub(crate) enum Mode {
     /// Read the whole body.
     Full,
+    /// Read a list's body as it arrives, decoding its items meanwhile.
+    List,
     /// Hand the body over as a stream.
     Stream,
     /// Hand the body over as a watch.
@@ -337,7 +340,8 @@ impl Request {
         self
     }
 
-    /// The largest watch event accepted ([`DEFAULT_MAX_WATCH_FRAME_LEN`]).
+    /// The largest watch event accepted ([`DEFAULT_MAX_WATCH_FRAME_LEN`]), and the largest
+    /// item of a protobuf list read as it arrives ([`fetch_list`](Self::fetch_list)).
     pub fn max_watch_frame_len(mut self, bytes: usize) -> Self {
         self.max_frame_len = bytes;
         self
