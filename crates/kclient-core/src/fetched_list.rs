@@ -34,10 +34,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 
 use crate::object_list::ObjectList;
 
-/// The deferred decoder of a [`FetchedList`]: hands each item to the sink as it is decoded
-/// and returns the list without items (its type fields and metadata).
-type Decoder<K, E> = Box<dyn FnOnce(&mut dyn FnMut(K)) -> Result<ObjectList<()>, E> + Send>;
-
 /// A piece of a [streaming](FetchedList::streaming) list, in the order of the body.
 #[derive(Debug)]
 pub enum ListPart<K> {
@@ -55,7 +51,6 @@ pub struct FetchedList<K, E> {
 
 enum Items<K, E> {
     Decoded(ObjectList<K>),
-    Encoded(Decoder<K, E>),
     Streaming(BoxStream<'static, Result<ListPart<K>, E>>),
 }
 
@@ -65,20 +60,6 @@ impl<K, E> FetchedList<K, E> {
         Self {
             metadata: list.metadata.clone(),
             items: Items::Decoded(list),
-        }
-    }
-
-    /// A list whose `metadata` was read ahead (with
-    /// [`peek_list_metadata`](crate::object_list::peek_list_metadata)) and whose items
-    /// `decode` will hand over one by one, returning the list's type fields and metadata.
-    /// The metadata `decode` returns is the list's; the one given here only serves to page.
-    pub fn encoded(
-        metadata: ListMeta,
-        decode: impl FnOnce(&mut dyn FnMut(K)) -> Result<ObjectList<()>, E> + Send + 'static,
-    ) -> Self {
-        Self {
-            metadata,
-            items: Items::Encoded(Box::new(decode)),
         }
     }
 
@@ -114,42 +95,33 @@ impl<K, E> FetchedList<K, E> {
     /// Decodes the items, handing each to `f` as soon as it is decoded (for a streaming
     /// list, as soon as its bytes have arrived).
     pub async fn decode_mapped<T>(self, mut f: impl FnMut(K) -> T) -> Result<ObjectList<T>, E> {
-        let encoded = match self.items {
+        let mut parts = match self.items {
             Items::Decoded(list) => return Ok(list.map_items(f)),
-            Items::Encoded(decode) => decode,
-            Items::Streaming(mut parts) => {
-                let mut items = Vec::new();
-                while let Some(part) = parts.next().await {
-                    match part? {
-                        ListPart::Items(batch) => items.extend(batch.into_iter().map(&mut f)),
-                        ListPart::End(list) => return Ok(with_items(list, items)),
-                    }
-                }
-                let unended = ObjectList {
-                    types: None,
-                    metadata: self.metadata,
-                    items: Vec::new(),
-                };
-                return Ok(with_items(unended, items));
-            }
+            Items::Streaming(parts) => parts,
         };
         let mut items = Vec::new();
-        let list = encoded(&mut |item| items.push(f(item)))?;
-        Ok(with_items(list, items))
+        while let Some(part) = parts.next().await {
+            match part? {
+                ListPart::Items(batch) => items.extend(batch.into_iter().map(&mut f)),
+                ListPart::End(list) => {
+                    return Ok(ObjectList {
+                        types: list.types,
+                        metadata: list.metadata,
+                        items,
+                    })
+                }
+            }
+        }
+        Ok(ObjectList {
+            types: None,
+            metadata: self.metadata,
+            items,
+        })
     }
 
     /// Decodes the items.
     pub async fn decode(self) -> Result<ObjectList<K>, E> {
         self.decode_mapped(|item| item).await
-    }
-}
-
-/// `list`'s type fields and metadata with `items`.
-fn with_items<T>(list: ObjectList<()>, items: Vec<T>) -> ObjectList<T> {
-    ObjectList {
-        types: list.types,
-        metadata: list.metadata,
-        items,
     }
 }
 
@@ -163,11 +135,6 @@ impl<K: Send + 'static, E: Send + 'static> FetchedList<K, E> {
             metadata: self.metadata,
             items: match self.items {
                 Items::Decoded(list) => Items::Decoded(list.map_items(f)),
-                Items::Encoded(decode) => {
-                    Items::Encoded(Box::new(move |sink: &mut dyn FnMut(T)| {
-                        decode(&mut |item| sink(f(item)))
-                    }))
-                }
                 Items::Streaming(parts) => Items::Streaming(
                     parts
                         .map(move |part| {
@@ -193,11 +160,6 @@ impl<K: Send + 'static, E: Send + 'static> FetchedList<K, E> {
             metadata: self.metadata,
             items: match self.items {
                 Items::Decoded(list) => Items::Decoded(list),
-                Items::Encoded(decode) => {
-                    Items::Encoded(Box::new(move |sink: &mut dyn FnMut(K)| {
-                        decode(sink).map_err(f)
-                    }))
-                }
                 // The parts end at the first error (`f` runs once), as they are meant to.
                 Items::Streaming(parts) => Items::Streaming(
                     parts
@@ -227,50 +189,70 @@ impl<K, E> fmt::Debug for FetchedList<K, E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::object_list::{decode_list_mapped, peek_list_metadata};
+    use futures::executor::block_on;
 
-    /// Runs a decoding future to its end.
-    trait Now: std::future::Future + Sized {
-        fn now(self) -> Self::Output {
-            futures::executor::block_on(self)
-        }
-    }
-    impl<F: std::future::Future> Now for F {}
-
-    fn encoded(json: &'static str) -> FetchedList<u32, serde_json::Error> {
-        let metadata = peek_list_metadata(json.as_bytes()).unwrap();
-        FetchedList::encoded(metadata, move |sink| {
-            decode_list_mapped(json.as_bytes(), sink)
-        })
+    /// A list of `json`'s items arriving in two parts.
+    fn streaming(json: &'static str) -> FetchedList<u32, String> {
+        let whole: ObjectList<serde_json::Value> = serde_json::from_str(json).unwrap();
+        let mut items: Vec<Result<u32, String>> = whole
+            .items
+            .iter()
+            .map(|v| {
+                v.as_u64()
+                    .map(|n| n as u32)
+                    .ok_or(format!("not a number: {v}"))
+            })
+            .collect();
+        let second = items.split_off(items.len() / 2);
+        let part = |items: Vec<Result<u32, String>>| {
+            items
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()
+                .map(ListPart::Items)
+        };
+        let end = ListPart::End(ObjectList {
+            types: whole.types,
+            metadata: whole.metadata.clone(),
+            items: Vec::new(),
+        });
+        let parts = futures::stream::iter([part(items), part(second), Ok(end)]);
+        FetchedList::streaming(whole.metadata, parts.boxed())
     }
 
     #[test]
-    fn an_encoded_list_pages_before_it_decodes_and_decodes_like_a_decoded_one() {
+    fn a_streaming_list_pages_before_it_decodes_and_decodes_like_a_decoded_one() {
         let json = r#"{"kind":"L","apiVersion":"v1","metadata":{"resourceVersion":"4","continue":"n"},"items":[1,2,3]}"#;
-        let page = encoded(json);
+        let page = streaming(json);
         assert!(page.is_encoded());
         assert_eq!(page.continue_token(), Some("n"));
-        let decoded = page.decode().now().unwrap();
+        let decoded = block_on(page.decode()).unwrap();
         let whole: ObjectList<u32> = serde_json::from_str(json).unwrap();
         assert_eq!(decoded, whole);
-        assert_eq!(
-            FetchedList::<u32, serde_json::Error>::decoded(whole.clone())
-                .decode()
-                .now()
-                .unwrap(),
-            whole
-        );
+        let again = FetchedList::<u32, String>::decoded(whole.clone());
+        assert!(!again.is_encoded());
+        assert_eq!(block_on(again.decode()).unwrap(), whole);
     }
 
     #[test]
-    fn map_and_map_err_compose_with_the_deferred_decoder() {
-        let page = encoded(r#"{"metadata":{},"items":[1,2]}"#)
+    fn map_and_map_err_compose_with_the_streaming_decoder() {
+        let page = streaming(r#"{"metadata":{},"items":[1,2]}"#)
             .map(|n| n + 10)
-            .map_err(|e| e.to_string());
-        assert_eq!(page.decode().now().unwrap().items, [11, 12]);
-        let broken = encoded(r#"{"metadata":{"continue":"x"},"items":[1,"two"]}"#)
+            .map_err(|e| e.len());
+        assert_eq!(block_on(page.decode()).unwrap().items, [11, 12]);
+        let broken = streaming(r#"{"metadata":{"continue":"x"},"items":[1,2,"three"]}"#)
             .map_err(|e| format!("page: {e}"));
         assert_eq!(broken.continue_token(), Some("x"));
-        assert!(broken.decode().now().unwrap_err().starts_with("page: "));
+        assert!(block_on(broken.decode()).unwrap_err().starts_with("page: "));
+    }
+
+    #[test]
+    fn parts_that_stop_without_an_end_keep_the_metadata_given() {
+        let metadata = ListMeta {
+            resource_version: Some("8".into()),
+            ..ListMeta::default()
+        };
+        let parts = futures::stream::iter([Ok::<_, String>(ListPart::Items(vec![1u32]))]);
+        let list = block_on(FetchedList::streaming(metadata.clone(), parts.boxed()).decode());
+        assert_eq!(list.unwrap(), ObjectList::new(vec![1], "8"));
     }
 }

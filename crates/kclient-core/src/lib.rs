@@ -81,6 +81,8 @@ pub mod field_error;
 pub mod fields;
 pub mod go_format;
 pub mod gvk;
+pub mod json_list;
+mod json_scan;
 pub mod labels;
 pub mod lister_watcher;
 mod lookup_fn;

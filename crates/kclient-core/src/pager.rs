@@ -501,6 +501,7 @@ mod tests {
 
     use super::*;
     use crate::api_error::ApiError;
+    use crate::fetched_list::ListPart;
     use crate::lister_watcher::WatchStream;
 
     /// An in-memory lister over the numbers `0..len`: pages of `limit`, the continue token is
@@ -778,8 +779,8 @@ mod tests {
         len: usize,
         page: usize,
         log: Arc<Mutex<Vec<String>>>,
-        fetch_started: Arc<Mutex<std::sync::mpsc::Sender<usize>>>,
-        started: Arc<Mutex<std::sync::mpsc::Receiver<usize>>>,
+        fetch_started: tokio::sync::mpsc::UnboundedSender<usize>,
+        started: Arc<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<usize>>>,
         fail_decode_of: Option<usize>,
         dropped_fetches: Arc<std::sync::atomic::AtomicUsize>,
         fetch_dropped: Arc<tokio::sync::Notify>,
@@ -787,13 +788,13 @@ mod tests {
 
     impl SlowPages {
         fn new(len: usize, page: usize) -> Self {
-            let (tx, rx) = std::sync::mpsc::channel();
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
             Self {
                 len,
                 page,
                 log: Arc::default(),
-                fetch_started: Arc::new(Mutex::new(tx)),
-                started: Arc::new(Mutex::new(rx)),
+                fetch_started: tx,
+                started: Arc::new(tokio::sync::Mutex::new(rx)),
                 fail_decode_of: None,
                 dropped_fetches: Arc::default(),
                 fetch_dropped: Arc::default(),
@@ -832,7 +833,7 @@ mod tests {
             let index = start / self.page;
             self.log.lock().unwrap().push(format!("fetch {index}"));
             if index > 0 {
-                let _ = self.fetch_started.lock().unwrap().send(index);
+                let _ = self.fetch_started.send(index);
             }
             if self.fail_decode_of.is_some_and(|failing| failing < index) {
                 // Pages after a failing one never arrive; the fetch must be abandoned.
@@ -849,16 +850,15 @@ mod tests {
             }
             let this = self.clone();
             let has_next = end < self.len;
-            Ok(FetchedList::encoded(metadata.clone(), move |sink| {
+            let decode = async move {
                 if has_next {
-                    let next = this
-                        .started
-                        .lock()
-                        .unwrap()
-                        .recv_timeout(std::time::Duration::from_secs(20));
+                    let mut started = this.started.lock().await;
+                    let next =
+                        tokio::time::timeout(std::time::Duration::from_secs(20), started.recv())
+                            .await;
                     assert_eq!(
                         next,
-                        Ok(index + 1),
+                        Ok(Some(index + 1)),
                         "page {} fetched while {index} decodes",
                         index + 1
                     );
@@ -867,13 +867,15 @@ mod tests {
                 if this.fail_decode_of == Some(index) {
                     return Err(ApiError::bad_request("an undecodable page"));
                 }
-                (start..end).for_each(sink);
-                Ok(ObjectList {
-                    types: None,
-                    metadata,
-                    items: Vec::new(),
-                })
-            }))
+                Ok(ListPart::Items((start..end).collect()))
+            };
+            let end = ListPart::End(ObjectList {
+                types: None,
+                metadata: metadata.clone(),
+                items: Vec::new(),
+            });
+            let parts = futures::stream::once(decode).chain(futures::stream::iter([Ok(end)]));
+            Ok(FetchedList::streaming(metadata, parts.boxed()))
         }
 
         async fn watch(&self, _: &ListOptions) -> Result<WatchStream<usize, ApiError>, ApiError> {

@@ -20,6 +20,7 @@
 //! assert!(decoder.finish().is_ok());
 //! ```
 
+use crate::json_scan::ObjectScanner;
 use crate::watch_event::WatchDecodeError;
 
 /// Splits a byte stream into complete top-level JSON objects.
@@ -32,9 +33,8 @@ pub struct JsonFrameDecoder {
     scanned: usize,
     /// Where the current frame began, if one has.
     frame_start: Option<usize>,
-    depth: u32,
-    in_string: bool,
-    escaped: bool,
+    /// The state of the frame being scanned.
+    scanner: ObjectScanner,
     /// Stream offset of `buf[0]`, for error messages.
     offset: u64,
     max_frame_len: usize,
@@ -64,9 +64,7 @@ impl JsonFrameDecoder {
             start: 0,
             scanned: 0,
             frame_start: None,
-            depth: 0,
-            in_string: false,
-            escaped: false,
+            scanner: ObjectScanner::opened(),
             offset: 0,
             max_frame_len,
             failed: false,
@@ -108,7 +106,7 @@ impl JsonFrameDecoder {
                     b' ' | b'\t' | b'\r' | b'\n' => self.start = self.scanned,
                     b'{' => {
                         self.frame_start = Some(i);
-                        self.depth = 1;
+                        self.scanner = ObjectScanner::opened();
                     }
                     _ => {
                         self.failed = true;
@@ -122,35 +120,11 @@ impl JsonFrameDecoder {
             };
             // Inside a frame only a few bytes change the state: jump from one to the next
             // rather than stepping through every byte of the strings between them.
-            let rest = &self.buf[self.scanned..];
-            if self.escaped {
-                self.escaped = false;
-                self.scanned += 1;
-            } else {
-                let next = if self.in_string {
-                    rest.iter().position(|b| matches!(b, b'"' | b'\\'))
-                } else {
-                    rest.iter().position(|b| matches!(b, b'"' | b'{' | b'}'))
-                };
-                match next {
-                    None => self.scanned = self.buf.len(),
-                    Some(at) => {
-                        let byte = rest[at];
-                        self.scanned += at + 1;
-                        match (self.in_string, byte) {
-                            (true, b'\\') => self.escaped = true,
-                            (_, b'"') => self.in_string = !self.in_string,
-                            (false, b'{') => self.depth += 1,
-                            (false, _) => self.depth -= 1,
-                            (true, _) => {}
-                        }
-                    }
-                }
-            }
+            self.scanned += self.scanner.step(&self.buf[self.scanned..]);
             let len = self.scanned - frame_start;
             // A frame may end one byte past the limit (its closing brace), as when every
             // byte was checked on its own; anything longer fails.
-            if self.depth == 0 && len <= self.max_frame_len.saturating_add(1) {
+            if self.scanner.closed() && len <= self.max_frame_len.saturating_add(1) {
                 let frame = self.buf[frame_start..self.scanned].to_vec();
                 self.frame_start = None;
                 self.start = self.scanned;

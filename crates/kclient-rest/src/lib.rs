@@ -81,6 +81,7 @@ pub mod config;
 pub mod error;
 pub mod incluster;
 pub mod kubeconfig;
+mod list;
 pub mod metrics;
 mod protobuf;
 pub mod rate_limit;

@@ -10,16 +10,14 @@
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
-use kclient_core::{
-    FetchedList, ListPart, ObjectList, TypeMeta, WatchDecodeError, WatchEvent, WatchStream,
-};
+use kclient_core::{ObjectList, TypeMeta, WatchDecodeError, WatchEvent, WatchStream};
 use kclient_protobuf::envelope::{self, FrameDecoder};
 use kclient_protobuf::list_reader::{ListPiece, ListReader};
 use kclient_protobuf::registry::{self, Codec};
 use kclient_protobuf::{core_types, Ctx, DecodeError};
 
 use crate::error::{Error, DECODE_SNIPPET_LEN};
-use crate::request::ListBody;
+use crate::list::ListItems;
 use crate::watch::{decode_events, EventFrames};
 
 /// The media type of Kubernetes protobuf.
@@ -66,72 +64,40 @@ pub(crate) fn decode_object<K: 'static>(body: &[u8]) -> Result<K, Error> {
         .map_err(|e| decode_error::<K>(body, e))
 }
 
-/// A protobuf list read as its body arrives: returned once the list's metadata has arrived
-/// (kube-apiserver writes it before the items; items before it are kept for the first part),
-/// its items then decoded one by one as their bytes arrive, without `metadata.managedFields`
-/// if `omit_managed_fields`. A body that ends before its metadata is a list decoded whole.
-pub(crate) async fn streaming_list<K: Send + 'static>(
-    body: ListBody,
-    omit_managed_fields: bool,
-    max_item_len: usize,
-) -> Result<FetchedList<K, Error>, Error> {
-    let mut list = ProtobufList {
-        body,
-        reader: ListReader::new(max_item_len),
-        codec: codec_of::<K>(b"")?,
-        ctx: Ctx {
-            skip_managed_fields: omit_managed_fields,
-            ..Ctx::default()
-        },
-        metadata: None,
-        ended: false,
-    };
-    let mut first = Vec::new();
-    while list.metadata.is_none() {
-        list.decode_arrived(&mut first)?;
-        if list.metadata.is_none() && !list.read().await? {
-            return Ok(FetchedList::decoded(with_items(list.end(), first)));
-        }
-    }
-    let metadata = list.metadata.clone().unwrap_or_default();
-    let first = (!first.is_empty()).then_some(Ok(ListPart::Items(first)));
-    let rest = stream::unfold(list, |mut list| async move {
-        let part = list.next_part().await?;
-        Some((part, list))
-    });
-    Ok(FetchedList::streaming(
-        metadata,
-        stream::iter(first).chain(rest).boxed(),
-    ))
-}
-
-fn with_items<K>(list: ObjectList<()>, items: Vec<K>) -> ObjectList<K> {
-    ObjectList {
-        types: list.types,
-        metadata: list.metadata,
-        items,
-    }
-}
-
-/// The state of a [`streaming_list`]: the body, what of it is read, what is decoded.
-struct ProtobufList<K: 'static> {
-    body: ListBody,
+/// A protobuf list's items (kclient-protobuf's `ListReader`), each decoded with `K`'s codec,
+/// without `metadata.managedFields` if asked; fed by `list::streaming_list`.
+pub(crate) struct ProtobufItems<K: 'static> {
     reader: ListReader,
     codec: &'static Codec<K>,
     ctx: Ctx,
-    /// The list's metadata, once it has arrived.
     metadata: Option<ListMeta>,
-    /// Whether the end (or an error) was handed out.
-    ended: bool,
 }
 
-impl<K: 'static> ProtobufList<K> {
-    /// Decodes the items whose bytes have all arrived into `items` (and keeps the metadata).
+impl<K: 'static> ProtobufItems<K> {
+    /// The items of a list of `K`; an error if `K` has no codec.
+    pub(crate) fn new(max_item_len: usize, omit_managed_fields: bool) -> Result<Self, Error> {
+        Ok(Self {
+            reader: ListReader::new(max_item_len),
+            codec: codec_of::<K>(b"")?,
+            ctx: Ctx {
+                skip_managed_fields: omit_managed_fields,
+                ..Ctx::default()
+            },
+            metadata: None,
+        })
+    }
+}
+
+impl<K: Send + 'static> ListItems<K> for ProtobufItems<K> {
+    fn push(&mut self, chunk: &[u8]) {
+        self.reader.push(chunk);
+    }
+
     fn decode_arrived(&mut self, items: &mut Vec<K>) -> Result<(), Error> {
         while let Some(piece) = self
             .reader
             .next_piece()
-            .map_err(|e| decode_error::<K>(b"", e))?
+            .map_err(|e| decode_error::<ObjectList<K>>(b"", e))?
         {
             match piece {
                 ListPiece::Metadata(metadata) => self.metadata = Some(metadata),
@@ -148,53 +114,18 @@ impl<K: 'static> ProtobufList<K> {
         Ok(())
     }
 
-    /// Reads the next bytes of the body into the reader; `false` at the end of a whole body
-    /// (a body cut short is an error).
-    async fn read(&mut self) -> Result<bool, Error> {
-        match self.body.next().await? {
-            Some(chunk) => {
-                self.reader.push(&chunk);
-                Ok(true)
-            }
-            None => {
-                self.reader
-                    .finish()
-                    .map_err(|e| decode_error::<ObjectList<K>>(b"", e))?;
-                Ok(false)
-            }
-        }
+    fn metadata(&self) -> Option<&ListMeta> {
+        self.metadata.as_ref()
     }
 
-    /// The list without its items: the envelope's type and the list's metadata.
-    fn end(&mut self) -> ObjectList<()> {
+    fn finish(&mut self) -> Result<ObjectList<()>, Error> {
+        self.reader
+            .finish()
+            .map_err(|e| decode_error::<ObjectList<K>>(b"", e))?;
         let mut list = ObjectList::new(Vec::new(), "");
         list.types = Some(TypeMeta::new(self.reader.api_version(), self.reader.kind()));
         list.metadata = self.metadata.take().unwrap_or_default();
-        list
-    }
-
-    /// The items decoded from the next bytes, the end, or an error; `None` after the end or
-    /// an error.
-    async fn next_part(&mut self) -> Option<Result<ListPart<K>, Error>> {
-        if self.ended {
-            return None;
-        }
-        let part = self.decode_more().await;
-        self.ended = !matches!(part, Ok(ListPart::Items(_)));
-        Some(part)
-    }
-
-    async fn decode_more(&mut self) -> Result<ListPart<K>, Error> {
-        let mut items = Vec::new();
-        loop {
-            self.decode_arrived(&mut items)?;
-            if !items.is_empty() {
-                return Ok(ListPart::Items(items));
-            }
-            if !self.read().await? {
-                return Ok(ListPart::End(self.end()));
-            }
-        }
+        Ok(list)
     }
 }
 

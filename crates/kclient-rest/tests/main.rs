@@ -8,6 +8,7 @@ mod auth;
 mod client;
 mod incluster;
 mod kubeconfig;
+mod list;
 mod protobuf;
 mod proxy;
 mod rate_limit;

@@ -150,20 +150,6 @@ impl ListBody {
         self.unread = Some(chunk);
     }
 
-    /// The rest of the body, joined.
-    pub(crate) async fn read_whole(mut self) -> Result<Bytes, Error> {
-        use hyper::body::Body as _;
-        let mut whole = WholeBody::default();
-        while let Some(chunk) = self.next().await? {
-            let still_to_come = match self.inflater {
-                Some(_) => 0,
-                None => usize::try_from(self.body.size_hint().lower()).unwrap_or(0),
-            };
-            whole.push(chunk, still_to_come);
-        }
-        Ok(whole.finish())
-    }
-
     fn transport(&self, source: Box<dyn std::error::Error + Send + Sync>) -> Error {
         Error::Transport {
             url: self.url.clone(),

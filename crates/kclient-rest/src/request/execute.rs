@@ -123,26 +123,22 @@ impl Request {
     }
 
     /// Sends a list request and hands the list over once its metadata has arrived, its items
-    /// to decode as the rest of the body arrives: a pager can request the next page at once,
-    /// and the decoding overlaps the transfer.
+    /// to decode as the rest of the body arrives: a pager can
+    /// request the next page at once, and the decoding overlaps the transfer.
     ///
-    /// A protobuf answer (see [`accept_protobuf`](Self::accept_protobuf)) is read item by item
-    /// as its bytes come in (kclient-protobuf's `ListReader`; an item longer than
-    /// [`max_watch_frame_len`](Self::max_watch_frame_len) is refused on its header). A JSON answer is read
-    /// whole, its metadata read ahead (kclient-core's `peek_list_metadata`), its items left
-    /// to decode; a JSON body whose metadata cannot be read is decoded at once, to report the
-    /// error as [`json`](Self::json) does.
+    /// A protobuf answer (see [`accept_protobuf`](Self::accept_protobuf)) is read with
+    /// kclient-protobuf's `ListReader`, a JSON one with kclient-core's `JsonListReader`; an
+    /// item longer than [`max_watch_frame_len`](Self::max_watch_frame_len) is refused before
+    /// it is whole, a body cut short is an error ([`Error::ProtobufDecode`] or
+    /// [`Error::Decode`]), never a shorter list.
     pub async fn fetch_list<K>(self) -> Result<kclient_core::FetchedList<K, Error>, Error>
     where
         K: DeserializeOwned + Send + 'static,
     {
-        use kclient_core::object_list::{
-            decode_list_mapped, decode_list_mapped_without_managed_fields, peek_list_metadata,
-        };
-        use kclient_core::{FetchedList, ObjectList};
+        use crate::list::{streaming_list, JsonItems};
         let (omit, max_item_len) = (self.omit_managed_fields, self.max_frame_len);
         let mut body = match self.run(Mode::List).await? {
-            Outcome::List(body) => body,
+            Outcome::List(body) => *body,
             Outcome::Full(_) | Outcome::Streaming(_) => {
                 return Err(Error::InvalidRequest("internal: unexpected body".into()))
             }
@@ -160,26 +156,10 @@ impl Request {
             },
         };
         if protobuf {
-            return protobuf::streaming_list(*body, omit, max_item_len).await;
-        }
-        let body = body.read_whole().await?;
-        let decode = move |json: &[u8], sink: &mut dyn FnMut(K)| {
-            if omit {
-                decode_list_mapped_without_managed_fields(json, sink)
-            } else {
-                decode_list_mapped(json, sink)
-            }
-        };
-        let what = std::any::type_name::<ObjectList<K>>();
-        let metadata = peek_list_metadata(&body);
-        let peeked = metadata.is_ok();
-        let fetched = FetchedList::encoded(metadata.unwrap_or_default(), move |sink| {
-            crate::response::decode_with(&body, what, |json| decode(json, sink))
-        });
-        if peeked {
-            Ok(fetched)
+            let items = protobuf::ProtobufItems::<K>::new(max_item_len, omit)?;
+            streaming_list(body, items).await
         } else {
-            fetched.decode().await.map(FetchedList::decoded)
+            streaming_list(body, JsonItems::<K>::new(max_item_len, omit)).await
         }
     }
 

@@ -1,0 +1,199 @@
+//! Lists decoded as their bytes arrive ([`Request::fetch_list`](crate::Request::fetch_list)).
+//!
+//! A list answered from kube-apiserver's watch cache (a reflector's first list) comes in one
+//! body whatever the page size: 25 MB of protobuf for 10k Pods, sent over a few hundred
+//! milliseconds. Read whole and then decoded, the decoding would start when the transfer
+//! ends. Here a format's reader ([`ListItems`]: kclient-protobuf's `ListReader`,
+//! kclient-core's `JsonListReader`) is fed the body chunk by chunk; the list is handed over
+//! as soon as its metadata has arrived (so that a pager asks for the next page at once), and
+//! its items are decoded as their bytes arrive, while the connection goes on receiving.
+//! Only the item being received is buffered beside what was decoded.
+
+use futures::stream::{self, StreamExt as _};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use kclient_core::json_list::{decode_item, JsonListPiece, JsonListReader};
+use kclient_core::{FetchedList, ListPart, ObjectList};
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, DECODE_SNIPPET_LEN};
+use crate::request::ListBody;
+
+/// A list format's reader and item decoder, fed the body by [`streaming_list`].
+pub(crate) trait ListItems<K>: Send + 'static {
+    /// Adds the next bytes of the body.
+    fn push(&mut self, chunk: &[u8]);
+
+    /// Decodes the items whose bytes have all arrived into `items` (and keeps the list's
+    /// metadata when it arrives).
+    fn decode_arrived(&mut self, items: &mut Vec<K>) -> Result<(), Error>;
+
+    /// The list's metadata, once it has arrived.
+    fn metadata(&self) -> Option<&ListMeta>;
+
+    /// At the end of the body: an error if it was cut short, else the list without items.
+    fn finish(&mut self) -> Result<ObjectList<()>, Error>;
+}
+
+/// Reads `body` with `items` up to the list's metadata, and hands the list over with the
+/// rest to decode as it arrives. Items that came before the metadata (no API server writes
+/// them there) are the first ones handed out; a body that ends before any metadata is a list
+/// decoded whole.
+pub(crate) async fn streaming_list<K, L>(
+    body: ListBody,
+    items: L,
+) -> Result<FetchedList<K, Error>, Error>
+where
+    K: Send + 'static,
+    L: ListItems<K>,
+{
+    let mut list = StreamingList {
+        body,
+        items,
+        ended: false,
+    };
+    let mut first = Vec::new();
+    while list.items.metadata().is_none() {
+        list.items.decode_arrived(&mut first)?;
+        if list.items.metadata().is_some() {
+            break;
+        }
+        if let Some(end) = list.read().await? {
+            return Ok(FetchedList::decoded(ObjectList {
+                types: end.types,
+                metadata: end.metadata,
+                items: first,
+            }));
+        }
+    }
+    let metadata = list.items.metadata().cloned().unwrap_or_default();
+    let first = (!first.is_empty()).then_some(Ok(ListPart::Items(first)));
+    let rest = stream::unfold(list, |mut list| async move {
+        let part = list.next_part().await?;
+        Some((part, list))
+    });
+    Ok(FetchedList::streaming(
+        metadata,
+        stream::iter(first).chain(rest).boxed(),
+    ))
+}
+
+/// The state of a [`streaming_list`] after its metadata.
+struct StreamingList<L> {
+    body: ListBody,
+    items: L,
+    /// Whether the end (or an error) was handed out.
+    ended: bool,
+}
+
+impl<L> StreamingList<L> {
+    /// Reads the next bytes of the body into the reader; at the end of the body, the list
+    /// without items (an error if the body was cut short).
+    async fn read<K>(&mut self) -> Result<Option<ObjectList<()>>, Error>
+    where
+        L: ListItems<K>,
+    {
+        match self.body.next().await? {
+            Some(chunk) => {
+                self.items.push(&chunk);
+                Ok(None)
+            }
+            None => self.items.finish().map(Some),
+        }
+    }
+
+    /// The items decoded from the next bytes, the end, or an error; `None` after the end or
+    /// an error.
+    async fn next_part<K>(&mut self) -> Option<Result<ListPart<K>, Error>>
+    where
+        L: ListItems<K>,
+    {
+        if self.ended {
+            return None;
+        }
+        let part = self.decode_more().await;
+        self.ended = !matches!(part, Ok(ListPart::Items(_)));
+        Some(part)
+    }
+
+    async fn decode_more<K>(&mut self) -> Result<ListPart<K>, Error>
+    where
+        L: ListItems<K>,
+    {
+        let mut items = Vec::new();
+        loop {
+            self.items.decode_arrived(&mut items)?;
+            if !items.is_empty() {
+                return Ok(ListPart::Items(items));
+            }
+            if let Some(end) = self.read().await? {
+                return Ok(ListPart::End(end));
+            }
+        }
+    }
+}
+
+/// A JSON list's items (kclient-core's `JsonListReader`), each decoded with serde_json,
+/// without `metadata.managedFields` if asked.
+pub(crate) struct JsonItems<K> {
+    reader: JsonListReader,
+    omit_managed_fields: bool,
+    metadata: Option<ListMeta>,
+    _kind: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<K> JsonItems<K> {
+    pub(crate) fn new(max_item_len: usize, omit_managed_fields: bool) -> Self {
+        Self {
+            reader: JsonListReader::new(max_item_len),
+            omit_managed_fields,
+            metadata: None,
+            _kind: std::marker::PhantomData,
+        }
+    }
+}
+
+/// A JSON list's error, with the bytes it is about.
+fn json_error<K>(json: &[u8], source: serde_json::Error) -> Error {
+    Error::Decode {
+        what: std::any::type_name::<K>(),
+        snippet: kclient_core::snippet(json, DECODE_SNIPPET_LEN),
+        source,
+    }
+}
+
+impl<K: DeserializeOwned + Send + 'static> ListItems<K> for JsonItems<K> {
+    fn push(&mut self, chunk: &[u8]) {
+        self.reader.push(chunk);
+    }
+
+    fn decode_arrived(&mut self, items: &mut Vec<K>) -> Result<(), Error> {
+        let omit = self.omit_managed_fields;
+        loop {
+            let piece = self
+                .reader
+                .next_piece()
+                .map_err(|e| json_error::<ObjectList<K>>(b"", e))?;
+            match piece {
+                None => return Ok(()),
+                Some(JsonListPiece::Head(head)) => {
+                    if self.reader.head_has_metadata() {
+                        self.metadata = Some(head.metadata);
+                    }
+                }
+                Some(JsonListPiece::Item(json)) => {
+                    items.push(decode_item(json, omit).map_err(|e| json_error::<K>(json, e))?);
+                }
+            }
+        }
+    }
+
+    fn metadata(&self) -> Option<&ListMeta> {
+        self.metadata.as_ref()
+    }
+
+    fn finish(&mut self) -> Result<ObjectList<()>, Error> {
+        self.reader
+            .finish()
+            .map_err(|e| json_error::<ObjectList<K>>(b"", e))
+    }
+}
