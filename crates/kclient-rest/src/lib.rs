@@ -17,10 +17,11 @@
 //!   [prefers protobuf](Request::accept_protobuf) (the typed clients of built-in kinds, the
 //!   metadata client) asks for `application/vnd.kubernetes.protobuf,application/json` as
 //!   client-go's do, and whatever the server answers is decoded by its `Content-Type`: objects,
-//!   lists item by item and watch frames with kclient-protobuf's codecs, `Status` errors in
+//!   lists item by item (decoded as their bytes arrive) and watch frames with
+//!   kclient-protobuf's codecs, `Status` errors in
 //!   either encoding. [`Config::disable_protobuf`] forces JSON; a `406` makes the client speak
-//!   JSON for its lifetime. Requests whose answer is read whole ask for gzip, as Go's
-//!   transport does for client-go, and inflate it as it arrives
+//!   JSON for its lifetime. Requests whose answer is read whole (and lists) ask for gzip, as
+//!   Go's transport does for client-go, and inflate it as it arrives
 //!   ([`Config::disable_compression`] turns that off). [`Request::upgrade`] switches a
 //!   connection to another protocol (`101`; the WebSocket and SPDY of exec, attach and
 //!   port-forward, which kclient-streaming speaks over it), over HTTP/1.1 with the same TLS,
