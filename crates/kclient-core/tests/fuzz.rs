@@ -14,7 +14,7 @@ fn grammar_soup() -> impl Strategy<Value = String> {
 
 fn json_soup() -> impl Strategy<Value = String> {
     proptest::string::string_regex(
-        r#"(\{|\}|\[|\]|"type"|"object"|"metadata"|"ADDED"|"ERROR"|"BOOKMARK"|"code"|"apiVersion"|"kind"|:|,|null|1e999|-1|"x"|\n|\\u0000){0,60}"#,
+        r#"(\{|\}|\[|\]|"type"|"object"|"metadata"|"items"|"ADDED"|"ERROR"|"BOOKMARK"|"code"|"apiVersion"|"kind"|:|,|null|1e999|-1|"x"|\n|\\u0000){0,60}"#,
     )
     .unwrap()
 }
@@ -44,6 +44,33 @@ proptest! {
             }
         }
         let _ = decoder.finish();
+    }
+
+    #[test]
+    fn json_lists_never_panic_and_read_as_a_whole_read(soup in json_soup(), split in 0usize..256) {
+        use kclient_core::json_list::{decode_item, JsonListPiece, JsonListReader};
+        let bytes = soup.as_bytes();
+        let mut reader = JsonListReader::new(1024);
+        let mut items = Vec::new();
+        let split = split.min(bytes.len());
+        'read: for chunk in [&bytes[..split], &bytes[split..]] {
+            reader.push(chunk);
+            loop {
+                match reader.next_piece() {
+                    Ok(Some(JsonListPiece::Item(json))) => items.push(decode_item::<DynamicObject>(json, false).ok()),
+                    Ok(Some(JsonListPiece::Head(_))) => {}
+                    Ok(None) => break,
+                    Err(_) => break 'read,
+                }
+            }
+        }
+        // What reads as a list of whole objects reads so whole too.
+        if let (Ok(_), true) = (reader.finish(), items.iter().all(Option::is_some)) {
+            if let Ok(whole) = serde_json::from_slice::<kclient_core::ObjectList<DynamicObject>>(bytes) {
+                let items: Vec<DynamicObject> = items.into_iter().flatten().collect();
+                prop_assert_eq!(items, whole.items);
+            }
+        }
     }
 
     #[test]
