@@ -15,8 +15,113 @@ use kclient_core::json_list::{decode_item, JsonListPiece, JsonListReader};
 use kclient_core::{FetchedList, ListPart, ObjectList};
 use serde::de::DeserializeOwned;
 
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
+use hyper::body::Incoming;
+use tokio::time::Instant;
+
+use crate::compression;
 use crate::error::{Error, DECODE_SNIPPET_LEN};
-use crate::request::ListBody;
+
+/// The body of a list, read as it arrives ([`Request::fetch_list`](crate::Request::fetch_list)):
+/// inflated chunk by chunk if it is gzip-compressed, each read bounded by the request's
+/// deadline (the decoding that happens between reads counts against it, as in client-go,
+/// whose decoder reads the body under the request's context).
+pub(crate) struct ListBody {
+    headers: http::HeaderMap,
+    body: Incoming,
+    inflater: Option<compression::Inflater>,
+    /// A chunk read ahead and handed back ([`unread`](Self::unread)).
+    unread: Option<Bytes>,
+    deadline: Option<(Instant, std::time::Duration)>,
+    url: String,
+    ended: bool,
+}
+
+impl ListBody {
+    pub(crate) fn new(
+        response: http::Response<Incoming>,
+        url: String,
+        deadline: Option<(Instant, std::time::Duration)>,
+    ) -> Self {
+        let (mut parts, body) = response.into_parts();
+        let inflater = compression::is_gzip(&parts.headers)
+            .then(|| compression::Inflater::incremental(&mut parts.headers));
+        Self {
+            headers: parts.headers,
+            body,
+            inflater,
+            unread: None,
+            deadline,
+            url,
+            ended: false,
+        }
+    }
+
+    /// The response's headers (without those of the compression).
+    pub(crate) fn headers(&self) -> &http::HeaderMap {
+        &self.headers
+    }
+
+    /// The next bytes of the (inflated) body; `None` at its end.
+    pub(crate) async fn next(&mut self) -> Result<Option<Bytes>, Error> {
+        if let Some(chunk) = self.unread.take() {
+            return Ok(Some(chunk));
+        }
+        while !self.ended {
+            let frame = match self.deadline {
+                Some((at, timeout)) => tokio::time::timeout_at(at, self.body.frame())
+                    .await
+                    .map_err(|_| Error::Timeout {
+                        timeout,
+                        previous: None,
+                    })?,
+                None => self.body.frame().await,
+            };
+            let data = match frame {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => data,
+                    Err(_) => continue, // trailers
+                },
+                Some(Err(e)) => return Err(self.transport(Box::new(e))),
+                None => {
+                    self.ended = true;
+                    return match self.inflater.take() {
+                        Some(inflater) => {
+                            let rest =
+                                inflater.finish().map_err(|e| self.transport(Box::new(e)))?;
+                            Ok(Some(rest).filter(|rest| !rest.is_empty()))
+                        }
+                        None => Ok(None),
+                    };
+                }
+            };
+            let Some(inflater) = &mut self.inflater else {
+                return Ok(Some(data));
+            };
+            if let Err(e) = inflater.push(&data) {
+                return Err(self.transport(Box::new(e)));
+            }
+            let inflated = inflater.take();
+            if !inflated.is_empty() {
+                return Ok(Some(Bytes::from(inflated)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Hands a chunk read with [`next`](Self::next) back: the next call returns it again.
+    pub(crate) fn unread(&mut self, chunk: Bytes) {
+        self.unread = Some(chunk);
+    }
+
+    fn transport(&self, source: Box<dyn std::error::Error + Send + Sync>) -> Error {
+        Error::Transport {
+            url: self.url.clone(),
+            source,
+        }
+    }
+}
 
 /// A list format's reader and item decoder, fed the body by [`streaming_list`].
 pub(crate) trait ListItems<K>: Send + 'static {

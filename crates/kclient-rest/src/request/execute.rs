@@ -23,11 +23,12 @@ use crate::upgrade::Upgraded;
 use crate::warnings::{parse_warning_headers, Warning};
 use crate::watch::decode_watch;
 
-use super::body::{body_stream, read_error, read_full, ListBody};
+use super::body::{body_stream, read_error, read_full};
 use super::{
     ByteStream, Mode, Request, Streaming, DEFAULT_ACCEPT, EXTRA_LONG_THROTTLE_LATENCY,
     LONG_THROTTLE_LATENCY,
 };
+use crate::list::ListBody;
 
 impl Request {
     /// client-go's `requestPreflightCheck`: an explicitly empty namespace is refused where it

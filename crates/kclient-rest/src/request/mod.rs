@@ -32,7 +32,6 @@ mod patch;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use body::ListBody;
 pub use patch::AsPatch;
 
 /// Go's `time.Duration.String`, now in kclient-core beside `MAX_GO_DURATION`.
