@@ -285,10 +285,17 @@ pub fn opt_nz<V: Value>(
     Ok(())
 }
 
-/// A repeated field held as `Vec<T>`; numbers are accepted packed and unpacked (Go writes them
-/// unpacked and reads both).
+/// A repeated field held as `Vec<T>` (field number `tag`); numbers are accepted packed and
+/// unpacked (Go writes them unpacked and reads both).
+///
+/// Go writes a repeated field's elements one after the other, so at the first one the others
+/// are counted ahead (their keys read, their values skipped, not decoded) and the `Vec` is
+/// given exactly their room: no growing by doubling, nothing for [`shrink_rep`] to give back
+/// (it still does, for elements written apart). The count is bounded by the bytes that
+/// remain, as every allocation of a decode is.
 pub fn rep<V: Value>(
     slot: &mut Vec<V>,
+    tag: u32,
     wt: WireType,
     buf: &mut &[u8],
     ctx: Ctx,
@@ -300,19 +307,44 @@ pub fn rep<V: Value>(
         }
         return Ok(());
     }
+    if slot.capacity() == 0 {
+        slot.reserve_exact(1 + following_with_key(tag, wt, buf));
+    }
     slot.push(read_required(wt, buf, ctx)?);
     Ok(())
+}
+
+/// How many fields with the key `(tag, wt)` follow, one after the other, the value at the
+/// start of `buf` (whose key has been read); 0 if the bytes are malformed (the decode then
+/// reports them).
+fn following_with_key(tag: u32, wt: WireType, buf: &[u8]) -> usize {
+    let mut rest = buf;
+    if wire::skip(tag, wt, &mut rest).is_err() {
+        return 0;
+    }
+    let mut count = 0;
+    loop {
+        let mut next = rest;
+        match wire::key(&mut next) {
+            Ok(key) if key == (tag, wt) && wire::skip(tag, wt, &mut next).is_ok() => {
+                rest = next;
+                count += 1;
+            }
+            _ => return count,
+        }
+    }
 }
 
 /// A repeated field held as `Option<Vec<T>>` (nothing on the wire is `None`).
 #[inline]
 pub fn rep_opt<V: Value>(
     slot: &mut Option<Vec<V>>,
+    tag: u32,
     wt: WireType,
     buf: &mut &[u8],
     ctx: Ctx,
 ) -> Result<(), DecodeError> {
-    rep(slot.get_or_insert_with(Vec::new), wt, buf, ctx)
+    rep(slot.get_or_insert_with(Vec::new), tag, wt, buf, ctx)
 }
 
 /// Gives a decoded repeated field back the capacity it does not use, once its message is read

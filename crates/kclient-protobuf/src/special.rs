@@ -409,7 +409,7 @@ impl Value for JSONSchemaPropsOrArray {
             let (tag, wt) = wire::key(&mut msg)?;
             match tag {
                 1 => field::opt(&mut schema, wt, &mut msg, ctx).at("schema")?,
-                2 => field::rep(&mut schemas, wt, &mut msg, ctx).at("jSONSchemas")?,
+                2 => field::rep(&mut schemas, tag, wt, &mut msg, ctx).at("jSONSchemas")?,
                 _ => wire::skip(tag, wt, &mut msg)?,
             }
         }
@@ -505,7 +505,7 @@ impl Value for JSONSchemaPropsOrStringArray {
             let (tag, wt) = wire::key(&mut msg)?;
             match tag {
                 1 => field::opt(&mut schema, wt, &mut msg, ctx).at("schema")?,
-                2 => field::rep(&mut strings, wt, &mut msg, ctx).at("property")?,
+                2 => field::rep(&mut strings, tag, wt, &mut msg, ctx).at("property")?,
                 _ => wire::skip(tag, wt, &mut msg)?,
             }
         }

@@ -562,9 +562,15 @@ impl Emitter<'_> {
                 "{number} if ctx.skip_managed_fields => wire::skip(tag, wt, &mut buf)?,"
             );
         }
+        // A repeated field is given its number, to count its elements ahead.
+        let tag = if matches!(dec, "rep" | "rep_opt") {
+            "tag, "
+        } else {
+            ""
+        };
         let _ = write!(
             body.arms,
-            "{number} => field::{dec}(&mut {slot}, wt, &mut buf, ctx).at({fname:?})?,"
+            "{number} => field::{dec}(&mut {slot}, {tag}wt, &mut buf, ctx).at({fname:?})?,"
         );
         if matches!(dec, "rep" | "rep_opt") {
             let _ = write!(body.shrink, "field::shrink_{dec}(&mut {slot});");

@@ -138,10 +138,9 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::MatchResources
                 1 => field::opt(&mut m.namespace_selector, wt, &mut buf, ctx)
                     .at("namespaceSelector")?,
                 2 => field::opt(&mut m.object_selector, wt, &mut buf, ctx).at("objectSelector")?,
-                3 => {
-                    field::rep_opt(&mut m.resource_rules, wt, &mut buf, ctx).at("resourceRules")?
-                }
-                4 => field::rep_opt(&mut m.exclude_resource_rules, wt, &mut buf, ctx)
+                3 => field::rep_opt(&mut m.resource_rules, tag, wt, &mut buf, ctx)
+                    .at("resourceRules")?,
+                4 => field::rep_opt(&mut m.exclude_resource_rules, tag, wt, &mut buf, ctx)
                     .at("excludeResourceRules")?,
                 7 => field::opt(&mut m.match_policy, wt, &mut buf, ctx).at("matchPolicy")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -352,10 +351,10 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmiss
                 1 => field::opt(&mut m.param_kind, wt, &mut buf, ctx).at("paramKind")?,
                 2 => field::opt(&mut m.match_constraints, wt, &mut buf, ctx)
                     .at("matchConstraints")?,
-                3 => field::rep_opt(&mut m.variables, wt, &mut buf, ctx).at("variables")?,
-                4 => field::rep_opt(&mut m.mutations, wt, &mut buf, ctx).at("mutations")?,
+                3 => field::rep_opt(&mut m.variables, tag, wt, &mut buf, ctx).at("variables")?,
+                4 => field::rep_opt(&mut m.mutations, tag, wt, &mut buf, ctx).at("mutations")?,
                 5 => field::opt(&mut m.failure_policy, wt, &mut buf, ctx).at("failurePolicy")?,
-                6 => field::rep_opt(&mut m.match_conditions, wt, &mut buf, ctx)
+                6 => field::rep_opt(&mut m.match_conditions, tag, wt, &mut buf, ctx)
                     .at("matchConditions")?,
                 7 => field::opt_nz(&mut m.reinvocation_policy, wt, &mut buf, ctx)
                     .at("reinvocationPolicy")?,
@@ -473,7 +472,7 @@ fn merge_named_rule_with_operations_rule_with_operations(
     while !buf.is_empty() {
         let (tag, wt) = wire::key(&mut buf)?;
         match tag {
-            1 => field::rep_opt(&mut m.operations, wt, &mut buf, ctx).at("operations")?,
+            1 => field::rep_opt(&mut m.operations, tag, wt, &mut buf, ctx).at("operations")?,
             2 => field::inline(
                 &mut *m,
                 wt,
@@ -519,9 +518,9 @@ fn merge_named_rule_with_operations_rule_with_operations_rule(
     while !buf.is_empty() {
         let (tag, wt) = wire::key(&mut buf)?;
         match tag {
-            1 => field::rep_opt(&mut m.api_groups, wt, &mut buf, ctx).at("apiGroups")?,
-            2 => field::rep_opt(&mut m.api_versions, wt, &mut buf, ctx).at("apiVersions")?,
-            3 => field::rep_opt(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
+            1 => field::rep_opt(&mut m.api_groups, tag, wt, &mut buf, ctx).at("apiGroups")?,
+            2 => field::rep_opt(&mut m.api_versions, tag, wt, &mut buf, ctx).at("apiVersions")?,
+            3 => field::rep_opt(&mut m.resources, tag, wt, &mut buf, ctx).at("resources")?,
             4 => field::opt(&mut m.scope, wt, &mut buf, ctx).at("scope")?,
             _ => wire::skip(tag, wt, &mut buf)?,
         }
@@ -554,9 +553,8 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::NamedRuleWithO
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => {
-                    field::rep_opt(&mut m.resource_names, wt, &mut buf, ctx).at("resourceNames")?
-                }
+                1 => field::rep_opt(&mut m.resource_names, tag, wt, &mut buf, ctx)
+                    .at("resourceNames")?,
                 2 => field::inline(
                     &mut *m,
                     wt,

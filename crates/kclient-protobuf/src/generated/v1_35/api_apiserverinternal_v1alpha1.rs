@@ -18,9 +18,9 @@ impl Decode for k8s_openapi::api::apiserverinternal::v1alpha1::ServerStorageVers
                 1 => field::opt_nz(&mut m.api_server_id, wt, &mut buf, ctx).at("apiServerID")?,
                 2 => field::opt_nz(&mut m.encoding_version, wt, &mut buf, ctx)
                     .at("encodingVersion")?,
-                3 => field::rep_opt(&mut m.decodable_versions, wt, &mut buf, ctx)
+                3 => field::rep_opt(&mut m.decodable_versions, tag, wt, &mut buf, ctx)
                     .at("decodableVersions")?,
-                4 => field::rep_opt(&mut m.served_versions, wt, &mut buf, ctx)
+                4 => field::rep_opt(&mut m.served_versions, tag, wt, &mut buf, ctx)
                     .at("servedVersions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -207,11 +207,11 @@ impl Decode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSta
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.storage_versions, wt, &mut buf, ctx)
+                1 => field::rep_opt(&mut m.storage_versions, tag, wt, &mut buf, ctx)
                     .at("storageVersions")?,
                 2 => field::opt(&mut m.common_encoding_version, wt, &mut buf, ctx)
                     .at("commonEncodingVersion")?,
-                3 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                3 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

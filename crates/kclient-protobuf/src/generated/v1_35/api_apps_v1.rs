@@ -244,7 +244,7 @@ impl Decode for k8s_openapi::api::apps::v1::DaemonSetStatus {
                 8 => field::opt_nz(&mut m.number_unavailable, wt, &mut buf, ctx)
                     .at("numberUnavailable")?,
                 9 => field::opt(&mut m.collision_count, wt, &mut buf, ctx).at("collisionCount")?,
-                10 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                10 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -537,7 +537,7 @@ impl Decode for k8s_openapi::api::apps::v1::DeploymentStatus {
                     .at("availableReplicas")?,
                 5 => field::opt_nz(&mut m.unavailable_replicas, wt, &mut buf, ctx)
                     .at("unavailableReplicas")?,
-                6 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                6 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 7 => field::opt_nz(&mut m.ready_replicas, wt, &mut buf, ctx).at("readyReplicas")?,
                 8 => field::opt(&mut m.collision_count, wt, &mut buf, ctx).at("collisionCount")?,
                 9 => field::opt(&mut m.terminating_replicas, wt, &mut buf, ctx)
@@ -812,7 +812,7 @@ impl Decode for k8s_openapi::api::apps::v1::ReplicaSetStatus {
                 4 => field::opt_nz(&mut m.ready_replicas, wt, &mut buf, ctx).at("readyReplicas")?,
                 5 => field::opt_nz(&mut m.available_replicas, wt, &mut buf, ctx)
                     .at("availableReplicas")?,
-                6 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                6 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 7 => field::opt(&mut m.terminating_replicas, wt, &mut buf, ctx)
                     .at("terminatingReplicas")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -1183,7 +1183,7 @@ impl Decode for k8s_openapi::api::apps::v1::StatefulSetSpec {
                 1 => field::opt(&mut m.replicas, wt, &mut buf, ctx).at("replicas")?,
                 2 => field::req(&mut m.selector, wt, &mut buf, ctx).at("selector")?,
                 3 => field::req(&mut m.template, wt, &mut buf, ctx).at("template")?,
-                4 => field::rep_opt(&mut m.volume_claim_templates, wt, &mut buf, ctx)
+                4 => field::rep_opt(&mut m.volume_claim_templates, tag, wt, &mut buf, ctx)
                     .at("volumeClaimTemplates")?,
                 5 => field::opt(&mut m.service_name, wt, &mut buf, ctx).at("serviceName")?,
                 6 => field::opt_nz(&mut m.pod_management_policy, wt, &mut buf, ctx)
@@ -1285,7 +1285,7 @@ impl Decode for k8s_openapi::api::apps::v1::StatefulSetStatus {
                     field::opt_nz(&mut m.update_revision, wt, &mut buf, ctx).at("updateRevision")?
                 }
                 9 => field::opt(&mut m.collision_count, wt, &mut buf, ctx).at("collisionCount")?,
-                10 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                10 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 11 => field::opt(&mut m.available_replicas, wt, &mut buf, ctx)
                     .at("availableReplicas")?,
                 _ => wire::skip(tag, wt, &mut buf)?,

@@ -204,7 +204,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenRequestSpec {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.audiences, wt, &mut buf, ctx).at("audiences")?,
+                1 => field::rep(&mut m.audiences, tag, wt, &mut buf, ctx).at("audiences")?,
                 3 => field::opt(&mut m.bound_object_ref, wt, &mut buf, ctx).at("boundObjectRef")?,
                 4 => field::opt(&mut m.expiration_seconds, wt, &mut buf, ctx)
                     .at("expirationSeconds")?,
@@ -357,7 +357,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenReviewSpec {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt_nz(&mut m.token, wt, &mut buf, ctx).at("token")?,
-                2 => field::rep_opt(&mut m.audiences, wt, &mut buf, ctx).at("audiences")?,
+                2 => field::rep_opt(&mut m.audiences, tag, wt, &mut buf, ctx).at("audiences")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -406,7 +406,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenReviewStatus {
                 1 => field::opt_nz(&mut m.authenticated, wt, &mut buf, ctx).at("authenticated")?,
                 2 => field::opt_nz(&mut m.user, wt, &mut buf, ctx).at("user")?,
                 3 => field::opt_nz(&mut m.error, wt, &mut buf, ctx).at("error")?,
-                4 => field::rep_opt(&mut m.audiences, wt, &mut buf, ctx).at("audiences")?,
+                4 => field::rep_opt(&mut m.audiences, tag, wt, &mut buf, ctx).at("audiences")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -459,7 +459,7 @@ impl Decode for k8s_openapi::api::authentication::v1::UserInfo {
             match tag {
                 1 => field::opt_nz(&mut m.username, wt, &mut buf, ctx).at("username")?,
                 2 => field::opt_nz(&mut m.uid, wt, &mut buf, ctx).at("uid")?,
-                3 => field::rep_opt(&mut m.groups, wt, &mut buf, ctx).at("groups")?,
+                3 => field::rep_opt(&mut m.groups, tag, wt, &mut buf, ctx).at("groups")?,
                 4 => field::map_opt(&mut m.extra, wt, &mut buf, ctx).at("extra")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }

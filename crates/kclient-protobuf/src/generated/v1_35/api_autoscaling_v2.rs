@@ -298,7 +298,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt(&mut m.select_policy, wt, &mut buf, ctx).at("selectPolicy")?,
-                2 => field::rep_opt(&mut m.policies, wt, &mut buf, ctx).at("policies")?,
+                2 => field::rep_opt(&mut m.policies, tag, wt, &mut buf, ctx).at("policies")?,
                 3 => field::opt(&mut m.stabilization_window_seconds, wt, &mut buf, ctx)
                     .at("stabilizationWindowSeconds")?,
                 4 => field::opt(&mut m.tolerance, wt, &mut buf, ctx).at("tolerance")?,
@@ -504,7 +504,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec {
                 1 => field::req(&mut m.scale_target_ref, wt, &mut buf, ctx).at("scaleTargetRef")?,
                 2 => field::opt(&mut m.min_replicas, wt, &mut buf, ctx).at("minReplicas")?,
                 3 => field::req(&mut m.max_replicas, wt, &mut buf, ctx).at("maxReplicas")?,
-                4 => field::rep_opt(&mut m.metrics, wt, &mut buf, ctx).at("metrics")?,
+                4 => field::rep_opt(&mut m.metrics, tag, wt, &mut buf, ctx).at("metrics")?,
                 5 => field::opt(&mut m.behavior, wt, &mut buf, ctx).at("behavior")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -567,9 +567,9 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus
                 4 => {
                     field::req(&mut m.desired_replicas, wt, &mut buf, ctx).at("desiredReplicas")?
                 }
-                5 => field::rep_opt(&mut m.current_metrics, wt, &mut buf, ctx)
+                5 => field::rep_opt(&mut m.current_metrics, tag, wt, &mut buf, ctx)
                     .at("currentMetrics")?,
-                6 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                6 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

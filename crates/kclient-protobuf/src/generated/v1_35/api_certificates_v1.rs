@@ -125,8 +125,8 @@ impl Decode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSpe
                 1 => field::req(&mut m.request, wt, &mut buf, ctx).at("request")?,
                 2 => field::opt_nz(&mut m.username, wt, &mut buf, ctx).at("username")?,
                 3 => field::opt_nz(&mut m.uid, wt, &mut buf, ctx).at("uid")?,
-                4 => field::rep_opt(&mut m.groups, wt, &mut buf, ctx).at("groups")?,
-                5 => field::rep_opt(&mut m.usages, wt, &mut buf, ctx).at("usages")?,
+                4 => field::rep_opt(&mut m.groups, tag, wt, &mut buf, ctx).at("groups")?,
+                5 => field::rep_opt(&mut m.usages, tag, wt, &mut buf, ctx).at("usages")?,
                 6 => field::map_opt(&mut m.extra, wt, &mut buf, ctx).at("extra")?,
                 7 => field::req(&mut m.signer_name, wt, &mut buf, ctx).at("signerName")?,
                 8 => field::opt(&mut m.expiration_seconds, wt, &mut buf, ctx)
@@ -191,7 +191,7 @@ impl Decode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSta
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 2 => field::opt_nz(&mut m.certificate, wt, &mut buf, ctx).at("certificate")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }

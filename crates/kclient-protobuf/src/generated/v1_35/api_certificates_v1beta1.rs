@@ -229,7 +229,7 @@ impl Decode for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestSt
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 2 => field::opt_nz(&mut m.certificate_chain, wt, &mut buf, ctx)
                     .at("certificateChain")?,
                 4 => field::opt(&mut m.not_before, wt, &mut buf, ctx).at("notBefore")?,

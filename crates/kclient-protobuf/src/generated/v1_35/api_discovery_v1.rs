@@ -15,7 +15,7 @@ impl Decode for k8s_openapi::api::discovery::v1::Endpoint {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.addresses, wt, &mut buf, ctx).at("addresses")?,
+                1 => field::rep(&mut m.addresses, tag, wt, &mut buf, ctx).at("addresses")?,
                 2 => field::opt_nz(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
                 3 => field::opt(&mut m.hostname, wt, &mut buf, ctx).at("hostname")?,
                 4 => field::opt(&mut m.target_ref, wt, &mut buf, ctx).at("targetRef")?,
@@ -129,8 +129,8 @@ impl Decode for k8s_openapi::api::discovery::v1::EndpointHints {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.for_zones, wt, &mut buf, ctx).at("forZones")?,
-                2 => field::rep_opt(&mut m.for_nodes, wt, &mut buf, ctx).at("forNodes")?,
+                1 => field::rep_opt(&mut m.for_zones, tag, wt, &mut buf, ctx).at("forZones")?,
+                2 => field::rep_opt(&mut m.for_nodes, tag, wt, &mut buf, ctx).at("forNodes")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -227,8 +227,8 @@ impl Decode for k8s_openapi::api::discovery::v1::EndpointSlice {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.metadata, wt, &mut buf, ctx).at("metadata")?,
-                2 => field::rep(&mut m.endpoints, wt, &mut buf, ctx).at("endpoints")?,
-                3 => field::rep_opt(&mut m.ports, wt, &mut buf, ctx).at("ports")?,
+                2 => field::rep(&mut m.endpoints, tag, wt, &mut buf, ctx).at("endpoints")?,
+                3 => field::rep_opt(&mut m.ports, tag, wt, &mut buf, ctx).at("ports")?,
                 4 => field::req(&mut m.address_type, wt, &mut buf, ctx).at("addressType")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }

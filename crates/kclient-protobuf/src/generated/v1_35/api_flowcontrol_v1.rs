@@ -208,7 +208,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::FlowSchemaSpec {
                     .at("matchingPrecedence")?,
                 3 => field::opt(&mut m.distinguisher_method, wt, &mut buf, ctx)
                     .at("distinguisherMethod")?,
-                4 => field::rep_opt(&mut m.rules, wt, &mut buf, ctx).at("rules")?,
+                4 => field::rep_opt(&mut m.rules, tag, wt, &mut buf, ctx).at("rules")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -260,7 +260,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::FlowSchemaStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -445,10 +445,9 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::NonResourcePolicyRule {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.verbs, wt, &mut buf, ctx).at("verbs")?,
-                6 => {
-                    field::rep(&mut m.non_resource_urls, wt, &mut buf, ctx).at("nonResourceURLs")?
-                }
+                1 => field::rep(&mut m.verbs, tag, wt, &mut buf, ctx).at("verbs")?,
+                6 => field::rep(&mut m.non_resource_urls, tag, wt, &mut buf, ctx)
+                    .at("nonResourceURLs")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -496,11 +495,10 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::PolicyRulesWithSubjects {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.subjects, wt, &mut buf, ctx).at("subjects")?,
-                2 => {
-                    field::rep_opt(&mut m.resource_rules, wt, &mut buf, ctx).at("resourceRules")?
-                }
-                3 => field::rep_opt(&mut m.non_resource_rules, wt, &mut buf, ctx)
+                1 => field::rep(&mut m.subjects, tag, wt, &mut buf, ctx).at("subjects")?,
+                2 => field::rep_opt(&mut m.resource_rules, tag, wt, &mut buf, ctx)
+                    .at("resourceRules")?,
+                3 => field::rep_opt(&mut m.non_resource_rules, tag, wt, &mut buf, ctx)
                     .at("nonResourceRules")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -745,7 +743,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSta
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -835,11 +833,11 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::ResourcePolicyRule {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.verbs, wt, &mut buf, ctx).at("verbs")?,
-                2 => field::rep(&mut m.api_groups, wt, &mut buf, ctx).at("apiGroups")?,
-                3 => field::rep(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
+                1 => field::rep(&mut m.verbs, tag, wt, &mut buf, ctx).at("verbs")?,
+                2 => field::rep(&mut m.api_groups, tag, wt, &mut buf, ctx).at("apiGroups")?,
+                3 => field::rep(&mut m.resources, tag, wt, &mut buf, ctx).at("resources")?,
                 4 => field::opt_nz(&mut m.cluster_scope, wt, &mut buf, ctx).at("clusterScope")?,
-                5 => field::rep_opt(&mut m.namespaces, wt, &mut buf, ctx).at("namespaces")?,
+                5 => field::rep_opt(&mut m.namespaces, tag, wt, &mut buf, ctx).at("namespaces")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

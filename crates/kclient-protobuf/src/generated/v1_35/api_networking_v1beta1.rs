@@ -204,7 +204,7 @@ impl Decode for k8s_openapi::api::networking::v1beta1::ServiceCIDRSpec {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.cidrs, wt, &mut buf, ctx).at("cidrs")?,
+                1 => field::rep_opt(&mut m.cidrs, tag, wt, &mut buf, ctx).at("cidrs")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -248,7 +248,7 @@ impl Decode for k8s_openapi::api::networking::v1beta1::ServiceCIDRStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

@@ -109,7 +109,9 @@ impl Decode for k8s_openapi::api::node::v1::Scheduling {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::map_opt(&mut m.node_selector, wt, &mut buf, ctx).at("nodeSelector")?,
-                2 => field::rep_opt(&mut m.tolerations, wt, &mut buf, ctx).at("tolerations")?,
+                2 => {
+                    field::rep_opt(&mut m.tolerations, tag, wt, &mut buf, ctx).at("tolerations")?
+                }
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

@@ -15,7 +15,7 @@ impl Decode for k8s_openapi::api::rbac::v1::AggregationRule {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.cluster_role_selectors, wt, &mut buf, ctx)
+                1 => field::rep_opt(&mut m.cluster_role_selectors, tag, wt, &mut buf, ctx)
                     .at("clusterRoleSelectors")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -61,7 +61,7 @@ impl Decode for k8s_openapi::api::rbac::v1::ClusterRole {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.metadata, wt, &mut buf, ctx).at("metadata")?,
-                2 => field::rep_opt(&mut m.rules, wt, &mut buf, ctx).at("rules")?,
+                2 => field::rep_opt(&mut m.rules, tag, wt, &mut buf, ctx).at("rules")?,
                 3 => {
                     field::opt(&mut m.aggregation_rule, wt, &mut buf, ctx).at("aggregationRule")?
                 }
@@ -115,7 +115,7 @@ impl Decode for k8s_openapi::api::rbac::v1::ClusterRoleBinding {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.metadata, wt, &mut buf, ctx).at("metadata")?,
-                2 => field::rep_opt(&mut m.subjects, wt, &mut buf, ctx).at("subjects")?,
+                2 => field::rep_opt(&mut m.subjects, tag, wt, &mut buf, ctx).at("subjects")?,
                 3 => field::req(&mut m.role_ref, wt, &mut buf, ctx).at("roleRef")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -166,13 +166,12 @@ impl Decode for k8s_openapi::api::rbac::v1::PolicyRule {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.verbs, wt, &mut buf, ctx).at("verbs")?,
-                2 => field::rep_opt(&mut m.api_groups, wt, &mut buf, ctx).at("apiGroups")?,
-                3 => field::rep_opt(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
-                4 => {
-                    field::rep_opt(&mut m.resource_names, wt, &mut buf, ctx).at("resourceNames")?
-                }
-                5 => field::rep_opt(&mut m.non_resource_urls, wt, &mut buf, ctx)
+                1 => field::rep(&mut m.verbs, tag, wt, &mut buf, ctx).at("verbs")?,
+                2 => field::rep_opt(&mut m.api_groups, tag, wt, &mut buf, ctx).at("apiGroups")?,
+                3 => field::rep_opt(&mut m.resources, tag, wt, &mut buf, ctx).at("resources")?,
+                4 => field::rep_opt(&mut m.resource_names, tag, wt, &mut buf, ctx)
+                    .at("resourceNames")?,
+                5 => field::rep_opt(&mut m.non_resource_urls, tag, wt, &mut buf, ctx)
                     .at("nonResourceURLs")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -234,7 +233,7 @@ impl Decode for k8s_openapi::api::rbac::v1::Role {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.metadata, wt, &mut buf, ctx).at("metadata")?,
-                2 => field::rep_opt(&mut m.rules, wt, &mut buf, ctx).at("rules")?,
+                2 => field::rep_opt(&mut m.rules, tag, wt, &mut buf, ctx).at("rules")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -282,7 +281,7 @@ impl Decode for k8s_openapi::api::rbac::v1::RoleBinding {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.metadata, wt, &mut buf, ctx).at("metadata")?,
-                2 => field::rep_opt(&mut m.subjects, wt, &mut buf, ctx).at("subjects")?,
+                2 => field::rep_opt(&mut m.subjects, tag, wt, &mut buf, ctx).at("subjects")?,
                 3 => field::req(&mut m.role_ref, wt, &mut buf, ctx).at("roleRef")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }

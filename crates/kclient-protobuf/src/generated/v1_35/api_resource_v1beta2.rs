@@ -18,7 +18,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
                 1 => field::req(&mut m.driver, wt, &mut buf, ctx).at("driver")?,
                 2 => field::req(&mut m.pool, wt, &mut buf, ctx).at("pool")?,
                 3 => field::req(&mut m.device, wt, &mut buf, ctx).at("device")?,
-                4 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                4 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 5 => field::opt(&mut m.data, wt, &mut buf, ctx).at("data")?,
                 6 => field::opt(&mut m.network_data, wt, &mut buf, ctx).at("networkData")?,
                 7 => field::opt(&mut m.share_id, wt, &mut buf, ctx).at("shareID")?,
@@ -169,7 +169,9 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt(&mut m.default, wt, &mut buf, ctx).at("default")?,
-                3 => field::rep_opt(&mut m.valid_values, wt, &mut buf, ctx).at("validValues")?,
+                3 => {
+                    field::rep_opt(&mut m.valid_values, tag, wt, &mut buf, ctx).at("validValues")?
+                }
                 4 => field::opt(&mut m.valid_range, wt, &mut buf, ctx).at("validRange")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -391,16 +393,16 @@ impl Decode for k8s_openapi::api::resource::v1beta2::Device {
                 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,
                 2 => field::map_opt(&mut m.attributes, wt, &mut buf, ctx).at("attributes")?,
                 3 => field::map_opt(&mut m.capacity, wt, &mut buf, ctx).at("capacity")?,
-                4 => field::rep_opt(&mut m.consumes_counters, wt, &mut buf, ctx)
+                4 => field::rep_opt(&mut m.consumes_counters, tag, wt, &mut buf, ctx)
                     .at("consumesCounters")?,
                 5 => field::opt(&mut m.node_name, wt, &mut buf, ctx).at("nodeName")?,
                 6 => field::opt(&mut m.node_selector, wt, &mut buf, ctx).at("nodeSelector")?,
                 7 => field::opt(&mut m.all_nodes, wt, &mut buf, ctx).at("allNodes")?,
-                8 => field::rep_opt(&mut m.taints, wt, &mut buf, ctx).at("taints")?,
+                8 => field::rep_opt(&mut m.taints, tag, wt, &mut buf, ctx).at("taints")?,
                 9 => field::opt(&mut m.binds_to_node, wt, &mut buf, ctx).at("bindsToNode")?,
-                10 => field::rep_opt(&mut m.binding_conditions, wt, &mut buf, ctx)
+                10 => field::rep_opt(&mut m.binding_conditions, tag, wt, &mut buf, ctx)
                     .at("bindingConditions")?,
-                11 => field::rep_opt(&mut m.binding_failure_conditions, wt, &mut buf, ctx)
+                11 => field::rep_opt(&mut m.binding_failure_conditions, tag, wt, &mut buf, ctx)
                     .at("bindingFailureConditions")?,
                 12 => field::opt(&mut m.allow_multiple_allocations, wt, &mut buf, ctx)
                     .at("allowMultipleAllocations")?,
@@ -507,7 +509,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfigurati
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.source, wt, &mut buf, ctx).at("source")?,
-                2 => field::rep_opt(&mut m.requests, wt, &mut buf, ctx).at("requests")?,
+                2 => field::rep_opt(&mut m.requests, tag, wt, &mut buf, ctx).at("requests")?,
                 3 => field::inline(
                     &mut *m,
                     wt,
@@ -572,8 +574,8 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.results, wt, &mut buf, ctx).at("results")?,
-                2 => field::rep_opt(&mut m.config, wt, &mut buf, ctx).at("config")?,
+                1 => field::rep_opt(&mut m.results, tag, wt, &mut buf, ctx).at("results")?,
+                2 => field::rep_opt(&mut m.config, tag, wt, &mut buf, ctx).at("config")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -715,9 +717,11 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClaim {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.requests, wt, &mut buf, ctx).at("requests")?,
-                2 => field::rep_opt(&mut m.constraints, wt, &mut buf, ctx).at("constraints")?,
-                3 => field::rep_opt(&mut m.config, wt, &mut buf, ctx).at("config")?,
+                1 => field::rep_opt(&mut m.requests, tag, wt, &mut buf, ctx).at("requests")?,
+                2 => {
+                    field::rep_opt(&mut m.constraints, tag, wt, &mut buf, ctx).at("constraints")?
+                }
+                3 => field::rep_opt(&mut m.config, tag, wt, &mut buf, ctx).at("config")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -797,7 +801,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.requests, wt, &mut buf, ctx).at("requests")?,
+                1 => field::rep_opt(&mut m.requests, tag, wt, &mut buf, ctx).at("requests")?,
                 2 => field::inline(
                     &mut *m,
                     wt,
@@ -987,8 +991,8 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.selectors, wt, &mut buf, ctx).at("selectors")?,
-                2 => field::rep_opt(&mut m.config, wt, &mut buf, ctx).at("config")?,
+                1 => field::rep_opt(&mut m.selectors, tag, wt, &mut buf, ctx).at("selectors")?,
+                2 => field::rep_opt(&mut m.config, tag, wt, &mut buf, ctx).at("config")?,
                 4 => field::opt(&mut m.extended_resource_name, wt, &mut buf, ctx)
                     .at("extendedResourceName")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -1040,7 +1044,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.requests, wt, &mut buf, ctx).at("requests")?,
+                1 => field::rep_opt(&mut m.requests, tag, wt, &mut buf, ctx).at("requests")?,
                 2 => field::opt(&mut m.match_attribute, wt, &mut buf, ctx).at("matchAttribute")?,
                 3 => field::opt(&mut m.distinct_attribute, wt, &mut buf, ctx)
                     .at("distinctAttribute")?,
@@ -1139,7 +1143,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceRequest {
             match tag {
                 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,
                 2 => field::opt(&mut m.exactly, wt, &mut buf, ctx).at("exactly")?,
-                3 => field::rep_opt(&mut m.first_available, wt, &mut buf, ctx)
+                3 => field::rep_opt(&mut m.first_available, tag, wt, &mut buf, ctx)
                     .at("firstAvailable")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -1194,10 +1198,12 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResu
                 3 => field::req(&mut m.pool, wt, &mut buf, ctx).at("pool")?,
                 4 => field::req(&mut m.device, wt, &mut buf, ctx).at("device")?,
                 5 => field::opt(&mut m.admin_access, wt, &mut buf, ctx).at("adminAccess")?,
-                6 => field::rep_opt(&mut m.tolerations, wt, &mut buf, ctx).at("tolerations")?,
-                7 => field::rep_opt(&mut m.binding_conditions, wt, &mut buf, ctx)
+                6 => {
+                    field::rep_opt(&mut m.tolerations, tag, wt, &mut buf, ctx).at("tolerations")?
+                }
+                7 => field::rep_opt(&mut m.binding_conditions, tag, wt, &mut buf, ctx)
                     .at("bindingConditions")?,
-                8 => field::rep_opt(&mut m.binding_failure_conditions, wt, &mut buf, ctx)
+                8 => field::rep_opt(&mut m.binding_failure_conditions, tag, wt, &mut buf, ctx)
                     .at("bindingFailureConditions")?,
                 9 => field::opt(&mut m.share_id, wt, &mut buf, ctx).at("shareID")?,
                 10 => field::map_opt(&mut m.consumed_capacity, wt, &mut buf, ctx)
@@ -1314,12 +1320,14 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
                 2 => {
                     field::req(&mut m.device_class_name, wt, &mut buf, ctx).at("deviceClassName")?
                 }
-                3 => field::rep_opt(&mut m.selectors, wt, &mut buf, ctx).at("selectors")?,
+                3 => field::rep_opt(&mut m.selectors, tag, wt, &mut buf, ctx).at("selectors")?,
                 4 => {
                     field::opt_nz(&mut m.allocation_mode, wt, &mut buf, ctx).at("allocationMode")?
                 }
                 5 => field::opt_nz(&mut m.count, wt, &mut buf, ctx).at("count")?,
-                6 => field::rep_opt(&mut m.tolerations, wt, &mut buf, ctx).at("tolerations")?,
+                6 => {
+                    field::rep_opt(&mut m.tolerations, tag, wt, &mut buf, ctx).at("tolerations")?
+                }
                 7 => field::opt(&mut m.capacity, wt, &mut buf, ctx).at("capacity")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -1482,13 +1490,15 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
                 1 => {
                     field::req(&mut m.device_class_name, wt, &mut buf, ctx).at("deviceClassName")?
                 }
-                2 => field::rep_opt(&mut m.selectors, wt, &mut buf, ctx).at("selectors")?,
+                2 => field::rep_opt(&mut m.selectors, tag, wt, &mut buf, ctx).at("selectors")?,
                 3 => {
                     field::opt_nz(&mut m.allocation_mode, wt, &mut buf, ctx).at("allocationMode")?
                 }
                 4 => field::opt_nz(&mut m.count, wt, &mut buf, ctx).at("count")?,
                 5 => field::opt(&mut m.admin_access, wt, &mut buf, ctx).at("adminAccess")?,
-                6 => field::rep_opt(&mut m.tolerations, wt, &mut buf, ctx).at("tolerations")?,
+                6 => {
+                    field::rep_opt(&mut m.tolerations, tag, wt, &mut buf, ctx).at("tolerations")?
+                }
                 7 => field::opt(&mut m.capacity, wt, &mut buf, ctx).at("capacity")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -1549,7 +1559,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt_nz(&mut m.interface_name, wt, &mut buf, ctx).at("interfaceName")?,
-                2 => field::rep_opt(&mut m.ips, wt, &mut buf, ctx).at("ips")?,
+                2 => field::rep_opt(&mut m.ips, tag, wt, &mut buf, ctx).at("ips")?,
                 3 => field::opt_nz(&mut m.hardware_address, wt, &mut buf, ctx)
                     .at("hardwareAddress")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -1784,8 +1794,10 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt(&mut m.allocation, wt, &mut buf, ctx).at("allocation")?,
-                2 => field::rep_opt(&mut m.reserved_for, wt, &mut buf, ctx).at("reservedFor")?,
-                4 => field::rep_opt(&mut m.devices, wt, &mut buf, ctx).at("devices")?,
+                2 => {
+                    field::rep_opt(&mut m.reserved_for, tag, wt, &mut buf, ctx).at("reservedFor")?
+                }
+                4 => field::rep_opt(&mut m.devices, tag, wt, &mut buf, ctx).at("devices")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -2028,10 +2040,10 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
                 3 => field::opt(&mut m.node_name, wt, &mut buf, ctx).at("nodeName")?,
                 4 => field::opt(&mut m.node_selector, wt, &mut buf, ctx).at("nodeSelector")?,
                 5 => field::opt(&mut m.all_nodes, wt, &mut buf, ctx).at("allNodes")?,
-                6 => field::rep_opt(&mut m.devices, wt, &mut buf, ctx).at("devices")?,
+                6 => field::rep_opt(&mut m.devices, tag, wt, &mut buf, ctx).at("devices")?,
                 7 => field::opt(&mut m.per_device_node_selection, wt, &mut buf, ctx)
                     .at("perDeviceNodeSelection")?,
-                8 => field::rep_opt(&mut m.shared_counters, wt, &mut buf, ctx)
+                8 => field::rep_opt(&mut m.shared_counters, tag, wt, &mut buf, ctx)
                     .at("sharedCounters")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }

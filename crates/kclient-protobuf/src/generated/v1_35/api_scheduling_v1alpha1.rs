@@ -267,7 +267,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha1::WorkloadSpec {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt(&mut m.controller_ref, wt, &mut buf, ctx).at("controllerRef")?,
-                2 => field::rep(&mut m.pod_groups, wt, &mut buf, ctx).at("podGroups")?,
+                2 => field::rep(&mut m.pod_groups, tag, wt, &mut buf, ctx).at("podGroups")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

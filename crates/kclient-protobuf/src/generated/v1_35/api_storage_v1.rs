@@ -66,15 +66,14 @@ impl Decode for k8s_openapi::api::storage::v1::CSIDriverSpec {
                 2 => {
                     field::opt(&mut m.pod_info_on_mount, wt, &mut buf, ctx).at("podInfoOnMount")?
                 }
-                3 => field::rep_opt(&mut m.volume_lifecycle_modes, wt, &mut buf, ctx)
+                3 => field::rep_opt(&mut m.volume_lifecycle_modes, tag, wt, &mut buf, ctx)
                     .at("volumeLifecycleModes")?,
                 4 => {
                     field::opt(&mut m.storage_capacity, wt, &mut buf, ctx).at("storageCapacity")?
                 }
                 5 => field::opt(&mut m.fs_group_policy, wt, &mut buf, ctx).at("fsGroupPolicy")?,
-                6 => {
-                    field::rep_opt(&mut m.token_requests, wt, &mut buf, ctx).at("tokenRequests")?
-                }
+                6 => field::rep_opt(&mut m.token_requests, tag, wt, &mut buf, ctx)
+                    .at("tokenRequests")?,
                 7 => field::opt(&mut m.requires_republish, wt, &mut buf, ctx)
                     .at("requiresRepublish")?,
                 8 => field::opt(&mut m.se_linux_mount, wt, &mut buf, ctx).at("seLinuxMount")?,
@@ -199,7 +198,8 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeDriver {
             match tag {
                 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,
                 2 => field::req(&mut m.node_id, wt, &mut buf, ctx).at("nodeID")?,
-                3 => field::rep_opt(&mut m.topology_keys, wt, &mut buf, ctx).at("topologyKeys")?,
+                3 => field::rep_opt(&mut m.topology_keys, tag, wt, &mut buf, ctx)
+                    .at("topologyKeys")?,
                 4 => field::opt(&mut m.allocatable, wt, &mut buf, ctx).at("allocatable")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -251,7 +251,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeSpec {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.drivers, wt, &mut buf, ctx).at("drivers")?,
+                1 => field::rep(&mut m.drivers, tag, wt, &mut buf, ctx).at("drivers")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -357,12 +357,13 @@ impl Decode for k8s_openapi::api::storage::v1::StorageClass {
                 2 => field::req(&mut m.provisioner, wt, &mut buf, ctx).at("provisioner")?,
                 3 => field::map_opt(&mut m.parameters, wt, &mut buf, ctx).at("parameters")?,
                 4 => field::opt(&mut m.reclaim_policy, wt, &mut buf, ctx).at("reclaimPolicy")?,
-                5 => field::rep_opt(&mut m.mount_options, wt, &mut buf, ctx).at("mountOptions")?,
+                5 => field::rep_opt(&mut m.mount_options, tag, wt, &mut buf, ctx)
+                    .at("mountOptions")?,
                 6 => field::opt(&mut m.allow_volume_expansion, wt, &mut buf, ctx)
                     .at("allowVolumeExpansion")?,
                 7 => field::opt(&mut m.volume_binding_mode, wt, &mut buf, ctx)
                     .at("volumeBindingMode")?,
-                8 => field::rep_opt(&mut m.allowed_topologies, wt, &mut buf, ctx)
+                8 => field::rep_opt(&mut m.allowed_topologies, tag, wt, &mut buf, ctx)
                     .at("allowedTopologies")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }

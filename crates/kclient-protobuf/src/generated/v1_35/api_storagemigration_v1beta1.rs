@@ -109,7 +109,7 @@ impl Decode for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigra
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 2 => field::opt_nz(&mut m.resource_version, wt, &mut buf, ctx)
                     .at("resourceVersion")?,
                 _ => wire::skip(tag, wt, &mut buf)?,

@@ -183,7 +183,7 @@ impl Decode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::AP
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

@@ -224,10 +224,9 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MatchResources {
                 1 => field::opt(&mut m.namespace_selector, wt, &mut buf, ctx)
                     .at("namespaceSelector")?,
                 2 => field::opt(&mut m.object_selector, wt, &mut buf, ctx).at("objectSelector")?,
-                3 => {
-                    field::rep_opt(&mut m.resource_rules, wt, &mut buf, ctx).at("resourceRules")?
-                }
-                4 => field::rep_opt(&mut m.exclude_resource_rules, wt, &mut buf, ctx)
+                3 => field::rep_opt(&mut m.resource_rules, tag, wt, &mut buf, ctx)
+                    .at("resourceRules")?,
+                4 => field::rep_opt(&mut m.exclude_resource_rules, tag, wt, &mut buf, ctx)
                     .at("excludeResourceRules")?,
                 7 => field::opt(&mut m.match_policy, wt, &mut buf, ctx).at("matchPolicy")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -432,10 +431,10 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPo
                 1 => field::opt(&mut m.param_kind, wt, &mut buf, ctx).at("paramKind")?,
                 2 => field::opt(&mut m.match_constraints, wt, &mut buf, ctx)
                     .at("matchConstraints")?,
-                3 => field::rep_opt(&mut m.variables, wt, &mut buf, ctx).at("variables")?,
-                4 => field::rep_opt(&mut m.mutations, wt, &mut buf, ctx).at("mutations")?,
+                3 => field::rep_opt(&mut m.variables, tag, wt, &mut buf, ctx).at("variables")?,
+                4 => field::rep_opt(&mut m.mutations, tag, wt, &mut buf, ctx).at("mutations")?,
                 5 => field::opt(&mut m.failure_policy, wt, &mut buf, ctx).at("failurePolicy")?,
-                6 => field::rep_opt(&mut m.match_conditions, wt, &mut buf, ctx)
+                6 => field::rep_opt(&mut m.match_conditions, tag, wt, &mut buf, ctx)
                     .at("matchConditions")?,
                 7 => field::opt_nz(&mut m.reinvocation_policy, wt, &mut buf, ctx)
                     .at("reinvocationPolicy")?,
@@ -502,19 +501,19 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
             match tag {
                 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,
                 2 => field::req(&mut m.client_config, wt, &mut buf, ctx).at("clientConfig")?,
-                3 => field::rep_opt(&mut m.rules, wt, &mut buf, ctx).at("rules")?,
+                3 => field::rep_opt(&mut m.rules, tag, wt, &mut buf, ctx).at("rules")?,
                 4 => field::opt(&mut m.failure_policy, wt, &mut buf, ctx).at("failurePolicy")?,
                 5 => field::opt(&mut m.namespace_selector, wt, &mut buf, ctx)
                     .at("namespaceSelector")?,
                 6 => field::req(&mut m.side_effects, wt, &mut buf, ctx).at("sideEffects")?,
                 7 => field::opt(&mut m.timeout_seconds, wt, &mut buf, ctx).at("timeoutSeconds")?,
-                8 => field::rep(&mut m.admission_review_versions, wt, &mut buf, ctx)
+                8 => field::rep(&mut m.admission_review_versions, tag, wt, &mut buf, ctx)
                     .at("admissionReviewVersions")?,
                 9 => field::opt(&mut m.match_policy, wt, &mut buf, ctx).at("matchPolicy")?,
                 10 => field::opt(&mut m.reinvocation_policy, wt, &mut buf, ctx)
                     .at("reinvocationPolicy")?,
                 11 => field::opt(&mut m.object_selector, wt, &mut buf, ctx).at("objectSelector")?,
-                12 => field::rep_opt(&mut m.match_conditions, wt, &mut buf, ctx)
+                12 => field::rep_opt(&mut m.match_conditions, tag, wt, &mut buf, ctx)
                     .at("matchConditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -589,7 +588,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingWebhookConf
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.metadata, wt, &mut buf, ctx).at("metadata")?,
-                2 => field::rep_opt(&mut m.webhooks, wt, &mut buf, ctx).at("Webhooks")?,
+                2 => field::rep_opt(&mut m.webhooks, tag, wt, &mut buf, ctx).at("Webhooks")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -689,7 +688,7 @@ fn merge_named_rule_with_operations_rule_with_operations(
     while !buf.is_empty() {
         let (tag, wt) = wire::key(&mut buf)?;
         match tag {
-            1 => field::rep_opt(&mut m.operations, wt, &mut buf, ctx).at("operations")?,
+            1 => field::rep_opt(&mut m.operations, tag, wt, &mut buf, ctx).at("operations")?,
             2 => field::inline(
                 &mut *m,
                 wt,
@@ -735,9 +734,9 @@ fn merge_named_rule_with_operations_rule_with_operations_rule(
     while !buf.is_empty() {
         let (tag, wt) = wire::key(&mut buf)?;
         match tag {
-            1 => field::rep_opt(&mut m.api_groups, wt, &mut buf, ctx).at("apiGroups")?,
-            2 => field::rep_opt(&mut m.api_versions, wt, &mut buf, ctx).at("apiVersions")?,
-            3 => field::rep_opt(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
+            1 => field::rep_opt(&mut m.api_groups, tag, wt, &mut buf, ctx).at("apiGroups")?,
+            2 => field::rep_opt(&mut m.api_versions, tag, wt, &mut buf, ctx).at("apiVersions")?,
+            3 => field::rep_opt(&mut m.resources, tag, wt, &mut buf, ctx).at("resources")?,
             4 => field::opt(&mut m.scope, wt, &mut buf, ctx).at("scope")?,
             _ => wire::skip(tag, wt, &mut buf)?,
         }
@@ -770,9 +769,8 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperat
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => {
-                    field::rep_opt(&mut m.resource_names, wt, &mut buf, ctx).at("resourceNames")?
-                }
+                1 => field::rep_opt(&mut m.resource_names, tag, wt, &mut buf, ctx)
+                    .at("resourceNames")?,
                 2 => field::inline(
                     &mut *m,
                     wt,
@@ -936,9 +934,9 @@ fn merge_rule_with_operations_rule(
     while !buf.is_empty() {
         let (tag, wt) = wire::key(&mut buf)?;
         match tag {
-            1 => field::rep_opt(&mut m.api_groups, wt, &mut buf, ctx).at("apiGroups")?,
-            2 => field::rep_opt(&mut m.api_versions, wt, &mut buf, ctx).at("apiVersions")?,
-            3 => field::rep_opt(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
+            1 => field::rep_opt(&mut m.api_groups, tag, wt, &mut buf, ctx).at("apiGroups")?,
+            2 => field::rep_opt(&mut m.api_versions, tag, wt, &mut buf, ctx).at("apiVersions")?,
+            3 => field::rep_opt(&mut m.resources, tag, wt, &mut buf, ctx).at("resources")?,
             4 => field::opt(&mut m.scope, wt, &mut buf, ctx).at("scope")?,
             _ => wire::skip(tag, wt, &mut buf)?,
         }
@@ -971,7 +969,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::RuleWithOperations 
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.operations, wt, &mut buf, ctx).at("operations")?,
+                1 => field::rep_opt(&mut m.operations, tag, wt, &mut buf, ctx).at("operations")?,
                 2 => field::inline(&mut *m, wt, &mut buf, ctx, merge_rule_with_operations_rule)
                     .at("rule")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -1074,7 +1072,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::TypeChecking {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.expression_warnings, wt, &mut buf, ctx)
+                1 => field::rep_opt(&mut m.expression_warnings, tag, wt, &mut buf, ctx)
                     .at("expressionWarnings")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -1220,7 +1218,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
                 1 => field::req(&mut m.policy_name, wt, &mut buf, ctx).at("policyName")?,
                 2 => field::opt(&mut m.param_ref, wt, &mut buf, ctx).at("paramRef")?,
                 3 => field::opt(&mut m.match_resources, wt, &mut buf, ctx).at("matchResources")?,
-                4 => field::rep(&mut m.validation_actions, wt, &mut buf, ctx)
+                4 => field::rep(&mut m.validation_actions, tag, wt, &mut buf, ctx)
                     .at("validationActions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -1276,13 +1274,15 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
                 1 => field::opt(&mut m.param_kind, wt, &mut buf, ctx).at("paramKind")?,
                 2 => field::opt(&mut m.match_constraints, wt, &mut buf, ctx)
                     .at("matchConstraints")?,
-                3 => field::rep_opt(&mut m.validations, wt, &mut buf, ctx).at("validations")?,
+                3 => {
+                    field::rep_opt(&mut m.validations, tag, wt, &mut buf, ctx).at("validations")?
+                }
                 4 => field::opt(&mut m.failure_policy, wt, &mut buf, ctx).at("failurePolicy")?,
-                5 => field::rep_opt(&mut m.audit_annotations, wt, &mut buf, ctx)
+                5 => field::rep_opt(&mut m.audit_annotations, tag, wt, &mut buf, ctx)
                     .at("auditAnnotations")?,
-                6 => field::rep_opt(&mut m.match_conditions, wt, &mut buf, ctx)
+                6 => field::rep_opt(&mut m.match_conditions, tag, wt, &mut buf, ctx)
                     .at("matchConditions")?,
-                7 => field::rep_opt(&mut m.variables, wt, &mut buf, ctx).at("variables")?,
+                7 => field::rep_opt(&mut m.variables, tag, wt, &mut buf, ctx).at("variables")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -1349,7 +1349,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
                 1 => field::opt_nz(&mut m.observed_generation, wt, &mut buf, ctx)
                     .at("observedGeneration")?,
                 2 => field::opt(&mut m.type_checking, wt, &mut buf, ctx).at("typeChecking")?,
-                3 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                3 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -1400,17 +1400,17 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
             match tag {
                 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,
                 2 => field::req(&mut m.client_config, wt, &mut buf, ctx).at("clientConfig")?,
-                3 => field::rep_opt(&mut m.rules, wt, &mut buf, ctx).at("rules")?,
+                3 => field::rep_opt(&mut m.rules, tag, wt, &mut buf, ctx).at("rules")?,
                 4 => field::opt(&mut m.failure_policy, wt, &mut buf, ctx).at("failurePolicy")?,
                 5 => field::opt(&mut m.namespace_selector, wt, &mut buf, ctx)
                     .at("namespaceSelector")?,
                 6 => field::req(&mut m.side_effects, wt, &mut buf, ctx).at("sideEffects")?,
                 7 => field::opt(&mut m.timeout_seconds, wt, &mut buf, ctx).at("timeoutSeconds")?,
-                8 => field::rep(&mut m.admission_review_versions, wt, &mut buf, ctx)
+                8 => field::rep(&mut m.admission_review_versions, tag, wt, &mut buf, ctx)
                     .at("admissionReviewVersions")?,
                 9 => field::opt(&mut m.match_policy, wt, &mut buf, ctx).at("matchPolicy")?,
                 10 => field::opt(&mut m.object_selector, wt, &mut buf, ctx).at("objectSelector")?,
-                11 => field::rep_opt(&mut m.match_conditions, wt, &mut buf, ctx)
+                11 => field::rep_opt(&mut m.match_conditions, tag, wt, &mut buf, ctx)
                     .at("matchConditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -1483,7 +1483,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookCo
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.metadata, wt, &mut buf, ctx).at("metadata")?,
-                2 => field::rep_opt(&mut m.webhooks, wt, &mut buf, ctx).at("Webhooks")?,
+                2 => field::rep_opt(&mut m.webhooks, tag, wt, &mut buf, ctx).at("Webhooks")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

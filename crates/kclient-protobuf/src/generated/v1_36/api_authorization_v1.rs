@@ -16,7 +16,8 @@ impl Decode for k8s_openapi::api::authorization::v1::FieldSelectorAttributes {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt_nz(&mut m.raw_selector, wt, &mut buf, ctx).at("rawSelector")?,
-                2 => field::rep_opt(&mut m.requirements, wt, &mut buf, ctx).at("requirements")?,
+                2 => field::rep_opt(&mut m.requirements, tag, wt, &mut buf, ctx)
+                    .at("requirements")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -63,7 +64,8 @@ impl Decode for k8s_openapi::api::authorization::v1::LabelSelectorAttributes {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt_nz(&mut m.raw_selector, wt, &mut buf, ctx).at("rawSelector")?,
-                2 => field::rep_opt(&mut m.requirements, wt, &mut buf, ctx).at("requirements")?,
+                2 => field::rep_opt(&mut m.requirements, tag, wt, &mut buf, ctx)
+                    .at("requirements")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -202,8 +204,8 @@ impl Decode for k8s_openapi::api::authorization::v1::NonResourceRule {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.verbs, wt, &mut buf, ctx).at("verbs")?,
-                2 => field::rep_opt(&mut m.non_resource_urls, wt, &mut buf, ctx)
+                1 => field::rep(&mut m.verbs, tag, wt, &mut buf, ctx).at("verbs")?,
+                2 => field::rep_opt(&mut m.non_resource_urls, tag, wt, &mut buf, ctx)
                     .at("nonResourceURLs")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -320,12 +322,11 @@ impl Decode for k8s_openapi::api::authorization::v1::ResourceRule {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.verbs, wt, &mut buf, ctx).at("verbs")?,
-                2 => field::rep_opt(&mut m.api_groups, wt, &mut buf, ctx).at("apiGroups")?,
-                3 => field::rep_opt(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
-                4 => {
-                    field::rep_opt(&mut m.resource_names, wt, &mut buf, ctx).at("resourceNames")?
-                }
+                1 => field::rep(&mut m.verbs, tag, wt, &mut buf, ctx).at("verbs")?,
+                2 => field::rep_opt(&mut m.api_groups, tag, wt, &mut buf, ctx).at("apiGroups")?,
+                3 => field::rep_opt(&mut m.resources, tag, wt, &mut buf, ctx).at("resources")?,
+                4 => field::rep_opt(&mut m.resource_names, tag, wt, &mut buf, ctx)
+                    .at("resourceNames")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -627,7 +628,7 @@ impl Decode for k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec {
                 2 => field::opt(&mut m.non_resource_attributes, wt, &mut buf, ctx)
                     .at("nonResourceAttributes")?,
                 3 => field::opt_nz(&mut m.user, wt, &mut buf, ctx).at("user")?,
-                4 => field::rep_opt(&mut m.groups, wt, &mut buf, ctx).at("groups")?,
+                4 => field::rep_opt(&mut m.groups, tag, wt, &mut buf, ctx).at("groups")?,
                 5 => field::map_opt(&mut m.extra, wt, &mut buf, ctx).at("extra")?,
                 6 => field::opt_nz(&mut m.uid, wt, &mut buf, ctx).at("uid")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -735,8 +736,10 @@ impl Decode for k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.resource_rules, wt, &mut buf, ctx).at("resourceRules")?,
-                2 => field::rep(&mut m.non_resource_rules, wt, &mut buf, ctx)
+                1 => {
+                    field::rep(&mut m.resource_rules, tag, wt, &mut buf, ctx).at("resourceRules")?
+                }
+                2 => field::rep(&mut m.non_resource_rules, tag, wt, &mut buf, ctx)
                     .at("nonResourceRules")?,
                 3 => field::req(&mut m.incomplete, wt, &mut buf, ctx).at("incomplete")?,
                 4 => field::opt_nz(&mut m.evaluation_error, wt, &mut buf, ctx)

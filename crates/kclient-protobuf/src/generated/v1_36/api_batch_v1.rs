@@ -134,7 +134,7 @@ impl Decode for k8s_openapi::api::batch::v1::CronJobStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.active, wt, &mut buf, ctx).at("active")?,
+                1 => field::rep_opt(&mut m.active, tag, wt, &mut buf, ctx).at("active")?,
                 4 => field::opt(&mut m.last_schedule_time, wt, &mut buf, ctx)
                     .at("lastScheduleTime")?,
                 5 => field::opt(&mut m.last_successful_time, wt, &mut buf, ctx)
@@ -391,7 +391,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 2 => field::opt(&mut m.start_time, wt, &mut buf, ctx).at("startTime")?,
                 3 => field::opt(&mut m.completion_time, wt, &mut buf, ctx).at("completionTime")?,
                 4 => field::opt_nz(&mut m.active, wt, &mut buf, ctx).at("active")?,
@@ -515,7 +515,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicy {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.rules, wt, &mut buf, ctx).at("rules")?,
+                1 => field::rep(&mut m.rules, tag, wt, &mut buf, ctx).at("rules")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -561,7 +561,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirem
             match tag {
                 1 => field::opt(&mut m.container_name, wt, &mut buf, ctx).at("containerName")?,
                 2 => field::req(&mut m.operator, wt, &mut buf, ctx).at("operator")?,
-                3 => field::rep(&mut m.values, wt, &mut buf, ctx).at("values")?,
+                3 => field::rep(&mut m.values, tag, wt, &mut buf, ctx).at("values")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -653,7 +653,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
             match tag {
                 1 => field::req(&mut m.action, wt, &mut buf, ctx).at("action")?,
                 2 => field::opt(&mut m.on_exit_codes, wt, &mut buf, ctx).at("onExitCodes")?,
-                3 => field::rep_opt(&mut m.on_pod_conditions, wt, &mut buf, ctx)
+                3 => field::rep_opt(&mut m.on_pod_conditions, tag, wt, &mut buf, ctx)
                     .at("onPodConditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -703,7 +703,7 @@ impl Decode for k8s_openapi::api::batch::v1::SuccessPolicy {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.rules, wt, &mut buf, ctx).at("rules")?,
+                1 => field::rep(&mut m.rules, tag, wt, &mut buf, ctx).at("rules")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -790,8 +790,8 @@ impl Decode for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.succeeded, wt, &mut buf, ctx).at("succeeded")?,
-                2 => field::rep_opt(&mut m.failed, wt, &mut buf, ctx).at("failed")?,
+                1 => field::rep_opt(&mut m.succeeded, tag, wt, &mut buf, ctx).at("succeeded")?,
+                2 => field::rep_opt(&mut m.failed, tag, wt, &mut buf, ctx).at("failed")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

@@ -534,8 +534,8 @@ impl Decode for k8s_openapi::api::core::v1::Capabilities {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.add, wt, &mut buf, ctx).at("add")?,
-                2 => field::rep_opt(&mut m.drop, wt, &mut buf, ctx).at("drop")?,
+                1 => field::rep_opt(&mut m.add, tag, wt, &mut buf, ctx).at("add")?,
+                2 => field::rep_opt(&mut m.drop, tag, wt, &mut buf, ctx).at("drop")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -583,7 +583,7 @@ impl Decode for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.monitors, wt, &mut buf, ctx).at("monitors")?,
+                1 => field::rep(&mut m.monitors, tag, wt, &mut buf, ctx).at("monitors")?,
                 2 => field::opt_nz(&mut m.path, wt, &mut buf, ctx).at("path")?,
                 3 => field::opt_nz(&mut m.user, wt, &mut buf, ctx).at("user")?,
                 4 => field::opt_nz(&mut m.secret_file, wt, &mut buf, ctx).at("secretFile")?,
@@ -643,7 +643,7 @@ impl Decode for k8s_openapi::api::core::v1::CephFSVolumeSource {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.monitors, wt, &mut buf, ctx).at("monitors")?,
+                1 => field::rep(&mut m.monitors, tag, wt, &mut buf, ctx).at("monitors")?,
                 2 => field::opt_nz(&mut m.path, wt, &mut buf, ctx).at("path")?,
                 3 => field::opt_nz(&mut m.user, wt, &mut buf, ctx).at("user")?,
                 4 => field::opt_nz(&mut m.secret_file, wt, &mut buf, ctx).at("secretFile")?,
@@ -950,7 +950,7 @@ impl Decode for k8s_openapi::api::core::v1::ComponentStatus {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.metadata, wt, &mut buf, ctx).at("metadata")?,
-                2 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                2 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -1301,7 +1301,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapProjection {
                     merge_config_map_projection_local_object_reference,
                 )
                 .at("localObjectReference")?,
-                2 => field::rep_opt(&mut m.items, wt, &mut buf, ctx).at("items")?,
+                2 => field::rep_opt(&mut m.items, tag, wt, &mut buf, ctx).at("items")?,
                 4 => field::opt(&mut m.optional, wt, &mut buf, ctx).at("optional")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -1387,7 +1387,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
                     merge_config_map_volume_source_local_object_reference,
                 )
                 .at("localObjectReference")?,
-                2 => field::rep_opt(&mut m.items, wt, &mut buf, ctx).at("items")?,
+                2 => field::rep_opt(&mut m.items, tag, wt, &mut buf, ctx).at("items")?,
                 3 => field::opt(&mut m.default_mode, wt, &mut buf, ctx).at("defaultMode")?,
                 4 => field::opt(&mut m.optional, wt, &mut buf, ctx).at("optional")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -1446,13 +1446,14 @@ impl Decode for k8s_openapi::api::core::v1::Container {
             match tag {
                 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,
                 2 => field::opt_nz(&mut m.image, wt, &mut buf, ctx).at("image")?,
-                3 => field::rep_opt(&mut m.command, wt, &mut buf, ctx).at("command")?,
-                4 => field::rep_opt(&mut m.args, wt, &mut buf, ctx).at("args")?,
+                3 => field::rep_opt(&mut m.command, tag, wt, &mut buf, ctx).at("command")?,
+                4 => field::rep_opt(&mut m.args, tag, wt, &mut buf, ctx).at("args")?,
                 5 => field::opt_nz(&mut m.working_dir, wt, &mut buf, ctx).at("workingDir")?,
-                6 => field::rep_opt(&mut m.ports, wt, &mut buf, ctx).at("ports")?,
-                7 => field::rep_opt(&mut m.env, wt, &mut buf, ctx).at("env")?,
+                6 => field::rep_opt(&mut m.ports, tag, wt, &mut buf, ctx).at("ports")?,
+                7 => field::rep_opt(&mut m.env, tag, wt, &mut buf, ctx).at("env")?,
                 8 => field::opt_nz(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
-                9 => field::rep_opt(&mut m.volume_mounts, wt, &mut buf, ctx).at("volumeMounts")?,
+                9 => field::rep_opt(&mut m.volume_mounts, tag, wt, &mut buf, ctx)
+                    .at("volumeMounts")?,
                 10 => field::opt(&mut m.liveness_probe, wt, &mut buf, ctx).at("livenessProbe")?,
                 11 => field::opt(&mut m.readiness_probe, wt, &mut buf, ctx).at("readinessProbe")?,
                 12 => field::opt(&mut m.lifecycle, wt, &mut buf, ctx).at("lifecycle")?,
@@ -1466,16 +1467,16 @@ impl Decode for k8s_openapi::api::core::v1::Container {
                 16 => field::opt_nz(&mut m.stdin, wt, &mut buf, ctx).at("stdin")?,
                 17 => field::opt_nz(&mut m.stdin_once, wt, &mut buf, ctx).at("stdinOnce")?,
                 18 => field::opt_nz(&mut m.tty, wt, &mut buf, ctx).at("tty")?,
-                19 => field::rep_opt(&mut m.env_from, wt, &mut buf, ctx).at("envFrom")?,
+                19 => field::rep_opt(&mut m.env_from, tag, wt, &mut buf, ctx).at("envFrom")?,
                 20 => field::opt_nz(&mut m.termination_message_policy, wt, &mut buf, ctx)
                     .at("terminationMessagePolicy")?,
-                21 => {
-                    field::rep_opt(&mut m.volume_devices, wt, &mut buf, ctx).at("volumeDevices")?
-                }
+                21 => field::rep_opt(&mut m.volume_devices, tag, wt, &mut buf, ctx)
+                    .at("volumeDevices")?,
                 22 => field::opt(&mut m.startup_probe, wt, &mut buf, ctx).at("startupProbe")?,
-                23 => field::rep_opt(&mut m.resize_policy, wt, &mut buf, ctx).at("resizePolicy")?,
+                23 => field::rep_opt(&mut m.resize_policy, tag, wt, &mut buf, ctx)
+                    .at("resizePolicy")?,
                 24 => field::opt(&mut m.restart_policy, wt, &mut buf, ctx).at("restartPolicy")?,
-                25 => field::rep_opt(&mut m.restart_policy_rules, wt, &mut buf, ctx)
+                25 => field::rep_opt(&mut m.restart_policy_rules, tag, wt, &mut buf, ctx)
                     .at("restartPolicyRules")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -1635,7 +1636,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerImage {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.names, wt, &mut buf, ctx).at("names")?,
+                1 => field::rep_opt(&mut m.names, tag, wt, &mut buf, ctx).at("names")?,
                 2 => field::opt_nz(&mut m.size_bytes, wt, &mut buf, ctx).at("sizeBytes")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -1822,7 +1823,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.operator, wt, &mut buf, ctx).at("operator")?,
-                2 => field::rep_opt(&mut m.values, wt, &mut buf, ctx).at("values")?,
+                2 => field::rep_opt(&mut m.values, tag, wt, &mut buf, ctx).at("values")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -2069,9 +2070,10 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStatus {
                 10 => field::map_opt(&mut m.allocated_resources, wt, &mut buf, ctx)
                     .at("allocatedResources")?,
                 11 => field::opt(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
-                12 => field::rep_opt(&mut m.volume_mounts, wt, &mut buf, ctx).at("volumeMounts")?,
+                12 => field::rep_opt(&mut m.volume_mounts, tag, wt, &mut buf, ctx)
+                    .at("volumeMounts")?,
                 13 => field::opt(&mut m.user, wt, &mut buf, ctx).at("user")?,
-                14 => field::rep_opt(&mut m.allocated_resources_status, wt, &mut buf, ctx)
+                14 => field::rep_opt(&mut m.allocated_resources_status, tag, wt, &mut buf, ctx)
                     .at("allocatedResourcesStatus")?,
                 15 => field::opt(&mut m.stop_signal, wt, &mut buf, ctx).at("stopSignal")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -2233,7 +2235,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIProjection {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.items, wt, &mut buf, ctx).at("items")?,
+                1 => field::rep_opt(&mut m.items, tag, wt, &mut buf, ctx).at("items")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -2331,7 +2333,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.items, wt, &mut buf, ctx).at("items")?,
+                1 => field::rep_opt(&mut m.items, tag, wt, &mut buf, ctx).at("items")?,
                 2 => field::opt(&mut m.default_mode, wt, &mut buf, ctx).at("defaultMode")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -2520,10 +2522,10 @@ impl Decode for k8s_openapi::api::core::v1::EndpointSubset {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.addresses, wt, &mut buf, ctx).at("addresses")?,
-                2 => field::rep_opt(&mut m.not_ready_addresses, wt, &mut buf, ctx)
+                1 => field::rep_opt(&mut m.addresses, tag, wt, &mut buf, ctx).at("addresses")?,
+                2 => field::rep_opt(&mut m.not_ready_addresses, tag, wt, &mut buf, ctx)
                     .at("notReadyAddresses")?,
-                3 => field::rep_opt(&mut m.ports, wt, &mut buf, ctx).at("ports")?,
+                3 => field::rep_opt(&mut m.ports, tag, wt, &mut buf, ctx).at("ports")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -2576,7 +2578,7 @@ impl Decode for k8s_openapi::api::core::v1::Endpoints {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.metadata, wt, &mut buf, ctx).at("metadata")?,
-                2 => field::rep_opt(&mut m.subsets, wt, &mut buf, ctx).at("subsets")?,
+                2 => field::rep_opt(&mut m.subsets, tag, wt, &mut buf, ctx).at("subsets")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -2787,13 +2789,13 @@ fn merge_ephemeral_container_ephemeral_container_common(
         match tag {
             1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,
             2 => field::opt_nz(&mut m.image, wt, &mut buf, ctx).at("image")?,
-            3 => field::rep_opt(&mut m.command, wt, &mut buf, ctx).at("command")?,
-            4 => field::rep_opt(&mut m.args, wt, &mut buf, ctx).at("args")?,
+            3 => field::rep_opt(&mut m.command, tag, wt, &mut buf, ctx).at("command")?,
+            4 => field::rep_opt(&mut m.args, tag, wt, &mut buf, ctx).at("args")?,
             5 => field::opt_nz(&mut m.working_dir, wt, &mut buf, ctx).at("workingDir")?,
-            6 => field::rep_opt(&mut m.ports, wt, &mut buf, ctx).at("ports")?,
-            7 => field::rep_opt(&mut m.env, wt, &mut buf, ctx).at("env")?,
+            6 => field::rep_opt(&mut m.ports, tag, wt, &mut buf, ctx).at("ports")?,
+            7 => field::rep_opt(&mut m.env, tag, wt, &mut buf, ctx).at("env")?,
             8 => field::opt_nz(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
-            9 => field::rep_opt(&mut m.volume_mounts, wt, &mut buf, ctx).at("volumeMounts")?,
+            9 => field::rep_opt(&mut m.volume_mounts, tag, wt, &mut buf, ctx).at("volumeMounts")?,
             10 => field::opt(&mut m.liveness_probe, wt, &mut buf, ctx).at("livenessProbe")?,
             11 => field::opt(&mut m.readiness_probe, wt, &mut buf, ctx).at("readinessProbe")?,
             12 => field::opt(&mut m.lifecycle, wt, &mut buf, ctx).at("lifecycle")?,
@@ -2806,14 +2808,18 @@ fn merge_ephemeral_container_ephemeral_container_common(
             16 => field::opt_nz(&mut m.stdin, wt, &mut buf, ctx).at("stdin")?,
             17 => field::opt_nz(&mut m.stdin_once, wt, &mut buf, ctx).at("stdinOnce")?,
             18 => field::opt_nz(&mut m.tty, wt, &mut buf, ctx).at("tty")?,
-            19 => field::rep_opt(&mut m.env_from, wt, &mut buf, ctx).at("envFrom")?,
+            19 => field::rep_opt(&mut m.env_from, tag, wt, &mut buf, ctx).at("envFrom")?,
             20 => field::opt_nz(&mut m.termination_message_policy, wt, &mut buf, ctx)
                 .at("terminationMessagePolicy")?,
-            21 => field::rep_opt(&mut m.volume_devices, wt, &mut buf, ctx).at("volumeDevices")?,
+            21 => {
+                field::rep_opt(&mut m.volume_devices, tag, wt, &mut buf, ctx).at("volumeDevices")?
+            }
             22 => field::opt(&mut m.startup_probe, wt, &mut buf, ctx).at("startupProbe")?,
-            23 => field::rep_opt(&mut m.resize_policy, wt, &mut buf, ctx).at("resizePolicy")?,
+            23 => {
+                field::rep_opt(&mut m.resize_policy, tag, wt, &mut buf, ctx).at("resizePolicy")?
+            }
             24 => field::opt(&mut m.restart_policy, wt, &mut buf, ctx).at("restartPolicy")?,
-            25 => field::rep_opt(&mut m.restart_policy_rules, wt, &mut buf, ctx)
+            25 => field::rep_opt(&mut m.restart_policy_rules, tag, wt, &mut buf, ctx)
                 .at("restartPolicyRules")?,
             _ => wire::skip(tag, wt, &mut buf)?,
         }
@@ -3192,7 +3198,7 @@ impl Decode for k8s_openapi::api::core::v1::ExecAction {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.command, wt, &mut buf, ctx).at("command")?,
+                1 => field::rep_opt(&mut m.command, tag, wt, &mut buf, ctx).at("command")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -3236,11 +3242,11 @@ impl Decode for k8s_openapi::api::core::v1::FCVolumeSource {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.target_wwns, wt, &mut buf, ctx).at("targetWWNs")?,
+                1 => field::rep_opt(&mut m.target_wwns, tag, wt, &mut buf, ctx).at("targetWWNs")?,
                 2 => field::opt(&mut m.lun, wt, &mut buf, ctx).at("lun")?,
                 3 => field::opt_nz(&mut m.fs_type, wt, &mut buf, ctx).at("fsType")?,
                 4 => field::opt_nz(&mut m.read_only, wt, &mut buf, ctx).at("readOnly")?,
-                5 => field::rep_opt(&mut m.wwids, wt, &mut buf, ctx).at("wwids")?,
+                5 => field::rep_opt(&mut m.wwids, tag, wt, &mut buf, ctx).at("wwids")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -3727,7 +3733,9 @@ impl Decode for k8s_openapi::api::core::v1::HTTPGetAction {
                 2 => field::req(&mut m.port, wt, &mut buf, ctx).at("port")?,
                 3 => field::opt_nz(&mut m.host, wt, &mut buf, ctx).at("host")?,
                 4 => field::opt_nz(&mut m.scheme, wt, &mut buf, ctx).at("scheme")?,
-                5 => field::rep_opt(&mut m.http_headers, wt, &mut buf, ctx).at("httpHeaders")?,
+                5 => {
+                    field::rep_opt(&mut m.http_headers, tag, wt, &mut buf, ctx).at("httpHeaders")?
+                }
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -3822,7 +3830,7 @@ impl Decode for k8s_openapi::api::core::v1::HostAlias {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.ip, wt, &mut buf, ctx).at("ip")?,
-                2 => field::rep_opt(&mut m.hostnames, wt, &mut buf, ctx).at("hostnames")?,
+                2 => field::rep_opt(&mut m.hostnames, tag, wt, &mut buf, ctx).at("hostnames")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -3957,7 +3965,7 @@ impl Decode for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
                 }
                 5 => field::opt_nz(&mut m.fs_type, wt, &mut buf, ctx).at("fsType")?,
                 6 => field::opt_nz(&mut m.read_only, wt, &mut buf, ctx).at("readOnly")?,
-                7 => field::rep_opt(&mut m.portals, wt, &mut buf, ctx).at("portals")?,
+                7 => field::rep_opt(&mut m.portals, tag, wt, &mut buf, ctx).at("portals")?,
                 8 => field::opt_nz(&mut m.chap_auth_discovery, wt, &mut buf, ctx)
                     .at("chapAuthDiscovery")?,
                 10 => field::opt(&mut m.secret_ref, wt, &mut buf, ctx).at("secretRef")?,
@@ -4036,7 +4044,7 @@ impl Decode for k8s_openapi::api::core::v1::ISCSIVolumeSource {
                 }
                 5 => field::opt_nz(&mut m.fs_type, wt, &mut buf, ctx).at("fsType")?,
                 6 => field::opt_nz(&mut m.read_only, wt, &mut buf, ctx).at("readOnly")?,
-                7 => field::rep_opt(&mut m.portals, wt, &mut buf, ctx).at("portals")?,
+                7 => field::rep_opt(&mut m.portals, tag, wt, &mut buf, ctx).at("portals")?,
                 8 => field::opt_nz(&mut m.chap_auth_discovery, wt, &mut buf, ctx)
                     .at("chapAuthDiscovery")?,
                 10 => field::opt(&mut m.secret_ref, wt, &mut buf, ctx).at("secretRef")?,
@@ -4441,7 +4449,7 @@ impl Decode for k8s_openapi::api::core::v1::LimitRangeSpec {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.limits, wt, &mut buf, ctx).at("limits")?,
+                1 => field::rep(&mut m.limits, tag, wt, &mut buf, ctx).at("limits")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -4487,7 +4495,7 @@ impl Decode for k8s_openapi::api::core::v1::LinuxContainerUser {
             match tag {
                 1 => field::req(&mut m.uid, wt, &mut buf, ctx).at("uid")?,
                 2 => field::req(&mut m.gid, wt, &mut buf, ctx).at("gid")?,
-                3 => field::rep_opt(&mut m.supplemental_groups, wt, &mut buf, ctx)
+                3 => field::rep_opt(&mut m.supplemental_groups, tag, wt, &mut buf, ctx)
                     .at("supplementalGroups")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -4539,7 +4547,7 @@ impl Decode for k8s_openapi::api::core::v1::LoadBalancerIngress {
                 1 => field::opt_nz(&mut m.ip, wt, &mut buf, ctx).at("ip")?,
                 2 => field::opt_nz(&mut m.hostname, wt, &mut buf, ctx).at("hostname")?,
                 3 => field::opt(&mut m.ip_mode, wt, &mut buf, ctx).at("ipMode")?,
-                4 => field::rep_opt(&mut m.ports, wt, &mut buf, ctx).at("ports")?,
+                4 => field::rep_opt(&mut m.ports, tag, wt, &mut buf, ctx).at("ports")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -4589,7 +4597,7 @@ impl Decode for k8s_openapi::api::core::v1::LoadBalancerStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.ingress, wt, &mut buf, ctx).at("ingress")?,
+                1 => field::rep_opt(&mut m.ingress, tag, wt, &mut buf, ctx).at("ingress")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -4910,7 +4918,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceSpec {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.finalizers, wt, &mut buf, ctx).at("finalizers")?,
+                1 => field::rep_opt(&mut m.finalizers, tag, wt, &mut buf, ctx).at("finalizers")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -4955,7 +4963,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceStatus {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt_nz(&mut m.phase, wt, &mut buf, ctx).at("phase")?,
-                2 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                2 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -5103,6 +5111,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAffinity {
                 .at("requiredDuringSchedulingIgnoredDuringExecution")?,
                 2 => field::rep_opt(
                     &mut m.preferred_during_scheduling_ignored_during_execution,
+                    tag,
                     wt,
                     &mut buf,
                     ctx,
@@ -5164,7 +5173,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
             match tag {
                 1 => field::req(&mut m.resource_claim_name, wt, &mut buf, ctx)
                     .at("resourceClaimName")?,
-                2 => field::rep_opt(&mut m.containers, wt, &mut buf, ctx).at("containers")?,
+                2 => field::rep_opt(&mut m.containers, tag, wt, &mut buf, ctx).at("containers")?,
                 3 => field::map(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -5539,7 +5548,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelector {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.node_selector_terms, wt, &mut buf, ctx)
+                1 => field::rep(&mut m.node_selector_terms, tag, wt, &mut buf, ctx)
                     .at("nodeSelectorTerms")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -5586,7 +5595,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelectorRequirement {
             match tag {
                 1 => field::req(&mut m.key, wt, &mut buf, ctx).at("key")?,
                 2 => field::req(&mut m.operator, wt, &mut buf, ctx).at("operator")?,
-                3 => field::rep_opt(&mut m.values, wt, &mut buf, ctx).at("values")?,
+                3 => field::rep_opt(&mut m.values, tag, wt, &mut buf, ctx).at("values")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -5634,9 +5643,11 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelectorTerm {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.match_expressions, wt, &mut buf, ctx)
+                1 => field::rep_opt(&mut m.match_expressions, tag, wt, &mut buf, ctx)
                     .at("matchExpressions")?,
-                2 => field::rep_opt(&mut m.match_fields, wt, &mut buf, ctx).at("matchFields")?,
+                2 => {
+                    field::rep_opt(&mut m.match_fields, tag, wt, &mut buf, ctx).at("matchFields")?
+                }
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -5688,9 +5699,9 @@ impl Decode for k8s_openapi::api::core::v1::NodeSpec {
                 2 => field::opt_nz(&mut m.external_id, wt, &mut buf, ctx).at("externalID")?,
                 3 => field::opt_nz(&mut m.provider_id, wt, &mut buf, ctx).at("providerID")?,
                 4 => field::opt_nz(&mut m.unschedulable, wt, &mut buf, ctx).at("unschedulable")?,
-                5 => field::rep_opt(&mut m.taints, wt, &mut buf, ctx).at("taints")?,
+                5 => field::rep_opt(&mut m.taints, tag, wt, &mut buf, ctx).at("taints")?,
                 6 => field::opt(&mut m.config_source, wt, &mut buf, ctx).at("configSource")?,
-                7 => field::rep_opt(&mut m.pod_cidrs, wt, &mut buf, ctx).at("podCIDRs")?,
+                7 => field::rep_opt(&mut m.pod_cidrs, tag, wt, &mut buf, ctx).at("podCIDRs")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -5752,20 +5763,21 @@ impl Decode for k8s_openapi::api::core::v1::NodeStatus {
                 1 => field::map_opt(&mut m.capacity, wt, &mut buf, ctx).at("capacity")?,
                 2 => field::map_opt(&mut m.allocatable, wt, &mut buf, ctx).at("allocatable")?,
                 3 => field::opt_nz(&mut m.phase, wt, &mut buf, ctx).at("phase")?,
-                4 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
-                5 => field::rep_opt(&mut m.addresses, wt, &mut buf, ctx).at("addresses")?,
+                4 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
+                5 => field::rep_opt(&mut m.addresses, tag, wt, &mut buf, ctx).at("addresses")?,
                 6 => field::opt_nz(&mut m.daemon_endpoints, wt, &mut buf, ctx)
                     .at("daemonEndpoints")?,
                 7 => field::opt_nz(&mut m.node_info, wt, &mut buf, ctx).at("nodeInfo")?,
-                8 => field::rep_opt(&mut m.images, wt, &mut buf, ctx).at("images")?,
-                9 => field::rep_opt(&mut m.volumes_in_use, wt, &mut buf, ctx).at("volumesInUse")?,
-                10 => field::rep_opt(&mut m.volumes_attached, wt, &mut buf, ctx)
+                8 => field::rep_opt(&mut m.images, tag, wt, &mut buf, ctx).at("images")?,
+                9 => field::rep_opt(&mut m.volumes_in_use, tag, wt, &mut buf, ctx)
+                    .at("volumesInUse")?,
+                10 => field::rep_opt(&mut m.volumes_attached, tag, wt, &mut buf, ctx)
                     .at("volumesAttached")?,
                 11 => field::opt(&mut m.config, wt, &mut buf, ctx).at("config")?,
-                12 => field::rep_opt(&mut m.runtime_handlers, wt, &mut buf, ctx)
+                12 => field::rep_opt(&mut m.runtime_handlers, tag, wt, &mut buf, ctx)
                     .at("runtimeHandlers")?,
                 13 => field::opt(&mut m.features, wt, &mut buf, ctx).at("features")?,
-                14 => field::rep_opt(&mut m.declared_features, wt, &mut buf, ctx)
+                14 => field::rep_opt(&mut m.declared_features, tag, wt, &mut buf, ctx)
                     .at("declaredFeatures")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -6227,7 +6239,9 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.access_modes, wt, &mut buf, ctx).at("accessModes")?,
+                1 => {
+                    field::rep_opt(&mut m.access_modes, tag, wt, &mut buf, ctx).at("accessModes")?
+                }
                 2 => field::opt_nz(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
                 3 => field::opt_nz(&mut m.volume_name, wt, &mut buf, ctx).at("volumeName")?,
                 4 => field::opt(&mut m.selector, wt, &mut buf, ctx).at("selector")?,
@@ -6302,9 +6316,11 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt_nz(&mut m.phase, wt, &mut buf, ctx).at("phase")?,
-                2 => field::rep_opt(&mut m.access_modes, wt, &mut buf, ctx).at("accessModes")?,
+                2 => {
+                    field::rep_opt(&mut m.access_modes, tag, wt, &mut buf, ctx).at("accessModes")?
+                }
                 3 => field::map_opt(&mut m.capacity, wt, &mut buf, ctx).at("capacity")?,
-                4 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                4 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 5 => field::map_opt(&mut m.allocated_resources, wt, &mut buf, ctx)
                     .at("allocatedResources")?,
                 7 => field::map_opt(&mut m.allocated_resource_statuses, wt, &mut buf, ctx)
@@ -6571,13 +6587,16 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeSpec {
                     merge_persistent_volume_spec_persistent_volume_source,
                 )
                 .at("persistentVolumeSource")?,
-                3 => field::rep_opt(&mut m.access_modes, wt, &mut buf, ctx).at("accessModes")?,
+                3 => {
+                    field::rep_opt(&mut m.access_modes, tag, wt, &mut buf, ctx).at("accessModes")?
+                }
                 4 => field::opt(&mut m.claim_ref, wt, &mut buf, ctx).at("claimRef")?,
                 5 => field::opt_nz(&mut m.persistent_volume_reclaim_policy, wt, &mut buf, ctx)
                     .at("persistentVolumeReclaimPolicy")?,
                 6 => field::opt_nz(&mut m.storage_class_name, wt, &mut buf, ctx)
                     .at("storageClassName")?,
-                7 => field::rep_opt(&mut m.mount_options, wt, &mut buf, ctx).at("mountOptions")?,
+                7 => field::rep_opt(&mut m.mount_options, tag, wt, &mut buf, ctx)
+                    .at("mountOptions")?,
                 8 => field::opt(&mut m.volume_mode, wt, &mut buf, ctx).at("volumeMode")?,
                 9 => field::opt(&mut m.node_affinity, wt, &mut buf, ctx).at("nodeAffinity")?,
                 10 => field::opt(&mut m.volume_attributes_class_name, wt, &mut buf, ctx)
@@ -6818,6 +6837,7 @@ impl Decode for k8s_openapi::api::core::v1::PodAffinity {
             match tag {
                 1 => field::rep_opt(
                     &mut m.required_during_scheduling_ignored_during_execution,
+                    tag,
                     wt,
                     &mut buf,
                     ctx,
@@ -6825,6 +6845,7 @@ impl Decode for k8s_openapi::api::core::v1::PodAffinity {
                 .at("requiredDuringSchedulingIgnoredDuringExecution")?,
                 2 => field::rep_opt(
                     &mut m.preferred_during_scheduling_ignored_during_execution,
+                    tag,
                     wt,
                     &mut buf,
                     ctx,
@@ -6886,13 +6907,13 @@ impl Decode for k8s_openapi::api::core::v1::PodAffinityTerm {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt(&mut m.label_selector, wt, &mut buf, ctx).at("labelSelector")?,
-                2 => field::rep_opt(&mut m.namespaces, wt, &mut buf, ctx).at("namespaces")?,
+                2 => field::rep_opt(&mut m.namespaces, tag, wt, &mut buf, ctx).at("namespaces")?,
                 3 => field::req(&mut m.topology_key, wt, &mut buf, ctx).at("topologyKey")?,
                 4 => field::opt(&mut m.namespace_selector, wt, &mut buf, ctx)
                     .at("namespaceSelector")?,
-                5 => field::rep_opt(&mut m.match_label_keys, wt, &mut buf, ctx)
+                5 => field::rep_opt(&mut m.match_label_keys, tag, wt, &mut buf, ctx)
                     .at("matchLabelKeys")?,
-                6 => field::rep_opt(&mut m.mismatch_label_keys, wt, &mut buf, ctx)
+                6 => field::rep_opt(&mut m.mismatch_label_keys, tag, wt, &mut buf, ctx)
                     .at("mismatchLabelKeys")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -6955,6 +6976,7 @@ impl Decode for k8s_openapi::api::core::v1::PodAntiAffinity {
             match tag {
                 1 => field::rep_opt(
                     &mut m.required_during_scheduling_ignored_during_execution,
+                    tag,
                     wt,
                     &mut buf,
                     ctx,
@@ -6962,6 +6984,7 @@ impl Decode for k8s_openapi::api::core::v1::PodAntiAffinity {
                 .at("requiredDuringSchedulingIgnoredDuringExecution")?,
                 2 => field::rep_opt(
                     &mut m.preferred_during_scheduling_ignored_during_execution,
+                    tag,
                     wt,
                     &mut buf,
                     ctx,
@@ -7144,9 +7167,11 @@ impl Decode for k8s_openapi::api::core::v1::PodDNSConfig {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.nameservers, wt, &mut buf, ctx).at("nameservers")?,
-                2 => field::rep_opt(&mut m.searches, wt, &mut buf, ctx).at("searches")?,
-                3 => field::rep_opt(&mut m.options, wt, &mut buf, ctx).at("options")?,
+                1 => {
+                    field::rep_opt(&mut m.nameservers, tag, wt, &mut buf, ctx).at("nameservers")?
+                }
+                2 => field::rep_opt(&mut m.searches, tag, wt, &mut buf, ctx).at("searches")?,
+                3 => field::rep_opt(&mut m.options, tag, wt, &mut buf, ctx).at("options")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -7240,9 +7265,8 @@ impl Decode for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => {
-                    field::rep(&mut m.request_mappings, wt, &mut buf, ctx).at("requestMappings")?
-                }
+                1 => field::rep(&mut m.request_mappings, tag, wt, &mut buf, ctx)
+                    .at("requestMappings")?,
                 2 => field::req(&mut m.resource_claim_name, wt, &mut buf, ctx)
                     .at("resourceClaimName")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -7578,11 +7602,11 @@ impl Decode for k8s_openapi::api::core::v1::PodSecurityContext {
                 1 => field::opt(&mut m.se_linux_options, wt, &mut buf, ctx).at("seLinuxOptions")?,
                 2 => field::opt(&mut m.run_as_user, wt, &mut buf, ctx).at("runAsUser")?,
                 3 => field::opt(&mut m.run_as_non_root, wt, &mut buf, ctx).at("runAsNonRoot")?,
-                4 => field::rep_opt(&mut m.supplemental_groups, wt, &mut buf, ctx)
+                4 => field::rep_opt(&mut m.supplemental_groups, tag, wt, &mut buf, ctx)
                     .at("supplementalGroups")?,
                 5 => field::opt(&mut m.fs_group, wt, &mut buf, ctx).at("fsGroup")?,
                 6 => field::opt(&mut m.run_as_group, wt, &mut buf, ctx).at("runAsGroup")?,
-                7 => field::rep_opt(&mut m.sysctls, wt, &mut buf, ctx).at("sysctls")?,
+                7 => field::rep_opt(&mut m.sysctls, tag, wt, &mut buf, ctx).at("sysctls")?,
                 8 => field::opt(&mut m.windows_options, wt, &mut buf, ctx).at("windowsOptions")?,
                 9 => field::opt(&mut m.fs_group_change_policy, wt, &mut buf, ctx)
                     .at("fsGroupChangePolicy")?,
@@ -7667,8 +7691,8 @@ impl Decode for k8s_openapi::api::core::v1::PodSpec {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.volumes, wt, &mut buf, ctx).at("volumes")?,
-                2 => field::rep(&mut m.containers, wt, &mut buf, ctx).at("containers")?,
+                1 => field::rep_opt(&mut m.volumes, tag, wt, &mut buf, ctx).at("volumes")?,
+                2 => field::rep(&mut m.containers, tag, wt, &mut buf, ctx).at("containers")?,
                 3 => field::opt_nz(&mut m.restart_policy, wt, &mut buf, ctx).at("restartPolicy")?,
                 4 => field::opt(&mut m.termination_grace_period_seconds, wt, &mut buf, ctx)
                     .at("terminationGracePeriodSeconds")?,
@@ -7688,7 +7712,7 @@ impl Decode for k8s_openapi::api::core::v1::PodSpec {
                 14 => {
                     field::opt(&mut m.security_context, wt, &mut buf, ctx).at("securityContext")?
                 }
-                15 => field::rep_opt(&mut m.image_pull_secrets, wt, &mut buf, ctx)
+                15 => field::rep_opt(&mut m.image_pull_secrets, tag, wt, &mut buf, ctx)
                     .at("imagePullSecrets")?,
                 16 => field::opt_nz(&mut m.hostname, wt, &mut buf, ctx).at("hostname")?,
                 17 => field::opt_nz(&mut m.subdomain, wt, &mut buf, ctx).at("subdomain")?,
@@ -7696,19 +7720,23 @@ impl Decode for k8s_openapi::api::core::v1::PodSpec {
                 19 => {
                     field::opt_nz(&mut m.scheduler_name, wt, &mut buf, ctx).at("schedulerName")?
                 }
-                20 => field::rep_opt(&mut m.init_containers, wt, &mut buf, ctx)
+                20 => field::rep_opt(&mut m.init_containers, tag, wt, &mut buf, ctx)
                     .at("initContainers")?,
                 21 => field::opt(&mut m.automount_service_account_token, wt, &mut buf, ctx)
                     .at("automountServiceAccountToken")?,
-                22 => field::rep_opt(&mut m.tolerations, wt, &mut buf, ctx).at("tolerations")?,
-                23 => field::rep_opt(&mut m.host_aliases, wt, &mut buf, ctx).at("hostAliases")?,
+                22 => {
+                    field::rep_opt(&mut m.tolerations, tag, wt, &mut buf, ctx).at("tolerations")?
+                }
+                23 => {
+                    field::rep_opt(&mut m.host_aliases, tag, wt, &mut buf, ctx).at("hostAliases")?
+                }
                 24 => field::opt_nz(&mut m.priority_class_name, wt, &mut buf, ctx)
                     .at("priorityClassName")?,
                 25 => field::opt(&mut m.priority, wt, &mut buf, ctx).at("priority")?,
                 26 => field::opt(&mut m.dns_config, wt, &mut buf, ctx).at("dnsConfig")?,
                 27 => field::opt(&mut m.share_process_namespace, wt, &mut buf, ctx)
                     .at("shareProcessNamespace")?,
-                28 => field::rep_opt(&mut m.readiness_gates, wt, &mut buf, ctx)
+                28 => field::rep_opt(&mut m.readiness_gates, tag, wt, &mut buf, ctx)
                     .at("readinessGates")?,
                 29 => field::opt(&mut m.runtime_class_name, wt, &mut buf, ctx)
                     .at("runtimeClassName")?,
@@ -7717,17 +7745,17 @@ impl Decode for k8s_openapi::api::core::v1::PodSpec {
                 31 => field::opt(&mut m.preemption_policy, wt, &mut buf, ctx)
                     .at("preemptionPolicy")?,
                 32 => field::map_opt(&mut m.overhead, wt, &mut buf, ctx).at("overhead")?,
-                33 => field::rep_opt(&mut m.topology_spread_constraints, wt, &mut buf, ctx)
+                33 => field::rep_opt(&mut m.topology_spread_constraints, tag, wt, &mut buf, ctx)
                     .at("topologySpreadConstraints")?,
-                34 => field::rep_opt(&mut m.ephemeral_containers, wt, &mut buf, ctx)
+                34 => field::rep_opt(&mut m.ephemeral_containers, tag, wt, &mut buf, ctx)
                     .at("ephemeralContainers")?,
                 35 => field::opt(&mut m.set_hostname_as_fqdn, wt, &mut buf, ctx)
                     .at("setHostnameAsFQDN")?,
                 36 => field::opt(&mut m.os, wt, &mut buf, ctx).at("os")?,
                 37 => field::opt(&mut m.host_users, wt, &mut buf, ctx).at("hostUsers")?,
-                38 => field::rep_opt(&mut m.scheduling_gates, wt, &mut buf, ctx)
+                38 => field::rep_opt(&mut m.scheduling_gates, tag, wt, &mut buf, ctx)
                     .at("schedulingGates")?,
-                39 => field::rep_opt(&mut m.resource_claims, wt, &mut buf, ctx)
+                39 => field::rep_opt(&mut m.resource_claims, tag, wt, &mut buf, ctx)
                     .at("resourceClaims")?,
                 40 => field::opt(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
                 41 => field::opt(&mut m.hostname_override, wt, &mut buf, ctx)
@@ -7887,26 +7915,26 @@ impl Decode for k8s_openapi::api::core::v1::PodStatus {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt_nz(&mut m.phase, wt, &mut buf, ctx).at("phase")?,
-                2 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                2 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 3 => field::opt_nz(&mut m.message, wt, &mut buf, ctx).at("message")?,
                 4 => field::opt_nz(&mut m.reason, wt, &mut buf, ctx).at("reason")?,
                 5 => field::opt_nz(&mut m.host_ip, wt, &mut buf, ctx).at("hostIP")?,
                 6 => field::opt_nz(&mut m.pod_ip, wt, &mut buf, ctx).at("podIP")?,
                 7 => field::opt(&mut m.start_time, wt, &mut buf, ctx).at("startTime")?,
-                8 => field::rep_opt(&mut m.container_statuses, wt, &mut buf, ctx)
+                8 => field::rep_opt(&mut m.container_statuses, tag, wt, &mut buf, ctx)
                     .at("containerStatuses")?,
                 9 => field::opt_nz(&mut m.qos_class, wt, &mut buf, ctx).at("qosClass")?,
-                10 => field::rep_opt(&mut m.init_container_statuses, wt, &mut buf, ctx)
+                10 => field::rep_opt(&mut m.init_container_statuses, tag, wt, &mut buf, ctx)
                     .at("initContainerStatuses")?,
                 11 => field::opt_nz(&mut m.nominated_node_name, wt, &mut buf, ctx)
                     .at("nominatedNodeName")?,
-                12 => field::rep_opt(&mut m.pod_ips, wt, &mut buf, ctx).at("podIPs")?,
-                13 => field::rep_opt(&mut m.ephemeral_container_statuses, wt, &mut buf, ctx)
+                12 => field::rep_opt(&mut m.pod_ips, tag, wt, &mut buf, ctx).at("podIPs")?,
+                13 => field::rep_opt(&mut m.ephemeral_container_statuses, tag, wt, &mut buf, ctx)
                     .at("ephemeralContainerStatuses")?,
                 14 => field::opt_nz(&mut m.resize, wt, &mut buf, ctx).at("resize")?,
-                15 => field::rep_opt(&mut m.resource_claim_statuses, wt, &mut buf, ctx)
+                15 => field::rep_opt(&mut m.resource_claim_statuses, tag, wt, &mut buf, ctx)
                     .at("resourceClaimStatuses")?,
-                16 => field::rep_opt(&mut m.host_ips, wt, &mut buf, ctx).at("hostIPs")?,
+                16 => field::rep_opt(&mut m.host_ips, tag, wt, &mut buf, ctx).at("hostIPs")?,
                 17 => field::opt_nz(&mut m.observed_generation, wt, &mut buf, ctx)
                     .at("observedGeneration")?,
                 18 => field::opt(&mut m.extended_resource_claim_status, wt, &mut buf, ctx)
@@ -7916,6 +7944,7 @@ impl Decode for k8s_openapi::api::core::v1::PodStatus {
                 20 => field::opt(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
                 21 => field::rep_opt(
                     &mut m.node_allocatable_resource_claim_statuses,
+                    tag,
                     wt,
                     &mut buf,
                     ctx,
@@ -8355,7 +8384,7 @@ impl Decode for k8s_openapi::api::core::v1::ProjectedVolumeSource {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.sources, wt, &mut buf, ctx).at("sources")?,
+                1 => field::rep_opt(&mut m.sources, tag, wt, &mut buf, ctx).at("sources")?,
                 2 => field::opt(&mut m.default_mode, wt, &mut buf, ctx).at("defaultMode")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -8456,7 +8485,7 @@ impl Decode for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.monitors, wt, &mut buf, ctx).at("monitors")?,
+                1 => field::rep(&mut m.monitors, tag, wt, &mut buf, ctx).at("monitors")?,
                 2 => field::req(&mut m.image, wt, &mut buf, ctx).at("image")?,
                 3 => field::opt_nz(&mut m.fs_type, wt, &mut buf, ctx).at("fsType")?,
                 4 => field::opt_nz(&mut m.pool, wt, &mut buf, ctx).at("pool")?,
@@ -8522,7 +8551,7 @@ impl Decode for k8s_openapi::api::core::v1::RBDVolumeSource {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.monitors, wt, &mut buf, ctx).at("monitors")?,
+                1 => field::rep(&mut m.monitors, tag, wt, &mut buf, ctx).at("monitors")?,
                 2 => field::req(&mut m.image, wt, &mut buf, ctx).at("image")?,
                 3 => field::opt_nz(&mut m.fs_type, wt, &mut buf, ctx).at("fsType")?,
                 4 => field::opt_nz(&mut m.pool, wt, &mut buf, ctx).at("pool")?,
@@ -8752,7 +8781,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationControllerStatus {
                 4 => field::opt_nz(&mut m.ready_replicas, wt, &mut buf, ctx).at("readyReplicas")?,
                 5 => field::opt_nz(&mut m.available_replicas, wt, &mut buf, ctx)
                     .at("availableReplicas")?,
-                6 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                6 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -8990,7 +9019,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceQuotaSpec {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::map_opt(&mut m.hard, wt, &mut buf, ctx).at("hard")?,
-                2 => field::rep_opt(&mut m.scopes, wt, &mut buf, ctx).at("scopes")?,
+                2 => field::rep_opt(&mut m.scopes, tag, wt, &mut buf, ctx).at("scopes")?,
                 3 => field::opt(&mut m.scope_selector, wt, &mut buf, ctx).at("scopeSelector")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -9084,7 +9113,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceRequirements {
             match tag {
                 1 => field::map_opt(&mut m.limits, wt, &mut buf, ctx).at("limits")?,
                 2 => field::map_opt(&mut m.requests, wt, &mut buf, ctx).at("requests")?,
-                3 => field::rep_opt(&mut m.claims, wt, &mut buf, ctx).at("claims")?,
+                3 => field::rep_opt(&mut m.claims, tag, wt, &mut buf, ctx).at("claims")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -9133,7 +9162,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceStatus {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,
-                2 => field::rep_opt(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
+                2 => field::rep_opt(&mut m.resources, tag, wt, &mut buf, ctx).at("resources")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -9369,7 +9398,7 @@ impl Decode for k8s_openapi::api::core::v1::ScopeSelector {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.match_expressions, wt, &mut buf, ctx)
+                1 => field::rep_opt(&mut m.match_expressions, tag, wt, &mut buf, ctx)
                     .at("matchExpressions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -9416,7 +9445,7 @@ impl Decode for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
             match tag {
                 1 => field::req(&mut m.scope_name, wt, &mut buf, ctx).at("scopeName")?,
                 2 => field::req(&mut m.operator, wt, &mut buf, ctx).at("operator")?,
-                3 => field::rep_opt(&mut m.values, wt, &mut buf, ctx).at("values")?,
+                3 => field::rep_opt(&mut m.values, tag, wt, &mut buf, ctx).at("values")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -9757,7 +9786,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretProjection {
                     merge_secret_projection_local_object_reference,
                 )
                 .at("localObjectReference")?,
-                2 => field::rep_opt(&mut m.items, wt, &mut buf, ctx).at("items")?,
+                2 => field::rep_opt(&mut m.items, tag, wt, &mut buf, ctx).at("items")?,
                 4 => field::opt(&mut m.optional, wt, &mut buf, ctx).at("optional")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -9850,7 +9879,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretVolumeSource {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt_nz(&mut m.secret_name, wt, &mut buf, ctx).at("secretName")?,
-                2 => field::rep_opt(&mut m.items, wt, &mut buf, ctx).at("items")?,
+                2 => field::rep_opt(&mut m.items, tag, wt, &mut buf, ctx).at("items")?,
                 3 => field::opt(&mut m.default_mode, wt, &mut buf, ctx).at("defaultMode")?,
                 4 => field::opt(&mut m.optional, wt, &mut buf, ctx).at("optional")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -10038,8 +10067,8 @@ impl Decode for k8s_openapi::api::core::v1::ServiceAccount {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.metadata, wt, &mut buf, ctx).at("metadata")?,
-                2 => field::rep_opt(&mut m.secrets, wt, &mut buf, ctx).at("secrets")?,
-                3 => field::rep_opt(&mut m.image_pull_secrets, wt, &mut buf, ctx)
+                2 => field::rep_opt(&mut m.secrets, tag, wt, &mut buf, ctx).at("secrets")?,
+                3 => field::rep_opt(&mut m.image_pull_secrets, tag, wt, &mut buf, ctx)
                     .at("imagePullSecrets")?,
                 4 => field::opt(&mut m.automount_service_account_token, wt, &mut buf, ctx)
                     .at("automountServiceAccountToken")?,
@@ -10195,16 +10224,18 @@ impl Decode for k8s_openapi::api::core::v1::ServiceSpec {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.ports, wt, &mut buf, ctx).at("ports")?,
+                1 => field::rep_opt(&mut m.ports, tag, wt, &mut buf, ctx).at("ports")?,
                 2 => field::map_opt(&mut m.selector, wt, &mut buf, ctx).at("selector")?,
                 3 => field::opt_nz(&mut m.cluster_ip, wt, &mut buf, ctx).at("clusterIP")?,
                 4 => field::opt_nz(&mut m.type_, wt, &mut buf, ctx).at("type")?,
-                5 => field::rep_opt(&mut m.external_ips, wt, &mut buf, ctx).at("externalIPs")?,
+                5 => {
+                    field::rep_opt(&mut m.external_ips, tag, wt, &mut buf, ctx).at("externalIPs")?
+                }
                 7 => field::opt_nz(&mut m.session_affinity, wt, &mut buf, ctx)
                     .at("sessionAffinity")?,
                 8 => field::opt_nz(&mut m.load_balancer_ip, wt, &mut buf, ctx)
                     .at("loadBalancerIP")?,
-                9 => field::rep_opt(&mut m.load_balancer_source_ranges, wt, &mut buf, ctx)
+                9 => field::rep_opt(&mut m.load_balancer_source_ranges, tag, wt, &mut buf, ctx)
                     .at("loadBalancerSourceRanges")?,
                 10 => field::opt_nz(&mut m.external_name, wt, &mut buf, ctx).at("externalName")?,
                 11 => field::opt_nz(&mut m.external_traffic_policy, wt, &mut buf, ctx)
@@ -10218,8 +10249,12 @@ impl Decode for k8s_openapi::api::core::v1::ServiceSpec {
                 17 => {
                     field::opt(&mut m.ip_family_policy, wt, &mut buf, ctx).at("ipFamilyPolicy")?
                 }
-                18 => field::rep_opt(&mut m.cluster_ips, wt, &mut buf, ctx).at("clusterIPs")?,
-                19 => field::rep_opt(&mut m.ip_families, wt, &mut buf, ctx).at("ipFamilies")?,
+                18 => {
+                    field::rep_opt(&mut m.cluster_ips, tag, wt, &mut buf, ctx).at("clusterIPs")?
+                }
+                19 => {
+                    field::rep_opt(&mut m.ip_families, tag, wt, &mut buf, ctx).at("ipFamilies")?
+                }
                 20 => field::opt(&mut m.allocate_load_balancer_node_ports, wt, &mut buf, ctx)
                     .at("allocateLoadBalancerNodePorts")?,
                 21 => field::opt(&mut m.load_balancer_class, wt, &mut buf, ctx)
@@ -10319,7 +10354,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceStatus {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt_nz(&mut m.load_balancer, wt, &mut buf, ctx).at("loadBalancer")?,
-                2 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                2 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -10745,7 +10780,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.key, wt, &mut buf, ctx).at("key")?,
-                2 => field::rep(&mut m.values, wt, &mut buf, ctx).at("values")?,
+                2 => field::rep(&mut m.values, tag, wt, &mut buf, ctx).at("values")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -10791,7 +10826,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySelectorTerm {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.match_label_expressions, wt, &mut buf, ctx)
+                1 => field::rep_opt(&mut m.match_label_expressions, tag, wt, &mut buf, ctx)
                     .at("matchLabelExpressions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -10846,7 +10881,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySpreadConstraint {
                     .at("nodeAffinityPolicy")?,
                 7 => field::opt(&mut m.node_taints_policy, wt, &mut buf, ctx)
                     .at("nodeTaintsPolicy")?,
-                8 => field::rep_opt(&mut m.match_label_keys, wt, &mut buf, ctx)
+                8 => field::rep_opt(&mut m.match_label_keys, tag, wt, &mut buf, ctx)
                     .at("matchLabelKeys")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }

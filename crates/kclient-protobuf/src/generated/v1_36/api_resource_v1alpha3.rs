@@ -161,7 +161,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -418,8 +418,8 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestS
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                2 => field::rep_opt(&mut m.pools, wt, &mut buf, ctx).at("pools")?,
-                3 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                2 => field::rep_opt(&mut m.pools, tag, wt, &mut buf, ctx).at("pools")?,
+                3 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 6 => field::req(&mut m.pool_count, wt, &mut buf, ctx).at("poolCount")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }

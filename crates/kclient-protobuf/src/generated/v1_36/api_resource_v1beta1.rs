@@ -18,7 +18,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
                 1 => field::req(&mut m.driver, wt, &mut buf, ctx).at("driver")?,
                 2 => field::req(&mut m.pool, wt, &mut buf, ctx).at("pool")?,
                 3 => field::req(&mut m.device, wt, &mut buf, ctx).at("device")?,
-                4 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                4 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 5 => field::opt(&mut m.data, wt, &mut buf, ctx).at("data")?,
                 6 => field::opt(&mut m.network_data, wt, &mut buf, ctx).at("networkData")?,
                 7 => field::opt(&mut m.share_id, wt, &mut buf, ctx).at("shareID")?,
@@ -131,16 +131,16 @@ impl Decode for k8s_openapi::api::resource::v1beta1::BasicDevice {
             match tag {
                 1 => field::map_opt(&mut m.attributes, wt, &mut buf, ctx).at("attributes")?,
                 2 => field::map_opt(&mut m.capacity, wt, &mut buf, ctx).at("capacity")?,
-                3 => field::rep_opt(&mut m.consumes_counters, wt, &mut buf, ctx)
+                3 => field::rep_opt(&mut m.consumes_counters, tag, wt, &mut buf, ctx)
                     .at("consumesCounters")?,
                 4 => field::opt(&mut m.node_name, wt, &mut buf, ctx).at("nodeName")?,
                 5 => field::opt(&mut m.node_selector, wt, &mut buf, ctx).at("nodeSelector")?,
                 6 => field::opt(&mut m.all_nodes, wt, &mut buf, ctx).at("allNodes")?,
-                7 => field::rep_opt(&mut m.taints, wt, &mut buf, ctx).at("taints")?,
+                7 => field::rep_opt(&mut m.taints, tag, wt, &mut buf, ctx).at("taints")?,
                 8 => field::opt(&mut m.binds_to_node, wt, &mut buf, ctx).at("bindsToNode")?,
-                9 => field::rep_opt(&mut m.binding_conditions, wt, &mut buf, ctx)
+                9 => field::rep_opt(&mut m.binding_conditions, tag, wt, &mut buf, ctx)
                     .at("bindingConditions")?,
-                10 => field::rep_opt(&mut m.binding_failure_conditions, wt, &mut buf, ctx)
+                10 => field::rep_opt(&mut m.binding_failure_conditions, tag, wt, &mut buf, ctx)
                     .at("bindingFailureConditions")?,
                 11 => field::opt(&mut m.allow_multiple_allocations, wt, &mut buf, ctx)
                     .at("allowMultipleAllocations")?,
@@ -261,7 +261,9 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt(&mut m.default, wt, &mut buf, ctx).at("default")?,
-                3 => field::rep_opt(&mut m.valid_values, wt, &mut buf, ctx).at("validValues")?,
+                3 => {
+                    field::rep_opt(&mut m.valid_values, tag, wt, &mut buf, ctx).at("validValues")?
+                }
                 4 => field::opt(&mut m.valid_range, wt, &mut buf, ctx).at("validRange")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -555,7 +557,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfigurati
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.source, wt, &mut buf, ctx).at("source")?,
-                2 => field::rep_opt(&mut m.requests, wt, &mut buf, ctx).at("requests")?,
+                2 => field::rep_opt(&mut m.requests, tag, wt, &mut buf, ctx).at("requests")?,
                 3 => field::inline(
                     &mut *m,
                     wt,
@@ -620,8 +622,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.results, wt, &mut buf, ctx).at("results")?,
-                2 => field::rep_opt(&mut m.config, wt, &mut buf, ctx).at("config")?,
+                1 => field::rep_opt(&mut m.results, tag, wt, &mut buf, ctx).at("results")?,
+                2 => field::rep_opt(&mut m.config, tag, wt, &mut buf, ctx).at("config")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -673,10 +675,10 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
                 3 => field::opt(&mut m.bool, wt, &mut buf, ctx).at("bool")?,
                 4 => field::opt(&mut m.string, wt, &mut buf, ctx).at("string")?,
                 5 => field::opt(&mut m.version, wt, &mut buf, ctx).at("version")?,
-                6 => field::rep_opt(&mut m.ints, wt, &mut buf, ctx).at("ints")?,
-                7 => field::rep_opt(&mut m.bools, wt, &mut buf, ctx).at("bools")?,
-                8 => field::rep_opt(&mut m.strings, wt, &mut buf, ctx).at("strings")?,
-                9 => field::rep_opt(&mut m.versions, wt, &mut buf, ctx).at("versions")?,
+                6 => field::rep_opt(&mut m.ints, tag, wt, &mut buf, ctx).at("ints")?,
+                7 => field::rep_opt(&mut m.bools, tag, wt, &mut buf, ctx).at("bools")?,
+                8 => field::rep_opt(&mut m.strings, tag, wt, &mut buf, ctx).at("strings")?,
+                9 => field::rep_opt(&mut m.versions, tag, wt, &mut buf, ctx).at("versions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -786,9 +788,11 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClaim {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.requests, wt, &mut buf, ctx).at("requests")?,
-                2 => field::rep_opt(&mut m.constraints, wt, &mut buf, ctx).at("constraints")?,
-                3 => field::rep_opt(&mut m.config, wt, &mut buf, ctx).at("config")?,
+                1 => field::rep_opt(&mut m.requests, tag, wt, &mut buf, ctx).at("requests")?,
+                2 => {
+                    field::rep_opt(&mut m.constraints, tag, wt, &mut buf, ctx).at("constraints")?
+                }
+                3 => field::rep_opt(&mut m.config, tag, wt, &mut buf, ctx).at("config")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -868,7 +872,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.requests, wt, &mut buf, ctx).at("requests")?,
+                1 => field::rep_opt(&mut m.requests, tag, wt, &mut buf, ctx).at("requests")?,
                 2 => field::inline(
                     &mut *m,
                     wt,
@@ -1058,8 +1062,8 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.selectors, wt, &mut buf, ctx).at("selectors")?,
-                2 => field::rep_opt(&mut m.config, wt, &mut buf, ctx).at("config")?,
+                1 => field::rep_opt(&mut m.selectors, tag, wt, &mut buf, ctx).at("selectors")?,
+                2 => field::rep_opt(&mut m.config, tag, wt, &mut buf, ctx).at("config")?,
                 4 => field::opt(&mut m.extended_resource_name, wt, &mut buf, ctx)
                     .at("extendedResourceName")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -1111,7 +1115,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.requests, wt, &mut buf, ctx).at("requests")?,
+                1 => field::rep_opt(&mut m.requests, tag, wt, &mut buf, ctx).at("requests")?,
                 2 => field::opt(&mut m.match_attribute, wt, &mut buf, ctx).at("matchAttribute")?,
                 3 => field::opt(&mut m.distinct_attribute, wt, &mut buf, ctx)
                     .at("distinctAttribute")?,
@@ -1212,15 +1216,17 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceRequest {
                 2 => {
                     field::opt(&mut m.device_class_name, wt, &mut buf, ctx).at("deviceClassName")?
                 }
-                3 => field::rep_opt(&mut m.selectors, wt, &mut buf, ctx).at("selectors")?,
+                3 => field::rep_opt(&mut m.selectors, tag, wt, &mut buf, ctx).at("selectors")?,
                 4 => {
                     field::opt_nz(&mut m.allocation_mode, wt, &mut buf, ctx).at("allocationMode")?
                 }
                 5 => field::opt_nz(&mut m.count, wt, &mut buf, ctx).at("count")?,
                 6 => field::opt(&mut m.admin_access, wt, &mut buf, ctx).at("adminAccess")?,
-                7 => field::rep_opt(&mut m.first_available, wt, &mut buf, ctx)
+                7 => field::rep_opt(&mut m.first_available, tag, wt, &mut buf, ctx)
                     .at("firstAvailable")?,
-                8 => field::rep_opt(&mut m.tolerations, wt, &mut buf, ctx).at("tolerations")?,
+                8 => {
+                    field::rep_opt(&mut m.tolerations, tag, wt, &mut buf, ctx).at("tolerations")?
+                }
                 9 => field::opt(&mut m.capacity, wt, &mut buf, ctx).at("capacity")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -1291,10 +1297,12 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationResu
                 3 => field::req(&mut m.pool, wt, &mut buf, ctx).at("pool")?,
                 4 => field::req(&mut m.device, wt, &mut buf, ctx).at("device")?,
                 5 => field::opt(&mut m.admin_access, wt, &mut buf, ctx).at("adminAccess")?,
-                6 => field::rep_opt(&mut m.tolerations, wt, &mut buf, ctx).at("tolerations")?,
-                7 => field::rep_opt(&mut m.binding_conditions, wt, &mut buf, ctx)
+                6 => {
+                    field::rep_opt(&mut m.tolerations, tag, wt, &mut buf, ctx).at("tolerations")?
+                }
+                7 => field::rep_opt(&mut m.binding_conditions, tag, wt, &mut buf, ctx)
                     .at("bindingConditions")?,
-                8 => field::rep_opt(&mut m.binding_failure_conditions, wt, &mut buf, ctx)
+                8 => field::rep_opt(&mut m.binding_failure_conditions, tag, wt, &mut buf, ctx)
                     .at("bindingFailureConditions")?,
                 9 => field::opt(&mut m.share_id, wt, &mut buf, ctx).at("shareID")?,
                 10 => field::map_opt(&mut m.consumed_capacity, wt, &mut buf, ctx)
@@ -1411,12 +1419,14 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
                 2 => {
                     field::req(&mut m.device_class_name, wt, &mut buf, ctx).at("deviceClassName")?
                 }
-                3 => field::rep_opt(&mut m.selectors, wt, &mut buf, ctx).at("selectors")?,
+                3 => field::rep_opt(&mut m.selectors, tag, wt, &mut buf, ctx).at("selectors")?,
                 4 => {
                     field::opt_nz(&mut m.allocation_mode, wt, &mut buf, ctx).at("allocationMode")?
                 }
                 5 => field::opt_nz(&mut m.count, wt, &mut buf, ctx).at("count")?,
-                7 => field::rep_opt(&mut m.tolerations, wt, &mut buf, ctx).at("tolerations")?,
+                7 => {
+                    field::rep_opt(&mut m.tolerations, tag, wt, &mut buf, ctx).at("tolerations")?
+                }
                 8 => field::opt(&mut m.capacity, wt, &mut buf, ctx).at("capacity")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -1577,7 +1587,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt_nz(&mut m.interface_name, wt, &mut buf, ctx).at("interfaceName")?,
-                2 => field::rep_opt(&mut m.ips, wt, &mut buf, ctx).at("ips")?,
+                2 => field::rep_opt(&mut m.ips, tag, wt, &mut buf, ctx).at("ips")?,
                 3 => field::opt_nz(&mut m.hardware_address, wt, &mut buf, ctx)
                     .at("hardwareAddress")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -1855,8 +1865,10 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt(&mut m.allocation, wt, &mut buf, ctx).at("allocation")?,
-                2 => field::rep_opt(&mut m.reserved_for, wt, &mut buf, ctx).at("reservedFor")?,
-                4 => field::rep_opt(&mut m.devices, wt, &mut buf, ctx).at("devices")?,
+                2 => {
+                    field::rep_opt(&mut m.reserved_for, tag, wt, &mut buf, ctx).at("reservedFor")?
+                }
+                4 => field::rep_opt(&mut m.devices, tag, wt, &mut buf, ctx).at("devices")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -2099,10 +2111,10 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
                 3 => field::opt_nz(&mut m.node_name, wt, &mut buf, ctx).at("nodeName")?,
                 4 => field::opt(&mut m.node_selector, wt, &mut buf, ctx).at("nodeSelector")?,
                 5 => field::opt_nz(&mut m.all_nodes, wt, &mut buf, ctx).at("allNodes")?,
-                6 => field::rep_opt(&mut m.devices, wt, &mut buf, ctx).at("devices")?,
+                6 => field::rep_opt(&mut m.devices, tag, wt, &mut buf, ctx).at("devices")?,
                 7 => field::opt(&mut m.per_device_node_selection, wt, &mut buf, ctx)
                     .at("perDeviceNodeSelection")?,
-                8 => field::rep_opt(&mut m.shared_counters, wt, &mut buf, ctx)
+                8 => field::rep_opt(&mut m.shared_counters, tag, wt, &mut buf, ctx)
                     .at("sharedCounters")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }

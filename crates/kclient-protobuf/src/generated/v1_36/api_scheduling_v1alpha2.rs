@@ -222,7 +222,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupSchedulingConstr
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.topology, wt, &mut buf, ctx).at("topology")?,
+                1 => field::rep_opt(&mut m.topology, tag, wt, &mut buf, ctx).at("topology")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -319,7 +319,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupSpec {
                     .at("schedulingPolicy")?,
                 3 => field::opt(&mut m.scheduling_constraints, wt, &mut buf, ctx)
                     .at("schedulingConstraints")?,
-                4 => field::rep_opt(&mut m.resource_claims, wt, &mut buf, ctx)
+                4 => field::rep_opt(&mut m.resource_claims, tag, wt, &mut buf, ctx)
                     .at("resourceClaims")?,
                 5 => field::opt(&mut m.disruption_mode, wt, &mut buf, ctx).at("disruptionMode")?,
                 6 => field::opt_nz(&mut m.priority_class_name, wt, &mut buf, ctx)
@@ -383,8 +383,8 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
-                2 => field::rep_opt(&mut m.resource_claim_statuses, wt, &mut buf, ctx)
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
+                2 => field::rep_opt(&mut m.resource_claim_statuses, tag, wt, &mut buf, ctx)
                     .at("resourceClaimStatuses")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -438,7 +438,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupTemplate {
                     .at("schedulingPolicy")?,
                 3 => field::opt(&mut m.scheduling_constraints, wt, &mut buf, ctx)
                     .at("schedulingConstraints")?,
-                4 => field::rep_opt(&mut m.resource_claims, wt, &mut buf, ctx)
+                4 => field::rep_opt(&mut m.resource_claims, tag, wt, &mut buf, ctx)
                     .at("resourceClaims")?,
                 5 => field::opt(&mut m.disruption_mode, wt, &mut buf, ctx).at("disruptionMode")?,
                 6 => field::opt_nz(&mut m.priority_class_name, wt, &mut buf, ctx)
@@ -719,7 +719,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::WorkloadSpec {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt(&mut m.controller_ref, wt, &mut buf, ctx).at("controllerRef")?,
-                2 => field::rep(&mut m.pod_group_templates, wt, &mut buf, ctx)
+                2 => field::rep(&mut m.pod_group_templates, tag, wt, &mut buf, ctx)
                     .at("podGroupTemplates")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }

@@ -154,7 +154,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionNames {
     fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {
 let mut message = Self::default(); let m = &mut message;
-while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.plural, wt, &mut buf, ctx).at("plural")?,2 => field::opt_nz(&mut m.singular, wt, &mut buf, ctx).at("singular")?,3 => field::rep_opt(&mut m.short_names, wt, &mut buf, ctx).at("shortNames")?,4 => field::req(&mut m.kind, wt, &mut buf, ctx).at("kind")?,5 => field::opt_nz(&mut m.list_kind, wt, &mut buf, ctx).at("listKind")?,6 => field::rep_opt(&mut m.categories, wt, &mut buf, ctx).at("categories")?, _ => wire::skip(tag, wt, &mut buf)?, } } field::shrink_rep_opt(&mut m.short_names);field::shrink_rep_opt(&mut m.categories);
+while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.plural, wt, &mut buf, ctx).at("plural")?,2 => field::opt_nz(&mut m.singular, wt, &mut buf, ctx).at("singular")?,3 => field::rep_opt(&mut m.short_names, tag, wt, &mut buf, ctx).at("shortNames")?,4 => field::req(&mut m.kind, wt, &mut buf, ctx).at("kind")?,5 => field::opt_nz(&mut m.list_kind, wt, &mut buf, ctx).at("listKind")?,6 => field::rep_opt(&mut m.categories, tag, wt, &mut buf, ctx).at("categories")?, _ => wire::skip(tag, wt, &mut buf)?, } } field::shrink_rep_opt(&mut m.short_names);field::shrink_rep_opt(&mut m.categories);
 Ok(message)
 }
 }
@@ -171,7 +171,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionSpec {
     fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {
 let mut message = Self::default(); let m = &mut message;
-while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.group, wt, &mut buf, ctx).at("group")?,3 => field::req(&mut m.names, wt, &mut buf, ctx).at("names")?,4 => field::req(&mut m.scope, wt, &mut buf, ctx).at("scope")?,7 => field::rep(&mut m.versions, wt, &mut buf, ctx).at("versions")?,9 => field::opt(&mut m.conversion, wt, &mut buf, ctx).at("conversion")?,10 => field::opt_nz(&mut m.preserve_unknown_fields, wt, &mut buf, ctx).at("preserveUnknownFields")?, _ => wire::skip(tag, wt, &mut buf)?, } } field::shrink_rep(&mut m.versions);
+while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.group, wt, &mut buf, ctx).at("group")?,3 => field::req(&mut m.names, wt, &mut buf, ctx).at("names")?,4 => field::req(&mut m.scope, wt, &mut buf, ctx).at("scope")?,7 => field::rep(&mut m.versions, tag, wt, &mut buf, ctx).at("versions")?,9 => field::opt(&mut m.conversion, wt, &mut buf, ctx).at("conversion")?,10 => field::opt_nz(&mut m.preserve_unknown_fields, wt, &mut buf, ctx).at("preserveUnknownFields")?, _ => wire::skip(tag, wt, &mut buf)?, } } field::shrink_rep(&mut m.versions);
 Ok(message)
 }
 }
@@ -188,7 +188,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionStatus {
     fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {
 let mut message = Self::default(); let m = &mut message;
-while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,2 => field::opt(&mut m.accepted_names, wt, &mut buf, ctx).at("acceptedNames")?,3 => field::rep_opt(&mut m.stored_versions, wt, &mut buf, ctx).at("storedVersions")?,4 => field::opt_nz(&mut m.observed_generation, wt, &mut buf, ctx).at("observedGeneration")?, _ => wire::skip(tag, wt, &mut buf)?, } } field::shrink_rep_opt(&mut m.conditions);field::shrink_rep_opt(&mut m.stored_versions);
+while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,2 => field::opt(&mut m.accepted_names, wt, &mut buf, ctx).at("acceptedNames")?,3 => field::rep_opt(&mut m.stored_versions, tag, wt, &mut buf, ctx).at("storedVersions")?,4 => field::opt_nz(&mut m.observed_generation, wt, &mut buf, ctx).at("observedGeneration")?, _ => wire::skip(tag, wt, &mut buf)?, } } field::shrink_rep_opt(&mut m.conditions);field::shrink_rep_opt(&mut m.stored_versions);
 Ok(message)
 }
 }
@@ -205,7 +205,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion {
     fn decode(mut buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError> {
 let mut message = Self::default(); let m = &mut message;
-while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,2 => field::req(&mut m.served, wt, &mut buf, ctx).at("served")?,3 => field::req(&mut m.storage, wt, &mut buf, ctx).at("storage")?,4 => field::opt(&mut m.schema, wt, &mut buf, ctx).at("schema")?,5 => field::opt(&mut m.subresources, wt, &mut buf, ctx).at("subresources")?,6 => field::rep_opt(&mut m.additional_printer_columns, wt, &mut buf, ctx).at("additionalPrinterColumns")?,7 => field::opt_nz(&mut m.deprecated, wt, &mut buf, ctx).at("deprecated")?,8 => field::opt(&mut m.deprecation_warning, wt, &mut buf, ctx).at("deprecationWarning")?,9 => field::rep_opt(&mut m.selectable_fields, wt, &mut buf, ctx).at("selectableFields")?, _ => wire::skip(tag, wt, &mut buf)?, } } field::shrink_rep_opt(&mut m.additional_printer_columns);field::shrink_rep_opt(&mut m.selectable_fields);
+while !buf.is_empty() { let (tag, wt) = wire::key(&mut buf)?; match tag { 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,2 => field::req(&mut m.served, wt, &mut buf, ctx).at("served")?,3 => field::req(&mut m.storage, wt, &mut buf, ctx).at("storage")?,4 => field::opt(&mut m.schema, wt, &mut buf, ctx).at("schema")?,5 => field::opt(&mut m.subresources, wt, &mut buf, ctx).at("subresources")?,6 => field::rep_opt(&mut m.additional_printer_columns, tag, wt, &mut buf, ctx).at("additionalPrinterColumns")?,7 => field::opt_nz(&mut m.deprecated, wt, &mut buf, ctx).at("deprecated")?,8 => field::opt(&mut m.deprecation_warning, wt, &mut buf, ctx).at("deprecationWarning")?,9 => field::rep_opt(&mut m.selectable_fields, tag, wt, &mut buf, ctx).at("selectableFields")?, _ => wire::skip(tag, wt, &mut buf)?, } } field::shrink_rep_opt(&mut m.additional_printer_columns);field::shrink_rep_opt(&mut m.selectable_fields);
 Ok(message)
 }
 }
@@ -406,14 +406,14 @@ impl Decode
                 17 => field::opt(&mut m.min_items, wt, &mut buf, ctx).at("minItems")?,
                 18 => field::opt_nz(&mut m.unique_items, wt, &mut buf, ctx).at("uniqueItems")?,
                 19 => field::opt(&mut m.multiple_of, wt, &mut buf, ctx).at("multipleOf")?,
-                20 => field::rep_opt(&mut m.enum_, wt, &mut buf, ctx).at("enum")?,
+                20 => field::rep_opt(&mut m.enum_, tag, wt, &mut buf, ctx).at("enum")?,
                 21 => field::opt(&mut m.max_properties, wt, &mut buf, ctx).at("maxProperties")?,
                 22 => field::opt(&mut m.min_properties, wt, &mut buf, ctx).at("minProperties")?,
-                23 => field::rep_opt(&mut m.required, wt, &mut buf, ctx).at("required")?,
+                23 => field::rep_opt(&mut m.required, tag, wt, &mut buf, ctx).at("required")?,
                 24 => field::opt(&mut m.items, wt, &mut buf, ctx).at("items")?,
-                25 => field::rep_opt(&mut m.all_of, wt, &mut buf, ctx).at("allOf")?,
-                26 => field::rep_opt(&mut m.one_of, wt, &mut buf, ctx).at("oneOf")?,
-                27 => field::rep_opt(&mut m.any_of, wt, &mut buf, ctx).at("anyOf")?,
+                25 => field::rep_opt(&mut m.all_of, tag, wt, &mut buf, ctx).at("allOf")?,
+                26 => field::rep_opt(&mut m.one_of, tag, wt, &mut buf, ctx).at("oneOf")?,
+                27 => field::rep_opt(&mut m.any_of, tag, wt, &mut buf, ctx).at("anyOf")?,
                 28 => field::opt(&mut m.not, wt, &mut buf, ctx).at("not")?,
                 29 => field::map_opt(&mut m.properties, wt, &mut buf, ctx).at("properties")?,
                 30 => field::opt(&mut m.additional_properties, wt, &mut buf, ctx)
@@ -439,13 +439,13 @@ impl Decode
                     .at("xKubernetesEmbeddedResource")?,
                 40 => field::opt_nz(&mut m.x_kubernetes_int_or_string, wt, &mut buf, ctx)
                     .at("xKubernetesIntOrString")?,
-                41 => field::rep_opt(&mut m.x_kubernetes_list_map_keys, wt, &mut buf, ctx)
+                41 => field::rep_opt(&mut m.x_kubernetes_list_map_keys, tag, wt, &mut buf, ctx)
                     .at("xKubernetesListMapKeys")?,
                 42 => field::opt(&mut m.x_kubernetes_list_type, wt, &mut buf, ctx)
                     .at("xKubernetesListType")?,
                 43 => field::opt(&mut m.x_kubernetes_map_type, wt, &mut buf, ctx)
                     .at("xKubernetesMapType")?,
-                44 => field::rep_opt(&mut m.x_kubernetes_validations, wt, &mut buf, ctx)
+                44 => field::rep_opt(&mut m.x_kubernetes_validations, tag, wt, &mut buf, ctx)
                     .at("xKubernetesValidations")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -813,7 +813,7 @@ impl Decode
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 2 => field::opt(&mut m.client_config, wt, &mut buf, ctx).at("clientConfig")?,
-                3 => field::rep(&mut m.conversion_review_versions, wt, &mut buf, ctx)
+                3 => field::rep(&mut m.conversion_review_versions, tag, wt, &mut buf, ctx)
                     .at("conversionReviewVersions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }

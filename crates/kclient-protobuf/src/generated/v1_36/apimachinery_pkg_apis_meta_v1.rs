@@ -16,11 +16,17 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.name, wt, &mut buf, ctx).at("name")?,
-                2 => field::rep(&mut m.versions, wt, &mut buf, ctx).at("versions")?,
+                2 => field::rep(&mut m.versions, tag, wt, &mut buf, ctx).at("versions")?,
                 3 => field::opt_nz(&mut m.preferred_version, wt, &mut buf, ctx)
                     .at("preferredVersion")?,
-                4 => field::rep_opt(&mut m.server_address_by_client_cidrs, wt, &mut buf, ctx)
-                    .at("serverAddressByClientCIDRs")?,
+                4 => field::rep_opt(
+                    &mut m.server_address_by_client_cidrs,
+                    tag,
+                    wt,
+                    &mut buf,
+                    ctx,
+                )
+                .at("serverAddressByClientCIDRs")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -73,7 +79,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.groups, wt, &mut buf, ctx).at("groups")?,
+                1 => field::rep(&mut m.groups, tag, wt, &mut buf, ctx).at("groups")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -121,9 +127,9 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
                 2 => field::req(&mut m.namespaced, wt, &mut buf, ctx).at("namespaced")?,
                 3 => field::req(&mut m.kind, wt, &mut buf, ctx).at("kind")?,
                 4 => field::req(&mut m.verbs, wt, &mut buf, ctx).at("verbs")?,
-                5 => field::rep_opt(&mut m.short_names, wt, &mut buf, ctx).at("shortNames")?,
+                5 => field::rep_opt(&mut m.short_names, tag, wt, &mut buf, ctx).at("shortNames")?,
                 6 => field::req(&mut m.singular_name, wt, &mut buf, ctx).at("singularName")?,
-                7 => field::rep_opt(&mut m.categories, wt, &mut buf, ctx).at("categories")?,
+                7 => field::rep_opt(&mut m.categories, tag, wt, &mut buf, ctx).at("categories")?,
                 8 => field::opt_nz(&mut m.group, wt, &mut buf, ctx).at("group")?,
                 9 => field::opt_nz(&mut m.version, wt, &mut buf, ctx).at("version")?,
                 10 => field::opt_nz(&mut m.storage_version_hash, wt, &mut buf, ctx)
@@ -193,7 +199,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList 
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.group_version, wt, &mut buf, ctx).at("groupVersion")?,
-                2 => field::rep(&mut m.resources, wt, &mut buf, ctx).at("resources")?,
+                2 => field::rep(&mut m.resources, tag, wt, &mut buf, ctx).at("resources")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -239,9 +245,15 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.versions, wt, &mut buf, ctx).at("versions")?,
-                2 => field::rep(&mut m.server_address_by_client_cidrs, wt, &mut buf, ctx)
-                    .at("serverAddressByClientCIDRs")?,
+                1 => field::rep(&mut m.versions, tag, wt, &mut buf, ctx).at("versions")?,
+                2 => field::rep(
+                    &mut m.server_address_by_client_cidrs,
+                    tag,
+                    wt,
+                    &mut buf,
+                    ctx,
+                )
+                .at("serverAddressByClientCIDRs")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -366,7 +378,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
                     .at("orphanDependents")?,
                 4 => field::opt(&mut m.propagation_policy, wt, &mut buf, ctx)
                     .at("propagationPolicy")?,
-                5 => field::rep_opt(&mut m.dry_run, wt, &mut buf, ctx).at("dryRun")?,
+                5 => field::rep_opt(&mut m.dry_run, tag, wt, &mut buf, ctx).at("dryRun")?,
                 6 => field::opt(
                     &mut m.ignore_store_read_error_with_cluster_breaking_potential,
                     wt,
@@ -437,7 +449,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorReq
             match tag {
                 1 => field::req(&mut m.key, wt, &mut buf, ctx).at("key")?,
                 2 => field::req(&mut m.operator, wt, &mut buf, ctx).at("operator")?,
-                3 => field::rep_opt(&mut m.values, wt, &mut buf, ctx).at("values")?,
+                3 => field::rep_opt(&mut m.values, tag, wt, &mut buf, ctx).at("values")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -570,7 +582,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::map_opt(&mut m.match_labels, wt, &mut buf, ctx).at("matchLabels")?,
-                2 => field::rep_opt(&mut m.match_expressions, wt, &mut buf, ctx)
+                2 => field::rep_opt(&mut m.match_expressions, tag, wt, &mut buf, ctx)
                     .at("matchExpressions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -619,7 +631,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorReq
             match tag {
                 1 => field::req(&mut m.key, wt, &mut buf, ctx).at("key")?,
                 2 => field::req(&mut m.operator, wt, &mut buf, ctx).at("operator")?,
-                3 => field::rep_opt(&mut m.values, wt, &mut buf, ctx).at("values")?,
+                3 => field::rep_opt(&mut m.values, tag, wt, &mut buf, ctx).at("values")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -797,13 +809,12 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
                     .at("deletionGracePeriodSeconds")?,
                 11 => field::map_opt(&mut m.labels, wt, &mut buf, ctx).at("labels")?,
                 12 => field::map_opt(&mut m.annotations, wt, &mut buf, ctx).at("annotations")?,
-                13 => field::rep_opt(&mut m.owner_references, wt, &mut buf, ctx)
+                13 => field::rep_opt(&mut m.owner_references, tag, wt, &mut buf, ctx)
                     .at("ownerReferences")?,
-                14 => field::rep_opt(&mut m.finalizers, wt, &mut buf, ctx).at("finalizers")?,
+                14 => field::rep_opt(&mut m.finalizers, tag, wt, &mut buf, ctx).at("finalizers")?,
                 17 if ctx.skip_managed_fields => wire::skip(tag, wt, &mut buf)?,
-                17 => {
-                    field::rep_opt(&mut m.managed_fields, wt, &mut buf, ctx).at("managedFields")?
-                }
+                17 => field::rep_opt(&mut m.managed_fields, tag, wt, &mut buf, ctx)
+                    .at("managedFields")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -1166,7 +1177,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
                 1 => field::opt_nz(&mut m.name, wt, &mut buf, ctx).at("name")?,
                 2 => field::opt_nz(&mut m.group, wt, &mut buf, ctx).at("group")?,
                 3 => field::opt_nz(&mut m.kind, wt, &mut buf, ctx).at("kind")?,
-                4 => field::rep_opt(&mut m.causes, wt, &mut buf, ctx).at("causes")?,
+                4 => field::rep_opt(&mut m.causes, tag, wt, &mut buf, ctx).at("causes")?,
                 5 => field::opt_nz(&mut m.retry_after_seconds, wt, &mut buf, ctx)
                     .at("retryAfterSeconds")?,
                 6 => field::opt_nz(&mut m.uid, wt, &mut buf, ctx).at("uid")?,

@@ -134,7 +134,7 @@ impl Decode for k8s_openapi::api::batch::v1::CronJobStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.active, wt, &mut buf, ctx).at("active")?,
+                1 => field::rep_opt(&mut m.active, tag, wt, &mut buf, ctx).at("active")?,
                 4 => field::opt(&mut m.last_schedule_time, wt, &mut buf, ctx)
                     .at("lastScheduleTime")?,
                 5 => field::opt(&mut m.last_successful_time, wt, &mut buf, ctx)
@@ -299,7 +299,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobSchedulingConfiguration {
                 2 => field::opt(&mut m.scheduling_constraints, wt, &mut buf, ctx)
                     .at("schedulingConstraints")?,
                 3 => field::opt(&mut m.disruption_mode, wt, &mut buf, ctx).at("disruptionMode")?,
-                4 => field::rep_opt(&mut m.resource_claims, wt, &mut buf, ctx)
+                4 => field::rep_opt(&mut m.resource_claims, tag, wt, &mut buf, ctx)
                     .at("resourceClaims")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -454,7 +454,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 2 => field::opt(&mut m.start_time, wt, &mut buf, ctx).at("startTime")?,
                 3 => field::opt(&mut m.completion_time, wt, &mut buf, ctx).at("completionTime")?,
                 4 => field::opt_nz(&mut m.active, wt, &mut buf, ctx).at("active")?,
@@ -578,7 +578,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicy {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.rules, wt, &mut buf, ctx).at("rules")?,
+                1 => field::rep(&mut m.rules, tag, wt, &mut buf, ctx).at("rules")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -624,7 +624,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirem
             match tag {
                 1 => field::opt(&mut m.container_name, wt, &mut buf, ctx).at("containerName")?,
                 2 => field::req(&mut m.operator, wt, &mut buf, ctx).at("operator")?,
-                3 => field::rep(&mut m.values, wt, &mut buf, ctx).at("values")?,
+                3 => field::rep(&mut m.values, tag, wt, &mut buf, ctx).at("values")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -716,7 +716,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
             match tag {
                 1 => field::req(&mut m.action, wt, &mut buf, ctx).at("action")?,
                 2 => field::opt(&mut m.on_exit_codes, wt, &mut buf, ctx).at("onExitCodes")?,
-                3 => field::rep_opt(&mut m.on_pod_conditions, wt, &mut buf, ctx)
+                3 => field::rep_opt(&mut m.on_pod_conditions, tag, wt, &mut buf, ctx)
                     .at("onPodConditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -766,7 +766,7 @@ impl Decode for k8s_openapi::api::batch::v1::SuccessPolicy {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.rules, wt, &mut buf, ctx).at("rules")?,
+                1 => field::rep(&mut m.rules, tag, wt, &mut buf, ctx).at("rules")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -853,8 +853,8 @@ impl Decode for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.succeeded, wt, &mut buf, ctx).at("succeeded")?,
-                2 => field::rep_opt(&mut m.failed, wt, &mut buf, ctx).at("failed")?,
+                1 => field::rep_opt(&mut m.succeeded, tag, wt, &mut buf, ctx).at("succeeded")?,
+                2 => field::rep_opt(&mut m.failed, tag, wt, &mut buf, ctx).at("failed")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

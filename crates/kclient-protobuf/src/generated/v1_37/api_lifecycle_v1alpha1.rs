@@ -250,7 +250,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 2 => field::opt(&mut m.observed_generation, wt, &mut buf, ctx)
                     .at("observedGeneration")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -384,13 +384,13 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::EvictionStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 2 => field::opt(&mut m.observed_generation, wt, &mut buf, ctx)
                     .at("observedGeneration")?,
-                3 => field::rep_opt(&mut m.requesters, wt, &mut buf, ctx).at("requesters")?,
-                4 => field::rep_opt(&mut m.target_responders, wt, &mut buf, ctx)
+                3 => field::rep_opt(&mut m.requesters, tag, wt, &mut buf, ctx).at("requesters")?,
+                4 => field::rep_opt(&mut m.target_responders, tag, wt, &mut buf, ctx)
                     .at("targetResponders")?,
-                5 => field::rep_opt(&mut m.responders, wt, &mut buf, ctx).at("responders")?,
+                5 => field::rep_opt(&mut m.responders, tag, wt, &mut buf, ctx).at("responders")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

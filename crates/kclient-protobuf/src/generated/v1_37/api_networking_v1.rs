@@ -64,7 +64,7 @@ impl Decode for k8s_openapi::api::networking::v1::HTTPIngressRuleValue {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep(&mut m.paths, wt, &mut buf, ctx).at("paths")?,
+                1 => field::rep(&mut m.paths, tag, wt, &mut buf, ctx).at("paths")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -199,7 +199,7 @@ impl Decode for k8s_openapi::api::networking::v1::IPBlock {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::req(&mut m.cidr, wt, &mut buf, ctx).at("cidr")?,
-                2 => field::rep_opt(&mut m.except, wt, &mut buf, ctx).at("except")?,
+                2 => field::rep_opt(&mut m.except, tag, wt, &mut buf, ctx).at("except")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -489,7 +489,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressLoadBalancerIngress {
             match tag {
                 1 => field::opt_nz(&mut m.ip, wt, &mut buf, ctx).at("ip")?,
                 2 => field::opt_nz(&mut m.hostname, wt, &mut buf, ctx).at("hostname")?,
-                4 => field::rep_opt(&mut m.ports, wt, &mut buf, ctx).at("ports")?,
+                4 => field::rep_opt(&mut m.ports, tag, wt, &mut buf, ctx).at("ports")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -537,7 +537,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressLoadBalancerStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.ingress, wt, &mut buf, ctx).at("ingress")?,
+                1 => field::rep_opt(&mut m.ingress, tag, wt, &mut buf, ctx).at("ingress")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -753,8 +753,8 @@ impl Decode for k8s_openapi::api::networking::v1::IngressSpec {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt(&mut m.default_backend, wt, &mut buf, ctx).at("defaultBackend")?,
-                2 => field::rep_opt(&mut m.tls, wt, &mut buf, ctx).at("tls")?,
-                3 => field::rep_opt(&mut m.rules, wt, &mut buf, ctx).at("rules")?,
+                2 => field::rep_opt(&mut m.tls, tag, wt, &mut buf, ctx).at("tls")?,
+                3 => field::rep_opt(&mut m.rules, tag, wt, &mut buf, ctx).at("rules")?,
                 4 => field::opt(&mut m.ingress_class_name, wt, &mut buf, ctx)
                     .at("ingressClassName")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
@@ -852,7 +852,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressTLS {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.hosts, wt, &mut buf, ctx).at("hosts")?,
+                1 => field::rep_opt(&mut m.hosts, tag, wt, &mut buf, ctx).at("hosts")?,
                 2 => field::opt_nz(&mut m.secret_name, wt, &mut buf, ctx).at("secretName")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -946,8 +946,8 @@ impl Decode for k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.ports, wt, &mut buf, ctx).at("ports")?,
-                2 => field::rep_opt(&mut m.to, wt, &mut buf, ctx).at("to")?,
+                1 => field::rep_opt(&mut m.ports, tag, wt, &mut buf, ctx).at("ports")?,
+                2 => field::rep_opt(&mut m.to, tag, wt, &mut buf, ctx).at("to")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -995,8 +995,8 @@ impl Decode for k8s_openapi::api::networking::v1::NetworkPolicyIngressRule {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.ports, wt, &mut buf, ctx).at("ports")?,
-                2 => field::rep_opt(&mut m.from, wt, &mut buf, ctx).at("from")?,
+                1 => field::rep_opt(&mut m.ports, tag, wt, &mut buf, ctx).at("ports")?,
+                2 => field::rep_opt(&mut m.from, tag, wt, &mut buf, ctx).at("from")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -1142,9 +1142,11 @@ impl Decode for k8s_openapi::api::networking::v1::NetworkPolicySpec {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt(&mut m.pod_selector, wt, &mut buf, ctx).at("podSelector")?,
-                2 => field::rep_opt(&mut m.ingress, wt, &mut buf, ctx).at("ingress")?,
-                3 => field::rep_opt(&mut m.egress, wt, &mut buf, ctx).at("egress")?,
-                4 => field::rep_opt(&mut m.policy_types, wt, &mut buf, ctx).at("policyTypes")?,
+                2 => field::rep_opt(&mut m.ingress, tag, wt, &mut buf, ctx).at("ingress")?,
+                3 => field::rep_opt(&mut m.egress, tag, wt, &mut buf, ctx).at("egress")?,
+                4 => {
+                    field::rep_opt(&mut m.policy_types, tag, wt, &mut buf, ctx).at("policyTypes")?
+                }
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -1340,7 +1342,7 @@ impl Decode for k8s_openapi::api::networking::v1::ServiceCIDRSpec {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.cidrs, wt, &mut buf, ctx).at("cidrs")?,
+                1 => field::rep_opt(&mut m.cidrs, tag, wt, &mut buf, ctx).at("cidrs")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -1384,7 +1386,7 @@ impl Decode for k8s_openapi::api::networking::v1::ServiceCIDRStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

@@ -176,7 +176,7 @@ impl Decode for k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus {
                 4 => field::opt(&mut m.current_healthy, wt, &mut buf, ctx).at("currentHealthy")?,
                 5 => field::opt(&mut m.desired_healthy, wt, &mut buf, ctx).at("desiredHealthy")?,
                 6 => field::opt(&mut m.expected_pods, wt, &mut buf, ctx).at("expectedPods")?,
-                7 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                7 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

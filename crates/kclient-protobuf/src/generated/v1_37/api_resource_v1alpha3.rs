@@ -161,7 +161,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -314,7 +314,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::PoolStatus {
                 10 => {
                     field::opt(&mut m.validation_error, wt, &mut buf, ctx).at("validationError")?
                 }
-                11 => field::rep_opt(&mut m.partition_summary, wt, &mut buf, ctx)
+                11 => field::rep_opt(&mut m.partition_summary, tag, wt, &mut buf, ctx)
                     .at("partitionSummary")?,
                 13 => field::opt(&mut m.shareable_summary, wt, &mut buf, ctx)
                     .at("shareableSummary")?,
@@ -484,8 +484,8 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestS
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                2 => field::rep_opt(&mut m.pools, wt, &mut buf, ctx).at("pools")?,
-                3 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
+                2 => field::rep_opt(&mut m.pools, tag, wt, &mut buf, ctx).at("pools")?,
+                3 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
                 6 => field::req(&mut m.pool_count, wt, &mut buf, ctx).at("poolCount")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -588,7 +588,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::ShareableSummaryStatus {
                     .at("fullyAvailableDevices")?,
                 2 => field::req(&mut m.partially_available_devices, wt, &mut buf, ctx)
                     .at("partiallyAvailableDevices")?,
-                3 => field::rep_opt(&mut m.capacity, wt, &mut buf, ctx).at("capacity")?,
+                3 => field::rep_opt(&mut m.capacity, tag, wt, &mut buf, ctx).at("capacity")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }

@@ -209,7 +209,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupScheduli
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.topology, wt, &mut buf, ctx).at("topology")?,
+                1 => field::rep_opt(&mut m.topology, tag, wt, &mut buf, ctx).at("topology")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -311,9 +311,9 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupTemplate
                 6 => field::opt(&mut m.priority, wt, &mut buf, ctx).at("priority")?,
                 7 => field::opt(&mut m.preemption_policy, wt, &mut buf, ctx)
                     .at("preemptionPolicy")?,
-                8 => field::rep_opt(&mut m.pod_group_templates, wt, &mut buf, ctx)
+                8 => field::rep_opt(&mut m.pod_group_templates, tag, wt, &mut buf, ctx)
                     .at("podGroupTemplates")?,
-                9 => field::rep_opt(&mut m.composite_pod_group_templates, wt, &mut buf, ctx)
+                9 => field::rep_opt(&mut m.composite_pod_group_templates, tag, wt, &mut buf, ctx)
                     .at("compositePodGroupTemplates")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -606,7 +606,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingConstra
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.topology, wt, &mut buf, ctx).at("topology")?,
+                1 => field::rep_opt(&mut m.topology, tag, wt, &mut buf, ctx).at("topology")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
         }
@@ -704,7 +704,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupSpec {
                     .at("schedulingPolicy")?,
                 4 => field::opt(&mut m.scheduling_constraints, wt, &mut buf, ctx)
                     .at("schedulingConstraints")?,
-                5 => field::rep_opt(&mut m.resource_claims, wt, &mut buf, ctx)
+                5 => field::rep_opt(&mut m.resource_claims, tag, wt, &mut buf, ctx)
                     .at("resourceClaims")?,
                 6 => field::opt(&mut m.disruption_mode, wt, &mut buf, ctx).at("disruptionMode")?,
                 7 => field::opt_nz(&mut m.priority_class_name, wt, &mut buf, ctx)
@@ -775,8 +775,8 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupStatus {
         while !buf.is_empty() {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
-                1 => field::rep_opt(&mut m.conditions, wt, &mut buf, ctx).at("conditions")?,
-                2 => field::rep_opt(&mut m.resource_claim_statuses, wt, &mut buf, ctx)
+                1 => field::rep_opt(&mut m.conditions, tag, wt, &mut buf, ctx).at("conditions")?,
+                2 => field::rep_opt(&mut m.resource_claim_statuses, tag, wt, &mut buf, ctx)
                     .at("resourceClaimStatuses")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
@@ -830,7 +830,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupTemplate {
                     .at("schedulingPolicy")?,
                 3 => field::opt(&mut m.scheduling_constraints, wt, &mut buf, ctx)
                     .at("schedulingConstraints")?,
-                4 => field::rep_opt(&mut m.resource_claims, wt, &mut buf, ctx)
+                4 => field::rep_opt(&mut m.resource_claims, tag, wt, &mut buf, ctx)
                     .at("resourceClaims")?,
                 5 => field::opt(&mut m.disruption_mode, wt, &mut buf, ctx).at("disruptionMode")?,
                 6 => field::opt_nz(&mut m.priority_class_name, wt, &mut buf, ctx)
@@ -1126,9 +1126,9 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::WorkloadSpec {
             let (tag, wt) = wire::key(&mut buf)?;
             match tag {
                 1 => field::opt(&mut m.controller_ref, wt, &mut buf, ctx).at("controllerRef")?,
-                2 => field::rep_opt(&mut m.pod_group_templates, wt, &mut buf, ctx)
+                2 => field::rep_opt(&mut m.pod_group_templates, tag, wt, &mut buf, ctx)
                     .at("podGroupTemplates")?,
-                3 => field::rep_opt(&mut m.composite_pod_group_templates, wt, &mut buf, ctx)
+                3 => field::rep_opt(&mut m.composite_pod_group_templates, tag, wt, &mut buf, ctx)
                     .at("compositePodGroupTemplates")?,
                 _ => wire::skip(tag, wt, &mut buf)?,
             }
