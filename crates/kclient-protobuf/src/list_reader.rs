@@ -205,27 +205,9 @@ impl ListReader {
                     self.position = Position::Envelope { after_list: false };
                 }
                 Position::Envelope { .. } => {
-                    let Some(header) = peek_field_header(rest)? else {
-                        return Ok(None);
-                    };
-                    if header.tag == 2 {
-                        expect_delimited(&header, "raw")?;
-                        self.pos += header.header_len;
-                        self.position = Position::List {
-                            remaining: header.value_len,
-                        };
-                        continue;
-                    }
-                    self.check_bound(&header, "envelope field")?;
-                    if rest.len() < header.len() {
+                    if !self.read_envelope_field()? {
                         return Ok(None);
                     }
-                    if header.tag == 1 {
-                        expect_delimited(&header, "typeMeta")?;
-                        let value = &rest[header.header_len..header.len()];
-                        (self.api_version, self.kind) = envelope::decode_type_meta(value)?;
-                    }
-                    self.pos += header.len();
                 }
                 Position::List { remaining: 0 } => {
                     self.position = Position::Envelope { after_list: true }
@@ -271,6 +253,34 @@ impl ListReader {
                 }
             }
         }
+    }
+
+    /// Reads the envelope field at the reader's position (entering the list at `raw`);
+    /// `false` if it has not arrived whole yet.
+    fn read_envelope_field(&mut self) -> Result<bool, DecodeError> {
+        let rest = &self.buf[self.pos..];
+        let Some(header) = peek_field_header(rest)? else {
+            return Ok(false);
+        };
+        if header.tag == 2 {
+            expect_delimited(&header, "raw")?;
+            self.pos += header.header_len;
+            self.position = Position::List {
+                remaining: header.value_len,
+            };
+            return Ok(true);
+        }
+        self.check_bound(&header, "envelope field")?;
+        if rest.len() < header.len() {
+            return Ok(false);
+        }
+        if header.tag == 1 {
+            expect_delimited(&header, "typeMeta")?;
+            let value = &rest[header.header_len..header.len()];
+            (self.api_version, self.kind) = envelope::decode_type_meta(value)?;
+        }
+        self.pos += header.len();
+        Ok(true)
     }
 
     /// Checks that the body ended where it may: after the envelope's last field, with

@@ -429,15 +429,9 @@ impl Request {
                     }
                     .map(Outcome::Full)
                 }
-                Mode::List => Ok(Outcome::List(Box::new(ListBody::new(
-                    response,
-                    redacted_uri(&outgoing.uri),
-                    deadline.at.map(|at| (at, deadline.timeout)),
-                )))),
-                Mode::Stream | Mode::Watch | Mode::Upgrade => Ok(Outcome::Streaming(Streaming {
-                    response,
-                    url: redacted_uri(&outgoing.uri),
-                })),
+                Mode::List | Mode::Stream | Mode::Watch | Mode::Upgrade => {
+                    Ok(unread(mode, response, outgoing, deadline))
+                }
             });
         }
         let next = retry.decide(Failure::Response {
@@ -493,6 +487,25 @@ enum Outcome {
     Streaming(Streaming),
     /// Boxed: the body's inflater is large, and outcomes are moved through every attempt.
     List(Box<ListBody>),
+}
+
+/// A successful response whose body the caller reads: a list's as it arrives (within the
+/// request's deadline), a stream's, a watch's or an upgraded connection.
+fn unread(
+    mode: Mode,
+    response: http::Response<hyper::body::Incoming>,
+    outgoing: &OutgoingRequest,
+    deadline: &Deadline,
+) -> Outcome {
+    let url = redacted_uri(&outgoing.uri);
+    match mode {
+        Mode::List => Outcome::List(Box::new(ListBody::new(
+            response,
+            url,
+            deadline.at.map(|at| (at, deadline.timeout)),
+        ))),
+        _ => Outcome::Streaming(Streaming { response, url }),
+    }
 }
 
 /// How one attempt ended.
