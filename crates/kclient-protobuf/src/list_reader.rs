@@ -8,7 +8,7 @@
 //! and an item longer than the reader's bound is refused on its header, before its bytes
 //! arrive.
 //!
-//! The body is what [`envelope::decode_envelope`](crate::envelope::decode_envelope) reads: the
+//! The body is what [`envelope::decode_envelope`] reads: the
 //! `k8s\0` magic, then a `runtime.Unknown` whose `raw` (field 2) is the list message —
 //! `metadata` (field 1) and `items` (field 2). kube-apiserver writes the list's metadata
 //! before its items, so a pager learns the continue token from the first bytes.
