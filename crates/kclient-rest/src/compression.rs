@@ -51,19 +51,19 @@ impl Inflater {
             .get(CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
             .unwrap_or(0);
-        headers.remove(CONTENT_ENCODING);
-        headers.remove(CONTENT_LENGTH);
-        Self {
-            decoder: flate2::write::GzDecoder::new(Vec::with_capacity(size.saturating_mul(8))),
-        }
+        Self::with_capacity(headers, size.saturating_mul(8))
     }
 
     /// An inflater whose output is taken as it comes ([`take`](Self::take)), not kept whole.
     pub(crate) fn incremental(headers: &mut HeaderMap) -> Self {
+        Self::with_capacity(headers, 0)
+    }
+
+    fn with_capacity(headers: &mut HeaderMap, capacity: usize) -> Self {
         headers.remove(CONTENT_ENCODING);
         headers.remove(CONTENT_LENGTH);
         Self {
-            decoder: flate2::write::GzDecoder::new(Vec::new()),
+            decoder: flate2::write::GzDecoder::new(Vec::with_capacity(capacity)),
         }
     }
 

@@ -21,7 +21,8 @@ use hyper::body::Incoming;
 use tokio::time::Instant;
 
 use crate::compression;
-use crate::error::{Error, DECODE_SNIPPET_LEN};
+use crate::error::Error;
+use crate::response::decode_error;
 
 /// The body of a list, read as it arrives ([`Request::fetch_list`](crate::Request::fetch_list)):
 /// inflated chunk by chunk if it is gzip-compressed, each read bounded by the request's
@@ -157,7 +158,7 @@ where
         ended: false,
     };
     let mut first = Vec::new();
-    while list.items.metadata().is_none() {
+    loop {
         list.items.decode_arrived(&mut first)?;
         if list.items.metadata().is_some() {
             break;
@@ -257,15 +258,6 @@ impl<K> JsonItems<K> {
     }
 }
 
-/// A JSON list's error, with the bytes it is about.
-fn json_error<K>(json: &[u8], source: serde_json::Error) -> Error {
-    Error::Decode {
-        what: std::any::type_name::<K>(),
-        snippet: kclient_core::snippet(json, DECODE_SNIPPET_LEN),
-        source,
-    }
-}
-
 impl<K: DeserializeOwned + Send + 'static> ListItems<K> for JsonItems<K> {
     fn push(&mut self, chunk: &[u8]) {
         self.reader.push(chunk);
@@ -277,7 +269,7 @@ impl<K: DeserializeOwned + Send + 'static> ListItems<K> for JsonItems<K> {
             let piece = self
                 .reader
                 .next_piece()
-                .map_err(|e| json_error::<ObjectList<K>>(b"", e))?;
+                .map_err(|e| decode_error::<ObjectList<K>>(b"", e))?;
             match piece {
                 None => return Ok(()),
                 Some(JsonListPiece::Head(head)) => {
@@ -286,7 +278,7 @@ impl<K: DeserializeOwned + Send + 'static> ListItems<K> for JsonItems<K> {
                     }
                 }
                 Some(JsonListPiece::Item(json)) => {
-                    items.push(decode_item(json, omit).map_err(|e| json_error::<K>(json, e))?);
+                    items.push(decode_item(json, omit).map_err(|e| decode_error::<K>(json, e))?);
                 }
             }
         }
@@ -299,6 +291,6 @@ impl<K: DeserializeOwned + Send + 'static> ListItems<K> for JsonItems<K> {
     fn finish(&mut self) -> Result<ObjectList<()>, Error> {
         self.reader
             .finish()
-            .map_err(|e| json_error::<ObjectList<K>>(b"", e))
+            .map_err(|e| decode_error::<ObjectList<K>>(b"", e))
     }
 }

@@ -115,22 +115,16 @@ impl Response {
 
 /// Decodes `body` as `K`, with a typed error that quotes the start of the body.
 pub(crate) fn decode_json<K: DeserializeOwned>(body: &[u8]) -> Result<K, Error> {
-    decode_with(body, std::any::type_name::<K>(), |b| {
-        serde_json::from_slice(b)
-    })
+    serde_json::from_slice(body).map_err(|source| decode_error::<K>(body, source))
 }
 
-/// Decodes `body` with `decode`, reporting a failure as a decode error of `what`.
-pub(crate) fn decode_with<T>(
-    body: &[u8],
-    what: &'static str,
-    decode: impl FnOnce(&[u8]) -> Result<T, serde_json::Error>,
-) -> Result<T, Error> {
-    decode(body).map_err(|source| Error::Decode {
-        what,
+/// A failure to decode JSON as a `K`, quoting the start of the bytes it was about.
+pub(crate) fn decode_error<K>(body: &[u8], source: serde_json::Error) -> Error {
+    Error::Decode {
+        what: std::any::type_name::<K>(),
         snippet: snippet(body, DECODE_SNIPPET_LEN),
         source,
-    })
+    }
 }
 
 /// The error for a non-2xx response: the `Status` it carries (client-go's `Result.Error`), or an

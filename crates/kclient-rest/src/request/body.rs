@@ -21,41 +21,24 @@ use super::{ByteStream, Streaming, MAX_ERROR_BODY};
 /// until the end: over HTTP/2 that kept ~40 MB more at the peak of a 94 MB list.
 pub(super) async fn read_body(mut body: Incoming) -> Result<Bytes, hyper::Error> {
     use hyper::body::Body as _;
-    let mut whole = WholeBody::default();
+    let mut first: Option<Bytes> = None;
+    let mut joined: Vec<u8> = Vec::new();
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame?.into_data() else {
             continue; // trailers
         };
-        whole.push(data, usize::try_from(body.size_hint().lower()).unwrap_or(0));
-    }
-    Ok(whole.finish())
-}
-
-/// A body joined from its chunks as [`read_body`] describes: the first kept as it is, the
-/// next ones copied into one buffer and released.
-#[derive(Default)]
-struct WholeBody {
-    first: Option<Bytes>,
-    joined: Vec<u8>,
-}
-
-impl WholeBody {
-    /// Adds a chunk; `still_to_come` is a lower bound of the bytes that follow it.
-    fn push(&mut self, data: Bytes, still_to_come: usize) {
-        match self.first.take() {
-            None if self.joined.is_empty() => self.first = Some(data),
+        match first.take() {
+            None if joined.is_empty() => first = Some(data),
             Some(head) => {
-                self.joined.reserve(head.len() + data.len() + still_to_come);
-                self.joined.extend_from_slice(&head);
-                self.joined.extend_from_slice(&data);
+                let hint = usize::try_from(body.size_hint().lower()).unwrap_or(0);
+                joined.reserve(head.len() + data.len() + hint);
+                joined.extend_from_slice(&head);
+                joined.extend_from_slice(&data);
             }
-            None => self.joined.extend_from_slice(&data),
+            None => joined.extend_from_slice(&data),
         }
     }
-
-    fn finish(self) -> Bytes {
-        self.first.unwrap_or_else(|| Bytes::from(self.joined))
-    }
+    Ok(first.unwrap_or_else(|| Bytes::from(joined)))
 }
 
 pub(super) async fn read_full(
