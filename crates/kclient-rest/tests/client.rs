@@ -565,14 +565,11 @@ fn clients_errors_futures_and_streams_are_send() {
 }
 
 fn gzipped(status: u16, value: serde_json::Value) -> http::Response<support::Body> {
-    use std::io::Write as _;
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(value.to_string().as_bytes()).unwrap();
     http::Response::builder()
         .status(status)
         .header("content-type", "application/json")
         .header("content-encoding", "gzip")
-        .body(support::full(e.finish().unwrap()))
+        .body(support::full(support::gzip(value.to_string().as_bytes())))
         .unwrap()
 }
 

@@ -4,10 +4,9 @@
 use crate::support;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kclient_core::GroupVersion;
 use kclient_rest::{Error, RestClient};
 use serde_json::json;
-use support::{config, TestServer};
+use support::{config, pieces, TestServer};
 
 fn list_body(names: &[&str], metadata_first: bool) -> Vec<u8> {
     let items: Vec<_> = names
@@ -24,41 +23,18 @@ fn list_body(names: &[&str], metadata_first: bool) -> Vec<u8> {
     body.into_bytes()
 }
 
-fn gzip(data: &[u8]) -> Vec<u8> {
-    use std::io::Write as _;
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(data).unwrap();
-    e.finish().unwrap()
-}
-
-fn pieces(body: &[u8], split: usize, gzipped: bool) -> http::Response<support::Body> {
-    let body = if gzipped { gzip(body) } else { body.to_vec() };
-    let mut response = support::chunked(body.chunks(split).map(<[u8]>::to_vec).collect());
-    if gzipped {
-        response
-            .headers_mut()
-            .insert("content-encoding", http::HeaderValue::from_static("gzip"));
-    }
-    response
-}
-
-fn list_configmaps(client: &RestClient) -> kclient_rest::Request {
-    client
-        .get()
-        .group_version(&GroupVersion::new("", "v1"))
-        .namespace("ns")
-        .resource("configmaps")
-}
-
 async fn fetch(
     body: Vec<u8>,
     split: usize,
     gzipped: bool,
     omit: bool,
 ) -> Result<(Option<String>, kclient_core::ObjectList<ConfigMap>), Error> {
-    let server = TestServer::http(move |_| std::future::ready(pieces(&body, split, gzipped))).await;
+    let server = TestServer::http(move |_| {
+        std::future::ready(pieces(&body, split, gzipped, Some("application/json")))
+    })
+    .await;
     let client = RestClient::new(config(&server.url())).unwrap();
-    let fetched = list_configmaps(&client)
+    let fetched = support::configmaps(&client)
         .omit_managed_fields(omit)
         .fetch_list::<ConfigMap>()
         .await?;

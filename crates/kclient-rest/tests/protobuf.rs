@@ -12,7 +12,7 @@ use kclient_core::{ApiStatus, GroupVersion, WatchEvent};
 use kclient_protobuf::core_types::encode_event_frame;
 use kclient_protobuf::registry;
 use kclient_rest::{Error, RestClient, PROTOBUF_ACCEPT};
-use support::{config, full, json, Recorded, TestServer};
+use support::{config, full, json, pieces, Recorded, TestServer};
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
@@ -52,12 +52,7 @@ fn negotiating(request: &Recorded) -> http::Response<support::Body> {
 }
 
 fn get_a(client: &RestClient) -> kclient_rest::Request {
-    client
-        .get()
-        .group_version(&GroupVersion::new("", "v1"))
-        .namespace("ns")
-        .resource("configmaps")
-        .name("a")
+    support::configmaps(client).name("a")
 }
 
 #[tokio::test]
@@ -250,40 +245,7 @@ fn list_body(names: &[&str], continue_token: &str) -> Vec<u8> {
 }
 
 fn list_configmaps(client: &RestClient) -> kclient_rest::Request {
-    client
-        .get()
-        .group_version(&GroupVersion::new("", "v1"))
-        .namespace("ns")
-        .resource("configmaps")
-        .accept_protobuf()
-}
-
-fn gzip(data: &[u8]) -> Vec<u8> {
-    use std::io::Write as _;
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(data).unwrap();
-    e.finish().unwrap()
-}
-
-/// A response of `body` in pieces of `split` bytes, gzip-compressed first if `gzipped`,
-/// with no `Content-Type` if `content_type` is `None` (then the magic tells protobuf).
-fn pieces(
-    body: &[u8],
-    split: usize,
-    gzipped: bool,
-    content_type: Option<&'static str>,
-) -> http::Response<support::Body> {
-    let body = if gzipped { gzip(body) } else { body.to_vec() };
-    let mut response = support::chunked(body.chunks(split).map(<[u8]>::to_vec).collect());
-    let headers = response.headers_mut();
-    headers.remove("content-type");
-    if let Some(content_type) = content_type {
-        headers.insert("content-type", http::HeaderValue::from_static(content_type));
-    }
-    if gzipped {
-        headers.insert("content-encoding", http::HeaderValue::from_static("gzip"));
-    }
-    response
+    support::configmaps(client).accept_protobuf()
 }
 
 #[tokio::test]

@@ -242,6 +242,44 @@ pub fn chunked(chunks: Vec<Vec<u8>>) -> http::Response<Body> {
         .unwrap()
 }
 
+/// `data` gzip-compressed.
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+/// A response of `body` in pieces of `split` bytes, gzip-compressed first if `gzipped`,
+/// with no `Content-Type` if `content_type` is `None`.
+pub fn pieces(
+    body: &[u8],
+    split: usize,
+    gzipped: bool,
+    content_type: Option<&'static str>,
+) -> http::Response<Body> {
+    let body = if gzipped { gzip(body) } else { body.to_vec() };
+    let mut response = chunked(body.chunks(split).map(<[u8]>::to_vec).collect());
+    let headers = response.headers_mut();
+    headers.remove("content-type");
+    if let Some(content_type) = content_type {
+        headers.insert("content-type", http::HeaderValue::from_static(content_type));
+    }
+    if gzipped {
+        headers.insert("content-encoding", http::HeaderValue::from_static("gzip"));
+    }
+    response
+}
+
+/// A request for the ConfigMaps of namespace `ns`.
+pub fn configmaps(client: &kclient_rest::RestClient) -> kclient_rest::Request {
+    client
+        .get()
+        .group_version(&kclient_core::GroupVersion::new("", "v1"))
+        .namespace("ns")
+        .resource("configmaps")
+}
+
 /// A CA, a server certificate for `localhost` and `127.0.0.1`, and a client certificate.
 pub struct Pki {
     pub ca_pem: String,
