@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
 use kclient_core::ObjectList;
-use kclient_protobuf::{envelope, field, registry, wire, Ctx};
+use kclient_protobuf::{envelope, Ctx};
 use serde_json::{json, Value};
 
 use crate::args::Options;
@@ -18,25 +18,18 @@ use crate::proc_stats::median;
 use crate::Error;
 
 pub(crate) fn run(o: &Options) -> Result<Value, Error> {
-    let codec = registry::codec::<Pod>().ok_or("no Pod codec")?;
     let pods: Vec<Pod> = (0..o.count)
         .map(|i| serde_json::from_value(kclient_fake::samples::realistic_pod(i, true)))
         .collect::<Result<_, _>>()?;
     let json_body = serde_json::to_vec(&json!({
         "apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "1"}, "items": pods,
     }))?;
-    let mut raw = Vec::new();
-    field::put_req(
-        1,
+    let protobuf_body = envelope::encode_list(
+        "v1",
+        "PodList",
         &k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta::default(),
-        &mut raw,
+        &pods,
     );
-    for pod in &pods {
-        wire::put_bytes(2, &codec.encode_message(pod), &mut raw);
-    }
-    let protobuf_body = envelope::encode_envelope_with("v1", "PodList", raw.len(), |out| {
-        out.extend_from_slice(&raw)
-    });
     drop(pods);
     let mut times: [Vec<f64>; 4] = Default::default();
     let mut prost_times = Vec::new();
