@@ -122,31 +122,6 @@ pub fn encode_micro_time(t: Option<&MicroTime>, buf: &mut impl BufMut) {
     }
 }
 
-/// `metav1.FieldsV1`: field 1 (`Raw`) holds the JSON text. An empty one is `null` in Go's JSON,
-/// i.e. `None`.
-pub fn decode_fields_v1(mut buf: &[u8]) -> Result<Option<FieldsV1>, DecodeError> {
-    let mut raw: &[u8] = &[];
-    while !buf.is_empty() {
-        let (tag, wt) = wire::key(&mut buf)?;
-        match tag {
-            1 => raw = wire::delimited(wt, &mut buf).at("Raw")?,
-            _ => wire::skip(tag, wt, &mut buf)?,
-        }
-    }
-    if raw.is_empty() {
-        return Ok(None);
-    }
-    serde_json::from_slice(raw)
-        .map(|v| Some(FieldsV1(v)))
-        .map_err(|e| DecodeError::new(format!("invalid JSON in FieldsV1: {e}")).at("Raw"))
-}
-
-/// The JSON text a `FieldsV1` is sent as (serde_json's compact form; Go sends the bytes it
-/// holds, so the bytes match only when they were compact with sorted keys).
-pub fn fields_v1_raw(f: &FieldsV1) -> Vec<u8> {
-    json_bytes(&f.0)
-}
-
 /// The compact JSON text of a value (a `serde_json::Value` always serialises; the empty
 /// vector is unreachable).
 fn json_bytes(v: &serde_json::Value) -> Vec<u8> {
