@@ -2,10 +2,14 @@
 //! layer feature alone, so that no layer accidentally needs another one's feature (a `use`
 //! of a module another feature gates, a variant of `kclient::Error` only some builds have).
 //!
-//! The layer features are read from `crates/kclient/Cargo.toml` (every feature but `default`
-//! and the Kubernetes versions), so a new layer is checked without touching this file. Each
-//! build also enables `v1_37`, the Kubernetes version k8s-openapi needs to compile at all:
-//! the version features choose API types, not layers.
+//! The layer features are read from `crates/kclient/Cargo.toml` (every feature but `default`,
+//! the Kubernetes versions and the API groups), so a new layer is checked without touching
+//! this file. Each build also enables `v1_37`, the Kubernetes version k8s-openapi needs to
+//! compile at all: the version features choose API types, not layers.
+//!
+//! The API groups (`group-apps`, …) choose which protobuf codecs kclient-protobuf compiles:
+//! it is built with each group alone, so that every group's generated list of the groups it
+//! needs is complete (the layer builds above have no group at all).
 
 use std::time::Instant;
 
@@ -45,28 +49,68 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             check,
         )?;
     }
+    let groups = group_features()?;
+    for group in &groups {
+        let mut check = cargo();
+        let features = format!("{group},{VERSION_FEATURE}");
+        check.args([
+            "check",
+            "--quiet",
+            "-p",
+            "kclient-protobuf",
+            "--lib",
+            "--no-default-features",
+            "--features",
+            &features,
+        ]);
+        step(&format!("cargo check -p kclient-protobuf, {group}"), check)?;
+    }
     eprintln!(
-        "check-features: the facade builds with no layer and with each of {} alone, in {:.0}s",
+        "check-features: the facade builds with no layer and with each of {} alone, \
+         kclient-protobuf with each of {} API groups alone, in {:.0}s",
         layers.join(", "),
+        groups.len(),
         started.elapsed().as_secs_f64()
     );
     Ok(())
 }
 
-/// The facade's layer features: the `[features]` table of its manifest less `default` and
-/// the `v1_*` versions, in manifest order.
-fn layer_features() -> Result<Vec<String>> {
+/// The facade's features, as [`parse_features`] reads them.
+fn facade_features() -> Result<Vec<String>> {
     let path = workspace_root().join("crates/kclient/Cargo.toml");
     let manifest =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let features = parse_layer_features(&manifest);
+    let features = parse_features(&manifest);
     if features.is_empty() {
-        bail!("no layer features found in {}", path.display());
+        bail!("no features found in {}", path.display());
     }
     Ok(features)
 }
 
-fn parse_layer_features(manifest: &str) -> Vec<String> {
+/// Whether a facade feature chooses API groups (`group-apps`, `all-groups`, `common-groups`).
+fn is_group(feature: &str) -> bool {
+    feature.starts_with("group-") || feature.ends_with("-groups")
+}
+
+/// The API groups' features (`group-…`), one each.
+fn group_features() -> Result<Vec<String>> {
+    Ok(facade_features()?
+        .into_iter()
+        .filter(|f| f.starts_with("group-"))
+        .collect())
+}
+
+/// The facade's layer features: its features less the API groups, in manifest order.
+fn layer_features() -> Result<Vec<String>> {
+    Ok(facade_features()?
+        .into_iter()
+        .filter(|f| !is_group(f))
+        .collect())
+}
+
+/// The `[features]` table of a manifest less `default` and the `v1_*` versions, in manifest
+/// order.
+fn parse_features(manifest: &str) -> Vec<String> {
     let mut in_features = false;
     let mut features = Vec::new();
     for line in manifest.lines() {
@@ -98,12 +142,14 @@ mod tests {
         let manifest = "[package]\nname = \"kclient\"\n\n[features]\ndefault = [\"rest\", \"v1_37\"]\n\
                         ## Config.\nrest = [\"dep:kclient-rest\"]\ncache = [\"dep:kclient-cache\"]\n\
                         v1_35 = [\"k8s-openapi/v1_35\"]\n\n[dependencies]\nserde = \"1\"\n";
-        assert_eq!(parse_layer_features(manifest), ["rest", "cache"]);
+        assert_eq!(parse_features(manifest), ["rest", "cache"]);
     }
 
     #[test]
     fn the_facade_manifest_has_the_known_layers() {
         let layers = layer_features().unwrap();
+        assert!(!layers.iter().any(|l| is_group(l)), "{layers:?}");
+        assert!(group_features().unwrap().iter().any(|g| g == "group-core"));
         for layer in [
             "rest",
             "discovery",

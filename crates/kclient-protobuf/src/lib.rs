@@ -14,7 +14,11 @@
 //!   codegen` from the `generated.proto` files of `k8s.io/api`, `k8s.io/apimachinery`,
 //!   `k8s.io/apiextensions-apiserver` and `k8s.io/kube-aggregator`, joined with the Go struct
 //!   tags (pointer or value, `omitempty`, inline) and k8s-openapi's fields, so the bytes are
-//!   Go's `Marshal`'s and the decoded values are what the JSON path gives.
+//!   Go's `Marshal`'s and the decoded values are what the JSON path gives. Each API group's
+//!   codecs are compiled with its feature (`group-core`, `group-apps`, …, each turning on the
+//!   groups its types contain; `all-groups`, in the default features, has them all;
+//!   `meta.k8s.io/v1` is always there): a kind whose group is off has no codec, and
+//!   [`registry::codec`] says so, so its clients speak JSON.
 //! * [`envelope`]: the `k8s\0` magic and `runtime.Unknown` envelope of a body, lists decoded
 //!   item by item into a sink (and their metadata read without decoding the items), and the
 //!   length-prefixed frames of a `;stream=watch` body with a bound on the frame length.

@@ -1,10 +1,14 @@
 //! Which types have a codec: looked up by Rust type (a client of `K` asks whether it can
 //! speak protobuf) and by `apiVersion` and `kind` (a server turning stored JSON into protobuf).
 //!
-//! The entries are generated (`RESOURCES` in each version's module: every k8s-openapi type
-//! that implements `k8s_openapi::Resource`) plus kclient-core's `PartialObjectMetadata`.
-//! A lookup scans about a hundred entries comparing `TypeId`s; clients do it once, when they
-//! are made.
+//! The entries are generated (a [`kinds!`] list in each version's module: every k8s-openapi
+//! type that implements `k8s_openapi::Resource`, each under its API group's cargo feature)
+//! plus kclient-core's `PartialObjectMetadata`. A lookup scans about a hundred entries
+//! comparing `TypeId`s; clients do it once, when they are made.
+//!
+//! The two lookups read two tables of the same codecs, so that a program that only looks up
+//! by Rust type (a client) links no kind's conversion from and to JSON: those are reached
+//! only through [`by_kind`]'s table, which a server uses.
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::Pod;
@@ -116,8 +120,6 @@ pub trait Entry: Any + Sync {
     fn api_version(&self) -> &'static str;
     /// The envelope's `kind`.
     fn kind(&self) -> &'static str;
-    /// The typed codec, for [`codec`]'s downcast.
-    fn as_any(&self) -> &dyn Any;
     /// The bare message of a JSON object of this kind.
     fn json_to_message(&self, json: &serde_json::Value) -> Result<Vec<u8>, serde_json::Error>;
     /// A bare message of this kind as JSON (with `apiVersion` and `kind`).
@@ -134,10 +136,6 @@ where
 
     fn kind(&self) -> &'static str {
         self.kind
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     fn json_to_message(&self, json: &serde_json::Value) -> Result<Vec<u8>, serde_json::Error> {
@@ -158,24 +156,43 @@ static PARTIAL_OBJECT_METADATA: Codec<kclient_core::PartialObjectMetadata> = Cod
     kclient_core::PartialObjectMetadata::KIND,
 );
 
-/// Every entry: the generated kinds of the Kubernetes version k8s-openapi is built for, then
-/// kclient-core's own.
-fn entries() -> impl Iterator<Item = &'static dyn Entry> {
-    crate::generated::RESOURCES
+/// Declares the codecs of the kinds listed (each may carry `#[cfg(…)]`): `CODECS`, each as
+/// `Any` for [`codec`], and `ENTRIES`, each as an [`Entry`] for [`by_kind`].
+macro_rules! kinds {
+    ($($(#[$cfg:meta])* $kind:ty,)*) => {
+        /// Every kind's codec, for a lookup by Rust type.
+        pub(crate) static CODECS: &[&(dyn std::any::Any + Send + Sync)] = &[
+            $($(#[$cfg])* &crate::registry::Codec::<$kind>::RESOURCE,)*
+        ];
+        /// Every kind's codec with its JSON conversions, for a lookup by `apiVersion` and
+        /// `kind`.
+        pub(crate) static ENTRIES: &[&dyn crate::registry::Entry] = &[
+            $($(#[$cfg])* &crate::registry::Codec::<$kind>::RESOURCE,)*
+        ];
+    };
+}
+pub(crate) use kinds;
+
+/// The codec of `K`, if it is a built-in kind of an API group compiled in (or kclient-core's
+/// `PartialObjectMetadata`); `None` for custom resources, `DynamicObject`, kinds of groups
+/// whose feature is off, and anything else, which stay JSON.
+pub fn codec<K: 'static>() -> Option<&'static Codec<K>> {
+    if let Some(pom) = (&PARTIAL_OBJECT_METADATA as &dyn Any).downcast_ref::<Codec<K>>() {
+        return Some(pom);
+    }
+    crate::generated::CODECS
+        .iter()
+        .find_map(|codec| codec.downcast_ref::<Codec<K>>())
+}
+
+/// The codec of the kind `kind` in `api_version` (`"apps/v1"`, `"Deployment"`), among the
+/// API groups compiled in.
+pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static dyn Entry> {
+    crate::generated::ENTRIES
         .iter()
         .copied()
         .chain(std::iter::once(&PARTIAL_OBJECT_METADATA as &dyn Entry))
-}
-
-/// The codec of `K`, if it is a built-in kind (or kclient-core's `PartialObjectMetadata`);
-/// `None` for custom resources, `DynamicObject` and anything else, which stay JSON.
-pub fn codec<K: 'static>() -> Option<&'static Codec<K>> {
-    entries().find_map(|e| e.as_any().downcast_ref::<Codec<K>>())
-}
-
-/// The codec of the kind `kind` in `api_version` (`"apps/v1"`, `"Deployment"`).
-pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static dyn Entry> {
-    entries().find(|e| e.api_version() == api_version && e.kind() == kind)
+        .find(|e| e.api_version() == api_version && e.kind() == kind)
 }
 
 #[cfg(test)]

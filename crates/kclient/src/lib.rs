@@ -35,11 +35,26 @@
 //! once, so another version means turning the defaults off and listing the layers with it:
 //!
 //! ```toml
-//! kclient = { version = "0.1", default-features = false, features = ["rest", "discovery", "dynamic", "typed", "cache", "informers", "workqueue", "v1_35"] }
+//! kclient = { version = "0.1", default-features = false, features = ["rest", "discovery", "dynamic", "typed", "cache", "informers", "workqueue", "v1_35", "common-groups"] }
 //! ```
 //!
 //! (`v1_35`, `v1_36` or `v1_37`, or the same feature on k8s-openapi). Libraries built on
-//! kclient set `default-features = false` and enable no version.
+//! kclient set `default-features = false` and enable no version and no API group.
+//!
+//! **API groups.** Built-in kinds are spoken in protobuf (kube-apiserver's cheaper encoding,
+//! and the faster one to decode), with codecs generated per API group. A program compiles and
+//! links the codecs of the groups whose features it turns on — `group-core`, `group-apps`,
+//! `group-batch`, … (a group turns on the groups its types contain: `group-apps` has
+//! `group-core`) — and speaks JSON for the kinds of every other group: they work the same,
+//! only their bodies are larger and slower to decode. The default features have
+//! `common-groups`: core, apps, batch, networking, rbac, policy, autoscaling, coordination
+//! (Leases), events and apiextensions (CRDs); `all-groups` has every group. A program that
+//! knows its kinds builds faster and smaller with just their groups, e.g. an operator of
+//! Deployments and Pods:
+//!
+//! ```toml
+//! kclient = { version = "0.1", default-features = false, features = ["controller", "derive", "v1_37", "group-core", "group-apps"] }
+//! ```
 //!
 //! Every layer's error converts into one [`Error`] (with `From`, so `?` works across
 //! layers), which answers the [`ApiStatus`](core::ApiStatus) predicates (`is_not_found()`,

@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::groups;
 use super::openapi::{definition_name, Definition, Shape};
 use super::proto::SCALARS;
 use super::{InputField, ProtobufInput};
@@ -65,8 +66,8 @@ struct Emitted {
     by_file: BTreeMap<String, String>,
     /// The test schema's `Type { … }` entries, one line each.
     table: String,
-    /// The k8s-openapi paths of the kinds (types with `apiVersion` and `kind`).
-    resources: Vec<String>,
+    /// The kinds (types with `apiVersion` and `kind`): their file and k8s-openapi path.
+    resources: Vec<(String, String)>,
     /// How many messages got a codec.
     count: usize,
     /// The k8s-openapi enums left out (no field holds them).
@@ -160,17 +161,24 @@ fn version_module(input: &ProtobufInput, emitted: &Emitted) -> String {
         );
     }
     for file in emitted.by_file.keys() {
-        let _ = writeln!(module, "mod {file};");
+        let _ = writeln!(module, "{}mod {file};", cfg_of(file, ""));
     }
-    let _ = writeln!(
-        module,
-        "\n/// The codec of every kind (every k8s-openapi type with an `apiVersion` and `kind`), for\n/// `crate::registry`.\npub(crate) static RESOURCES: &[&dyn crate::registry::Entry] = &["
+    module.push_str(
+        "\n// The codec of every kind (every k8s-openapi type with an `apiVersion` and `kind`), for\n// `crate::registry`.\ncrate::registry::kinds! {\n",
     );
-    for path in &emitted.resources {
-        let _ = writeln!(module, "    &crate::registry::Codec::<{path}>::RESOURCE,");
+    for (file, path) in &emitted.resources {
+        let _ = writeln!(module, "{}    {path},", cfg_of(file, "    "));
     }
-    module.push_str("];\n");
+    module.push_str("}\n");
     module
+}
+
+/// The `#[cfg(feature = "group-…")]` line a file's code is compiled under, indented by
+/// `indent` (nothing for apimachinery, which is always compiled).
+fn cfg_of(file: &str, indent: &str) -> String {
+    groups::group_of(file).map_or_else(String::new, |group| {
+        format!("{indent}#[cfg(feature = \"{}\")]\n", groups::feature(group))
+    })
 }
 
 /// The version's test schema (`tests/v1_37.rs`): the JSON fields of every type with a codec.
@@ -286,14 +294,13 @@ impl Emitter<'_> {
         fields: &[InputField],
         def: &Definition,
     ) -> Result<(), Error> {
-        let package = name.rsplit_once('.').map_or("", |(p, _)| p);
-        let file = package.trim_start_matches("k8s.io.").replace('.', "_");
-        let out = emitted.by_file.entry(file).or_default();
+        let file = groups::file_of_message(name);
+        let out = emitted.by_file.entry(file.clone()).or_default();
         match def.shape {
             Shape::Struct => {
                 let schema = self.message(out, name, fields, def)?;
                 if def.resource {
-                    emitted.resources.push(def.rust_path.clone());
+                    emitted.resources.push((file, def.rust_path.clone()));
                 }
                 let _ = writeln!(
                     emitted.table,

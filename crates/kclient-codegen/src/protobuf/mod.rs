@@ -16,6 +16,7 @@
 
 pub mod emit;
 pub mod go;
+pub mod groups;
 pub mod openapi;
 pub mod proto;
 
@@ -269,13 +270,25 @@ fn reached(
     keep
 }
 
+/// What [`generate`] gives: the codecs (paths relative to kclient-protobuf's
+/// `src/generated/`), the test schemas (relative to its `tests/generated/`) and the API
+/// groups' cargo features of kclient-protobuf and of the facade.
+pub struct Generated {
+    /// The codecs of every version.
+    pub codecs: GeneratedFiles,
+    /// The test schemas of every version.
+    pub tests: GeneratedFiles,
+    /// kclient-protobuf's `[features]` lines of the API groups, over every version.
+    pub group_features: String,
+    /// The facade's `[features]` lines of the API groups.
+    pub facade_group_features: String,
+}
+
 /// Generates the codecs of every version: `inputs` pairs each version's input with the
-/// definitions read from k8s-openapi's source of that version. Returns the codecs (paths
-/// relative to kclient-protobuf's `src/generated/`) and the test schemas (relative to its
-/// `tests/generated/`).
+/// definitions read from k8s-openapi's source of that version.
 pub fn generate(
     inputs: &[(ProtobufInput, BTreeMap<String, Definition>)],
-) -> Result<(GeneratedFiles, GeneratedFiles), Error> {
+) -> Result<Generated, Error> {
     let (mut codecs, mut tests) = (GeneratedFiles::new(), GeneratedFiles::new());
     for (input, definitions) in inputs {
         for (path, content) in generate_protobuf(input, definitions)?.iter() {
@@ -285,5 +298,12 @@ pub fn generate(
             }
         }
     }
-    Ok((codecs, tests))
+    let all: Vec<&ProtobufInput> = inputs.iter().map(|(input, _)| input).collect();
+    let needs = groups::group_needs(&all);
+    Ok(Generated {
+        codecs,
+        tests,
+        group_features: groups::protobuf_features(&needs),
+        facade_group_features: groups::facade_features(&needs),
+    })
 }

@@ -9,8 +9,8 @@ mod v1_36;
 mod v1_37;
 
 #[cfg(kclient_k8s = "1.35")]
-pub(crate) use v1_35::RESOURCES;
+pub(crate) use v1_35::{CODECS, ENTRIES};
 #[cfg(kclient_k8s = "1.36")]
-pub(crate) use v1_36::RESOURCES;
+pub(crate) use v1_36::{CODECS, ENTRIES};
 #[cfg(kclient_k8s = "1.37")]
-pub(crate) use v1_37::RESOURCES;
+pub(crate) use v1_37::{CODECS, ENTRIES};

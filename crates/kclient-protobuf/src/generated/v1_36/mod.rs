@@ -4,148 +4,282 @@
 
 //! Not generated (k8s-openapi enums that no field holds): `k8s_openapi::apimachinery::pkg::apis::meta::v1::Patch`, `k8s_openapi::apimachinery::pkg::apis::meta::v1::WatchEvent`.
 
+#[cfg(feature = "group-admissionregistration")]
 mod api_admissionregistration_v1;
+#[cfg(feature = "group-admissionregistration")]
 mod api_admissionregistration_v1alpha1;
+#[cfg(feature = "group-admissionregistration")]
 mod api_admissionregistration_v1beta1;
+#[cfg(feature = "group-apiserverinternal")]
 mod api_apiserverinternal_v1alpha1;
+#[cfg(feature = "group-apps")]
 mod api_apps_v1;
+#[cfg(feature = "group-authentication")]
 mod api_authentication_v1;
+#[cfg(feature = "group-authorization")]
 mod api_authorization_v1;
+#[cfg(feature = "group-autoscaling")]
 mod api_autoscaling_v1;
+#[cfg(feature = "group-autoscaling")]
 mod api_autoscaling_v2;
+#[cfg(feature = "group-batch")]
 mod api_batch_v1;
+#[cfg(feature = "group-certificates")]
 mod api_certificates_v1;
+#[cfg(feature = "group-certificates")]
 mod api_certificates_v1alpha1;
+#[cfg(feature = "group-certificates")]
 mod api_certificates_v1beta1;
+#[cfg(feature = "group-coordination")]
 mod api_coordination_v1;
+#[cfg(feature = "group-coordination")]
 mod api_coordination_v1alpha2;
+#[cfg(feature = "group-coordination")]
 mod api_coordination_v1beta1;
+#[cfg(feature = "group-core")]
 mod api_core_v1;
+#[cfg(feature = "group-discovery")]
 mod api_discovery_v1;
+#[cfg(feature = "group-events")]
 mod api_events_v1;
+#[cfg(feature = "group-flowcontrol")]
 mod api_flowcontrol_v1;
+#[cfg(feature = "group-networking")]
 mod api_networking_v1;
+#[cfg(feature = "group-networking")]
 mod api_networking_v1beta1;
+#[cfg(feature = "group-node")]
 mod api_node_v1;
+#[cfg(feature = "group-policy")]
 mod api_policy_v1;
+#[cfg(feature = "group-rbac")]
 mod api_rbac_v1;
+#[cfg(feature = "group-resource")]
 mod api_resource_v1;
+#[cfg(feature = "group-resource")]
 mod api_resource_v1alpha3;
+#[cfg(feature = "group-resource")]
 mod api_resource_v1beta1;
+#[cfg(feature = "group-resource")]
 mod api_resource_v1beta2;
+#[cfg(feature = "group-scheduling")]
 mod api_scheduling_v1;
+#[cfg(feature = "group-scheduling")]
 mod api_scheduling_v1alpha2;
+#[cfg(feature = "group-storage")]
 mod api_storage_v1;
+#[cfg(feature = "group-storage")]
 mod api_storage_v1beta1;
+#[cfg(feature = "group-storagemigration")]
 mod api_storagemigration_v1beta1;
+#[cfg(feature = "group-apiextensions")]
 mod apiextensions_apiserver_pkg_apis_apiextensions_v1;
 mod apimachinery_pkg_apis_meta_v1;
+#[cfg(feature = "group-apiregistration")]
 mod kube_aggregator_pkg_apis_apiregistration_v1;
 
-/// The codec of every kind (every k8s-openapi type with an `apiVersion` and `kind`), for
-/// `crate::registry`.
-pub(crate) static RESOURCES: &[&dyn crate::registry::Entry] = &[
-    &crate::registry::Codec::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicy>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicy>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicyBinding>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::apps::v1::ControllerRevision>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::apps::v1::DaemonSet>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::apps::v1::Deployment>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::apps::v1::ReplicaSet>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::apps::v1::StatefulSet>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::authentication::v1::SelfSubjectReview>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::authentication::v1::TokenRequest>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::authentication::v1::TokenReview>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::authorization::v1::SubjectAccessReview>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::autoscaling::v1::Scale>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::batch::v1::CronJob>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::batch::v1::Job>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::certificates::v1::CertificateSigningRequest>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::certificates::v1alpha1::ClusterTrustBundle>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::certificates::v1beta1::PodCertificateRequest>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::coordination::v1::Lease>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::coordination::v1alpha2::LeaseCandidate>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::coordination::v1beta1::LeaseCandidate>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::Binding>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::ComponentStatus>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::ConfigMap>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::Endpoints>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::Event>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::LimitRange>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::Namespace>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::Node>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::PersistentVolume>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::PersistentVolumeClaim>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::Pod>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::PodTemplate>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::ReplicationController>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::ResourceQuota>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::Secret>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::Service>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::core::v1::ServiceAccount>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::discovery::v1::EndpointSlice>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::events::v1::Event>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::flowcontrol::v1::FlowSchema>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::networking::v1::IPAddress>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::networking::v1::Ingress>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::networking::v1::IngressClass>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::networking::v1::NetworkPolicy>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::networking::v1::ServiceCIDR>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::networking::v1beta1::IPAddress>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::networking::v1beta1::ServiceCIDR>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::node::v1::RuntimeClass>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::policy::v1::Eviction>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::policy::v1::PodDisruptionBudget>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::rbac::v1::ClusterRole>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::rbac::v1::Role>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::rbac::v1::RoleBinding>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1::DeviceClass>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1::ResourceClaim>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1::ResourceClaimTemplate>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1::ResourceSlice>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1alpha3::DeviceTaintRule>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1beta1::DeviceClass>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1beta1::ResourceClaim>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1beta1::ResourceSlice>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1beta2::DeviceClass>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1beta2::DeviceTaintRule>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1beta2::ResourceClaim>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::resource::v1beta2::ResourceSlice>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::scheduling::v1::PriorityClass>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::scheduling::v1alpha2::PodGroup>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::scheduling::v1alpha2::Workload>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::storage::v1::CSIDriver>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::storage::v1::CSINode>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::storage::v1::CSIStorageCapacity>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::storage::v1::StorageClass>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::storage::v1::VolumeAttachment>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::storage::v1::VolumeAttributesClass>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::storage::v1beta1::VolumeAttributesClass>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>::RESOURCE,
-    &crate::registry::Codec::<k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService>::RESOURCE,
-];
+// The codec of every kind (every k8s-openapi type with an `apiVersion` and `kind`), for
+// `crate::registry`.
+crate::registry::kinds! {
+    #[cfg(feature = "group-admissionregistration")]
+    k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
+    #[cfg(feature = "group-admissionregistration")]
+    k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding,
+    #[cfg(feature = "group-admissionregistration")]
+    k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
+    #[cfg(feature = "group-admissionregistration")]
+    k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy,
+    #[cfg(feature = "group-admissionregistration")]
+    k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+    #[cfg(feature = "group-admissionregistration")]
+    k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration,
+    #[cfg(feature = "group-admissionregistration")]
+    k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicy,
+    #[cfg(feature = "group-admissionregistration")]
+    k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding,
+    #[cfg(feature = "group-admissionregistration")]
+    k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicy,
+    #[cfg(feature = "group-admissionregistration")]
+    k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicyBinding,
+    #[cfg(feature = "group-apiserverinternal")]
+    k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion,
+    #[cfg(feature = "group-apps")]
+    k8s_openapi::api::apps::v1::ControllerRevision,
+    #[cfg(feature = "group-apps")]
+    k8s_openapi::api::apps::v1::DaemonSet,
+    #[cfg(feature = "group-apps")]
+    k8s_openapi::api::apps::v1::Deployment,
+    #[cfg(feature = "group-apps")]
+    k8s_openapi::api::apps::v1::ReplicaSet,
+    #[cfg(feature = "group-apps")]
+    k8s_openapi::api::apps::v1::StatefulSet,
+    #[cfg(feature = "group-authentication")]
+    k8s_openapi::api::authentication::v1::SelfSubjectReview,
+    #[cfg(feature = "group-authentication")]
+    k8s_openapi::api::authentication::v1::TokenRequest,
+    #[cfg(feature = "group-authentication")]
+    k8s_openapi::api::authentication::v1::TokenReview,
+    #[cfg(feature = "group-authorization")]
+    k8s_openapi::api::authorization::v1::LocalSubjectAccessReview,
+    #[cfg(feature = "group-authorization")]
+    k8s_openapi::api::authorization::v1::SelfSubjectAccessReview,
+    #[cfg(feature = "group-authorization")]
+    k8s_openapi::api::authorization::v1::SelfSubjectRulesReview,
+    #[cfg(feature = "group-authorization")]
+    k8s_openapi::api::authorization::v1::SubjectAccessReview,
+    #[cfg(feature = "group-autoscaling")]
+    k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler,
+    #[cfg(feature = "group-autoscaling")]
+    k8s_openapi::api::autoscaling::v1::Scale,
+    #[cfg(feature = "group-autoscaling")]
+    k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler,
+    #[cfg(feature = "group-batch")]
+    k8s_openapi::api::batch::v1::CronJob,
+    #[cfg(feature = "group-batch")]
+    k8s_openapi::api::batch::v1::Job,
+    #[cfg(feature = "group-certificates")]
+    k8s_openapi::api::certificates::v1::CertificateSigningRequest,
+    #[cfg(feature = "group-certificates")]
+    k8s_openapi::api::certificates::v1alpha1::ClusterTrustBundle,
+    #[cfg(feature = "group-certificates")]
+    k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle,
+    #[cfg(feature = "group-certificates")]
+    k8s_openapi::api::certificates::v1beta1::PodCertificateRequest,
+    #[cfg(feature = "group-coordination")]
+    k8s_openapi::api::coordination::v1::Lease,
+    #[cfg(feature = "group-coordination")]
+    k8s_openapi::api::coordination::v1alpha2::LeaseCandidate,
+    #[cfg(feature = "group-coordination")]
+    k8s_openapi::api::coordination::v1beta1::LeaseCandidate,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::Binding,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::ComponentStatus,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::ConfigMap,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::Endpoints,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::Event,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::LimitRange,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::Namespace,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::Node,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::PersistentVolume,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::PersistentVolumeClaim,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::Pod,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::PodTemplate,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::ReplicationController,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::ResourceQuota,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::Secret,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::Service,
+    #[cfg(feature = "group-core")]
+    k8s_openapi::api::core::v1::ServiceAccount,
+    #[cfg(feature = "group-discovery")]
+    k8s_openapi::api::discovery::v1::EndpointSlice,
+    #[cfg(feature = "group-events")]
+    k8s_openapi::api::events::v1::Event,
+    #[cfg(feature = "group-flowcontrol")]
+    k8s_openapi::api::flowcontrol::v1::FlowSchema,
+    #[cfg(feature = "group-flowcontrol")]
+    k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration,
+    #[cfg(feature = "group-networking")]
+    k8s_openapi::api::networking::v1::IPAddress,
+    #[cfg(feature = "group-networking")]
+    k8s_openapi::api::networking::v1::Ingress,
+    #[cfg(feature = "group-networking")]
+    k8s_openapi::api::networking::v1::IngressClass,
+    #[cfg(feature = "group-networking")]
+    k8s_openapi::api::networking::v1::NetworkPolicy,
+    #[cfg(feature = "group-networking")]
+    k8s_openapi::api::networking::v1::ServiceCIDR,
+    #[cfg(feature = "group-networking")]
+    k8s_openapi::api::networking::v1beta1::IPAddress,
+    #[cfg(feature = "group-networking")]
+    k8s_openapi::api::networking::v1beta1::ServiceCIDR,
+    #[cfg(feature = "group-node")]
+    k8s_openapi::api::node::v1::RuntimeClass,
+    #[cfg(feature = "group-policy")]
+    k8s_openapi::api::policy::v1::Eviction,
+    #[cfg(feature = "group-policy")]
+    k8s_openapi::api::policy::v1::PodDisruptionBudget,
+    #[cfg(feature = "group-rbac")]
+    k8s_openapi::api::rbac::v1::ClusterRole,
+    #[cfg(feature = "group-rbac")]
+    k8s_openapi::api::rbac::v1::ClusterRoleBinding,
+    #[cfg(feature = "group-rbac")]
+    k8s_openapi::api::rbac::v1::Role,
+    #[cfg(feature = "group-rbac")]
+    k8s_openapi::api::rbac::v1::RoleBinding,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1::DeviceClass,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1::ResourceClaim,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1::ResourceClaimTemplate,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1::ResourceSlice,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1alpha3::DeviceTaintRule,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1beta1::DeviceClass,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1beta1::ResourceClaim,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1beta1::ResourceSlice,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1beta2::DeviceClass,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1beta2::DeviceTaintRule,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1beta2::ResourceClaim,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate,
+    #[cfg(feature = "group-resource")]
+    k8s_openapi::api::resource::v1beta2::ResourceSlice,
+    #[cfg(feature = "group-scheduling")]
+    k8s_openapi::api::scheduling::v1::PriorityClass,
+    #[cfg(feature = "group-scheduling")]
+    k8s_openapi::api::scheduling::v1alpha2::PodGroup,
+    #[cfg(feature = "group-scheduling")]
+    k8s_openapi::api::scheduling::v1alpha2::Workload,
+    #[cfg(feature = "group-storage")]
+    k8s_openapi::api::storage::v1::CSIDriver,
+    #[cfg(feature = "group-storage")]
+    k8s_openapi::api::storage::v1::CSINode,
+    #[cfg(feature = "group-storage")]
+    k8s_openapi::api::storage::v1::CSIStorageCapacity,
+    #[cfg(feature = "group-storage")]
+    k8s_openapi::api::storage::v1::StorageClass,
+    #[cfg(feature = "group-storage")]
+    k8s_openapi::api::storage::v1::VolumeAttachment,
+    #[cfg(feature = "group-storage")]
+    k8s_openapi::api::storage::v1::VolumeAttributesClass,
+    #[cfg(feature = "group-storage")]
+    k8s_openapi::api::storage::v1beta1::VolumeAttributesClass,
+    #[cfg(feature = "group-storagemigration")]
+    k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration,
+    #[cfg(feature = "group-apiextensions")]
+    k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup,
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList,
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList,
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions,
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Status,
+    #[cfg(feature = "group-apiregistration")]
+    k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService,
+}
