@@ -13,6 +13,9 @@
 //!   `docs/e2e.md`).
 //! * `bench [--quick] [--real] [--smoke] [--only <id prefix>]` — kclient side by side with client-go and kube-rs on
 //!   the same objects; writes `docs/benchmarks.md`'s generated section (see `bench/mod.rs`).
+//! * `build-compare [--skip-dev]` — the same small operator built on kclient and on kube-rs,
+//!   cold and after a one-line change, build times and stripped binary sizes side by side
+//!   (see `build_compare.rs`).
 //! * `fuzz [--cases N] [--seconds S] [--seed X] [SUITE...]` — the property tests and fuzz
 //!   targets, run longer from new seeds (printed); what fails is recorded in the suites'
 //!   committed regression files (see `fuzz.rs`).
@@ -29,6 +32,7 @@
 //!   progress shown, then run in place of xtask (see `demo.rs`).
 
 mod bench;
+mod build_compare;
 mod check_features;
 mod codegen;
 mod codegen_protobuf;
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("test") => test::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
+        Some("build-compare") => build_compare::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("codegen") => codegen::run(&args[1..]),
         Some("e2e") => e2e::run(&args[1..]),
@@ -96,6 +101,8 @@ fn print_help() {
            bench   kclient vs client-go and kube-rs on kclient-fake [--quick], or on the\n          \
                    running e2e kube-apiserver [--real], some scenarios [--only <id>];\n          \
                    writes docs/benchmarks.md\n  \
+           build-compare  the memcached operator built on kclient and on kube-rs: build\n          \
+                   times and binary sizes side by side [--skip-dev]\n  \
            fuzz    the property tests and fuzz targets from new seeds, longer [--cases N]\n          \
                    [--seconds S] [--seed X] [SUITE...]; failures go to proptest-regressions/\n  \
            demo    run the main demo (against the embedded fake API server, or a cluster\n          \

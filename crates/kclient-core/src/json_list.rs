@@ -10,7 +10,8 @@
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
-//! use kclient_core::json_list::{decode_item, JsonListPiece, JsonListReader};
+//! use kclient_core::json_list::{JsonListPiece, JsonListReader};
+//! use kclient_core::managed_fields::decode_object;
 //!
 //! let body = br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"continue":"c2"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
 //! let mut reader = JsonListReader::new(1 << 20);
@@ -21,7 +22,7 @@
 //!         match piece {
 //!             JsonListPiece::Head(head) => assert_eq!(head.continue_token(), Some("c2")),
 //!             JsonListPiece::Item(json) => {
-//!                 let cm: ConfigMap = decode_item(json, false).unwrap();
+//!                 let cm: ConfigMap = decode_object(json, false).unwrap();
 //!                 names.push(cm.metadata.name.unwrap());
 //!             }
 //!         }
@@ -32,11 +33,10 @@
 //! assert_eq!(list.types.unwrap().kind, "ConfigMapList");
 //! ```
 
-use serde::de::{DeserializeSeed as _, Error as _, IgnoredAny};
+use serde::de::{Error as _, IgnoredAny};
 use serde::Deserialize;
 
 use crate::json_scan::ObjectScanner;
-use crate::managed_fields::ObjectSeed;
 use crate::object_list::{decode_list_mapped, ObjectList};
 
 /// What a [`JsonListReader`] hands out, in the order of the body.
@@ -45,7 +45,7 @@ pub enum JsonListPiece<'a> {
     /// The list without its items, as far as the body has told it before `items`: type
     /// fields and metadata (default metadata if the body has none there).
     Head(Box<ObjectList<()>>),
-    /// The bytes of one item, to decode with [`decode_item`].
+    /// The bytes of one item, to decode with [`decode_object`].
     Item(&'a [u8]),
 }
 
@@ -74,18 +74,6 @@ pub struct JsonListReader {
     /// Whether the head had the list's metadata.
     head_has_metadata: bool,
     max_item_len: usize,
-}
-
-/// Decodes one item of a list (with `metadata.managedFields` skipped if
-/// `omit_managed_fields`, as [`WithoutManagedFields`](crate::WithoutManagedFields) does).
-pub fn decode_item<K>(json: &[u8], omit_managed_fields: bool) -> Result<K, serde_json::Error>
-where
-    K: serde::de::DeserializeOwned,
-{
-    let mut deserializer = serde_json::Deserializer::from_slice(json);
-    let item = ObjectSeed::<K>::new(omit_managed_fields).deserialize(&mut deserializer)?;
-    deserializer.end()?;
-    Ok(item)
 }
 
 /// How far the head of a list has arrived.
@@ -347,6 +335,7 @@ impl JsonListReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::managed_fields::decode_object;
     use k8s_openapi::api::core::v1::ConfigMap;
 
     fn body(n: usize, metadata_first: bool) -> Vec<u8> {
@@ -379,7 +368,7 @@ mod tests {
             while let Some(piece) = reader.next_piece()? {
                 match piece {
                     JsonListPiece::Head(h) => head = Some(*h),
-                    JsonListPiece::Item(json) => items.push(decode_item(json, omit)?),
+                    JsonListPiece::Item(json) => items.push(decode_object(json, omit)?),
                 }
             }
         }

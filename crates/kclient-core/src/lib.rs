@@ -119,7 +119,6 @@ pub use lister_watcher::{
     DynamicListerWatcherFor, FilteredListWatch, ListerWatcher, ListerWatcherFor, TweakListOptions,
     WatchStream,
 };
-pub use managed_fields::WithoutManagedFields;
 pub use object_key::{
     deletion_handling_meta_namespace_key, meta_namespace_key, split_meta_namespace_key,
     DeletedFinalStateUnknown, DeletedObject, KeyError, ObjectKey,

@@ -1,22 +1,24 @@
-//! Decoding an object without its `metadata.managedFields`: [`WithoutManagedFields`].
+//! Decoding an object without its `metadata.managedFields`: [`decode_object`].
 //!
 //! Server-side apply's field ownership (`managedFields`) is often the largest part of an
 //! object's metadata — three entries of a Pod decode to some 20 KB of JSON values — and
 //! controllers rarely read it; caches drop it (the informer factory does by default). Dropping
-//! it *after* decoding still pays for building and freeing those values. This decodes any
-//! object type while skipping that one value in the input, the way `#[serde(skip)]` would, with
-//! no change to the type: the JSON is still checked, only nothing is built from it.
+//! it *after* decoding still pays for building and freeing those values. [`decode_object`]
+//! cuts the member out of the JSON text first ([`strip_managed_fields`]) and decodes the rest,
+//! so nothing is built from it; the cut value is still checked to be JSON, so malformed input
+//! is the same error it would be if decoded.
 //!
-//! The filter sits only where it is needed: between the object's top-level keys (to find
-//! `metadata`) and between `metadata`'s keys (to skip `managedFields`). Every other value (the
-//! spec, the status) is handed to the type's own decoder directly.
+//! The cut is made in the text, not by a filtering deserializer, so that every kind is decoded
+//! by one `serde_json` deserializer (from a byte slice) whether managedFields are kept or not:
+//! a filter wrapped around the deserializer would compile every type an object holds a second
+//! time, for every kind a program decodes.
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
-//! use kclient_core::WithoutManagedFields;
+//! use kclient_core::managed_fields::decode_object;
 //!
-//! let json = r#"{"metadata":{"name":"a","managedFields":[{"manager":"kubectl"}],"labels":{"x":"y"}},"data":{"k":"v"}}"#;
-//! let WithoutManagedFields(cm) = serde_json::from_str::<WithoutManagedFields<ConfigMap>>(json).unwrap();
+//! let json = br#"{"metadata":{"name":"a","managedFields":[{"manager":"kubectl"}],"labels":{"x":"y"}},"data":{"k":"v"}}"#;
+//! let cm: ConfigMap = decode_object(json, true).unwrap();
 //! assert_eq!(cm.metadata.name.as_deref(), Some("a"));
 //! assert!(cm.metadata.managed_fields.is_none());
 //! assert_eq!(cm.metadata.labels.unwrap()["x"], "y");
@@ -26,293 +28,169 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::value::{BorrowedStrDeserializer, CowStrDeserializer};
-use serde::de::{
-    DeserializeSeed, Deserializer, EnumAccess, IgnoredAny, MapAccess, SeqAccess, Visitor,
-};
-use serde::Deserialize;
+use serde::de::{DeserializeOwned, IgnoredAny, Visitor};
+use serde::{Deserialize, Deserializer};
 
-/// An object decoded without `metadata.managedFields` (which is left `None`); see the
-/// [module](self).
-#[derive(Debug, Clone, PartialEq)]
-pub struct WithoutManagedFields<K>(pub K);
-
-impl<K> WithoutManagedFields<K> {
-    /// The object.
-    pub fn into_inner(self) -> K {
-        self.0
-    }
-}
-
-impl<'de, K: Deserialize<'de>> Deserialize<'de> for WithoutManagedFields<K> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        K::deserialize(Filter {
-            inner: deserializer,
-            level: Level::Object,
-        })
-        .map(WithoutManagedFields)
-    }
-}
-
-/// A seed decoding `K`, without `metadata.managedFields` when `omit_managed_fields` is set
-/// (the items of a list and the objects of watch events).
-pub(crate) struct ObjectSeed<K> {
+/// Decodes one object from JSON text, without its `metadata.managedFields` (left `None`) if
+/// `omit_managed_fields`. The whole text must be the object (trailing whitespace aside).
+///
+/// Decode errors are `serde_json`'s; when managedFields were cut out, a position after them
+/// counts from the text without them.
+pub fn decode_object<K: DeserializeOwned>(
+    json: &[u8],
     omit_managed_fields: bool,
-    _kind: PhantomData<fn() -> K>,
+) -> Result<K, serde_json::Error> {
+    if omit_managed_fields {
+        serde_json::from_slice(&strip_managed_fields(json))
+    } else {
+        serde_json::from_slice(json)
+    }
 }
 
-impl<K> ObjectSeed<K> {
-    /// A seed that skips managedFields if `omit_managed_fields`.
-    pub(crate) fn new(omit_managed_fields: bool) -> Self {
-        Self {
-            omit_managed_fields,
-            _kind: PhantomData,
+/// The JSON text of an object without the `managedFields` member of its `metadata` (the first
+/// top-level `metadata` member, if it is an object), and the comma that separated it; the text
+/// as it was (borrowed) when there is no such member, or when the text is not what it should
+/// be up to there or a value before it ends is not JSON (the decoder then says what is wrong).
+///
+/// A `managedFields` key anywhere else (the top level, the spec, a label) stays; a key spelled
+/// with escapes (`"manag\u0065dFields"`) is recognised.
+///
+/// ```
+/// use kclient_core::managed_fields::strip_managed_fields;
+///
+/// let json = br#"{"kind":"Pod","metadata":{"name":"a","managedFields":[{"manager":"m"}],"uid":"u"}}"#;
+/// assert_eq!(&*strip_managed_fields(json), br#"{"kind":"Pod","metadata":{"name":"a","uid":"u"}}"#);
+/// ```
+pub fn strip_managed_fields(json: &[u8]) -> Cow<'_, [u8]> {
+    match managed_fields_span(json) {
+        Some((start, end)) => {
+            let mut out = Vec::with_capacity(json.len() - (end - start));
+            out.extend_from_slice(&json[..start]);
+            out.extend_from_slice(&json[end..]);
+            Cow::Owned(out)
+        }
+        None => Cow::Borrowed(json),
+    }
+}
+
+/// Where `metadata.managedFields` is, with one separating comma: `start..end` to cut out.
+fn managed_fields_span(json: &[u8]) -> Option<(usize, usize)> {
+    let mut text = Text { json, at: 0 };
+    text.expect(b'{')?;
+    if text.peek()? == b'}' {
+        return None;
+    }
+    loop {
+        let key = text.key()?;
+        if text.peek()? == b'{' && key == "metadata" {
+            return text.member_span("managedFields");
+        }
+        text.skip_value()?;
+        match text.next()? {
+            b',' => {}
+            _ => return None,
         }
     }
 }
 
-impl<K> Clone for ObjectSeed<K> {
-    fn clone(&self) -> Self {
-        *self
-    }
+/// A cursor over JSON text that finds members and skips values; `None` wherever the text is
+/// not as expected.
+struct Text<'a> {
+    json: &'a [u8],
+    at: usize,
 }
 
-impl<K> Copy for ObjectSeed<K> {}
+impl<'a> Text<'a> {
+    /// The next byte that is not whitespace (not consumed).
+    fn peek(&mut self) -> Option<u8> {
+        while let Some(&byte) = self.json.get(self.at) {
+            if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+                return Some(byte);
+            }
+            self.at += 1;
+        }
+        None
+    }
 
-impl<'de, K: Deserialize<'de>> DeserializeSeed<'de> for ObjectSeed<K> {
-    type Value = K;
+    /// The next byte that is not whitespace, consumed.
+    fn next(&mut self) -> Option<u8> {
+        let byte = self.peek()?;
+        self.at += 1;
+        Some(byte)
+    }
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<K, D::Error> {
-        if self.omit_managed_fields {
-            WithoutManagedFields::<K>::deserialize(deserializer)
-                .map(WithoutManagedFields::into_inner)
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        (self.next()? == byte).then_some(())
+    }
+
+    /// A member's key and its colon: the key unescaped.
+    fn key(&mut self) -> Option<Cow<'a, str>> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let start = self.at;
+        self.skip_string()?;
+        let quoted = &self.json[start..self.at];
+        self.expect(b':')?;
+        let inner = &quoted[1..quoted.len() - 1];
+        if inner.contains(&b'\\') {
+            serde_json::from_slice::<String>(quoted)
+                .ok()
+                .map(Cow::Owned)
         } else {
-            K::deserialize(deserializer)
+            std::str::from_utf8(inner).ok().map(Cow::Borrowed)
         }
     }
-}
 
-/// Where in the object a filtered map is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Level {
-    /// The object's top level: `metadata`'s value is filtered.
-    Object,
-    /// `metadata`: `managedFields` is skipped.
-    Metadata,
-}
-
-/// A deserializer whose maps are filtered at `level`; anything else passes through.
-struct Filter<D> {
-    inner: D,
-    level: Level,
-}
-
-macro_rules! forward_to_inner {
-    ($($method:ident ( $($arg:ident : $ty:ty),* );)*) => {
-        $(
-            fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
-                self.inner.$method($($arg,)* FilterVisitor { inner: visitor, level: self.level })
-            }
-        )*
-    };
-}
-
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for Filter<D> {
-    type Error = D::Error;
-
-    forward_to_inner! {
-        deserialize_any();
-        deserialize_bool();
-        deserialize_i8();
-        deserialize_i16();
-        deserialize_i32();
-        deserialize_i64();
-        deserialize_i128();
-        deserialize_u8();
-        deserialize_u16();
-        deserialize_u32();
-        deserialize_u64();
-        deserialize_u128();
-        deserialize_f32();
-        deserialize_f64();
-        deserialize_char();
-        deserialize_str();
-        deserialize_string();
-        deserialize_bytes();
-        deserialize_byte_buf();
-        deserialize_option();
-        deserialize_unit();
-        deserialize_unit_struct(name: &'static str);
-        deserialize_newtype_struct(name: &'static str);
-        deserialize_seq();
-        deserialize_tuple(len: usize);
-        deserialize_tuple_struct(name: &'static str, len: usize);
-        deserialize_map();
-        deserialize_struct(name: &'static str, fields: &'static [&'static str]);
-        deserialize_enum(name: &'static str, variants: &'static [&'static str]);
-        deserialize_identifier();
-        deserialize_ignored_any();
-    }
-
-    fn is_human_readable(&self) -> bool {
-        self.inner.is_human_readable()
-    }
-}
-
-/// Wraps the visitor so that a map it is given is filtered.
-struct FilterVisitor<V> {
-    inner: V,
-    level: Level,
-}
-
-macro_rules! forward_visit {
-    ($($method:ident ( $ty:ty );)*) => {
-        $(
-            fn $method<E: serde::de::Error>(self, v: $ty) -> Result<Self::Value, E> {
-                self.inner.$method(v)
-            }
-        )*
-    };
-}
-
-impl<'de, V: Visitor<'de>> Visitor<'de> for FilterVisitor<V> {
-    type Value = V::Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.expecting(f)
-    }
-
-    forward_visit! {
-        visit_bool(bool);
-        visit_i8(i8);
-        visit_i16(i16);
-        visit_i32(i32);
-        visit_i64(i64);
-        visit_i128(i128);
-        visit_u8(u8);
-        visit_u16(u16);
-        visit_u32(u32);
-        visit_u64(u64);
-        visit_u128(u128);
-        visit_f32(f32);
-        visit_f64(f64);
-        visit_char(char);
-        visit_str(&str);
-        visit_borrowed_str(&'de str);
-        visit_string(String);
-        visit_bytes(&[u8]);
-        visit_borrowed_bytes(&'de [u8]);
-        visit_byte_buf(Vec<u8>);
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        self.inner.visit_none()
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        self.inner.visit_unit()
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        self.inner.visit_some(Filter {
-            inner: deserializer,
-            level: self.level,
-        })
-    }
-
-    fn visit_newtype_struct<D: Deserializer<'de>>(
-        self,
-        deserializer: D,
-    ) -> Result<Self::Value, D::Error> {
-        self.inner.visit_newtype_struct(Filter {
-            inner: deserializer,
-            level: self.level,
-        })
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        // The filtered maps are objects, never arrays: an array here is not an object's
-        // top level nor its metadata, and passes through.
-        self.inner.visit_seq(seq)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        self.inner.visit_map(FilterMap {
-            inner: map,
-            level: self.level,
-            next_value: None,
-        })
-    }
-
-    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
-        self.inner.visit_enum(data)
-    }
-}
-
-/// A map whose keys are read first, so that `managedFields` can be skipped and `metadata`'s
-/// value filtered.
-struct FilterMap<A> {
-    inner: A,
-    level: Level,
-    /// The level the next value is filtered at, if at all.
-    next_value: Option<Level>,
-}
-
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for FilterMap<A> {
-    type Error = A::Error;
-
-    fn next_key_seed<S: DeserializeSeed<'de>>(
-        &mut self,
-        seed: S,
-    ) -> Result<Option<S::Value>, A::Error> {
+    /// In the object starting here, the member `name` with one comma beside it.
+    fn member_span(&mut self, name: &str) -> Option<(usize, usize)> {
+        self.expect(b'{')?;
+        if self.peek()? == b'}' {
+            return None;
+        }
+        let mut previous_comma = None;
         loop {
-            let Some(Key(key)) = self.inner.next_key::<Key<'de>>()? else {
-                return Ok(None);
-            };
-            match (self.level, key.as_ref()) {
-                (Level::Metadata, "managedFields") => {
-                    self.inner.next_value::<IgnoredAny>()?;
-                    continue;
+            self.peek()?;
+            let member_start = self.at;
+            let key = self.key()?;
+            self.skip_value()?;
+            let value_end = self.at;
+            let found = key == name;
+            self.peek()?;
+            let separator = self.at;
+            match self.next()? {
+                b',' if found => return Some((member_start, separator + 1)),
+                b'}' if found => return Some((previous_comma.unwrap_or(member_start), value_end)),
+                b',' => previous_comma = Some(separator),
+                _ => return None,
+            }
+        }
+    }
+
+    /// Moves past the string starting here (its quotes included).
+    fn skip_string(&mut self) -> Option<()> {
+        self.at += 1;
+        loop {
+            match *self.json.get(self.at)? {
+                b'"' => {
+                    self.at += 1;
+                    return Some(());
                 }
-                (Level::Object, "metadata") => self.next_value = Some(Level::Metadata),
-                _ => self.next_value = None,
+                b'\\' => self.at += 2,
+                _ => self.at += 1,
             }
-            return match key {
-                Cow::Borrowed(key) => seed.deserialize(BorrowedStrDeserializer::new(key)),
-                owned @ Cow::Owned(_) => seed.deserialize(CowStrDeserializer::new(owned)),
-            }
-            .map(Some);
         }
     }
 
-    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
-        match self.next_value.take() {
-            Some(level) => self
-                .inner
-                .next_value_seed(FilterSeed { inner: seed, level }),
-            None => self.inner.next_value_seed(seed),
-        }
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        self.inner.size_hint()
-    }
-}
-
-/// A seed whose deserializer is filtered at `level`.
-struct FilterSeed<S> {
-    inner: S,
-    level: Level,
-}
-
-impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for FilterSeed<S> {
-    type Value = S::Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<S::Value, D::Error> {
-        self.inner.deserialize(Filter {
-            inner: deserializer,
-            level: self.level,
-        })
+    /// Moves past the JSON value starting here, which must be well formed (serde_json's
+    /// scan, which checks it and builds nothing).
+    fn skip_value(&mut self) -> Option<()> {
+        self.peek()?;
+        let mut values =
+            serde_json::Deserializer::from_slice(&self.json[self.at..]).into_iter::<IgnoredAny>();
+        values.next()?.ok()?;
+        self.at += values.byte_offset();
+        Some(())
     }
 }
 
@@ -369,32 +247,25 @@ mod tests {
     }
 
     /// Decoding without managedFields equals decoding whole and dropping them, for typed,
-    /// dynamic and metadata-only objects, from bytes and from a `Value`.
+    /// dynamic and metadata-only objects.
     #[test]
     fn the_result_is_the_object_decoded_whole_minus_its_managed_fields() {
-        let text = serde_json::to_string(&pod_json()).unwrap();
-        let mut whole: Pod = serde_json::from_str(&text).unwrap();
+        let text = serde_json::to_vec(&pod_json()).unwrap();
+        let mut whole: Pod = decode_object(&text, false).unwrap();
         assert!(whole.metadata.managed_fields.is_some());
         whole.metadata.managed_fields = None;
-        let WithoutManagedFields(pod): WithoutManagedFields<Pod> =
-            serde_json::from_str(&text).unwrap();
-        assert_eq!(pod, whole);
-        let WithoutManagedFields(from_value): WithoutManagedFields<Pod> =
-            serde_json::from_value(pod_json()).unwrap();
-        assert_eq!(from_value, whole);
+        assert_eq!(decode_object::<Pod>(&text, true).unwrap(), whole);
 
-        let mut whole: DynamicObject = serde_json::from_str(&text).unwrap();
+        let mut whole: DynamicObject = serde_json::from_slice(&text).unwrap();
         whole.metadata.managed_fields = None;
-        let WithoutManagedFields(dynamic): WithoutManagedFields<DynamicObject> =
-            serde_json::from_str(&text).unwrap();
+        let dynamic: DynamicObject = decode_object(&text, true).unwrap();
         assert_eq!(dynamic, whole);
         assert_eq!(
             dynamic.data["spec"]["containers"][0]["env"][0]["name"],
             "managedFields"
         );
 
-        let WithoutManagedFields(meta): WithoutManagedFields<PartialObjectMetadata> =
-            serde_json::from_str(&text).unwrap();
+        let meta: PartialObjectMetadata = decode_object(&text, true).unwrap();
         assert_eq!(meta.metadata.name.as_deref(), Some("web"));
         assert!(meta.metadata.managed_fields.is_none());
     }
@@ -403,44 +274,76 @@ mod tests {
     /// inside the spec, in a label) is decoded as usual; escaped keys are recognised.
     #[test]
     fn only_metadata_managed_fields_is_skipped() {
-        let text = r#"{"managedFields":{"kept":true},"metadata":{"name":"a","labels":{"managedFields":"v"},"manag\u0065dFields":[{"manager":"m"}]},"spec":{"managedFields":[1]}}"#;
-        let WithoutManagedFields(obj): WithoutManagedFields<DynamicObject> =
-            serde_json::from_str(text).unwrap();
+        let text = br#"{"managedFields":{"kept":true},"metadata":{"name":"a","labels":{"managedFields":"v"},"manag\u0065dFields":[{"manager":"m"}]},"spec":{"managedFields":[1]}}"#;
+        let obj: DynamicObject = decode_object(text, true).unwrap();
         assert!(obj.metadata.managed_fields.is_none());
         assert_eq!(obj.metadata.labels.unwrap()["managedFields"], "v");
         assert_eq!(obj.data["managedFields"], json!({"kept": true}));
         assert_eq!(obj.data["spec"]["managedFields"], json!([1]));
     }
 
-    /// The skipped value is still checked: malformed JSON there is an error, as it would be
-    /// if decoded; a type error in it is not (nothing is built from it).
+    /// The member goes with one comma wherever it stands, whitespace or not.
+    #[test]
+    fn the_member_is_cut_with_one_comma() {
+        for (json, want) in [
+            (r#"{"metadata":{"managedFields":[]}}"#, r#"{"metadata":{}}"#),
+            (r#"{"metadata":{"managedFields":[],"a":1}}"#, r#"{"metadata":{"a":1}}"#),
+            (r#"{"metadata":{"a":1,"managedFields":[]}}"#, r#"{"metadata":{"a":1}}"#),
+            (r#"{"metadata":{"a":1,"managedFields":[],"b":2}}"#, r#"{"metadata":{"a":1,"b":2}}"#),
+            (
+                "{ \"kind\" : \"X\" , \"metadata\" : { \"a\" : \"}\" , \"managedFields\" : [ {\"x\":\"]\"} ] } }",
+                "{ \"kind\" : \"X\" , \"metadata\" : { \"a\" : \"}\"  } }",
+            ),
+            (r#"{"metadata":{"a":1}}"#, r#"{"metadata":{"a":1}}"#),
+            (r#"{"metadata":null,"managedFields":[]}"#, r#"{"metadata":null,"managedFields":[]}"#),
+            (r#"{}"#, r#"{}"#),
+        ] {
+            let stripped = strip_managed_fields(json.as_bytes());
+            assert_eq!(std::str::from_utf8(&stripped).unwrap(), want, "{json}");
+            let value: serde_json::Value = serde_json::from_slice(&stripped).unwrap();
+            assert!(value["metadata"].get("managedFields").is_none(), "{json}");
+        }
+    }
+
+    /// The cut value is still checked: malformed JSON there is an error, as it would be if
+    /// decoded; a type error in it is not (nothing is built from it). Text that is not an
+    /// object, or is cut short, is left to the decoder.
     #[test]
     fn malformed_json_in_the_skipped_value_is_still_an_error() {
-        let bad = r#"{"metadata":{"name":"a","managedFields":[{"manager":}]}}"#;
-        assert!(serde_json::from_str::<WithoutManagedFields<Pod>>(bad).is_err());
-        let wrong_type = r#"{"metadata":{"name":"a","managedFields":"not a list"}}"#;
-        assert!(serde_json::from_str::<Pod>(wrong_type).is_err());
-        let WithoutManagedFields(pod) =
-            serde_json::from_str::<WithoutManagedFields<Pod>>(wrong_type).unwrap();
+        let bad = br#"{"metadata":{"name":"a","managedFields":[{"manager":}]}}"#;
+        assert!(decode_object::<Pod>(bad, true).is_err());
+        let mismatched = br#"{"metadata":{"managedFields":[1},"name":"a"}}"#;
+        assert!(decode_object::<Pod>(mismatched, true).is_err());
+        let wrong_type = br#"{"metadata":{"name":"a","managedFields":"not a list"}}"#;
+        assert!(decode_object::<Pod>(wrong_type, false).is_err());
+        let pod: Pod = decode_object(wrong_type, true).unwrap();
         assert_eq!(pod.metadata.name.as_deref(), Some("a"));
         // Errors elsewhere are the type's own, with their position.
-        let err = serde_json::from_str::<WithoutManagedFields<Pod>>(r#"{"metadata":{"name":5}}"#)
-            .unwrap_err();
+        let err = decode_object::<Pod>(br#"{"metadata":{"name":5}}"#, true).unwrap_err();
         assert!(
             err.to_string().contains("invalid type: integer `5`"),
             "{err}"
         );
         assert_eq!(err.column(), 21, "{err}");
+        for text in [
+            &b""[..],
+            b"[",
+            b"{",
+            b"{\"metadata\":{\"managedFields\":[",
+            b"\"x\"",
+            b"{\"a\\",
+        ] {
+            assert!(matches!(strip_managed_fields(text), Cow::Borrowed(_)));
+            assert!(decode_object::<DynamicObject>(text, true).is_err());
+        }
     }
 
+    /// Cut at every length, the text never makes the scan panic.
     #[test]
-    fn the_object_seed_honours_the_flag() {
-        let text = serde_json::to_string(&pod_json()).unwrap();
-        let mut de = serde_json::Deserializer::from_str(&text);
-        let kept: Pod = ObjectSeed::new(false).deserialize(&mut de).unwrap();
-        assert!(kept.metadata.managed_fields.is_some());
-        let mut de = serde_json::Deserializer::from_str(&text);
-        let omitted: Pod = ObjectSeed::new(true).deserialize(&mut de).unwrap();
-        assert!(omitted.metadata.managed_fields.is_none());
+    fn every_prefix_is_handled() {
+        let text = serde_json::to_vec(&pod_json()).unwrap();
+        for end in 0..=text.len() {
+            let _ = strip_managed_fields(&text[..end]);
+        }
     }
 }

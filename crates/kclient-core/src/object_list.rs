@@ -43,8 +43,7 @@ impl<'de, K: Deserialize<'de>> Deserialize<'de> for ObjectList<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_map(ListVisitor {
             map: |item: K| item,
-            omit_managed_fields: false,
-            _kind: std::marker::PhantomData,
+            _item: std::marker::PhantomData,
         })
     }
 }
@@ -70,45 +69,12 @@ pub fn decode_list_mapped<K, T>(
 where
     K: serde::de::DeserializeOwned,
 {
-    decode_list(json, false, f)
-}
-
-/// [`decode_list_mapped`], with each item decoded without `metadata.managedFields` (see
-/// [`WithoutManagedFields`](crate::WithoutManagedFields)).
-///
-/// ```
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kclient_core::object_list::decode_list_mapped_without_managed_fields;
-///
-/// let json = br#"{"metadata":{},"items":[{"metadata":{"name":"a","managedFields":[{"manager":"m"}]}}]}"#;
-/// let list = decode_list_mapped_without_managed_fields(json, |cm: ConfigMap| cm).unwrap();
-/// assert!(list.items[0].metadata.managed_fields.is_none());
-/// ```
-pub fn decode_list_mapped_without_managed_fields<K, T>(
-    json: &[u8],
-    f: impl FnMut(K) -> T,
-) -> Result<ObjectList<T>, serde_json::Error>
-where
-    K: serde::de::DeserializeOwned,
-{
-    decode_list(json, true, f)
-}
-
-fn decode_list<K, T>(
-    json: &[u8],
-    omit_managed_fields: bool,
-    f: impl FnMut(K) -> T,
-) -> Result<ObjectList<T>, serde_json::Error>
-where
-    K: serde::de::DeserializeOwned,
-{
     let mut deserializer = serde_json::Deserializer::from_slice(json);
     let list = serde::Deserializer::deserialize_map(
         &mut deserializer,
         ListVisitor {
             map: f,
-            omit_managed_fields,
-            _kind: std::marker::PhantomData,
+            _item: std::marker::PhantomData::<fn() -> K>,
         },
     )?;
     deserializer.end()?;
@@ -185,14 +151,13 @@ pub fn peek_list_metadata(json: &[u8]) -> Result<ListMeta, serde_json::Error> {
     }
 }
 
-/// Reads a list object, mapping each item with `map` as it is decoded.
-struct ListVisitor<K, F> {
+/// Reads a list object, its items read as `I` and mapped with `map` one by one.
+struct ListVisitor<I, F> {
     map: F,
-    omit_managed_fields: bool,
-    _kind: std::marker::PhantomData<fn() -> K>,
+    _item: std::marker::PhantomData<fn() -> I>,
 }
 
-impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::Visitor<'de> for ListVisitor<K, F> {
+impl<'de, I: Deserialize<'de>, T, F: FnMut(I) -> T> serde::de::Visitor<'de> for ListVisitor<I, F> {
     type Value = ObjectList<T>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -215,8 +180,7 @@ impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::Visitor<'de> for 
                 "items" => map.next_value_seed(MappedItems {
                     map: &mut self.map,
                     out: &mut items,
-                    omit_managed_fields: self.omit_managed_fields,
-                    _kind: std::marker::PhantomData::<fn() -> K>,
+                    _item: std::marker::PhantomData::<fn() -> I>,
                 })?,
                 _ => {
                     map.next_value::<serde::de::IgnoredAny>()?;
@@ -233,16 +197,15 @@ impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::Visitor<'de> for 
     }
 }
 
-/// The `items` array (or `null`), each element mapped as it is decoded.
-struct MappedItems<'a, K, T, F> {
+/// The `items` array (or `null`), each element mapped as it is read.
+struct MappedItems<'a, I, T, F> {
     map: &'a mut F,
     out: &'a mut Vec<T>,
-    omit_managed_fields: bool,
-    _kind: std::marker::PhantomData<fn() -> K>,
+    _item: std::marker::PhantomData<fn() -> I>,
 }
 
-impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::DeserializeSeed<'de>
-    for MappedItems<'_, K, T, F>
+impl<'de, I: Deserialize<'de>, T, F: FnMut(I) -> T> serde::de::DeserializeSeed<'de>
+    for MappedItems<'_, I, T, F>
 {
     type Value = ();
 
@@ -251,8 +214,8 @@ impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::DeserializeSeed<'
     }
 }
 
-impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::Visitor<'de>
-    for MappedItems<'_, K, T, F>
+impl<'de, I: Deserialize<'de>, T, F: FnMut(I) -> T> serde::de::Visitor<'de>
+    for MappedItems<'_, I, T, F>
 {
     type Value = ();
 
@@ -276,8 +239,7 @@ impl<'de, K: Deserialize<'de>, T, F: FnMut(K) -> T> serde::de::Visitor<'de>
         if let Some(n) = seq.size_hint() {
             self.out.reserve(n);
         }
-        let seed = crate::managed_fields::ObjectSeed::<K>::new(self.omit_managed_fields);
-        while let Some(item) = seq.next_element_seed(seed)? {
+        while let Some(item) = seq.next_element::<I>()? {
             self.out.push((self.map)(item));
         }
         Ok(())

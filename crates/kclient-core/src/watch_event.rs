@@ -26,7 +26,7 @@ use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::managed_fields::{Key, ObjectSeed};
+use crate::managed_fields::{strip_managed_fields, Key};
 
 use crate::resource::Resource;
 use crate::snippet::snippet;
@@ -170,7 +170,7 @@ impl<K> WatchEvent<K> {
     }
 
     /// [`from_json`](Self::from_json), with the object decoded without
-    /// `metadata.managedFields` (see [`WithoutManagedFields`](crate::WithoutManagedFields)).
+    /// `metadata.managedFields` (see [`managed_fields`](crate::managed_fields)).
     pub fn from_json_without_managed_fields(frame: &[u8]) -> Result<Self, WatchDecodeError>
     where
         K: serde::de::DeserializeOwned,
@@ -202,10 +202,16 @@ impl<K> WatchEvent<K> {
         match decoded {
             Decoded::Event(event) => Ok(event),
             Decoded::UnknownType(t) => Err(WatchDecodeError::UnknownType(t)),
-            Decoded::ObjectFirst { event_type, object } => {
+            Decoded::Deferred { event_type, object } => {
                 part.set(part_of(&event_type));
-                let mut deserializer = serde_json::Deserializer::from_str(object.get());
-                let event = Self::object_of(&event_type, &mut deserializer, omit_managed_fields)
+                let object = object.get().as_bytes();
+                let object = match omit_managed_fields {
+                    true => strip_managed_fields(object),
+                    false => Cow::Borrowed(object),
+                };
+                let mut deserializer = serde_json::Deserializer::from_slice(&object);
+                let event = Self::object_of(&event_type, &mut deserializer)
+                    .and_then(|event| deserializer.end().map(|()| event))
                     .map_err(json_err)?;
                 event.ok_or(WatchDecodeError::UnknownType(event_type))
             }
@@ -217,16 +223,14 @@ impl<K> WatchEvent<K> {
     fn object_of<'de, D: serde::Deserializer<'de>>(
         event_type: &str,
         deserializer: D,
-        omit_managed_fields: bool,
     ) -> Result<Option<Self>, D::Error>
     where
         K: serde::de::DeserializeOwned,
     {
-        let object = || ObjectSeed::<K>::new(omit_managed_fields);
         Ok(Some(match event_type {
-            "ADDED" => Self::Added(object().deserialize(deserializer)?),
-            "MODIFIED" => Self::Modified(object().deserialize(deserializer)?),
-            "DELETED" => Self::Deleted(object().deserialize(deserializer)?),
+            "ADDED" => Self::Added(K::deserialize(deserializer)?),
+            "MODIFIED" => Self::Modified(K::deserialize(deserializer)?),
+            "DELETED" => Self::Deleted(K::deserialize(deserializer)?),
             "BOOKMARK" => Self::Bookmark(BookmarkObject::deserialize(deserializer)?.into()),
             "ERROR" => Self::Error(Status::deserialize(deserializer)?),
             _ => {
@@ -271,14 +275,16 @@ impl<K> WatchEvent<K> {
 enum Decoded<'de, K> {
     Event(WatchEvent<K>),
     UnknownType(String),
-    /// `object` came before `type`: delimited, not yet decoded.
-    ObjectFirst {
+    /// `object` came before `type`, or its managedFields are to be cut out of its text:
+    /// delimited, not yet decoded.
+    Deferred {
         event_type: String,
         object: &'de RawValue,
     },
 }
 
-/// Reads the envelope, decoding the object in place once its type is known.
+/// Reads the envelope, decoding the object in place once its type is known (unless its
+/// managedFields are to be cut out of its text first).
 struct EventVisitor<'p, K> {
     /// The part being decoded, for errors.
     part: &'p Cell<&'static str>,
@@ -310,16 +316,15 @@ impl<'de, K: serde::de::DeserializeOwned> Visitor<'de> for EventVisitor<'_, K> {
                         return Err(A::Error::duplicate_field("object"));
                     }
                     match event_type.as_deref() {
-                        Some(t) => {
+                        Some(t) if !self.omit_managed_fields => {
                             self.part.set(part_of(t));
                             event = Some(map.next_value_seed(ObjectOf::<K> {
                                 event_type: t,
-                                omit_managed_fields: self.omit_managed_fields,
                                 _kind: PhantomData,
                             })?);
                             self.part.set("envelope");
                         }
-                        None => raw_object = Some(map.next_value()?),
+                        _ => raw_object = Some(map.next_value()?),
                     }
                 }
                 _ => {
@@ -331,7 +336,7 @@ impl<'de, K: serde::de::DeserializeOwned> Visitor<'de> for EventVisitor<'_, K> {
         match (event, raw_object) {
             (Some(Some(event)), _) => Ok(Decoded::Event(event)),
             (Some(None), _) => Ok(Decoded::UnknownType(event_type.into_owned())),
-            (None, Some(object)) => Ok(Decoded::ObjectFirst {
+            (None, Some(object)) => Ok(Decoded::Deferred {
                 event_type: event_type.into_owned(),
                 object,
             }),
@@ -343,7 +348,6 @@ impl<'de, K: serde::de::DeserializeOwned> Visitor<'de> for EventVisitor<'_, K> {
 /// The object of an event whose type is known.
 struct ObjectOf<'t, K> {
     event_type: &'t str,
-    omit_managed_fields: bool,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -354,7 +358,7 @@ impl<'de, K: serde::de::DeserializeOwned> DeserializeSeed<'de> for ObjectOf<'_, 
         self,
         deserializer: D,
     ) -> Result<Self::Value, D::Error> {
-        WatchEvent::object_of(self.event_type, deserializer, self.omit_managed_fields)
+        WatchEvent::object_of(self.event_type, deserializer)
     }
 }
 

@@ -48,7 +48,8 @@ proptest! {
 
     #[test]
     fn json_lists_never_panic_and_read_as_a_whole_read(soup in json_soup(), split in 0usize..256) {
-        use kclient_core::json_list::{decode_item, JsonListPiece, JsonListReader};
+        use kclient_core::json_list::{JsonListPiece, JsonListReader};
+        use kclient_core::managed_fields::decode_object;
         let bytes = soup.as_bytes();
         let mut reader = JsonListReader::new(1024);
         let mut items = Vec::new();
@@ -57,7 +58,7 @@ proptest! {
             reader.push(chunk);
             loop {
                 match reader.next_piece() {
-                    Ok(Some(JsonListPiece::Item(json))) => items.push(decode_item::<DynamicObject>(json, false).ok()),
+                    Ok(Some(JsonListPiece::Item(json))) => items.push(decode_object::<DynamicObject>(json, false).ok()),
                     Ok(Some(JsonListPiece::Head(_))) => {}
                     Ok(None) => break,
                     Err(_) => break 'read,

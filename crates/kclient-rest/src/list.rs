@@ -11,7 +11,8 @@
 
 use futures::stream::{self, StreamExt as _};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
-use kclient_core::json_list::{decode_item, JsonListPiece, JsonListReader};
+use kclient_core::json_list::{JsonListPiece, JsonListReader};
+use kclient_core::managed_fields::decode_object;
 use kclient_core::{FetchedList, ListPart, ObjectList};
 use serde::de::DeserializeOwned;
 
@@ -278,7 +279,7 @@ impl<K: DeserializeOwned + Send + 'static> ListItems<K> for JsonItems<K> {
                     }
                 }
                 Some(JsonListPiece::Item(json)) => {
-                    items.push(decode_item(json, omit).map_err(|e| decode_error::<K>(json, e))?);
+                    items.push(decode_object(json, omit).map_err(|e| decode_error::<K>(json, e))?);
                 }
             }
         }

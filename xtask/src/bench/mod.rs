@@ -398,7 +398,7 @@ fn results(server: &str, mode: Mode, kubernetes: Option<&str>) -> Result<Results
 }
 
 /// The 1-minute load average.
-fn load() -> f64 {
+pub(crate) fn load() -> f64 {
     fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|l| l.split_whitespace().next()?.parse().ok())
@@ -598,7 +598,7 @@ fn check_smoke(results: &Results) -> Result<()> {
     Ok(())
 }
 
-fn command_line(program: &str, args: &[&str]) -> String {
+pub(crate) fn command_line(program: &str, args: &[&str]) -> String {
     Command::new(program)
         .args(args)
         .current_dir(workspace_root())

@@ -110,7 +110,7 @@ pub struct ListOptions {
     pub send_initial_events: Option<bool>,
     /// Client-side, never sent: decode the listed or watched objects without
     /// `metadata.managedFields` (left `None`), skipping that part of the response instead of
-    /// building it (see [`WithoutManagedFields`](crate::WithoutManagedFields)). An informer
+    /// building it (see [`managed_fields`](crate::managed_fields)). An informer
     /// whose transform strips managedFields (the factory's default) sets it: the same objects
     /// at about half the decoding cost.
     pub omit_managed_fields: bool,

@@ -348,7 +348,7 @@ impl Request {
 
     /// Decodes the objects of [`fetch_list`](Self::fetch_list) and [`watch`](Self::watch)
     /// without `metadata.managedFields`, skipping that part of the response (kclient-core's
-    /// `WithoutManagedFields`; `ListOptions::omit_managed_fields` asks for it). Off by default.
+    /// `kclient_core::managed_fields`; `ListOptions::omit_managed_fields` asks for it). Off by default.
     pub fn omit_managed_fields(mut self, omit: bool) -> Self {
         self.omit_managed_fields = omit;
         self
