@@ -116,6 +116,8 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
         "kclient",
         &[
             "kclient-core",
+            // Only to forward its API-group features (`group-apps`, …): nothing re-exported.
+            "kclient-protobuf",
             "kclient-rest",
             "kclient-discovery",
             "kclient-dynamic",

@@ -45,7 +45,8 @@ pub enum JsonListPiece<'a> {
     /// The list without its items, as far as the body has told it before `items`: type
     /// fields and metadata (default metadata if the body has none there).
     Head(Box<ObjectList<()>>),
-    /// The bytes of one item, to decode with [`decode_object`].
+    /// The bytes of one item, to decode with
+    /// [`decode_object`](crate::managed_fields::decode_object).
     Item(&'a [u8]),
 }
 
