@@ -1,7 +1,7 @@
 //! Which types have a codec: looked up by Rust type (a client of `K` asks whether it can
 //! speak protobuf) and by `apiVersion` and `kind` (a server turning stored JSON into protobuf).
 //!
-//! The entries are generated (a [`kinds!`] list in each version's module: every k8s-openapi
+//! The entries are generated (a `kinds!` list in each version's module: every k8s-openapi
 //! type that implements `k8s_openapi::Resource`, each under its API group's cargo feature)
 //! plus kclient-core's `PartialObjectMetadata`. A lookup scans about a hundred entries
 //! comparing `TypeId`s; clients do it once, when they are made.
