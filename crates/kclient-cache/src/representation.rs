@@ -164,17 +164,24 @@ impl<K> ObjectCodec<K> {
     }
 
     /// The type's protobuf message (kclient-protobuf's generated codec), for built-in kinds
-    /// and `PartialObjectMetadata`; `None` for any other type.
+    /// (of the API groups compiled in) and `PartialObjectMetadata`; `None` for any other type,
+    /// and for every type without this crate's `compact-protobuf` feature (which compiles the
+    /// encoders).
     pub fn protobuf() -> Option<Self>
     where
         K: 'static,
     {
-        let codec = kclient_protobuf::registry::codec::<K>()?;
-        Some(Self::new(
-            "protobuf",
-            move |obj| Ok(codec.encode_message(obj)),
-            move |bytes| Ok(codec.decode_message(bytes, kclient_protobuf::Ctx::default())?),
-        ))
+        #[cfg(feature = "compact-protobuf")]
+        {
+            let codec = kclient_protobuf::registry::codec::<K>()?;
+            Some(Self::new(
+                "protobuf",
+                move |obj| Ok(codec.encode_message(obj)),
+                move |bytes| Ok(codec.decode_message(bytes, kclient_protobuf::Ctx::default())?),
+            ))
+        }
+        #[cfg(not(feature = "compact-protobuf"))]
+        None
     }
 
     /// Compact JSON (serde_json), for any serde type: custom resources, `DynamicObject`.

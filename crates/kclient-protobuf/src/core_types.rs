@@ -19,6 +19,7 @@
 //! assert_eq!(decode_event(&frame, codec, Ctx::default()).unwrap(), WatchEvent::Added(cm));
 //! ```
 
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kclient_core::{Bookmark, PartialObjectMetadata, Status, WatchEvent};
@@ -26,7 +27,9 @@ use kclient_core::{Bookmark, PartialObjectMetadata, Status, WatchEvent};
 use crate::envelope;
 use crate::field::{self, Message};
 use crate::registry::Codec;
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
 
 /// `metav1.PartialObjectMetadata { ObjectMeta metadata = 1; }`. Decoded objects carry the
 /// `meta.k8s.io/v1` type, as the JSON the server sends does (a list's items have no envelope).
@@ -44,6 +47,7 @@ impl Decode for PartialObjectMetadata {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for PartialObjectMetadata {
     fn encoded_len(&self) -> usize {
         field::len_req(1, &self.metadata)
@@ -55,10 +59,12 @@ impl Encode for PartialObjectMetadata {
 }
 
 impl Message for PartialObjectMetadata {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         field::len_req(1, &ObjectMeta::default())
     }
 
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         field::put_req(1, &ObjectMeta::default(), buf);
     }

@@ -1,10 +1,13 @@
 //! The wire around the messages: the `k8s\0` magic and `runtime.Unknown` envelope, lists read
 //! item by item, and `;stream=watch` frames.
 
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
 
 /// The four bytes every protobuf body of kube-apiserver starts with (apimachinery
 /// `runtime/serializer/protobuf/protobuf.go`, `protoEncodingPrefix`).
@@ -63,6 +66,7 @@ pub fn decode_type_meta(mut type_meta: &[u8]) -> Result<(String, String), Decode
     Ok((api_version, kind))
 }
 
+#[cfg(feature = "encode")]
 /// Writes `msg` as kube-apiserver's protobuf serializer does (`Unknown.NestedMarshalTo`):
 /// magic, `typeMeta` (both strings always), `raw`, then the empty `contentEncoding` and
 /// `contentType`, which Go writes too.
@@ -72,6 +76,7 @@ pub fn encode_envelope(api_version: &str, kind: &str, msg: &impl Encode) -> Vec<
     })
 }
 
+#[cfg(feature = "encode")]
 /// [`encode_envelope`] for a message of `raw_len` bytes that `write_raw` appends.
 pub fn encode_envelope_with(
     api_version: &str,
@@ -101,6 +106,7 @@ pub fn encode_envelope_with(
     out
 }
 
+#[cfg(feature = "encode")]
 /// Writes a list body (`XxxList`: `metadata` = 1, then each of `items` = 2) as
 /// kube-apiserver's protobuf serializer does.
 pub fn encode_list<T: Encode>(

@@ -23,17 +23,36 @@
 
 use std::collections::BTreeMap;
 
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 use k8s_openapi::ByteString;
 use prost::encoding::WireType;
 
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
 
-/// A message type with a codec: decodes, encodes, and knows what Go writes for its zero value
-/// (a non-pointer struct field is always written by Go's `Marshal`, even when zero).
-pub trait Message: Decode + Encode {
+/// What a [`Message`] needs besides decoding: with the `encode` feature, [`Encode`]; without
+/// it, nothing (a client that only decodes compiles no encoder).
+#[cfg(feature = "encode")]
+pub trait MaybeEncode: Encode {}
+#[cfg(feature = "encode")]
+impl<T: Encode> MaybeEncode for T {}
+/// What a [`Message`] needs besides decoding: with the `encode` feature, [`Encode`]; without
+/// it, nothing (a client that only decodes compiles no encoder).
+#[cfg(not(feature = "encode"))]
+pub trait MaybeEncode {}
+#[cfg(not(feature = "encode"))]
+impl<T> MaybeEncode for T {}
+
+/// A message type with a codec: decodes, encodes (with the `encode` feature), and knows what
+/// Go writes for its zero value (a non-pointer struct field is always written by Go's
+/// `Marshal`, even when zero).
+pub trait Message: Decode + MaybeEncode {
+    #[cfg(feature = "encode")]
     /// The length of Go's zero value of the message.
     fn zero_len() -> usize;
+    #[cfg(feature = "encode")]
     /// Writes Go's zero value of the message.
     fn put_zero(buf: &mut impl BufMut);
     /// Gives back, in place, the capacity the message's lists (and those of the messages it
@@ -51,22 +70,27 @@ pub trait Value: Sized {
     /// Reads one value. `None` is a value k8s-openapi has no representation for but `None`
     /// (the zero `Time`, empty raw JSON): JSON has `null` there.
     fn read(wire_type: WireType, buf: &mut &[u8], ctx: Ctx) -> Result<Option<Self>, DecodeError>;
+    #[cfg(feature = "encode")]
     /// The length of the value after its key (with the length prefix of delimited values).
     fn value_len(&self) -> usize;
+    #[cfg(feature = "encode")]
     /// Writes the value after its key.
     fn put_value(&self, buf: &mut impl BufMut);
     /// Whether this is Go's zero value of a scalar (which `omitempty` leaves out of JSON).
     fn is_zero(&self) -> bool {
         false
     }
+    #[cfg(feature = "encode")]
     /// The length of Go's zero value after its key.
     fn zero_len() -> usize;
+    #[cfg(feature = "encode")]
     /// Writes Go's zero value after its key.
     fn put_zero(buf: &mut impl BufMut);
     /// Gives back the capacity the value's lists do not use (nothing for scalars).
     fn fit(&mut self) {}
 }
 
+#[cfg(feature = "encode")]
 fn put_len(len: usize, buf: &mut impl BufMut) {
     prost::encoding::encode_varint(len as u64, buf);
 }
@@ -76,9 +100,11 @@ impl Value for String {
     fn read(wt: WireType, buf: &mut &[u8], _ctx: Ctx) -> Result<Option<Self>, DecodeError> {
         wire::string(wt, buf).map(Some)
     }
+    #[cfg(feature = "encode")]
     fn value_len(&self) -> usize {
         wire::varint_len(self.len() as u64) + self.len()
     }
+    #[cfg(feature = "encode")]
     fn put_value(&self, buf: &mut impl BufMut) {
         put_len(self.len(), buf);
         buf.put_slice(self.as_bytes());
@@ -86,9 +112,11 @@ impl Value for String {
     fn is_zero(&self) -> bool {
         self.is_empty()
     }
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         1
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         buf.put_u8(0);
     }
@@ -99,9 +127,11 @@ impl Value for ByteString {
     fn read(wt: WireType, buf: &mut &[u8], _ctx: Ctx) -> Result<Option<Self>, DecodeError> {
         wire::bytes(wt, buf).map(|b| Some(ByteString(b)))
     }
+    #[cfg(feature = "encode")]
     fn value_len(&self) -> usize {
         wire::varint_len(self.0.len() as u64) + self.0.len()
     }
+    #[cfg(feature = "encode")]
     fn put_value(&self, buf: &mut impl BufMut) {
         put_len(self.0.len(), buf);
         buf.put_slice(&self.0);
@@ -109,9 +139,11 @@ impl Value for ByteString {
     fn is_zero(&self) -> bool {
         self.0.is_empty()
     }
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         1
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         buf.put_u8(0);
     }
@@ -124,18 +156,22 @@ macro_rules! varint_value {
             fn read(wt: WireType, buf: &mut &[u8], _ctx: Ctx) -> Result<Option<Self>, DecodeError> {
                 wire::$read(wt, buf).map(Some)
             }
+            #[cfg(feature = "encode")]
             fn value_len(&self) -> usize {
                 wire::varint_len($to_u64(*self))
             }
+            #[cfg(feature = "encode")]
             fn put_value(&self, buf: &mut impl BufMut) {
                 prost::encoding::encode_varint($to_u64(*self), buf);
             }
             fn is_zero(&self) -> bool {
                 *self == <$t>::default()
             }
+            #[cfg(feature = "encode")]
             fn zero_len() -> usize {
                 1
             }
+            #[cfg(feature = "encode")]
             fn put_zero(buf: &mut impl BufMut) {
                 buf.put_u8(0);
             }
@@ -153,18 +189,22 @@ impl Value for f64 {
     fn read(wt: WireType, buf: &mut &[u8], _ctx: Ctx) -> Result<Option<Self>, DecodeError> {
         wire::double(wt, buf).map(Some)
     }
+    #[cfg(feature = "encode")]
     fn value_len(&self) -> usize {
         8
     }
+    #[cfg(feature = "encode")]
     fn put_value(&self, buf: &mut impl BufMut) {
         buf.put_f64_le(*self);
     }
     fn is_zero(&self) -> bool {
         *self == 0.0
     }
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         8
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         buf.put_f64_le(0.0);
     }
@@ -192,24 +232,29 @@ impl Value for Vec<String> {
     fn fit(&mut self) {
         shrink_rep(self);
     }
+    #[cfg(feature = "encode")]
     fn value_len(&self) -> usize {
         let len = items_len(self);
         wire::varint_len(len as u64) + len
     }
+    #[cfg(feature = "encode")]
     fn put_value(&self, buf: &mut impl BufMut) {
         put_len(items_len(self), buf);
         for item in self {
             wire::put_bytes(1, item.as_bytes(), buf);
         }
     }
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         1
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         buf.put_u8(0);
     }
 }
 
+#[cfg(feature = "encode")]
 fn items_len(items: &[String]) -> usize {
     items.iter().map(|s| wire::delimited_len(1, s.len())).sum()
 }
@@ -219,18 +264,22 @@ impl<T: Message> Value for T {
     fn read(wt: WireType, buf: &mut &[u8], ctx: Ctx) -> Result<Option<Self>, DecodeError> {
         wire::message(wt, buf, ctx).map(Some)
     }
+    #[cfg(feature = "encode")]
     fn value_len(&self) -> usize {
         let len = self.encoded_len();
         wire::varint_len(len as u64) + len
     }
+    #[cfg(feature = "encode")]
     fn put_value(&self, buf: &mut impl BufMut) {
         put_len(self.encoded_len(), buf);
         self.encode_raw(buf);
     }
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         let len = T::zero_len();
         wire::varint_len(len as u64) + len
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         put_len(T::zero_len(), buf);
         T::put_zero(buf);
@@ -477,12 +526,14 @@ pub fn inline<P>(
 // ---------------------------------------------------------------------------------------------
 // Encoding.
 
+#[cfg(feature = "encode")]
 /// Length of a field written always.
 #[inline]
 pub fn len_req<V: Value>(tag: u32, v: &V) -> usize {
     wire::key_len(tag) + v.value_len()
 }
 
+#[cfg(feature = "encode")]
 /// Writes a field always.
 #[inline]
 pub fn put_req<V: Value>(tag: u32, v: &V, buf: &mut impl BufMut) {
@@ -490,12 +541,14 @@ pub fn put_req<V: Value>(tag: u32, v: &V, buf: &mut impl BufMut) {
     v.put_value(buf);
 }
 
+#[cfg(feature = "encode")]
 /// Length of a field written only when `Some` (Go pointers and `[]byte`).
 #[inline]
 pub fn len_opt<V: Value>(tag: u32, v: &Option<V>) -> usize {
     v.as_ref().map_or(0, |v| len_req(tag, v))
 }
 
+#[cfg(feature = "encode")]
 /// Writes a field only when `Some`.
 #[inline]
 pub fn put_opt<V: Value>(tag: u32, v: &Option<V>, buf: &mut impl BufMut) {
@@ -504,6 +557,7 @@ pub fn put_opt<V: Value>(tag: u32, v: &Option<V>, buf: &mut impl BufMut) {
     }
 }
 
+#[cfg(feature = "encode")]
 /// Length of a field Go always writes (a non-pointer value), `None` being its zero value.
 #[inline]
 pub fn len_opt_zero<V: Value>(tag: u32, v: &Option<V>) -> usize {
@@ -513,6 +567,7 @@ pub fn len_opt_zero<V: Value>(tag: u32, v: &Option<V>) -> usize {
     }
 }
 
+#[cfg(feature = "encode")]
 /// Writes a field always, `None` as Go's zero value.
 #[inline]
 pub fn put_opt_zero<V: Value>(tag: u32, v: &Option<V>, buf: &mut impl BufMut) {
@@ -525,12 +580,14 @@ pub fn put_opt_zero<V: Value>(tag: u32, v: &Option<V>, buf: &mut impl BufMut) {
     }
 }
 
+#[cfg(feature = "encode")]
 /// Length of a repeated field (one field per element, unpacked as Go writes them).
 #[inline]
 pub fn len_rep<V: Value>(tag: u32, v: &[V]) -> usize {
     v.iter().map(|v| len_req(tag, v)).sum()
 }
 
+#[cfg(feature = "encode")]
 /// Writes a repeated field.
 #[inline]
 pub fn put_rep<V: Value>(tag: u32, v: &[V], buf: &mut impl BufMut) {
@@ -539,22 +596,26 @@ pub fn put_rep<V: Value>(tag: u32, v: &[V], buf: &mut impl BufMut) {
     }
 }
 
+#[cfg(feature = "encode")]
 /// Length of a repeated field held as `Option<Vec<T>>`.
 #[inline]
 pub fn len_rep_opt<V: Value>(tag: u32, v: &Option<Vec<V>>) -> usize {
     len_rep(tag, v.as_deref().unwrap_or_default())
 }
 
+#[cfg(feature = "encode")]
 /// Writes a repeated field held as `Option<Vec<T>>`.
 #[inline]
 pub fn put_rep_opt<V: Value>(tag: u32, v: &Option<Vec<V>>, buf: &mut impl BufMut) {
     put_rep(tag, v.as_deref().unwrap_or_default(), buf);
 }
 
+#[cfg(feature = "encode")]
 fn entry_len<V: Value>(key: &str, value: &V) -> usize {
     wire::delimited_len(1, key.len()) + len_req(2, value)
 }
 
+#[cfg(feature = "encode")]
 /// Length of a map field (one entry per key; Go writes key and value always).
 pub fn len_map<V: Value>(tag: u32, map: &BTreeMap<String, V>) -> usize {
     map.iter()
@@ -562,6 +623,7 @@ pub fn len_map<V: Value>(tag: u32, map: &BTreeMap<String, V>) -> usize {
         .sum()
 }
 
+#[cfg(feature = "encode")]
 /// Writes a map field, in key order (Go sorts the keys; `BTreeMap` iterates in the same
 /// byte order).
 pub fn put_map<V: Value>(tag: u32, map: &BTreeMap<String, V>, buf: &mut impl BufMut) {
@@ -572,12 +634,14 @@ pub fn put_map<V: Value>(tag: u32, map: &BTreeMap<String, V>, buf: &mut impl Buf
     }
 }
 
+#[cfg(feature = "encode")]
 /// Length of a map field held as `Option<BTreeMap>`.
 #[inline]
 pub fn len_map_opt<V: Value>(tag: u32, map: &Option<BTreeMap<String, V>>) -> usize {
     map.as_ref().map_or(0, |m| len_map(tag, m))
 }
 
+#[cfg(feature = "encode")]
 /// Writes a map field held as `Option<BTreeMap>`.
 #[inline]
 pub fn put_map_opt<V: Value>(tag: u32, map: &Option<BTreeMap<String, V>>, buf: &mut impl BufMut) {

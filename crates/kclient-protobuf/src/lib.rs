@@ -18,7 +18,10 @@
 //!   codecs are compiled with its feature (`group-core`, `group-apps`, …, each turning on the
 //!   groups its types contain; `all-groups`, in the default features, has them all;
 //!   `meta.k8s.io/v1` is always there): a kind whose group is off has no codec, and
-//!   [`registry::codec`] says so, so its clients speak JSON.
+//!   [`registry::codec`] says so, so its clients speak JSON. The encoders ([`Encode`], the
+//!   envelope writers, `registry::by_kind`'s table for servers) are compiled with the
+//!   `encode` feature (in the default features): kclient-fake and the compact cache write
+//!   protobuf, a client only reads it.
 //! * [`envelope`]: the `k8s\0` magic and `runtime.Unknown` envelope of a body, lists decoded
 //!   item by item into a sink (and their metadata read without decoding the items), and the
 //!   length-prefixed frames of a `;stream=watch` body with a bound on the frame length.

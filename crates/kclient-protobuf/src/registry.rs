@@ -22,11 +22,15 @@
 
 use std::any::Any;
 
+#[cfg(feature = "encode")]
 use serde::de::DeserializeOwned;
+#[cfg(feature = "encode")]
 use serde::Serialize;
 
 use crate::envelope;
-use crate::wire::{Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{Ctx, Decode, DecodeError};
 use crate::Message;
 
 /// The protobuf codec of one kind: its `apiVersion` and `kind` (the envelope's type) and the
@@ -35,7 +39,9 @@ pub struct Codec<K> {
     api_version: &'static str,
     kind: &'static str,
     decode: fn(&[u8], Ctx) -> Result<K, DecodeError>,
+    #[cfg(feature = "encode")]
     encoded_len: fn(&K) -> usize,
+    #[cfg(feature = "encode")]
     encode_raw: fn(&K, &mut Vec<u8>),
     fit: fn(&mut K),
 }
@@ -56,7 +62,9 @@ impl<K: Message> Codec<K> {
             api_version,
             kind,
             decode: <K as Decode>::decode,
+            #[cfg(feature = "encode")]
             encoded_len: <K as Encode>::encoded_len,
+            #[cfg(feature = "encode")]
             encode_raw: |k, buf| k.encode_raw(buf),
             fit: <K as Message>::fit,
         }
@@ -98,6 +106,7 @@ impl<K> Codec<K> {
     }
 
     /// The bare message's bytes.
+    #[cfg(feature = "encode")]
     pub fn encode_message(&self, object: &K) -> Vec<u8> {
         let mut out = Vec::with_capacity((self.encoded_len)(object));
         (self.encode_raw)(object, &mut out);
@@ -105,6 +114,7 @@ impl<K> Codec<K> {
     }
 
     /// A whole body: magic, envelope, message (what kube-apiserver writes).
+    #[cfg(feature = "encode")]
     pub fn encode_body(&self, object: &K) -> Vec<u8> {
         let raw_len = (self.encoded_len)(object);
         envelope::encode_envelope_with(self.api_version, self.kind, raw_len, |out| {
@@ -114,7 +124,8 @@ impl<K> Codec<K> {
 }
 
 /// A codec whose Rust type is erased: what a server needs to answer in protobuf for objects
-/// it holds as JSON, and to read protobuf bodies into JSON.
+/// it holds as JSON, and to read protobuf bodies into JSON (with the `encode` feature).
+#[cfg(feature = "encode")]
 pub trait Entry: Any + Sync {
     /// The envelope's `apiVersion`.
     fn api_version(&self) -> &'static str;
@@ -126,6 +137,7 @@ pub trait Entry: Any + Sync {
     fn message_to_json(&self, raw: &[u8]) -> Result<serde_json::Value, DecodeError>;
 }
 
+#[cfg(feature = "encode")]
 impl<K> Entry for Codec<K>
 where
     K: Serialize + DeserializeOwned + 'static,
@@ -166,6 +178,7 @@ macro_rules! kinds {
         ];
         /// Every kind's codec with its JSON conversions, for a lookup by `apiVersion` and
         /// `kind`.
+        #[cfg(feature = "encode")]
         pub(crate) static ENTRIES: &[&dyn crate::registry::Entry] = &[
             $($(#[$cfg])* &crate::registry::Codec::<$kind>::RESOURCE,)*
         ];
@@ -186,7 +199,8 @@ pub fn codec<K: 'static>() -> Option<&'static Codec<K>> {
 }
 
 /// The codec of the kind `kind` in `api_version` (`"apps/v1"`, `"Deployment"`), among the
-/// API groups compiled in.
+/// API groups compiled in (with the `encode` feature: a server's lookup).
+#[cfg(feature = "encode")]
 pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static dyn Entry> {
     crate::generated::ENTRIES
         .iter()

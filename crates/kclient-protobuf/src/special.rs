@@ -4,6 +4,7 @@
 //! `JSONSchemaPropsOr*` enums). The generated codecs reach them through [`Value`] and
 //! [`Message`], by the Rust type of a field.
 
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, MicroTime, Time};
@@ -14,7 +15,9 @@ use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use prost::encoding::WireType;
 
 use crate::field::{Message, Value};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
 
 /// Go's zero `time.Time` (0001-01-01T00:00:00Z) in Unix seconds: Go marshals it as an empty
 /// message, and as `null` in JSON (so k8s-openapi has `None`).
@@ -34,6 +37,7 @@ fn decode_timestamp(mut buf: &[u8]) -> Result<(i64, i32), DecodeError> {
     Ok((seconds, nanos))
 }
 
+#[cfg(feature = "encode")]
 /// Whole seconds and non-negative nanoseconds, as Go's `Time.Unix()` and `Nanosecond()` give
 /// them (flooring before 1970, where jiff's `as_second` truncates toward zero).
 fn unix_parts(ts: Timestamp) -> (i64, i32) {
@@ -64,11 +68,13 @@ pub fn decode_time(buf: &[u8]) -> Result<Option<Time>, DecodeError> {
     Ok(timestamp(seconds, 0)?.map(Time))
 }
 
+#[cfg(feature = "encode")]
 fn time_parts(t: Option<&Timestamp>) -> Option<(i64, i32)> {
     let (s, n) = unix_parts(*t?);
     (s != GO_ZERO_TIME_UNIX || n != 0).then_some((s, n))
 }
 
+#[cfg(feature = "encode")]
 /// Length of a `metav1.Time` message (`None` and the zero time are empty; Go writes `seconds`
 /// and a zero `nanos` otherwise).
 pub fn time_len(t: Option<&Time>) -> usize {
@@ -78,6 +84,7 @@ pub fn time_len(t: Option<&Time>) -> usize {
     }
 }
 
+#[cfg(feature = "encode")]
 /// Writes a `metav1.Time` message.
 pub fn encode_time(t: Option<&Time>, buf: &mut impl BufMut) {
     if let Some((s, _)) = time_parts(t.map(|t| &t.0)) {
@@ -98,10 +105,12 @@ pub fn decode_micro_time(buf: &[u8]) -> Result<Option<MicroTime>, DecodeError> {
     Ok(timestamp(seconds, nanos - nanos % 1000)?.map(MicroTime))
 }
 
+#[cfg(feature = "encode")]
 fn micro_parts(t: Option<&MicroTime>) -> Option<(i64, i32)> {
     time_parts(t.map(|t| &t.0)).map(|(s, n)| (s, n - n % 1000))
 }
 
+#[cfg(feature = "encode")]
 /// Length of a `metav1.MicroTime` message.
 pub fn micro_time_len(t: Option<&MicroTime>) -> usize {
     match micro_parts(t) {
@@ -110,6 +119,7 @@ pub fn micro_time_len(t: Option<&MicroTime>) -> usize {
     }
 }
 
+#[cfg(feature = "encode")]
 /// Writes a `metav1.MicroTime` message.
 pub fn encode_micro_time(t: Option<&MicroTime>, buf: &mut impl BufMut) {
     if let Some((s, n)) = micro_parts(t) {
@@ -118,6 +128,7 @@ pub fn encode_micro_time(t: Option<&MicroTime>, buf: &mut impl BufMut) {
     }
 }
 
+#[cfg(feature = "encode")]
 /// The compact JSON text of a value (a `serde_json::Value` always serialises; the empty
 /// vector is unreachable).
 fn json_bytes(v: &serde_json::Value) -> Vec<u8> {
@@ -145,11 +156,13 @@ fn read_raw_json(buf: &[u8], what: &'static str) -> Result<Option<serde_json::Va
         .map_err(|e| DecodeError::new(format!("invalid JSON: {e}")).at(what))
 }
 
+#[cfg(feature = "encode")]
 fn raw_json_len(v: &serde_json::Value) -> usize {
     let len = wire::delimited_len(1, json_bytes(v).len());
     wire::varint_len(len as u64) + len
 }
 
+#[cfg(feature = "encode")]
 fn put_raw_json(v: &serde_json::Value, buf: &mut impl BufMut) {
     let raw = json_bytes(v);
     wire::put_header_len(wire::delimited_len(1, raw.len()), buf);
@@ -165,15 +178,19 @@ macro_rules! raw_json_value {
             fn read(wt: WireType, buf: &mut &[u8], _ctx: Ctx) -> Result<Option<Self>, DecodeError> {
                 read_raw_json(wire::delimited(wt, buf)?, $field).map(|v| v.map($t))
             }
+            #[cfg(feature = "encode")]
             fn value_len(&self) -> usize {
                 raw_json_len(&self.0)
             }
+            #[cfg(feature = "encode")]
             fn put_value(&self, buf: &mut impl BufMut) {
                 put_raw_json(&self.0, buf);
             }
+            #[cfg(feature = "encode")]
             fn zero_len() -> usize {
                 1
             }
+            #[cfg(feature = "encode")]
             fn put_zero(buf: &mut impl BufMut) {
                 buf.put_u8(0);
             }
@@ -198,17 +215,21 @@ impl Value for Time {
     fn read(wt: WireType, buf: &mut &[u8], _ctx: Ctx) -> Result<Option<Self>, DecodeError> {
         decode_time(wire::delimited(wt, buf)?)
     }
+    #[cfg(feature = "encode")]
     fn value_len(&self) -> usize {
         let len = time_len(Some(self));
         wire::varint_len(len as u64) + len
     }
+    #[cfg(feature = "encode")]
     fn put_value(&self, buf: &mut impl BufMut) {
         wire::put_header_len(time_len(Some(self)), buf);
         encode_time(Some(self), buf);
     }
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         1
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         buf.put_u8(0);
     }
@@ -220,17 +241,21 @@ impl Value for MicroTime {
     fn read(wt: WireType, buf: &mut &[u8], _ctx: Ctx) -> Result<Option<Self>, DecodeError> {
         decode_micro_time(wire::delimited(wt, buf)?)
     }
+    #[cfg(feature = "encode")]
     fn value_len(&self) -> usize {
         let len = micro_time_len(Some(self));
         wire::varint_len(len as u64) + len
     }
+    #[cfg(feature = "encode")]
     fn put_value(&self, buf: &mut impl BufMut) {
         wire::put_header_len(micro_time_len(Some(self)), buf);
         encode_micro_time(Some(self), buf);
     }
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         1
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         buf.put_u8(0);
     }
@@ -258,6 +283,7 @@ impl Decode for IntOrString {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for IntOrString {
     fn encoded_len(&self) -> usize {
         match self {
@@ -291,9 +317,11 @@ impl Encode for IntOrString {
 }
 
 impl Message for IntOrString {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         IntOrString::Int(0).encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         IntOrString::Int(0).encode_raw(buf);
     }
@@ -315,6 +343,7 @@ impl Decode for Quantity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for Quantity {
     fn encoded_len(&self) -> usize {
         wire::delimited_len(1, self.0.len())
@@ -327,9 +356,11 @@ impl Encode for Quantity {
 
 /// Go's zero `Quantity` marshals as `"0"`.
 impl Message for Quantity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         wire::delimited_len(1, 1)
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         wire::put_bytes(1, b"0", buf);
     }

@@ -129,7 +129,7 @@ fn schema_index(
 /// The file of one proto package's codecs.
 fn package_file(file: &str, body: &str) -> String {
     format!(
-        "{HEADER}\n\n//! Codecs of `{}`.\n\nuse crate::field::{{self, Message}};\nuse crate::wire::{{self, At, Ctx, Decode, DecodeError, Encode}};\nuse bytes::BufMut;\n\n{body}",
+        "{HEADER}\n\n//! Codecs of `{}`.\n\nuse crate::field::{{self, Message}};\nuse crate::wire::{{self, At, Ctx, Decode, DecodeError}};\n#[cfg(feature = \"encode\")]\nuse crate::wire::Encode;\n#[cfg(feature = \"encode\")]\nuse bytes::BufMut;\n\n{body}",
         format!("k8s.io.{file}").replace('_', ".")
     )
 }
@@ -205,6 +205,7 @@ impl Decode for {path} {{
     }}
 }}
 
+#[cfg(feature = "encode")]
 impl Encode for {path} {{
     fn encoded_len(&self) -> usize {{
         0
@@ -213,9 +214,11 @@ impl Encode for {path} {{
 }}
 
 impl Message for {path} {{
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {{
         0
     }}
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {{}}
 }}
 "#
@@ -504,8 +507,8 @@ impl Emitter<'_> {
         let _ = write!(
             body.helpers,
             "/// `{fname}` (#{number}): the fields of `{}`, inlined into the parent.\nfn merge_{helper}(m: &mut {}, mut buf: &[u8], ctx: Ctx) -> Result<(), DecodeError> {{ while !buf.is_empty() {{ let (tag, wt) = wire::key(&mut buf)?; match tag {{ {} _ => wire::skip(tag, wt, &mut buf)?, }} }} Ok(()) }}\n\
-             fn len_{helper}(m: &{}) -> usize {{ let mut n = 0; {} n }}\n\
-             fn put_{helper}(m: &{}, buf: &mut impl BufMut) {{ {} }}\n{}",
+             #[cfg(feature = \"encode\")]\nfn len_{helper}(m: &{}) -> usize {{ let mut n = 0; {} n }}\n\
+             #[cfg(feature = \"encode\")]\nfn put_{helper}(m: &{}, buf: &mut impl BufMut) {{ {} }}\n{}",
             f.type_name(),
             def.rust_path,
             sub.arms,
@@ -756,9 +759,12 @@ fn check_covered(name: &str, def: &Definition, body: &Body) -> Result<(), Error>
     Ok(())
 }
 
-/// `impl Encode` on the type at `path`.
+/// `impl Encode` on the type at `path` (compiled with kclient-protobuf's `encode` feature).
 fn encode_impl(out: &mut String, path: &str, body: &Body) {
-    let _ = writeln!(out, "impl Encode for {path} {{");
+    let _ = writeln!(
+        out,
+        "#[cfg(feature = \"encode\")]\nimpl Encode for {path} {{"
+    );
     let _ = writeln!(
         out,
         "fn encoded_len(&self) -> usize {{ let m = self; let mut n = 0; {} n }}",
@@ -779,13 +785,13 @@ fn message_impl(out: &mut String, def: &Definition, body: &Body) {
     if def.has_default {
         let _ = writeln!(
             out,
-            "impl Message for {path} {{ fn zero_len() -> usize {{ Self::default().encoded_len() }} fn put_zero(buf: &mut impl BufMut) {{ Self::default().encode_raw(buf) }} {} }}",
+            "impl Message for {path} {{ #[cfg(feature = \"encode\")] fn zero_len() -> usize {{ Self::default().encoded_len() }} #[cfg(feature = \"encode\")] fn put_zero(buf: &mut impl BufMut) {{ Self::default().encode_raw(buf) }} {} }}",
             fit_fn(&body.fit)
         );
     } else {
         let _ = writeln!(
             out,
-            "/// Go's zero value is written as an empty message (k8s-openapi's type has no `Default`); Go decodes both the same.\nimpl Message for {path} {{ fn zero_len() -> usize {{ 0 }} fn put_zero(_buf: &mut impl BufMut) {{}} {} }}",
+            "/// Go's zero value is written as an empty message (k8s-openapi's type has no `Default`); Go decodes both the same.\nimpl Message for {path} {{ #[cfg(feature = \"encode\")] fn zero_len() -> usize {{ 0 }} #[cfg(feature = \"encode\")] fn put_zero(_buf: &mut impl BufMut) {{}} {} }}",
             fit_fn(&body.fit)
         );
     }

@@ -9,8 +9,14 @@ mod v1_36;
 mod v1_37;
 
 #[cfg(kclient_k8s = "1.35")]
-pub(crate) use v1_35::{CODECS, ENTRIES};
+pub(crate) use v1_35::CODECS;
+#[cfg(all(kclient_k8s = "1.35", feature = "encode"))]
+pub(crate) use v1_35::ENTRIES;
 #[cfg(kclient_k8s = "1.36")]
-pub(crate) use v1_36::{CODECS, ENTRIES};
+pub(crate) use v1_36::CODECS;
+#[cfg(all(kclient_k8s = "1.36", feature = "encode"))]
+pub(crate) use v1_36::ENTRIES;
 #[cfg(kclient_k8s = "1.37")]
-pub(crate) use v1_37::{CODECS, ENTRIES};
+pub(crate) use v1_37::CODECS;
+#[cfg(all(kclient_k8s = "1.37", feature = "encode"))]
+pub(crate) use v1_37::ENTRIES;

@@ -2,6 +2,7 @@
 //! the boxed `JSONSchemaProps.not`, and the `JSONSchemaPropsOr*` enums, which Go marshals by
 //! hand (`marshal.go`) and k8s-openapi holds as enums.
 
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool, JSONSchemaPropsOrStringArray,
@@ -12,7 +13,9 @@ use prost::encoding::WireType;
 use crate::field::{self, Value};
 use crate::wire::{self, At, Ctx, DecodeError};
 
-use super::{put_raw_json, raw_json_len, read_raw_json};
+use super::read_raw_json;
+#[cfg(feature = "encode")]
+use super::{put_raw_json, raw_json_len};
 
 raw_json_value!(
     JSON,
@@ -26,15 +29,19 @@ impl Value for Box<JSONSchemaProps> {
     fn read(wt: WireType, buf: &mut &[u8], ctx: Ctx) -> Result<Option<Self>, DecodeError> {
         Ok(JSONSchemaProps::read(wt, buf, ctx)?.map(Box::new))
     }
+    #[cfg(feature = "encode")]
     fn value_len(&self) -> usize {
         (**self).value_len()
     }
+    #[cfg(feature = "encode")]
     fn put_value(&self, buf: &mut impl BufMut) {
         (**self).put_value(buf);
     }
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         <JSONSchemaProps as Value>::zero_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         <JSONSchemaProps as Value>::put_zero(buf);
     }
@@ -43,6 +50,7 @@ impl Value for Box<JSONSchemaProps> {
     }
 }
 
+#[cfg(feature = "encode")]
 /// Encodes a message built from `len` and `put` as a delimited value.
 fn nested_len(len: usize) -> usize {
     wire::varint_len(len as u64) + len
@@ -71,12 +79,14 @@ impl Value for JSONSchemaPropsOrArray {
             schema.map(|s| JSONSchemaPropsOrArray::Schema(Box::new(s)))
         })
     }
+    #[cfg(feature = "encode")]
     fn value_len(&self) -> usize {
         nested_len(match self {
             JSONSchemaPropsOrArray::Schema(s) => field::len_req(1, &**s),
             JSONSchemaPropsOrArray::Schemas(v) => field::len_rep(2, v),
         })
     }
+    #[cfg(feature = "encode")]
     fn put_value(&self, buf: &mut impl BufMut) {
         match self {
             JSONSchemaPropsOrArray::Schema(s) => {
@@ -89,9 +99,11 @@ impl Value for JSONSchemaPropsOrArray {
             }
         }
     }
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         1
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         buf.put_u8(0);
     }
@@ -118,12 +130,14 @@ impl Value for JSONSchemaPropsOrBool {
             None => JSONSchemaPropsOrBool::Bool(allows),
         }))
     }
+    #[cfg(feature = "encode")]
     fn value_len(&self) -> usize {
         nested_len(match self {
             JSONSchemaPropsOrBool::Schema(s) => field::len_req(1, &true) + field::len_req(2, &**s),
             JSONSchemaPropsOrBool::Bool(b) => field::len_req(1, b),
         })
     }
+    #[cfg(feature = "encode")]
     fn put_value(&self, buf: &mut impl BufMut) {
         match self {
             JSONSchemaPropsOrBool::Schema(s) => {
@@ -137,9 +151,11 @@ impl Value for JSONSchemaPropsOrBool {
             }
         }
     }
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         nested_len(field::len_req(1, &false))
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         JSONSchemaPropsOrBool::Bool(false).put_value(buf);
     }
@@ -166,12 +182,14 @@ impl Value for JSONSchemaPropsOrStringArray {
             _ => JSONSchemaPropsOrStringArray::Strings(strings),
         }))
     }
+    #[cfg(feature = "encode")]
     fn value_len(&self) -> usize {
         nested_len(match self {
             JSONSchemaPropsOrStringArray::Schema(s) => field::len_req(1, &**s),
             JSONSchemaPropsOrStringArray::Strings(v) => field::len_rep(2, v),
         })
     }
+    #[cfg(feature = "encode")]
     fn put_value(&self, buf: &mut impl BufMut) {
         match self {
             JSONSchemaPropsOrStringArray::Schema(s) => {
@@ -184,9 +202,11 @@ impl Value for JSONSchemaPropsOrStringArray {
             }
         }
     }
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         1
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         buf.put_u8(0);
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.admissionregistration.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.admissionregistration.v1.AuditAnnotation
@@ -26,6 +29,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::AuditAnnotation {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::AuditAnnotation {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -42,9 +46,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::AuditAnnotation {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::AuditAnnotation {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -68,6 +74,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ExpressionWarning {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ExpressionWarning {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -84,9 +91,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ExpressionWarning {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ExpressionWarning {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -110,6 +119,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MatchCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::MatchCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -126,9 +136,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::MatchCondition {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::MatchCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -160,6 +172,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MatchResources {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::MatchResources {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -182,9 +195,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::MatchResources {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::MatchResources {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -232,6 +247,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -268,9 +284,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -304,6 +322,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingWebhookConf
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -320,9 +339,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingWebhookConf
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -358,6 +379,7 @@ fn merge_named_rule_with_operations_rule_with_operations(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_named_rule_with_operations_rule_with_operations(
     m: &k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations,
 ) -> usize {
@@ -369,6 +391,7 @@ fn len_named_rule_with_operations_rule_with_operations(
     );
     n
 }
+#[cfg(feature = "encode")]
 fn put_named_rule_with_operations_rule_with_operations(
     m: &k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations,
     buf: &mut impl BufMut,
@@ -399,6 +422,7 @@ fn merge_named_rule_with_operations_rule_with_operations_rule(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_named_rule_with_operations_rule_with_operations_rule(
     m: &k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations,
 ) -> usize {
@@ -409,6 +433,7 @@ fn len_named_rule_with_operations_rule_with_operations_rule(
     n += field::len_opt(4, &m.scope);
     n
 }
+#[cfg(feature = "encode")]
 fn put_named_rule_with_operations_rule_with_operations_rule(
     m: &k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations,
     buf: &mut impl BufMut,
@@ -447,6 +472,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperat
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -468,9 +494,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperat
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -502,6 +530,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ParamKind {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ParamKind {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -518,9 +547,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ParamKind {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ParamKind {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -547,6 +578,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ParamRef {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ParamRef {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -567,9 +599,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ParamRef {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ParamRef {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -599,6 +633,7 @@ fn merge_rule_with_operations_rule(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_rule_with_operations_rule(
     m: &k8s_openapi::api::admissionregistration::v1::RuleWithOperations,
 ) -> usize {
@@ -609,6 +644,7 @@ fn len_rule_with_operations_rule(
     n += field::len_opt(4, &m.scope);
     n
 }
+#[cfg(feature = "encode")]
 fn put_rule_with_operations_rule(
     m: &k8s_openapi::api::admissionregistration::v1::RuleWithOperations,
     buf: &mut impl BufMut,
@@ -639,6 +675,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::RuleWithOperations 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::RuleWithOperations {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -656,9 +693,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::RuleWithOperations 
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::RuleWithOperations {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -691,6 +730,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ServiceReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ServiceReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -711,9 +751,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ServiceReference {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ServiceReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -738,6 +780,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::TypeChecking {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::TypeChecking {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -752,9 +795,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::TypeChecking {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::TypeChecking {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -783,6 +828,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -801,9 +847,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -833,6 +881,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -849,9 +898,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -884,6 +935,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBindingSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -904,9 +956,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBindingSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -950,6 +1004,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicySpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -976,9 +1031,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicySpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1014,6 +1071,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1032,9 +1090,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1078,6 +1138,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1112,9 +1173,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1148,6 +1211,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookCo
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1164,9 +1228,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookCo
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1198,6 +1264,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::Validation {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::Validation {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1218,9 +1285,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::Validation {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::Validation {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1244,6 +1313,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::Variable {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::Variable {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1260,9 +1330,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::Variable {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::Variable {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1287,6 +1359,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::WebhookClientConfig
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::WebhookClientConfig {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1305,9 +1378,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::WebhookClientConfig
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::WebhookClientConfig {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

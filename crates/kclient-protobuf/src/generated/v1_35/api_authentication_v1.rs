@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.authentication.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.authentication.v1.BoundObjectReference
@@ -26,6 +29,7 @@ impl Decode for k8s_openapi::api::authentication::v1::BoundObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::BoundObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -46,9 +50,11 @@ impl Encode for k8s_openapi::api::authentication::v1::BoundObjectReference {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::BoundObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -72,6 +78,7 @@ impl Decode for k8s_openapi::api::authentication::v1::SelfSubjectReview {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::SelfSubjectReview {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -88,9 +95,11 @@ impl Encode for k8s_openapi::api::authentication::v1::SelfSubjectReview {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReview {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -118,6 +127,7 @@ impl Decode for k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -132,9 +142,11 @@ impl Encode for k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -163,6 +175,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::TokenRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -181,9 +194,11 @@ impl Encode for k8s_openapi::api::authentication::v1::TokenRequest {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::TokenRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -216,6 +231,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenRequestSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::TokenRequestSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -234,9 +250,11 @@ impl Encode for k8s_openapi::api::authentication::v1::TokenRequestSpec {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::TokenRequestSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -273,6 +291,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenRequestStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::TokenRequestStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -290,9 +309,11 @@ impl Encode for k8s_openapi::api::authentication::v1::TokenRequestStatus {
 
 /// Go's zero value is written as an empty message (k8s-openapi's type has no `Default`); Go decodes both the same.
 impl Message for k8s_openapi::api::authentication::v1::TokenRequestStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -315,6 +336,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenReview {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::TokenReview {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -333,9 +355,11 @@ impl Encode for k8s_openapi::api::authentication::v1::TokenReview {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::TokenReview {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -366,6 +390,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenReviewSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::TokenReviewSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -382,9 +407,11 @@ impl Encode for k8s_openapi::api::authentication::v1::TokenReviewSpec {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::TokenReviewSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -415,6 +442,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenReviewStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::TokenReviewStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -435,9 +463,11 @@ impl Encode for k8s_openapi::api::authentication::v1::TokenReviewStatus {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::TokenReviewStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -469,6 +499,7 @@ impl Decode for k8s_openapi::api::authentication::v1::UserInfo {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::UserInfo {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -489,9 +520,11 @@ impl Encode for k8s_openapi::api::authentication::v1::UserInfo {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::UserInfo {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

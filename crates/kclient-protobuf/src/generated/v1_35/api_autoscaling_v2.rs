@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.autoscaling.v2`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.autoscaling.v2.ContainerResourceMetricSource
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSource
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSource
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -74,6 +80,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricStatus
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -92,9 +99,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricStatus
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -123,6 +132,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -141,9 +151,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -167,6 +179,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ExternalMetricSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ExternalMetricSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -183,9 +196,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ExternalMetricSource {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ExternalMetricSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -214,6 +229,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ExternalMetricStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ExternalMetricStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -230,9 +246,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ExternalMetricStatus {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ExternalMetricStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -262,6 +280,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HPAScalingPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HPAScalingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -280,9 +299,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HPAScalingPolicy {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HPAScalingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -310,6 +331,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -330,9 +352,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -361,6 +385,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -379,9 +404,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -411,6 +438,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavi
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavior {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -427,9 +455,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavi
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavior {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -462,6 +492,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondit
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -484,9 +515,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondit
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -514,6 +547,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -536,9 +570,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -579,6 +615,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -603,9 +640,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -634,6 +673,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::MetricIdentifier {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::MetricIdentifier {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -650,9 +690,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::MetricIdentifier {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::MetricIdentifier {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -685,6 +727,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::MetricSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::MetricSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -709,9 +752,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::MetricSpec {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::MetricSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -748,6 +793,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::MetricStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::MetricStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -772,9 +818,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::MetricStatus {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::MetricStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -809,6 +857,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::MetricTarget {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::MetricTarget {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -829,9 +878,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::MetricTarget {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::MetricTarget {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -857,6 +908,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::MetricValueStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::MetricValueStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -875,9 +927,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::MetricValueStatus {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::MetricValueStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -904,6 +958,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ObjectMetricSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ObjectMetricSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -922,9 +977,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ObjectMetricSource {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ObjectMetricSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -957,6 +1014,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ObjectMetricStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ObjectMetricStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -975,9 +1033,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ObjectMetricStatus {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ObjectMetricStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1007,6 +1067,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::PodsMetricSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::PodsMetricSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1023,9 +1084,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::PodsMetricSource {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::PodsMetricSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1054,6 +1117,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::PodsMetricStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::PodsMetricStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1070,9 +1134,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::PodsMetricStatus {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::PodsMetricStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1101,6 +1167,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ResourceMetricSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ResourceMetricSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1117,9 +1184,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ResourceMetricSource {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ResourceMetricSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1147,6 +1216,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ResourceMetricStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ResourceMetricStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1163,9 +1233,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ResourceMetricStatus {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ResourceMetricStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

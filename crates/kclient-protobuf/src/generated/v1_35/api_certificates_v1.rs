@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.certificates.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.certificates.v1.CertificateSigningRequest
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::api::certificates::v1::CertificateSigningRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequest {
 }
 
 impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -81,6 +87,7 @@ impl Decode for k8s_openapi::api::certificates::v1::CertificateSigningRequestCon
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -105,9 +112,11 @@ impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequestCon
 }
 
 impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -140,6 +149,7 @@ impl Decode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSpe
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -168,9 +178,11 @@ impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSpe
 }
 
 impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -201,6 +213,7 @@ impl Decode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSta
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequestStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -217,9 +230,11 @@ impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSta
 }
 
 impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

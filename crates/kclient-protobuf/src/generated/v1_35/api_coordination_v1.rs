@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.coordination.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.coordination.v1.Lease
@@ -24,6 +27,7 @@ impl Decode for k8s_openapi::api::coordination::v1::Lease {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::coordination::v1::Lease {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -40,9 +44,11 @@ impl Encode for k8s_openapi::api::coordination::v1::Lease {
 }
 
 impl Message for k8s_openapi::api::coordination::v1::Lease {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -80,6 +86,7 @@ impl Decode for k8s_openapi::api::coordination::v1::LeaseSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::coordination::v1::LeaseSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -106,9 +113,11 @@ impl Encode for k8s_openapi::api::coordination::v1::LeaseSpec {
 }
 
 impl Message for k8s_openapi::api::coordination::v1::LeaseSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

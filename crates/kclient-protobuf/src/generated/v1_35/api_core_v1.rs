@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.core.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.core.v1.AWSElasticBlockStoreVolumeSource
@@ -26,6 +29,7 @@ impl Decode for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -46,9 +50,11 @@ impl Encode for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -75,6 +81,7 @@ impl Decode for k8s_openapi::api::core::v1::Affinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Affinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -93,9 +100,11 @@ impl Encode for k8s_openapi::api::core::v1::Affinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::Affinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -126,6 +135,7 @@ impl Decode for k8s_openapi::api::core::v1::AppArmorProfile {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AppArmorProfile {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -142,9 +152,11 @@ impl Encode for k8s_openapi::api::core::v1::AppArmorProfile {
 }
 
 impl Message for k8s_openapi::api::core::v1::AppArmorProfile {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -168,6 +180,7 @@ impl Decode for k8s_openapi::api::core::v1::AttachedVolume {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AttachedVolume {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -184,9 +197,11 @@ impl Encode for k8s_openapi::api::core::v1::AttachedVolume {
 }
 
 impl Message for k8s_openapi::api::core::v1::AttachedVolume {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -214,6 +229,7 @@ impl Decode for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -238,9 +254,11 @@ impl Encode for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -268,6 +286,7 @@ impl Decode for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -288,9 +307,11 @@ impl Encode for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -315,6 +336,7 @@ impl Decode for k8s_openapi::api::core::v1::AzureFileVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AzureFileVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -333,9 +355,11 @@ impl Encode for k8s_openapi::api::core::v1::AzureFileVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::AzureFileVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -359,6 +383,7 @@ impl Decode for k8s_openapi::api::core::v1::Binding {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Binding {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -375,9 +400,11 @@ impl Encode for k8s_openapi::api::core::v1::Binding {
 }
 
 impl Message for k8s_openapi::api::core::v1::Binding {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -420,6 +447,7 @@ impl Decode for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -452,9 +480,11 @@ impl Encode for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -491,6 +521,7 @@ impl Decode for k8s_openapi::api::core::v1::CSIVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CSIVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -513,9 +544,11 @@ impl Encode for k8s_openapi::api::core::v1::CSIVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CSIVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -545,6 +578,7 @@ impl Decode for k8s_openapi::api::core::v1::Capabilities {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Capabilities {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -561,9 +595,11 @@ impl Encode for k8s_openapi::api::core::v1::Capabilities {
 }
 
 impl Message for k8s_openapi::api::core::v1::Capabilities {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -597,6 +633,7 @@ impl Decode for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -621,9 +658,11 @@ impl Encode for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -657,6 +696,7 @@ impl Decode for k8s_openapi::api::core::v1::CephFSVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CephFSVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -681,9 +721,11 @@ impl Encode for k8s_openapi::api::core::v1::CephFSVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CephFSVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -714,6 +756,7 @@ impl Decode for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -734,9 +777,11 @@ impl Encode for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -766,6 +811,7 @@ impl Decode for k8s_openapi::api::core::v1::CinderVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CinderVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -786,9 +832,11 @@ impl Encode for k8s_openapi::api::core::v1::CinderVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CinderVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -815,6 +863,7 @@ impl Decode for k8s_openapi::api::core::v1::ClientIPConfig {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ClientIPConfig {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -829,9 +878,11 @@ impl Encode for k8s_openapi::api::core::v1::ClientIPConfig {
 }
 
 impl Message for k8s_openapi::api::core::v1::ClientIPConfig {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -858,6 +909,7 @@ impl Decode for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -880,9 +932,11 @@ impl Encode for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -912,6 +966,7 @@ impl Decode for k8s_openapi::api::core::v1::ComponentCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ComponentCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -932,9 +987,11 @@ impl Encode for k8s_openapi::api::core::v1::ComponentCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::ComponentCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -959,6 +1016,7 @@ impl Decode for k8s_openapi::api::core::v1::ComponentStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ComponentStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -975,9 +1033,11 @@ impl Encode for k8s_openapi::api::core::v1::ComponentStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ComponentStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1008,6 +1068,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMap {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMap {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1028,9 +1089,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMap {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMap {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1057,6 +1120,7 @@ fn merge_config_map_env_source_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_config_map_env_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapEnvSource,
 ) -> usize {
@@ -1064,6 +1128,7 @@ fn len_config_map_env_source_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_config_map_env_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapEnvSource,
     buf: &mut impl BufMut,
@@ -1093,6 +1158,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapEnvSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapEnvSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1110,9 +1176,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapEnvSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapEnvSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1135,6 +1203,7 @@ fn merge_config_map_key_selector_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_config_map_key_selector_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapKeySelector,
 ) -> usize {
@@ -1142,6 +1211,7 @@ fn len_config_map_key_selector_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_config_map_key_selector_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapKeySelector,
     buf: &mut impl BufMut,
@@ -1172,6 +1242,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapKeySelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapKeySelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1195,9 +1266,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapKeySelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapKeySelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1226,6 +1299,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1248,9 +1322,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1273,6 +1349,7 @@ fn merge_config_map_projection_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_config_map_projection_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapProjection,
 ) -> usize {
@@ -1280,6 +1357,7 @@ fn len_config_map_projection_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_config_map_projection_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapProjection,
     buf: &mut impl BufMut,
@@ -1311,6 +1389,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1330,9 +1409,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1359,6 +1440,7 @@ fn merge_config_map_volume_source_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_config_map_volume_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapVolumeSource,
 ) -> usize {
@@ -1366,6 +1448,7 @@ fn len_config_map_volume_source_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_config_map_volume_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapVolumeSource,
     buf: &mut impl BufMut,
@@ -1398,6 +1481,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1423,9 +1507,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1494,6 +1580,7 @@ impl Decode for k8s_openapi::api::core::v1::Container {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Container {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1556,9 +1643,11 @@ impl Encode for k8s_openapi::api::core::v1::Container {
 }
 
 impl Message for k8s_openapi::api::core::v1::Container {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1601,6 +1690,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1619,9 +1709,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1646,6 +1738,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerImage {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerImage {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1662,9 +1755,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerImage {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerImage {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1695,6 +1790,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerPort {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerPort {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1717,9 +1813,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerPort {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerPort {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1743,6 +1841,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerResizePolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerResizePolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1759,9 +1858,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerResizePolicy {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerResizePolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1785,6 +1886,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerRestartRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerRestartRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1801,9 +1903,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerRestartRule {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerRestartRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1832,6 +1936,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1848,9 +1953,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1879,6 +1986,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerState {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerState {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1897,9 +2005,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerState {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerState {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1928,6 +2038,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStateRunning {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerStateRunning {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1942,9 +2053,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerStateRunning {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerStateRunning {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1973,6 +2086,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStateTerminated {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerStateTerminated {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1999,9 +2113,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerStateTerminated {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerStateTerminated {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2025,6 +2141,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStateWaiting {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerStateWaiting {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2041,9 +2158,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerStateWaiting {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerStateWaiting {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2085,6 +2204,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2127,9 +2247,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2161,6 +2283,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerUser {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerUser {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2175,9 +2298,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerUser {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerUser {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2204,6 +2329,7 @@ impl Decode for k8s_openapi::api::core::v1::DaemonEndpoint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::DaemonEndpoint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2218,9 +2344,11 @@ impl Encode for k8s_openapi::api::core::v1::DaemonEndpoint {
 }
 
 impl Message for k8s_openapi::api::core::v1::DaemonEndpoint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2244,6 +2372,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::DownwardAPIProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2258,9 +2387,11 @@ impl Encode for k8s_openapi::api::core::v1::DownwardAPIProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::DownwardAPIProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2291,6 +2422,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2311,9 +2443,11 @@ impl Encode for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
 }
 
 impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2343,6 +2477,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2359,9 +2494,11 @@ impl Encode for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2389,6 +2526,7 @@ impl Decode for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2405,9 +2543,11 @@ impl Encode for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2433,6 +2573,7 @@ impl Decode for k8s_openapi::api::core::v1::EndpointAddress {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EndpointAddress {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2453,9 +2594,11 @@ impl Encode for k8s_openapi::api::core::v1::EndpointAddress {
 }
 
 impl Message for k8s_openapi::api::core::v1::EndpointAddress {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2485,6 +2628,7 @@ impl Decode for k8s_openapi::api::core::v1::EndpointPort {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EndpointPort {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2505,9 +2649,11 @@ impl Encode for k8s_openapi::api::core::v1::EndpointPort {
 }
 
 impl Message for k8s_openapi::api::core::v1::EndpointPort {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2536,6 +2682,7 @@ impl Decode for k8s_openapi::api::core::v1::EndpointSubset {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EndpointSubset {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2554,9 +2701,11 @@ impl Encode for k8s_openapi::api::core::v1::EndpointSubset {
 }
 
 impl Message for k8s_openapi::api::core::v1::EndpointSubset {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2587,6 +2736,7 @@ impl Decode for k8s_openapi::api::core::v1::Endpoints {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Endpoints {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2603,9 +2753,11 @@ impl Encode for k8s_openapi::api::core::v1::Endpoints {
 }
 
 impl Message for k8s_openapi::api::core::v1::Endpoints {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2635,6 +2787,7 @@ impl Decode for k8s_openapi::api::core::v1::EnvFromSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EnvFromSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2653,9 +2806,11 @@ impl Encode for k8s_openapi::api::core::v1::EnvFromSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EnvFromSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2685,6 +2840,7 @@ impl Decode for k8s_openapi::api::core::v1::EnvVar {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EnvVar {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2703,9 +2859,11 @@ impl Encode for k8s_openapi::api::core::v1::EnvVar {
 }
 
 impl Message for k8s_openapi::api::core::v1::EnvVar {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2738,6 +2896,7 @@ impl Decode for k8s_openapi::api::core::v1::EnvVarSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EnvVarSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2760,9 +2919,11 @@ impl Encode for k8s_openapi::api::core::v1::EnvVarSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EnvVarSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2826,6 +2987,7 @@ fn merge_ephemeral_container_ephemeral_container_common(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_ephemeral_container_ephemeral_container_common(
     m: &k8s_openapi::api::core::v1::EphemeralContainer,
 ) -> usize {
@@ -2857,6 +3019,7 @@ fn len_ephemeral_container_ephemeral_container_common(
     n += field::len_rep_opt(25, &m.restart_policy_rules);
     n
 }
+#[cfg(feature = "encode")]
 fn put_ephemeral_container_ephemeral_container_common(
     m: &k8s_openapi::api::core::v1::EphemeralContainer,
     buf: &mut impl BufMut,
@@ -2920,6 +3083,7 @@ impl Decode for k8s_openapi::api::core::v1::EphemeralContainer {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EphemeralContainer {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2941,9 +3105,11 @@ impl Encode for k8s_openapi::api::core::v1::EphemeralContainer {
 }
 
 impl Message for k8s_openapi::api::core::v1::EphemeralContainer {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2985,6 +3151,7 @@ impl Decode for k8s_openapi::api::core::v1::EphemeralVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EphemeralVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2999,9 +3166,11 @@ impl Encode for k8s_openapi::api::core::v1::EphemeralVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EphemeralVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3046,6 +3215,7 @@ impl Decode for k8s_openapi::api::core::v1::Event {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Event {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3088,9 +3258,11 @@ impl Encode for k8s_openapi::api::core::v1::Event {
 }
 
 impl Message for k8s_openapi::api::core::v1::Event {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3123,6 +3295,7 @@ impl Decode for k8s_openapi::api::core::v1::EventSeries {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EventSeries {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3139,9 +3312,11 @@ impl Encode for k8s_openapi::api::core::v1::EventSeries {
 }
 
 impl Message for k8s_openapi::api::core::v1::EventSeries {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3165,6 +3340,7 @@ impl Decode for k8s_openapi::api::core::v1::EventSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EventSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3181,9 +3357,11 @@ impl Encode for k8s_openapi::api::core::v1::EventSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EventSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3207,6 +3385,7 @@ impl Decode for k8s_openapi::api::core::v1::ExecAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ExecAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3221,9 +3400,11 @@ impl Encode for k8s_openapi::api::core::v1::ExecAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::ExecAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3256,6 +3437,7 @@ impl Decode for k8s_openapi::api::core::v1::FCVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FCVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3278,9 +3460,11 @@ impl Encode for k8s_openapi::api::core::v1::FCVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::FCVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3311,6 +3495,7 @@ impl Decode for k8s_openapi::api::core::v1::FileKeySelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FileKeySelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3331,9 +3516,11 @@ impl Encode for k8s_openapi::api::core::v1::FileKeySelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::FileKeySelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3360,6 +3547,7 @@ impl Decode for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3382,9 +3570,11 @@ impl Encode for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3415,6 +3605,7 @@ impl Decode for k8s_openapi::api::core::v1::FlexVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FlexVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3437,9 +3628,11 @@ impl Encode for k8s_openapi::api::core::v1::FlexVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::FlexVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3467,6 +3660,7 @@ impl Decode for k8s_openapi::api::core::v1::FlockerVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FlockerVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3483,9 +3677,11 @@ impl Encode for k8s_openapi::api::core::v1::FlockerVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::FlockerVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3511,6 +3707,7 @@ impl Decode for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3531,9 +3728,11 @@ impl Encode for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3557,6 +3756,7 @@ impl Decode for k8s_openapi::api::core::v1::GRPCAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GRPCAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3573,9 +3773,11 @@ impl Encode for k8s_openapi::api::core::v1::GRPCAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::GRPCAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3600,6 +3802,7 @@ impl Decode for k8s_openapi::api::core::v1::GitRepoVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GitRepoVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3618,9 +3821,11 @@ impl Encode for k8s_openapi::api::core::v1::GitRepoVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::GitRepoVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3647,6 +3852,7 @@ impl Decode for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3667,9 +3873,11 @@ impl Encode for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3694,6 +3902,7 @@ impl Decode for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3712,9 +3921,11 @@ impl Encode for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3744,6 +3955,7 @@ impl Decode for k8s_openapi::api::core::v1::HTTPGetAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HTTPGetAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3766,9 +3978,11 @@ impl Encode for k8s_openapi::api::core::v1::HTTPGetAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::HTTPGetAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3796,6 +4010,7 @@ impl Decode for k8s_openapi::api::core::v1::HTTPHeader {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HTTPHeader {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3812,9 +4027,11 @@ impl Encode for k8s_openapi::api::core::v1::HTTPHeader {
 }
 
 impl Message for k8s_openapi::api::core::v1::HTTPHeader {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3839,6 +4056,7 @@ impl Decode for k8s_openapi::api::core::v1::HostAlias {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HostAlias {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3855,9 +4073,11 @@ impl Encode for k8s_openapi::api::core::v1::HostAlias {
 }
 
 impl Message for k8s_openapi::api::core::v1::HostAlias {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3884,6 +4104,7 @@ impl Decode for k8s_openapi::api::core::v1::HostIP {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HostIP {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3898,9 +4119,11 @@ impl Encode for k8s_openapi::api::core::v1::HostIP {
 }
 
 impl Message for k8s_openapi::api::core::v1::HostIP {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3924,6 +4147,7 @@ impl Decode for k8s_openapi::api::core::v1::HostPathVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HostPathVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3940,9 +4164,11 @@ impl Encode for k8s_openapi::api::core::v1::HostPathVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::HostPathVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3980,6 +4206,7 @@ impl Decode for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4014,9 +4241,11 @@ impl Encode for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4059,6 +4288,7 @@ impl Decode for k8s_openapi::api::core::v1::ISCSIVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ISCSIVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4093,9 +4323,11 @@ impl Encode for k8s_openapi::api::core::v1::ISCSIVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ISCSIVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4124,6 +4356,7 @@ impl Decode for k8s_openapi::api::core::v1::ImageVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ImageVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4140,9 +4373,11 @@ impl Encode for k8s_openapi::api::core::v1::ImageVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ImageVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4167,6 +4402,7 @@ impl Decode for k8s_openapi::api::core::v1::KeyToPath {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::KeyToPath {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4185,9 +4421,11 @@ impl Encode for k8s_openapi::api::core::v1::KeyToPath {
 }
 
 impl Message for k8s_openapi::api::core::v1::KeyToPath {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4212,6 +4450,7 @@ impl Decode for k8s_openapi::api::core::v1::Lifecycle {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Lifecycle {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4230,9 +4469,11 @@ impl Encode for k8s_openapi::api::core::v1::Lifecycle {
 }
 
 impl Message for k8s_openapi::api::core::v1::Lifecycle {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4263,6 +4504,7 @@ impl Decode for k8s_openapi::api::core::v1::LifecycleHandler {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LifecycleHandler {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4283,9 +4525,11 @@ impl Encode for k8s_openapi::api::core::v1::LifecycleHandler {
 }
 
 impl Message for k8s_openapi::api::core::v1::LifecycleHandler {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4316,6 +4560,7 @@ impl Decode for k8s_openapi::api::core::v1::LimitRange {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LimitRange {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4332,9 +4577,11 @@ impl Encode for k8s_openapi::api::core::v1::LimitRange {
 }
 
 impl Message for k8s_openapi::api::core::v1::LimitRange {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4369,6 +4616,7 @@ impl Decode for k8s_openapi::api::core::v1::LimitRangeItem {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LimitRangeItem {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4393,9 +4641,11 @@ impl Encode for k8s_openapi::api::core::v1::LimitRangeItem {
 }
 
 impl Message for k8s_openapi::api::core::v1::LimitRangeItem {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4419,6 +4669,7 @@ impl Decode for k8s_openapi::api::core::v1::LimitRangeSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LimitRangeSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4433,9 +4684,11 @@ impl Encode for k8s_openapi::api::core::v1::LimitRangeSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::LimitRangeSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4466,6 +4719,7 @@ impl Decode for k8s_openapi::api::core::v1::LinuxContainerUser {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LinuxContainerUser {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4484,9 +4738,11 @@ impl Encode for k8s_openapi::api::core::v1::LinuxContainerUser {
 }
 
 impl Message for k8s_openapi::api::core::v1::LinuxContainerUser {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4517,6 +4773,7 @@ impl Decode for k8s_openapi::api::core::v1::LoadBalancerIngress {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LoadBalancerIngress {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4537,9 +4794,11 @@ impl Encode for k8s_openapi::api::core::v1::LoadBalancerIngress {
 }
 
 impl Message for k8s_openapi::api::core::v1::LoadBalancerIngress {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4567,6 +4826,7 @@ impl Decode for k8s_openapi::api::core::v1::LoadBalancerStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LoadBalancerStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4581,9 +4841,11 @@ impl Encode for k8s_openapi::api::core::v1::LoadBalancerStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::LoadBalancerStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4610,6 +4872,7 @@ impl Decode for k8s_openapi::api::core::v1::LocalObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LocalObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4624,9 +4887,11 @@ impl Encode for k8s_openapi::api::core::v1::LocalObjectReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::LocalObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4650,6 +4915,7 @@ impl Decode for k8s_openapi::api::core::v1::LocalVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LocalVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4666,9 +4932,11 @@ impl Encode for k8s_openapi::api::core::v1::LocalVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::LocalVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4698,6 +4966,7 @@ impl Decode for k8s_openapi::api::core::v1::ModifyVolumeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ModifyVolumeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4714,9 +4983,11 @@ impl Encode for k8s_openapi::api::core::v1::ModifyVolumeStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ModifyVolumeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4741,6 +5012,7 @@ impl Decode for k8s_openapi::api::core::v1::NFSVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NFSVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4759,9 +5031,11 @@ impl Encode for k8s_openapi::api::core::v1::NFSVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::NFSVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4786,6 +5060,7 @@ impl Decode for k8s_openapi::api::core::v1::Namespace {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Namespace {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4804,9 +5079,11 @@ impl Encode for k8s_openapi::api::core::v1::Namespace {
 }
 
 impl Message for k8s_openapi::api::core::v1::Namespace {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4840,6 +5117,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NamespaceCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4862,9 +5140,11 @@ impl Encode for k8s_openapi::api::core::v1::NamespaceCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::NamespaceCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4888,6 +5168,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NamespaceSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4902,9 +5183,11 @@ impl Encode for k8s_openapi::api::core::v1::NamespaceSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::NamespaceSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4933,6 +5216,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NamespaceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4949,9 +5233,11 @@ impl Encode for k8s_openapi::api::core::v1::NamespaceStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NamespaceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4980,6 +5266,7 @@ impl Decode for k8s_openapi::api::core::v1::Node {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Node {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4998,9 +5285,11 @@ impl Encode for k8s_openapi::api::core::v1::Node {
 }
 
 impl Message for k8s_openapi::api::core::v1::Node {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5030,6 +5319,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAddress {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeAddress {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5046,9 +5336,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeAddress {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeAddress {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5086,6 +5378,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAffinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeAffinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5110,9 +5403,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeAffinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeAffinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5147,6 +5442,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5171,9 +5467,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5196,6 +5494,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeConfigSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeConfigSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5210,9 +5509,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeConfigSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeConfigSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5242,6 +5543,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeConfigStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeConfigStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5262,9 +5564,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeConfigStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeConfigStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5294,6 +5598,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5308,9 +5613,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5338,6 +5645,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeFeatures {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeFeatures {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5352,9 +5660,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeFeatures {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeFeatures {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5378,6 +5688,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeRuntimeHandler {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeRuntimeHandler {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5394,9 +5705,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeRuntimeHandler {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandler {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5425,6 +5738,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5441,9 +5755,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5468,6 +5784,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5482,9 +5799,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5514,6 +5833,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelectorRequirement {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSelectorRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5532,9 +5852,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSelectorRequirement {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSelectorRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5567,6 +5889,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelectorTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSelectorTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5583,9 +5906,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSelectorTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSelectorTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5621,6 +5946,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5647,9 +5973,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5703,6 +6031,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5743,9 +6072,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5782,6 +6113,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSwapStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSwapStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5796,9 +6128,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSwapStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSwapStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5835,6 +6169,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSystemInfo {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSystemInfo {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5869,9 +6204,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSystemInfo {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSystemInfo {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5899,6 +6236,7 @@ impl Decode for k8s_openapi::api::core::v1::ObjectFieldSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ObjectFieldSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5915,9 +6253,11 @@ impl Encode for k8s_openapi::api::core::v1::ObjectFieldSelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::ObjectFieldSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5947,6 +6287,7 @@ impl Decode for k8s_openapi::api::core::v1::ObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5973,9 +6314,11 @@ impl Encode for k8s_openapi::api::core::v1::ObjectReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::ObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6000,6 +6343,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolume {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolume {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6018,9 +6362,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolume {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolume {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6051,6 +6397,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6069,9 +6416,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaim {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6108,6 +6457,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6132,9 +6482,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6170,6 +6522,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6200,9 +6553,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6253,6 +6608,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6281,9 +6637,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6313,6 +6671,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6329,9 +6688,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6360,6 +6721,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6376,9 +6738,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6426,6 +6790,7 @@ fn merge_persistent_volume_spec_persistent_volume_source(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_persistent_volume_spec_persistent_volume_source(
     m: &k8s_openapi::api::core::v1::PersistentVolumeSpec,
 ) -> usize {
@@ -6454,6 +6819,7 @@ fn len_persistent_volume_spec_persistent_volume_source(
     n += field::len_opt(22, &m.csi);
     n
 }
+#[cfg(feature = "encode")]
 fn put_persistent_volume_spec_persistent_volume_source(
     m: &k8s_openapi::api::core::v1::PersistentVolumeSpec,
     buf: &mut impl BufMut,
@@ -6520,6 +6886,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6557,9 +6924,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6615,6 +6984,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6635,9 +7005,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6661,6 +7033,7 @@ impl Decode for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6677,9 +7050,11 @@ impl Encode for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6704,6 +7079,7 @@ impl Decode for k8s_openapi::api::core::v1::Pod {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Pod {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6722,9 +7098,11 @@ impl Encode for k8s_openapi::api::core::v1::Pod {
 }
 
 impl Message for k8s_openapi::api::core::v1::Pod {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6770,6 +7148,7 @@ impl Decode for k8s_openapi::api::core::v1::PodAffinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodAffinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6794,9 +7173,11 @@ impl Encode for k8s_openapi::api::core::v1::PodAffinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodAffinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6835,6 +7216,7 @@ impl Decode for k8s_openapi::api::core::v1::PodAffinityTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodAffinityTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6859,9 +7241,11 @@ impl Encode for k8s_openapi::api::core::v1::PodAffinityTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodAffinityTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6909,6 +7293,7 @@ impl Decode for k8s_openapi::api::core::v1::PodAntiAffinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodAntiAffinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6933,9 +7318,11 @@ impl Encode for k8s_openapi::api::core::v1::PodAntiAffinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodAntiAffinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6973,6 +7360,7 @@ impl Decode for k8s_openapi::api::core::v1::PodCertificateProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodCertificateProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6999,9 +7387,11 @@ impl Encode for k8s_openapi::api::core::v1::PodCertificateProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodCertificateProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7034,6 +7424,7 @@ impl Decode for k8s_openapi::api::core::v1::PodCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7060,9 +7451,11 @@ impl Encode for k8s_openapi::api::core::v1::PodCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7092,6 +7485,7 @@ impl Decode for k8s_openapi::api::core::v1::PodDNSConfig {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodDNSConfig {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7110,9 +7504,11 @@ impl Encode for k8s_openapi::api::core::v1::PodDNSConfig {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodDNSConfig {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7142,6 +7538,7 @@ impl Decode for k8s_openapi::api::core::v1::PodDNSConfigOption {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodDNSConfigOption {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7158,9 +7555,11 @@ impl Encode for k8s_openapi::api::core::v1::PodDNSConfigOption {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodDNSConfigOption {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7187,6 +7586,7 @@ impl Decode for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7203,9 +7603,11 @@ impl Encode for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7232,6 +7634,7 @@ impl Decode for k8s_openapi::api::core::v1::PodIP {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodIP {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7246,9 +7649,11 @@ impl Encode for k8s_openapi::api::core::v1::PodIP {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodIP {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7271,6 +7676,7 @@ impl Decode for k8s_openapi::api::core::v1::PodOS {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodOS {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7285,9 +7691,11 @@ impl Encode for k8s_openapi::api::core::v1::PodOS {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodOS {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7310,6 +7718,7 @@ impl Decode for k8s_openapi::api::core::v1::PodReadinessGate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodReadinessGate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7324,9 +7733,11 @@ impl Encode for k8s_openapi::api::core::v1::PodReadinessGate {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodReadinessGate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7353,6 +7764,7 @@ impl Decode for k8s_openapi::api::core::v1::PodResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7371,9 +7783,11 @@ impl Encode for k8s_openapi::api::core::v1::PodResourceClaim {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7398,6 +7812,7 @@ impl Decode for k8s_openapi::api::core::v1::PodResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7414,9 +7829,11 @@ impl Encode for k8s_openapi::api::core::v1::PodResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7439,6 +7856,7 @@ impl Decode for k8s_openapi::api::core::v1::PodSchedulingGate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodSchedulingGate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7453,9 +7871,11 @@ impl Encode for k8s_openapi::api::core::v1::PodSchedulingGate {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodSchedulingGate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7498,6 +7918,7 @@ impl Decode for k8s_openapi::api::core::v1::PodSecurityContext {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodSecurityContext {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7536,9 +7957,11 @@ impl Encode for k8s_openapi::api::core::v1::PodSecurityContext {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodSecurityContext {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7650,6 +8073,7 @@ impl Decode for k8s_openapi::api::core::v1::PodSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7746,9 +8170,11 @@ impl Encode for k8s_openapi::api::core::v1::PodSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7825,6 +8251,7 @@ impl Decode for k8s_openapi::api::core::v1::PodStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7877,9 +8304,11 @@ impl Encode for k8s_openapi::api::core::v1::PodStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7915,6 +8344,7 @@ impl Decode for k8s_openapi::api::core::v1::PodTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7931,9 +8361,11 @@ impl Encode for k8s_openapi::api::core::v1::PodTemplate {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7962,6 +8394,7 @@ impl Decode for k8s_openapi::api::core::v1::PodTemplateSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodTemplateSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7978,9 +8411,11 @@ impl Encode for k8s_openapi::api::core::v1::PodTemplateSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodTemplateSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8010,6 +8445,7 @@ impl Decode for k8s_openapi::api::core::v1::PortStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PortStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8028,9 +8464,11 @@ impl Encode for k8s_openapi::api::core::v1::PortStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PortStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8055,6 +8493,7 @@ impl Decode for k8s_openapi::api::core::v1::PortworxVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PortworxVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8073,9 +8512,11 @@ impl Encode for k8s_openapi::api::core::v1::PortworxVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::PortworxVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8099,6 +8540,7 @@ impl Decode for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8115,9 +8557,11 @@ impl Encode for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8147,6 +8591,7 @@ fn merge_probe_handler(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_probe_handler(m: &k8s_openapi::api::core::v1::Probe) -> usize {
     let mut n = 0;
     n += field::len_opt(1, &m.exec);
@@ -8155,6 +8600,7 @@ fn len_probe_handler(m: &k8s_openapi::api::core::v1::Probe) -> usize {
     n += field::len_opt(4, &m.grpc);
     n
 }
+#[cfg(feature = "encode")]
 fn put_probe_handler(m: &k8s_openapi::api::core::v1::Probe, buf: &mut impl BufMut) {
     field::put_opt(1, &m.exec, buf);
     field::put_opt(2, &m.http_get, buf);
@@ -8190,6 +8636,7 @@ impl Decode for k8s_openapi::api::core::v1::Probe {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Probe {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8217,9 +8664,11 @@ impl Encode for k8s_openapi::api::core::v1::Probe {
 }
 
 impl Message for k8s_openapi::api::core::v1::Probe {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8251,6 +8700,7 @@ impl Decode for k8s_openapi::api::core::v1::ProjectedVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ProjectedVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8267,9 +8717,11 @@ impl Encode for k8s_openapi::api::core::v1::ProjectedVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ProjectedVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8301,6 +8753,7 @@ impl Decode for k8s_openapi::api::core::v1::QuobyteVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::QuobyteVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8325,9 +8778,11 @@ impl Encode for k8s_openapi::api::core::v1::QuobyteVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::QuobyteVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8358,6 +8813,7 @@ impl Decode for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8386,9 +8842,11 @@ impl Encode for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8424,6 +8882,7 @@ impl Decode for k8s_openapi::api::core::v1::RBDVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::RBDVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8452,9 +8911,11 @@ impl Encode for k8s_openapi::api::core::v1::RBDVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::RBDVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8484,6 +8945,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationController {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ReplicationController {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8502,9 +8964,11 @@ impl Encode for k8s_openapi::api::core::v1::ReplicationController {
 }
 
 impl Message for k8s_openapi::api::core::v1::ReplicationController {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8538,6 +9002,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationControllerCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ReplicationControllerCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8560,9 +9025,11 @@ impl Encode for k8s_openapi::api::core::v1::ReplicationControllerCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::ReplicationControllerCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8589,6 +9056,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationControllerSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ReplicationControllerSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8609,9 +9077,11 @@ impl Encode for k8s_openapi::api::core::v1::ReplicationControllerSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::ReplicationControllerSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8647,6 +9117,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationControllerStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ReplicationControllerStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8671,9 +9142,11 @@ impl Encode for k8s_openapi::api::core::v1::ReplicationControllerStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ReplicationControllerStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8701,6 +9174,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8717,9 +9191,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceClaim {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8744,6 +9220,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceFieldSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceFieldSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8762,9 +9239,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceFieldSelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceFieldSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8788,6 +9267,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceHealth {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceHealth {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8804,9 +9284,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceHealth {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceHealth {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8831,6 +9313,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceQuota {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceQuota {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8849,9 +9332,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceQuota {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceQuota {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8883,6 +9368,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceQuotaSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceQuotaSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8901,9 +9387,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceQuotaSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceQuotaSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8932,6 +9420,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceQuotaStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceQuotaStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8948,9 +9437,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceQuotaStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceQuotaStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8976,6 +9467,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceRequirements {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceRequirements {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8994,9 +9486,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceRequirements {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceRequirements {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9025,6 +9519,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9041,9 +9536,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9073,6 +9570,7 @@ impl Decode for k8s_openapi::api::core::v1::SELinuxOptions {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SELinuxOptions {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9093,9 +9591,11 @@ impl Encode for k8s_openapi::api::core::v1::SELinuxOptions {
 }
 
 impl Message for k8s_openapi::api::core::v1::SELinuxOptions {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9128,6 +9628,7 @@ impl Decode for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9160,9 +9661,11 @@ impl Encode for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9199,6 +9702,7 @@ impl Decode for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9231,9 +9735,11 @@ impl Encode for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9262,6 +9768,7 @@ impl Decode for k8s_openapi::api::core::v1::ScopeSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ScopeSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9276,9 +9783,11 @@ impl Encode for k8s_openapi::api::core::v1::ScopeSelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::ScopeSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9308,6 +9817,7 @@ impl Decode for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9326,9 +9836,11 @@ impl Encode for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
 }
 
 impl Message for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9357,6 +9869,7 @@ impl Decode for k8s_openapi::api::core::v1::SeccompProfile {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SeccompProfile {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9373,9 +9886,11 @@ impl Encode for k8s_openapi::api::core::v1::SeccompProfile {
 }
 
 impl Message for k8s_openapi::api::core::v1::SeccompProfile {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9402,6 +9917,7 @@ impl Decode for k8s_openapi::api::core::v1::Secret {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Secret {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9424,9 +9940,11 @@ impl Encode for k8s_openapi::api::core::v1::Secret {
 }
 
 impl Message for k8s_openapi::api::core::v1::Secret {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9453,6 +9971,7 @@ fn merge_secret_env_source_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_secret_env_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretEnvSource,
 ) -> usize {
@@ -9460,6 +9979,7 @@ fn len_secret_env_source_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_secret_env_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretEnvSource,
     buf: &mut impl BufMut,
@@ -9489,6 +10009,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretEnvSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretEnvSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9506,9 +10027,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretEnvSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretEnvSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9531,6 +10054,7 @@ fn merge_secret_key_selector_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_secret_key_selector_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretKeySelector,
 ) -> usize {
@@ -9538,6 +10062,7 @@ fn len_secret_key_selector_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_secret_key_selector_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretKeySelector,
     buf: &mut impl BufMut,
@@ -9568,6 +10093,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretKeySelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretKeySelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9587,9 +10113,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretKeySelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretKeySelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9612,6 +10140,7 @@ fn merge_secret_projection_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_secret_projection_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretProjection,
 ) -> usize {
@@ -9619,6 +10148,7 @@ fn len_secret_projection_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_secret_projection_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretProjection,
     buf: &mut impl BufMut,
@@ -9650,6 +10180,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9669,9 +10200,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9699,6 +10232,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9715,9 +10249,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9744,6 +10280,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9764,9 +10301,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9808,6 +10347,7 @@ impl Decode for k8s_openapi::api::core::v1::SecurityContext {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecurityContext {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9844,9 +10384,11 @@ impl Encode for k8s_openapi::api::core::v1::SecurityContext {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecurityContext {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9879,6 +10421,7 @@ impl Decode for k8s_openapi::api::core::v1::Service {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Service {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9897,9 +10440,11 @@ impl Encode for k8s_openapi::api::core::v1::Service {
 }
 
 impl Message for k8s_openapi::api::core::v1::Service {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9935,6 +10480,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceAccount {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServiceAccount {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9955,9 +10501,11 @@ impl Encode for k8s_openapi::api::core::v1::ServiceAccount {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServiceAccount {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9989,6 +10537,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10007,9 +10556,11 @@ impl Encode for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10037,6 +10588,7 @@ impl Decode for k8s_openapi::api::core::v1::ServicePort {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServicePort {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10061,9 +10613,11 @@ impl Encode for k8s_openapi::api::core::v1::ServicePort {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServicePort {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10129,6 +10683,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServiceSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10181,9 +10736,11 @@ impl Encode for k8s_openapi::api::core::v1::ServiceSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServiceSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10217,6 +10774,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServiceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10233,9 +10791,11 @@ impl Encode for k8s_openapi::api::core::v1::ServiceStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServiceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10263,6 +10823,7 @@ impl Decode for k8s_openapi::api::core::v1::SessionAffinityConfig {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SessionAffinityConfig {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10277,9 +10838,11 @@ impl Encode for k8s_openapi::api::core::v1::SessionAffinityConfig {
 }
 
 impl Message for k8s_openapi::api::core::v1::SessionAffinityConfig {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10306,6 +10869,7 @@ impl Decode for k8s_openapi::api::core::v1::SleepAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SleepAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10320,9 +10884,11 @@ impl Encode for k8s_openapi::api::core::v1::SleepAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::SleepAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10350,6 +10916,7 @@ impl Decode for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10372,9 +10939,11 @@ impl Encode for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10406,6 +10975,7 @@ impl Decode for k8s_openapi::api::core::v1::StorageOSVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::StorageOSVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10428,9 +10998,11 @@ impl Encode for k8s_openapi::api::core::v1::StorageOSVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::StorageOSVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10458,6 +11030,7 @@ impl Decode for k8s_openapi::api::core::v1::Sysctl {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Sysctl {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10474,9 +11047,11 @@ impl Encode for k8s_openapi::api::core::v1::Sysctl {
 }
 
 impl Message for k8s_openapi::api::core::v1::Sysctl {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10500,6 +11075,7 @@ impl Decode for k8s_openapi::api::core::v1::TCPSocketAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TCPSocketAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10516,9 +11092,11 @@ impl Encode for k8s_openapi::api::core::v1::TCPSocketAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::TCPSocketAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10544,6 +11122,7 @@ impl Decode for k8s_openapi::api::core::v1::Taint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Taint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10564,9 +11143,11 @@ impl Encode for k8s_openapi::api::core::v1::Taint {
 }
 
 impl Message for k8s_openapi::api::core::v1::Taint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10594,6 +11175,7 @@ impl Decode for k8s_openapi::api::core::v1::Toleration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Toleration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10616,9 +11198,11 @@ impl Encode for k8s_openapi::api::core::v1::Toleration {
 }
 
 impl Message for k8s_openapi::api::core::v1::Toleration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10643,6 +11227,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10659,9 +11244,11 @@ impl Encode for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
 }
 
 impl Message for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10690,6 +11277,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySelectorTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TopologySelectorTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10704,9 +11292,11 @@ impl Encode for k8s_openapi::api::core::v1::TopologySelectorTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::TopologySelectorTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10745,6 +11335,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySpreadConstraint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TopologySpreadConstraint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10773,9 +11364,11 @@ impl Encode for k8s_openapi::api::core::v1::TopologySpreadConstraint {
 }
 
 impl Message for k8s_openapi::api::core::v1::TopologySpreadConstraint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10805,6 +11398,7 @@ impl Decode for k8s_openapi::api::core::v1::TypedLocalObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TypedLocalObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10823,9 +11417,11 @@ impl Encode for k8s_openapi::api::core::v1::TypedLocalObjectReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::TypedLocalObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10851,6 +11447,7 @@ impl Decode for k8s_openapi::api::core::v1::TypedObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TypedObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10871,9 +11468,11 @@ impl Encode for k8s_openapi::api::core::v1::TypedObjectReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::TypedObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10930,6 +11529,7 @@ fn merge_volume_volume_source(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_volume_volume_source(m: &k8s_openapi::api::core::v1::Volume) -> usize {
     let mut n = 0;
     n += field::len_opt(1, &m.host_path);
@@ -10964,6 +11564,7 @@ fn len_volume_volume_source(m: &k8s_openapi::api::core::v1::Volume) -> usize {
     n += field::len_opt(30, &m.image);
     n
 }
+#[cfg(feature = "encode")]
 fn put_volume_volume_source(m: &k8s_openapi::api::core::v1::Volume, buf: &mut impl BufMut) {
     field::put_opt(1, &m.host_path, buf);
     field::put_opt(2, &m.empty_dir, buf);
@@ -11013,6 +11614,7 @@ impl Decode for k8s_openapi::api::core::v1::Volume {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Volume {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11030,9 +11632,11 @@ impl Encode for k8s_openapi::api::core::v1::Volume {
 }
 
 impl Message for k8s_openapi::api::core::v1::Volume {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11089,6 +11693,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeDevice {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeDevice {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11105,9 +11710,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeDevice {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeDevice {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11138,6 +11745,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeMount {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeMount {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11164,9 +11772,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeMount {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeMount {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11193,6 +11803,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeMountStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeMountStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11213,9 +11824,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeMountStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeMountStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11238,6 +11851,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeNodeAffinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeNodeAffinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11252,9 +11866,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeNodeAffinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeNodeAffinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11288,6 +11904,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11312,9 +11929,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11347,6 +11966,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeResourceRequirements {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeResourceRequirements {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11363,9 +11983,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeResourceRequirements {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeResourceRequirements {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11393,6 +12015,7 @@ impl Decode for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11413,9 +12036,11 @@ impl Encode for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11441,6 +12066,7 @@ impl Decode for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11457,9 +12083,11 @@ impl Encode for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11491,6 +12119,7 @@ impl Decode for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11511,9 +12140,11 @@ impl Encode for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
 }
 
 impl Message for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11539,6 +12170,7 @@ impl Decode for k8s_openapi::api::core::v1::WorkloadReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::WorkloadReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11557,9 +12189,11 @@ impl Encode for k8s_openapi::api::core::v1::WorkloadReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::WorkloadReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.discovery.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.discovery.v1.Endpoint
@@ -32,6 +35,7 @@ impl Decode for k8s_openapi::api::discovery::v1::Endpoint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::discovery::v1::Endpoint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -60,9 +64,11 @@ impl Encode for k8s_openapi::api::discovery::v1::Endpoint {
 }
 
 impl Message for k8s_openapi::api::discovery::v1::Endpoint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -94,6 +100,7 @@ impl Decode for k8s_openapi::api::discovery::v1::EndpointConditions {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::discovery::v1::EndpointConditions {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -112,9 +119,11 @@ impl Encode for k8s_openapi::api::discovery::v1::EndpointConditions {
 }
 
 impl Message for k8s_openapi::api::discovery::v1::EndpointConditions {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -140,6 +149,7 @@ impl Decode for k8s_openapi::api::discovery::v1::EndpointHints {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::discovery::v1::EndpointHints {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -156,9 +166,11 @@ impl Encode for k8s_openapi::api::discovery::v1::EndpointHints {
 }
 
 impl Message for k8s_openapi::api::discovery::v1::EndpointHints {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -189,6 +201,7 @@ impl Decode for k8s_openapi::api::discovery::v1::EndpointPort {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::discovery::v1::EndpointPort {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -209,9 +222,11 @@ impl Encode for k8s_openapi::api::discovery::v1::EndpointPort {
 }
 
 impl Message for k8s_openapi::api::discovery::v1::EndpointPort {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -239,6 +254,7 @@ impl Decode for k8s_openapi::api::discovery::v1::EndpointSlice {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::discovery::v1::EndpointSlice {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -259,9 +275,11 @@ impl Encode for k8s_openapi::api::discovery::v1::EndpointSlice {
 }
 
 impl Message for k8s_openapi::api::discovery::v1::EndpointSlice {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -290,6 +308,7 @@ impl Decode for k8s_openapi::api::discovery::v1::ForNode {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::discovery::v1::ForNode {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -304,9 +323,11 @@ impl Encode for k8s_openapi::api::discovery::v1::ForNode {
 }
 
 impl Message for k8s_openapi::api::discovery::v1::ForNode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -329,6 +350,7 @@ impl Decode for k8s_openapi::api::discovery::v1::ForZone {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::discovery::v1::ForZone {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -343,9 +365,11 @@ impl Encode for k8s_openapi::api::discovery::v1::ForZone {
 }
 
 impl Message for k8s_openapi::api::discovery::v1::ForZone {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.node.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.node.v1.Overhead
@@ -23,6 +26,7 @@ impl Decode for k8s_openapi::api::node::v1::Overhead {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::node::v1::Overhead {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -37,9 +41,11 @@ impl Encode for k8s_openapi::api::node::v1::Overhead {
 }
 
 impl Message for k8s_openapi::api::node::v1::Overhead {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -65,6 +71,7 @@ impl Decode for k8s_openapi::api::node::v1::RuntimeClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::node::v1::RuntimeClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -85,9 +92,11 @@ impl Encode for k8s_openapi::api::node::v1::RuntimeClass {
 }
 
 impl Message for k8s_openapi::api::node::v1::RuntimeClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -120,6 +129,7 @@ impl Decode for k8s_openapi::api::node::v1::Scheduling {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::node::v1::Scheduling {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -136,9 +146,11 @@ impl Encode for k8s_openapi::api::node::v1::Scheduling {
 }
 
 impl Message for k8s_openapi::api::node::v1::Scheduling {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.resource.v1beta1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.resource.v1beta1.AllocatedDeviceStatus
@@ -30,6 +33,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -56,9 +60,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -89,6 +95,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::AllocationResult {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::AllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -107,9 +114,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::AllocationResult {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::AllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -155,6 +164,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::BasicDevice {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::BasicDevice {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -189,9 +199,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::BasicDevice {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::BasicDevice {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -224,6 +236,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CELDeviceSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::CELDeviceSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -238,9 +251,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::CELDeviceSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::CELDeviceSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -268,6 +283,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -286,9 +302,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -318,6 +336,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -336,9 +355,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange 
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -361,6 +382,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -375,9 +397,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -400,6 +424,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::Counter {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::Counter {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -414,9 +439,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::Counter {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::Counter {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -440,6 +467,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CounterSet {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::CounterSet {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -456,9 +484,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::CounterSet {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::CounterSet {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -486,6 +516,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::Device {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::Device {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -502,9 +533,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::Device {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::Device {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -531,6 +564,7 @@ fn merge_device_allocation_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_allocation_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta1::DeviceAllocationConfiguration,
 ) -> usize {
@@ -538,6 +572,7 @@ fn len_device_allocation_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_allocation_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta1::DeviceAllocationConfiguration,
     buf: &mut impl BufMut,
@@ -569,6 +604,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfigurati
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -595,9 +631,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfigurati
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -628,6 +666,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -644,9 +683,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -677,6 +718,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -697,9 +739,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -723,6 +767,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -739,9 +784,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -775,6 +822,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -793,9 +841,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClaim {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -824,6 +874,7 @@ fn merge_device_claim_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_claim_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration,
 ) -> usize {
@@ -831,6 +882,7 @@ fn len_device_claim_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_claim_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration,
     buf: &mut impl BufMut,
@@ -861,6 +913,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -882,9 +935,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -913,6 +968,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -929,9 +985,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClass {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -959,6 +1017,7 @@ fn merge_device_class_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_class_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration,
 ) -> usize {
@@ -966,6 +1025,7 @@ fn len_device_class_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_class_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration,
     buf: &mut impl BufMut,
@@ -994,6 +1054,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1013,9 +1074,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1047,6 +1110,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1065,9 +1129,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1099,6 +1165,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1117,9 +1184,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1147,6 +1216,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceCounterConsumption {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceCounterConsumption {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1163,9 +1233,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceCounterConsumption {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceCounterConsumption {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1210,6 +1282,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1240,9 +1313,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1289,6 +1364,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationResu
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1321,9 +1397,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationResu
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1352,6 +1430,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1366,9 +1445,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1409,6 +1490,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1435,9 +1517,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1469,6 +1553,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceTaint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceTaint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1489,9 +1574,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceTaint {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceTaint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1519,6 +1606,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceToleration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceToleration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1541,9 +1629,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceToleration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceToleration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1570,6 +1660,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1588,9 +1679,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1618,6 +1711,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1634,9 +1728,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1661,6 +1757,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1679,9 +1776,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaim {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1713,6 +1812,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimConsumerRefere
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimConsumerReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1733,9 +1833,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimConsumerRefere
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimConsumerReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1758,6 +1860,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1772,9 +1875,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1807,6 +1912,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1825,9 +1931,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1857,6 +1965,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1873,9 +1982,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1904,6 +2015,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplateSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplateSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1920,9 +2032,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplateSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplateSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1953,6 +2067,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourcePool {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourcePool {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1971,9 +2086,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourcePool {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourcePool {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1997,6 +2114,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceSlice {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceSlice {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2013,9 +2131,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceSlice {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceSlice {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2054,6 +2174,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2082,9 +2203,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.resource.v1beta2`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.resource.v1beta2.AllocatedDeviceStatus
@@ -30,6 +33,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -56,9 +60,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -89,6 +95,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::AllocationResult {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::AllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -107,9 +114,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::AllocationResult {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::AllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -137,6 +146,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CELDeviceSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CELDeviceSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -151,9 +161,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CELDeviceSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CELDeviceSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -181,6 +193,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -199,9 +212,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -231,6 +246,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -249,9 +265,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange 
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -274,6 +292,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -288,9 +307,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -313,6 +334,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::Counter {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::Counter {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -327,9 +349,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::Counter {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::Counter {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -353,6 +377,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CounterSet {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CounterSet {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -369,9 +394,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CounterSet {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CounterSet {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -417,6 +444,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::Device {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::Device {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -453,9 +481,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::Device {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::Device {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -488,6 +518,7 @@ fn merge_device_allocation_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_allocation_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceAllocationConfiguration,
 ) -> usize {
@@ -495,6 +526,7 @@ fn len_device_allocation_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_allocation_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceAllocationConfiguration,
     buf: &mut impl BufMut,
@@ -526,6 +558,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfigurati
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -552,9 +585,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfigurati
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -585,6 +620,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -601,9 +637,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -634,6 +672,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -654,9 +693,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -680,6 +721,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -696,9 +738,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -732,6 +776,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -750,9 +795,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClaim {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -781,6 +828,7 @@ fn merge_device_claim_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_claim_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration,
 ) -> usize {
@@ -788,6 +836,7 @@ fn len_device_claim_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_claim_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration,
     buf: &mut impl BufMut,
@@ -818,6 +867,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -839,9 +889,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -870,6 +922,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -886,9 +939,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClass {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -916,6 +971,7 @@ fn merge_device_class_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_class_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration,
 ) -> usize {
@@ -923,6 +979,7 @@ fn len_device_class_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_class_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration,
     buf: &mut impl BufMut,
@@ -951,6 +1008,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -970,9 +1028,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1004,6 +1064,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1022,9 +1083,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1056,6 +1119,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1074,9 +1138,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1104,6 +1170,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1120,9 +1187,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1153,6 +1222,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1171,9 +1241,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1218,6 +1290,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResu
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1250,9 +1323,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResu
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1281,6 +1356,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1295,9 +1371,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1338,6 +1416,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1364,9 +1443,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1398,6 +1479,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceTaint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1418,9 +1500,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaint {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1448,6 +1532,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceToleration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceToleration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1470,9 +1555,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceToleration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceToleration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1509,6 +1596,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1535,9 +1623,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1570,6 +1660,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1588,9 +1679,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1618,6 +1711,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1634,9 +1728,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1661,6 +1757,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1679,9 +1776,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaim {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1713,6 +1812,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimConsumerRefere
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimConsumerReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1733,9 +1833,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimConsumerRefere
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimConsumerReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1758,6 +1860,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1772,9 +1875,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1807,6 +1912,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1825,9 +1931,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1857,6 +1965,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1873,9 +1982,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1904,6 +2015,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1920,9 +2032,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1953,6 +2067,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourcePool {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourcePool {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1971,9 +2086,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourcePool {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourcePool {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1997,6 +2114,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceSlice {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceSlice {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2013,9 +2131,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceSlice {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceSlice {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2054,6 +2174,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2082,9 +2203,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.scheduling.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.scheduling.v1.PriorityClass
@@ -28,6 +31,7 @@ impl Decode for k8s_openapi::api::scheduling::v1::PriorityClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1::PriorityClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -50,9 +54,11 @@ impl Encode for k8s_openapi::api::scheduling::v1::PriorityClass {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1::PriorityClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

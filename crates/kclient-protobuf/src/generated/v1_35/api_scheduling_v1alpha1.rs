@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.scheduling.v1alpha1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // k8s.io.api.scheduling.v1alpha1.BasicSchedulingPolicy: an empty message (k8s-openapi: a JSON object).
@@ -19,6 +22,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha1::BasicSchedulingPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha1::BasicSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         0
@@ -27,9 +31,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha1::BasicSchedulingPolicy {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha1::BasicSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -50,6 +56,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha1::GangSchedulingPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha1::GangSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -64,9 +71,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha1::GangSchedulingPolicy {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha1::GangSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -90,6 +99,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha1::PodGroup {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha1::PodGroup {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -106,9 +116,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha1::PodGroup {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha1::PodGroup {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -136,6 +148,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha1::PodGroupPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha1::PodGroupPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -152,9 +165,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha1::PodGroupPolicy {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha1::PodGroupPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -184,6 +199,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha1::TypedLocalObjectReferenc
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha1::TypedLocalObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -202,9 +218,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha1::TypedLocalObjectReferenc
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha1::TypedLocalObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -228,6 +246,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha1::Workload {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha1::Workload {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -244,9 +263,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha1::Workload {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha1::Workload {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -276,6 +297,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha1::WorkloadSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha1::WorkloadSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -292,9 +314,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha1::WorkloadSpec {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha1::WorkloadSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

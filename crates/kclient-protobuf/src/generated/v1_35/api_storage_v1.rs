@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.storage.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.storage.v1.CSIDriver
@@ -24,6 +27,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSIDriver {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSIDriver {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -40,9 +44,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSIDriver {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSIDriver {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -95,6 +101,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSIDriverSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSIDriverSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -127,9 +134,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSIDriverSpec {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSIDriverSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -158,6 +167,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINode {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSINode {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -174,9 +184,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSINode {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSINode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -209,6 +221,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeDriver {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSINodeDriver {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -229,9 +242,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSINodeDriver {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSINodeDriver {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -260,6 +275,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSINodeSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -274,9 +290,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSINodeSpec {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSINodeSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -309,6 +327,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSIStorageCapacity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSIStorageCapacity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -331,9 +350,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSIStorageCapacity {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSIStorageCapacity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -374,6 +395,7 @@ impl Decode for k8s_openapi::api::storage::v1::StorageClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::StorageClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -402,9 +424,11 @@ impl Encode for k8s_openapi::api::storage::v1::StorageClass {
 }
 
 impl Message for k8s_openapi::api::storage::v1::StorageClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -435,6 +459,7 @@ impl Decode for k8s_openapi::api::storage::v1::TokenRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::TokenRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -451,9 +476,11 @@ impl Encode for k8s_openapi::api::storage::v1::TokenRequest {
 }
 
 impl Message for k8s_openapi::api::storage::v1::TokenRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -478,6 +505,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttachment {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttachment {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -496,9 +524,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttachment {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttachment {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -530,6 +560,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -546,9 +577,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -577,6 +610,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -595,9 +629,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -628,6 +664,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -648,9 +685,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -680,6 +719,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttributesClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttributesClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -698,9 +738,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttributesClass {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttributesClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -729,6 +771,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeError {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeError {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -747,9 +790,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeError {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeError {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -772,6 +817,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeNodeResources {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeNodeResources {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -786,9 +832,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeNodeResources {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeNodeResources {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.apimachinery.pkg.apis.meta.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.apimachinery.pkg.apis.meta.v1.APIGroup
@@ -36,6 +39,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -56,9 +60,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -88,6 +94,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -102,9 +109,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -143,6 +152,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -175,9 +185,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -208,6 +220,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -224,9 +237,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList 
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -263,6 +278,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -279,9 +295,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -331,6 +349,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -356,9 +375,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
 
 /// Go's zero value is written as an empty message (k8s-openapi's type has no `Default`); Go decodes both the same.
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -394,6 +415,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -425,9 +447,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -458,6 +482,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorReq
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -476,9 +501,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorReq
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -506,6 +533,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupResource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupResource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -522,9 +550,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupResource {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupResource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -548,6 +578,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupVersionForD
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupVersionForDiscovery {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -564,9 +595,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupVersionForD
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupVersionForDiscovery {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -592,6 +625,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -608,9 +642,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -640,6 +676,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorReq
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -658,9 +695,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorReq
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -692,6 +731,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -712,9 +752,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -743,6 +785,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEnt
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -769,9 +812,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEnt
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -818,6 +863,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -860,9 +906,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -897,6 +945,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -921,9 +970,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -949,6 +1000,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -965,9 +1017,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -991,6 +1045,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ServerAddressByC
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ServerAddressByClientCIDR {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1007,9 +1062,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ServerAddressByC
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ServerAddressByClientCIDR {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1037,6 +1094,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1061,9 +1119,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1093,6 +1153,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1111,9 +1172,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1143,6 +1206,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1167,9 +1231,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

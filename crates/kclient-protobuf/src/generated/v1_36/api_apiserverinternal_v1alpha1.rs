@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.apiserverinternal.v1alpha1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.apiserverinternal.v1alpha1.ServerStorageVersion
@@ -32,6 +35,7 @@ impl Decode for k8s_openapi::api::apiserverinternal::v1alpha1::ServerStorageVers
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apiserverinternal::v1alpha1::ServerStorageVersion {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -52,9 +56,11 @@ impl Encode for k8s_openapi::api::apiserverinternal::v1alpha1::ServerStorageVers
 }
 
 impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::ServerStorageVersion {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -84,6 +90,7 @@ impl Decode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -102,9 +109,11 @@ impl Encode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion {
 }
 
 impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -140,6 +149,7 @@ impl Decode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionCon
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -164,9 +174,11 @@ impl Encode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionCon
 }
 
 impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -185,6 +197,7 @@ impl Decode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSpe
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSpec {
     fn encoded_len(&self) -> usize {
         0
@@ -193,9 +206,11 @@ impl Encode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSpe
 }
 
 impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -222,6 +237,7 @@ impl Decode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSta
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -240,9 +256,11 @@ impl Encode for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSta
 }
 
 impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

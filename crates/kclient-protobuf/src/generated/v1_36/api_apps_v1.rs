@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.apps.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.apps.v1.ControllerRevision
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::api::apps::v1::ControllerRevision {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::ControllerRevision {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::api::apps::v1::ControllerRevision {
 }
 
 impl Message for k8s_openapi::api::apps::v1::ControllerRevision {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -74,6 +80,7 @@ impl Decode for k8s_openapi::api::apps::v1::DaemonSet {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::DaemonSet {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -92,9 +99,11 @@ impl Encode for k8s_openapi::api::apps::v1::DaemonSet {
 }
 
 impl Message for k8s_openapi::api::apps::v1::DaemonSet {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -128,6 +137,7 @@ impl Decode for k8s_openapi::api::apps::v1::DaemonSetCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::DaemonSetCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -150,9 +160,11 @@ impl Encode for k8s_openapi::api::apps::v1::DaemonSetCondition {
 }
 
 impl Message for k8s_openapi::api::apps::v1::DaemonSetCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -183,6 +195,7 @@ impl Decode for k8s_openapi::api::apps::v1::DaemonSetSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::DaemonSetSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -205,9 +218,11 @@ impl Encode for k8s_openapi::api::apps::v1::DaemonSetSpec {
 }
 
 impl Message for k8s_openapi::api::apps::v1::DaemonSetSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -253,6 +268,7 @@ impl Decode for k8s_openapi::api::apps::v1::DaemonSetStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::DaemonSetStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -285,9 +301,11 @@ impl Encode for k8s_openapi::api::apps::v1::DaemonSetStatus {
 }
 
 impl Message for k8s_openapi::api::apps::v1::DaemonSetStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -315,6 +333,7 @@ impl Decode for k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -331,9 +350,11 @@ impl Encode for k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy {
 }
 
 impl Message for k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -362,6 +383,7 @@ impl Decode for k8s_openapi::api::apps::v1::Deployment {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::Deployment {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -380,9 +402,11 @@ impl Encode for k8s_openapi::api::apps::v1::Deployment {
 }
 
 impl Message for k8s_openapi::api::apps::v1::Deployment {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -418,6 +442,7 @@ impl Decode for k8s_openapi::api::apps::v1::DeploymentCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::DeploymentCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -442,9 +467,11 @@ impl Encode for k8s_openapi::api::apps::v1::DeploymentCondition {
 }
 
 impl Message for k8s_openapi::api::apps::v1::DeploymentCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -477,6 +504,7 @@ impl Decode for k8s_openapi::api::apps::v1::DeploymentSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::DeploymentSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -505,9 +533,11 @@ impl Encode for k8s_openapi::api::apps::v1::DeploymentSpec {
 }
 
 impl Message for k8s_openapi::api::apps::v1::DeploymentSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -550,6 +580,7 @@ impl Decode for k8s_openapi::api::apps::v1::DeploymentStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::DeploymentStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -580,9 +611,11 @@ impl Encode for k8s_openapi::api::apps::v1::DeploymentStatus {
 }
 
 impl Message for k8s_openapi::api::apps::v1::DeploymentStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -610,6 +643,7 @@ impl Decode for k8s_openapi::api::apps::v1::DeploymentStrategy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::DeploymentStrategy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -626,9 +660,11 @@ impl Encode for k8s_openapi::api::apps::v1::DeploymentStrategy {
 }
 
 impl Message for k8s_openapi::api::apps::v1::DeploymentStrategy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -657,6 +693,7 @@ impl Decode for k8s_openapi::api::apps::v1::ReplicaSet {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::ReplicaSet {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -675,9 +712,11 @@ impl Encode for k8s_openapi::api::apps::v1::ReplicaSet {
 }
 
 impl Message for k8s_openapi::api::apps::v1::ReplicaSet {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -711,6 +750,7 @@ impl Decode for k8s_openapi::api::apps::v1::ReplicaSetCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::ReplicaSetCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -733,9 +773,11 @@ impl Encode for k8s_openapi::api::apps::v1::ReplicaSetCondition {
 }
 
 impl Message for k8s_openapi::api::apps::v1::ReplicaSetCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -762,6 +804,7 @@ impl Decode for k8s_openapi::api::apps::v1::ReplicaSetSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::ReplicaSetSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -782,9 +825,11 @@ impl Encode for k8s_openapi::api::apps::v1::ReplicaSetSpec {
 }
 
 impl Message for k8s_openapi::api::apps::v1::ReplicaSetSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -823,6 +868,7 @@ impl Decode for k8s_openapi::api::apps::v1::ReplicaSetStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::ReplicaSetStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -849,9 +895,11 @@ impl Encode for k8s_openapi::api::apps::v1::ReplicaSetStatus {
 }
 
 impl Message for k8s_openapi::api::apps::v1::ReplicaSetStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -879,6 +927,7 @@ impl Decode for k8s_openapi::api::apps::v1::RollingUpdateDaemonSet {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::RollingUpdateDaemonSet {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -895,9 +944,11 @@ impl Encode for k8s_openapi::api::apps::v1::RollingUpdateDaemonSet {
 }
 
 impl Message for k8s_openapi::api::apps::v1::RollingUpdateDaemonSet {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -921,6 +972,7 @@ impl Decode for k8s_openapi::api::apps::v1::RollingUpdateDeployment {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::RollingUpdateDeployment {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -937,9 +989,11 @@ impl Encode for k8s_openapi::api::apps::v1::RollingUpdateDeployment {
 }
 
 impl Message for k8s_openapi::api::apps::v1::RollingUpdateDeployment {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -963,6 +1017,7 @@ impl Decode for k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -979,9 +1034,11 @@ impl Encode for k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy {
 }
 
 impl Message for k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1006,6 +1063,7 @@ impl Decode for k8s_openapi::api::apps::v1::StatefulSet {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::StatefulSet {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1024,9 +1082,11 @@ impl Encode for k8s_openapi::api::apps::v1::StatefulSet {
 }
 
 impl Message for k8s_openapi::api::apps::v1::StatefulSet {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1060,6 +1120,7 @@ impl Decode for k8s_openapi::api::apps::v1::StatefulSetCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::StatefulSetCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1082,9 +1143,11 @@ impl Encode for k8s_openapi::api::apps::v1::StatefulSetCondition {
 }
 
 impl Message for k8s_openapi::api::apps::v1::StatefulSetCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1107,6 +1170,7 @@ impl Decode for k8s_openapi::api::apps::v1::StatefulSetOrdinals {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::StatefulSetOrdinals {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1121,9 +1185,11 @@ impl Encode for k8s_openapi::api::apps::v1::StatefulSetOrdinals {
 }
 
 impl Message for k8s_openapi::api::apps::v1::StatefulSetOrdinals {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1147,6 +1213,7 @@ impl Decode for k8s_openapi::api::apps::v1::StatefulSetPersistentVolumeClaimRete
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::StatefulSetPersistentVolumeClaimRetentionPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1163,9 +1230,11 @@ impl Encode for k8s_openapi::api::apps::v1::StatefulSetPersistentVolumeClaimRete
 }
 
 impl Message for k8s_openapi::api::apps::v1::StatefulSetPersistentVolumeClaimRetentionPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1211,6 +1280,7 @@ impl Decode for k8s_openapi::api::apps::v1::StatefulSetSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::StatefulSetSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1245,9 +1315,11 @@ impl Encode for k8s_openapi::api::apps::v1::StatefulSetSpec {
 }
 
 impl Message for k8s_openapi::api::apps::v1::StatefulSetSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1296,6 +1368,7 @@ impl Decode for k8s_openapi::api::apps::v1::StatefulSetStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::StatefulSetStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1328,9 +1401,11 @@ impl Encode for k8s_openapi::api::apps::v1::StatefulSetStatus {
 }
 
 impl Message for k8s_openapi::api::apps::v1::StatefulSetStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1358,6 +1433,7 @@ impl Decode for k8s_openapi::api::apps::v1::StatefulSetUpdateStrategy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::apps::v1::StatefulSetUpdateStrategy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1374,9 +1450,11 @@ impl Encode for k8s_openapi::api::apps::v1::StatefulSetUpdateStrategy {
 }
 
 impl Message for k8s_openapi::api::apps::v1::StatefulSetUpdateStrategy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.authorization.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.authorization.v1.FieldSelectorAttributes
@@ -26,6 +29,7 @@ impl Decode for k8s_openapi::api::authorization::v1::FieldSelectorAttributes {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::FieldSelectorAttributes {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -42,9 +46,11 @@ impl Encode for k8s_openapi::api::authorization::v1::FieldSelectorAttributes {
 }
 
 impl Message for k8s_openapi::api::authorization::v1::FieldSelectorAttributes {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -74,6 +80,7 @@ impl Decode for k8s_openapi::api::authorization::v1::LabelSelectorAttributes {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::LabelSelectorAttributes {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -90,9 +97,11 @@ impl Encode for k8s_openapi::api::authorization::v1::LabelSelectorAttributes {
 }
 
 impl Message for k8s_openapi::api::authorization::v1::LabelSelectorAttributes {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -121,6 +130,7 @@ impl Decode for k8s_openapi::api::authorization::v1::LocalSubjectAccessReview {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::LocalSubjectAccessReview {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -139,9 +149,11 @@ impl Encode for k8s_openapi::api::authorization::v1::LocalSubjectAccessReview {
 }
 
 impl Message for k8s_openapi::api::authorization::v1::LocalSubjectAccessReview {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -171,6 +183,7 @@ impl Decode for k8s_openapi::api::authorization::v1::NonResourceAttributes {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::NonResourceAttributes {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -187,9 +200,11 @@ impl Encode for k8s_openapi::api::authorization::v1::NonResourceAttributes {
 }
 
 impl Message for k8s_openapi::api::authorization::v1::NonResourceAttributes {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -216,6 +231,7 @@ impl Decode for k8s_openapi::api::authorization::v1::NonResourceRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::NonResourceRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -232,9 +248,11 @@ impl Encode for k8s_openapi::api::authorization::v1::NonResourceRule {
 }
 
 impl Message for k8s_openapi::api::authorization::v1::NonResourceRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -270,6 +288,7 @@ impl Decode for k8s_openapi::api::authorization::v1::ResourceAttributes {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::ResourceAttributes {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -300,9 +319,11 @@ impl Encode for k8s_openapi::api::authorization::v1::ResourceAttributes {
 }
 
 impl Message for k8s_openapi::api::authorization::v1::ResourceAttributes {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -338,6 +359,7 @@ impl Decode for k8s_openapi::api::authorization::v1::ResourceRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::ResourceRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -358,9 +380,11 @@ impl Encode for k8s_openapi::api::authorization::v1::ResourceRule {
 }
 
 impl Message for k8s_openapi::api::authorization::v1::ResourceRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -392,6 +416,7 @@ impl Decode for k8s_openapi::api::authorization::v1::SelfSubjectAccessReview {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::SelfSubjectAccessReview {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -410,9 +435,11 @@ impl Encode for k8s_openapi::api::authorization::v1::SelfSubjectAccessReview {
 }
 
 impl Message for k8s_openapi::api::authorization::v1::SelfSubjectAccessReview {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -444,6 +471,7 @@ impl Decode for k8s_openapi::api::authorization::v1::SelfSubjectAccessReviewSpec
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::SelfSubjectAccessReviewSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -460,9 +488,11 @@ impl Encode for k8s_openapi::api::authorization::v1::SelfSubjectAccessReviewSpec
 }
 
 impl Message for k8s_openapi::api::authorization::v1::SelfSubjectAccessReviewSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -492,6 +522,7 @@ impl Decode for k8s_openapi::api::authorization::v1::SelfSubjectRulesReview {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::SelfSubjectRulesReview {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -510,9 +541,11 @@ impl Encode for k8s_openapi::api::authorization::v1::SelfSubjectRulesReview {
 }
 
 impl Message for k8s_openapi::api::authorization::v1::SelfSubjectRulesReview {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -541,6 +574,7 @@ impl Decode for k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -555,9 +589,11 @@ impl Encode for k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec 
 }
 
 impl Message for k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -582,6 +618,7 @@ impl Decode for k8s_openapi::api::authorization::v1::SubjectAccessReview {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::SubjectAccessReview {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -600,9 +637,11 @@ impl Encode for k8s_openapi::api::authorization::v1::SubjectAccessReview {
 }
 
 impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReview {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -639,6 +678,7 @@ impl Decode for k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -663,9 +703,11 @@ impl Encode for k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec {
 }
 
 impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -699,6 +741,7 @@ impl Decode for k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -719,9 +762,11 @@ impl Encode for k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus {
 }
 
 impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -753,6 +798,7 @@ impl Decode for k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -773,9 +819,11 @@ impl Encode for k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus {
 }
 
 impl Message for k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.batch.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.batch.v1.CronJob
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::api::batch::v1::CronJob {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::CronJob {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::api::batch::v1::CronJob {
 }
 
 impl Message for k8s_openapi::api::batch::v1::CronJob {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -85,6 +91,7 @@ impl Decode for k8s_openapi::api::batch::v1::CronJobSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::CronJobSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -113,9 +120,11 @@ impl Encode for k8s_openapi::api::batch::v1::CronJobSpec {
 }
 
 impl Message for k8s_openapi::api::batch::v1::CronJobSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -147,6 +156,7 @@ impl Decode for k8s_openapi::api::batch::v1::CronJobStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::CronJobStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -165,9 +175,11 @@ impl Encode for k8s_openapi::api::batch::v1::CronJobStatus {
 }
 
 impl Message for k8s_openapi::api::batch::v1::CronJobStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -196,6 +208,7 @@ impl Decode for k8s_openapi::api::batch::v1::Job {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::Job {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -214,9 +227,11 @@ impl Encode for k8s_openapi::api::batch::v1::Job {
 }
 
 impl Message for k8s_openapi::api::batch::v1::Job {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -253,6 +268,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::JobCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -277,9 +293,11 @@ impl Encode for k8s_openapi::api::batch::v1::JobCondition {
 }
 
 impl Message for k8s_openapi::api::batch::v1::JobCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -323,6 +341,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::JobSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -367,9 +386,11 @@ impl Encode for k8s_openapi::api::batch::v1::JobSpec {
 }
 
 impl Message for k8s_openapi::api::batch::v1::JobSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -412,6 +433,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::JobStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -446,9 +468,11 @@ impl Encode for k8s_openapi::api::batch::v1::JobStatus {
 }
 
 impl Message for k8s_openapi::api::batch::v1::JobStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -477,6 +501,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobTemplateSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::JobTemplateSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -493,9 +518,11 @@ impl Encode for k8s_openapi::api::batch::v1::JobTemplateSpec {
 }
 
 impl Message for k8s_openapi::api::batch::v1::JobTemplateSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -524,6 +551,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -538,9 +566,11 @@ impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicy {
 }
 
 impl Message for k8s_openapi::api::batch::v1::PodFailurePolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -570,6 +600,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirem
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -588,9 +619,11 @@ impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirem
 }
 
 impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -618,6 +651,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyOnPodConditionsPatt
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicyOnPodConditionsPattern {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -634,9 +668,11 @@ impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicyOnPodConditionsPatt
 }
 
 impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyOnPodConditionsPattern {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -663,6 +699,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -681,9 +718,11 @@ impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
 }
 
 impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -712,6 +751,7 @@ impl Decode for k8s_openapi::api::batch::v1::SuccessPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::SuccessPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -726,9 +766,11 @@ impl Encode for k8s_openapi::api::batch::v1::SuccessPolicy {
 }
 
 impl Message for k8s_openapi::api::batch::v1::SuccessPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -757,6 +799,7 @@ impl Decode for k8s_openapi::api::batch::v1::SuccessPolicyRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::SuccessPolicyRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -773,9 +816,11 @@ impl Encode for k8s_openapi::api::batch::v1::SuccessPolicyRule {
 }
 
 impl Message for k8s_openapi::api::batch::v1::SuccessPolicyRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -801,6 +846,7 @@ impl Decode for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -817,9 +863,11 @@ impl Encode for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
 }
 
 impl Message for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

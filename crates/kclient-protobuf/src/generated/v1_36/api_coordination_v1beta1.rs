@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.coordination.v1beta1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.coordination.v1beta1.LeaseCandidate
@@ -24,6 +27,7 @@ impl Decode for k8s_openapi::api::coordination::v1beta1::LeaseCandidate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::coordination::v1beta1::LeaseCandidate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -40,9 +44,11 @@ impl Encode for k8s_openapi::api::coordination::v1beta1::LeaseCandidate {
 }
 
 impl Message for k8s_openapi::api::coordination::v1beta1::LeaseCandidate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -76,6 +82,7 @@ impl Decode for k8s_openapi::api::coordination::v1beta1::LeaseCandidateSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::coordination::v1beta1::LeaseCandidateSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -100,9 +107,11 @@ impl Encode for k8s_openapi::api::coordination::v1beta1::LeaseCandidateSpec {
 }
 
 impl Message for k8s_openapi::api::coordination::v1beta1::LeaseCandidateSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.core.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.core.v1.AWSElasticBlockStoreVolumeSource
@@ -26,6 +29,7 @@ impl Decode for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -46,9 +50,11 @@ impl Encode for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -75,6 +81,7 @@ impl Decode for k8s_openapi::api::core::v1::Affinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Affinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -93,9 +100,11 @@ impl Encode for k8s_openapi::api::core::v1::Affinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::Affinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -126,6 +135,7 @@ impl Decode for k8s_openapi::api::core::v1::AppArmorProfile {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AppArmorProfile {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -142,9 +152,11 @@ impl Encode for k8s_openapi::api::core::v1::AppArmorProfile {
 }
 
 impl Message for k8s_openapi::api::core::v1::AppArmorProfile {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -168,6 +180,7 @@ impl Decode for k8s_openapi::api::core::v1::AttachedVolume {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AttachedVolume {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -184,9 +197,11 @@ impl Encode for k8s_openapi::api::core::v1::AttachedVolume {
 }
 
 impl Message for k8s_openapi::api::core::v1::AttachedVolume {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -214,6 +229,7 @@ impl Decode for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -238,9 +254,11 @@ impl Encode for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -268,6 +286,7 @@ impl Decode for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -288,9 +307,11 @@ impl Encode for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -315,6 +336,7 @@ impl Decode for k8s_openapi::api::core::v1::AzureFileVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AzureFileVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -333,9 +355,11 @@ impl Encode for k8s_openapi::api::core::v1::AzureFileVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::AzureFileVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -359,6 +383,7 @@ impl Decode for k8s_openapi::api::core::v1::Binding {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Binding {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -375,9 +400,11 @@ impl Encode for k8s_openapi::api::core::v1::Binding {
 }
 
 impl Message for k8s_openapi::api::core::v1::Binding {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -420,6 +447,7 @@ impl Decode for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -452,9 +480,11 @@ impl Encode for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -491,6 +521,7 @@ impl Decode for k8s_openapi::api::core::v1::CSIVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CSIVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -513,9 +544,11 @@ impl Encode for k8s_openapi::api::core::v1::CSIVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CSIVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -545,6 +578,7 @@ impl Decode for k8s_openapi::api::core::v1::Capabilities {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Capabilities {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -561,9 +595,11 @@ impl Encode for k8s_openapi::api::core::v1::Capabilities {
 }
 
 impl Message for k8s_openapi::api::core::v1::Capabilities {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -597,6 +633,7 @@ impl Decode for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -621,9 +658,11 @@ impl Encode for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -657,6 +696,7 @@ impl Decode for k8s_openapi::api::core::v1::CephFSVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CephFSVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -681,9 +721,11 @@ impl Encode for k8s_openapi::api::core::v1::CephFSVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CephFSVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -714,6 +756,7 @@ impl Decode for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -734,9 +777,11 @@ impl Encode for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -766,6 +811,7 @@ impl Decode for k8s_openapi::api::core::v1::CinderVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CinderVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -786,9 +832,11 @@ impl Encode for k8s_openapi::api::core::v1::CinderVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CinderVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -815,6 +863,7 @@ impl Decode for k8s_openapi::api::core::v1::ClientIPConfig {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ClientIPConfig {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -829,9 +878,11 @@ impl Encode for k8s_openapi::api::core::v1::ClientIPConfig {
 }
 
 impl Message for k8s_openapi::api::core::v1::ClientIPConfig {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -858,6 +909,7 @@ impl Decode for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -880,9 +932,11 @@ impl Encode for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -912,6 +966,7 @@ impl Decode for k8s_openapi::api::core::v1::ComponentCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ComponentCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -932,9 +987,11 @@ impl Encode for k8s_openapi::api::core::v1::ComponentCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::ComponentCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -959,6 +1016,7 @@ impl Decode for k8s_openapi::api::core::v1::ComponentStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ComponentStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -975,9 +1033,11 @@ impl Encode for k8s_openapi::api::core::v1::ComponentStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ComponentStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1008,6 +1068,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMap {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMap {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1028,9 +1089,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMap {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMap {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1057,6 +1120,7 @@ fn merge_config_map_env_source_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_config_map_env_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapEnvSource,
 ) -> usize {
@@ -1064,6 +1128,7 @@ fn len_config_map_env_source_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_config_map_env_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapEnvSource,
     buf: &mut impl BufMut,
@@ -1093,6 +1158,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapEnvSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapEnvSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1110,9 +1176,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapEnvSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapEnvSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1135,6 +1203,7 @@ fn merge_config_map_key_selector_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_config_map_key_selector_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapKeySelector,
 ) -> usize {
@@ -1142,6 +1211,7 @@ fn len_config_map_key_selector_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_config_map_key_selector_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapKeySelector,
     buf: &mut impl BufMut,
@@ -1172,6 +1242,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapKeySelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapKeySelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1195,9 +1266,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapKeySelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapKeySelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1226,6 +1299,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1248,9 +1322,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1273,6 +1349,7 @@ fn merge_config_map_projection_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_config_map_projection_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapProjection,
 ) -> usize {
@@ -1280,6 +1357,7 @@ fn len_config_map_projection_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_config_map_projection_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapProjection,
     buf: &mut impl BufMut,
@@ -1311,6 +1389,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1330,9 +1409,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1359,6 +1440,7 @@ fn merge_config_map_volume_source_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_config_map_volume_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapVolumeSource,
 ) -> usize {
@@ -1366,6 +1448,7 @@ fn len_config_map_volume_source_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_config_map_volume_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapVolumeSource,
     buf: &mut impl BufMut,
@@ -1398,6 +1481,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1423,9 +1507,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1494,6 +1580,7 @@ impl Decode for k8s_openapi::api::core::v1::Container {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Container {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1556,9 +1643,11 @@ impl Encode for k8s_openapi::api::core::v1::Container {
 }
 
 impl Message for k8s_openapi::api::core::v1::Container {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1601,6 +1690,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1619,9 +1709,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1646,6 +1738,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerImage {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerImage {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1662,9 +1755,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerImage {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerImage {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1695,6 +1790,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerPort {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerPort {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1717,9 +1813,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerPort {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerPort {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1743,6 +1841,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerResizePolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerResizePolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1759,9 +1858,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerResizePolicy {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerResizePolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1785,6 +1886,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerRestartRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerRestartRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1801,9 +1903,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerRestartRule {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerRestartRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1832,6 +1936,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1848,9 +1953,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1879,6 +1986,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerState {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerState {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1897,9 +2005,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerState {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerState {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1928,6 +2038,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStateRunning {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerStateRunning {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1942,9 +2053,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerStateRunning {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerStateRunning {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1973,6 +2086,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStateTerminated {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerStateTerminated {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1999,9 +2113,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerStateTerminated {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerStateTerminated {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2025,6 +2141,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStateWaiting {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerStateWaiting {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2041,9 +2158,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerStateWaiting {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerStateWaiting {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2085,6 +2204,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2127,9 +2247,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2161,6 +2283,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerUser {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerUser {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2175,9 +2298,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerUser {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerUser {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2204,6 +2329,7 @@ impl Decode for k8s_openapi::api::core::v1::DaemonEndpoint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::DaemonEndpoint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2218,9 +2344,11 @@ impl Encode for k8s_openapi::api::core::v1::DaemonEndpoint {
 }
 
 impl Message for k8s_openapi::api::core::v1::DaemonEndpoint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2244,6 +2372,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::DownwardAPIProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2258,9 +2387,11 @@ impl Encode for k8s_openapi::api::core::v1::DownwardAPIProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::DownwardAPIProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2291,6 +2422,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2311,9 +2443,11 @@ impl Encode for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
 }
 
 impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2343,6 +2477,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2359,9 +2494,11 @@ impl Encode for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2389,6 +2526,7 @@ impl Decode for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2405,9 +2543,11 @@ impl Encode for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2433,6 +2573,7 @@ impl Decode for k8s_openapi::api::core::v1::EndpointAddress {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EndpointAddress {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2453,9 +2594,11 @@ impl Encode for k8s_openapi::api::core::v1::EndpointAddress {
 }
 
 impl Message for k8s_openapi::api::core::v1::EndpointAddress {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2485,6 +2628,7 @@ impl Decode for k8s_openapi::api::core::v1::EndpointPort {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EndpointPort {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2505,9 +2649,11 @@ impl Encode for k8s_openapi::api::core::v1::EndpointPort {
 }
 
 impl Message for k8s_openapi::api::core::v1::EndpointPort {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2536,6 +2682,7 @@ impl Decode for k8s_openapi::api::core::v1::EndpointSubset {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EndpointSubset {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2554,9 +2701,11 @@ impl Encode for k8s_openapi::api::core::v1::EndpointSubset {
 }
 
 impl Message for k8s_openapi::api::core::v1::EndpointSubset {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2587,6 +2736,7 @@ impl Decode for k8s_openapi::api::core::v1::Endpoints {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Endpoints {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2603,9 +2753,11 @@ impl Encode for k8s_openapi::api::core::v1::Endpoints {
 }
 
 impl Message for k8s_openapi::api::core::v1::Endpoints {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2635,6 +2787,7 @@ impl Decode for k8s_openapi::api::core::v1::EnvFromSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EnvFromSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2653,9 +2806,11 @@ impl Encode for k8s_openapi::api::core::v1::EnvFromSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EnvFromSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2685,6 +2840,7 @@ impl Decode for k8s_openapi::api::core::v1::EnvVar {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EnvVar {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2703,9 +2859,11 @@ impl Encode for k8s_openapi::api::core::v1::EnvVar {
 }
 
 impl Message for k8s_openapi::api::core::v1::EnvVar {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2738,6 +2896,7 @@ impl Decode for k8s_openapi::api::core::v1::EnvVarSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EnvVarSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2760,9 +2919,11 @@ impl Encode for k8s_openapi::api::core::v1::EnvVarSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EnvVarSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2826,6 +2987,7 @@ fn merge_ephemeral_container_ephemeral_container_common(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_ephemeral_container_ephemeral_container_common(
     m: &k8s_openapi::api::core::v1::EphemeralContainer,
 ) -> usize {
@@ -2857,6 +3019,7 @@ fn len_ephemeral_container_ephemeral_container_common(
     n += field::len_rep_opt(25, &m.restart_policy_rules);
     n
 }
+#[cfg(feature = "encode")]
 fn put_ephemeral_container_ephemeral_container_common(
     m: &k8s_openapi::api::core::v1::EphemeralContainer,
     buf: &mut impl BufMut,
@@ -2920,6 +3083,7 @@ impl Decode for k8s_openapi::api::core::v1::EphemeralContainer {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EphemeralContainer {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2941,9 +3105,11 @@ impl Encode for k8s_openapi::api::core::v1::EphemeralContainer {
 }
 
 impl Message for k8s_openapi::api::core::v1::EphemeralContainer {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2985,6 +3151,7 @@ impl Decode for k8s_openapi::api::core::v1::EphemeralVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EphemeralVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2999,9 +3166,11 @@ impl Encode for k8s_openapi::api::core::v1::EphemeralVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EphemeralVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3046,6 +3215,7 @@ impl Decode for k8s_openapi::api::core::v1::Event {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Event {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3088,9 +3258,11 @@ impl Encode for k8s_openapi::api::core::v1::Event {
 }
 
 impl Message for k8s_openapi::api::core::v1::Event {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3123,6 +3295,7 @@ impl Decode for k8s_openapi::api::core::v1::EventSeries {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EventSeries {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3139,9 +3312,11 @@ impl Encode for k8s_openapi::api::core::v1::EventSeries {
 }
 
 impl Message for k8s_openapi::api::core::v1::EventSeries {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3165,6 +3340,7 @@ impl Decode for k8s_openapi::api::core::v1::EventSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EventSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3181,9 +3357,11 @@ impl Encode for k8s_openapi::api::core::v1::EventSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EventSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3207,6 +3385,7 @@ impl Decode for k8s_openapi::api::core::v1::ExecAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ExecAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3221,9 +3400,11 @@ impl Encode for k8s_openapi::api::core::v1::ExecAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::ExecAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3256,6 +3437,7 @@ impl Decode for k8s_openapi::api::core::v1::FCVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FCVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3278,9 +3460,11 @@ impl Encode for k8s_openapi::api::core::v1::FCVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::FCVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3311,6 +3495,7 @@ impl Decode for k8s_openapi::api::core::v1::FileKeySelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FileKeySelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3331,9 +3516,11 @@ impl Encode for k8s_openapi::api::core::v1::FileKeySelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::FileKeySelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3360,6 +3547,7 @@ impl Decode for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3382,9 +3570,11 @@ impl Encode for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3415,6 +3605,7 @@ impl Decode for k8s_openapi::api::core::v1::FlexVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FlexVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3437,9 +3628,11 @@ impl Encode for k8s_openapi::api::core::v1::FlexVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::FlexVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3467,6 +3660,7 @@ impl Decode for k8s_openapi::api::core::v1::FlockerVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FlockerVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3483,9 +3677,11 @@ impl Encode for k8s_openapi::api::core::v1::FlockerVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::FlockerVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3511,6 +3707,7 @@ impl Decode for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3531,9 +3728,11 @@ impl Encode for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3557,6 +3756,7 @@ impl Decode for k8s_openapi::api::core::v1::GRPCAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GRPCAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3573,9 +3773,11 @@ impl Encode for k8s_openapi::api::core::v1::GRPCAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::GRPCAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3600,6 +3802,7 @@ impl Decode for k8s_openapi::api::core::v1::GitRepoVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GitRepoVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3618,9 +3821,11 @@ impl Encode for k8s_openapi::api::core::v1::GitRepoVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::GitRepoVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3647,6 +3852,7 @@ impl Decode for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3667,9 +3873,11 @@ impl Encode for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3694,6 +3902,7 @@ impl Decode for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3712,9 +3921,11 @@ impl Encode for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3744,6 +3955,7 @@ impl Decode for k8s_openapi::api::core::v1::HTTPGetAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HTTPGetAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3766,9 +3978,11 @@ impl Encode for k8s_openapi::api::core::v1::HTTPGetAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::HTTPGetAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3796,6 +4010,7 @@ impl Decode for k8s_openapi::api::core::v1::HTTPHeader {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HTTPHeader {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3812,9 +4027,11 @@ impl Encode for k8s_openapi::api::core::v1::HTTPHeader {
 }
 
 impl Message for k8s_openapi::api::core::v1::HTTPHeader {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3839,6 +4056,7 @@ impl Decode for k8s_openapi::api::core::v1::HostAlias {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HostAlias {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3855,9 +4073,11 @@ impl Encode for k8s_openapi::api::core::v1::HostAlias {
 }
 
 impl Message for k8s_openapi::api::core::v1::HostAlias {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3884,6 +4104,7 @@ impl Decode for k8s_openapi::api::core::v1::HostIP {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HostIP {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3898,9 +4119,11 @@ impl Encode for k8s_openapi::api::core::v1::HostIP {
 }
 
 impl Message for k8s_openapi::api::core::v1::HostIP {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3924,6 +4147,7 @@ impl Decode for k8s_openapi::api::core::v1::HostPathVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HostPathVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3940,9 +4164,11 @@ impl Encode for k8s_openapi::api::core::v1::HostPathVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::HostPathVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3980,6 +4206,7 @@ impl Decode for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4014,9 +4241,11 @@ impl Encode for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4059,6 +4288,7 @@ impl Decode for k8s_openapi::api::core::v1::ISCSIVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ISCSIVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4093,9 +4323,11 @@ impl Encode for k8s_openapi::api::core::v1::ISCSIVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ISCSIVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4124,6 +4356,7 @@ impl Decode for k8s_openapi::api::core::v1::ImageVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ImageVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4140,9 +4373,11 @@ impl Encode for k8s_openapi::api::core::v1::ImageVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ImageVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4165,6 +4400,7 @@ impl Decode for k8s_openapi::api::core::v1::ImageVolumeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ImageVolumeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4179,9 +4415,11 @@ impl Encode for k8s_openapi::api::core::v1::ImageVolumeStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ImageVolumeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4206,6 +4444,7 @@ impl Decode for k8s_openapi::api::core::v1::KeyToPath {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::KeyToPath {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4224,9 +4463,11 @@ impl Encode for k8s_openapi::api::core::v1::KeyToPath {
 }
 
 impl Message for k8s_openapi::api::core::v1::KeyToPath {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4251,6 +4492,7 @@ impl Decode for k8s_openapi::api::core::v1::Lifecycle {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Lifecycle {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4269,9 +4511,11 @@ impl Encode for k8s_openapi::api::core::v1::Lifecycle {
 }
 
 impl Message for k8s_openapi::api::core::v1::Lifecycle {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4302,6 +4546,7 @@ impl Decode for k8s_openapi::api::core::v1::LifecycleHandler {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LifecycleHandler {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4322,9 +4567,11 @@ impl Encode for k8s_openapi::api::core::v1::LifecycleHandler {
 }
 
 impl Message for k8s_openapi::api::core::v1::LifecycleHandler {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4355,6 +4602,7 @@ impl Decode for k8s_openapi::api::core::v1::LimitRange {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LimitRange {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4371,9 +4619,11 @@ impl Encode for k8s_openapi::api::core::v1::LimitRange {
 }
 
 impl Message for k8s_openapi::api::core::v1::LimitRange {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4408,6 +4658,7 @@ impl Decode for k8s_openapi::api::core::v1::LimitRangeItem {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LimitRangeItem {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4432,9 +4683,11 @@ impl Encode for k8s_openapi::api::core::v1::LimitRangeItem {
 }
 
 impl Message for k8s_openapi::api::core::v1::LimitRangeItem {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4458,6 +4711,7 @@ impl Decode for k8s_openapi::api::core::v1::LimitRangeSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LimitRangeSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4472,9 +4726,11 @@ impl Encode for k8s_openapi::api::core::v1::LimitRangeSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::LimitRangeSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4505,6 +4761,7 @@ impl Decode for k8s_openapi::api::core::v1::LinuxContainerUser {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LinuxContainerUser {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4523,9 +4780,11 @@ impl Encode for k8s_openapi::api::core::v1::LinuxContainerUser {
 }
 
 impl Message for k8s_openapi::api::core::v1::LinuxContainerUser {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4556,6 +4815,7 @@ impl Decode for k8s_openapi::api::core::v1::LoadBalancerIngress {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LoadBalancerIngress {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4576,9 +4836,11 @@ impl Encode for k8s_openapi::api::core::v1::LoadBalancerIngress {
 }
 
 impl Message for k8s_openapi::api::core::v1::LoadBalancerIngress {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4606,6 +4868,7 @@ impl Decode for k8s_openapi::api::core::v1::LoadBalancerStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LoadBalancerStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4620,9 +4883,11 @@ impl Encode for k8s_openapi::api::core::v1::LoadBalancerStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::LoadBalancerStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4649,6 +4914,7 @@ impl Decode for k8s_openapi::api::core::v1::LocalObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LocalObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4663,9 +4929,11 @@ impl Encode for k8s_openapi::api::core::v1::LocalObjectReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::LocalObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4689,6 +4957,7 @@ impl Decode for k8s_openapi::api::core::v1::LocalVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LocalVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4705,9 +4974,11 @@ impl Encode for k8s_openapi::api::core::v1::LocalVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::LocalVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4737,6 +5008,7 @@ impl Decode for k8s_openapi::api::core::v1::ModifyVolumeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ModifyVolumeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4753,9 +5025,11 @@ impl Encode for k8s_openapi::api::core::v1::ModifyVolumeStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ModifyVolumeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4780,6 +5054,7 @@ impl Decode for k8s_openapi::api::core::v1::NFSVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NFSVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4798,9 +5073,11 @@ impl Encode for k8s_openapi::api::core::v1::NFSVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::NFSVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4825,6 +5102,7 @@ impl Decode for k8s_openapi::api::core::v1::Namespace {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Namespace {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4843,9 +5121,11 @@ impl Encode for k8s_openapi::api::core::v1::Namespace {
 }
 
 impl Message for k8s_openapi::api::core::v1::Namespace {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4879,6 +5159,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NamespaceCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4901,9 +5182,11 @@ impl Encode for k8s_openapi::api::core::v1::NamespaceCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::NamespaceCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4927,6 +5210,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NamespaceSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4941,9 +5225,11 @@ impl Encode for k8s_openapi::api::core::v1::NamespaceSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::NamespaceSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4972,6 +5258,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NamespaceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4988,9 +5275,11 @@ impl Encode for k8s_openapi::api::core::v1::NamespaceStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NamespaceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5019,6 +5308,7 @@ impl Decode for k8s_openapi::api::core::v1::Node {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Node {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5037,9 +5327,11 @@ impl Encode for k8s_openapi::api::core::v1::Node {
 }
 
 impl Message for k8s_openapi::api::core::v1::Node {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5069,6 +5361,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAddress {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeAddress {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5085,9 +5378,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeAddress {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeAddress {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5125,6 +5420,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAffinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeAffinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5149,9 +5445,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeAffinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeAffinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5183,6 +5481,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5201,9 +5500,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5237,6 +5538,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5261,9 +5563,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5286,6 +5590,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeConfigSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeConfigSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5300,9 +5605,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeConfigSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeConfigSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5332,6 +5639,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeConfigStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeConfigStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5352,9 +5660,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeConfigStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeConfigStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5384,6 +5694,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5398,9 +5709,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5428,6 +5741,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeFeatures {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeFeatures {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5442,9 +5756,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeFeatures {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeFeatures {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5468,6 +5784,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeRuntimeHandler {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeRuntimeHandler {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5484,9 +5801,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeRuntimeHandler {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandler {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5515,6 +5834,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5531,9 +5851,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5558,6 +5880,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5572,9 +5895,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5604,6 +5929,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelectorRequirement {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSelectorRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5622,9 +5948,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSelectorRequirement {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSelectorRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5657,6 +5985,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelectorTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSelectorTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5673,9 +6002,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSelectorTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSelectorTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5711,6 +6042,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5737,9 +6069,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5793,6 +6127,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5833,9 +6168,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5872,6 +6209,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSwapStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSwapStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5886,9 +6224,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSwapStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSwapStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5925,6 +6265,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSystemInfo {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSystemInfo {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5959,9 +6300,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSystemInfo {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSystemInfo {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5989,6 +6332,7 @@ impl Decode for k8s_openapi::api::core::v1::ObjectFieldSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ObjectFieldSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6005,9 +6349,11 @@ impl Encode for k8s_openapi::api::core::v1::ObjectFieldSelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::ObjectFieldSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6037,6 +6383,7 @@ impl Decode for k8s_openapi::api::core::v1::ObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6063,9 +6410,11 @@ impl Encode for k8s_openapi::api::core::v1::ObjectReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::ObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6090,6 +6439,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolume {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolume {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6108,9 +6458,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolume {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolume {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6141,6 +6493,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6159,9 +6512,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaim {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6198,6 +6553,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6222,9 +6578,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6260,6 +6618,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6290,9 +6649,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6343,6 +6704,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6371,9 +6733,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6403,6 +6767,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6419,9 +6784,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6450,6 +6817,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6466,9 +6834,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6516,6 +6886,7 @@ fn merge_persistent_volume_spec_persistent_volume_source(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_persistent_volume_spec_persistent_volume_source(
     m: &k8s_openapi::api::core::v1::PersistentVolumeSpec,
 ) -> usize {
@@ -6544,6 +6915,7 @@ fn len_persistent_volume_spec_persistent_volume_source(
     n += field::len_opt(22, &m.csi);
     n
 }
+#[cfg(feature = "encode")]
 fn put_persistent_volume_spec_persistent_volume_source(
     m: &k8s_openapi::api::core::v1::PersistentVolumeSpec,
     buf: &mut impl BufMut,
@@ -6610,6 +6982,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6647,9 +7020,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6705,6 +7080,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6725,9 +7101,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6751,6 +7129,7 @@ impl Decode for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6767,9 +7146,11 @@ impl Encode for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6794,6 +7175,7 @@ impl Decode for k8s_openapi::api::core::v1::Pod {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Pod {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6812,9 +7194,11 @@ impl Encode for k8s_openapi::api::core::v1::Pod {
 }
 
 impl Message for k8s_openapi::api::core::v1::Pod {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6860,6 +7244,7 @@ impl Decode for k8s_openapi::api::core::v1::PodAffinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodAffinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6884,9 +7269,11 @@ impl Encode for k8s_openapi::api::core::v1::PodAffinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodAffinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6925,6 +7312,7 @@ impl Decode for k8s_openapi::api::core::v1::PodAffinityTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodAffinityTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6949,9 +7337,11 @@ impl Encode for k8s_openapi::api::core::v1::PodAffinityTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodAffinityTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6999,6 +7389,7 @@ impl Decode for k8s_openapi::api::core::v1::PodAntiAffinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodAntiAffinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7023,9 +7414,11 @@ impl Encode for k8s_openapi::api::core::v1::PodAntiAffinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodAntiAffinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7063,6 +7456,7 @@ impl Decode for k8s_openapi::api::core::v1::PodCertificateProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodCertificateProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7089,9 +7483,11 @@ impl Encode for k8s_openapi::api::core::v1::PodCertificateProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodCertificateProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7124,6 +7520,7 @@ impl Decode for k8s_openapi::api::core::v1::PodCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7150,9 +7547,11 @@ impl Encode for k8s_openapi::api::core::v1::PodCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7182,6 +7581,7 @@ impl Decode for k8s_openapi::api::core::v1::PodDNSConfig {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodDNSConfig {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7200,9 +7600,11 @@ impl Encode for k8s_openapi::api::core::v1::PodDNSConfig {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodDNSConfig {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7232,6 +7634,7 @@ impl Decode for k8s_openapi::api::core::v1::PodDNSConfigOption {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodDNSConfigOption {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7248,9 +7651,11 @@ impl Encode for k8s_openapi::api::core::v1::PodDNSConfigOption {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodDNSConfigOption {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7277,6 +7682,7 @@ impl Decode for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7293,9 +7699,11 @@ impl Encode for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7322,6 +7730,7 @@ impl Decode for k8s_openapi::api::core::v1::PodIP {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodIP {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7336,9 +7745,11 @@ impl Encode for k8s_openapi::api::core::v1::PodIP {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodIP {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7361,6 +7772,7 @@ impl Decode for k8s_openapi::api::core::v1::PodOS {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodOS {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7375,9 +7787,11 @@ impl Encode for k8s_openapi::api::core::v1::PodOS {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodOS {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7400,6 +7814,7 @@ impl Decode for k8s_openapi::api::core::v1::PodReadinessGate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodReadinessGate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7414,9 +7829,11 @@ impl Encode for k8s_openapi::api::core::v1::PodReadinessGate {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodReadinessGate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7443,6 +7860,7 @@ impl Decode for k8s_openapi::api::core::v1::PodResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7461,9 +7879,11 @@ impl Encode for k8s_openapi::api::core::v1::PodResourceClaim {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7488,6 +7908,7 @@ impl Decode for k8s_openapi::api::core::v1::PodResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7504,9 +7925,11 @@ impl Encode for k8s_openapi::api::core::v1::PodResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7529,6 +7952,7 @@ impl Decode for k8s_openapi::api::core::v1::PodSchedulingGate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodSchedulingGate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7543,9 +7967,11 @@ impl Encode for k8s_openapi::api::core::v1::PodSchedulingGate {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodSchedulingGate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7568,6 +7994,7 @@ impl Decode for k8s_openapi::api::core::v1::PodSchedulingGroup {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodSchedulingGroup {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7582,9 +8009,11 @@ impl Encode for k8s_openapi::api::core::v1::PodSchedulingGroup {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodSchedulingGroup {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7627,6 +8056,7 @@ impl Decode for k8s_openapi::api::core::v1::PodSecurityContext {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodSecurityContext {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7665,9 +8095,11 @@ impl Encode for k8s_openapi::api::core::v1::PodSecurityContext {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodSecurityContext {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7781,6 +8213,7 @@ impl Decode for k8s_openapi::api::core::v1::PodSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7877,9 +8310,11 @@ impl Encode for k8s_openapi::api::core::v1::PodSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7965,6 +8400,7 @@ impl Decode for k8s_openapi::api::core::v1::PodStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8019,9 +8455,11 @@ impl Encode for k8s_openapi::api::core::v1::PodStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8058,6 +8496,7 @@ impl Decode for k8s_openapi::api::core::v1::PodTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8074,9 +8513,11 @@ impl Encode for k8s_openapi::api::core::v1::PodTemplate {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8105,6 +8546,7 @@ impl Decode for k8s_openapi::api::core::v1::PodTemplateSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodTemplateSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8121,9 +8563,11 @@ impl Encode for k8s_openapi::api::core::v1::PodTemplateSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodTemplateSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8153,6 +8597,7 @@ impl Decode for k8s_openapi::api::core::v1::PortStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PortStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8171,9 +8616,11 @@ impl Encode for k8s_openapi::api::core::v1::PortStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PortStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8198,6 +8645,7 @@ impl Decode for k8s_openapi::api::core::v1::PortworxVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PortworxVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8216,9 +8664,11 @@ impl Encode for k8s_openapi::api::core::v1::PortworxVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::PortworxVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8242,6 +8692,7 @@ impl Decode for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8258,9 +8709,11 @@ impl Encode for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8290,6 +8743,7 @@ fn merge_probe_handler(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_probe_handler(m: &k8s_openapi::api::core::v1::Probe) -> usize {
     let mut n = 0;
     n += field::len_opt(1, &m.exec);
@@ -8298,6 +8752,7 @@ fn len_probe_handler(m: &k8s_openapi::api::core::v1::Probe) -> usize {
     n += field::len_opt(4, &m.grpc);
     n
 }
+#[cfg(feature = "encode")]
 fn put_probe_handler(m: &k8s_openapi::api::core::v1::Probe, buf: &mut impl BufMut) {
     field::put_opt(1, &m.exec, buf);
     field::put_opt(2, &m.http_get, buf);
@@ -8333,6 +8788,7 @@ impl Decode for k8s_openapi::api::core::v1::Probe {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Probe {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8360,9 +8816,11 @@ impl Encode for k8s_openapi::api::core::v1::Probe {
 }
 
 impl Message for k8s_openapi::api::core::v1::Probe {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8394,6 +8852,7 @@ impl Decode for k8s_openapi::api::core::v1::ProjectedVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ProjectedVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8410,9 +8869,11 @@ impl Encode for k8s_openapi::api::core::v1::ProjectedVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ProjectedVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8444,6 +8905,7 @@ impl Decode for k8s_openapi::api::core::v1::QuobyteVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::QuobyteVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8468,9 +8930,11 @@ impl Encode for k8s_openapi::api::core::v1::QuobyteVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::QuobyteVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8501,6 +8965,7 @@ impl Decode for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8529,9 +8994,11 @@ impl Encode for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8567,6 +9034,7 @@ impl Decode for k8s_openapi::api::core::v1::RBDVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::RBDVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8595,9 +9063,11 @@ impl Encode for k8s_openapi::api::core::v1::RBDVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::RBDVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8627,6 +9097,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationController {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ReplicationController {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8645,9 +9116,11 @@ impl Encode for k8s_openapi::api::core::v1::ReplicationController {
 }
 
 impl Message for k8s_openapi::api::core::v1::ReplicationController {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8681,6 +9154,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationControllerCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ReplicationControllerCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8703,9 +9177,11 @@ impl Encode for k8s_openapi::api::core::v1::ReplicationControllerCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::ReplicationControllerCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8732,6 +9208,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationControllerSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ReplicationControllerSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8752,9 +9229,11 @@ impl Encode for k8s_openapi::api::core::v1::ReplicationControllerSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::ReplicationControllerSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8790,6 +9269,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationControllerStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ReplicationControllerStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8814,9 +9294,11 @@ impl Encode for k8s_openapi::api::core::v1::ReplicationControllerStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ReplicationControllerStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8844,6 +9326,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8860,9 +9343,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceClaim {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8887,6 +9372,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceFieldSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceFieldSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8905,9 +9391,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceFieldSelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceFieldSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8932,6 +9420,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceHealth {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceHealth {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8950,9 +9439,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceHealth {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceHealth {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8977,6 +9468,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceQuota {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceQuota {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8995,9 +9487,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceQuota {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceQuota {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9029,6 +9523,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceQuotaSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceQuotaSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9047,9 +9542,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceQuotaSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceQuotaSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9078,6 +9575,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceQuotaStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceQuotaStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9094,9 +9592,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceQuotaStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceQuotaStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9122,6 +9622,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceRequirements {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceRequirements {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9140,9 +9641,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceRequirements {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceRequirements {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9171,6 +9674,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9187,9 +9691,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9219,6 +9725,7 @@ impl Decode for k8s_openapi::api::core::v1::SELinuxOptions {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SELinuxOptions {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9239,9 +9746,11 @@ impl Encode for k8s_openapi::api::core::v1::SELinuxOptions {
 }
 
 impl Message for k8s_openapi::api::core::v1::SELinuxOptions {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9274,6 +9783,7 @@ impl Decode for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9306,9 +9816,11 @@ impl Encode for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9345,6 +9857,7 @@ impl Decode for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9377,9 +9890,11 @@ impl Encode for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9408,6 +9923,7 @@ impl Decode for k8s_openapi::api::core::v1::ScopeSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ScopeSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9422,9 +9938,11 @@ impl Encode for k8s_openapi::api::core::v1::ScopeSelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::ScopeSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9454,6 +9972,7 @@ impl Decode for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9472,9 +9991,11 @@ impl Encode for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
 }
 
 impl Message for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9503,6 +10024,7 @@ impl Decode for k8s_openapi::api::core::v1::SeccompProfile {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SeccompProfile {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9519,9 +10041,11 @@ impl Encode for k8s_openapi::api::core::v1::SeccompProfile {
 }
 
 impl Message for k8s_openapi::api::core::v1::SeccompProfile {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9548,6 +10072,7 @@ impl Decode for k8s_openapi::api::core::v1::Secret {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Secret {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9570,9 +10095,11 @@ impl Encode for k8s_openapi::api::core::v1::Secret {
 }
 
 impl Message for k8s_openapi::api::core::v1::Secret {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9599,6 +10126,7 @@ fn merge_secret_env_source_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_secret_env_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretEnvSource,
 ) -> usize {
@@ -9606,6 +10134,7 @@ fn len_secret_env_source_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_secret_env_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretEnvSource,
     buf: &mut impl BufMut,
@@ -9635,6 +10164,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretEnvSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretEnvSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9652,9 +10182,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretEnvSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretEnvSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9677,6 +10209,7 @@ fn merge_secret_key_selector_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_secret_key_selector_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretKeySelector,
 ) -> usize {
@@ -9684,6 +10217,7 @@ fn len_secret_key_selector_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_secret_key_selector_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretKeySelector,
     buf: &mut impl BufMut,
@@ -9714,6 +10248,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretKeySelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretKeySelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9733,9 +10268,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretKeySelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretKeySelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9758,6 +10295,7 @@ fn merge_secret_projection_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_secret_projection_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretProjection,
 ) -> usize {
@@ -9765,6 +10303,7 @@ fn len_secret_projection_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_secret_projection_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretProjection,
     buf: &mut impl BufMut,
@@ -9796,6 +10335,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9815,9 +10355,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9845,6 +10387,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9861,9 +10404,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9890,6 +10435,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9910,9 +10456,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9954,6 +10502,7 @@ impl Decode for k8s_openapi::api::core::v1::SecurityContext {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecurityContext {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9990,9 +10539,11 @@ impl Encode for k8s_openapi::api::core::v1::SecurityContext {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecurityContext {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10025,6 +10576,7 @@ impl Decode for k8s_openapi::api::core::v1::Service {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Service {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10043,9 +10595,11 @@ impl Encode for k8s_openapi::api::core::v1::Service {
 }
 
 impl Message for k8s_openapi::api::core::v1::Service {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10081,6 +10635,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceAccount {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServiceAccount {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10101,9 +10656,11 @@ impl Encode for k8s_openapi::api::core::v1::ServiceAccount {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServiceAccount {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10135,6 +10692,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10153,9 +10711,11 @@ impl Encode for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10183,6 +10743,7 @@ impl Decode for k8s_openapi::api::core::v1::ServicePort {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServicePort {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10207,9 +10768,11 @@ impl Encode for k8s_openapi::api::core::v1::ServicePort {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServicePort {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10275,6 +10838,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServiceSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10327,9 +10891,11 @@ impl Encode for k8s_openapi::api::core::v1::ServiceSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServiceSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10363,6 +10929,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServiceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10379,9 +10946,11 @@ impl Encode for k8s_openapi::api::core::v1::ServiceStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServiceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10409,6 +10978,7 @@ impl Decode for k8s_openapi::api::core::v1::SessionAffinityConfig {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SessionAffinityConfig {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10423,9 +10993,11 @@ impl Encode for k8s_openapi::api::core::v1::SessionAffinityConfig {
 }
 
 impl Message for k8s_openapi::api::core::v1::SessionAffinityConfig {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10452,6 +11024,7 @@ impl Decode for k8s_openapi::api::core::v1::SleepAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SleepAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10466,9 +11039,11 @@ impl Encode for k8s_openapi::api::core::v1::SleepAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::SleepAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10496,6 +11071,7 @@ impl Decode for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10518,9 +11094,11 @@ impl Encode for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10552,6 +11130,7 @@ impl Decode for k8s_openapi::api::core::v1::StorageOSVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::StorageOSVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10574,9 +11153,11 @@ impl Encode for k8s_openapi::api::core::v1::StorageOSVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::StorageOSVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10604,6 +11185,7 @@ impl Decode for k8s_openapi::api::core::v1::Sysctl {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Sysctl {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10620,9 +11202,11 @@ impl Encode for k8s_openapi::api::core::v1::Sysctl {
 }
 
 impl Message for k8s_openapi::api::core::v1::Sysctl {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10646,6 +11230,7 @@ impl Decode for k8s_openapi::api::core::v1::TCPSocketAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TCPSocketAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10662,9 +11247,11 @@ impl Encode for k8s_openapi::api::core::v1::TCPSocketAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::TCPSocketAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10690,6 +11277,7 @@ impl Decode for k8s_openapi::api::core::v1::Taint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Taint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10710,9 +11298,11 @@ impl Encode for k8s_openapi::api::core::v1::Taint {
 }
 
 impl Message for k8s_openapi::api::core::v1::Taint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10740,6 +11330,7 @@ impl Decode for k8s_openapi::api::core::v1::Toleration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Toleration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10762,9 +11353,11 @@ impl Encode for k8s_openapi::api::core::v1::Toleration {
 }
 
 impl Message for k8s_openapi::api::core::v1::Toleration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10789,6 +11382,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10805,9 +11399,11 @@ impl Encode for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
 }
 
 impl Message for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10836,6 +11432,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySelectorTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TopologySelectorTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10850,9 +11447,11 @@ impl Encode for k8s_openapi::api::core::v1::TopologySelectorTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::TopologySelectorTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10891,6 +11490,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySpreadConstraint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TopologySpreadConstraint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10919,9 +11519,11 @@ impl Encode for k8s_openapi::api::core::v1::TopologySpreadConstraint {
 }
 
 impl Message for k8s_openapi::api::core::v1::TopologySpreadConstraint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10951,6 +11553,7 @@ impl Decode for k8s_openapi::api::core::v1::TypedLocalObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TypedLocalObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10969,9 +11572,11 @@ impl Encode for k8s_openapi::api::core::v1::TypedLocalObjectReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::TypedLocalObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10997,6 +11602,7 @@ impl Decode for k8s_openapi::api::core::v1::TypedObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TypedObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11017,9 +11623,11 @@ impl Encode for k8s_openapi::api::core::v1::TypedObjectReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::TypedObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11076,6 +11684,7 @@ fn merge_volume_volume_source(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_volume_volume_source(m: &k8s_openapi::api::core::v1::Volume) -> usize {
     let mut n = 0;
     n += field::len_opt(1, &m.host_path);
@@ -11110,6 +11719,7 @@ fn len_volume_volume_source(m: &k8s_openapi::api::core::v1::Volume) -> usize {
     n += field::len_opt(30, &m.image);
     n
 }
+#[cfg(feature = "encode")]
 fn put_volume_volume_source(m: &k8s_openapi::api::core::v1::Volume, buf: &mut impl BufMut) {
     field::put_opt(1, &m.host_path, buf);
     field::put_opt(2, &m.empty_dir, buf);
@@ -11159,6 +11769,7 @@ impl Decode for k8s_openapi::api::core::v1::Volume {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Volume {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11176,9 +11787,11 @@ impl Encode for k8s_openapi::api::core::v1::Volume {
 }
 
 impl Message for k8s_openapi::api::core::v1::Volume {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11235,6 +11848,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeDevice {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeDevice {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11251,9 +11865,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeDevice {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeDevice {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11284,6 +11900,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeMount {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeMount {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11310,9 +11927,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeMount {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeMount {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11340,6 +11959,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeMountStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeMountStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11362,9 +11982,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeMountStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeMountStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11391,6 +12013,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeNodeAffinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeNodeAffinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11405,9 +12028,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeNodeAffinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeNodeAffinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11441,6 +12066,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11465,9 +12091,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11500,6 +12128,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeResourceRequirements {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeResourceRequirements {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11516,9 +12145,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeResourceRequirements {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeResourceRequirements {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11541,6 +12172,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11555,9 +12187,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11589,6 +12223,7 @@ impl Decode for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11609,9 +12244,11 @@ impl Encode for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11637,6 +12274,7 @@ impl Decode for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11653,9 +12291,11 @@ impl Encode for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11687,6 +12327,7 @@ impl Decode for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11707,9 +12348,11 @@ impl Encode for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
 }
 
 impl Message for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.flowcontrol.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.flowcontrol.v1.ExemptPriorityLevelConfiguration
@@ -27,6 +30,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::ExemptPriorityLevelConfigurat
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::ExemptPriorityLevelConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::ExemptPriorityLevelConfigurat
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::ExemptPriorityLevelConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -68,6 +74,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::FlowDistinguisherMethod {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::FlowDistinguisherMethod {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -82,9 +89,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::FlowDistinguisherMethod {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::FlowDistinguisherMethod {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -109,6 +118,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::FlowSchema {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::FlowSchema {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -127,9 +137,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::FlowSchema {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchema {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -163,6 +175,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::FlowSchemaCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::FlowSchemaCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -185,9 +198,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::FlowSchemaCondition {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -217,6 +232,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::FlowSchemaSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::FlowSchemaSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -237,9 +253,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::FlowSchemaSpec {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -269,6 +287,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::FlowSchemaStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::FlowSchemaStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -283,9 +302,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::FlowSchemaStatus {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -312,6 +333,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::GroupSubject {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::GroupSubject {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -326,9 +348,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::GroupSubject {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::GroupSubject {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -352,6 +376,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::LimitResponse {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::LimitResponse {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -368,9 +393,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::LimitResponse {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::LimitResponse {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -404,6 +431,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::LimitedPriorityLevelConfigura
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::LimitedPriorityLevelConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -424,9 +452,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::LimitedPriorityLevelConfigura
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::LimitedPriorityLevelConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -457,6 +487,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::NonResourcePolicyRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::NonResourcePolicyRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -473,9 +504,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::NonResourcePolicyRule {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::NonResourcePolicyRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -510,6 +543,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::PolicyRulesWithSubjects {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::PolicyRulesWithSubjects {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -528,9 +562,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::PolicyRulesWithSubjects {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::PolicyRulesWithSubjects {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -561,6 +597,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -579,9 +616,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -615,6 +654,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationCon
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -637,9 +677,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationCon
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -662,6 +704,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationRef
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -676,9 +719,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationRef
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -703,6 +748,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSpe
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -721,9 +767,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSpe
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -752,6 +800,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSta
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -766,9 +815,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSta
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -798,6 +849,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::QueuingConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::QueuingConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -816,9 +868,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::QueuingConfiguration {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::QueuingConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -849,6 +903,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::ResourcePolicyRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::ResourcePolicyRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -871,9 +926,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::ResourcePolicyRule {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::ResourcePolicyRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -904,6 +961,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::ServiceAccountSubject {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::ServiceAccountSubject {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -920,9 +978,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::ServiceAccountSubject {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::ServiceAccountSubject {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -948,6 +1008,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::Subject {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::Subject {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -968,9 +1029,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::Subject {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::Subject {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -999,6 +1062,7 @@ impl Decode for k8s_openapi::api::flowcontrol::v1::UserSubject {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::flowcontrol::v1::UserSubject {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1013,9 +1077,11 @@ impl Encode for k8s_openapi::api::flowcontrol::v1::UserSubject {
 }
 
 impl Message for k8s_openapi::api::flowcontrol::v1::UserSubject {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.networking.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.networking.v1.HTTPIngressPath
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::api::networking::v1::HTTPIngressPath {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::HTTPIngressPath {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::api::networking::v1::HTTPIngressPath {
 }
 
 impl Message for k8s_openapi::api::networking::v1::HTTPIngressPath {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -73,6 +79,7 @@ impl Decode for k8s_openapi::api::networking::v1::HTTPIngressRuleValue {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::HTTPIngressRuleValue {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -87,9 +94,11 @@ impl Encode for k8s_openapi::api::networking::v1::HTTPIngressRuleValue {
 }
 
 impl Message for k8s_openapi::api::networking::v1::HTTPIngressRuleValue {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -117,6 +126,7 @@ impl Decode for k8s_openapi::api::networking::v1::IPAddress {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IPAddress {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -133,9 +143,11 @@ impl Encode for k8s_openapi::api::networking::v1::IPAddress {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IPAddress {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -163,6 +175,7 @@ impl Decode for k8s_openapi::api::networking::v1::IPAddressSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IPAddressSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -177,9 +190,11 @@ impl Encode for k8s_openapi::api::networking::v1::IPAddressSpec {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IPAddressSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -208,6 +223,7 @@ impl Decode for k8s_openapi::api::networking::v1::IPBlock {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IPBlock {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -224,9 +240,11 @@ impl Encode for k8s_openapi::api::networking::v1::IPBlock {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IPBlock {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -255,6 +273,7 @@ impl Decode for k8s_openapi::api::networking::v1::Ingress {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::Ingress {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -273,9 +292,11 @@ impl Encode for k8s_openapi::api::networking::v1::Ingress {
 }
 
 impl Message for k8s_openapi::api::networking::v1::Ingress {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -305,6 +326,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressBackend {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IngressBackend {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -321,9 +343,11 @@ impl Encode for k8s_openapi::api::networking::v1::IngressBackend {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IngressBackend {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -352,6 +376,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IngressClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -368,9 +393,11 @@ impl Encode for k8s_openapi::api::networking::v1::IngressClass {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IngressClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -402,6 +429,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressClassParametersReferenc
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IngressClassParametersReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -424,9 +452,11 @@ impl Encode for k8s_openapi::api::networking::v1::IngressClassParametersReferenc
 }
 
 impl Message for k8s_openapi::api::networking::v1::IngressClassParametersReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -450,6 +480,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressClassSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IngressClassSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -466,9 +497,11 @@ impl Encode for k8s_openapi::api::networking::v1::IngressClassSpec {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IngressClassSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -498,6 +531,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressLoadBalancerIngress {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IngressLoadBalancerIngress {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -516,9 +550,11 @@ impl Encode for k8s_openapi::api::networking::v1::IngressLoadBalancerIngress {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IngressLoadBalancerIngress {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -546,6 +582,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressLoadBalancerStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IngressLoadBalancerStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -560,9 +597,11 @@ impl Encode for k8s_openapi::api::networking::v1::IngressLoadBalancerStatus {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IngressLoadBalancerStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -591,6 +630,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressPortStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IngressPortStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -609,9 +649,11 @@ impl Encode for k8s_openapi::api::networking::v1::IngressPortStatus {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IngressPortStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -634,11 +676,13 @@ fn merge_ingress_rule_ingress_rule_value(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_ingress_rule_ingress_rule_value(m: &k8s_openapi::api::networking::v1::IngressRule) -> usize {
     let mut n = 0;
     n += field::len_opt(1, &m.http);
     n
 }
+#[cfg(feature = "encode")]
 fn put_ingress_rule_ingress_rule_value(
     m: &k8s_openapi::api::networking::v1::IngressRule,
     buf: &mut impl BufMut,
@@ -668,6 +712,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IngressRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -685,9 +730,11 @@ impl Encode for k8s_openapi::api::networking::v1::IngressRule {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IngressRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -715,6 +762,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressServiceBackend {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IngressServiceBackend {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -731,9 +779,11 @@ impl Encode for k8s_openapi::api::networking::v1::IngressServiceBackend {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IngressServiceBackend {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -766,6 +816,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IngressSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -786,9 +837,11 @@ impl Encode for k8s_openapi::api::networking::v1::IngressSpec {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IngressSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -817,6 +870,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IngressStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -831,9 +885,11 @@ impl Encode for k8s_openapi::api::networking::v1::IngressStatus {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IngressStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -862,6 +918,7 @@ impl Decode for k8s_openapi::api::networking::v1::IngressTLS {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::IngressTLS {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -878,9 +935,11 @@ impl Encode for k8s_openapi::api::networking::v1::IngressTLS {
 }
 
 impl Message for k8s_openapi::api::networking::v1::IngressTLS {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -908,6 +967,7 @@ impl Decode for k8s_openapi::api::networking::v1::NetworkPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::NetworkPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -924,9 +984,11 @@ impl Encode for k8s_openapi::api::networking::v1::NetworkPolicy {
 }
 
 impl Message for k8s_openapi::api::networking::v1::NetworkPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -957,6 +1019,7 @@ impl Decode for k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -973,9 +1036,11 @@ impl Encode for k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
 }
 
 impl Message for k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1006,6 +1071,7 @@ impl Decode for k8s_openapi::api::networking::v1::NetworkPolicyIngressRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::NetworkPolicyIngressRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1022,9 +1088,11 @@ impl Encode for k8s_openapi::api::networking::v1::NetworkPolicyIngressRule {
 }
 
 impl Message for k8s_openapi::api::networking::v1::NetworkPolicyIngressRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1055,6 +1123,7 @@ impl Decode for k8s_openapi::api::networking::v1::NetworkPolicyPeer {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::NetworkPolicyPeer {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1073,9 +1142,11 @@ impl Encode for k8s_openapi::api::networking::v1::NetworkPolicyPeer {
 }
 
 impl Message for k8s_openapi::api::networking::v1::NetworkPolicyPeer {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1106,6 +1177,7 @@ impl Decode for k8s_openapi::api::networking::v1::NetworkPolicyPort {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::NetworkPolicyPort {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1124,9 +1196,11 @@ impl Encode for k8s_openapi::api::networking::v1::NetworkPolicyPort {
 }
 
 impl Message for k8s_openapi::api::networking::v1::NetworkPolicyPort {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1157,6 +1231,7 @@ impl Decode for k8s_openapi::api::networking::v1::NetworkPolicySpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::NetworkPolicySpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1177,9 +1252,11 @@ impl Encode for k8s_openapi::api::networking::v1::NetworkPolicySpec {
 }
 
 impl Message for k8s_openapi::api::networking::v1::NetworkPolicySpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1212,6 +1289,7 @@ impl Decode for k8s_openapi::api::networking::v1::ParentReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::ParentReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1232,9 +1310,11 @@ impl Encode for k8s_openapi::api::networking::v1::ParentReference {
 }
 
 impl Message for k8s_openapi::api::networking::v1::ParentReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1258,6 +1338,7 @@ impl Decode for k8s_openapi::api::networking::v1::ServiceBackendPort {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::ServiceBackendPort {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1274,9 +1355,11 @@ impl Encode for k8s_openapi::api::networking::v1::ServiceBackendPort {
 }
 
 impl Message for k8s_openapi::api::networking::v1::ServiceBackendPort {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1301,6 +1384,7 @@ impl Decode for k8s_openapi::api::networking::v1::ServiceCIDR {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::ServiceCIDR {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1319,9 +1403,11 @@ impl Encode for k8s_openapi::api::networking::v1::ServiceCIDR {
 }
 
 impl Message for k8s_openapi::api::networking::v1::ServiceCIDR {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1351,6 +1437,7 @@ impl Decode for k8s_openapi::api::networking::v1::ServiceCIDRSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::ServiceCIDRSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1365,9 +1452,11 @@ impl Encode for k8s_openapi::api::networking::v1::ServiceCIDRSpec {
 }
 
 impl Message for k8s_openapi::api::networking::v1::ServiceCIDRSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1395,6 +1484,7 @@ impl Decode for k8s_openapi::api::networking::v1::ServiceCIDRStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1::ServiceCIDRStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1409,9 +1499,11 @@ impl Encode for k8s_openapi::api::networking::v1::ServiceCIDRStatus {
 }
 
 impl Message for k8s_openapi::api::networking::v1::ServiceCIDRStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

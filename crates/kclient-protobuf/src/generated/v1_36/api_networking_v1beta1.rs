@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.networking.v1beta1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.networking.v1beta1.IPAddress
@@ -24,6 +27,7 @@ impl Decode for k8s_openapi::api::networking::v1beta1::IPAddress {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1beta1::IPAddress {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -40,9 +44,11 @@ impl Encode for k8s_openapi::api::networking::v1beta1::IPAddress {
 }
 
 impl Message for k8s_openapi::api::networking::v1beta1::IPAddress {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -70,6 +76,7 @@ impl Decode for k8s_openapi::api::networking::v1beta1::IPAddressSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1beta1::IPAddressSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -84,9 +91,11 @@ impl Encode for k8s_openapi::api::networking::v1beta1::IPAddressSpec {
 }
 
 impl Message for k8s_openapi::api::networking::v1beta1::IPAddressSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -116,6 +125,7 @@ impl Decode for k8s_openapi::api::networking::v1beta1::ParentReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1beta1::ParentReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -136,9 +146,11 @@ impl Encode for k8s_openapi::api::networking::v1beta1::ParentReference {
 }
 
 impl Message for k8s_openapi::api::networking::v1beta1::ParentReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -163,6 +175,7 @@ impl Decode for k8s_openapi::api::networking::v1beta1::ServiceCIDR {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1beta1::ServiceCIDR {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -181,9 +194,11 @@ impl Encode for k8s_openapi::api::networking::v1beta1::ServiceCIDR {
 }
 
 impl Message for k8s_openapi::api::networking::v1beta1::ServiceCIDR {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -213,6 +228,7 @@ impl Decode for k8s_openapi::api::networking::v1beta1::ServiceCIDRSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1beta1::ServiceCIDRSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -227,9 +243,11 @@ impl Encode for k8s_openapi::api::networking::v1beta1::ServiceCIDRSpec {
 }
 
 impl Message for k8s_openapi::api::networking::v1beta1::ServiceCIDRSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -257,6 +275,7 @@ impl Decode for k8s_openapi::api::networking::v1beta1::ServiceCIDRStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::networking::v1beta1::ServiceCIDRStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -271,9 +290,11 @@ impl Encode for k8s_openapi::api::networking::v1beta1::ServiceCIDRStatus {
 }
 
 impl Message for k8s_openapi::api::networking::v1beta1::ServiceCIDRStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

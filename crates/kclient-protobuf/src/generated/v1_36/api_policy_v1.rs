@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.policy.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.policy.v1.Eviction
@@ -24,6 +27,7 @@ impl Decode for k8s_openapi::api::policy::v1::Eviction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::policy::v1::Eviction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -40,9 +44,11 @@ impl Encode for k8s_openapi::api::policy::v1::Eviction {
 }
 
 impl Message for k8s_openapi::api::policy::v1::Eviction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -72,6 +78,7 @@ impl Decode for k8s_openapi::api::policy::v1::PodDisruptionBudget {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::policy::v1::PodDisruptionBudget {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -90,9 +97,11 @@ impl Encode for k8s_openapi::api::policy::v1::PodDisruptionBudget {
 }
 
 impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudget {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -125,6 +134,7 @@ impl Decode for k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -145,9 +155,11 @@ impl Encode for k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec {
 }
 
 impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -185,6 +197,7 @@ impl Decode for k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -211,9 +224,11 @@ impl Encode for k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus {
 }
 
 impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

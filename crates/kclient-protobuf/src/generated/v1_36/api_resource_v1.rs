@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.resource.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.resource.v1.AllocatedDeviceStatus
@@ -30,6 +33,7 @@ impl Decode for k8s_openapi::api::resource::v1::AllocatedDeviceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::AllocatedDeviceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -56,9 +60,11 @@ impl Encode for k8s_openapi::api::resource::v1::AllocatedDeviceStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1::AllocatedDeviceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -89,6 +95,7 @@ impl Decode for k8s_openapi::api::resource::v1::AllocationResult {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::AllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -107,9 +114,11 @@ impl Encode for k8s_openapi::api::resource::v1::AllocationResult {
 }
 
 impl Message for k8s_openapi::api::resource::v1::AllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -137,6 +146,7 @@ impl Decode for k8s_openapi::api::resource::v1::CELDeviceSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::CELDeviceSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -151,9 +161,11 @@ impl Encode for k8s_openapi::api::resource::v1::CELDeviceSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1::CELDeviceSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -181,6 +193,7 @@ impl Decode for k8s_openapi::api::resource::v1::CapacityRequestPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::CapacityRequestPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -199,9 +212,11 @@ impl Encode for k8s_openapi::api::resource::v1::CapacityRequestPolicy {
 }
 
 impl Message for k8s_openapi::api::resource::v1::CapacityRequestPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -231,6 +246,7 @@ impl Decode for k8s_openapi::api::resource::v1::CapacityRequestPolicyRange {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::CapacityRequestPolicyRange {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -249,9 +265,11 @@ impl Encode for k8s_openapi::api::resource::v1::CapacityRequestPolicyRange {
 }
 
 impl Message for k8s_openapi::api::resource::v1::CapacityRequestPolicyRange {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -274,6 +292,7 @@ impl Decode for k8s_openapi::api::resource::v1::CapacityRequirements {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::CapacityRequirements {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -288,9 +307,11 @@ impl Encode for k8s_openapi::api::resource::v1::CapacityRequirements {
 }
 
 impl Message for k8s_openapi::api::resource::v1::CapacityRequirements {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -313,6 +334,7 @@ impl Decode for k8s_openapi::api::resource::v1::Counter {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::Counter {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -327,9 +349,11 @@ impl Encode for k8s_openapi::api::resource::v1::Counter {
 }
 
 impl Message for k8s_openapi::api::resource::v1::Counter {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -353,6 +377,7 @@ impl Decode for k8s_openapi::api::resource::v1::CounterSet {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::CounterSet {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -369,9 +394,11 @@ impl Encode for k8s_openapi::api::resource::v1::CounterSet {
 }
 
 impl Message for k8s_openapi::api::resource::v1::CounterSet {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -419,6 +446,7 @@ impl Decode for k8s_openapi::api::resource::v1::Device {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::Device {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -457,9 +485,11 @@ impl Encode for k8s_openapi::api::resource::v1::Device {
 }
 
 impl Message for k8s_openapi::api::resource::v1::Device {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -493,6 +523,7 @@ fn merge_device_allocation_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_allocation_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1::DeviceAllocationConfiguration,
 ) -> usize {
@@ -500,6 +531,7 @@ fn len_device_allocation_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_allocation_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1::DeviceAllocationConfiguration,
     buf: &mut impl BufMut,
@@ -531,6 +563,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceAllocationConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceAllocationConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -557,9 +590,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceAllocationConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceAllocationConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -590,6 +625,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceAllocationResult {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceAllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -606,9 +642,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceAllocationResult {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceAllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -647,6 +685,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceAttribute {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceAttribute {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -675,9 +714,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceAttribute {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceAttribute {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -708,6 +749,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceCapacity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceCapacity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -724,9 +766,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceCapacity {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceCapacity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -760,6 +804,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -778,9 +823,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceClaim {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -809,6 +856,7 @@ fn merge_device_claim_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_claim_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1::DeviceClaimConfiguration,
 ) -> usize {
@@ -816,6 +864,7 @@ fn len_device_claim_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_claim_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1::DeviceClaimConfiguration,
     buf: &mut impl BufMut,
@@ -846,6 +895,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceClaimConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceClaimConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -867,9 +917,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceClaimConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceClaimConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -898,6 +950,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -914,9 +967,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceClass {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -944,6 +999,7 @@ fn merge_device_class_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_class_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1::DeviceClassConfiguration,
 ) -> usize {
@@ -951,6 +1007,7 @@ fn len_device_class_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_class_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1::DeviceClassConfiguration,
     buf: &mut impl BufMut,
@@ -979,6 +1036,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceClassConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceClassConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -998,9 +1056,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceClassConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceClassConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1032,6 +1092,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceClassSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceClassSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1050,9 +1111,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceClassSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceClassSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1084,6 +1147,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceConstraint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceConstraint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1102,9 +1166,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceConstraint {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceConstraint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1132,6 +1198,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceCounterConsumption {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceCounterConsumption {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1148,9 +1215,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceCounterConsumption {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceCounterConsumption {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1181,6 +1250,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1199,9 +1269,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1246,6 +1318,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1278,9 +1351,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1309,6 +1384,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1323,9 +1399,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1366,6 +1444,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceSubRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceSubRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1392,9 +1471,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceSubRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceSubRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1426,6 +1507,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceTaint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceTaint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1446,9 +1528,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceTaint {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceTaint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1476,6 +1560,7 @@ impl Decode for k8s_openapi::api::resource::v1::DeviceToleration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::DeviceToleration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1498,9 +1583,11 @@ impl Encode for k8s_openapi::api::resource::v1::DeviceToleration {
 }
 
 impl Message for k8s_openapi::api::resource::v1::DeviceToleration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1537,6 +1624,7 @@ impl Decode for k8s_openapi::api::resource::v1::ExactDeviceRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::ExactDeviceRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1563,9 +1651,11 @@ impl Encode for k8s_openapi::api::resource::v1::ExactDeviceRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1::ExactDeviceRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1598,6 +1688,7 @@ impl Decode for k8s_openapi::api::resource::v1::NetworkDeviceData {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::NetworkDeviceData {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1616,9 +1707,11 @@ impl Encode for k8s_openapi::api::resource::v1::NetworkDeviceData {
 }
 
 impl Message for k8s_openapi::api::resource::v1::NetworkDeviceData {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1647,6 +1740,7 @@ impl Decode for k8s_openapi::api::resource::v1::NodeAllocatableResourceMapping {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::NodeAllocatableResourceMapping {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1663,9 +1757,11 @@ impl Encode for k8s_openapi::api::resource::v1::NodeAllocatableResourceMapping {
 }
 
 impl Message for k8s_openapi::api::resource::v1::NodeAllocatableResourceMapping {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1689,6 +1785,7 @@ impl Decode for k8s_openapi::api::resource::v1::OpaqueDeviceConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::OpaqueDeviceConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1705,9 +1802,11 @@ impl Encode for k8s_openapi::api::resource::v1::OpaqueDeviceConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1::OpaqueDeviceConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1732,6 +1831,7 @@ impl Decode for k8s_openapi::api::resource::v1::ResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::ResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1750,9 +1850,11 @@ impl Encode for k8s_openapi::api::resource::v1::ResourceClaim {
 }
 
 impl Message for k8s_openapi::api::resource::v1::ResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1784,6 +1886,7 @@ impl Decode for k8s_openapi::api::resource::v1::ResourceClaimConsumerReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::ResourceClaimConsumerReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1804,9 +1907,11 @@ impl Encode for k8s_openapi::api::resource::v1::ResourceClaimConsumerReference {
 }
 
 impl Message for k8s_openapi::api::resource::v1::ResourceClaimConsumerReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1829,6 +1934,7 @@ impl Decode for k8s_openapi::api::resource::v1::ResourceClaimSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::ResourceClaimSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1843,9 +1949,11 @@ impl Encode for k8s_openapi::api::resource::v1::ResourceClaimSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1::ResourceClaimSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1878,6 +1986,7 @@ impl Decode for k8s_openapi::api::resource::v1::ResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::ResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1896,9 +2005,11 @@ impl Encode for k8s_openapi::api::resource::v1::ResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1::ResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1928,6 +2039,7 @@ impl Decode for k8s_openapi::api::resource::v1::ResourceClaimTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::ResourceClaimTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1944,9 +2056,11 @@ impl Encode for k8s_openapi::api::resource::v1::ResourceClaimTemplate {
 }
 
 impl Message for k8s_openapi::api::resource::v1::ResourceClaimTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1975,6 +2089,7 @@ impl Decode for k8s_openapi::api::resource::v1::ResourceClaimTemplateSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::ResourceClaimTemplateSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1991,9 +2106,11 @@ impl Encode for k8s_openapi::api::resource::v1::ResourceClaimTemplateSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1::ResourceClaimTemplateSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2024,6 +2141,7 @@ impl Decode for k8s_openapi::api::resource::v1::ResourcePool {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::ResourcePool {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2042,9 +2160,11 @@ impl Encode for k8s_openapi::api::resource::v1::ResourcePool {
 }
 
 impl Message for k8s_openapi::api::resource::v1::ResourcePool {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2068,6 +2188,7 @@ impl Decode for k8s_openapi::api::resource::v1::ResourceSlice {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::ResourceSlice {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2084,9 +2205,11 @@ impl Encode for k8s_openapi::api::resource::v1::ResourceSlice {
 }
 
 impl Message for k8s_openapi::api::resource::v1::ResourceSlice {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2125,6 +2248,7 @@ impl Decode for k8s_openapi::api::resource::v1::ResourceSliceSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1::ResourceSliceSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2153,9 +2277,11 @@ impl Encode for k8s_openapi::api::resource::v1::ResourceSliceSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1::ResourceSliceSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

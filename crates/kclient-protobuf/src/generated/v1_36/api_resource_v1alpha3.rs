@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.resource.v1alpha3`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.resource.v1alpha3.DeviceTaint
@@ -26,6 +29,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -46,9 +50,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaint {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -73,6 +79,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -91,9 +98,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRule {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -123,6 +132,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -139,9 +149,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -170,6 +182,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -184,9 +197,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -215,6 +230,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaintSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -233,9 +249,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -273,6 +291,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::PoolStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::PoolStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -305,9 +324,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::PoolStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::PoolStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -332,6 +353,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -350,9 +372,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest 
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -383,6 +407,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestS
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -401,9 +426,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestS
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -430,6 +457,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestS
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -448,9 +476,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestS
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

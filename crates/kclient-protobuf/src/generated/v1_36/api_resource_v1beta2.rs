@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.resource.v1beta2`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.resource.v1beta2.AllocatedDeviceStatus
@@ -30,6 +33,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -56,9 +60,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -89,6 +95,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::AllocationResult {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::AllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -107,9 +114,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::AllocationResult {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::AllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -137,6 +146,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CELDeviceSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CELDeviceSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -151,9 +161,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CELDeviceSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CELDeviceSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -181,6 +193,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -199,9 +212,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -231,6 +246,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -249,9 +265,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange 
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -274,6 +292,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -288,9 +307,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -313,6 +334,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::Counter {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::Counter {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -327,9 +349,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::Counter {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::Counter {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -353,6 +377,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CounterSet {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CounterSet {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -369,9 +394,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CounterSet {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CounterSet {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -419,6 +446,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::Device {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::Device {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -457,9 +485,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::Device {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::Device {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -493,6 +523,7 @@ fn merge_device_allocation_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_allocation_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceAllocationConfiguration,
 ) -> usize {
@@ -500,6 +531,7 @@ fn len_device_allocation_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_allocation_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceAllocationConfiguration,
     buf: &mut impl BufMut,
@@ -531,6 +563,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfigurati
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -557,9 +590,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfigurati
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -590,6 +625,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -606,9 +642,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -647,6 +685,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -675,9 +714,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -708,6 +749,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -724,9 +766,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -760,6 +804,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -778,9 +823,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClaim {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -809,6 +856,7 @@ fn merge_device_claim_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_claim_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration,
 ) -> usize {
@@ -816,6 +864,7 @@ fn len_device_claim_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_claim_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration,
     buf: &mut impl BufMut,
@@ -846,6 +895,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -867,9 +917,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -898,6 +950,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -914,9 +967,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClass {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -944,6 +999,7 @@ fn merge_device_class_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_class_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration,
 ) -> usize {
@@ -951,6 +1007,7 @@ fn len_device_class_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_class_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration,
     buf: &mut impl BufMut,
@@ -979,6 +1036,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -998,9 +1056,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1032,6 +1092,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1050,9 +1111,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1084,6 +1147,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1102,9 +1166,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1132,6 +1198,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1148,9 +1215,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1181,6 +1250,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1199,9 +1269,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1246,6 +1318,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResu
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1278,9 +1351,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResu
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1309,6 +1384,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1323,9 +1399,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1366,6 +1444,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1392,9 +1471,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1426,6 +1507,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceTaint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1446,9 +1528,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaint {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1473,6 +1557,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceTaintRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1491,9 +1576,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintRule {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1523,6 +1610,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1539,9 +1627,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1570,6 +1660,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1584,9 +1675,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1615,6 +1708,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceTaintSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1633,9 +1727,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1663,6 +1759,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceToleration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceToleration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1685,9 +1782,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceToleration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceToleration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1724,6 +1823,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1750,9 +1850,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1785,6 +1887,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1803,9 +1906,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1834,6 +1939,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::NodeAllocatableResourceMapp
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::NodeAllocatableResourceMapping {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1850,9 +1956,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::NodeAllocatableResourceMapp
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::NodeAllocatableResourceMapping {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1876,6 +1984,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1892,9 +2001,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1919,6 +2030,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1937,9 +2049,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaim {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1971,6 +2085,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimConsumerRefere
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimConsumerReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1991,9 +2106,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimConsumerRefere
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimConsumerReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2016,6 +2133,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2030,9 +2148,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2065,6 +2185,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2083,9 +2204,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2115,6 +2238,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2131,9 +2255,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2162,6 +2288,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2178,9 +2305,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2211,6 +2340,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourcePool {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourcePool {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2229,9 +2359,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourcePool {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourcePool {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2255,6 +2387,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceSlice {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceSlice {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2271,9 +2404,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceSlice {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceSlice {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2312,6 +2447,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2340,9 +2476,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

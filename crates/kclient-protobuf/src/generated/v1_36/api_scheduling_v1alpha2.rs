@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.scheduling.v1alpha2`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // k8s.io.api.scheduling.v1alpha2.BasicSchedulingPolicy: an empty message (k8s-openapi: a JSON object).
@@ -19,6 +22,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::BasicSchedulingPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::BasicSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         0
@@ -27,9 +31,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::BasicSchedulingPolicy {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::BasicSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -50,6 +56,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::GangSchedulingPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::GangSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -64,9 +71,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::GangSchedulingPolicy {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::GangSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -91,6 +100,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroup {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroup {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -109,9 +119,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroup {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroup {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -144,6 +156,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -162,9 +175,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupResourceClaim {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -189,6 +204,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupResourceClaimSta
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -205,9 +221,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupResourceClaimSta
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -231,6 +249,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupSchedulingConstr
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupSchedulingConstraints {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -245,9 +264,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupSchedulingConstr
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupSchedulingConstraints {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -275,6 +296,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupSchedulingPolicy
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -291,9 +313,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupSchedulingPolicy
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -333,6 +357,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -359,9 +384,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupSpec {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -395,6 +422,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -411,9 +439,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupStatus {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -452,6 +482,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -478,9 +509,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupTemplate {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -509,6 +542,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::PodGroupTemplateReferenc
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupTemplateReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -523,9 +557,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::PodGroupTemplateReferenc
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::PodGroupTemplateReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -552,6 +588,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::TopologyConstraint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::TopologyConstraint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -566,9 +603,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::TopologyConstraint {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::TopologyConstraint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -593,6 +632,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::TypedLocalObjectReferenc
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::TypedLocalObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -611,9 +651,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::TypedLocalObjectReferenc
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::TypedLocalObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -637,6 +679,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::Workload {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::Workload {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -653,9 +696,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::Workload {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::Workload {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -685,6 +730,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::WorkloadPodGroupTemplate
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::WorkloadPodGroupTemplateReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -701,9 +747,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::WorkloadPodGroupTemplate
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::WorkloadPodGroupTemplateReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -729,6 +777,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha2::WorkloadSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha2::WorkloadSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -745,9 +794,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha2::WorkloadSpec {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha2::WorkloadSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.storage.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.storage.v1.CSIDriver
@@ -24,6 +27,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSIDriver {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSIDriver {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -40,9 +44,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSIDriver {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSIDriver {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -97,6 +103,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSIDriverSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSIDriverSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -131,9 +138,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSIDriverSpec {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSIDriverSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -162,6 +171,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINode {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSINode {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -178,9 +188,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSINode {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSINode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -213,6 +225,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeDriver {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSINodeDriver {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -233,9 +246,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSINodeDriver {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSINodeDriver {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -264,6 +279,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSINodeSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -278,9 +294,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSINodeSpec {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSINodeSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -313,6 +331,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSIStorageCapacity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSIStorageCapacity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -335,9 +354,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSIStorageCapacity {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSIStorageCapacity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -378,6 +399,7 @@ impl Decode for k8s_openapi::api::storage::v1::StorageClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::StorageClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -406,9 +428,11 @@ impl Encode for k8s_openapi::api::storage::v1::StorageClass {
 }
 
 impl Message for k8s_openapi::api::storage::v1::StorageClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -439,6 +463,7 @@ impl Decode for k8s_openapi::api::storage::v1::TokenRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::TokenRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -455,9 +480,11 @@ impl Encode for k8s_openapi::api::storage::v1::TokenRequest {
 }
 
 impl Message for k8s_openapi::api::storage::v1::TokenRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -482,6 +509,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttachment {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttachment {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -500,9 +528,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttachment {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttachment {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -534,6 +564,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -550,9 +581,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -581,6 +614,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -599,9 +633,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -632,6 +668,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -652,9 +689,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -684,6 +723,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttributesClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttributesClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -702,9 +742,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttributesClass {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttributesClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -733,6 +775,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeError {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeError {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -751,9 +794,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeError {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeError {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -776,6 +821,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeNodeResources {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeNodeResources {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -790,9 +836,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeNodeResources {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeNodeResources {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

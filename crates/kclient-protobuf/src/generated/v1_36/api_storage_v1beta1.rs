@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.storage.v1beta1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.storage.v1beta1.VolumeAttributesClass
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::api::storage::v1beta1::VolumeAttributesClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1beta1::VolumeAttributesClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::api::storage::v1beta1::VolumeAttributesClass {
 }
 
 impl Message for k8s_openapi::api::storage::v1beta1::VolumeAttributesClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

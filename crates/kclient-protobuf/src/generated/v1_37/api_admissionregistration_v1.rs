@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.admissionregistration.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.admissionregistration.v1.ApplyConfiguration
@@ -23,6 +26,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ApplyConfiguration 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ApplyConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -37,9 +41,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ApplyConfiguration 
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ApplyConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -65,6 +71,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::AuditAnnotation {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::AuditAnnotation {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -81,9 +88,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::AuditAnnotation {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::AuditAnnotation {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -107,6 +116,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ExpressionWarning {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ExpressionWarning {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -123,9 +133,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ExpressionWarning {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ExpressionWarning {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -148,6 +160,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::JSONPatch {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::JSONPatch {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -162,9 +175,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::JSONPatch {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::JSONPatch {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -188,6 +203,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MatchCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::MatchCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -204,9 +220,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::MatchCondition {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::MatchCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -238,6 +256,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MatchResources {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::MatchResources {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -260,9 +279,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::MatchResources {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::MatchResources {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -293,6 +314,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPo
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -309,9 +331,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPo
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -340,6 +364,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPo
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -356,9 +381,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPo
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -388,6 +415,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPo
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBindingSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -406,9 +434,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPo
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBindingSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -448,6 +478,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPo
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicySpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -474,9 +505,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPo
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicySpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -525,6 +558,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -561,9 +595,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -597,6 +633,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::MutatingWebhookConf
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -613,9 +650,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::MutatingWebhookConf
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -646,6 +685,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::Mutation {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::Mutation {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -664,9 +704,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::Mutation {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::Mutation {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -702,6 +744,7 @@ fn merge_named_rule_with_operations_rule_with_operations(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_named_rule_with_operations_rule_with_operations(
     m: &k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations,
 ) -> usize {
@@ -713,6 +756,7 @@ fn len_named_rule_with_operations_rule_with_operations(
     );
     n
 }
+#[cfg(feature = "encode")]
 fn put_named_rule_with_operations_rule_with_operations(
     m: &k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations,
     buf: &mut impl BufMut,
@@ -743,6 +787,7 @@ fn merge_named_rule_with_operations_rule_with_operations_rule(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_named_rule_with_operations_rule_with_operations_rule(
     m: &k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations,
 ) -> usize {
@@ -753,6 +798,7 @@ fn len_named_rule_with_operations_rule_with_operations_rule(
     n += field::len_opt(4, &m.scope);
     n
 }
+#[cfg(feature = "encode")]
 fn put_named_rule_with_operations_rule_with_operations_rule(
     m: &k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations,
     buf: &mut impl BufMut,
@@ -791,6 +837,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperat
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -812,9 +859,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperat
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -846,6 +895,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ParamKind {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ParamKind {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -862,9 +912,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ParamKind {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ParamKind {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -891,6 +943,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ParamRef {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ParamRef {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -911,9 +964,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ParamRef {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ParamRef {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -943,6 +998,7 @@ fn merge_rule_with_operations_rule(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_rule_with_operations_rule(
     m: &k8s_openapi::api::admissionregistration::v1::RuleWithOperations,
 ) -> usize {
@@ -953,6 +1009,7 @@ fn len_rule_with_operations_rule(
     n += field::len_opt(4, &m.scope);
     n
 }
+#[cfg(feature = "encode")]
 fn put_rule_with_operations_rule(
     m: &k8s_openapi::api::admissionregistration::v1::RuleWithOperations,
     buf: &mut impl BufMut,
@@ -983,6 +1040,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::RuleWithOperations 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::RuleWithOperations {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1000,9 +1058,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::RuleWithOperations 
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::RuleWithOperations {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1035,6 +1095,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ServiceReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ServiceReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1055,9 +1116,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ServiceReference {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ServiceReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1082,6 +1145,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::TypeChecking {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::TypeChecking {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1096,9 +1160,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::TypeChecking {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::TypeChecking {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1127,6 +1193,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1145,9 +1212,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1177,6 +1246,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1193,9 +1263,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1228,6 +1300,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBindingSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1248,9 +1321,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBindingSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1294,6 +1369,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicySpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1320,9 +1396,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicySpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1358,6 +1436,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1376,9 +1455,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingAdmission
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1422,6 +1503,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1456,9 +1538,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1492,6 +1576,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookCo
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1508,9 +1593,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookCo
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1542,6 +1629,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::Validation {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::Validation {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1562,9 +1650,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::Validation {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::Validation {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1588,6 +1678,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::Variable {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::Variable {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1604,9 +1695,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::Variable {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::Variable {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1631,6 +1724,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1::WebhookClientConfig
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1::WebhookClientConfig {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1649,9 +1743,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1::WebhookClientConfig
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1::WebhookClientConfig {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.admissionregistration.v1beta1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.admissionregistration.v1beta1.ApplyConfiguration
@@ -23,6 +26,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::ApplyConfigura
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1beta1::ApplyConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -37,9 +41,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1beta1::ApplyConfigura
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1beta1::ApplyConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -62,6 +68,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::JSONPatch {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1beta1::JSONPatch {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -76,9 +83,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1beta1::JSONPatch {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1beta1::JSONPatch {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -102,6 +111,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::MatchCondition
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1beta1::MatchCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -118,9 +128,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1beta1::MatchCondition
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1beta1::MatchCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -152,6 +164,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::MatchResources
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1beta1::MatchResources {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -174,9 +187,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1beta1::MatchResources
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1beta1::MatchResources {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -207,6 +222,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmiss
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -223,9 +239,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmiss
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -254,6 +272,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmiss
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicyBinding {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -270,9 +289,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmiss
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicyBinding {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -304,6 +325,7 @@ impl Decode
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode
     for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicyBindingSpec
 {
@@ -326,9 +348,11 @@ impl Encode
 impl Message
     for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicyBindingSpec
 {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -368,6 +392,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmiss
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicySpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -394,9 +419,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmiss
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicySpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -430,6 +457,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::Mutation {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1beta1::Mutation {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -448,9 +476,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1beta1::Mutation {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1beta1::Mutation {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -486,6 +516,7 @@ fn merge_named_rule_with_operations_rule_with_operations(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_named_rule_with_operations_rule_with_operations(
     m: &k8s_openapi::api::admissionregistration::v1beta1::NamedRuleWithOperations,
 ) -> usize {
@@ -497,6 +528,7 @@ fn len_named_rule_with_operations_rule_with_operations(
     );
     n
 }
+#[cfg(feature = "encode")]
 fn put_named_rule_with_operations_rule_with_operations(
     m: &k8s_openapi::api::admissionregistration::v1beta1::NamedRuleWithOperations,
     buf: &mut impl BufMut,
@@ -527,6 +559,7 @@ fn merge_named_rule_with_operations_rule_with_operations_rule(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_named_rule_with_operations_rule_with_operations_rule(
     m: &k8s_openapi::api::admissionregistration::v1beta1::NamedRuleWithOperations,
 ) -> usize {
@@ -537,6 +570,7 @@ fn len_named_rule_with_operations_rule_with_operations_rule(
     n += field::len_opt(4, &m.scope);
     n
 }
+#[cfg(feature = "encode")]
 fn put_named_rule_with_operations_rule_with_operations_rule(
     m: &k8s_openapi::api::admissionregistration::v1beta1::NamedRuleWithOperations,
     buf: &mut impl BufMut,
@@ -575,6 +609,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::NamedRuleWithO
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1beta1::NamedRuleWithOperations {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -596,9 +631,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1beta1::NamedRuleWithO
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1beta1::NamedRuleWithOperations {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -630,6 +667,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::ParamKind {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1beta1::ParamKind {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -646,9 +684,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1beta1::ParamKind {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1beta1::ParamKind {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -675,6 +715,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::ParamRef {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1beta1::ParamRef {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -695,9 +736,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1beta1::ParamRef {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1beta1::ParamRef {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -725,6 +768,7 @@ impl Decode for k8s_openapi::api::admissionregistration::v1beta1::Variable {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::admissionregistration::v1beta1::Variable {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -741,9 +785,11 @@ impl Encode for k8s_openapi::api::admissionregistration::v1beta1::Variable {
 }
 
 impl Message for k8s_openapi::api::admissionregistration::v1beta1::Variable {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.authentication.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.authentication.v1.BoundObjectReference
@@ -26,6 +29,7 @@ impl Decode for k8s_openapi::api::authentication::v1::BoundObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::BoundObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -46,9 +50,11 @@ impl Encode for k8s_openapi::api::authentication::v1::BoundObjectReference {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::BoundObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -72,6 +78,7 @@ impl Decode for k8s_openapi::api::authentication::v1::SelfSubjectReview {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::SelfSubjectReview {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -88,9 +95,11 @@ impl Encode for k8s_openapi::api::authentication::v1::SelfSubjectReview {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReview {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -118,6 +127,7 @@ impl Decode for k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -132,9 +142,11 @@ impl Encode for k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -163,6 +175,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::TokenRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -181,9 +194,11 @@ impl Encode for k8s_openapi::api::authentication::v1::TokenRequest {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::TokenRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -217,6 +232,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenRequestSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::TokenRequestSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -237,9 +253,11 @@ impl Encode for k8s_openapi::api::authentication::v1::TokenRequestSpec {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::TokenRequestSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -270,6 +288,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenRequestStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::TokenRequestStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -286,9 +305,11 @@ impl Encode for k8s_openapi::api::authentication::v1::TokenRequestStatus {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::TokenRequestStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -313,6 +334,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenReview {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::TokenReview {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -331,9 +353,11 @@ impl Encode for k8s_openapi::api::authentication::v1::TokenReview {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::TokenReview {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -364,6 +388,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenReviewSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::TokenReviewSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -380,9 +405,11 @@ impl Encode for k8s_openapi::api::authentication::v1::TokenReviewSpec {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::TokenReviewSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -413,6 +440,7 @@ impl Decode for k8s_openapi::api::authentication::v1::TokenReviewStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::TokenReviewStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -433,9 +461,11 @@ impl Encode for k8s_openapi::api::authentication::v1::TokenReviewStatus {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::TokenReviewStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -467,6 +497,7 @@ impl Decode for k8s_openapi::api::authentication::v1::UserInfo {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::authentication::v1::UserInfo {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -487,9 +518,11 @@ impl Encode for k8s_openapi::api::authentication::v1::UserInfo {
 }
 
 impl Message for k8s_openapi::api::authentication::v1::UserInfo {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

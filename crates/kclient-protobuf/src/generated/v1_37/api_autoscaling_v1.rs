@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.autoscaling.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.autoscaling.v1.CrossVersionObjectReference
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -70,6 +76,7 @@ impl Decode for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -88,9 +95,11 @@ impl Encode for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -123,6 +132,7 @@ impl Decode for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -143,9 +153,11 @@ impl Encode for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerSpec {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -182,6 +194,7 @@ impl Decode for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerStatus
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -204,9 +217,11 @@ impl Encode for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerStatus
 }
 
 impl Message for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -231,6 +246,7 @@ impl Decode for k8s_openapi::api::autoscaling::v1::Scale {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v1::Scale {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -249,9 +265,11 @@ impl Encode for k8s_openapi::api::autoscaling::v1::Scale {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v1::Scale {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -280,6 +298,7 @@ impl Decode for k8s_openapi::api::autoscaling::v1::ScaleSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v1::ScaleSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -294,9 +313,11 @@ impl Encode for k8s_openapi::api::autoscaling::v1::ScaleSpec {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v1::ScaleSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -320,6 +341,7 @@ impl Decode for k8s_openapi::api::autoscaling::v1::ScaleStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v1::ScaleStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -336,9 +358,11 @@ impl Encode for k8s_openapi::api::autoscaling::v1::ScaleStatus {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v1::ScaleStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.autoscaling.v2`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.autoscaling.v2.ContainerResourceMetricSource
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSource
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSource
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -74,6 +80,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricStatus
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -92,9 +99,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricStatus
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -123,6 +132,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -141,9 +151,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -167,6 +179,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ExternalMetricSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ExternalMetricSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -183,9 +196,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ExternalMetricSource {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ExternalMetricSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -214,6 +229,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ExternalMetricStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ExternalMetricStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -230,9 +246,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ExternalMetricStatus {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ExternalMetricStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -262,6 +280,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HPAScalingPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HPAScalingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -280,9 +299,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HPAScalingPolicy {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HPAScalingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -310,6 +331,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -330,9 +352,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -361,6 +385,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -379,9 +404,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -411,6 +438,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavi
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavior {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -427,9 +455,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavi
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavior {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -464,6 +494,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondit
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -488,9 +519,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondit
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -518,6 +551,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -540,9 +574,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -583,6 +619,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -607,9 +644,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -638,6 +677,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::MetricIdentifier {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::MetricIdentifier {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -654,9 +694,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::MetricIdentifier {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::MetricIdentifier {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -689,6 +731,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::MetricSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::MetricSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -713,9 +756,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::MetricSpec {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::MetricSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -752,6 +797,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::MetricStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::MetricStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -776,9 +822,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::MetricStatus {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::MetricStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -813,6 +861,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::MetricTarget {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::MetricTarget {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -833,9 +882,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::MetricTarget {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::MetricTarget {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -861,6 +912,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::MetricValueStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::MetricValueStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -879,9 +931,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::MetricValueStatus {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::MetricValueStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -908,6 +962,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ObjectMetricSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ObjectMetricSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -926,9 +981,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ObjectMetricSource {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ObjectMetricSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -961,6 +1018,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ObjectMetricStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ObjectMetricStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -979,9 +1037,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ObjectMetricStatus {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ObjectMetricStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1011,6 +1071,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::PodsMetricSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::PodsMetricSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1027,9 +1088,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::PodsMetricSource {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::PodsMetricSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1058,6 +1121,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::PodsMetricStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::PodsMetricStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1074,9 +1138,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::PodsMetricStatus {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::PodsMetricStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1105,6 +1171,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ResourceMetricSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ResourceMetricSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1121,9 +1188,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ResourceMetricSource {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ResourceMetricSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1151,6 +1220,7 @@ impl Decode for k8s_openapi::api::autoscaling::v2::ResourceMetricStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::autoscaling::v2::ResourceMetricStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1167,9 +1237,11 @@ impl Encode for k8s_openapi::api::autoscaling::v2::ResourceMetricStatus {
 }
 
 impl Message for k8s_openapi::api::autoscaling::v2::ResourceMetricStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

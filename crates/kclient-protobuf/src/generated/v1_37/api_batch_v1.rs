@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.batch.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.batch.v1.CronJob
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::api::batch::v1::CronJob {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::CronJob {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::api::batch::v1::CronJob {
 }
 
 impl Message for k8s_openapi::api::batch::v1::CronJob {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -85,6 +91,7 @@ impl Decode for k8s_openapi::api::batch::v1::CronJobSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::CronJobSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -113,9 +120,11 @@ impl Encode for k8s_openapi::api::batch::v1::CronJobSpec {
 }
 
 impl Message for k8s_openapi::api::batch::v1::CronJobSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -147,6 +156,7 @@ impl Decode for k8s_openapi::api::batch::v1::CronJobStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::CronJobStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -165,9 +175,11 @@ impl Encode for k8s_openapi::api::batch::v1::CronJobStatus {
 }
 
 impl Message for k8s_openapi::api::batch::v1::CronJobStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -196,6 +208,7 @@ impl Decode for k8s_openapi::api::batch::v1::Job {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::Job {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -214,9 +227,11 @@ impl Encode for k8s_openapi::api::batch::v1::Job {
 }
 
 impl Message for k8s_openapi::api::batch::v1::Job {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -253,6 +268,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::JobCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -277,9 +293,11 @@ impl Encode for k8s_openapi::api::batch::v1::JobCondition {
 }
 
 impl Message for k8s_openapi::api::batch::v1::JobCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -309,6 +327,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobSchedulingConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::JobSchedulingConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -329,9 +348,11 @@ impl Encode for k8s_openapi::api::batch::v1::JobSchedulingConfiguration {
 }
 
 impl Message for k8s_openapi::api::batch::v1::JobSchedulingConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -383,6 +404,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::JobSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -429,9 +451,11 @@ impl Encode for k8s_openapi::api::batch::v1::JobSpec {
 }
 
 impl Message for k8s_openapi::api::batch::v1::JobSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -475,6 +499,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::JobStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -509,9 +534,11 @@ impl Encode for k8s_openapi::api::batch::v1::JobStatus {
 }
 
 impl Message for k8s_openapi::api::batch::v1::JobStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -540,6 +567,7 @@ impl Decode for k8s_openapi::api::batch::v1::JobTemplateSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::JobTemplateSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -556,9 +584,11 @@ impl Encode for k8s_openapi::api::batch::v1::JobTemplateSpec {
 }
 
 impl Message for k8s_openapi::api::batch::v1::JobTemplateSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -587,6 +617,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -601,9 +632,11 @@ impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicy {
 }
 
 impl Message for k8s_openapi::api::batch::v1::PodFailurePolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -633,6 +666,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirem
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -651,9 +685,11 @@ impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirem
 }
 
 impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -681,6 +717,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyOnPodConditionsPatt
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicyOnPodConditionsPattern {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -697,9 +734,11 @@ impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicyOnPodConditionsPatt
 }
 
 impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyOnPodConditionsPattern {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -726,6 +765,7 @@ impl Decode for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -744,9 +784,11 @@ impl Encode for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
 }
 
 impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -775,6 +817,7 @@ impl Decode for k8s_openapi::api::batch::v1::SuccessPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::SuccessPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -789,9 +832,11 @@ impl Encode for k8s_openapi::api::batch::v1::SuccessPolicy {
 }
 
 impl Message for k8s_openapi::api::batch::v1::SuccessPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -820,6 +865,7 @@ impl Decode for k8s_openapi::api::batch::v1::SuccessPolicyRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::SuccessPolicyRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -836,9 +882,11 @@ impl Encode for k8s_openapi::api::batch::v1::SuccessPolicyRule {
 }
 
 impl Message for k8s_openapi::api::batch::v1::SuccessPolicyRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -864,6 +912,7 @@ impl Decode for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -880,9 +929,11 @@ impl Encode for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
 }
 
 impl Message for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.certificates.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.certificates.v1.CertificateSigningRequest
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::api::certificates::v1::CertificateSigningRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequest {
 }
 
 impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -81,6 +87,7 @@ impl Decode for k8s_openapi::api::certificates::v1::CertificateSigningRequestCon
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -105,9 +112,11 @@ impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequestCon
 }
 
 impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -140,6 +149,7 @@ impl Decode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSpe
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -168,9 +178,11 @@ impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSpe
 }
 
 impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -201,6 +213,7 @@ impl Decode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSta
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequestStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -217,9 +230,11 @@ impl Encode for k8s_openapi::api::certificates::v1::CertificateSigningRequestSta
 }
 
 impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -247,6 +262,7 @@ impl Decode for k8s_openapi::api::certificates::v1::ClusterTrustBundle {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1::ClusterTrustBundle {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -263,9 +279,11 @@ impl Encode for k8s_openapi::api::certificates::v1::ClusterTrustBundle {
 }
 
 impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundle {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -294,6 +312,7 @@ impl Decode for k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -310,9 +329,11 @@ impl Encode for k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec {
 }
 
 impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -337,6 +358,7 @@ impl Decode for k8s_openapi::api::certificates::v1::PodCertificateRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1::PodCertificateRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -355,9 +377,11 @@ impl Encode for k8s_openapi::api::certificates::v1::PodCertificateRequest {
 }
 
 impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -400,6 +424,7 @@ impl Decode for k8s_openapi::api::certificates::v1::PodCertificateRequestSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1::PodCertificateRequestSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -432,9 +457,11 @@ impl Encode for k8s_openapi::api::certificates::v1::PodCertificateRequestSpec {
 }
 
 impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -463,6 +490,7 @@ impl Decode for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -485,9 +513,11 @@ impl Encode for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus 
 }
 
 impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

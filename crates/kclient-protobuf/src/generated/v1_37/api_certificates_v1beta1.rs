@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.certificates.v1beta1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.certificates.v1beta1.ClusterTrustBundle
@@ -24,6 +27,7 @@ impl Decode for k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -40,9 +44,11 @@ impl Encode for k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle {
 }
 
 impl Message for k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -71,6 +77,7 @@ impl Decode for k8s_openapi::api::certificates::v1beta1::ClusterTrustBundleSpec 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1beta1::ClusterTrustBundleSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -87,9 +94,11 @@ impl Encode for k8s_openapi::api::certificates::v1beta1::ClusterTrustBundleSpec 
 }
 
 impl Message for k8s_openapi::api::certificates::v1beta1::ClusterTrustBundleSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -114,6 +123,7 @@ impl Decode for k8s_openapi::api::certificates::v1beta1::PodCertificateRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1beta1::PodCertificateRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -132,9 +142,11 @@ impl Encode for k8s_openapi::api::certificates::v1beta1::PodCertificateRequest {
 }
 
 impl Message for k8s_openapi::api::certificates::v1beta1::PodCertificateRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -180,6 +192,7 @@ impl Decode for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestSp
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -216,9 +229,11 @@ impl Encode for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestSp
 }
 
 impl Message for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -247,6 +262,7 @@ impl Decode for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestSt
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -269,9 +285,11 @@ impl Encode for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestSt
 }
 
 impl Message for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

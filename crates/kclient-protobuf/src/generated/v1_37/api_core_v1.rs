@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.core.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.core.v1.AWSElasticBlockStoreVolumeSource
@@ -26,6 +29,7 @@ impl Decode for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -46,9 +50,11 @@ impl Encode for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -75,6 +81,7 @@ impl Decode for k8s_openapi::api::core::v1::Affinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Affinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -93,9 +100,11 @@ impl Encode for k8s_openapi::api::core::v1::Affinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::Affinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -126,6 +135,7 @@ impl Decode for k8s_openapi::api::core::v1::AppArmorProfile {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AppArmorProfile {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -142,9 +152,11 @@ impl Encode for k8s_openapi::api::core::v1::AppArmorProfile {
 }
 
 impl Message for k8s_openapi::api::core::v1::AppArmorProfile {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -168,6 +180,7 @@ impl Decode for k8s_openapi::api::core::v1::AttachedVolume {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AttachedVolume {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -184,9 +197,11 @@ impl Encode for k8s_openapi::api::core::v1::AttachedVolume {
 }
 
 impl Message for k8s_openapi::api::core::v1::AttachedVolume {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -214,6 +229,7 @@ impl Decode for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -238,9 +254,11 @@ impl Encode for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -268,6 +286,7 @@ impl Decode for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -288,9 +307,11 @@ impl Encode for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -315,6 +336,7 @@ impl Decode for k8s_openapi::api::core::v1::AzureFileVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::AzureFileVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -333,9 +355,11 @@ impl Encode for k8s_openapi::api::core::v1::AzureFileVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::AzureFileVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -359,6 +383,7 @@ impl Decode for k8s_openapi::api::core::v1::Binding {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Binding {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -375,9 +400,11 @@ impl Encode for k8s_openapi::api::core::v1::Binding {
 }
 
 impl Message for k8s_openapi::api::core::v1::Binding {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -420,6 +447,7 @@ impl Decode for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -452,9 +480,11 @@ impl Encode for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -491,6 +521,7 @@ impl Decode for k8s_openapi::api::core::v1::CSIVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CSIVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -513,9 +544,11 @@ impl Encode for k8s_openapi::api::core::v1::CSIVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CSIVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -545,6 +578,7 @@ impl Decode for k8s_openapi::api::core::v1::Capabilities {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Capabilities {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -561,9 +595,11 @@ impl Encode for k8s_openapi::api::core::v1::Capabilities {
 }
 
 impl Message for k8s_openapi::api::core::v1::Capabilities {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -597,6 +633,7 @@ impl Decode for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -621,9 +658,11 @@ impl Encode for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -657,6 +696,7 @@ impl Decode for k8s_openapi::api::core::v1::CephFSVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CephFSVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -681,9 +721,11 @@ impl Encode for k8s_openapi::api::core::v1::CephFSVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CephFSVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -714,6 +756,7 @@ impl Decode for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -734,9 +777,11 @@ impl Encode for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -766,6 +811,7 @@ impl Decode for k8s_openapi::api::core::v1::CinderVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::CinderVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -786,9 +832,11 @@ impl Encode for k8s_openapi::api::core::v1::CinderVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::CinderVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -815,6 +863,7 @@ impl Decode for k8s_openapi::api::core::v1::ClientIPConfig {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ClientIPConfig {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -829,9 +878,11 @@ impl Encode for k8s_openapi::api::core::v1::ClientIPConfig {
 }
 
 impl Message for k8s_openapi::api::core::v1::ClientIPConfig {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -859,6 +910,7 @@ impl Decode for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -883,9 +935,11 @@ impl Encode for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -915,6 +969,7 @@ impl Decode for k8s_openapi::api::core::v1::ComponentCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ComponentCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -935,9 +990,11 @@ impl Encode for k8s_openapi::api::core::v1::ComponentCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::ComponentCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -962,6 +1019,7 @@ impl Decode for k8s_openapi::api::core::v1::ComponentStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ComponentStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -978,9 +1036,11 @@ impl Encode for k8s_openapi::api::core::v1::ComponentStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ComponentStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1011,6 +1071,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMap {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMap {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1031,9 +1092,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMap {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMap {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1060,6 +1123,7 @@ fn merge_config_map_env_source_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_config_map_env_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapEnvSource,
 ) -> usize {
@@ -1067,6 +1131,7 @@ fn len_config_map_env_source_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_config_map_env_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapEnvSource,
     buf: &mut impl BufMut,
@@ -1096,6 +1161,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapEnvSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapEnvSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1113,9 +1179,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapEnvSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapEnvSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1138,6 +1206,7 @@ fn merge_config_map_key_selector_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_config_map_key_selector_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapKeySelector,
 ) -> usize {
@@ -1145,6 +1214,7 @@ fn len_config_map_key_selector_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_config_map_key_selector_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapKeySelector,
     buf: &mut impl BufMut,
@@ -1175,6 +1245,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapKeySelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapKeySelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1198,9 +1269,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapKeySelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapKeySelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1229,6 +1302,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1251,9 +1325,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1276,6 +1352,7 @@ fn merge_config_map_projection_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_config_map_projection_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapProjection,
 ) -> usize {
@@ -1283,6 +1360,7 @@ fn len_config_map_projection_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_config_map_projection_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapProjection,
     buf: &mut impl BufMut,
@@ -1314,6 +1392,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1333,9 +1412,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1362,6 +1443,7 @@ fn merge_config_map_volume_source_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_config_map_volume_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapVolumeSource,
 ) -> usize {
@@ -1369,6 +1451,7 @@ fn len_config_map_volume_source_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_config_map_volume_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::ConfigMapVolumeSource,
     buf: &mut impl BufMut,
@@ -1402,6 +1485,7 @@ impl Decode for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1429,9 +1513,11 @@ impl Encode for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1500,6 +1586,7 @@ impl Decode for k8s_openapi::api::core::v1::Container {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Container {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1562,9 +1649,11 @@ impl Encode for k8s_openapi::api::core::v1::Container {
 }
 
 impl Message for k8s_openapi::api::core::v1::Container {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1607,6 +1696,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1625,9 +1715,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1652,6 +1744,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerImage {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerImage {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1668,9 +1761,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerImage {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerImage {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1701,6 +1796,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerPort {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerPort {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1723,9 +1819,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerPort {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerPort {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1749,6 +1847,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerResizePolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerResizePolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1765,9 +1864,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerResizePolicy {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerResizePolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1791,6 +1892,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerRestartRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerRestartRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1807,9 +1909,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerRestartRule {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerRestartRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1838,6 +1942,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1854,9 +1959,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1885,6 +1992,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerState {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerState {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1903,9 +2011,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerState {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerState {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1934,6 +2044,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStateRunning {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerStateRunning {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1948,9 +2059,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerStateRunning {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerStateRunning {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1979,6 +2092,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStateTerminated {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerStateTerminated {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2005,9 +2119,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerStateTerminated {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerStateTerminated {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2031,6 +2147,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStateWaiting {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerStateWaiting {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2047,9 +2164,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerStateWaiting {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerStateWaiting {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2091,6 +2210,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2133,9 +2253,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2167,6 +2289,7 @@ impl Decode for k8s_openapi::api::core::v1::ContainerUser {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ContainerUser {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2181,9 +2304,11 @@ impl Encode for k8s_openapi::api::core::v1::ContainerUser {
 }
 
 impl Message for k8s_openapi::api::core::v1::ContainerUser {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2210,6 +2335,7 @@ impl Decode for k8s_openapi::api::core::v1::DaemonEndpoint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::DaemonEndpoint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2224,9 +2350,11 @@ impl Encode for k8s_openapi::api::core::v1::DaemonEndpoint {
 }
 
 impl Message for k8s_openapi::api::core::v1::DaemonEndpoint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2250,6 +2378,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::DownwardAPIProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2264,9 +2393,11 @@ impl Encode for k8s_openapi::api::core::v1::DownwardAPIProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::DownwardAPIProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2298,6 +2429,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2320,9 +2452,11 @@ impl Encode for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
 }
 
 impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2353,6 +2487,7 @@ impl Decode for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2371,9 +2506,11 @@ impl Encode for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2402,6 +2539,7 @@ impl Decode for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2420,9 +2558,11 @@ impl Encode for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2448,6 +2588,7 @@ impl Decode for k8s_openapi::api::core::v1::EndpointAddress {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EndpointAddress {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2468,9 +2609,11 @@ impl Encode for k8s_openapi::api::core::v1::EndpointAddress {
 }
 
 impl Message for k8s_openapi::api::core::v1::EndpointAddress {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2500,6 +2643,7 @@ impl Decode for k8s_openapi::api::core::v1::EndpointPort {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EndpointPort {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2520,9 +2664,11 @@ impl Encode for k8s_openapi::api::core::v1::EndpointPort {
 }
 
 impl Message for k8s_openapi::api::core::v1::EndpointPort {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2551,6 +2697,7 @@ impl Decode for k8s_openapi::api::core::v1::EndpointSubset {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EndpointSubset {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2569,9 +2716,11 @@ impl Encode for k8s_openapi::api::core::v1::EndpointSubset {
 }
 
 impl Message for k8s_openapi::api::core::v1::EndpointSubset {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2602,6 +2751,7 @@ impl Decode for k8s_openapi::api::core::v1::Endpoints {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Endpoints {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2618,9 +2768,11 @@ impl Encode for k8s_openapi::api::core::v1::Endpoints {
 }
 
 impl Message for k8s_openapi::api::core::v1::Endpoints {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2650,6 +2802,7 @@ impl Decode for k8s_openapi::api::core::v1::EnvFromSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EnvFromSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2668,9 +2821,11 @@ impl Encode for k8s_openapi::api::core::v1::EnvFromSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EnvFromSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2700,6 +2855,7 @@ impl Decode for k8s_openapi::api::core::v1::EnvVar {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EnvVar {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2718,9 +2874,11 @@ impl Encode for k8s_openapi::api::core::v1::EnvVar {
 }
 
 impl Message for k8s_openapi::api::core::v1::EnvVar {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2753,6 +2911,7 @@ impl Decode for k8s_openapi::api::core::v1::EnvVarSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EnvVarSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2775,9 +2934,11 @@ impl Encode for k8s_openapi::api::core::v1::EnvVarSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EnvVarSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2841,6 +3002,7 @@ fn merge_ephemeral_container_ephemeral_container_common(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_ephemeral_container_ephemeral_container_common(
     m: &k8s_openapi::api::core::v1::EphemeralContainer,
 ) -> usize {
@@ -2872,6 +3034,7 @@ fn len_ephemeral_container_ephemeral_container_common(
     n += field::len_rep_opt(25, &m.restart_policy_rules);
     n
 }
+#[cfg(feature = "encode")]
 fn put_ephemeral_container_ephemeral_container_common(
     m: &k8s_openapi::api::core::v1::EphemeralContainer,
     buf: &mut impl BufMut,
@@ -2935,6 +3098,7 @@ impl Decode for k8s_openapi::api::core::v1::EphemeralContainer {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EphemeralContainer {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2956,9 +3120,11 @@ impl Encode for k8s_openapi::api::core::v1::EphemeralContainer {
 }
 
 impl Message for k8s_openapi::api::core::v1::EphemeralContainer {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3000,6 +3166,7 @@ impl Decode for k8s_openapi::api::core::v1::EphemeralVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EphemeralVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3014,9 +3181,11 @@ impl Encode for k8s_openapi::api::core::v1::EphemeralVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EphemeralVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3061,6 +3230,7 @@ impl Decode for k8s_openapi::api::core::v1::Event {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Event {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3103,9 +3273,11 @@ impl Encode for k8s_openapi::api::core::v1::Event {
 }
 
 impl Message for k8s_openapi::api::core::v1::Event {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3138,6 +3310,7 @@ impl Decode for k8s_openapi::api::core::v1::EventSeries {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EventSeries {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3154,9 +3327,11 @@ impl Encode for k8s_openapi::api::core::v1::EventSeries {
 }
 
 impl Message for k8s_openapi::api::core::v1::EventSeries {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3180,6 +3355,7 @@ impl Decode for k8s_openapi::api::core::v1::EventSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EventSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3196,9 +3372,11 @@ impl Encode for k8s_openapi::api::core::v1::EventSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::EventSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3222,6 +3400,7 @@ impl Decode for k8s_openapi::api::core::v1::EvictionResponder {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::EvictionResponder {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3238,9 +3417,11 @@ impl Encode for k8s_openapi::api::core::v1::EvictionResponder {
 }
 
 impl Message for k8s_openapi::api::core::v1::EvictionResponder {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3264,6 +3445,7 @@ impl Decode for k8s_openapi::api::core::v1::ExecAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ExecAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3278,9 +3460,11 @@ impl Encode for k8s_openapi::api::core::v1::ExecAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::ExecAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3313,6 +3497,7 @@ impl Decode for k8s_openapi::api::core::v1::FCVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FCVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3335,9 +3520,11 @@ impl Encode for k8s_openapi::api::core::v1::FCVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::FCVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3368,6 +3555,7 @@ impl Decode for k8s_openapi::api::core::v1::FileKeySelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FileKeySelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3388,9 +3576,11 @@ impl Encode for k8s_openapi::api::core::v1::FileKeySelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::FileKeySelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3417,6 +3607,7 @@ impl Decode for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3439,9 +3630,11 @@ impl Encode for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3472,6 +3665,7 @@ impl Decode for k8s_openapi::api::core::v1::FlexVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FlexVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3494,9 +3688,11 @@ impl Encode for k8s_openapi::api::core::v1::FlexVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::FlexVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3524,6 +3720,7 @@ impl Decode for k8s_openapi::api::core::v1::FlockerVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::FlockerVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3540,9 +3737,11 @@ impl Encode for k8s_openapi::api::core::v1::FlockerVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::FlockerVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3568,6 +3767,7 @@ impl Decode for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3588,9 +3788,11 @@ impl Encode for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3615,6 +3817,7 @@ impl Decode for k8s_openapi::api::core::v1::GRPCAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GRPCAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3633,9 +3836,11 @@ impl Encode for k8s_openapi::api::core::v1::GRPCAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::GRPCAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3660,6 +3865,7 @@ impl Decode for k8s_openapi::api::core::v1::GitRepoVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GitRepoVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3678,9 +3884,11 @@ impl Encode for k8s_openapi::api::core::v1::GitRepoVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::GitRepoVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3707,6 +3915,7 @@ impl Decode for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3727,9 +3936,11 @@ impl Encode for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3754,6 +3965,7 @@ impl Decode for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3772,9 +3984,11 @@ impl Encode for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3805,6 +4019,7 @@ impl Decode for k8s_openapi::api::core::v1::HTTPGetAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HTTPGetAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3829,9 +4044,11 @@ impl Encode for k8s_openapi::api::core::v1::HTTPGetAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::HTTPGetAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3859,6 +4076,7 @@ impl Decode for k8s_openapi::api::core::v1::HTTPHeader {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HTTPHeader {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3875,9 +4093,11 @@ impl Encode for k8s_openapi::api::core::v1::HTTPHeader {
 }
 
 impl Message for k8s_openapi::api::core::v1::HTTPHeader {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3902,6 +4122,7 @@ impl Decode for k8s_openapi::api::core::v1::HostAlias {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HostAlias {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3918,9 +4139,11 @@ impl Encode for k8s_openapi::api::core::v1::HostAlias {
 }
 
 impl Message for k8s_openapi::api::core::v1::HostAlias {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3947,6 +4170,7 @@ impl Decode for k8s_openapi::api::core::v1::HostIP {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HostIP {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -3961,9 +4185,11 @@ impl Encode for k8s_openapi::api::core::v1::HostIP {
 }
 
 impl Message for k8s_openapi::api::core::v1::HostIP {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -3987,6 +4213,7 @@ impl Decode for k8s_openapi::api::core::v1::HostPathVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::HostPathVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4003,9 +4230,11 @@ impl Encode for k8s_openapi::api::core::v1::HostPathVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::HostPathVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4043,6 +4272,7 @@ impl Decode for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4077,9 +4307,11 @@ impl Encode for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4122,6 +4354,7 @@ impl Decode for k8s_openapi::api::core::v1::ISCSIVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ISCSIVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4156,9 +4389,11 @@ impl Encode for k8s_openapi::api::core::v1::ISCSIVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ISCSIVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4187,6 +4422,7 @@ impl Decode for k8s_openapi::api::core::v1::ImageVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ImageVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4203,9 +4439,11 @@ impl Encode for k8s_openapi::api::core::v1::ImageVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ImageVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4228,6 +4466,7 @@ impl Decode for k8s_openapi::api::core::v1::ImageVolumeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ImageVolumeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4242,9 +4481,11 @@ impl Encode for k8s_openapi::api::core::v1::ImageVolumeStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ImageVolumeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4270,6 +4511,7 @@ impl Decode for k8s_openapi::api::core::v1::KeyToPath {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::KeyToPath {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4290,9 +4532,11 @@ impl Encode for k8s_openapi::api::core::v1::KeyToPath {
 }
 
 impl Message for k8s_openapi::api::core::v1::KeyToPath {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4317,6 +4561,7 @@ impl Decode for k8s_openapi::api::core::v1::Lifecycle {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Lifecycle {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4335,9 +4580,11 @@ impl Encode for k8s_openapi::api::core::v1::Lifecycle {
 }
 
 impl Message for k8s_openapi::api::core::v1::Lifecycle {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4368,6 +4615,7 @@ impl Decode for k8s_openapi::api::core::v1::LifecycleHandler {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LifecycleHandler {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4388,9 +4636,11 @@ impl Encode for k8s_openapi::api::core::v1::LifecycleHandler {
 }
 
 impl Message for k8s_openapi::api::core::v1::LifecycleHandler {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4421,6 +4671,7 @@ impl Decode for k8s_openapi::api::core::v1::LimitRange {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LimitRange {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4437,9 +4688,11 @@ impl Encode for k8s_openapi::api::core::v1::LimitRange {
 }
 
 impl Message for k8s_openapi::api::core::v1::LimitRange {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4474,6 +4727,7 @@ impl Decode for k8s_openapi::api::core::v1::LimitRangeItem {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LimitRangeItem {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4498,9 +4752,11 @@ impl Encode for k8s_openapi::api::core::v1::LimitRangeItem {
 }
 
 impl Message for k8s_openapi::api::core::v1::LimitRangeItem {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4524,6 +4780,7 @@ impl Decode for k8s_openapi::api::core::v1::LimitRangeSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LimitRangeSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4538,9 +4795,11 @@ impl Encode for k8s_openapi::api::core::v1::LimitRangeSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::LimitRangeSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4571,6 +4830,7 @@ impl Decode for k8s_openapi::api::core::v1::LinuxContainerUser {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LinuxContainerUser {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4589,9 +4849,11 @@ impl Encode for k8s_openapi::api::core::v1::LinuxContainerUser {
 }
 
 impl Message for k8s_openapi::api::core::v1::LinuxContainerUser {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4622,6 +4884,7 @@ impl Decode for k8s_openapi::api::core::v1::LoadBalancerIngress {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LoadBalancerIngress {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4642,9 +4905,11 @@ impl Encode for k8s_openapi::api::core::v1::LoadBalancerIngress {
 }
 
 impl Message for k8s_openapi::api::core::v1::LoadBalancerIngress {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4672,6 +4937,7 @@ impl Decode for k8s_openapi::api::core::v1::LoadBalancerStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LoadBalancerStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4686,9 +4952,11 @@ impl Encode for k8s_openapi::api::core::v1::LoadBalancerStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::LoadBalancerStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4715,6 +4983,7 @@ impl Decode for k8s_openapi::api::core::v1::LocalObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LocalObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4729,9 +4998,11 @@ impl Encode for k8s_openapi::api::core::v1::LocalObjectReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::LocalObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4755,6 +5026,7 @@ impl Decode for k8s_openapi::api::core::v1::LocalVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::LocalVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4771,9 +5043,11 @@ impl Encode for k8s_openapi::api::core::v1::LocalVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::LocalVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4803,6 +5077,7 @@ impl Decode for k8s_openapi::api::core::v1::ModifyVolumeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ModifyVolumeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4819,9 +5094,11 @@ impl Encode for k8s_openapi::api::core::v1::ModifyVolumeStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ModifyVolumeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4846,6 +5123,7 @@ impl Decode for k8s_openapi::api::core::v1::NFSVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NFSVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4864,9 +5142,11 @@ impl Encode for k8s_openapi::api::core::v1::NFSVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::NFSVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4891,6 +5171,7 @@ impl Decode for k8s_openapi::api::core::v1::Namespace {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Namespace {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4909,9 +5190,11 @@ impl Encode for k8s_openapi::api::core::v1::Namespace {
 }
 
 impl Message for k8s_openapi::api::core::v1::Namespace {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4945,6 +5228,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NamespaceCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -4967,9 +5251,11 @@ impl Encode for k8s_openapi::api::core::v1::NamespaceCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::NamespaceCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -4993,6 +5279,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NamespaceSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5007,9 +5294,11 @@ impl Encode for k8s_openapi::api::core::v1::NamespaceSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::NamespaceSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5038,6 +5327,7 @@ impl Decode for k8s_openapi::api::core::v1::NamespaceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NamespaceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5054,9 +5344,11 @@ impl Encode for k8s_openapi::api::core::v1::NamespaceStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NamespaceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5085,6 +5377,7 @@ impl Decode for k8s_openapi::api::core::v1::Node {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Node {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5103,9 +5396,11 @@ impl Encode for k8s_openapi::api::core::v1::Node {
 }
 
 impl Message for k8s_openapi::api::core::v1::Node {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5135,6 +5430,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAddress {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeAddress {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5151,9 +5447,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeAddress {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeAddress {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5191,6 +5489,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAffinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeAffinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5215,9 +5514,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeAffinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeAffinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5246,6 +5547,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5262,9 +5564,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5289,6 +5593,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5307,9 +5612,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5339,6 +5646,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5359,9 +5667,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5397,6 +5707,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5421,9 +5732,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5446,6 +5759,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeConfigSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeConfigSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5460,9 +5774,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeConfigSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeConfigSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5492,6 +5808,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeConfigStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeConfigStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5512,9 +5829,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeConfigStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeConfigStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5544,6 +5863,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5558,9 +5878,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5588,6 +5910,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeFeatures {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeFeatures {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5602,9 +5925,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeFeatures {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeFeatures {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5629,6 +5954,7 @@ impl Decode for k8s_openapi::api::core::v1::NodePodPreemptionPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodePodPreemptionPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5643,9 +5969,11 @@ impl Encode for k8s_openapi::api::core::v1::NodePodPreemptionPolicy {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodePodPreemptionPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5673,6 +6001,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeRuntimeHandler {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeRuntimeHandler {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5689,9 +6018,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeRuntimeHandler {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandler {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5720,6 +6051,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5736,9 +6068,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5763,6 +6097,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5777,9 +6112,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5809,6 +6146,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelectorRequirement {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSelectorRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5827,9 +6165,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSelectorRequirement {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSelectorRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5862,6 +6202,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSelectorTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSelectorTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5878,9 +6219,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSelectorTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSelectorTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -5918,6 +6261,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -5946,9 +6290,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6003,6 +6349,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6043,9 +6390,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6082,6 +6431,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSwapStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSwapStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6096,9 +6446,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSwapStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSwapStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6137,6 +6489,7 @@ impl Decode for k8s_openapi::api::core::v1::NodeSystemInfo {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::NodeSystemInfo {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6173,9 +6526,11 @@ impl Encode for k8s_openapi::api::core::v1::NodeSystemInfo {
 }
 
 impl Message for k8s_openapi::api::core::v1::NodeSystemInfo {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6203,6 +6558,7 @@ impl Decode for k8s_openapi::api::core::v1::ObjectFieldSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ObjectFieldSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6219,9 +6575,11 @@ impl Encode for k8s_openapi::api::core::v1::ObjectFieldSelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::ObjectFieldSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6251,6 +6609,7 @@ impl Decode for k8s_openapi::api::core::v1::ObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6277,9 +6636,11 @@ impl Encode for k8s_openapi::api::core::v1::ObjectReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::ObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6304,6 +6665,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolume {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolume {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6322,9 +6684,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolume {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolume {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6355,6 +6719,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6373,9 +6738,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaim {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6412,6 +6779,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6436,9 +6804,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6474,6 +6844,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6504,9 +6875,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6558,6 +6931,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6588,9 +6962,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6621,6 +6997,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6637,9 +7014,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6668,6 +7047,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6684,9 +7064,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6734,6 +7116,7 @@ fn merge_persistent_volume_spec_persistent_volume_source(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_persistent_volume_spec_persistent_volume_source(
     m: &k8s_openapi::api::core::v1::PersistentVolumeSpec,
 ) -> usize {
@@ -6762,6 +7145,7 @@ fn len_persistent_volume_spec_persistent_volume_source(
     n += field::len_opt(22, &m.csi);
     n
 }
+#[cfg(feature = "encode")]
 fn put_persistent_volume_spec_persistent_volume_source(
     m: &k8s_openapi::api::core::v1::PersistentVolumeSpec,
     buf: &mut impl BufMut,
@@ -6828,6 +7212,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6865,9 +7250,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6923,6 +7310,7 @@ impl Decode for k8s_openapi::api::core::v1::PersistentVolumeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PersistentVolumeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6943,9 +7331,11 @@ impl Encode for k8s_openapi::api::core::v1::PersistentVolumeStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PersistentVolumeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -6969,6 +7359,7 @@ impl Decode for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -6985,9 +7376,11 @@ impl Encode for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7012,6 +7405,7 @@ impl Decode for k8s_openapi::api::core::v1::Pod {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Pod {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7030,9 +7424,11 @@ impl Encode for k8s_openapi::api::core::v1::Pod {
 }
 
 impl Message for k8s_openapi::api::core::v1::Pod {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7078,6 +7474,7 @@ impl Decode for k8s_openapi::api::core::v1::PodAffinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodAffinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7102,9 +7499,11 @@ impl Encode for k8s_openapi::api::core::v1::PodAffinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodAffinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7143,6 +7542,7 @@ impl Decode for k8s_openapi::api::core::v1::PodAffinityTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodAffinityTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7167,9 +7567,11 @@ impl Encode for k8s_openapi::api::core::v1::PodAffinityTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodAffinityTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7217,6 +7619,7 @@ impl Decode for k8s_openapi::api::core::v1::PodAntiAffinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodAntiAffinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7241,9 +7644,11 @@ impl Encode for k8s_openapi::api::core::v1::PodAntiAffinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodAntiAffinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7282,6 +7687,7 @@ impl Decode for k8s_openapi::api::core::v1::PodCertificateProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodCertificateProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7310,9 +7716,11 @@ impl Encode for k8s_openapi::api::core::v1::PodCertificateProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodCertificateProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7345,6 +7753,7 @@ impl Decode for k8s_openapi::api::core::v1::PodCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7371,9 +7780,11 @@ impl Encode for k8s_openapi::api::core::v1::PodCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7403,6 +7814,7 @@ impl Decode for k8s_openapi::api::core::v1::PodDNSConfig {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodDNSConfig {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7421,9 +7833,11 @@ impl Encode for k8s_openapi::api::core::v1::PodDNSConfig {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodDNSConfig {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7453,6 +7867,7 @@ impl Decode for k8s_openapi::api::core::v1::PodDNSConfigOption {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodDNSConfigOption {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7469,9 +7884,11 @@ impl Encode for k8s_openapi::api::core::v1::PodDNSConfigOption {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodDNSConfigOption {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7498,6 +7915,7 @@ impl Decode for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7514,9 +7932,11 @@ impl Encode for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7543,6 +7963,7 @@ impl Decode for k8s_openapi::api::core::v1::PodIP {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodIP {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7557,9 +7978,11 @@ impl Encode for k8s_openapi::api::core::v1::PodIP {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodIP {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7582,6 +8005,7 @@ impl Decode for k8s_openapi::api::core::v1::PodOS {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodOS {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7596,9 +8020,11 @@ impl Encode for k8s_openapi::api::core::v1::PodOS {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodOS {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7621,6 +8047,7 @@ impl Decode for k8s_openapi::api::core::v1::PodReadinessGate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodReadinessGate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7635,9 +8062,11 @@ impl Encode for k8s_openapi::api::core::v1::PodReadinessGate {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodReadinessGate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7664,6 +8093,7 @@ impl Decode for k8s_openapi::api::core::v1::PodResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7682,9 +8112,11 @@ impl Encode for k8s_openapi::api::core::v1::PodResourceClaim {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7709,6 +8141,7 @@ impl Decode for k8s_openapi::api::core::v1::PodResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7725,9 +8158,11 @@ impl Encode for k8s_openapi::api::core::v1::PodResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7750,6 +8185,7 @@ impl Decode for k8s_openapi::api::core::v1::PodSchedulingGate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodSchedulingGate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7764,9 +8200,11 @@ impl Encode for k8s_openapi::api::core::v1::PodSchedulingGate {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodSchedulingGate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7789,6 +8227,7 @@ impl Decode for k8s_openapi::api::core::v1::PodSchedulingGroup {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodSchedulingGroup {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7803,9 +8242,11 @@ impl Encode for k8s_openapi::api::core::v1::PodSchedulingGroup {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodSchedulingGroup {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -7848,6 +8289,7 @@ impl Decode for k8s_openapi::api::core::v1::PodSecurityContext {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodSecurityContext {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -7886,9 +8328,11 @@ impl Encode for k8s_openapi::api::core::v1::PodSecurityContext {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodSecurityContext {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8005,6 +8449,7 @@ impl Decode for k8s_openapi::api::core::v1::PodSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8103,9 +8548,11 @@ impl Encode for k8s_openapi::api::core::v1::PodSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8195,6 +8642,7 @@ impl Decode for k8s_openapi::api::core::v1::PodStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8251,9 +8699,11 @@ impl Encode for k8s_openapi::api::core::v1::PodStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8291,6 +8741,7 @@ impl Decode for k8s_openapi::api::core::v1::PodTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8307,9 +8758,11 @@ impl Encode for k8s_openapi::api::core::v1::PodTemplate {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8338,6 +8791,7 @@ impl Decode for k8s_openapi::api::core::v1::PodTemplateSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodTemplateSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8354,9 +8808,11 @@ impl Encode for k8s_openapi::api::core::v1::PodTemplateSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodTemplateSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8389,6 +8845,7 @@ impl Decode for k8s_openapi::api::core::v1::PodVolumeHealth {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PodVolumeHealth {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8407,9 +8864,11 @@ impl Encode for k8s_openapi::api::core::v1::PodVolumeHealth {
 }
 
 impl Message for k8s_openapi::api::core::v1::PodVolumeHealth {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8438,6 +8897,7 @@ impl Decode for k8s_openapi::api::core::v1::PortStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PortStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8456,9 +8916,11 @@ impl Encode for k8s_openapi::api::core::v1::PortStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::PortStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8483,6 +8945,7 @@ impl Decode for k8s_openapi::api::core::v1::PortworxVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PortworxVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8501,9 +8964,11 @@ impl Encode for k8s_openapi::api::core::v1::PortworxVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::PortworxVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8527,6 +8992,7 @@ impl Decode for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8543,9 +9009,11 @@ impl Encode for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8575,6 +9043,7 @@ fn merge_probe_handler(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_probe_handler(m: &k8s_openapi::api::core::v1::Probe) -> usize {
     let mut n = 0;
     n += field::len_opt(1, &m.exec);
@@ -8583,6 +9052,7 @@ fn len_probe_handler(m: &k8s_openapi::api::core::v1::Probe) -> usize {
     n += field::len_opt(4, &m.grpc);
     n
 }
+#[cfg(feature = "encode")]
 fn put_probe_handler(m: &k8s_openapi::api::core::v1::Probe, buf: &mut impl BufMut) {
     field::put_opt(1, &m.exec, buf);
     field::put_opt(2, &m.http_get, buf);
@@ -8618,6 +9088,7 @@ impl Decode for k8s_openapi::api::core::v1::Probe {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Probe {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8645,9 +9116,11 @@ impl Encode for k8s_openapi::api::core::v1::Probe {
 }
 
 impl Message for k8s_openapi::api::core::v1::Probe {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8680,6 +9153,7 @@ impl Decode for k8s_openapi::api::core::v1::ProjectedVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ProjectedVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8698,9 +9172,11 @@ impl Encode for k8s_openapi::api::core::v1::ProjectedVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ProjectedVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8732,6 +9208,7 @@ impl Decode for k8s_openapi::api::core::v1::QuobyteVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::QuobyteVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8756,9 +9233,11 @@ impl Encode for k8s_openapi::api::core::v1::QuobyteVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::QuobyteVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8789,6 +9268,7 @@ impl Decode for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8817,9 +9297,11 @@ impl Encode for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8855,6 +9337,7 @@ impl Decode for k8s_openapi::api::core::v1::RBDVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::RBDVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8883,9 +9366,11 @@ impl Encode for k8s_openapi::api::core::v1::RBDVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::RBDVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8915,6 +9400,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationController {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ReplicationController {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8933,9 +9419,11 @@ impl Encode for k8s_openapi::api::core::v1::ReplicationController {
 }
 
 impl Message for k8s_openapi::api::core::v1::ReplicationController {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -8969,6 +9457,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationControllerCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ReplicationControllerCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -8991,9 +9480,11 @@ impl Encode for k8s_openapi::api::core::v1::ReplicationControllerCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::ReplicationControllerCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9020,6 +9511,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationControllerSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ReplicationControllerSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9040,9 +9532,11 @@ impl Encode for k8s_openapi::api::core::v1::ReplicationControllerSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::ReplicationControllerSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9078,6 +9572,7 @@ impl Decode for k8s_openapi::api::core::v1::ReplicationControllerStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ReplicationControllerStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9102,9 +9597,11 @@ impl Encode for k8s_openapi::api::core::v1::ReplicationControllerStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ReplicationControllerStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9132,6 +9629,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9148,9 +9646,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceClaim {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9175,6 +9675,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceFieldSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceFieldSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9193,9 +9694,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceFieldSelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceFieldSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9220,6 +9723,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceHealth {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceHealth {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9238,9 +9742,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceHealth {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceHealth {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9265,6 +9771,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceQuota {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceQuota {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9283,9 +9790,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceQuota {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceQuota {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9317,6 +9826,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceQuotaSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceQuotaSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9335,9 +9845,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceQuotaSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceQuotaSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9366,6 +9878,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceQuotaStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceQuotaStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9382,9 +9895,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceQuotaStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceQuotaStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9410,6 +9925,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceRequirements {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceRequirements {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9428,9 +9944,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceRequirements {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceRequirements {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9459,6 +9977,7 @@ impl Decode for k8s_openapi::api::core::v1::ResourceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ResourceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9475,9 +9994,11 @@ impl Encode for k8s_openapi::api::core::v1::ResourceStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ResourceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9507,6 +10028,7 @@ impl Decode for k8s_openapi::api::core::v1::SELinuxOptions {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SELinuxOptions {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9527,9 +10049,11 @@ impl Encode for k8s_openapi::api::core::v1::SELinuxOptions {
 }
 
 impl Message for k8s_openapi::api::core::v1::SELinuxOptions {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9562,6 +10086,7 @@ impl Decode for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9594,9 +10119,11 @@ impl Encode for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9633,6 +10160,7 @@ impl Decode for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9665,9 +10193,11 @@ impl Encode for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9696,6 +10226,7 @@ impl Decode for k8s_openapi::api::core::v1::ScopeSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ScopeSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9710,9 +10241,11 @@ impl Encode for k8s_openapi::api::core::v1::ScopeSelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::ScopeSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9742,6 +10275,7 @@ impl Decode for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9760,9 +10294,11 @@ impl Encode for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
 }
 
 impl Message for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9791,6 +10327,7 @@ impl Decode for k8s_openapi::api::core::v1::SeccompProfile {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SeccompProfile {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9807,9 +10344,11 @@ impl Encode for k8s_openapi::api::core::v1::SeccompProfile {
 }
 
 impl Message for k8s_openapi::api::core::v1::SeccompProfile {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9836,6 +10375,7 @@ impl Decode for k8s_openapi::api::core::v1::Secret {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Secret {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9858,9 +10398,11 @@ impl Encode for k8s_openapi::api::core::v1::Secret {
 }
 
 impl Message for k8s_openapi::api::core::v1::Secret {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9887,6 +10429,7 @@ fn merge_secret_env_source_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_secret_env_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretEnvSource,
 ) -> usize {
@@ -9894,6 +10437,7 @@ fn len_secret_env_source_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_secret_env_source_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretEnvSource,
     buf: &mut impl BufMut,
@@ -9923,6 +10467,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretEnvSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretEnvSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -9940,9 +10485,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretEnvSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretEnvSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -9965,6 +10512,7 @@ fn merge_secret_key_selector_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_secret_key_selector_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretKeySelector,
 ) -> usize {
@@ -9972,6 +10520,7 @@ fn len_secret_key_selector_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_secret_key_selector_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretKeySelector,
     buf: &mut impl BufMut,
@@ -10002,6 +10551,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretKeySelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretKeySelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10021,9 +10571,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretKeySelector {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretKeySelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10046,6 +10598,7 @@ fn merge_secret_projection_local_object_reference(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_secret_projection_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretProjection,
 ) -> usize {
@@ -10053,6 +10606,7 @@ fn len_secret_projection_local_object_reference(
     n += field::len_req(1, &m.name);
     n
 }
+#[cfg(feature = "encode")]
 fn put_secret_projection_local_object_reference(
     m: &k8s_openapi::api::core::v1::SecretProjection,
     buf: &mut impl BufMut,
@@ -10084,6 +10638,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10103,9 +10658,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10133,6 +10690,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10149,9 +10707,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10179,6 +10739,7 @@ impl Decode for k8s_openapi::api::core::v1::SecretVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecretVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10201,9 +10762,11 @@ impl Encode for k8s_openapi::api::core::v1::SecretVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecretVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10245,6 +10808,7 @@ impl Decode for k8s_openapi::api::core::v1::SecurityContext {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SecurityContext {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10281,9 +10845,11 @@ impl Encode for k8s_openapi::api::core::v1::SecurityContext {
 }
 
 impl Message for k8s_openapi::api::core::v1::SecurityContext {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10316,6 +10882,7 @@ impl Decode for k8s_openapi::api::core::v1::Service {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Service {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10334,9 +10901,11 @@ impl Encode for k8s_openapi::api::core::v1::Service {
 }
 
 impl Message for k8s_openapi::api::core::v1::Service {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10372,6 +10941,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceAccount {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServiceAccount {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10392,9 +10962,11 @@ impl Encode for k8s_openapi::api::core::v1::ServiceAccount {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServiceAccount {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10427,6 +10999,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10447,9 +11020,11 @@ impl Encode for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10477,6 +11052,7 @@ impl Decode for k8s_openapi::api::core::v1::ServicePort {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServicePort {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10501,9 +11077,11 @@ impl Encode for k8s_openapi::api::core::v1::ServicePort {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServicePort {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10569,6 +11147,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServiceSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10621,9 +11200,11 @@ impl Encode for k8s_openapi::api::core::v1::ServiceSpec {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServiceSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10657,6 +11238,7 @@ impl Decode for k8s_openapi::api::core::v1::ServiceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::ServiceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10673,9 +11255,11 @@ impl Encode for k8s_openapi::api::core::v1::ServiceStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::ServiceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10703,6 +11287,7 @@ impl Decode for k8s_openapi::api::core::v1::SessionAffinityConfig {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SessionAffinityConfig {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10717,9 +11302,11 @@ impl Encode for k8s_openapi::api::core::v1::SessionAffinityConfig {
 }
 
 impl Message for k8s_openapi::api::core::v1::SessionAffinityConfig {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10746,6 +11333,7 @@ impl Decode for k8s_openapi::api::core::v1::SleepAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::SleepAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10760,9 +11348,11 @@ impl Encode for k8s_openapi::api::core::v1::SleepAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::SleepAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10790,6 +11380,7 @@ impl Decode for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10812,9 +11403,11 @@ impl Encode for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10846,6 +11439,7 @@ impl Decode for k8s_openapi::api::core::v1::StorageOSVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::StorageOSVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10868,9 +11462,11 @@ impl Encode for k8s_openapi::api::core::v1::StorageOSVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::StorageOSVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10898,6 +11494,7 @@ impl Decode for k8s_openapi::api::core::v1::Sysctl {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Sysctl {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10914,9 +11511,11 @@ impl Encode for k8s_openapi::api::core::v1::Sysctl {
 }
 
 impl Message for k8s_openapi::api::core::v1::Sysctl {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10940,6 +11539,7 @@ impl Decode for k8s_openapi::api::core::v1::TCPSocketAction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TCPSocketAction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -10956,9 +11556,11 @@ impl Encode for k8s_openapi::api::core::v1::TCPSocketAction {
 }
 
 impl Message for k8s_openapi::api::core::v1::TCPSocketAction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -10984,6 +11586,7 @@ impl Decode for k8s_openapi::api::core::v1::Taint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Taint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11004,9 +11607,11 @@ impl Encode for k8s_openapi::api::core::v1::Taint {
 }
 
 impl Message for k8s_openapi::api::core::v1::Taint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11034,6 +11639,7 @@ impl Decode for k8s_openapi::api::core::v1::Toleration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Toleration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11056,9 +11662,11 @@ impl Encode for k8s_openapi::api::core::v1::Toleration {
 }
 
 impl Message for k8s_openapi::api::core::v1::Toleration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11083,6 +11691,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11099,9 +11708,11 @@ impl Encode for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
 }
 
 impl Message for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11130,6 +11741,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySelectorTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TopologySelectorTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11144,9 +11756,11 @@ impl Encode for k8s_openapi::api::core::v1::TopologySelectorTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::TopologySelectorTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11185,6 +11799,7 @@ impl Decode for k8s_openapi::api::core::v1::TopologySpreadConstraint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TopologySpreadConstraint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11213,9 +11828,11 @@ impl Encode for k8s_openapi::api::core::v1::TopologySpreadConstraint {
 }
 
 impl Message for k8s_openapi::api::core::v1::TopologySpreadConstraint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11245,6 +11862,7 @@ impl Decode for k8s_openapi::api::core::v1::TypedLocalObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TypedLocalObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11263,9 +11881,11 @@ impl Encode for k8s_openapi::api::core::v1::TypedLocalObjectReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::TypedLocalObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11291,6 +11911,7 @@ impl Decode for k8s_openapi::api::core::v1::TypedObjectReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::TypedObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11311,9 +11932,11 @@ impl Encode for k8s_openapi::api::core::v1::TypedObjectReference {
 }
 
 impl Message for k8s_openapi::api::core::v1::TypedObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11370,6 +11993,7 @@ fn merge_volume_volume_source(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_volume_volume_source(m: &k8s_openapi::api::core::v1::Volume) -> usize {
     let mut n = 0;
     n += field::len_opt(1, &m.host_path);
@@ -11404,6 +12028,7 @@ fn len_volume_volume_source(m: &k8s_openapi::api::core::v1::Volume) -> usize {
     n += field::len_opt(30, &m.image);
     n
 }
+#[cfg(feature = "encode")]
 fn put_volume_volume_source(m: &k8s_openapi::api::core::v1::Volume, buf: &mut impl BufMut) {
     field::put_opt(1, &m.host_path, buf);
     field::put_opt(2, &m.empty_dir, buf);
@@ -11453,6 +12078,7 @@ impl Decode for k8s_openapi::api::core::v1::Volume {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::Volume {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11470,9 +12096,11 @@ impl Encode for k8s_openapi::api::core::v1::Volume {
 }
 
 impl Message for k8s_openapi::api::core::v1::Volume {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11529,6 +12157,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeDevice {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeDevice {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11545,9 +12174,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeDevice {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeDevice {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11572,6 +12203,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeHealthCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeHealthCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11590,9 +12222,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeHealthCondition {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeHealthCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11619,6 +12253,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeHealthStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeHealthStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11635,9 +12270,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeHealthStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeHealthStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11675,6 +12312,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeMount {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeMount {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11703,9 +12341,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeMount {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeMount {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11737,6 +12377,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeMountStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeMountStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11759,9 +12400,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeMountStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeMountStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11788,6 +12431,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeNodeAffinity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeNodeAffinity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11802,9 +12446,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeNodeAffinity {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeNodeAffinity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11838,6 +12484,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeProjection {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeProjection {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11862,9 +12509,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeProjection {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeProjection {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11897,6 +12546,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeResourceRequirements {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeResourceRequirements {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11913,9 +12563,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeResourceRequirements {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeResourceRequirements {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11938,6 +12590,7 @@ impl Decode for k8s_openapi::api::core::v1::VolumeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VolumeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -11952,9 +12605,11 @@ impl Encode for k8s_openapi::api::core::v1::VolumeStatus {
 }
 
 impl Message for k8s_openapi::api::core::v1::VolumeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -11986,6 +12641,7 @@ impl Decode for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -12006,9 +12662,11 @@ impl Encode for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
 }
 
 impl Message for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -12034,6 +12692,7 @@ impl Decode for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -12050,9 +12709,11 @@ impl Encode for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
 }
 
 impl Message for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -12084,6 +12745,7 @@ impl Decode for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -12104,9 +12766,11 @@ impl Encode for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
 }
 
 impl Message for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.events.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.events.v1.Event
@@ -43,6 +46,7 @@ impl Decode for k8s_openapi::api::events::v1::Event {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::events::v1::Event {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -85,9 +89,11 @@ impl Encode for k8s_openapi::api::events::v1::Event {
 }
 
 impl Message for k8s_openapi::api::events::v1::Event {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -127,6 +133,7 @@ impl Decode for k8s_openapi::api::events::v1::EventSeries {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::events::v1::EventSeries {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -144,8 +151,10 @@ impl Encode for k8s_openapi::api::events::v1::EventSeries {
 
 /// Go's zero value is written as an empty message (k8s-openapi's type has no `Default`); Go decodes both the same.
 impl Message for k8s_openapi::api::events::v1::EventSeries {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }

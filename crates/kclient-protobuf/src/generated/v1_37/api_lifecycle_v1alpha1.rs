@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.lifecycle.v1alpha1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.lifecycle.v1alpha1.Eviction
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::Eviction {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::lifecycle::v1alpha1::Eviction {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::api::lifecycle::v1alpha1::Eviction {
 }
 
 impl Message for k8s_openapi::api::lifecycle::v1alpha1::Eviction {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -75,6 +81,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::EvictionPodReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionPodReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -91,9 +98,11 @@ impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionPodReference {
 }
 
 impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionPodReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -118,6 +127,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -136,9 +146,11 @@ impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest {
 }
 
 impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -168,6 +180,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestPodReferen
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestPodReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -184,9 +197,11 @@ impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestPodReferen
 }
 
 impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestPodReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -211,6 +226,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -229,9 +245,11 @@ impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestSpec {
 }
 
 impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -261,6 +279,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -277,9 +296,11 @@ impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestStatus {
 }
 
 impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -306,6 +327,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestTarget {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestTarget {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -320,9 +342,11 @@ impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestTarget {
 }
 
 impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestTarget {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -349,6 +373,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::EvictionSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -363,9 +388,11 @@ impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionSpec {
 }
 
 impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -402,6 +429,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::EvictionStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -424,9 +452,11 @@ impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionStatus {
 }
 
 impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -456,6 +486,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::EvictionTarget {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionTarget {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -470,9 +501,11 @@ impl Encode for k8s_openapi::api::lifecycle::v1alpha1::EvictionTarget {
 }
 
 impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionTarget {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -500,6 +533,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::Requester {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::lifecycle::v1alpha1::Requester {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -516,9 +550,11 @@ impl Encode for k8s_openapi::api::lifecycle::v1alpha1::Requester {
 }
 
 impl Message for k8s_openapi::api::lifecycle::v1alpha1::Requester {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -547,6 +583,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::ResponderStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::lifecycle::v1alpha1::ResponderStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -571,9 +608,11 @@ impl Encode for k8s_openapi::api::lifecycle::v1alpha1::ResponderStatus {
 }
 
 impl Message for k8s_openapi::api::lifecycle::v1alpha1::ResponderStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -598,6 +637,7 @@ impl Decode for k8s_openapi::api::lifecycle::v1alpha1::TargetResponder {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::lifecycle::v1alpha1::TargetResponder {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -616,9 +656,11 @@ impl Encode for k8s_openapi::api::lifecycle::v1alpha1::TargetResponder {
 }
 
 impl Message for k8s_openapi::api::lifecycle::v1alpha1::TargetResponder {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

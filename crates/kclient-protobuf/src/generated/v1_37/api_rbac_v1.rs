@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.rbac.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.rbac.v1.AggregationRule
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::api::rbac::v1::AggregationRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::rbac::v1::AggregationRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -39,9 +43,11 @@ impl Encode for k8s_openapi::api::rbac::v1::AggregationRule {
 }
 
 impl Message for k8s_openapi::api::rbac::v1::AggregationRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -73,6 +79,7 @@ impl Decode for k8s_openapi::api::rbac::v1::ClusterRole {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::rbac::v1::ClusterRole {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -91,9 +98,11 @@ impl Encode for k8s_openapi::api::rbac::v1::ClusterRole {
 }
 
 impl Message for k8s_openapi::api::rbac::v1::ClusterRole {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -125,6 +134,7 @@ impl Decode for k8s_openapi::api::rbac::v1::ClusterRoleBinding {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::rbac::v1::ClusterRoleBinding {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -143,9 +153,11 @@ impl Encode for k8s_openapi::api::rbac::v1::ClusterRoleBinding {
 }
 
 impl Message for k8s_openapi::api::rbac::v1::ClusterRoleBinding {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -185,6 +197,7 @@ impl Decode for k8s_openapi::api::rbac::v1::PolicyRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::rbac::v1::PolicyRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -207,9 +220,11 @@ impl Encode for k8s_openapi::api::rbac::v1::PolicyRule {
 }
 
 impl Message for k8s_openapi::api::rbac::v1::PolicyRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -242,6 +257,7 @@ impl Decode for k8s_openapi::api::rbac::v1::Role {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::rbac::v1::Role {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -258,9 +274,11 @@ impl Encode for k8s_openapi::api::rbac::v1::Role {
 }
 
 impl Message for k8s_openapi::api::rbac::v1::Role {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -291,6 +309,7 @@ impl Decode for k8s_openapi::api::rbac::v1::RoleBinding {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::rbac::v1::RoleBinding {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -309,9 +328,11 @@ impl Encode for k8s_openapi::api::rbac::v1::RoleBinding {
 }
 
 impl Message for k8s_openapi::api::rbac::v1::RoleBinding {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -342,6 +363,7 @@ impl Decode for k8s_openapi::api::rbac::v1::RoleRef {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::rbac::v1::RoleRef {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -360,9 +382,11 @@ impl Encode for k8s_openapi::api::rbac::v1::RoleRef {
 }
 
 impl Message for k8s_openapi::api::rbac::v1::RoleRef {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -388,6 +412,7 @@ impl Decode for k8s_openapi::api::rbac::v1::Subject {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::rbac::v1::Subject {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -408,9 +433,11 @@ impl Encode for k8s_openapi::api::rbac::v1::Subject {
 }
 
 impl Message for k8s_openapi::api::rbac::v1::Subject {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.resource.v1alpha3`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.resource.v1alpha3.DeviceTaint
@@ -26,6 +29,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -46,9 +50,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaint {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -73,6 +79,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -91,9 +98,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRule {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -123,6 +132,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -139,9 +149,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -170,6 +182,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -184,9 +197,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -215,6 +230,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::DeviceTaintSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -233,9 +249,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::DeviceTaintSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -261,6 +279,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::PartitionTypeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::PartitionTypeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -281,9 +300,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::PartitionTypeStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::PartitionTypeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -326,6 +347,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::PoolStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::PoolStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -362,9 +384,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::PoolStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::PoolStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -394,6 +418,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -412,9 +437,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest 
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -447,6 +474,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestS
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -467,9 +495,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestS
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -496,6 +526,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestS
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -514,9 +545,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestS
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -547,6 +580,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::ShareableCapacityStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::ShareableCapacityStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -567,9 +601,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::ShareableCapacityStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::ShareableCapacityStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -597,6 +633,7 @@ impl Decode for k8s_openapi::api::resource::v1alpha3::ShareableSummaryStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1alpha3::ShareableSummaryStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -615,9 +652,11 @@ impl Encode for k8s_openapi::api::resource::v1alpha3::ShareableSummaryStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1alpha3::ShareableSummaryStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

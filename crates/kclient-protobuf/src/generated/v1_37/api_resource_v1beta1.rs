@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.resource.v1beta1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.resource.v1beta1.AllocatedDeviceStatus
@@ -30,6 +33,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -56,9 +60,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -89,6 +95,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::AllocationResult {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::AllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -107,9 +114,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::AllocationResult {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::AllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -157,6 +166,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::BasicDevice {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::BasicDevice {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -193,9 +203,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::BasicDevice {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::BasicDevice {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -229,6 +241,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CELDeviceSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::CELDeviceSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -243,9 +256,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::CELDeviceSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::CELDeviceSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -273,6 +288,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -291,9 +307,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -323,6 +341,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -341,9 +360,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange 
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -366,6 +387,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -380,9 +402,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -405,6 +429,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::Counter {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::Counter {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -419,9 +444,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::Counter {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::Counter {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -445,6 +472,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::CounterSet {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::CounterSet {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -461,9 +489,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::CounterSet {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::CounterSet {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -491,6 +521,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::Device {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::Device {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -507,9 +538,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::Device {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::Device {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -536,6 +569,7 @@ fn merge_device_allocation_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_allocation_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta1::DeviceAllocationConfiguration,
 ) -> usize {
@@ -543,6 +577,7 @@ fn len_device_allocation_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_allocation_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta1::DeviceAllocationConfiguration,
     buf: &mut impl BufMut,
@@ -574,6 +609,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfigurati
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -600,9 +636,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfigurati
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -633,6 +671,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -649,9 +688,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -690,6 +731,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -718,9 +760,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -751,6 +795,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -767,9 +812,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -803,6 +850,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -821,9 +869,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClaim {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -852,6 +902,7 @@ fn merge_device_claim_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_claim_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration,
 ) -> usize {
@@ -859,6 +910,7 @@ fn len_device_claim_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_claim_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration,
     buf: &mut impl BufMut,
@@ -889,6 +941,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -910,9 +963,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -941,6 +996,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -957,9 +1013,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClass {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -987,6 +1045,7 @@ fn merge_device_class_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_class_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration,
 ) -> usize {
@@ -994,6 +1053,7 @@ fn len_device_class_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_class_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration,
     buf: &mut impl BufMut,
@@ -1022,6 +1082,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1041,9 +1102,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1075,6 +1138,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1093,9 +1157,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1127,6 +1193,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1145,9 +1212,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1178,6 +1247,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceCounterConsumption {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceCounterConsumption {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1196,9 +1266,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceCounterConsumption {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceCounterConsumption {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1227,6 +1299,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceDerivedAttribute {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceDerivedAttribute {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1243,9 +1316,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceDerivedAttribute {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceDerivedAttribute {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1289,6 +1364,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1321,9 +1397,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1374,6 +1452,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationResu
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1408,9 +1487,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationResu
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1440,6 +1521,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1454,9 +1536,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1500,6 +1584,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1528,9 +1613,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1563,6 +1650,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceTaint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceTaint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1583,9 +1671,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceTaint {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceTaint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1613,6 +1703,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::DeviceToleration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::DeviceToleration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1635,9 +1726,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::DeviceToleration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::DeviceToleration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1664,6 +1757,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1682,9 +1776,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1715,6 +1811,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::NodeAllocatableMapping {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::NodeAllocatableMapping {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1733,9 +1830,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::NodeAllocatableMapping {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::NodeAllocatableMapping {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1759,6 +1858,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::NodeAllocatableOverhead {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::NodeAllocatableOverhead {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1775,9 +1875,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::NodeAllocatableOverhead {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::NodeAllocatableOverhead {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1801,6 +1903,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::NodeAllocatableResource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::NodeAllocatableResource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1817,9 +1920,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::NodeAllocatableResource {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::NodeAllocatableResource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1848,6 +1953,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1864,9 +1970,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1891,6 +1999,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1909,9 +2018,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaim {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1943,6 +2054,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimConsumerRefere
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimConsumerReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1963,9 +2075,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimConsumerRefere
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimConsumerReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1988,6 +2102,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2002,9 +2117,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2037,6 +2154,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2055,9 +2173,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2087,6 +2207,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2103,9 +2224,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2134,6 +2257,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplateSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplateSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2150,9 +2274,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplateSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplateSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2183,6 +2309,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourcePool {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourcePool {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2201,9 +2328,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourcePool {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourcePool {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2227,6 +2356,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceSlice {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceSlice {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2243,9 +2373,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceSlice {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceSlice {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2289,6 +2421,7 @@ impl Decode for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2321,9 +2454,11 @@ impl Encode for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

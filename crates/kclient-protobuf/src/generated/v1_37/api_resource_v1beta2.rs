@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.resource.v1beta2`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.resource.v1beta2.AllocatedDeviceStatus
@@ -30,6 +33,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -56,9 +60,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -89,6 +95,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::AllocationResult {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::AllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -107,9 +114,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::AllocationResult {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::AllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -137,6 +146,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CELDeviceSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CELDeviceSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -151,9 +161,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CELDeviceSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CELDeviceSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -181,6 +193,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -199,9 +212,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -231,6 +246,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -249,9 +265,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange 
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -274,6 +292,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -288,9 +307,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -313,6 +334,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::Counter {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::Counter {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -327,9 +349,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::Counter {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::Counter {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -353,6 +377,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::CounterSet {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::CounterSet {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -369,9 +394,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::CounterSet {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::CounterSet {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -419,6 +446,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::Device {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::Device {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -457,9 +485,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::Device {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::Device {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -493,6 +523,7 @@ fn merge_device_allocation_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_allocation_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceAllocationConfiguration,
 ) -> usize {
@@ -500,6 +531,7 @@ fn len_device_allocation_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_allocation_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceAllocationConfiguration,
     buf: &mut impl BufMut,
@@ -531,6 +563,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfigurati
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -557,9 +590,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfigurati
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -590,6 +625,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -606,9 +642,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -647,6 +685,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -675,9 +714,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -708,6 +749,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -724,9 +766,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -760,6 +804,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -778,9 +823,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClaim {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -809,6 +856,7 @@ fn merge_device_claim_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_claim_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration,
 ) -> usize {
@@ -816,6 +864,7 @@ fn len_device_claim_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_claim_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration,
     buf: &mut impl BufMut,
@@ -846,6 +895,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -867,9 +917,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -898,6 +950,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -914,9 +967,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClass {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -944,6 +999,7 @@ fn merge_device_class_configuration_device_configuration(
     }
     Ok(())
 }
+#[cfg(feature = "encode")]
 fn len_device_class_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration,
 ) -> usize {
@@ -951,6 +1007,7 @@ fn len_device_class_configuration_device_configuration(
     n += field::len_opt(1, &m.opaque);
     n
 }
+#[cfg(feature = "encode")]
 fn put_device_class_configuration_device_configuration(
     m: &k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration,
     buf: &mut impl BufMut,
@@ -979,6 +1036,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -998,9 +1056,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1032,6 +1092,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1050,9 +1111,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1084,6 +1147,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1102,9 +1166,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1135,6 +1201,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1153,9 +1220,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1184,6 +1253,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceDerivedAttribute {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceDerivedAttribute {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1200,9 +1270,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceDerivedAttribute {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceDerivedAttribute {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1229,6 +1301,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1247,9 +1320,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1297,6 +1372,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResu
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResult {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1331,9 +1407,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResu
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationResult {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1363,6 +1441,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1377,9 +1456,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1423,6 +1504,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1451,9 +1533,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1486,6 +1570,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceTaint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1506,9 +1591,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaint {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1533,6 +1620,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceTaintRule {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1551,9 +1639,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintRule {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintRule {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1583,6 +1673,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1599,9 +1690,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1630,6 +1723,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1644,9 +1738,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1675,6 +1771,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceTaintSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1693,9 +1790,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceTaintSelector {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1723,6 +1822,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::DeviceToleration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::DeviceToleration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1745,9 +1845,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::DeviceToleration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::DeviceToleration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1787,6 +1889,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1815,9 +1918,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1851,6 +1956,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1869,9 +1975,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1902,6 +2010,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::NodeAllocatableMapping {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::NodeAllocatableMapping {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1920,9 +2029,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::NodeAllocatableMapping {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::NodeAllocatableMapping {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1946,6 +2057,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::NodeAllocatableOverhead {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::NodeAllocatableOverhead {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1962,9 +2074,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::NodeAllocatableOverhead {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::NodeAllocatableOverhead {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1988,6 +2102,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::NodeAllocatableResource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::NodeAllocatableResource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2004,9 +2119,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::NodeAllocatableResource {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::NodeAllocatableResource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2035,6 +2152,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2051,9 +2169,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2078,6 +2198,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2096,9 +2217,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaim {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2130,6 +2253,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimConsumerRefere
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimConsumerReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2150,9 +2274,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimConsumerRefere
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimConsumerReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2175,6 +2301,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2189,9 +2316,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2224,6 +2353,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2242,9 +2372,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2274,6 +2406,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2290,9 +2423,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2321,6 +2456,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2337,9 +2473,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2370,6 +2508,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourcePool {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourcePool {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2388,9 +2527,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourcePool {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourcePool {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2414,6 +2555,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceSlice {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceSlice {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2430,9 +2572,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceSlice {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceSlice {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -2476,6 +2620,7 @@ impl Decode for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -2508,9 +2653,11 @@ impl Encode for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
 }
 
 impl Message for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

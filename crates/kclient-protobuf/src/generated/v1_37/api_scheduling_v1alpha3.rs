@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.scheduling.v1alpha3`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // k8s.io.api.scheduling.v1alpha3.AllCompositeDisruptionMode: an empty message (k8s-openapi: a JSON object).
@@ -19,6 +22,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::AllCompositeDisruptionMo
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::AllCompositeDisruptionMode {
     fn encoded_len(&self) -> usize {
         0
@@ -27,9 +31,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::AllCompositeDisruptionMo
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::AllCompositeDisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -46,6 +52,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::AllDisruptionMode {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::AllDisruptionMode {
     fn encoded_len(&self) -> usize {
         0
@@ -54,9 +61,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::AllDisruptionMode {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::AllDisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -73,6 +82,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::BasicSchedulingPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::BasicSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         0
@@ -81,9 +91,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::BasicSchedulingPolicy {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::BasicSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -100,6 +112,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::CompositeBasicScheduling
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositeBasicSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         0
@@ -108,9 +121,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositeBasicScheduling
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeBasicSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -132,6 +147,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -148,9 +164,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode 
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -178,6 +196,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::CompositeGangSchedulingP
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositeGangSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -192,9 +211,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositeGangSchedulingP
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeGangSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -219,6 +240,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -237,9 +259,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -269,6 +293,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedul
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingConstraints {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -283,9 +308,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedul
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingConstraints {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -313,6 +340,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedul
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -329,9 +357,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedul
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -371,6 +401,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -399,9 +430,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -432,6 +465,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -446,9 +480,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus 
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -491,6 +527,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplat
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -521,9 +558,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplat
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -555,6 +594,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::DisruptionMode {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::DisruptionMode {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -571,9 +611,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::DisruptionMode {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::DisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -601,6 +643,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -615,9 +658,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -642,6 +687,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::PodGroup {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroup {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -660,9 +706,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroup {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroup {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -695,6 +743,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -713,9 +762,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -740,6 +791,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimSta
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -756,9 +808,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimSta
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -782,6 +836,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConstr
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConstraints {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -796,9 +851,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConstr
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConstraints {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -826,6 +883,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolicy
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -842,9 +900,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolicy
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -887,6 +947,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -917,9 +978,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -954,6 +1017,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -970,9 +1034,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1013,6 +1079,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1041,9 +1108,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1069,6 +1138,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::SingleCompositeDisruptio
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::SingleCompositeDisruptionMode {
     fn encoded_len(&self) -> usize {
         0
@@ -1077,9 +1147,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::SingleCompositeDisruptio
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::SingleCompositeDisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -1096,6 +1168,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::SingleDisruptionMode {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::SingleDisruptionMode {
     fn encoded_len(&self) -> usize {
         0
@@ -1104,9 +1177,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::SingleDisruptionMode {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::SingleDisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -1127,6 +1202,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1141,9 +1217,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1168,6 +1246,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReferenc
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1186,9 +1265,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReferenc
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1212,6 +1293,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::Workload {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::Workload {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1228,9 +1310,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::Workload {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::Workload {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1254,6 +1338,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupAllDisru
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupAllDisruptionMode {
     fn encoded_len(&self) -> usize {
         0
@@ -1262,9 +1347,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupAllDisru
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupAllDisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -1281,6 +1368,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupBasicSch
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupBasicSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         0
@@ -1289,9 +1377,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupBasicSch
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupBasicSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -1313,6 +1403,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisrupti
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisruptionMode {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1329,9 +1420,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisrupti
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1359,6 +1452,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSche
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1373,9 +1467,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSche
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1402,6 +1498,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResource
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1420,9 +1517,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResource
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1446,6 +1545,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupScheduli
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingConstraints {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1460,9 +1560,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupScheduli
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingConstraints {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1490,6 +1592,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupScheduli
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1506,9 +1609,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupScheduli
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1532,6 +1637,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSingleDi
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSingleDisruptionMode {
     fn encoded_len(&self) -> usize {
         0
@@ -1540,9 +1646,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSingleDi
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSingleDisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -1564,6 +1672,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::WorkloadReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1580,9 +1689,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadReference {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1611,6 +1722,7 @@ impl Decode for k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1629,9 +1741,11 @@ impl Encode for k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.scheduling.v1beta1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // k8s.io.api.scheduling.v1beta1.AllCompositeDisruptionMode: an empty message (k8s-openapi: a JSON object).
@@ -19,6 +22,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::AllCompositeDisruptionMod
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::AllCompositeDisruptionMode {
     fn encoded_len(&self) -> usize {
         0
@@ -27,9 +31,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::AllCompositeDisruptionMod
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::AllCompositeDisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -46,6 +52,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::AllDisruptionMode {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::AllDisruptionMode {
     fn encoded_len(&self) -> usize {
         0
@@ -54,9 +61,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::AllDisruptionMode {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::AllDisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -73,6 +82,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::BasicSchedulingPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::BasicSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         0
@@ -81,9 +91,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::BasicSchedulingPolicy {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::BasicSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -100,6 +112,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::CompositeBasicSchedulingP
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::CompositeBasicSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         0
@@ -108,9 +121,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::CompositeBasicSchedulingP
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::CompositeBasicSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -132,6 +147,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::CompositeDisruptionMode {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::CompositeDisruptionMode {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -148,9 +164,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::CompositeDisruptionMode {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::CompositeDisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -178,6 +196,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::CompositeGangSchedulingPo
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::CompositeGangSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -192,9 +211,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::CompositeGangSchedulingPo
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::CompositeGangSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -218,6 +239,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupScheduli
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupSchedulingConstraints {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -232,9 +254,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupScheduli
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupSchedulingConstraints {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -262,6 +286,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupScheduli
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -278,9 +303,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupScheduli
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -324,6 +351,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupTemplate
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -354,9 +382,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupTemplate
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -388,6 +418,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::DisruptionMode {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::DisruptionMode {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -404,9 +435,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::DisruptionMode {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::DisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -434,6 +467,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::GangSchedulingPolicy {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::GangSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -448,9 +482,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::GangSchedulingPolicy {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::GangSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -475,6 +511,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroup {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroup {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -493,9 +530,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroup {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroup {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -528,6 +567,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaim {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaim {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -546,9 +586,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaim {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaim {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -573,6 +615,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaimStat
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaimStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -589,9 +632,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaimStat
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaimStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -615,6 +660,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingConstra
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingConstraints {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -629,9 +675,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingConstra
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingConstraints {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -659,6 +707,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingPolicy 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingPolicy {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -675,9 +724,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingPolicy 
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingPolicy {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -720,6 +771,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -750,9 +802,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupSpec {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -787,6 +841,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -803,9 +858,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupStatus {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -846,6 +903,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::PodGroupTemplate {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupTemplate {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -874,9 +932,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::PodGroupTemplate {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupTemplate {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -902,6 +962,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::SingleCompositeDisruption
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::SingleCompositeDisruptionMode {
     fn encoded_len(&self) -> usize {
         0
@@ -910,9 +971,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::SingleCompositeDisruption
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::SingleCompositeDisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -929,6 +992,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::SingleDisruptionMode {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::SingleDisruptionMode {
     fn encoded_len(&self) -> usize {
         0
@@ -937,9 +1001,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::SingleDisruptionMode {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::SingleDisruptionMode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -960,6 +1026,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::TopologyConstraint {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::TopologyConstraint {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -974,9 +1041,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::TopologyConstraint {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::TopologyConstraint {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1001,6 +1070,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::TypedLocalObjectReference
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::TypedLocalObjectReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1019,9 +1089,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::TypedLocalObjectReference
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::TypedLocalObjectReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1045,6 +1117,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::Workload {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::Workload {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1061,9 +1134,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::Workload {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::Workload {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1092,6 +1167,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::WorkloadReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::WorkloadReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1108,9 +1184,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::WorkloadReference {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::WorkloadReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1139,6 +1217,7 @@ impl Decode for k8s_openapi::api::scheduling::v1beta1::WorkloadSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::scheduling::v1beta1::WorkloadSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1157,9 +1236,11 @@ impl Encode for k8s_openapi::api::scheduling::v1beta1::WorkloadSpec {
 }
 
 impl Message for k8s_openapi::api::scheduling::v1beta1::WorkloadSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.storage.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.storage.v1.CSIDriver
@@ -24,6 +27,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSIDriver {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSIDriver {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -40,9 +44,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSIDriver {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSIDriver {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -97,6 +103,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSIDriverSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSIDriverSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -131,9 +138,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSIDriverSpec {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSIDriverSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -163,6 +172,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINode {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSINode {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -181,9 +191,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSINode {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSINode {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -217,6 +229,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeDriver {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSINodeDriver {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -237,9 +250,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSINodeDriver {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSINodeDriver {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -268,6 +283,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSINodeSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -282,9 +298,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSINodeSpec {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSINodeSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -313,6 +331,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSINodeStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSINodeStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -327,9 +346,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSINodeStatus {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSINodeStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -362,6 +383,7 @@ impl Decode for k8s_openapi::api::storage::v1::CSIStorageCapacity {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::CSIStorageCapacity {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -384,9 +406,11 @@ impl Encode for k8s_openapi::api::storage::v1::CSIStorageCapacity {
 }
 
 impl Message for k8s_openapi::api::storage::v1::CSIStorageCapacity {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -427,6 +451,7 @@ impl Decode for k8s_openapi::api::storage::v1::StorageClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::StorageClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -455,9 +480,11 @@ impl Encode for k8s_openapi::api::storage::v1::StorageClass {
 }
 
 impl Message for k8s_openapi::api::storage::v1::StorageClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -489,6 +516,7 @@ impl Decode for k8s_openapi::api::storage::v1::StorageHealth {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::StorageHealth {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -505,9 +533,11 @@ impl Encode for k8s_openapi::api::storage::v1::StorageHealth {
 }
 
 impl Message for k8s_openapi::api::storage::v1::StorageHealth {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -540,6 +570,7 @@ impl Decode for k8s_openapi::api::storage::v1::StorageHealthCondition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::StorageHealthCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -564,9 +595,11 @@ impl Encode for k8s_openapi::api::storage::v1::StorageHealthCondition {
 }
 
 impl Message for k8s_openapi::api::storage::v1::StorageHealthCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -591,6 +624,7 @@ impl Decode for k8s_openapi::api::storage::v1::TokenRequest {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::TokenRequest {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -607,9 +641,11 @@ impl Encode for k8s_openapi::api::storage::v1::TokenRequest {
 }
 
 impl Message for k8s_openapi::api::storage::v1::TokenRequest {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -634,6 +670,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttachment {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttachment {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -652,9 +689,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttachment {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttachment {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -686,6 +725,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -702,9 +742,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -733,6 +775,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -751,9 +794,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -784,6 +829,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -804,9 +850,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -836,6 +884,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeAttributesClass {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeAttributesClass {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -854,9 +903,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeAttributesClass {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeAttributesClass {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -885,6 +936,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeError {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeError {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -903,9 +955,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeError {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeError {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -928,6 +982,7 @@ impl Decode for k8s_openapi::api::storage::v1::VolumeNodeResources {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storage::v1::VolumeNodeResources {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -942,9 +997,11 @@ impl Encode for k8s_openapi::api::storage::v1::VolumeNodeResources {
 }
 
 impl Message for k8s_openapi::api::storage::v1::VolumeNodeResources {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

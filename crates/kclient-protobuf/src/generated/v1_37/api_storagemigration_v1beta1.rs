@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.api.storagemigration.v1beta1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.api.storagemigration.v1beta1.StorageVersionMigration
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigra
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigra
 }
 
 impl Message for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -74,6 +80,7 @@ impl Decode for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigra
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigrationSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -88,9 +95,11 @@ impl Encode for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigra
 }
 
 impl Message for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigrationSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -120,6 +129,7 @@ impl Decode for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigra
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigrationStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -136,9 +146,11 @@ impl Encode for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigra
 }
 
 impl Message for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigrationStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

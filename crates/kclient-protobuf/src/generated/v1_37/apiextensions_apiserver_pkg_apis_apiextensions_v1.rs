@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.apiextensions.apiserver.pkg.apis.apiextensions.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceColumnDefinition
@@ -16,12 +19,13 @@ Ok(message)
 }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition {
 fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_req(1, &m.name);n += field::len_req(2, &m.type_);n += field::len_opt_zero(3, &m.format);n += field::len_opt_zero(4, &m.description);n += field::len_opt_zero(5, &m.priority);n += field::len_req(6, &m.json_path); n }
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_req(1, &m.name, buf);field::put_req(2, &m.type_, buf);field::put_opt_zero(3, &m.format, buf);field::put_opt_zero(4, &m.description, buf);field::put_opt_zero(5, &m.priority, buf);field::put_req(6, &m.json_path, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) }  }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition { #[cfg(feature = "encode")] fn zero_len() -> usize { Self::default().encoded_len() } #[cfg(feature = "encode")] fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) }  }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceConversion
 
@@ -43,6 +47,7 @@ impl Decode
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceConversion
 {
@@ -63,9 +68,11 @@ impl Encode
 impl Message
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceConversion
 {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -96,6 +103,7 @@ impl Decode
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition
 {
@@ -118,9 +126,11 @@ impl Encode
 impl Message
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition
 {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -142,12 +152,13 @@ Ok(message)
 }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionCondition {
 fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_req(1, &m.type_);n += field::len_req(2, &m.status);n += field::len_opt_zero(3, &m.last_transition_time);n += field::len_opt_zero(4, &m.reason);n += field::len_opt_zero(5, &m.message);n += field::len_opt_zero(6, &m.observed_generation); n }
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_req(1, &m.type_, buf);field::put_req(2, &m.status, buf);field::put_opt_zero(3, &m.last_transition_time, buf);field::put_opt_zero(4, &m.reason, buf);field::put_opt_zero(5, &m.message, buf);field::put_opt_zero(6, &m.observed_generation, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionCondition { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) }  }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionCondition { #[cfg(feature = "encode")] fn zero_len() -> usize { Self::default().encoded_len() } #[cfg(feature = "encode")] fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) }  }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionNames
 
@@ -159,12 +170,13 @@ Ok(message)
 }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionNames {
 fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_req(1, &m.plural);n += field::len_opt_zero(2, &m.singular);n += field::len_rep_opt(3, &m.short_names);n += field::len_req(4, &m.kind);n += field::len_opt_zero(5, &m.list_kind);n += field::len_rep_opt(6, &m.categories); n }
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_req(1, &m.plural, buf);field::put_opt_zero(2, &m.singular, buf);field::put_rep_opt(3, &m.short_names, buf);field::put_req(4, &m.kind, buf);field::put_opt_zero(5, &m.list_kind, buf);field::put_rep_opt(6, &m.categories, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionNames { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_rep_opt(&mut m.short_names);field::fit_rep_opt(&mut m.categories); } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionNames { #[cfg(feature = "encode")] fn zero_len() -> usize { Self::default().encoded_len() } #[cfg(feature = "encode")] fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_rep_opt(&mut m.short_names);field::fit_rep_opt(&mut m.categories); } }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec
 
@@ -176,12 +188,13 @@ Ok(message)
 }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionSpec {
 fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_req(1, &m.group);n += field::len_req(3, &m.names);n += field::len_req(4, &m.scope);n += field::len_rep(7, &m.versions);n += field::len_opt(9, &m.conversion);n += field::len_opt_zero(10, &m.preserve_unknown_fields); n }
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_req(1, &m.group, buf);field::put_req(3, &m.names, buf);field::put_req(4, &m.scope, buf);field::put_rep(7, &m.versions, buf);field::put_opt(9, &m.conversion, buf);field::put_opt_zero(10, &m.preserve_unknown_fields, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionSpec { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_req(&mut m.names);field::fit_rep(&mut m.versions);field::fit_opt(&mut m.conversion); } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionSpec { #[cfg(feature = "encode")] fn zero_len() -> usize { Self::default().encoded_len() } #[cfg(feature = "encode")] fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_req(&mut m.names);field::fit_rep(&mut m.versions);field::fit_opt(&mut m.conversion); } }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus
 
@@ -193,12 +206,13 @@ Ok(message)
 }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionStatus {
 fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_rep_opt(1, &m.conditions);n += field::len_opt_zero(2, &m.accepted_names);n += field::len_rep_opt(3, &m.stored_versions);n += field::len_opt_zero(4, &m.observed_generation); n }
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_rep_opt(1, &m.conditions, buf);field::put_opt_zero(2, &m.accepted_names, buf);field::put_rep_opt(3, &m.stored_versions, buf);field::put_opt_zero(4, &m.observed_generation, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionStatus { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_rep_opt(&mut m.conditions);field::fit_opt(&mut m.accepted_names);field::fit_rep_opt(&mut m.stored_versions); } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionStatus { #[cfg(feature = "encode")] fn zero_len() -> usize { Self::default().encoded_len() } #[cfg(feature = "encode")] fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_rep_opt(&mut m.conditions);field::fit_opt(&mut m.accepted_names);field::fit_rep_opt(&mut m.stored_versions); } }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionVersion
 
@@ -210,12 +224,13 @@ Ok(message)
 }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion {
 fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_req(1, &m.name);n += field::len_req(2, &m.served);n += field::len_req(3, &m.storage);n += field::len_opt(4, &m.schema);n += field::len_opt(5, &m.subresources);n += field::len_rep_opt(6, &m.additional_printer_columns);n += field::len_opt_zero(7, &m.deprecated);n += field::len_opt(8, &m.deprecation_warning);n += field::len_rep_opt(9, &m.selectable_fields); n }
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_req(1, &m.name, buf);field::put_req(2, &m.served, buf);field::put_req(3, &m.storage, buf);field::put_opt(4, &m.schema, buf);field::put_opt(5, &m.subresources, buf);field::put_rep_opt(6, &m.additional_printer_columns, buf);field::put_opt_zero(7, &m.deprecated, buf);field::put_opt(8, &m.deprecation_warning, buf);field::put_rep_opt(9, &m.selectable_fields, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_opt(&mut m.schema);field::fit_opt(&mut m.subresources);field::fit_rep_opt(&mut m.additional_printer_columns);field::fit_rep_opt(&mut m.selectable_fields); } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion { #[cfg(feature = "encode")] fn zero_len() -> usize { Self::default().encoded_len() } #[cfg(feature = "encode")] fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_opt(&mut m.schema);field::fit_opt(&mut m.subresources);field::fit_rep_opt(&mut m.additional_printer_columns);field::fit_rep_opt(&mut m.selectable_fields); } }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresourceScale
 
@@ -227,12 +242,13 @@ Ok(message)
 }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceScale {
 fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_req(1, &m.spec_replicas_path);n += field::len_req(2, &m.status_replicas_path);n += field::len_opt(3, &m.label_selector_path); n }
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_req(1, &m.spec_replicas_path, buf);field::put_req(2, &m.status_replicas_path, buf);field::put_opt(3, &m.label_selector_path, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceScale { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) }  }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceScale { #[cfg(feature = "encode")] fn zero_len() -> usize { Self::default().encoded_len() } #[cfg(feature = "encode")] fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) }  }
 
 // k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresourceStatus: an empty message (k8s-openapi: a JSON object).
 impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceStatus {
@@ -245,6 +261,7 @@ impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceStatus {
     fn encoded_len(&self) -> usize {
         0
@@ -253,9 +270,11 @@ impl Encode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::
 }
 
 impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -269,12 +288,13 @@ Ok(message)
 }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresources {
 fn encoded_len(&self) -> usize { let m = self; let mut n = 0; n += field::len_opt(1, &m.status);n += field::len_opt(2, &m.scale); n }
 fn encode_raw(&self, buf: &mut impl BufMut) { let m = self; field::put_opt(1, &m.status, buf);field::put_opt(2, &m.scale, buf); }
 }
 
-impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresources { fn zero_len() -> usize { Self::default().encoded_len() } fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_opt(&mut m.status);field::fit_opt(&mut m.scale); } }
+impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresources { #[cfg(feature = "encode")] fn zero_len() -> usize { Self::default().encoded_len() } #[cfg(feature = "encode")] fn put_zero(buf: &mut impl BufMut) { Self::default().encode_raw(buf) } fn fit(&mut self) { let m = self; field::fit_opt(&mut m.status);field::fit_opt(&mut m.scale); } }
 
 // ---- k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceValidation
 
@@ -296,6 +316,7 @@ impl Decode
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceValidation
 {
@@ -314,9 +335,11 @@ impl Encode
 impl Message
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceValidation
 {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -346,6 +369,7 @@ impl Decode
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ExternalDocumentation
 {
@@ -366,9 +390,11 @@ impl Encode
 impl Message
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ExternalDocumentation
 {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -461,6 +487,7 @@ impl Decode
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps
 {
@@ -565,9 +592,11 @@ impl Encode
 impl Message
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps
 {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -607,6 +636,7 @@ impl Decode
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::SelectableField
 {
@@ -625,9 +655,11 @@ impl Encode
 impl Message
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::SelectableField
 {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -655,6 +687,7 @@ impl Decode
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ServiceReference
 {
@@ -679,9 +712,11 @@ impl Encode
 impl Message
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ServiceReference
 {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -712,6 +747,7 @@ impl Decode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -738,9 +774,11 @@ impl Encode for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::
 impl Message
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule
 {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -767,6 +805,7 @@ impl Decode
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookClientConfig
 {
@@ -789,9 +828,11 @@ impl Encode
 impl Message
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookClientConfig
 {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -823,6 +864,7 @@ impl Decode
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookConversion
 {
@@ -843,9 +885,11 @@ impl Encode
 impl Message
     for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookConversion
 {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

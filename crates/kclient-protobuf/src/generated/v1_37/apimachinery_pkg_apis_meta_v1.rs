@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.apimachinery.pkg.apis.meta.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.apimachinery.pkg.apis.meta.v1.APIGroup
@@ -36,6 +39,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -56,9 +60,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -88,6 +94,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -102,9 +109,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -143,6 +152,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -175,9 +185,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -208,6 +220,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList 
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -224,9 +237,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList 
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -263,6 +278,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -279,9 +295,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -331,6 +349,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -356,9 +375,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
 
 /// Go's zero value is written as an empty message (k8s-openapi's type has no `Default`); Go decodes both the same.
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         0
     }
+    #[cfg(feature = "encode")]
     fn put_zero(_buf: &mut impl BufMut) {}
 }
 
@@ -394,6 +415,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -425,9 +447,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -458,6 +482,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorReq
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -476,9 +501,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorReq
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -506,6 +533,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupResource {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupResource {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -522,9 +550,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupResource {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupResource {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -548,6 +578,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupVersionForD
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupVersionForDiscovery {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -564,9 +595,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupVersionForD
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupVersionForDiscovery {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -592,6 +625,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -608,9 +642,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -640,6 +676,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorReq
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -658,9 +695,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorReq
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -693,6 +732,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -715,9 +755,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -750,6 +792,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEnt
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -776,9 +819,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEnt
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -825,6 +870,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -867,9 +913,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -904,6 +952,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -928,9 +977,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -956,6 +1007,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -972,9 +1024,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -998,6 +1052,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ServerAddressByC
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ServerAddressByClientCIDR {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1014,9 +1069,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ServerAddressByC
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ServerAddressByClientCIDR {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1039,6 +1096,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ShardInfo {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ShardInfo {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1053,9 +1111,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::ShardInfo {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ShardInfo {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1083,6 +1143,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1107,9 +1168,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1139,6 +1202,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1157,9 +1221,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -1189,6 +1255,7 @@ impl Decode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -1213,9 +1280,11 @@ impl Encode for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
 }
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }

@@ -3,7 +3,10 @@
 //! Codecs of `k8s.io.kube.aggregator.pkg.apis.apiregistration.v1`.
 
 use crate::field::{self, Message};
-use crate::wire::{self, At, Ctx, Decode, DecodeError, Encode};
+#[cfg(feature = "encode")]
+use crate::wire::Encode;
+use crate::wire::{self, At, Ctx, Decode, DecodeError};
+#[cfg(feature = "encode")]
 use bytes::BufMut;
 
 // ---- k8s.io.kube_aggregator.pkg.apis.apiregistration.v1.APIService
@@ -25,6 +28,7 @@ impl Decode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::AP
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -43,9 +47,11 @@ impl Encode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::AP
 }
 
 impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -79,6 +85,7 @@ impl Decode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::AP
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIServiceCondition {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -101,9 +108,11 @@ impl Encode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::AP
 }
 
 impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIServiceCondition {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -136,6 +145,7 @@ impl Decode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::AP
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIServiceSpec {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -162,9 +172,11 @@ impl Encode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::AP
 }
 
 impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIServiceSpec {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -192,6 +204,7 @@ impl Decode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::AP
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIServiceStatus {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -206,9 +219,11 @@ impl Encode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::AP
 }
 
 impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIServiceStatus {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
@@ -237,6 +252,7 @@ impl Decode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::Se
     }
 }
 
+#[cfg(feature = "encode")]
 impl Encode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::ServiceReference {
     fn encoded_len(&self) -> usize {
         let m = self;
@@ -255,9 +271,11 @@ impl Encode for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::Se
 }
 
 impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::ServiceReference {
+    #[cfg(feature = "encode")]
     fn zero_len() -> usize {
         Self::default().encoded_len()
     }
+    #[cfg(feature = "encode")]
     fn put_zero(buf: &mut impl BufMut) {
         Self::default().encode_raw(buf)
     }
