@@ -163,7 +163,7 @@ where
         Start::Created(created) => return Ok((created, OperationResult::Created)),
         Start::Stored { existing, desired } => (existing, desired),
     };
-    let json = |o: &K| serde_json::to_value(o).map_err(CreateOrUpdateError::Encode);
+    let json = |o: &K| kclient_core::json_value::to_value(o).map_err(CreateOrUpdateError::Encode);
     if json(&desired)? == json(&existing)? {
         return Ok((existing, OperationResult::Unchanged));
     }
@@ -188,7 +188,8 @@ where
         Start::Stored { existing, desired } => (existing, desired),
     };
     let split = |o: &K| -> Result<(Value, Value), CreateOrUpdateError<E>> {
-        let mut json = serde_json::to_value(o).map_err(CreateOrUpdateError::Encode)?;
+        let mut json =
+            kclient_core::json_value::to_value(o).map_err(CreateOrUpdateError::Encode)?;
         let status = json
             .as_object_mut()
             .and_then(|m| m.remove("status"))

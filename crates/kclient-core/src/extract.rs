@@ -88,7 +88,7 @@ pub fn extract_from<K: Resource + Serialize>(
     field_manager: &str,
     subresource: &str,
 ) -> Result<Value, ExtractError> {
-    let value = serde_json::to_value(object).map_err(ExtractError::Encode)?;
+    let value = crate::json_value::to_value(object).map_err(ExtractError::Encode)?;
     let mut applied = match extract_into(&value, field_manager, subresource)? {
         Value::Object(map) => map,
         _ => Map::new(),

@@ -83,6 +83,8 @@ pub mod go_format;
 pub mod gvk;
 pub mod json_list;
 mod json_scan;
+mod json_text;
+pub mod json_value;
 pub mod labels;
 pub mod lister_watcher;
 mod lookup_fn;

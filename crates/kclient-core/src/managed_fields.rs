@@ -28,8 +28,10 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{DeserializeOwned, IgnoredAny, Visitor};
+use serde::de::{DeserializeOwned, Visitor};
 use serde::{Deserialize, Deserializer};
+
+use crate::json_text::Text;
 
 /// Decodes one object from JSON text, without its `metadata.managedFields` (left `None`) if
 /// `omit_managed_fields`. The whole text must be the object (trailing whitespace aside).
@@ -75,7 +77,7 @@ pub fn strip_managed_fields(json: &[u8]) -> Cow<'_, [u8]> {
 
 /// Where `metadata.managedFields` is, with one separating comma: `start..end` to cut out.
 fn managed_fields_span(json: &[u8]) -> Option<(usize, usize)> {
-    let mut text = Text { json, at: 0 };
+    let mut text = Text::new(json);
     text.expect(b'{')?;
     if text.peek()? == b'}' {
         return None;
@@ -90,107 +92,6 @@ fn managed_fields_span(json: &[u8]) -> Option<(usize, usize)> {
             b',' => {}
             _ => return None,
         }
-    }
-}
-
-/// A cursor over JSON text that finds members and skips values; `None` wherever the text is
-/// not as expected.
-struct Text<'a> {
-    json: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Text<'a> {
-    /// The next byte that is not whitespace (not consumed).
-    fn peek(&mut self) -> Option<u8> {
-        while let Some(&byte) = self.json.get(self.at) {
-            if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
-                return Some(byte);
-            }
-            self.at += 1;
-        }
-        None
-    }
-
-    /// The next byte that is not whitespace, consumed.
-    fn next(&mut self) -> Option<u8> {
-        let byte = self.peek()?;
-        self.at += 1;
-        Some(byte)
-    }
-
-    fn expect(&mut self, byte: u8) -> Option<()> {
-        (self.next()? == byte).then_some(())
-    }
-
-    /// A member's key and its colon: the key unescaped.
-    fn key(&mut self) -> Option<Cow<'a, str>> {
-        if self.peek()? != b'"' {
-            return None;
-        }
-        let start = self.at;
-        self.skip_string()?;
-        let quoted = &self.json[start..self.at];
-        self.expect(b':')?;
-        let inner = &quoted[1..quoted.len() - 1];
-        if inner.contains(&b'\\') {
-            serde_json::from_slice::<String>(quoted)
-                .ok()
-                .map(Cow::Owned)
-        } else {
-            std::str::from_utf8(inner).ok().map(Cow::Borrowed)
-        }
-    }
-
-    /// In the object starting here, the member `name` with one comma beside it.
-    fn member_span(&mut self, name: &str) -> Option<(usize, usize)> {
-        self.expect(b'{')?;
-        if self.peek()? == b'}' {
-            return None;
-        }
-        let mut previous_comma = None;
-        loop {
-            self.peek()?;
-            let member_start = self.at;
-            let key = self.key()?;
-            self.skip_value()?;
-            let value_end = self.at;
-            let found = key == name;
-            self.peek()?;
-            let separator = self.at;
-            match self.next()? {
-                b',' if found => return Some((member_start, separator + 1)),
-                b'}' if found => return Some((previous_comma.unwrap_or(member_start), value_end)),
-                b',' => previous_comma = Some(separator),
-                _ => return None,
-            }
-        }
-    }
-
-    /// Moves past the string starting here (its quotes included).
-    fn skip_string(&mut self) -> Option<()> {
-        self.at += 1;
-        loop {
-            match *self.json.get(self.at)? {
-                b'"' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                b'\\' => self.at += 2,
-                _ => self.at += 1,
-            }
-        }
-    }
-
-    /// Moves past the JSON value starting here, which must be well formed (serde_json's
-    /// scan, which checks it and builds nothing).
-    fn skip_value(&mut self) -> Option<()> {
-        self.peek()?;
-        let mut values =
-            serde_json::Deserializer::from_slice(&self.json[self.at..]).into_iter::<IgnoredAny>();
-        values.next()?.ok()?;
-        self.at += values.byte_offset();
-        Some(())
     }
 }
 

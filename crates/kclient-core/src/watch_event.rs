@@ -24,8 +24,8 @@ use std::marker::PhantomData;
 
 use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
+use crate::json_text::members;
 use crate::managed_fields::{strip_managed_fields, Key};
 
 use crate::resource::Resource;
@@ -188,34 +188,46 @@ impl<K> WatchEvent<K> {
             source,
             snippet: snippet(frame, SNIPPET_LEN),
         };
-        let mut deserializer = serde_json::Deserializer::from_slice(frame);
-        let decoded = serde::Deserializer::deserialize_map(
-            &mut deserializer,
-            EventVisitor::<K> {
-                part: &part,
-                omit_managed_fields,
-                _kind: PhantomData,
-            },
-        )
-        .and_then(|decoded| deserializer.end().map(|()| decoded))
-        .map_err(json_err)?;
-        match decoded {
-            Decoded::Event(event) => Ok(event),
-            Decoded::UnknownType(t) => Err(WatchDecodeError::UnknownType(t)),
-            Decoded::Deferred { event_type, object } => {
-                part.set(part_of(&event_type));
-                let object = object.get().as_bytes();
-                let object = match omit_managed_fields {
-                    true => strip_managed_fields(object),
-                    false => Cow::Borrowed(object),
-                };
-                let mut deserializer = serde_json::Deserializer::from_slice(&object);
-                let event = Self::object_of(&event_type, &mut deserializer)
-                    .and_then(|event| deserializer.end().map(|()| event))
-                    .map_err(json_err)?;
-                event.ok_or(WatchDecodeError::UnknownType(event_type))
+        // The object's managedFields are cut out of its text before it is decoded: delimit it
+        // first (a frame that is not as expected is left to the envelope's decoder to say).
+        let delimited = match omit_managed_fields {
+            true => delimit(frame),
+            false => None,
+        };
+        let (event_type, object) = match delimited {
+            Some(delimited) => delimited,
+            None => {
+                let mut deserializer = serde_json::Deserializer::from_slice(frame);
+                let decoded = serde::Deserializer::deserialize_map(
+                    &mut deserializer,
+                    EventVisitor::<K> {
+                        part: &part,
+                        omit_managed_fields,
+                        _kind: PhantomData,
+                    },
+                )
+                .and_then(|decoded| deserializer.end().map(|()| decoded))
+                .map_err(json_err)?;
+                match decoded {
+                    Decoded::Event(event) => return Ok(event),
+                    Decoded::UnknownType(t) => return Err(WatchDecodeError::UnknownType(t)),
+                    // The frame was just read whole: one object with one `object` member.
+                    Decoded::Deferred { event_type } => {
+                        (Cow::Owned(event_type), delimit_object(frame))
+                    }
+                }
             }
-        }
+        };
+        part.set(part_of(&event_type));
+        let object = match omit_managed_fields {
+            true => strip_managed_fields(object),
+            false => Cow::Borrowed(object),
+        };
+        let mut deserializer = serde_json::Deserializer::from_slice(&object);
+        let event = Self::object_of(&event_type, &mut deserializer)
+            .and_then(|event| deserializer.end().map(|()| event))
+            .map_err(json_err)?;
+        event.ok_or_else(|| WatchDecodeError::UnknownType(event_type.into_owned()))
     }
 
     /// The event of type `event_type` with its object decoded from `deserializer`; `None`
@@ -271,15 +283,29 @@ impl<K> WatchEvent<K> {
     }
 }
 
+/// A frame's event type and its object's text, found without decoding; `None` when the frame
+/// is not one well-formed object with a string `type` and an `object`.
+fn delimit(frame: &[u8]) -> Option<(Cow<'_, str>, &[u8])> {
+    let [event_type, object] = members(frame, ["type", "object"])?;
+    let Key(event_type) = serde_json::from_slice(event_type?).ok()?;
+    Some((event_type, object?))
+}
+
+/// The text of the `object` member of a frame already checked to have one.
+fn delimit_object(frame: &[u8]) -> &[u8] {
+    members(frame, ["object"])
+        .and_then(|[object]| object)
+        .unwrap_or_default()
+}
+
 /// What one pass over a frame found.
-enum Decoded<'de, K> {
+enum Decoded<K> {
     Event(WatchEvent<K>),
     UnknownType(String),
     /// `object` came before `type`, or its managedFields are to be cut out of its text:
-    /// delimited, not yet decoded.
+    /// checked to be JSON, not yet decoded (its text is found again in the frame).
     Deferred {
         event_type: String,
-        object: &'de RawValue,
     },
 }
 
@@ -293,7 +319,7 @@ struct EventVisitor<'p, K> {
 }
 
 impl<'de, K: serde::de::DeserializeOwned> Visitor<'de> for EventVisitor<'_, K> {
-    type Value = Decoded<'de, K>;
+    type Value = Decoded<K>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a watch event")
@@ -302,7 +328,7 @@ impl<'de, K: serde::de::DeserializeOwned> Visitor<'de> for EventVisitor<'_, K> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut event_type: Option<Cow<'de, str>> = None;
         let mut event: Option<Option<WatchEvent<K>>> = None;
-        let mut raw_object: Option<&'de RawValue> = None;
+        let mut skipped_object = false;
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             match key.as_ref() {
                 "type" => {
@@ -312,7 +338,7 @@ impl<'de, K: serde::de::DeserializeOwned> Visitor<'de> for EventVisitor<'_, K> {
                     event_type = Some(map.next_value::<Key<'de>>()?.0);
                 }
                 "object" => {
-                    if event.is_some() || raw_object.is_some() {
+                    if event.is_some() || skipped_object {
                         return Err(A::Error::duplicate_field("object"));
                     }
                     match event_type.as_deref() {
@@ -324,7 +350,10 @@ impl<'de, K: serde::de::DeserializeOwned> Visitor<'de> for EventVisitor<'_, K> {
                             })?);
                             self.part.set("envelope");
                         }
-                        _ => raw_object = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                            skipped_object = true;
+                        }
                     }
                 }
                 _ => {
@@ -333,14 +362,13 @@ impl<'de, K: serde::de::DeserializeOwned> Visitor<'de> for EventVisitor<'_, K> {
             }
         }
         let event_type = event_type.ok_or_else(|| A::Error::missing_field("type"))?;
-        match (event, raw_object) {
+        match (event, skipped_object) {
             (Some(Some(event)), _) => Ok(Decoded::Event(event)),
             (Some(None), _) => Ok(Decoded::UnknownType(event_type.into_owned())),
-            (None, Some(object)) => Ok(Decoded::Deferred {
+            (None, true) => Ok(Decoded::Deferred {
                 event_type: event_type.into_owned(),
-                object,
             }),
-            (None, None) => Err(A::Error::missing_field("object")),
+            (None, false) => Err(A::Error::missing_field("object")),
         }
     }
 }
@@ -482,12 +510,29 @@ mod tests {
             b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{}}",
             b"\xff\xfe",
         ];
-        for bytes in cases {
-            let err = WatchEvent::<Pod>::from_json(bytes).unwrap_err();
-            assert!(matches!(err, WatchDecodeError::Json { .. }), "{err}");
+        let extra: &[&[u8]] = &[
+            b"{\"type\":\"ADDED\",\"object\":{},\"object\":{}}",
+            b"{\"type\":\"ADDED\",\"object\":{}} {}",
+            b"{\"type\":7,\"object\":{}}",
+            b"{\"object\":{\"metadata\":{\"managedFields\":[tru]}},\"type\":\"ADDED\"}",
+        ];
+        for bytes in cases.iter().chain(extra) {
+            for decode in [
+                WatchEvent::<Pod>::from_json,
+                WatchEvent::<Pod>::from_json_without_managed_fields,
+            ] {
+                let err = decode(bytes).unwrap_err();
+                assert!(matches!(err, WatchDecodeError::Json { .. }), "{err}");
+            }
         }
-        let err = WatchEvent::<Pod>::from_json(b"{\"type\":\"RESYNC\",\"object\":{}}").unwrap_err();
-        assert!(matches!(err, WatchDecodeError::UnknownType(ref t) if t == "RESYNC"));
+        let frame = b"{\"type\":\"RESYNC\",\"object\":{}}";
+        for decode in [
+            WatchEvent::<Pod>::from_json,
+            WatchEvent::<Pod>::from_json_without_managed_fields,
+        ] {
+            let err = decode(frame).unwrap_err();
+            assert!(matches!(err, WatchDecodeError::UnknownType(ref t) if t == "RESYNC"));
+        }
     }
 
     /// The API server writes `type` first and the object is decoded in the same pass; a frame

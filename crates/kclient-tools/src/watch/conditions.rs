@@ -118,7 +118,7 @@ fn live_object<K: Resource>(event: &WatchEvent<Arc<K>>) -> Result<Option<&K>, Co
 }
 
 fn serialized<K: Serialize>(object: &K) -> Result<Value, ConditionError> {
-    Ok(serde_json::to_value(object)?)
+    Ok(kclient_core::json_value::to_value(object)?)
 }
 
 /// `status.conditions[type == condition_type].status`.
