@@ -234,7 +234,17 @@ impl Request {
         }
     }
 
-    async fn run(mut self, mode: Mode) -> Result<Outcome, Error> {
+    /// Sends the request as `mode` says: the future every way of sending awaits, boxed here,
+    /// where it is compiled once. (Awaited unboxed from the generic [`json`](Self::json),
+    /// [`fetch_list`](Self::fetch_list) and [`watch`](Self::watch), the whole send path —
+    /// retries, credentials, the HTTP client — would be compiled again in every program that
+    /// calls them: an `async fn`'s body is compiled where it is polled.)
+    #[inline(never)]
+    fn run(self, mode: Mode) -> futures::future::BoxFuture<'static, Result<Outcome, Error>> {
+        Box::pin(self.run_unboxed(mode))
+    }
+
+    async fn run_unboxed(mut self, mode: Mode) -> Result<Outcome, Error> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
