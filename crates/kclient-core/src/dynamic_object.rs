@@ -121,12 +121,14 @@ impl DynamicObject {
     ///
     /// Fails when the fields do not fit `K`, or when `apiVersion`/`kind` name another type.
     pub fn try_parse<K: serde::de::DeserializeOwned>(&self) -> Result<K, serde_json::Error> {
-        serde_json::to_value(self).and_then(serde_json::from_value)
+        // By way of the text, as K is read from every response (one Deserialize per type).
+        serde_json::from_slice(&serde_json::to_vec(self)?)
     }
 
     /// Converts a static object (for example a k8s-openapi type) into a `DynamicObject`.
     pub fn from_typed<K: Serialize>(obj: &K) -> Result<Self, serde_json::Error> {
-        serde_json::to_value(obj).and_then(serde_json::from_value)
+        // By way of the text, as K is written into every request (one Serialize per type).
+        serde_json::from_slice(&serde_json::to_vec(obj)?)
     }
 }
 

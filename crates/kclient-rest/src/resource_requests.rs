@@ -293,7 +293,8 @@ impl<'a> ResourceRequests<'a> {
         options: &PatchOptions,
         subresource: Option<&str>,
     ) -> Result<Request, RefusedRequest> {
-        let value = serde_json::to_value(configuration).map_err(RefusedRequest::Serialize)?;
+        let value =
+            kclient_core::json_value::to_value(configuration).map_err(RefusedRequest::Serialize)?;
         let managed = value
             .pointer("/metadata/managedFields")
             .and_then(serde_json::Value::as_array)

@@ -289,7 +289,7 @@ where
 }
 
 fn to_json<K: Serialize>(obj: &K) -> Result<Value, Denial> {
-    serde_json::to_value(obj).map_err(|e| {
+    kclient_core::json_value::to_value(obj).map_err(|e| {
         Denial::with_code(
             StatusReason::InternalError,
             500,

@@ -109,7 +109,7 @@ fn decode<T: DeserializeOwned>(value: Value) -> Result<T, String> {
 /// `value` as JSON, with its own `apiVersion` and `kind` (a type that does not write them is
 /// given them).
 fn encode<T: Serialize + k8s_openapi::Resource>(value: &T) -> Result<Value, String> {
-    let mut json = serde_json::to_value(value).map_err(|e| e.to_string())?;
+    let mut json = kclient_core::json_value::to_value(value).map_err(|e| e.to_string())?;
     if let Value::Object(map) = &mut json {
         map.insert("apiVersion".into(), T::API_VERSION.into());
         map.insert("kind".into(), T::KIND.into());
