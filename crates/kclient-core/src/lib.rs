@@ -98,6 +98,7 @@ pub mod patch;
 pub mod resource;
 pub mod resource_version;
 mod selector_error;
+pub mod sharding;
 pub mod snippet;
 pub mod status;
 pub mod type_meta;

@@ -108,6 +108,11 @@ pub struct ListOptions {
     /// `k8s.io/initial-events-end`. Requires `resource_version_match = NotOlderThan` and, in
     /// this crate, `allow_watch_bookmarks`. Sent whenever it is `Some`, including `Some(false)`.
     pub send_initial_events: Option<bool>,
+    /// `shardSelector` (KEP-5866, kube-apiserver 1.36+ with the alpha gate
+    /// `ShardedListAndWatch`): only the objects whose hashed uid or namespace falls in the
+    /// selector's ranges, for lists and watches alike; see [`sharding`](crate::sharding). A
+    /// server without the gate ignores it (a list then has no `metadata.shardInfo`).
+    pub shard_selector: Option<String>,
     /// Client-side, never sent: decode the listed or watched objects without
     /// `metadata.managedFields` (left `None`), skipping that part of the response instead of
     /// building it (see [`managed_fields`](crate::managed_fields)). An informer
@@ -206,6 +211,13 @@ impl ListOptions {
         self
     }
 
+    /// Sets `shardSelector` from a [`ShardSelector`](crate::sharding::ShardSelector), in its
+    /// canonical form.
+    pub fn shard_selector(mut self, selector: &crate::sharding::ShardSelector) -> Self {
+        self.shard_selector = Some(selector.to_string());
+        self
+    }
+
     /// Decodes the objects without `metadata.managedFields` (client-side, never sent): see
     /// [`omit_managed_fields`](Self#structfield.omit_managed_fields).
     pub fn omit_managed_fields(mut self, omit: bool) -> Self {
@@ -227,7 +239,8 @@ impl ListOptions {
     ///
     /// Names and formats are exactly those of apimachinery's query-parameter conversion:
     /// `labelSelector`, `fieldSelector`, `allowWatchBookmarks`, `resourceVersion`,
-    /// `resourceVersionMatch`, `timeoutSeconds`, `limit`, `continue`, `sendInitialEvents`, in
+    /// `resourceVersionMatch`, `timeoutSeconds`, `limit`, `continue`, `sendInitialEvents`,
+    /// `shardSelector`, in
     /// the field order of `metav1.ListOptions` (client-go sorts by name when it encodes the URL;
     /// the server does not care). Empty strings, `limit` 0, `allowWatchBookmarks=false` and
     /// `None` are omitted; `timeout_seconds` and `send_initial_events` are sent whenever they
@@ -274,6 +287,7 @@ impl ListOptions {
         }
         push_str(&mut pairs, "continue", self.continue_token.as_deref());
         push_opt_bool(&mut pairs, "sendInitialEvents", self.send_initial_events);
+        push_str(&mut pairs, "shardSelector", self.shard_selector.as_deref());
         pairs
     }
 
