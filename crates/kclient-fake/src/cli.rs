@@ -27,6 +27,8 @@ options:
   --load PATH                 preload the YAML/JSON manifests in a file or folder (repeatable)
   --history-window EVENTS     events kept for watches and continue tokens (default 10000)
   --bookmark-interval SECONDS how often watches get bookmarks (default 60)
+  --feature-gates GATES       kube-apiserver's alpha gates the fake has, as kube-apiserver takes
+                              them (ShardedListAndWatch=true)
   -h, --help                  print this help
 ";
 
@@ -49,6 +51,8 @@ pub struct Options {
     pub history_window: Option<usize>,
     /// `--bookmark-interval` in seconds.
     pub bookmark_interval: Option<u64>,
+    /// `--feature-gates ShardedListAndWatch=…`.
+    pub sharded_list_and_watch: bool,
     /// `--help`.
     pub help: bool,
 }
@@ -94,6 +98,24 @@ impl Options {
                             .map_err(|e| format!("--bookmark-interval: {e}"))?,
                     )
                 }
+                "--feature-gates" => {
+                    for gate in value("gates")?.split(',').filter(|g| !g.is_empty()) {
+                        let (name, on) = gate.split_once('=').ok_or_else(|| {
+                            format!("--feature-gates: missing bool value for {gate}")
+                        })?;
+                        let on: bool = on.parse().map_err(|e| {
+                            format!("--feature-gates: invalid value of {name}={on}: {e}")
+                        })?;
+                        match name {
+                            "ShardedListAndWatch" => opts.sharded_list_and_watch = on,
+                            _ => {
+                                return Err(format!(
+                                    "--feature-gates: unrecognized feature gate: {name}"
+                                ))
+                            }
+                        }
+                    }
+                }
                 "-h" | "--help" => opts.help = true,
                 other => return Err(format!("unknown option {other:?}")),
             }
@@ -121,6 +143,7 @@ pub async fn start(opts: &Options) -> Result<FakeApiServer, Error> {
     if let Some(s) = opts.bookmark_interval {
         builder = builder.bookmark_interval(Duration::from_secs(s));
     }
+    builder = builder.sharded_list_and_watch(opts.sharded_list_and_watch);
     let server = builder.start().await?;
     for obj in load_manifests(&opts.load)? {
         server.seed(obj)?;
@@ -162,5 +185,23 @@ mod tests {
         assert!(parse(&["--port", "x"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
         assert!(parse(&["-h"]).unwrap().help);
+    }
+
+    #[test]
+    fn feature_gates_as_kube_apiserver_takes_them() {
+        assert!(!parse(&[]).unwrap().sharded_list_and_watch);
+        assert!(
+            parse(&["--feature-gates=ShardedListAndWatch=true"])
+                .unwrap()
+                .sharded_list_and_watch
+        );
+        assert!(
+            !parse(&["--feature-gates", "ShardedListAndWatch=false"])
+                .unwrap()
+                .sharded_list_and_watch
+        );
+        assert!(parse(&["--feature-gates=ShardedListAndWatch"]).is_err());
+        assert!(parse(&["--feature-gates=ShardedListAndWatch=yes"]).is_err());
+        assert!(parse(&["--feature-gates=NoSuchGate=true"]).is_err());
     }
 }

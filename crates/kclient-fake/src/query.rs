@@ -124,6 +124,8 @@ pub struct ListParams {
     pub allow_watch_bookmarks: bool,
     /// `sendInitialEvents`.
     pub send_initial_events: Option<bool>,
+    /// `shardSelector` (read only with the `ShardedListAndWatch` gate on).
+    pub shard_selector: String,
     /// `watch`.
     pub watch: bool,
 }
@@ -155,6 +157,7 @@ impl ListParams {
             timeout_seconds: q.int("timeoutSeconds")?,
             allow_watch_bookmarks: q.bool("allowWatchBookmarks")?.unwrap_or(false),
             send_initial_events: q.bool("sendInitialEvents")?,
+            shard_selector: q.str("shardSelector").to_string(),
             watch,
         };
         let errs = if watch {

@@ -12,16 +12,19 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use kclient_core::sharding::{ShardKey, ShardSelector};
+use kclient_core::status::{Status, StatusReason};
 use kclient_core::{fields, labels, ApiError};
 use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
 
-/// Label and field selectors of one list or watch, ready to match objects.
+/// Label, field and shard selectors of one list or watch, ready to match objects.
 #[derive(Debug, Clone)]
 pub struct Predicate {
     labels: labels::Selector,
     fields: fields::Selector,
+    shards: Option<ShardSelector>,
     info: Arc<ResourceInfo>,
 }
 
@@ -59,13 +62,36 @@ impl Predicate {
         Ok(Self {
             labels,
             fields,
+            shards: None,
             info,
         })
     }
 
+    /// Adds the `shardSelector` of the request when the `ShardedListAndWatch` gate is on
+    /// (`enabled`), as kube-apiserver's registry does after the label and field selectors: an
+    /// expression it cannot read is a `500` without a reason, `invalid shard selector: …`.
+    pub fn with_shards(mut self, expression: &str, enabled: bool) -> Result<Self, ApiError> {
+        if enabled && !expression.is_empty() {
+            let shards = ShardSelector::parse(expression).map_err(|e| {
+                ApiError::from(Status::failure(
+                    StatusReason::Unknown,
+                    500,
+                    format!("invalid shard selector: {e}"),
+                ))
+            })?;
+            self.shards = Some(shards);
+        }
+        Ok(self)
+    }
+
+    /// The shard selector applied, if any (what a list echoes in `metadata.shardInfo`).
+    pub fn shards(&self) -> Option<&ShardSelector> {
+        self.shards.as_ref()
+    }
+
     /// Whether the predicate selects everything.
     pub fn is_everything(&self) -> bool {
-        self.labels.is_empty() && self.fields.is_empty()
+        self.labels.is_empty() && self.fields.is_empty() && self.shards.is_none()
     }
 
     /// The name the field selector pins, if any (`metadata.name=x`).
@@ -77,6 +103,16 @@ impl Predicate {
     pub fn matches(&self, obj: &Value) -> bool {
         if self.is_everything() {
             return true;
+        }
+        if let Some(shards) = &self.shards {
+            let field = match shards.key() {
+                ShardKey::Uid => "/metadata/uid",
+                ShardKey::Namespace => "/metadata/namespace",
+            };
+            let value = obj.pointer(field).and_then(Value::as_str).unwrap_or("");
+            if !shards.matches_value(value) {
+                return false;
+            }
         }
         let obj_labels = obj.pointer("/metadata/labels");
         let labels_ok = self

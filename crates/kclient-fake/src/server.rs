@@ -59,6 +59,15 @@ impl Default for FakeApiServerBuilder {
 }
 
 impl FakeApiServerBuilder {
+    /// Turns kube-apiserver's alpha feature gate `ShardedListAndWatch` on or off (off by
+    /// default, as in kube-apiserver 1.37): with it, lists and watches honour
+    /// `shardSelector` and lists carry `metadata.shardInfo` (see
+    /// [`kclient_core::sharding`]); without it the parameter is ignored.
+    pub fn sharded_list_and_watch(mut self, enabled: bool) -> Self {
+        self.settings.sharded_list_and_watch = enabled;
+        self
+    }
+
     /// Listens on this port of 127.0.0.1 (0, the default, picks a free one).
     pub fn port(mut self, port: u16) -> Self {
         self.port = port;

@@ -31,6 +31,10 @@ pub struct Settings {
     pub watch_timeout: Duration,
     /// How many recorded actions the server keeps, the most recent ones (0: records none).
     pub action_history: usize,
+    /// kube-apiserver's alpha feature gate `ShardedListAndWatch` (KEP-5866; off by default,
+    /// as there): lists and watches honour `shardSelector`, lists say so in
+    /// `metadata.shardInfo`. Off, the parameter is ignored, as kube-apiserver ignores it.
+    pub sharded_list_and_watch: bool,
 }
 
 impl Default for Settings {
@@ -41,6 +45,7 @@ impl Default for Settings {
             bookmark_interval: Duration::from_secs(60),
             watch_timeout: Duration::from_secs(1800),
             action_history: crate::actions::DEFAULT_ACTION_HISTORY,
+            sharded_list_and_watch: false,
         }
     }
 }

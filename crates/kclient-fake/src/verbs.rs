@@ -293,14 +293,18 @@ async fn list_page(
     negotiated: Negotiated,
 ) -> Result<Response<Body>, ApiError> {
     let (shared, info, namespace) = (call.shared, call.info, call.namespace);
-    let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
+    let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?
+        .with_shards(
+        &params.shard_selector,
+        shared.settings.sharded_list_and_watch,
+    )?;
     wait_for_requested_rv(shared, &params).await?;
     let page = match shared.registry.list(info, namespace, &params, &predicate) {
         Ok(p) => p,
         Err(ListError::Api(e)) => return Err(e),
         Err(ListError::ExpiredContinue(e)) => return Ok(expired_continue(&e, &negotiated)),
     };
-    let metadata = list_metadata(&page);
+    let metadata = list_metadata(&page, &predicate);
     match negotiated.conversion {
         Conversion::Table => return Ok(crate::table::list_table(info, &page)),
         Conversion::Metadata(_) => return Err(negotiate::list_as_object(info)),
@@ -354,13 +358,16 @@ fn expired_continue(e: &ExpiredContinue, negotiated: &Negotiated) -> Response<Bo
 }
 
 /// The list metadata of a page: its resourceVersion, continue token and remaining count.
-fn list_metadata(page: &ListPage) -> Value {
+fn list_metadata(page: &ListPage, predicate: &Predicate) -> Value {
     let mut metadata = json!({"resourceVersion": page.rv.to_string()});
     if let Some(c) = &page.continue_token {
         metadata["continue"] = json!(c);
     }
     if let Some(r) = page.remaining {
         metadata["remainingItemCount"] = json!(r);
+    }
+    if let Some(shards) = predicate.shards() {
+        metadata["shardInfo"] = json!({"selector": shards.to_string()});
     }
     metadata
 }
@@ -430,7 +437,11 @@ async fn watch_collection(
 ) -> Result<Response<Body>, ApiError> {
     let (shared, info, namespace) = (call.shared, call.info, call.namespace);
     require(info, "watch")?;
-    let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
+    let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?
+        .with_shards(
+        &params.shard_selector,
+        shared.settings.sharded_list_and_watch,
+    )?;
     let start = watch::start_of(
         &params.resource_version,
         params.send_initial_events,
@@ -488,7 +499,11 @@ async fn delete_matching(
     negotiated: Negotiated,
     admission: &crate::admission::Request,
 ) -> Result<Response<Body>, ApiError> {
-    let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?;
+    let predicate = Predicate::new(info.clone(), &params.label_selector, &params.field_selector)?
+        .with_shards(
+        &params.shard_selector,
+        shared.settings.sharded_list_and_watch,
+    )?;
     let all = ListParams {
         limit: 0,
         continue_token: String::new(),

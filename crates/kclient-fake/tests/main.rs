@@ -20,6 +20,7 @@ mod pods;
 mod protobuf;
 mod reactors;
 mod rest_client;
+mod sharding;
 mod streaming;
 mod subresources;
 mod table_dry_run;
