@@ -71,6 +71,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use kclient_core::sharding::{ShardSelector, ShardedListWatch};
 use kclient_core::{
     ApiResource, CancellationToken, DynamicListerWatcherFor, ListerWatcherFor, Resource,
     TweakListOptions,
@@ -160,6 +161,7 @@ struct Slot {
 struct Options {
     namespace: Option<String>,
     tweak: Option<TweakListOptions>,
+    shards: Option<ShardSelector>,
     default_resync: Duration,
     custom_resync: HashMap<TypeId, Duration>,
     transforms: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
@@ -291,6 +293,16 @@ impl<C: Send + Sync + 'static> SharedInformerFactoryBuilder<C> {
         self
     }
 
+    /// Makes every informer list, watch and cache only the shard `selector` names (KEP-5866's
+    /// `shardSelector`, see [`kclient_core::sharding`]): the server filters where it has the
+    /// `ShardedListAndWatch` gate, the informers filter again in any case
+    /// ([`ShardedListWatch`]), so that a server without the gate costs transfer, never
+    /// correctness.
+    pub fn shard_selector(mut self, selector: ShardSelector) -> Self {
+        self.options.shards = Some(selector);
+        self
+    }
+
     /// The resync period of `K`'s informer (client-go's `WithCustomResyncConfig`).
     pub fn custom_resync<K: 'static>(mut self, resync: Duration) -> Self {
         self.options.custom_resync.insert(TypeId::of::<K>(), resync);
@@ -386,6 +398,7 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
         self.informer_for::<K>(|client, options| {
             let namespace = options.namespace.clone();
             let lw = client.lister_watcher(namespace.as_deref(), options.tweak.clone());
+            let lw = ShardedListWatch::with_optional_selector(lw, options.shards.clone());
             SharedIndexInformer::new(lw, options.informer_options())
         })
     }
@@ -437,6 +450,7 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
                 settings.namespace.as_deref(),
                 settings.tweak.clone(),
             );
+            let lw = ShardedListWatch::with_optional_selector(lw, settings.shards.clone());
             SharedIndexInformer::new_with(lw, settings.informer_options(), resource)
         });
         GenericInformer::new(informer)
@@ -493,6 +507,7 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
             representation,
             namespace: options.namespace.clone(),
             tweak: options.tweak.clone(),
+            shards: options.shards.clone(),
             resync: options
                 .custom_resync
                 .get(&TypeId::of::<K>())
@@ -588,6 +603,9 @@ pub struct InformerSettings<K> {
     pub namespace: Option<String>,
     /// The factory's list-options tweak, if any.
     pub tweak: Option<TweakListOptions>,
+    /// The factory's shard, if any (an informer made by hand lists and watches it through a
+    /// [`ShardedListWatch`]).
+    pub shards: Option<ShardSelector>,
     /// `K`'s resync period (custom, else the default).
     pub resync: Duration,
     /// `K`'s transform (the managedFields stripping unless turned off or replaced).

@@ -151,6 +151,32 @@ impl<K: Send + 'static, E: Send + 'static> FetchedList<K, E> {
         }
     }
 
+    /// The same list without the items `keep` refuses (checked as they are decoded).
+    pub fn filter(self, mut keep: impl FnMut(&K) -> bool + Send + 'static) -> FetchedList<K, E> {
+        FetchedList {
+            metadata: self.metadata,
+            items: match self.items {
+                Items::Decoded(mut list) => {
+                    list.items.retain(&mut keep);
+                    Items::Decoded(list)
+                }
+                Items::Streaming(parts) => Items::Streaming(
+                    parts
+                        .map(move |part| {
+                            part.map(|part| match part {
+                                ListPart::Items(mut batch) => {
+                                    batch.retain(&mut keep);
+                                    ListPart::Items(batch)
+                                }
+                                ListPart::End(list) => ListPart::End(list),
+                            })
+                        })
+                        .boxed(),
+                ),
+            },
+        }
+    }
+
     /// The same list with decoding errors converted by `f`.
     pub fn map_err<E2: Send + 'static>(
         self,
