@@ -91,11 +91,13 @@ impl Target {
 
     /// A fresh kclient-fake on 127.0.0.1 (HTTPS, bearer-token admin), with a kubeconfig for
     /// independent clients and the real server's kubectl when there is one. The server lives
-    /// as long as the target (and its clones) and the tokio runtime that started it.
+    /// as long as the target (and its clones) and the tokio runtime that started it. Its
+    /// alpha gates are the e2e cluster's (`ShardedListAndWatch`).
     pub async fn fake() -> Result<Target> {
         let server = FakeApiServer::builder()
             .https()
             .token(FAKE_TOKEN)
+            .sharded_list_and_watch(true)
             .start()
             .await
             .context("could not start kclient-fake")?;

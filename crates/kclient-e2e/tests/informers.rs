@@ -16,6 +16,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kclient_cache::{
     CacheRepresentation, ResourceEventHandler, SharedIndexInformer, SharedInformerFactory,
 };
+use kclient_core::sharding::{ShardKey, ShardSelector};
 use kclient_core::{
     ApiResource, CreateOptions, DeleteOptions, DeletedObject, DynamicObject, GroupVersionKind,
     ListOptions, Resource,
@@ -389,6 +390,133 @@ async fn factories_with_typed_and_dynamic_informers_follow_the_server() -> Resul
                 ));
             }
         }
+    }
+    ensure!(failures.is_empty(), "{}", failures.join("; "));
+    Ok(())
+}
+
+/// The ConfigMaps of `namespace` the server lists, by uid (name → resourceVersion), in
+/// `selector`'s shard.
+async fn shard_of_fresh_list(
+    clientset: &Clientset,
+    namespace: &str,
+    selector: &ShardSelector,
+) -> Result<BTreeMap<String, String>> {
+    let list = clientset
+        .core_v1()
+        .config_maps(namespace)
+        .list(&ListOptions::default())
+        .await?;
+    Ok(names(
+        list.items
+            .iter()
+            .filter(|cm| selector.matches(&cm.metadata)),
+    ))
+}
+
+/// Two factories, each with one of two shards, on a server (with the `ShardedListAndWatch`
+/// gate or without it): each informer holds exactly its shard, before and after changes, and
+/// the two together hold the namespace.
+async fn sharded_factories_on(config: &kclient_rest::Config, what: &str) -> Result<()> {
+    let clientset = Clientset::new(config.clone())?;
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.subsec_nanos();
+    let namespace = format!("kclient-e2e-sharded-informers-{:05x}", nanos & 0xfffff);
+    let namespaces = clientset.core_v1().namespaces();
+    namespaces
+        .create(
+            &serde_json::from_value(json!({"metadata": {"name": namespace}}))?,
+            &CreateOptions::default(),
+        )
+        .await?;
+    let config_maps = clientset.core_v1().config_maps(&namespace);
+    let create = |name: String| {
+        let config_maps = config_maps.clone();
+        async move {
+            config_maps
+                .create(
+                    &serde_json::from_value(json!({"metadata": {"name": name}}))?,
+                    &CreateOptions::default(),
+                )
+                .await?;
+            anyhow::Ok(())
+        }
+    };
+    for i in 0..30 {
+        create(format!("before-{i}")).await?;
+    }
+    let cancel = CancellationToken::new();
+    let mut informers = Vec::new();
+    for index in 0..2 {
+        let selector = ShardSelector::shard(ShardKey::Uid, index, 2)?;
+        let factory = SharedInformerFactory::builder(clientset.clone())
+            .namespace(&namespace)
+            .shard_selector(selector.clone())
+            .build();
+        let informer = factory.core_v1().config_maps().informer();
+        let view = Arc::new(View::default());
+        informer.add_event_handler(Arc::clone(&view))?;
+        factory.start(&cancel);
+        informers.push((selector, informer, view, factory));
+    }
+    let outcome = async {
+        for (index, (selector, informer, view, _)) in informers.iter().enumerate() {
+            until_in_sync(&format!("{what}: shard {index}"), informer, view, || {
+                shard_of_fresh_list(&clientset, &namespace, selector)
+            })
+            .await?;
+        }
+        for i in 0..10 {
+            create(format!("after-{i}")).await?;
+        }
+        for i in 0..5 {
+            config_maps
+                .delete(&format!("before-{i}"), &DeleteOptions::default())
+                .await?;
+        }
+        let mut union = BTreeMap::new();
+        for (index, (selector, informer, view, _)) in informers.iter().enumerate() {
+            until_in_sync(
+                &format!("{what}: shard {index} after changes"),
+                informer,
+                view,
+                || shard_of_fresh_list(&clientset, &namespace, selector),
+            )
+            .await?;
+            let cache = cached(informer);
+            ensure!(
+                cache.keys().all(|k| !union.contains_key(k)),
+                "{what}: an object in both shards"
+            );
+            union.extend(cache);
+        }
+        let all = config_maps.list(&ListOptions::default()).await?;
+        ensure!(
+            union == names(all.items.iter()),
+            "{what}: the shards do not hold the namespace"
+        );
+        anyhow::Ok(())
+    }
+    .await;
+    cancel.cancel();
+    namespaces
+        .delete(&namespace, &DeleteOptions::default())
+        .await?;
+    outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_factories_hold_their_shard_with_or_without_the_gate() -> Result<()> {
+    let mut failures = Vec::new();
+    for target in Target::available().await? {
+        // Both targets run with the gate on.
+        if let Err(e) = sharded_factories_on(&target.config, &target.kind.to_string()).await {
+            failures.push(format!("{e:#}"));
+        }
+    }
+    let ungated = kclient_fake::FakeApiServer::builder().start().await?;
+    if let Err(e) = sharded_factories_on(&ungated.config()?, "kclient-fake without the gate").await
+    {
+        failures.push(format!("{e:#}"));
     }
     ensure!(failures.is_empty(), "{}", failures.join("; "));
     Ok(())

@@ -181,6 +181,12 @@ async fn protobuf_built_in_kinds() -> Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_list_and_watch() -> Result<()> {
+    let name = "sharded_list_and_watch";
+    run_everywhere(name, differential(name), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn immutable_pods() -> Result<()> {
     run_everywhere("immutable_pods", differential("immutable_pods"), true).await
 }

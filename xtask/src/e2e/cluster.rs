@@ -21,12 +21,18 @@ use super::{KUBECONFIG_ENV, KUBECTL_ENV};
 const START_TIMEOUT: Duration = Duration::from_secs(240);
 /// How long each process gets to exit after SIGTERM.
 const STOP_GRACE: Duration = Duration::from_secs(20);
+/// kube-apiserver's alpha gates the scenarios need: `ShardedListAndWatch` (KEP-5866) for
+/// the `sharded_list_and_watch` scenario (kclient-fake's e2e target turns it on too).
+const FEATURE_GATES: &str = "ShardedListAndWatch=true";
 
 /// What `up` records.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct State {
     pub(crate) kubernetes_version: String,
     pub(crate) etcd_version: String,
+    /// kube-apiserver's `--feature-gates` (a cluster started with others is not reused).
+    #[serde(default)]
+    pub(crate) feature_gates: String,
     /// The kubectl built with the server.
     pub(crate) kubectl: PathBuf,
     /// The servers, their URLs and the admin kubeconfig.
@@ -119,7 +125,8 @@ pub(crate) fn up() -> Result<Cluster> {
     if let Some(state) = load_state(&run)? {
         let alive = state.cluster.is_running();
         let same_version = state.kubernetes_version == bins.pins.kubernetes
-            && state.kubectl == bins.path(build::KUBECTL);
+            && state.kubectl == bins.path(build::KUBECTL)
+            && state.feature_gates == FEATURE_GATES;
         if alive && same_version && block_on(state.cluster.probe_ready())?.is_ok() {
             eprintln!(
                 "e2e: reusing the running cluster (Kubernetes {}) at {}",
@@ -133,7 +140,7 @@ pub(crate) fn up() -> Result<Cluster> {
             if !alive {
                 "not (entirely) running"
             } else if !same_version {
-                "of another version"
+                "of another version or with other feature gates"
             } else {
                 "not ready"
             }
@@ -150,6 +157,7 @@ pub(crate) fn up() -> Result<Cluster> {
         .binary_assets_directory(&bins.dir)
         .kubernetes_version(&bins.pins.kubernetes)
         .controller_manager(true)
+        .apiserver_arg(format!("--feature-gates={FEATURE_GATES}"))
         .directory(&run)
         .start_timeout(START_TIMEOUT)
         .stop_timeout(STOP_GRACE)
@@ -164,6 +172,7 @@ pub(crate) fn up() -> Result<Cluster> {
     let state = State {
         kubernetes_version: bins.pins.kubernetes.clone(),
         etcd_version: bins.pins.etcd.clone(),
+        feature_gates: FEATURE_GATES.to_owned(),
         kubectl: bins.path(build::KUBECTL),
         cluster: environment.detach(),
     };

@@ -29,6 +29,7 @@ mod kube_rs;
 mod metadata;
 mod patch;
 mod protobuf;
+mod sharding;
 mod status;
 mod webhooks;
 mod writes;
@@ -49,6 +50,7 @@ pub use kube_rs::kube_rs_finalizer;
 pub use metadata::{metadata_accept_variants, metadata_custom_resource, metadata_watch};
 pub use patch::{patches, strategic_merge_patch};
 pub use protobuf::protobuf_built_in_kinds;
+pub use sharding::sharded_list_and_watch;
 pub use status::status_subresource;
 pub use webhooks::webhooks;
 pub use writes::{watch_selector_transitions, writes};
@@ -109,6 +111,9 @@ pub const DIFFERENTIAL: &[(&str, Scenario)] = &[
     ("metadata_watch", |t| Box::pin(metadata_watch(t))),
     ("protobuf_built_in_kinds", |t| {
         Box::pin(protobuf_built_in_kinds(t))
+    }),
+    ("sharded_list_and_watch", |t| {
+        Box::pin(sharded_list_and_watch(t))
     }),
     ("immutable_pods", |t| Box::pin(immutable_pods(t))),
     ("immutable_service_cluster_ip", |t| {
