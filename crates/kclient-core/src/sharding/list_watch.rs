@@ -261,11 +261,12 @@ mod tests {
             &self,
             options: &ListOptions,
         ) -> Result<WatchStream<ConfigMap, ApiError>, ApiError> {
-            let events: Vec<_> = self
+            let events: Vec<Result<_, ApiError>> = self
                 .answer(options)
                 .items
                 .into_iter()
-                .map(|cm| Ok(WatchEvent::Modified(cm)))
+                .map(WatchEvent::Modified)
+                .map(Ok)
                 .collect();
             Ok(stream::iter(events).boxed())
         }
@@ -356,10 +357,12 @@ mod tests {
         let lw = sharded(false);
         block_on(lw.list(&ListOptions::default())).unwrap();
         let selector = lw.selector().unwrap().clone();
-        let mut echoed = ListMeta::default();
-        echoed.shard_info = Some(ShardInfo {
-            selector: selector.to_string(),
-        });
+        let echoed = ListMeta {
+            shard_info: Some(ShardInfo {
+                selector: selector.to_string(),
+            }),
+            ..ListMeta::default()
+        };
         lw.note(&selector, &echoed);
         assert_eq!(lw.server_filters(), Some(false));
     }

@@ -71,6 +71,21 @@ pub fn shard_hash(value: &str) -> u64 {
     })
 }
 
+/// Which of `count` equal parts of the hash space ([`ShardRange::nth_of`]) `hash` is in
+/// (`count` > 0).
+///
+/// ```
+/// use kclient_core::sharding::{part_of, ShardRange};
+///
+/// let hash = 0x5555_5555_5555_5555;
+/// assert_eq!(part_of(hash, 3), 0);
+/// assert!(ShardRange::nth_of(0, 3).unwrap().contains(hash));
+/// ```
+pub fn part_of(hash: u64, count: u32) -> u32 {
+    // ⌊hash·count/2⁶⁴⌋ < count.
+    ((u128::from(hash) * u128::from(count.max(1))) >> 64) as u32
+}
+
 /// The field whose hash places an object in a shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ShardKey {
@@ -143,14 +158,16 @@ impl ShardRange {
     }
 
     /// The `index`-th of `count` equal parts of the hash space (`index < count`), the parts
-    /// together covering it exactly.
+    /// together covering it exactly: part `i` starts at ⌈i·2⁶⁴/count⌉, so that a hash is in
+    /// part [`part_of`]`(hash, count)`.
     pub fn nth_of(index: u32, count: u32) -> Result<Self, ShardSelectorError> {
         if index >= count {
             return Err(ShardSelectorError::new(format!(
                 "shard {index} of {count} does not exist (0 <= index < count)"
             )));
         }
-        let bound = |i: u32| HASH_SPACE_END * u128::from(i) / u128::from(count);
+        let count = u128::from(count);
+        let bound = |i: u32| (HASH_SPACE_END * u128::from(i)).div_ceil(count);
         Ok(Self {
             // Below 2⁶⁴ since index < count.
             start: bound(index) as u64,
@@ -318,6 +335,23 @@ mod tests {
         }
         assert!(ShardRange::nth_of(4, 4).is_err());
         assert!(ShardRange::nth_of(0, 0).is_err());
+    }
+
+    #[test]
+    fn part_of_names_the_part_that_contains_the_hash() {
+        for count in [1u32, 2, 3, 7, 16, 1000] {
+            let starts = (0..count).map(|i| ShardRange::nth_of(i, count).unwrap());
+            for (i, range) in starts.enumerate() {
+                for hash in [
+                    range.start(),
+                    range.start().saturating_add(1),
+                    (range.end() - 1) as u64,
+                ] {
+                    assert_eq!(part_of(hash, count), i as u32, "{hash:#x} of {count}");
+                }
+            }
+        }
+        assert_eq!(part_of(u64::MAX, 16), 15);
     }
 
     #[test]

@@ -213,7 +213,7 @@ async fn refusals(client: &ApiClient, ns: &Namespace, t: &mut Transcript) -> Res
     for expression in [
         format!("shardRange({uid}, '0x0', '0x8000000000000000')"),
         format!("shardRange({uid}, '0x8000000000000000', '0x0000000000000000')"),
-        format!("shardRange(object.metadata.name, '0x0000000000000000', '0x8000000000000000')"),
+        "shardRange(object.metadata.name, '0x0000000000000000', '0x8000000000000000')".to_owned(),
         format!("shardRange({uid}, '0x0000000000000000', '0x8000000000000000') && true"),
         format!("shardRange({uid}, 0, 8)"),
         format!("shardRange({uid}, '0x0000000000000000')"),
