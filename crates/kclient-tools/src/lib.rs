@@ -53,5 +53,6 @@ pub mod events;
 pub mod flowcontrol;
 pub mod leaderelection;
 pub mod retry;
+pub mod sharding;
 pub mod wait;
 pub mod watch;

@@ -12,6 +12,7 @@ mod flowcontrol;
 mod leaderelection;
 mod leaderelection_fake;
 mod retry;
+mod sharding_ring;
 mod wait;
 mod watch_fake;
 mod watch_scripted;
