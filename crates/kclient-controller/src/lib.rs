@@ -143,6 +143,7 @@ mod metrics;
 pub mod owner;
 pub mod predicate;
 mod reconciler;
+pub mod sharded;
 mod signal;
 mod source;
 mod worker;

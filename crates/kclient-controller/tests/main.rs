@@ -9,5 +9,6 @@ mod helpers;
 mod manager;
 mod queueing;
 mod reconcile;
+mod sharded;
 mod stale;
 mod triggers;

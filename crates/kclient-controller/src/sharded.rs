@@ -1,0 +1,210 @@
+//! [`run_sharded`]: a [`Manager`] per holding of a [`ShardRing`], so that replicas divide
+//! the work and the caches instead of idling behind one leader.
+//!
+//! Each replica runs the same program: a ring member ([`ShardRing`]) and, for each of its
+//! holdings, a manager whose informers list, watch and cache only the held slots' objects
+//! (the factory built with [`Held::selector`] as its `shard_selector`) and whose controllers
+//! reconcile them. When the holding ends — a replica joined or left, a slot's Lease was
+//! lost — the manager shuts down gracefully (in-flight reconciles finish within its graceful
+//! shutdown timeout, or are abandoned), *then* the ring is told the work stopped, and only
+//! then may a slot it gave up move to another replica (see
+//! [`kclient_tools::sharding`] for the argument). The next holding gets a new manager.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kclient_cache::SharedInformerFactory;
+//! use kclient_controller::sharded::{run_sharded, ShardedMetrics};
+//! use kclient_controller::{Action, Controller, Manager, ReconcileContext, Reconciler};
+//! use kclient_core::CancellationToken;
+//! use kclient_tools::sharding::{ShardRing, ShardRingConfig};
+//! use kclient_typed::Clientset;
+//!
+//! struct Noop;
+//!
+//! impl Reconciler<ConfigMap> for Noop {
+//!     type Error = kclient_typed::Error;
+//!
+//!     async fn reconcile(&self, _: Arc<ConfigMap>, _: &ReconcileContext) -> Result<Action, Self::Error> {
+//!         Ok(Action::await_change())
+//!     }
+//! }
+//!
+//! # async fn example(clientset: Clientset) -> Result<(), Box<dyn std::error::Error>> {
+//! let ring = Arc::new(ShardRing::new(
+//!     &clientset,
+//!     ShardRingConfig::new("operators", "config-watcher", "replica-0"),
+//! )?);
+//! let shutdown = CancellationToken::new();
+//! run_sharded(ring, shutdown, ShardedMetrics::default(), |held| {
+//!     let mut factory = SharedInformerFactory::builder(clientset.clone());
+//!     if let Some(selector) = held.selector() {
+//!         factory = factory.shard_selector(selector);
+//!     }
+//!     let factory = factory.build();
+//!     let mut manager = Manager::builder(&factory).build()?;
+//!     manager.add(Controller::<ConfigMap, _>::new("config-watcher", &factory), Noop);
+//!     Ok(manager)
+//! })
+//! .await?;
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+
+use kclient_core::CancellationToken;
+use kclient_tools::sharding::{Held, ShardRing};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use tokio::time::Instant;
+
+use crate::manager::{Manager, ManagerError};
+
+/// The metrics of a sharded replica.
+///
+/// | metric | type | what |
+/// |---|---|---|
+/// | `kclient_shard_slots_held` | gauge | slots this replica holds now |
+/// | `kclient_shard_slots` | gauge | slots in the ring |
+/// | `kclient_shard_ring_members` | gauge | live members of the ring as this replica last saw them |
+/// | `kclient_shard_handovers_total` | counter | changes of this replica's holding |
+/// | `kclient_shard_handover_seconds` | histogram | from a holding's end to the next holding's manager starting (the work paused on this replica) |
+///
+/// What a replica caches is its managers' informers' (their own metrics count objects).
+#[derive(Debug, Clone, Default)]
+pub struct ShardedMetrics {
+    slots_held: Gauge,
+    slots: Gauge,
+    members: Gauge,
+    handovers: Counter,
+    handover_seconds: Option<Histogram>,
+}
+
+impl ShardedMetrics {
+    /// The metrics, registered in `registry`.
+    pub fn registered(registry: &mut Registry) -> Self {
+        let metrics = Self {
+            handover_seconds: Some(Histogram::new(exponential_buckets(0.01, 2.0, 14))),
+            ..Self::default()
+        };
+        registry.register(
+            "kclient_shard_slots_held",
+            "Slots this replica holds",
+            metrics.slots_held.clone(),
+        );
+        registry.register(
+            "kclient_shard_slots",
+            "Slots in the ring",
+            metrics.slots.clone(),
+        );
+        registry.register(
+            "kclient_shard_ring_members",
+            "Live members of the ring as this replica last saw them",
+            metrics.members.clone(),
+        );
+        registry.register(
+            "kclient_shard_handovers",
+            "Changes of this replica's holding",
+            metrics.handovers.clone(),
+        );
+        if let Some(histogram) = &metrics.handover_seconds {
+            registry.register(
+                "kclient_shard_handover_seconds",
+                "From a holding's end to the next holding's work starting",
+                histogram.clone(),
+            );
+        }
+        metrics
+    }
+
+    fn note_holding(&self, ring: &ShardRing, held: &Held, ended: Option<Instant>) {
+        self.slots_held.set(held.slots.len() as i64);
+        self.slots.set(i64::from(held.slot_count()));
+        self.members.set(ring.members().len() as i64);
+        if let Some(ended) = ended {
+            self.handovers.inc();
+            if let Some(histogram) = &self.handover_seconds {
+                histogram.observe(ended.elapsed().as_secs_f64());
+            }
+        }
+    }
+}
+
+/// Takes part in `ring` until `shutdown` fires, running the manager `make` builds for each
+/// holding (see the [module documentation](self)) while the holding stands: `make` is given
+/// the holding and builds the informer factory with its [`selector`](Held::selector) and the
+/// controllers on it (without leader election: the ring replaces it). A holding without
+/// slots runs nothing. Returns when the replica has left the ring (its slots released), or
+/// with the first manager's error (the ring is left then too).
+///
+/// A holding also ends when a slot's Lease is lost (renewals failing past the renew
+/// deadline): another replica may then take the slot `lease_duration − renew_deadline`
+/// later (5 s with the defaults), while this manager's controllers are still finishing
+/// their reconciles. Give the manager a graceful shutdown timeout below that margin, and let
+/// a reconciler that writes what only the holder may write check [`Held::is_current`]
+/// right before (give it a clone of the holding `make` is given).
+pub async fn run_sharded<F>(
+    ring: Arc<ShardRing>,
+    shutdown: CancellationToken,
+    metrics: ShardedMetrics,
+    mut make: F,
+) -> Result<(), ManagerError>
+where
+    F: FnMut(&Held) -> Result<Manager, ManagerError>,
+{
+    let leave = CancellationToken::new();
+    let mut running = tokio::spawn({
+        let (ring, leave) = (Arc::clone(&ring), leave.clone());
+        async move { ring.run(leave).await }
+    });
+    let mut held = ring.held();
+    let mut ended: Option<Instant> = None;
+    let mut outcome = Ok(());
+    while !shutdown.is_cancelled() {
+        let holding = held.borrow_and_update().clone();
+        metrics.note_holding(&ring, &holding, ended.take());
+        if holding.is_current() && !holding.slots.is_empty() {
+            tracing::info!(ring = %ring.config().ring, slots = ?holding.slots, generation = holding.generation, "holding slots");
+            let stop = CancellationToken::new();
+            let link = tokio::spawn({
+                let (stop, token, shutdown) =
+                    (stop.clone(), holding.token().clone(), shutdown.clone());
+                async move {
+                    tokio::select! {
+                        () = token.cancelled() => {}
+                        () = shutdown.cancelled() => {}
+                    }
+                    stop.cancel();
+                }
+            });
+            let result = match make(&holding) {
+                Ok(manager) => manager.run(stop).await,
+                Err(e) => Err(e),
+            };
+            link.abort();
+            ended = Some(Instant::now());
+            if let Err(e) = result {
+                outcome = Err(e);
+                break;
+            }
+        }
+        ring.acknowledge(holding.generation);
+        tokio::select! {
+            changed = held.changed() => if changed.is_err() { break },
+            () = shutdown.cancelled() => {}
+        }
+    }
+    // Leave: keep acknowledging (nothing runs any more) until the ring has released the slots.
+    leave.cancel();
+    loop {
+        ring.acknowledge(held.borrow_and_update().generation);
+        tokio::select! {
+            _ = &mut running => break,
+            _ = held.changed() => {}
+        }
+    }
+    outcome
+}
