@@ -66,12 +66,12 @@
 //! ```
 
 use std::any::{Any, TypeId};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use kclient_core::sharding::{ShardSelector, ShardedListWatch};
+use kclient_core::sharding::{Placement, ShardSelector, ShardedListWatch};
 use kclient_core::{
     ApiResource, CancellationToken, DynamicListerWatcherFor, ListerWatcherFor, Resource,
     TweakListOptions,
@@ -162,6 +162,8 @@ struct Options {
     namespace: Option<String>,
     tweak: Option<TweakListOptions>,
     shards: Option<ShardSelector>,
+    /// The kinds placed in a shard by their controller's uid.
+    owned: HashSet<TypeId>,
     default_resync: Duration,
     custom_resync: HashMap<TypeId, Duration>,
     transforms: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
@@ -303,6 +305,15 @@ impl<C: Send + Sync + 'static> SharedInformerFactoryBuilder<C> {
         self
     }
 
+    /// Places the objects of `K` in the shard by their controller's uid rather than their
+    /// own ([`Placement::ControllerOwner`]): for the kinds a sharded controller owns, so that
+    /// each replica caches the children of its own objects. The server cannot select by
+    /// owner, so `K`'s informer lists and watches all of `K` and keeps the shard's.
+    pub fn shard_by_controller_owner<K: 'static>(mut self) -> Self {
+        self.options.owned.insert(TypeId::of::<K>());
+        self
+    }
+
     /// The resync period of `K`'s informer (client-go's `WithCustomResyncConfig`).
     pub fn custom_resync<K: 'static>(mut self, resync: Duration) -> Self {
         self.options.custom_resync.insert(TypeId::of::<K>(), resync);
@@ -398,7 +409,7 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
         self.informer_for::<K>(|client, options| {
             let namespace = options.namespace.clone();
             let lw = client.lister_watcher(namespace.as_deref(), options.tweak.clone());
-            let lw = ShardedListWatch::with_optional_selector(lw, options.shards.clone());
+            let lw = ShardedListWatch::placed(lw, options.shards.clone(), options.placement);
             SharedIndexInformer::new(lw, options.informer_options())
         })
     }
@@ -450,7 +461,7 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
                 settings.namespace.as_deref(),
                 settings.tweak.clone(),
             );
-            let lw = ShardedListWatch::with_optional_selector(lw, settings.shards.clone());
+            let lw = ShardedListWatch::placed(lw, settings.shards.clone(), settings.placement);
             SharedIndexInformer::new_with(lw, settings.informer_options(), resource)
         });
         GenericInformer::new(informer)
@@ -508,6 +519,11 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
             namespace: options.namespace.clone(),
             tweak: options.tweak.clone(),
             shards: options.shards.clone(),
+            placement: if options.owned.contains(&TypeId::of::<K>()) {
+                Placement::ControllerOwner
+            } else {
+                Placement::Object
+            },
             resync: options
                 .custom_resync
                 .get(&TypeId::of::<K>())
@@ -606,6 +622,8 @@ pub struct InformerSettings<K> {
     /// The factory's shard, if any (an informer made by hand lists and watches it through a
     /// [`ShardedListWatch`]).
     pub shards: Option<ShardSelector>,
+    /// What places `K`'s objects in the shard.
+    pub placement: Placement,
     /// `K`'s resync period (custom, else the default).
     pub resync: Duration,
     /// `K`'s transform (the managedFields stripping unless turned off or replaced).

@@ -6,7 +6,7 @@
 //! list, each handler's view equals its cache, and each object's notifications came in a
 //! consistent order.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -519,5 +519,58 @@ async fn sharded_factories_hold_their_shard_with_or_without_the_gate() -> Result
         failures.push(format!("{e:#}"));
     }
     ensure!(failures.is_empty(), "{}", failures.join("; "));
+    Ok(())
+}
+
+/// The children of owners in a shard, by their controller's uid: a factory with
+/// `shard_by_controller_owner` caches exactly them (owners, which have no controller, none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owned_objects_follow_their_owners_shard() -> Result<()> {
+    let server = kclient_fake::FakeApiServer::builder()
+        .sharded_list_and_watch(true)
+        .start()
+        .await?;
+    let clientset = Clientset::new(server.config()?)?;
+    let config_maps = clientset.core_v1().config_maps("default");
+    let selector = ShardSelector::shard(ShardKey::Uid, 1, 2)?;
+    let mut expected = BTreeSet::new();
+    for i in 0..12 {
+        let owner = config_maps
+            .create(
+                &serde_json::from_value(json!({"metadata": {"name": format!("owner-{i}")}}))?,
+                &CreateOptions::default(),
+            )
+            .await?;
+        let uid = owner.metadata.uid.clone().context("a uid")?;
+        for j in 0..2 {
+            let name = format!("child-{i}-{j}");
+            let child = json!({"metadata": {"name": name, "ownerReferences": [{
+                "apiVersion": "v1", "kind": "ConfigMap", "name": format!("owner-{i}"),
+                "uid": uid, "controller": true}]}});
+            config_maps
+                .create(&serde_json::from_value(child)?, &CreateOptions::default())
+                .await?;
+            if selector.matches_value(&uid) {
+                expected.insert(name);
+            }
+        }
+    }
+    ensure!(!expected.is_empty() && expected.len() < 24, "{expected:?}");
+    let factory = SharedInformerFactory::builder(clientset.clone())
+        .namespace("default")
+        .shard_selector(selector)
+        .shard_by_controller_owner::<ConfigMap>()
+        .build();
+    let informer = factory.core_v1().config_maps().informer();
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    let synced = factory.wait_for_cache_sync(&cancel).await;
+    ensure!(synced.all_synced(), "{synced:?}");
+    let cached: BTreeSet<String> = cached(&informer).into_keys().collect();
+    cancel.cancel();
+    ensure!(
+        cached == expected,
+        "cached {cached:?}, expected {expected:?}"
+    );
     Ok(())
 }

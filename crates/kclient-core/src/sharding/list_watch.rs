@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::stream::StreamExt as _;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 
-use super::ShardSelector;
+use super::{Placement, ShardSelector};
 use crate::fetched_list::FetchedList;
 use crate::lister_watcher::{ListerWatcher, WatchStream};
 use crate::object_list::ObjectList;
@@ -69,10 +69,16 @@ const IGNORES: u8 = 2;
 ///
 /// Without a selector ([`with_optional_selector`](Self::with_optional_selector) given
 /// `None`, as an informer factory without one makes it) it passes everything through as is.
+///
+/// Objects placed by their controller's uid ([`by_controller_owner`](Self::by_controller_owner),
+/// for the kinds a sharded controller owns) cannot be selected by the server: they are all
+/// listed and watched, and only the shard's are kept — the cache holds the shard, the wire
+/// carries everything.
 #[derive(Debug)]
 pub struct ShardedListWatch<L> {
     inner: L,
     selector: Option<Arc<ShardSelector>>,
+    placement: Placement,
     server: Arc<AtomicU8>,
 }
 
@@ -81,6 +87,7 @@ impl<L: Clone> Clone for ShardedListWatch<L> {
         Self {
             inner: self.inner.clone(),
             selector: self.selector.clone(),
+            placement: self.placement,
             server: Arc::clone(&self.server),
         }
     }
@@ -95,10 +102,37 @@ impl<L> ShardedListWatch<L> {
     /// `inner`'s lists and watches, of the shard `selector` names if there is one, else all
     /// of them, unchanged.
     pub fn with_optional_selector(inner: L, selector: Option<ShardSelector>) -> Self {
+        Self::placed(inner, selector, Placement::Object)
+    }
+
+    /// `inner`'s lists and watches, keeping the objects whose controller (the owner
+    /// reference with `controller: true`) is in the shard `selector` names (see
+    /// [`Placement::ControllerOwner`]), or all of them unchanged without a selector.
+    pub fn by_controller_owner(inner: L, selector: Option<ShardSelector>) -> Self {
+        Self::placed(inner, selector, Placement::ControllerOwner)
+    }
+
+    /// `inner`'s lists and watches, of the shard `selector` names (if any) as `placement`
+    /// places objects.
+    pub fn placed(inner: L, selector: Option<ShardSelector>, placement: Placement) -> Self {
         Self {
             inner,
             selector: selector.map(Arc::new),
+            placement,
             server: Arc::new(AtomicU8::new(UNKNOWN)),
+        }
+    }
+
+    /// What places an object in the shard.
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+
+    /// The options as sent: with the selector when the server can apply it.
+    fn sent(&self, selector: &ShardSelector, options: &ListOptions) -> ListOptions {
+        match self.placement {
+            Placement::Object => options.clone().shard_selector(selector),
+            Placement::ControllerOwner => options.clone(),
         }
     }
 
@@ -126,6 +160,9 @@ impl<L> ShardedListWatch<L> {
     /// Notes what a list's metadata says of the server (a warning the first time it did not
     /// filter).
     fn note(&self, selector: &ShardSelector, metadata: &ListMeta) {
+        if self.placement != Placement::Object {
+            return;
+        }
         if selector.is_echoed_by(metadata) {
             // A server that ignored the selector once is not trusted again.
             let _ = self.server.compare_exchange(
@@ -155,12 +192,10 @@ where
         let Some(selector) = &self.selector else {
             return self.inner.list(options).await;
         };
-        let mut list = self
-            .inner
-            .list(&options.clone().shard_selector(selector))
-            .await?;
+        let mut list = self.inner.list(&self.sent(selector, options)).await?;
         self.note(selector, &list.metadata);
-        list.items.retain(|k| selector.matches(k.meta()));
+        list.items
+            .retain(|k| selector.places(self.placement, k.meta()));
         Ok(list)
     }
 
@@ -168,16 +203,13 @@ where
         let Some(selector) = &self.selector else {
             return self.inner.watch(options).await;
         };
-        let events = self
-            .inner
-            .watch(&options.clone().shard_selector(selector))
-            .await?;
-        let selector = Arc::clone(selector);
+        let events = self.inner.watch(&self.sent(selector, options)).await?;
+        let (selector, placement) = (Arc::clone(selector), self.placement);
         Ok(events
             .filter(move |event| {
                 let keep = match event {
                     Ok(WatchEvent::Added(k) | WatchEvent::Modified(k) | WatchEvent::Deleted(k)) => {
-                        selector.matches(k.meta())
+                        selector.places(placement, k.meta())
                     }
                     _ => true,
                 };
@@ -193,13 +225,10 @@ where
         let Some(selector) = &self.selector else {
             return self.inner.fetch_list(options).await;
         };
-        let fetched = self
-            .inner
-            .fetch_list(&options.clone().shard_selector(selector))
-            .await?;
+        let fetched = self.inner.fetch_list(&self.sent(selector, options)).await?;
         self.note(selector, fetched.metadata());
-        let selector = Arc::clone(selector);
-        Ok(fetched.filter(move |k| selector.matches(k.meta())))
+        let (selector, placement) = (Arc::clone(selector), self.placement);
+        Ok(fetched.filter(move |k| selector.places(placement, k.meta())))
     }
 }
 
@@ -210,7 +239,7 @@ mod tests {
     use futures::executor::block_on;
     use futures::stream;
     use k8s_openapi::api::core::v1::ConfigMap;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ShardInfo;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, ShardInfo};
 
     use super::*;
     use crate::api_error::ApiError;
@@ -349,6 +378,40 @@ mod tests {
         let list = block_on(lw.list(&ListOptions::default())).unwrap();
         assert_eq!(list.items.len(), 64);
         assert_eq!(*lw.inner().asked.lock().unwrap(), [None]);
+        assert_eq!(lw.server_filters(), None);
+    }
+
+    #[test]
+    fn owned_objects_are_kept_by_their_controllers_shard() {
+        let owner_of = |i: u64| uid(1000 + i);
+        let mut objects: Vec<ConfigMap> = (0..64)
+            .map(|i| {
+                let mut cm = config_map(&uid(i));
+                cm.metadata.owner_references = Some(vec![OwnerReference {
+                    uid: owner_of(i),
+                    controller: Some(true),
+                    ..OwnerReference::default()
+                }]);
+                cm
+            })
+            .collect();
+        objects.push(config_map("no-owner"));
+        let server = Server {
+            filters: true,
+            objects,
+            asked: Mutex::new(Vec::new()),
+        };
+        let selector = ShardSelector::shard(ShardKey::Uid, 0, 2).unwrap();
+        let lw = ShardedListWatch::by_controller_owner(server, Some(selector.clone()));
+        let list = block_on(lw.list(&ListOptions::default())).unwrap();
+        // The server cannot select by owner: nothing is asked of it.
+        assert_eq!(*lw.inner().asked.lock().unwrap(), [None]);
+        let expected: Vec<String> = (0..64)
+            .filter(|i| selector.matches_value(&owner_of(*i)))
+            .map(uid)
+            .collect();
+        assert!(!expected.is_empty() && expected.len() < 64);
+        assert_eq!(uids(&list.items), expected);
         assert_eq!(lw.server_filters(), None);
     }
 

@@ -124,6 +124,20 @@ impl ShardKey {
     }
 }
 
+/// What places an object in a shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Placement {
+    /// Its own key field (uid or namespace): what the server's shard selector reads.
+    #[default]
+    Object,
+    /// Its controller's: the uid of its owner reference with `controller: true` (an object
+    /// without one is in no shard), or, sharding by namespace, its own namespace (an owner
+    /// and what it controls share one). The server cannot select by it; a
+    /// [`ShardedListWatch`] keeps the shard's objects of everything listed and watched. For
+    /// the kinds a sharded controller owns: they follow their owner's shard.
+    ControllerOwner,
+}
+
 /// A range `[start, end)` of the hash space; `end` is at most 2⁶⁴ ([`HASH_SPACE_END`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ShardRange {
@@ -251,6 +265,21 @@ impl ShardSelector {
     /// Whether the object with metadata `meta` is in the shard.
     pub fn matches(&self, meta: &ObjectMeta) -> bool {
         self.matches_value(self.key.value_of(meta))
+    }
+
+    /// Whether the object with metadata `meta` is in the shard, placed as `placement` says.
+    pub fn places(&self, placement: Placement, meta: &ObjectMeta) -> bool {
+        match (placement, self.key) {
+            (Placement::Object, _) | (Placement::ControllerOwner, ShardKey::Namespace) => {
+                self.matches(meta)
+            }
+            (Placement::ControllerOwner, ShardKey::Uid) => meta
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+                .is_some_and(|owner| self.matches_value(&owner.uid)),
+        }
     }
 
     /// Whether a list's metadata says the server applied this selector: its
