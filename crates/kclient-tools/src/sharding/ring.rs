@@ -12,7 +12,7 @@ use kclient_typed::{Clientset, ResourceClient};
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
-use tokio::time::sleep;
+use tokio::time::{sleep, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::assignment::{assign, selector_of};
@@ -296,6 +296,7 @@ impl ShardRing {
         let mut leaders: BTreeMap<u32, Leader> = BTreeMap::new();
         let mut serial = 0u64;
         let mut members = Members::new(self.config.lease_duration);
+        let (mut last_acquired, mut additions_since) = (None, None);
         while !cancel.is_cancelled() {
             self.look(&mut members).await;
             let live = self.members();
@@ -320,7 +321,9 @@ impl ShardRing {
                 .filter(|(s, l)| target.contains(s) && l.token.is_leader())
                 .map(|(s, l)| (*s, l.token.clone()))
                 .collect();
-            self.change_to(wanted, &cancel).await;
+            if !self.settling(&wanted, last_acquired, &mut additions_since) {
+                self.change_to(wanted, &cancel).await;
+            }
             // Held slots no longer wanted are given up once their work has stopped.
             let given_up: Vec<u32> = leaders
                 .keys()
@@ -335,9 +338,12 @@ impl ShardRing {
                 () = cancel.cancelled() => {}
                 () = sleep(jitter(self.config.retry_period, 1.0)) => {}
                 Some(report) = reports.recv() => {
-                    self.note(report, &mut leaders);
+                    let mut acquired = self.note(report, &mut leaders);
                     while let Ok(report) = reports.try_recv() {
-                        self.note(report, &mut leaders);
+                        acquired |= self.note(report, &mut leaders);
+                    }
+                    if acquired {
+                        last_acquired = Some(Instant::now());
                     }
                 }
             }
@@ -376,8 +382,32 @@ impl ShardRing {
         self.held.send_replace(next);
     }
 
-    /// Applies a slot elector's report. A slot lost while held ends the holding at once.
-    fn note(&self, report: SlotEvent, leaders: &mut BTreeMap<u32, Leader>) {
+    /// Whether to wait before publishing `wanted`: it only adds slots to a holding that
+    /// stands, and a slot was acquired within the last retry period — more are likely on
+    /// their way, and each change restarts the consumer's work — for a lease duration at
+    /// most. A change that takes a slot away is never held back.
+    fn settling(
+        &self,
+        wanted: &BTreeMap<u32, LeaderToken>,
+        last_acquired: Option<Instant>,
+        additions_since: &mut Option<Instant>,
+    ) -> bool {
+        let held = self.held.borrow();
+        let adds_only = held.is_current()
+            && wanted.len() > held.slots.len()
+            && held.slots.iter().all(|s| wanted.contains_key(s));
+        if !adds_only {
+            *additions_since = None;
+            return false;
+        }
+        let since = *additions_since.get_or_insert_with(Instant::now);
+        let recent = last_acquired.is_some_and(|t| t.elapsed() < self.config.retry_period);
+        recent && since.elapsed() < self.config.lease_duration
+    }
+
+    /// Applies a slot elector's report (whether it acquired a slot). A slot lost while held
+    /// ends the holding at once.
+    fn note(&self, report: SlotEvent, leaders: &mut BTreeMap<u32, Leader>) -> bool {
         match report {
             SlotEvent::Acquired {
                 slot,
@@ -385,16 +415,18 @@ impl ShardRing {
                 token,
             } => {
                 leaders.insert(slot, Leader { elector, token });
+                true
             }
             SlotEvent::Lost { slot, elector } => {
                 if leaders.get(&slot).is_none_or(|l| l.elector != elector) {
-                    return;
+                    return false;
                 }
                 leaders.remove(&slot);
                 if self.held.borrow().slots.contains(&slot) {
                     tracing::warn!(ring = %self.config.ring, slot, "a held slot's lease was lost");
                     self.held.borrow().token.cancel();
                 }
+                false
             }
         }
     }
