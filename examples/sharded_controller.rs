@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kclient::controller::sharded::{run_sharded, ShardedMetrics};
+use kclient::controller::sharded::{run_sharded, ShardedOptions};
 use kclient::controller::ManagerError;
 use kclient::core::{CreateOptions, Patch, PatchOptions};
 use kclient::fake::FakeApiServer;
@@ -80,7 +80,7 @@ async fn replica(
 ) -> Result<(), Error> {
     let config = ring_config(ShardRingConfig::new(&namespace, RING, &identity));
     let ring = Arc::new(ShardRing::new(&clientset, config)?);
-    run_sharded(ring, shutdown, ShardedMetrics::default(), |held| {
+    run_sharded(ring, shutdown, ShardedOptions::default(), |held| {
         println!("{identity}: holding slots {:?}", held.slots);
         let mut factory = SharedInformerFactory::builder(clientset.clone())
             .namespace(&namespace)

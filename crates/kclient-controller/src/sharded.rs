@@ -15,7 +15,7 @@
 //! use std::time::Duration;
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kclient_cache::SharedInformerFactory;
-//! use kclient_controller::sharded::{run_sharded, ShardedMetrics};
+//! use kclient_controller::sharded::{run_sharded, ShardedOptions};
 //! use kclient_controller::{Action, Controller, Manager, ReconcileContext, Reconciler};
 //! use kclient_core::CancellationToken;
 //! use kclient_tools::sharding::{ShardRing, ShardRingConfig};
@@ -37,7 +37,7 @@
 //!     ShardRingConfig::new("operators", "config-watcher", "replica-0"),
 //! )?);
 //! let shutdown = CancellationToken::new();
-//! run_sharded(ring, shutdown, ShardedMetrics::default(), |held| {
+//! run_sharded(ring, shutdown, ShardedOptions::default(), |held| {
 //!     let mut factory = SharedInformerFactory::builder(clientset.clone());
 //!     if let Some(selector) = held.selector() {
 //!         factory = factory.shard_selector(selector);
@@ -53,7 +53,9 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kclient_core::CancellationToken;
+use kclient_tools::events::{EventRecorder, EventType};
 use kclient_tools::sharding::{Held, ShardRing};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
@@ -133,6 +135,53 @@ impl ShardedMetrics {
     }
 }
 
+/// What a sharded replica reports: its metrics, and Events on its member Lease each time its
+/// holding changes (reason `ShardsRebalanced`) when given a recorder.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ShardedOptions {
+    /// The metrics ([`ShardedMetrics::registered`] to export them).
+    pub metrics: ShardedMetrics,
+    /// Where Events go, if anywhere.
+    pub events: Option<EventRecorder>,
+}
+
+impl ShardedOptions {
+    /// Reports to `metrics`.
+    pub fn metrics(mut self, metrics: ShardedMetrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Records Events with `recorder`.
+    pub fn events(mut self, recorder: EventRecorder) -> Self {
+        self.events = Some(recorder);
+        self
+    }
+
+    fn report(&self, ring: &ShardRing, held: &Held, ended: Option<Instant>) {
+        self.metrics.note_holding(ring, held, ended);
+        let Some(recorder) = &self.events else {
+            return;
+        };
+        let lease = ObjectReference {
+            api_version: Some("coordination.k8s.io/v1".into()),
+            kind: Some("Lease".into()),
+            name: Some(ring.member_lease_name()),
+            namespace: Some(ring.config().namespace.clone()),
+            ..ObjectReference::default()
+        };
+        let message = format!(
+            "holding {} of {} slots {:?} (live members: {})",
+            held.slots.len(),
+            held.slot_count(),
+            held.slots,
+            ring.members().join(", ")
+        );
+        recorder.event(&lease, EventType::Normal, "ShardsRebalanced", &message);
+    }
+}
+
 /// Takes part in `ring` until `shutdown` fires, running the manager `make` builds for each
 /// holding (see the [module documentation](self)) while the holding stands: `make` is given
 /// the holding and builds the informer factory with its [`selector`](Held::selector) and the
@@ -149,7 +198,7 @@ impl ShardedMetrics {
 pub async fn run_sharded<F>(
     ring: Arc<ShardRing>,
     shutdown: CancellationToken,
-    metrics: ShardedMetrics,
+    options: ShardedOptions,
     mut make: F,
 ) -> Result<(), ManagerError>
 where
@@ -165,7 +214,9 @@ where
     let mut outcome = Ok(());
     while !shutdown.is_cancelled() {
         let holding = held.borrow_and_update().clone();
-        metrics.note_holding(&ring, &holding, ended.take());
+        if holding.generation > 0 {
+            options.report(&ring, &holding, ended.take());
+        }
         if holding.is_current() && !holding.slots.is_empty() {
             tracing::info!(ring = %ring.config().ring, slots = ?holding.slots, generation = holding.generation, "holding slots");
             let stop = CancellationToken::new();

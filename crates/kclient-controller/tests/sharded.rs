@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::SharedInformerFactory;
-use kclient_controller::sharded::{run_sharded, ShardedMetrics};
+use kclient_controller::sharded::{run_sharded, ShardedOptions};
 use kclient_controller::{Action, Controller, Manager, ManagerError, ReconcileContext, Reconciler};
 use kclient_core::{CancellationToken, CreateOptions};
 use kclient_fake::FakeApiServer;
+use kclient_tools::events::{new_broadcaster, EventBroadcaster, MemorySink};
 use kclient_tools::sharding::{ShardRing, ShardRingConfig};
 use kclient_typed::Clientset;
 use parking_lot::Mutex;
@@ -70,7 +71,12 @@ struct Replica {
     task: JoinHandle<Result<(), ManagerError>>,
 }
 
-fn replica(server: &FakeApiServer, witness: &Arc<Witness>, name: &str) -> Replica {
+fn replica(
+    server: &FakeApiServer,
+    witness: &Arc<Witness>,
+    name: &str,
+    events: &EventBroadcaster,
+) -> Replica {
     let clientset: Clientset = clientset(server);
     let mut config = ShardRingConfig::new("default", "sharded-test", name);
     config.lease_duration = Duration::from_secs(6);
@@ -82,7 +88,7 @@ fn replica(server: &FakeApiServer, witness: &Arc<Witness>, name: &str) -> Replic
     let task = tokio::spawn(run_sharded(
         ring,
         shutdown.clone(),
-        ShardedMetrics::default(),
+        ShardedOptions::default().events(events.new_recorder("sharded-test", &name)),
         move |held| {
             let mut factory = SharedInformerFactory::builder(clientset.clone()).namespace("work");
             if let Some(selector) = held.selector() {
@@ -141,8 +147,11 @@ async fn replicas_divide_the_reconciles_and_never_overlap() {
     let first: Vec<String> = (0..60).map(|i| format!("first-{i}")).collect();
     create(&admin, first.iter().cloned()).await;
 
-    let a = replica(&server, &witness, "a");
-    let b = replica(&server, &witness, "b");
+    let broadcaster = new_broadcaster();
+    let sink = MemorySink::new();
+    broadcaster.start_recording_to_sink(sink.clone()).unwrap();
+    let a = replica(&server, &witness, "a", &broadcaster);
+    let b = replica(&server, &witness, "b", &broadcaster);
     let both = || reconciled(&witness, &first).is_some_and(|by| by.len() == 2);
     assert!(
         eventually(Duration::from_secs(60), both).await,
@@ -151,7 +160,7 @@ async fn replicas_divide_the_reconciles_and_never_overlap() {
     );
 
     // A third joins; what is created next is divided between the three.
-    let c = replica(&server, &witness, "c");
+    let c = replica(&server, &witness, "c", &broadcaster);
     tokio::time::sleep(Duration::from_secs(2)).await;
     let second: Vec<String> = (0..60).map(|i| format!("second-{i}")).collect();
     create(&admin, second.iter().cloned()).await;
@@ -181,4 +190,14 @@ async fn replicas_divide_the_reconciles_and_never_overlap() {
     }
     let overlaps = witness.overlaps.lock().clone();
     assert!(overlaps.is_empty(), "{overlaps:#?}");
+    // Each replica said on its member Lease when its holding changed.
+    broadcaster.shutdown().await;
+    let rebalanced: BTreeSet<String> = sink
+        .events()
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("ShardsRebalanced"))
+        .filter_map(|e| e.involved_object.name.clone())
+        .collect();
+    let leases = ["a", "b", "c"].map(|r| format!("sharded-test-member-{r}"));
+    assert_eq!(rebalanced, leases.into_iter().collect());
 }

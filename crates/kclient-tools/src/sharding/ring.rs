@@ -449,11 +449,14 @@ impl ShardRing {
         *self.members.lock() = live.into_iter().collect();
     }
 
+    /// The name of this replica's member Lease (`<ring>-member-<identity>`), in the ring's
+    /// namespace: what Events about this replica's holdings are recorded on.
+    pub fn member_lease_name(&self) -> String {
+        format!("{}-member-{}", self.config.ring, self.config.identity)
+    }
+
     fn member_lease(&self) -> LeaseLock {
-        self.lock(
-            format!("{}-member-{}", self.config.ring, self.config.identity),
-            "member",
-        )
+        self.lock(self.member_lease_name(), "member")
     }
 
     fn lock(&self, name: String, role: &str) -> LeaseLock {
