@@ -34,9 +34,8 @@ use kclient_typed::Clientset;
 use parking_lot::Mutex;
 use serde_json::json;
 
-/// Set in a replica process: `<kubeconfig>|<identity>|<probe file>`.
+/// Set in a replica process: `<kubeconfig>|<namespace>|<identity>|<probe file>`.
 const REPLICA_ENV: &str = "KCLIENT_E2E_SHARD_REPLICA";
-const NAMESPACE: &str = "default";
 const LEASE: Duration = Duration::from_secs(4);
 
 fn micros() -> u128 {
@@ -62,6 +61,7 @@ impl Probe {
 /// Gives each parent its child Secret, noting the reconcile in the probe.
 struct Parent {
     clientset: Clientset,
+    namespace: String,
     probe: Arc<Probe>,
 }
 
@@ -75,7 +75,7 @@ impl Reconciler<ConfigMap> for Parent {
     ) -> Result<Action, Self::Error> {
         let name = ctx.key().name.clone();
         self.probe.note("S", &name);
-        let secrets = self.clientset.core_v1().secrets(NAMESPACE);
+        let secrets = self.clientset.core_v1().secrets(&self.namespace);
         let mut child = Secret::default();
         child.metadata.name = Some(format!("child-{name}"));
         child.metadata.owner_references = Some(vec![OwnerReference {
@@ -99,10 +99,8 @@ impl Reconciler<ConfigMap> for Parent {
 
 /// A replica process's work: the ring and a manager per holding, until SIGTERM.
 async fn replica(spec: &str) -> Result<()> {
-    let mut parts = spec.split('|');
-    let (Some(kubeconfig), Some(identity), Some(probe)) =
-        (parts.next(), parts.next(), parts.next())
-    else {
+    let parts: Vec<&str> = spec.split('|').collect();
+    let [kubeconfig, namespace, identity, probe] = parts[..] else {
         bail!("bad {REPLICA_ENV}: {spec}");
     };
     let mut config = Config::from_kubeconfig(&KubeconfigOptions {
@@ -116,7 +114,7 @@ async fn replica(spec: &str) -> Result<()> {
         file: Mutex::new(file),
         replica: identity.to_owned(),
     });
-    let mut ring_config = ShardRingConfig::new(NAMESPACE, "proof", identity);
+    let mut ring_config = ShardRingConfig::new(namespace, "proof", identity);
     ring_config.lease_duration = LEASE;
     ring_config.renew_deadline = Duration::from_secs(3);
     ring_config.retry_period = Duration::from_millis(500);
@@ -124,7 +122,7 @@ async fn replica(spec: &str) -> Result<()> {
     let shutdown = shutdown_on_signal()?;
     run_sharded(ring, shutdown, ShardedOptions::default(), |held| {
         let mut factory = SharedInformerFactory::builder(clientset.clone())
-            .namespace(NAMESPACE)
+            .namespace(namespace)
             .shard_by_controller_owner::<Secret>();
         if let Some(selector) = held.selector() {
             factory = factory.shard_selector(selector);
@@ -135,6 +133,7 @@ async fn replica(spec: &str) -> Result<()> {
             .build()?;
         let parent = Parent {
             clientset: clientset.clone(),
+            namespace: namespace.to_owned(),
             probe: probe.clone(),
         };
         let controller = Controller::<ConfigMap, _>::new("proof", &factory).owns::<Secret>();
@@ -158,7 +157,14 @@ fn replica_process() {
     }
 }
 
-fn start(kubeconfig: &Path, identity: &str, probe: &Path) -> Result<Child> {
+fn start(kubeconfig: &Path, namespace: &str, identity: &str, probe: &Path) -> Result<Child> {
+    let spec = [
+        &kubeconfig.display().to_string(),
+        namespace,
+        identity,
+        &probe.display().to_string(),
+    ]
+    .join("|");
     Command::new(std::env::current_exe()?)
         .args([
             "--exact",
@@ -166,10 +172,7 @@ fn start(kubeconfig: &Path, identity: &str, probe: &Path) -> Result<Child> {
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(
-            REPLICA_ENV,
-            format!("{}|{identity}|{}", kubeconfig.display(), probe.display()),
-        )
+        .env(REPLICA_ENV, spec)
         .stdout(Stdio::null())
         .spawn()
         .context("starting a replica")
@@ -223,8 +226,8 @@ fn intervals(
     Ok(done)
 }
 
-async fn create_parents(clientset: &Clientset, names: &[String]) -> Result<()> {
-    let config_maps = clientset.core_v1().config_maps(NAMESPACE);
+async fn create_parents(clientset: &Clientset, namespace: &str, names: &[String]) -> Result<()> {
+    let config_maps = clientset.core_v1().config_maps(namespace);
     for name in names {
         let parent: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}}))?;
         config_maps
@@ -235,10 +238,10 @@ async fn create_parents(clientset: &Clientset, names: &[String]) -> Result<()> {
 }
 
 /// How many of `names` have their child.
-async fn children_of(clientset: &Clientset, names: &[String]) -> Result<usize> {
+async fn children_of(clientset: &Clientset, namespace: &str, names: &[String]) -> Result<usize> {
     let secrets = clientset
         .core_v1()
-        .secrets(NAMESPACE)
+        .secrets(namespace)
         .list(&ListOptions::default())
         .await?;
     let have: std::collections::BTreeSet<String> = secrets
@@ -254,80 +257,69 @@ async fn children_of(clientset: &Clientset, names: &[String]) -> Result<usize> {
 
 async fn until_children(
     clientset: &Clientset,
+    namespace: &str,
     names: &[String],
     limit: Duration,
 ) -> Result<Duration> {
     let started = tokio::time::Instant::now();
     while started.elapsed() < limit {
-        if children_of(clientset, names).await? == names.len() {
+        if children_of(clientset, namespace, names).await? == names.len() {
             return Ok(started.elapsed());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     bail!(
         "{} of {} parents have their child after {limit:?}",
-        children_of(clientset, names).await?,
+        children_of(clientset, namespace, names).await?,
         names.len()
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replica_processes_never_reconcile_one_key_at_once() -> Result<()> {
-    let objects: usize = std::env::var("KCLIENT_SHARDING_OBJECTS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(300);
-    let dir = tempfile::tempdir()?;
-    let (kubeconfig, probe): (PathBuf, PathBuf) =
-        (dir.path().join("kubeconfig"), dir.path().join("probe"));
-    let server = FakeApiServer::builder()
-        .sharded_list_and_watch(true)
-        .start()
-        .await?;
-    server.write_kubeconfig(&kubeconfig)?;
-    let mut config = server.config()?;
-    config.qps = None;
-    let admin = Clientset::new(config)?;
-
+/// The scenario against the server `kubeconfig` names, in `namespace` (see the module).
+async fn proof(
+    kubeconfig: &Path,
+    admin: &Clientset,
+    namespace: &str,
+    probe: &Path,
+    objects: usize,
+) -> Result<()> {
     let first: Vec<String> = (0..objects).map(|i| format!("first-{i}")).collect();
-    create_parents(&admin, &first).await?;
+    create_parents(admin, namespace, &first).await?;
     let mut replicas: BTreeMap<&str, Child> = BTreeMap::new();
     for id in ["a", "b", "c"] {
-        replicas.insert(id, start(&kubeconfig, id, &probe)?);
+        replicas.insert(id, start(kubeconfig, namespace, id, probe)?);
     }
     let limit = Duration::from_secs(60 + objects as u64 / 50);
-    until_children(&admin, &first, limit).await?;
+    until_children(admin, namespace, &first, limit).await?;
 
     // A fourth joins while parents are written.
-    replicas.insert("d", start(&kubeconfig, "d", &probe)?);
+    replicas.insert("d", start(kubeconfig, namespace, "d", probe)?);
     let second: Vec<String> = (0..objects / 3).map(|i| format!("second-{i}")).collect();
-    create_parents(&admin, &second).await?;
-    until_children(&admin, &second, limit).await?;
+    create_parents(admin, namespace, &second).await?;
+    until_children(admin, namespace, &second, limit).await?;
 
     // One dies mid-work, while parents are written; another leaves.
     let third: Vec<String> = (0..objects / 3).map(|i| format!("third-{i}")).collect();
     let (half, rest) = third.split_at(third.len() / 2);
-    create_parents(&admin, half).await?;
+    create_parents(admin, namespace, half).await?;
     let mut killed = replicas.remove("b").context("b")?;
     killed.kill()?;
     let death = micros();
     killed.wait()?;
-    create_parents(&admin, rest).await?;
+    create_parents(admin, namespace, rest).await?;
     let mut leaving = replicas.remove("c").context("c")?;
     terminate(&mut leaving)?;
     ensure!(leaving.wait()?.success(), "c did not leave cleanly");
     // Within a lease duration and a margin of the death, plus the reconciles themselves.
-    let took = until_children(&admin, &third, limit).await?;
-    ensure!(
-        took < LEASE * 3 + Duration::from_secs(objects as u64 / 50),
-        "the third batch took {took:?}"
-    );
+    let took = until_children(admin, namespace, &third, limit).await?;
+    let bound = LEASE * 3 + Duration::from_secs(objects as u64 / 50);
+    ensure!(took < bound, "the third batch took {took:?}");
 
     for (_, mut child) in replicas {
         terminate(&mut child)?;
         ensure!(child.wait()?.success(), "a replica did not leave cleanly");
     }
-    let reconciles = intervals(&probe, "b", death)?;
+    let reconciles = intervals(probe, "b", death)?;
     let mut overlaps = Vec::new();
     for (key, runs) in &reconciles {
         for (i, (r1, s1, e1)) in runs.iter().enumerate() {
@@ -351,5 +343,56 @@ async fn replica_processes_never_reconcile_one_key_at_once() -> Result<()> {
                 m
             });
     ensure!(by.len() == 4, "every replica reconciled: {by:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replica_processes_never_reconcile_one_key_at_once() -> Result<()> {
+    let objects: usize = std::env::var("KCLIENT_SHARDING_OBJECTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(300);
+    let dir = tempfile::tempdir()?;
+    let server = FakeApiServer::builder()
+        .sharded_list_and_watch(true)
+        .start()
+        .await?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig)?;
+    let mut config = server.config()?;
+    config.qps = None;
+    let admin = Clientset::new(config)?;
+    let probe = dir.path().join("probe-fake");
+    proof(&kubeconfig, &admin, "default", &probe, objects)
+        .await
+        .context("against kclient-fake")?;
+
+    // And against kube-apiserver (with the gate), when the e2e cluster is there.
+    if let Ok(kubeconfig) = std::env::var(kclient_e2e::target::KUBECONFIG_ENV) {
+        let kubeconfig = PathBuf::from(kubeconfig);
+        let mut config = Config::from_kubeconfig(&KubeconfigOptions {
+            path: Some(kubeconfig.clone()),
+            ..Default::default()
+        })?;
+        config.qps = None;
+        let admin = Clientset::new(config)?;
+        let namespace = format!("kclient-e2e-sharded-processes-{:06x}", micros() & 0xff_ffff);
+        let ns = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
+        admin
+            .core_v1()
+            .namespaces()
+            .create(&ns, &CreateOptions::default())
+            .await?;
+        let probe = dir.path().join("probe-real");
+        let outcome = proof(&kubeconfig, &admin, &namespace, &probe, objects)
+            .await
+            .context("against kube-apiserver");
+        admin
+            .core_v1()
+            .namespaces()
+            .delete(&namespace, &Default::default())
+            .await?;
+        outcome?;
+    }
     Ok(())
 }
