@@ -186,16 +186,15 @@ fn terminate(child: &mut Child) -> Result<()> {
     Ok(())
 }
 
+/// Reconciles by key: (replica, start, end) in microseconds.
+type Reconciles = BTreeMap<String, Vec<(String, u128, u128)>>;
+
 /// Reconciles by key: (replica, start, end) — an end missing for the killed replica's
 /// reconcile in flight when it died is its death.
-fn intervals(
-    probe: &Path,
-    killed: &str,
-    death: u128,
-) -> Result<BTreeMap<String, Vec<(String, u128, u128)>>> {
+fn intervals(probe: &Path, killed: &str, death: u128) -> Result<Reconciles> {
     let text = std::fs::read_to_string(probe)?;
     let mut open: BTreeMap<(String, String), u128> = BTreeMap::new();
-    let mut done: BTreeMap<String, Vec<(String, u128, u128)>> = BTreeMap::new();
+    let mut done: Reconciles = BTreeMap::new();
     for line in text.lines() {
         let fields: Vec<&str> = line.split(' ').collect();
         let [what, key, replica, at] = fields[..] else {
