@@ -395,3 +395,71 @@ async fn replica_processes_never_reconcile_one_key_at_once() -> Result<()> {
     }
     Ok(())
 }
+
+/// A process's resident memory, in bytes (Linux's `/proc/<pid>/status`).
+fn resident_bytes(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .context("no VmRSS")?;
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .context("no VmRSS value")?
+        .parse()?;
+    Ok(kib * 1024)
+}
+
+/// Memory per replica against the number of replicas (opt-in, for docs/benchmarks.md):
+/// `KCLIENT_SHARDING_OBJECTS` parents (10k by default), each with its child, on kclient-fake;
+/// for 1 to 4 replicas, each replica's resident memory once every parent was reconciled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: cargo test -p kclient-e2e --test sharded_processes -- --ignored --nocapture"]
+async fn memory_per_replica() -> Result<()> {
+    let objects: usize = std::env::var("KCLIENT_SHARDING_OBJECTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000);
+    for count in 1..=4usize {
+        let dir = tempfile::tempdir()?;
+        let server = FakeApiServer::builder()
+            .sharded_list_and_watch(true)
+            .start()
+            .await?;
+        let kubeconfig = dir.path().join("kubeconfig");
+        server.write_kubeconfig(&kubeconfig)?;
+        let mut config = server.config()?;
+        config.qps = None;
+        let admin = Clientset::new(config)?;
+        let parents: Vec<String> = (0..objects).map(|i| format!("p-{i}")).collect();
+        create_parents(&admin, "default", &parents).await?;
+        let probe = dir.path().join("probe");
+        let ids = ["a", "b", "c", "d"];
+        let mut replicas = Vec::new();
+        for id in &ids[..count] {
+            replicas.push(start(&kubeconfig, "default", id, &probe)?);
+        }
+        until_children(&admin, "default", &parents, Duration::from_secs(600)).await?;
+        // Settle: the last holdings' informers have listed.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let resident: Vec<u64> = replicas
+            .iter()
+            .map(|c| resident_bytes(c.id()))
+            .collect::<Result<_>>()?;
+        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+        println!(
+            "{count} replica(s), {objects} parents and children: resident MiB {:?}, max {:.1}",
+            resident
+                .iter()
+                .map(|b| format!("{:.1}", mib(*b)))
+                .collect::<Vec<_>>(),
+            mib(resident.iter().copied().max().unwrap_or_default())
+        );
+        for mut child in replicas {
+            terminate(&mut child)?;
+            child.wait()?;
+        }
+    }
+    Ok(())
+}
