@@ -289,13 +289,13 @@ async fn proof(
         replicas.insert(id, start(kubeconfig, namespace, id, probe)?);
     }
     let limit = Duration::from_secs(60 + objects as u64 / 50);
-    until_children(admin, namespace, &first, limit).await?;
+    let synced = until_children(admin, namespace, &first, limit).await?;
 
     // A fourth joins while parents are written.
     replicas.insert("d", start(kubeconfig, namespace, "d", probe)?);
     let second: Vec<String> = (0..objects / 3).map(|i| format!("second-{i}")).collect();
     create_parents(admin, namespace, &second).await?;
-    until_children(admin, namespace, &second, limit).await?;
+    let joined = until_children(admin, namespace, &second, limit).await?;
 
     // One dies mid-work, while parents are written; another leaves.
     let third: Vec<String> = (0..objects / 3).map(|i| format!("third-{i}")).collect();
@@ -303,16 +303,25 @@ async fn proof(
     create_parents(admin, namespace, half).await?;
     let mut killed = replicas.remove("b").context("b")?;
     killed.kill()?;
-    let death = micros();
+    let (death, died) = (micros(), tokio::time::Instant::now());
     killed.wait()?;
     create_parents(admin, namespace, rest).await?;
     let mut leaving = replicas.remove("c").context("c")?;
     terminate(&mut leaving)?;
     ensure!(leaving.wait()?.success(), "c did not leave cleanly");
-    // Within a lease duration and a margin of the death, plus the reconciles themselves.
-    let took = until_children(admin, namespace, &third, limit).await?;
+    // Within a lease duration and a margin of the death, plus c's leaving and the
+    // reconciles themselves.
+    until_children(admin, namespace, &third, limit).await?;
+    let took = died.elapsed();
     let bound = LEASE * 3 + Duration::from_secs(objects as u64 / 50);
     ensure!(took < bound, "the third batch took {took:?}");
+    println!(
+        "{namespace}: {objects} parents done by 3 replicas in {synced:?}; {} more with a 4th \
+         joining in {joined:?}; {} more, one replica killed and one leaving, all done \
+         {took:?} after the kill (lease {LEASE:?})",
+        second.len(),
+        third.len()
+    );
 
     for (_, mut child) in replicas {
         terminate(&mut child)?;

@@ -49,12 +49,15 @@ impl Members {
 
     /// The holders of the Leases that changed within a lease duration and are held.
     pub(super) fn live(&self) -> BTreeSet<String> {
+        self.changed_within(self.lease_duration)
+    }
+
+    /// The holders of the held Leases seen changing within `window`.
+    pub(super) fn changed_within(&self, window: Duration) -> BTreeSet<String> {
         let now = Instant::now();
         self.seen
             .values()
-            .filter(|(_, holder, since)| {
-                !holder.is_empty() && now.duration_since(*since) < self.lease_duration
-            })
+            .filter(|(_, holder, since)| !holder.is_empty() && now.duration_since(*since) < window)
             .map(|(_, holder, _)| holder.clone())
             .collect()
     }
@@ -84,8 +87,9 @@ mod tests {
         tokio::time::advance(Duration::from_secs(10)).await;
         members.observe(&[lease("r-member-a", "2", "a"), lease("r-member-b", "1", "b")]);
         tokio::time::advance(Duration::from_secs(6)).await;
-        // b's Lease has not changed for 16 s.
+        // b's Lease has not changed for 16 s; a's changed 6 s ago.
         assert_eq!(members.live(), ["a".to_owned()].into());
+        assert!(members.changed_within(Duration::from_secs(5)).is_empty());
         // Released (no holder), or gone.
         members.observe(&[lease("r-member-a", "3", "")]);
         assert!(members.live().is_empty());

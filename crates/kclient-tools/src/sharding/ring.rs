@@ -298,11 +298,8 @@ impl ShardRing {
         let mut members = Members::new(self.config.lease_duration);
         let (mut last_acquired, mut additions_since) = (None, None);
         while !cancel.is_cancelled() {
-            self.look(&mut members).await;
-            let live = self.members();
-            let target = assign(live.iter().map(String::as_str), self.config.slots)
-                .remove(self.config.identity.as_str())
-                .unwrap_or_default();
+            let healthy = self.look(&mut members).await;
+            let target = self.targets(&healthy);
             for &slot in &target {
                 electors.entry(slot).or_insert_with(|| {
                     serial += 1;
@@ -336,7 +333,7 @@ impl ShardRing {
             }
             tokio::select! {
                 () = cancel.cancelled() => {}
-                () = sleep(jitter(self.config.retry_period, 1.0)) => {}
+                () = sleep(jitter(self.config.retry_period, 0.2)) => {}
                 Some(report) = reports.recv() => {
                     let mut acquired = self.note(report, &mut leaders);
                     while let Ok(report) = reports.try_recv() {
@@ -380,6 +377,25 @@ impl ShardRing {
         }
         let next = Held::new(slots, current.generation + 1, &self.config, wanted);
         self.held.send_replace(next);
+    }
+
+    /// The slots to try for: this replica's under the live membership, and those it would
+    /// get if the members suspected of being gone (not seen renewing lately) were gone. An
+    /// election observes a Lease for a lease duration before it takes it over, so trying for
+    /// a suspect's slots at once makes the takeover after a death a lease duration after the
+    /// suspicion, not after the death is certain (a suspect that is alive keeps its slots:
+    /// it renews them).
+    fn targets(&self, healthy: &BTreeSet<String>) -> BTreeSet<u32> {
+        let me = self.config.identity.as_str();
+        let live = self.members();
+        let mut target = assign(live.iter().map(String::as_str), self.config.slots)
+            .remove(me)
+            .unwrap_or_default();
+        let fallback = assign(healthy.iter().map(String::as_str), self.config.slots)
+            .remove(me)
+            .unwrap_or_default();
+        target.extend(fallback);
+        target
     }
 
     /// Whether to wait before publishing `wanted`: it only adds slots to a holding that
@@ -431,8 +447,10 @@ impl ShardRing {
         }
     }
 
-    /// Reads the ring's member Leases and notes which members are live.
-    async fn look(&self, members: &mut Members) {
+    /// Reads the ring's member Leases and notes which members are live; returns those of
+    /// them not suspected of being gone (their Lease seen changing within one and a half
+    /// retry periods, this replica included).
+    async fn look(&self, members: &mut Members) -> BTreeSet<String> {
         let selector = format!("{RING_LABEL}={},{ROLE_LABEL}=member", self.config.ring);
         match self
             .leases
@@ -446,7 +464,11 @@ impl ShardRing {
         }
         let mut live = members.live();
         live.insert(self.config.identity.clone());
-        *self.members.lock() = live.into_iter().collect();
+        *self.members.lock() = live.iter().cloned().collect();
+        let suspicion = (self.config.retry_period * 3 / 2).min(self.config.lease_duration / 2);
+        let mut healthy = members.changed_within(suspicion);
+        healthy.insert(self.config.identity.clone());
+        healthy
     }
 
     /// The name of this replica's member Lease (`<ring>-member-<identity>`), in the ring's
