@@ -82,6 +82,13 @@
 //! write it narrows the window to the write's own flight time, as
 //! [`LeaderToken::is_leader`](crate::leaderelection::LeaderToken::is_leader) does.
 //!
+//! A member whose Lease has not been seen changing for one and a half retry periods is
+//! *suspected*: the others try at once for the slots they would get without it, so that
+//! their elections watch those slot Leases from then on and take them over a lease duration
+//! after the suspicion, rather than a lease duration after the member is declared gone. A
+//! suspect that is alive keeps its slots (it renews them); the tries cost one read each per
+//! retry.
+//!
 //! Membership only decides who *tries* to acquire which slot. Two replicas that disagree
 //! for a moment about who is live may both try for one slot; the Lease decides, and the one
 //! whose assignment later says otherwise gives the slot back.
