@@ -420,9 +420,50 @@ fn resident_bytes(pid: u32) -> Result<u64> {
     Ok(kib * 1024)
 }
 
+/// The resident memory of each of `count` replicas once every one of `objects` parents has
+/// its child, on the server `kubeconfig` names, in `namespace`.
+async fn resident_per_replica(
+    kubeconfig: &Path,
+    admin: &Clientset,
+    namespace: &str,
+    count: usize,
+    objects: usize,
+) -> Result<Vec<u64>> {
+    let dir = tempfile::tempdir()?;
+    let parents: Vec<String> = (0..objects).map(|i| format!("p-{i}")).collect();
+    create_parents(admin, namespace, &parents).await?;
+    let probe = dir.path().join("probe");
+    let mut replicas = Vec::new();
+    for id in &["a", "b", "c", "d"][..count] {
+        replicas.push(start(kubeconfig, namespace, id, &probe)?);
+    }
+    until_children(admin, namespace, &parents, Duration::from_secs(900)).await?;
+    // Settle: the last holdings' informers have listed.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let resident = replicas
+        .iter()
+        .map(|c| resident_bytes(c.id()))
+        .collect::<Result<_>>();
+    for mut child in replicas {
+        terminate(&mut child)?;
+        child.wait()?;
+    }
+    resident
+}
+
+fn report(server: &str, count: usize, objects: usize, resident: &[u64]) {
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!(
+        "{server}: {count} replica(s), {objects} parents and children: resident MiB {:?}, max {:.1}",
+        resident.iter().map(|b| format!("{:.1}", mib(*b))).collect::<Vec<_>>(),
+        mib(resident.iter().copied().max().unwrap_or_default())
+    );
+}
+
 /// Memory per replica against the number of replicas (opt-in, for docs/benchmarks.md):
-/// `KCLIENT_SHARDING_OBJECTS` parents (10k by default), each with its child, on kclient-fake;
-/// for 1 to 4 replicas, each replica's resident memory once every parent was reconciled.
+/// `KCLIENT_SHARDING_OBJECTS` parents (10k by default), each with its child, on kclient-fake
+/// and, when the e2e cluster is there, on kube-apiserver; for 1 to 4 replicas, each
+/// replica's resident memory once every parent was reconciled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: cargo test -p kclient-e2e --test sharded_processes -- --ignored --nocapture"]
 async fn memory_per_replica() -> Result<()> {
@@ -441,34 +482,37 @@ async fn memory_per_replica() -> Result<()> {
         let mut config = server.config()?;
         config.qps = None;
         let admin = Clientset::new(config)?;
-        let parents: Vec<String> = (0..objects).map(|i| format!("p-{i}")).collect();
-        create_parents(&admin, "default", &parents).await?;
-        let probe = dir.path().join("probe");
-        let ids = ["a", "b", "c", "d"];
-        let mut replicas = Vec::new();
-        for id in &ids[..count] {
-            replicas.push(start(&kubeconfig, "default", id, &probe)?);
-        }
-        until_children(&admin, "default", &parents, Duration::from_secs(600)).await?;
-        // Settle: the last holdings' informers have listed.
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        let resident: Vec<u64> = replicas
-            .iter()
-            .map(|c| resident_bytes(c.id()))
-            .collect::<Result<_>>()?;
-        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-        println!(
-            "{count} replica(s), {objects} parents and children: resident MiB {:?}, max {:.1}",
-            resident
-                .iter()
-                .map(|b| format!("{:.1}", mib(*b)))
-                .collect::<Vec<_>>(),
-            mib(resident.iter().copied().max().unwrap_or_default())
+        let resident = resident_per_replica(&kubeconfig, &admin, "default", count, objects).await?;
+        report("kclient-fake", count, objects, &resident);
+    }
+    let Ok(kubeconfig) = std::env::var(kclient_e2e::target::KUBECONFIG_ENV) else {
+        return Ok(());
+    };
+    let kubeconfig = PathBuf::from(kubeconfig);
+    let mut config = Config::from_kubeconfig(&KubeconfigOptions {
+        path: Some(kubeconfig.clone()),
+        ..Default::default()
+    })?;
+    config.qps = None;
+    let admin = Clientset::new(config)?;
+    for count in 1..=4usize {
+        let namespace = format!(
+            "kclient-e2e-sharded-memory-{count}-{:04x}",
+            micros() & 0xffff
         );
-        for mut child in replicas {
-            terminate(&mut child)?;
-            child.wait()?;
-        }
+        let ns = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
+        admin
+            .core_v1()
+            .namespaces()
+            .create(&ns, &CreateOptions::default())
+            .await?;
+        let resident = resident_per_replica(&kubeconfig, &admin, &namespace, count, objects).await;
+        admin
+            .core_v1()
+            .namespaces()
+            .delete(&namespace, &Default::default())
+            .await?;
+        report("kube-apiserver", count, objects, &resident?);
     }
     Ok(())
 }
