@@ -27,6 +27,8 @@ use kclient_controller::{
     shutdown_on_signal, Action, Controller, Manager, ManagerError, ReconcileContext, Reconciler,
 };
 use kclient_core::{ApiStatus as _, CreateOptions, ListOptions};
+use kclient_e2e::scenarios::Namespace;
+use kclient_e2e::Target;
 use kclient_fake::FakeApiServer;
 use kclient_rest::{Config, KubeconfigOptions};
 use kclient_tools::sharding::{ShardRing, ShardRingConfig};
@@ -97,18 +99,43 @@ impl Reconciler<ConfigMap> for Parent {
     }
 }
 
+/// A client of the server `kubeconfig` names, without client-side rate limiting.
+fn clientset_of(kubeconfig: &Path) -> Result<Clientset> {
+    let mut config = Config::from_kubeconfig(&KubeconfigOptions {
+        path: Some(kubeconfig.into()),
+        ..Default::default()
+    })?;
+    config.qps = None;
+    Ok(Clientset::new(config)?)
+}
+
+/// `KCLIENT_SHARDING_OBJECTS`, or `default`.
+fn objects_or(default: usize) -> usize {
+    std::env::var("KCLIENT_SHARDING_OBJECTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A kclient-fake with the gate, its kubeconfig written in `dir`, and an admin client.
+async fn fake(dir: &Path) -> Result<(FakeApiServer, PathBuf, Clientset)> {
+    let server = FakeApiServer::builder()
+        .sharded_list_and_watch(true)
+        .start()
+        .await?;
+    let kubeconfig = dir.join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig)?;
+    let admin = clientset_of(&kubeconfig)?;
+    Ok((server, kubeconfig, admin))
+}
+
 /// A replica process's work: the ring and a manager per holding, until SIGTERM.
 async fn replica(spec: &str) -> Result<()> {
     let parts: Vec<&str> = spec.split('|').collect();
     let [kubeconfig, namespace, identity, probe] = parts[..] else {
         bail!("bad {REPLICA_ENV}: {spec}");
     };
-    let mut config = Config::from_kubeconfig(&KubeconfigOptions {
-        path: Some(kubeconfig.into()),
-        ..Default::default()
-    })?;
-    config.qps = None;
-    let clientset = Clientset::new(config)?;
+    let clientset = clientset_of(Path::new(kubeconfig))?;
     let file = OpenOptions::new().append(true).create(true).open(probe)?;
     let probe = Arc::new(Probe {
         file: Mutex::new(file),
@@ -356,50 +383,23 @@ async fn proof(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replica_processes_never_reconcile_one_key_at_once() -> Result<()> {
-    let objects: usize = std::env::var("KCLIENT_SHARDING_OBJECTS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(300);
+    let objects = objects_or(300);
     let dir = tempfile::tempdir()?;
-    let server = FakeApiServer::builder()
-        .sharded_list_and_watch(true)
-        .start()
-        .await?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    server.write_kubeconfig(&kubeconfig)?;
-    let mut config = server.config()?;
-    config.qps = None;
-    let admin = Clientset::new(config)?;
+    let (_server, kubeconfig, admin) = fake(dir.path()).await?;
     let probe = dir.path().join("probe-fake");
     proof(&kubeconfig, &admin, "default", &probe, objects)
         .await
         .context("against kclient-fake")?;
 
     // And against kube-apiserver (with the gate), when the e2e cluster is there.
-    if let Ok(kubeconfig) = std::env::var(kclient_e2e::target::KUBECONFIG_ENV) {
-        let kubeconfig = PathBuf::from(kubeconfig);
-        let mut config = Config::from_kubeconfig(&KubeconfigOptions {
-            path: Some(kubeconfig.clone()),
-            ..Default::default()
-        })?;
-        config.qps = None;
-        let admin = Clientset::new(config)?;
-        let namespace = format!("kclient-e2e-sharded-processes-{:06x}", micros() & 0xff_ffff);
-        let ns = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
-        admin
-            .core_v1()
-            .namespaces()
-            .create(&ns, &CreateOptions::default())
-            .await?;
+    if let Some(target) = Target::real_from_env()? {
+        let ns = Namespace::create(&target.client()?, "sharded-processes").await?;
+        let admin = Clientset::new(target.config.clone())?;
         let probe = dir.path().join("probe-real");
-        let outcome = proof(&kubeconfig, &admin, &namespace, &probe, objects)
+        let outcome = proof(&target.kubeconfig, &admin, &ns.name, &probe, objects)
             .await
             .context("against kube-apiserver");
-        admin
-            .core_v1()
-            .namespaces()
-            .delete(&namespace, &Default::default())
-            .await?;
+        ns.delete().await?;
         outcome?;
     }
     Ok(())
@@ -467,51 +467,22 @@ fn report(server: &str, count: usize, objects: usize, resident: &[u64]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: cargo test -p kclient-e2e --test sharded_processes -- --ignored --nocapture"]
 async fn memory_per_replica() -> Result<()> {
-    let objects: usize = std::env::var("KCLIENT_SHARDING_OBJECTS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(10_000);
+    let objects = objects_or(10_000);
     for count in 1..=4usize {
         let dir = tempfile::tempdir()?;
-        let server = FakeApiServer::builder()
-            .sharded_list_and_watch(true)
-            .start()
-            .await?;
-        let kubeconfig = dir.path().join("kubeconfig");
-        server.write_kubeconfig(&kubeconfig)?;
-        let mut config = server.config()?;
-        config.qps = None;
-        let admin = Clientset::new(config)?;
+        let (_server, kubeconfig, admin) = fake(dir.path()).await?;
         let resident = resident_per_replica(&kubeconfig, &admin, "default", count, objects).await?;
         report("kclient-fake", count, objects, &resident);
     }
-    let Ok(kubeconfig) = std::env::var(kclient_e2e::target::KUBECONFIG_ENV) else {
+    let Some(target) = Target::real_from_env()? else {
         return Ok(());
     };
-    let kubeconfig = PathBuf::from(kubeconfig);
-    let mut config = Config::from_kubeconfig(&KubeconfigOptions {
-        path: Some(kubeconfig.clone()),
-        ..Default::default()
-    })?;
-    config.qps = None;
-    let admin = Clientset::new(config)?;
+    let admin = Clientset::new(target.config.clone())?;
     for count in 1..=4usize {
-        let namespace = format!(
-            "kclient-e2e-sharded-memory-{count}-{:04x}",
-            micros() & 0xffff
-        );
-        let ns = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
-        admin
-            .core_v1()
-            .namespaces()
-            .create(&ns, &CreateOptions::default())
-            .await?;
-        let resident = resident_per_replica(&kubeconfig, &admin, &namespace, count, objects).await;
-        admin
-            .core_v1()
-            .namespaces()
-            .delete(&namespace, &Default::default())
-            .await?;
+        let ns = Namespace::create(&target.client()?, "sharded-memory").await?;
+        let resident =
+            resident_per_replica(&target.kubeconfig, &admin, &ns.name, count, objects).await;
+        ns.delete().await?;
         report("kube-apiserver", count, objects, &resident?);
     }
     Ok(())
