@@ -3,7 +3,6 @@
 //! [`Environment::stop`], or left running by [`Environment::detach`].
 
 use std::fs;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +14,7 @@ use crate::binaries::{
     check_version, BinaryAssets, Lookup, ETCD, KUBE_APISERVER, KUBE_CONTROLLER_MANAGER,
 };
 use crate::kubeconfig::{self, Credentials, CLUSTER_NAME, TOKEN_CONTEXT};
+use crate::ports::{self, HeldPort, Ports};
 use crate::process::{ProcessRecord, Server};
 use crate::watchdog::Watchdog;
 use crate::{apiserver, controller_manager, etcd, pki, wait, Error};
@@ -23,6 +23,9 @@ use crate::{apiserver, controller_manager, etcd, pki, wait, Error};
 pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long each server gets between SIGTERM and SIGKILL, unless told otherwise.
 pub const DEFAULT_STOP_TIMEOUT: Duration = Duration::from_secs(20);
+/// How many times the servers start, on other ports each time, when a port chosen for one of
+/// them was taken meanwhile (see `ports`).
+const PORT_ATTEMPTS: u32 = 3;
 
 /// What to start: see [`Environment::builder`].
 #[derive(Debug, Clone)]
@@ -128,10 +131,10 @@ impl EnvironmentBuilder {
         if let Some(version) = &self.kubernetes_version {
             check_version(&binaries.path(KUBE_APISERVER), version).await?;
         }
-        let apiserver_port = match self.apiserver_port {
-            Some(port) => ensure_free(port)?,
-            None => free_port()?,
-        };
+        if let Some(port) = self.apiserver_port {
+            // Refused before anything is made; held again when the servers start.
+            drop(HeldPort::exactly(port)?);
+        }
         let (directory, temporary) = match &self.directory {
             Some(directory) => (directory.clone(), false),
             None => {
@@ -147,7 +150,7 @@ impl EnvironmentBuilder {
             directory,
             temporary,
             binaries,
-            server: format!("https://127.0.0.1:{apiserver_port}"),
+            server: String::new(),
             etcd_url: String::new(),
             config: Config::default(),
             servers: Vec::new(),
@@ -157,7 +160,7 @@ impl EnvironmentBuilder {
         // From here on, an error drops `env`, which stops what started.
         let remove = env.temporary.then_some(env.directory.as_path());
         env.watchdog = Some(Watchdog::start(self.stop_timeout, remove)?);
-        env.boot(&self, apiserver_port).await?;
+        env.boot(&self).await?;
         #[cfg(feature = "clientset")]
         self.install.run(&env).await?;
         Ok(env)
@@ -265,18 +268,50 @@ impl Environment {
         }
     }
 
-    async fn boot(
-        &mut self,
-        builder: &EnvironmentBuilder,
-        apiserver_port: u16,
-    ) -> Result<(), Error> {
+    /// Makes the directories and the PKI, then starts the servers; a server that exits because
+    /// a port chosen for it was taken meanwhile is stopped with the others and the servers
+    /// start again on other ports (at most [`PORT_ATTEMPTS`] times).
+    async fn boot(&mut self, builder: &EnvironmentBuilder) -> Result<(), Error> {
         for sub in ["pki", "etcd", "logs"] {
             let path = self.directory.join(sub);
             fs::create_dir_all(&path).map_err(Error::io(format!("creating {}", path.display())))?;
         }
+        let pki = pki::generate(&self.directory.join("pki"))?;
+        let mut attempt = 1;
+        loop {
+            let ports = Ports::choose(builder.apiserver_port)?;
+            match self.start_servers(builder, &pki, ports).await {
+                // (A port the user chose is not changed.)
+                Err(e)
+                    if attempt < PORT_ATTEMPTS
+                        && ports::exited_on_taken_port(&e).is_some_and(|component| {
+                            component != KUBE_APISERVER || builder.apiserver_port.is_none()
+                        }) =>
+                {
+                    tracing::warn!("starting again on other ports: {e}");
+                    self.stop_servers()?;
+                    let data = self.directory.join("etcd");
+                    fs::remove_dir_all(&data)
+                        .and_then(|()| fs::create_dir_all(&data))
+                        .map_err(Error::io(format!("emptying {}", data.display())))?;
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    /// Writes the kubeconfigs for `ports`, then starts each server and waits until it is
+    /// ready.
+    async fn start_servers(
+        &mut self,
+        builder: &EnvironmentBuilder,
+        pki: &pki::Pki,
+        mut ports: Ports,
+    ) -> Result<(), Error> {
         let pki_dir = self.directory.join("pki");
-        let pki = pki::generate(&pki_dir)?;
-        let (etcd_client, etcd_peer) = (free_port()?, free_port()?);
+        let (etcd_client, apiserver_port) = (ports.etcd_client.port(), ports.apiserver.port());
+        self.server = format!("https://127.0.0.1:{apiserver_port}");
         self.etcd_url = format!("http://127.0.0.1:{etcd_client}");
         pki::write_private(
             &self.kubeconfig,
@@ -308,7 +343,12 @@ impl Environment {
         let timeout = builder.start_timeout;
 
         let data = self.directory.join("etcd");
-        self.spawn(ETCD, &etcd::args(&data, etcd_client, etcd_peer))?;
+        let etcd_args = etcd::args(
+            &data,
+            ports.etcd_client.release(),
+            ports.etcd_peer.release(),
+        );
+        self.spawn(ETCD, &etcd_args)?;
         wait::until_ready("etcd", timeout, &mut self.servers, || {
             etcd::probe(etcd_client)
         })
@@ -319,9 +359,9 @@ impl Environment {
         .await?;
 
         let args = apiserver::args(
-            &pki,
+            pki,
             &self.etcd_url,
-            apiserver_port,
+            ports.apiserver.release(),
             &pki_dir,
             &builder.apiserver_args,
         );
@@ -332,7 +372,7 @@ impl Environment {
         .await?;
 
         if builder.controller_manager {
-            let args = controller_manager::args(&pki, &controller_manager_kubeconfig);
+            let args = controller_manager::args(pki, &controller_manager_kubeconfig);
             self.spawn(KUBE_CONTROLLER_MANAGER, &args)?;
             wait::until_ready(KUBE_CONTROLLER_MANAGER, timeout, &mut self.servers, || {
                 controller_manager::probe(&client)
@@ -354,13 +394,26 @@ impl Environment {
         }
     }
 
-    fn shutdown(&mut self) -> Result<(), Error> {
+    /// Stops the servers, newest first, each forgotten by the watchdog once gone.
+    fn stop_servers(&mut self) -> Result<(), Error> {
         let mut first_error = None;
         while let Some(mut server) = self.servers.pop() {
-            if let Err(e) = server.stop(self.stop_timeout) {
-                first_error.get_or_insert(e);
+            match server.stop(self.stop_timeout) {
+                Ok(()) => {
+                    if let Some(watchdog) = &mut self.watchdog {
+                        watchdog.forget(server.record.pid)?;
+                    }
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
             }
         }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn shutdown(&mut self) -> Result<(), Error> {
+        let mut first_error = self.stop_servers().err();
         if let Some(watchdog) = self.watchdog.take() {
             if first_error.is_none() {
                 watchdog.disarm();
@@ -435,22 +488,5 @@ impl Detached {
             }
         }
         first_error.map_or(Ok(()), Err)
-    }
-}
-
-/// A port free on 127.0.0.1 right now.
-fn free_port() -> Result<u16, Error> {
-    TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .map_err(Error::io("finding a free port on 127.0.0.1"))
-}
-
-/// `port`, if nothing listens on it.
-fn ensure_free(port: u16) -> Result<u16, Error> {
-    match TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))) {
-        Ok(_) => Ok(port),
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(Error::PortInUse { port }),
-        Err(e) => Err(Error::io(format!("binding 127.0.0.1:{port}"))(e)),
     }
 }

@@ -46,6 +46,7 @@ mod etcd;
 mod install;
 mod kubeconfig;
 mod pki;
+mod ports;
 mod process;
 mod wait;
 mod watchdog;

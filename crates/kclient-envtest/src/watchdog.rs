@@ -4,7 +4,7 @@
 //!
 //! Its standard input is a pipe whose only writer is this process (Rust opens pipes
 //! close-on-exec: no other child inherits it). It reads a line `pid N` for each server
-//! started, and `disarm` when the environment stops its servers itself or detaches them. The
+//! started, `forget N` for one stopped, and `disarm` when the environment stops its servers itself or detaches them. The
 //! end of its input without `disarm` means that this process is gone — the kernel closes a
 //! process's pipes however it ends — and then it stops the servers one by one, the newest
 //! first (as [`Environment::stop`](crate::Environment::stop) does: a kube-apiserver whose etcd
@@ -29,6 +29,11 @@ pids=
 while read -r word pid; do
     case $word in
         pid) pids="$pid $pids" ;;
+        forget)
+            kept=
+            for p in $pids; do [ "$p" = "$pid" ] || kept="$kept $p"; done
+            pids=$kept
+            ;;
         disarm) exit 0 ;;
     esac
 done
@@ -95,6 +100,11 @@ impl Watchdog {
         writeln!(self.input, "pid {pid}").map_err(Error::io("telling the watchdog a pid"))
     }
 
+    /// Has it no longer stop `pid` (stopped already: the pid may be another process's soon).
+    pub(crate) fn forget(&mut self, pid: u32) -> Result<(), Error> {
+        writeln!(self.input, "forget {pid}").map_err(Error::io("telling the watchdog a pid"))
+    }
+
     /// Ends it without stopping anything (the servers were stopped, or are detached).
     pub(crate) fn disarm(mut self) {
         let _ = writeln!(self.input, "disarm");
@@ -140,6 +150,30 @@ mod tests {
         wait_for("the watchdog gone", Duration::from_secs(10), || {
             matches!(watchdog.child.try_wait(), Ok(Some(_)))
         });
+    }
+
+    #[test]
+    fn a_forgotten_pid_is_not_stopped() {
+        let mut kept = Command::new("sleep").arg("600").spawn().unwrap();
+        let mut forgotten = Command::new("sleep").arg("600").spawn().unwrap();
+        let mut watchdog = Watchdog::start(Duration::from_millis(100), None).unwrap();
+        watchdog.watch(forgotten.id()).unwrap();
+        watchdog.watch(kept.id()).unwrap();
+        watchdog.forget(forgotten.id()).unwrap();
+        drop(watchdog.input);
+        wait_for("the watchdog gone", Duration::from_secs(10), || {
+            matches!(watchdog.child.try_wait(), Ok(Some(_)))
+        });
+        assert!(
+            matches!(kept.try_wait(), Ok(Some(_))),
+            "the watched one stopped"
+        );
+        assert!(
+            matches!(forgotten.try_wait(), Ok(None)),
+            "the forgotten one runs"
+        );
+        forgotten.kill().unwrap();
+        forgotten.wait().unwrap();
     }
 
     #[test]

@@ -89,6 +89,39 @@ async fn a_port_in_use_is_refused() {
 }
 
 #[tokio::test]
+async fn a_port_taken_meanwhile_is_chosen_again_a_bounded_number_of_times() {
+    // An etcd whose port is always taken by the time it binds it.
+    let bin = tempfile::tempdir().unwrap();
+    let calls = bin.path().join("calls");
+    script(
+        bin.path(),
+        "etcd",
+        &format!(
+            "echo \"$@\" >> {}; echo 'listen tcp: bind: address already in use'; exit 1",
+            calls.display()
+        ),
+    );
+    script(bin.path(), "kube-apiserver", "exec sleep 600");
+    let err = start(Environment::builder().binary_assets_directory(bin.path()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Exited { component, log_tail, .. }
+            if component == "etcd" && log_tail.contains("address already in use")),
+        "{err}"
+    );
+    let calls = fs::read_to_string(&calls).unwrap();
+    let mut client_urls: Vec<&str> = calls
+        .split_whitespace()
+        .filter(|arg| arg.starts_with("--listen-client-urls="))
+        .collect();
+    assert_eq!(client_urls.len(), 3, "three attempts: {calls}");
+    client_urls.sort_unstable();
+    client_urls.dedup();
+    assert_eq!(client_urls.len(), 3, "on other ports each time: {calls}");
+}
+
+#[tokio::test]
 async fn a_server_that_never_becomes_ready_fails_within_the_timeout_and_is_stopped() {
     let bin = tempfile::tempdir().unwrap();
     let pid_file = bin.path().join("etcd.pid");

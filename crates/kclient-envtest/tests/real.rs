@@ -192,6 +192,53 @@ async fn a_kube_apiserver_that_never_listens_fails_within_the_timeout_and_nothin
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_etcd_whose_port_was_taken_meanwhile_starts_again_on_another() {
+    let Some(real) = real_binaries("an_etcd_whose_port_was_taken_meanwhile_starts_again") else {
+        return;
+    };
+    // The first etcd finds its port taken; the next is the real one.
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(
+        real.join("kube-apiserver"),
+        bin.path().join("kube-apiserver"),
+    )
+    .unwrap();
+    let first = bin.path().join("first-run");
+    script(
+        bin.path(),
+        "etcd",
+        &format!(
+            "if [ ! -e {first} ]; then touch {first}; \
+             echo 'listen tcp: bind: address already in use'; exit 1; fi; exec {etcd} \"$@\"",
+            first = first.display(),
+            etcd = real.join("etcd").display(),
+        ),
+    );
+    let env = Environment::builder()
+        .binary_assets_directory(bin.path())
+        .start()
+        .await
+        .unwrap();
+    assert!(first.exists());
+    env.clientset()
+        .unwrap()
+        .core_v1()
+        .namespaces()
+        .get("default")
+        .await
+        .unwrap();
+    let started = Started::of(&env);
+    assert_eq!(started.processes.len(), 2, "{:?}", started.processes);
+    env.stop().unwrap();
+    assert_nothing_left(
+        &started.processes,
+        &started.ports,
+        Some(&started.directory),
+        Duration::from_secs(30),
+    );
+}
+
 #[test]
 fn a_panicking_test_leaves_no_server_no_port_and_no_directory() {
     // The environment's drop, as the panic unwinds.
@@ -298,8 +345,10 @@ fn run_child(role: &str, bin: &Path) -> (ExitStatus, Started) {
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let report = fs::read(&report)
-        .unwrap_or_else(|e| panic!("the child ({role}, {status}) reported nothing: {e}"));
+    let report = fs::read(&report).unwrap_or_else(|e| {
+        let output = fs::read_to_string(&output).unwrap_or_default();
+        panic!("the child ({role}, {status}) reported nothing ({e}); its output:\n{output}")
+    });
     (status, serde_json::from_slice(&report).unwrap())
 }
 
