@@ -254,7 +254,7 @@ fn handler_benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("informer");
     g.throughput(Throughput::Elements(EVENTS));
     g.sample_size(20);
-    // Handlers that may block (the default: their calls run on the blocking pool) and
+    // Handlers that may block (the default: their calls run on the handler threads) and
     // handlers declared non-blocking (called by their listeners' tasks).
     for (name, non_blocking) in [
         ("updates_through_3_handlers_20k", false),

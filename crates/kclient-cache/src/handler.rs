@@ -70,7 +70,7 @@ pub trait ResourceEventHandler<K>: Send + Sync {
 
     /// Whether a call may block or take long (I/O, a lock another thread holds for long,
     /// heavy work). `true` unless the handler says otherwise: a shared informer then calls
-    /// it on tokio's blocking pool, where it delays nobody but itself. A handler that only
+    /// it on the process's handler threads, where it delays nobody but itself. A handler that only
     /// hands work on (a workqueue's `add`, an unbounded channel's `send`, counters) returns
     /// `false`, and the informer calls it from its listener's own task instead, saving a
     /// thread hand-off per burst of events; such a handler that blocks anyway holds an
@@ -189,7 +189,7 @@ impl<K> ResourceEventHandlerFuncs<K> {
 
     /// Declares that none of the closures blocks or takes long (they queue keys, send on an
     /// unbounded channel, count): the informer calls them from its listener's task rather
-    /// than on tokio's blocking pool (see [`ResourceEventHandler::may_block`]). Not part of
+    /// than on the handler threads (see [`ResourceEventHandler::may_block`]). Not part of
     /// client-go, whose handlers all run on goroutines of their own.
     pub fn non_blocking(mut self) -> Self {
         self.non_blocking = true;

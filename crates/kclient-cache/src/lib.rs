@@ -121,6 +121,7 @@ pub mod informer_queue;
 mod initial_events;
 mod intake;
 pub mod key_func;
+mod lane_pool;
 pub mod list_watch;
 mod listener;
 pub mod lister;

@@ -1,6 +1,7 @@
 //! One handler's side of a shared informer (client-go's `processorListener`): its own queue
 //! of notifications, drained by its own task, in order, one call at a time, the calls made
-//! on tokio's blocking pool (or by the task itself, for a handler that never blocks).
+//! on the process's pool of handler threads (`lane_pool`; or by the task itself, for a handler
+//! that never blocks).
 //!
 //! The informer only ever pushes onto the queue (no handler runs under any lock, and a slow
 //! or blocking handler delays nobody but itself: it never holds an async worker thread). The queue is unbounded by default, like client-go's
@@ -23,10 +24,12 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::handler::{dispatch, ResourceEventHandler};
+use crate::lane_pool::LanePool;
 use crate::metrics::InformerMetrics;
 use crate::process_deltas::Notification;
 
-/// How long a lane waits for more notifications before it gives its blocking thread back.
+/// How long a lane waits for more notifications before it gives its thread back (at once
+/// when other lanes wait for a thread).
 pub(crate) const LANE_LINGER: Duration = Duration::from_millis(1);
 
 /// What is queued, and whether a lane is handling the queue.
@@ -212,12 +215,14 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
 
     /// Handles notifications until closed.
     ///
-    /// Handlers are synchronous and may block, so they run on tokio's blocking pool, never on
-    /// an async worker: a slow or blocking handler holds one blocking thread and delays only
-    /// its own listener, not the runtime, the informer or other handlers (client-go gives
-    /// each listener a goroutine of its own). A *lane* (one blocking call) handles what is
-    /// queued, in order, then lingers up to [`LANE_LINGER`] for more before it returns, so
-    /// that a steady stream of events costs one hand-off, not one per event.
+    /// Handlers are synchronous and may block, so they never run on an async worker: a
+    /// *lane* (a job for the process's [`LanePool`]) handles what is queued, in order, then
+    /// lingers up to [`LANE_LINGER`] for more before it returns (unless other lanes wait for
+    /// a thread), so that a steady stream of events costs one hand-off, not one per event.
+    /// A slow or blocking handler holds one of the pool's threads and delays only its own
+    /// listener (the pool starts more threads when jobs wait behind blocked ones), not the
+    /// runtime, the informer or other handlers (client-go gives each listener a goroutine of
+    /// its own). A thousand handlers cost a thread per core, not a thread each.
     ///
     /// A handler that says it never blocks ([`ResourceEventHandler::may_block`] is false) is
     /// called by the listener's task itself, as is every handler on a current-thread
@@ -244,9 +249,17 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
                 continue;
             }
             let listener = Arc::clone(&self);
-            let lane = tokio::task::spawn_blocking(move || listener.run_lane(batch));
+            let runtime = tokio::runtime::Handle::current();
+            let (ended, lane) = tokio::sync::oneshot::channel();
+            LanePool::process().spawn(Box::new(move || {
+                // Handlers may use the runtime (spawn, `Handle::current`), as they could on
+                // its blocking pool.
+                let _entered = runtime.enter();
+                listener.run_lane(batch);
+                let _ = ended.send(());
+            }));
             if lane.await.is_err() {
-                // The runtime is shutting down (a handler's panic is caught in `handle`).
+                // The lane did not end normally (a handler's panic is caught in `handle`).
                 return;
             }
         }
@@ -276,7 +289,10 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
         loop {
             self.handle_batch(batch);
             let mut queued = self.queue.lock();
-            if queued.notifications.is_empty() && !self.is_closed() {
+            if queued.notifications.is_empty()
+                && !self.is_closed()
+                && !LanePool::process().has_waiting_jobs()
+            {
                 self.more.wait_for(&mut queued, LANE_LINGER);
             }
             if queued.notifications.is_empty() || self.is_closed() {

@@ -1,5 +1,5 @@
 //! Handlers that block (a synchronous HTTP call, a lock held elsewhere, a `std::thread::sleep`)
-//! on a multi-thread runtime: each listener's calls run on tokio's blocking pool, so a
+//! on a multi-thread runtime: each listener's calls run on the process's handler threads, so a
 //! blocked handler delays only its own listener — not the runtime's workers, not the other
 //! handlers of its informer, not other informers (client-go gives every listener a
 //! goroutine). An adversarial run found two blocking handlers stalling every informer of a
@@ -133,47 +133,48 @@ async fn a_blocking_handler_delays_only_its_own_listener() {
 
 /// A handler declared non-blocking (`ResourceEventHandlerFuncs::non_blocking`, like
 /// `EnqueueObjectKey` and the reconcile runtime's handlers) is called by its listener's
-/// task, not on the blocking pool: with the runtime's only blocking thread held until the
-/// handler has seen an update, the update still arrives (called on the pool, it would wait
-/// behind the thread that waits for it, until the watchdog's 60 s).
-#[test]
-fn a_non_blocking_handler_is_called_by_its_listeners_task() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let source = FakeControllerSource::<ConfigMap>::new();
-        source.add((*obj("a", 0)).clone());
-        let informer =
-            SharedIndexInformer::new(source.clone(), SharedIndexInformerOptions::default());
-        let (seen_tx, seen_rx) = mpsc::channel::<i64>();
-        let seen_tx = parking_lot::Mutex::new(seen_tx);
-        let handler = ResourceEventHandlerFuncs::new()
-            .update_func(move |_, new: &Arc<ConfigMap>| {
-                let _ = seen_tx.lock().send(crate::common::val(new));
-            })
-            .non_blocking();
+/// task, on one of the runtime's workers; a handler that may block (the default) on the
+/// process's handler threads (`kclient-lanes`), never on a worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_blocking_handler_is_called_by_its_listeners_task() {
+    let source = FakeControllerSource::<ConfigMap>::new();
+    source.add((*obj("a", 0)).clone());
+    let informer = SharedIndexInformer::new(source.clone(), SharedIndexInformerOptions::default());
+    let (seen_tx, mut seen_rx) = tokio::sync::mpsc::unbounded_channel();
+    for non_blocking in [true, false] {
+        let seen_tx = seen_tx.clone();
+        let handler = ResourceEventHandlerFuncs::new().update_func(move |_, _| {
+            let thread = std::thread::current().name().unwrap_or_default().to_owned();
+            let _ = seen_tx.send((non_blocking, thread));
+        });
+        let handler = if non_blocking {
+            handler.non_blocking()
+        } else {
+            handler
+        };
         informer.add_event_handler(handler).unwrap();
-        let cancel = CancellationToken::new();
-        let run = tokio::spawn({
-            let (informer, cancel) = (informer.clone(), cancel.clone());
-            async move { informer.run(cancel).await }
-        });
-        assert!(kclient_cache::wait_for_cache_sync(&cancel, &[informer.synced()]).await);
-        let (holding_tx, holding_rx) = tokio::sync::oneshot::channel();
-        let holder = tokio::task::spawn_blocking(move || {
-            let _ = holding_tx.send(());
-            seen_rx.recv_timeout(Duration::from_secs(60))
-        });
-        holding_rx.await.unwrap();
-        source.modify((*obj("a", 1)).clone());
-        assert_eq!(holder.await.unwrap(), Ok(1));
-        cancel.cancel();
-        run.await.unwrap();
+    }
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn({
+        let (informer, cancel) = (informer.clone(), cancel.clone());
+        async move { informer.run(cancel).await }
     });
+    assert!(kclient_cache::wait_for_cache_sync(&cancel, &[informer.synced()]).await);
+    source.modify((*obj("a", 1)).clone());
+    let mut threads = Vec::new();
+    for _ in 0..2 {
+        threads.push(seen_rx.recv().await.unwrap());
+    }
+    threads.sort();
+    assert!(!threads[0].0);
+    assert_eq!(threads[0].1, "kclient-lanes", "{threads:?}");
+    assert!(threads[1].0);
+    assert_ne!(
+        threads[1].1, "kclient-lanes",
+        "a runtime worker: {threads:?}"
+    );
+    cancel.cancel();
+    run.await.unwrap();
 }
 
 /// Whether a handler may block passes through the wrappers that hold it.

@@ -30,7 +30,14 @@ pub struct ControllerConfig {
     /// How long one reconcile may run (controller-runtime's `ReconciliationTimeout`); one
     /// that runs longer is dropped at its next await point, counted in
     /// `controller_runtime_reconcile_timeouts_total` and as an error, and its key requeued
-    /// with the rate limiter's backoff. `None` (the default): no limit.
+    /// with the rate limiter's backoff. `None` (the default, as controller-runtime's): no
+    /// limit, because no single bound suits every reconciler (a reconcile that waits on a
+    /// slow API server, a cloud API or a long apply is not stuck), and a reconcile cut
+    /// short at an await point leaves its writes half done. A stuck reconcile holds one
+    /// worker, never the Manager's shutdown: that is bounded by
+    /// [`graceful_shutdown_timeout`](Self::graceful_shutdown_timeout) whatever the
+    /// reconcilers do. A reconcile that blocks its thread (no await point) is not stopped
+    /// by either: write reconcilers that await.
     pub reconcile_timeout: Option<Duration>,
     /// Whether, under a [`Manager`](crate::Manager)'s leader election, the controller's
     /// queue, handlers and caches start before this replica leads, and only its workers

@@ -116,7 +116,7 @@ impl<O: Object + 'static> Filters<O> {
 
 /// Adds `handler` to `informer` under `name`, as a [`Registration`]. The handler only
 /// queues keys (its predicates and mappers are documented as quick), so the informer calls
-/// it from its listener's task rather than on the blocking pool.
+/// it from its listener's task rather than on the handler threads.
 fn register<K>(
     informer: &SharedIndexInformer<K>,
     name: String,
