@@ -3,6 +3,7 @@
 
 mod support;
 
+mod chaos;
 mod fake_server;
 mod filters;
 mod helpers;
