@@ -364,10 +364,10 @@ async fn chaos(seed: u64, parents: usize, rounds: usize) -> Result<(), BoxError>
         faults.resume_watches();
         // A replica whose lease was lost (a storm can outlast its renew deadline) ends its run:
         // replaced, as its Pod would be restarted.
-        for slot in 0..replicas.len() {
-            if replicas[slot].run.is_finished() {
+        for replica in &mut replicas {
+            if replica.run.is_finished() {
                 let fresh = start(&mut rng)?;
-                let ended = std::mem::replace(&mut replicas[slot], fresh);
+                let ended = std::mem::replace(replica, fresh);
                 log.push(format!("{} ended its run (replaced)", ended.identity));
                 ended.stop().await?;
             }
