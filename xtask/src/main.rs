@@ -19,6 +19,9 @@
 //! * `fuzz [--cases N] [--seconds S] [--seed X] [SUITE...]` — the property tests and fuzz
 //!   targets, run longer from new seeds (printed); what fails is recorded in the suites'
 //!   committed regression files (see `fuzz.rs`).
+//! * `soak [--minutes N] [--objects N]` — an informer factory and a controller on an embedded
+//!   kclient-fake under churn and faults for N minutes (60), sampling memory, threads,
+//!   descriptors and tasks (see `soak.rs`).
 //! * `check-features` — the facade built with no layer and with each layer feature alone
 //!   (see `check_features.rs`).
 //! * `layering` — the crates' dependencies checked against the one allow-list of edges
@@ -45,6 +48,7 @@ mod public_names;
 mod publish;
 mod rust_source;
 mod sizes;
+mod soak;
 mod test;
 
 use std::env;
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         Some("build-compare") => build_compare::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
+        Some("soak") => soak::run(&args[1..]),
         Some("codegen") => codegen::run(&args[1..]),
         Some("e2e") => e2e::run(&args[1..]),
         Some("demo") => demo::run(&args[1..]),
@@ -105,6 +110,9 @@ fn print_help() {
                    times and binary sizes side by side [--skip-dev]\n  \
            fuzz    the property tests and fuzz targets from new seeds, longer [--cases N]\n          \
                    [--seconds S] [--seed X] [SUITE...]; failures go to proptest-regressions/\n  \
+           soak    an informer factory and a controller under churn and faults on the\n          \
+                   embedded fake API server, memory, threads, descriptors and tasks sampled\n          \
+                   [--minutes N] [--objects N]\n  \
            demo    run the main demo (against the embedded fake API server, or a cluster\n          \
                    when KUBECONFIG or --kubeconfig is given)\n  \
            check-features  build the facade with no layer and with each layer alone\n  \

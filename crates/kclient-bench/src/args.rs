@@ -49,6 +49,12 @@ pub(crate) struct Options {
     /// Primary ConfigMaps, each owning a Secret, in the manifest's `--owned-namespace`.
     pub(crate) owned: usize,
     pub(crate) owned_namespace: String,
+    /// How long the soak runs, in seconds.
+    pub(crate) seconds: u64,
+    /// Seconds between the soak's samples.
+    pub(crate) sample: u64,
+    /// Seconds between the soak's faults.
+    pub(crate) fault_every: u64,
 }
 
 impl Options {
@@ -77,6 +83,9 @@ impl Options {
             owns: "metadata".into(),
             owned: 0,
             owned_namespace: String::new(),
+            seconds: 60,
+            sample: 10,
+            fault_every: 30,
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
@@ -120,6 +129,9 @@ impl Options {
                 "owns" => o.owns = value,
                 "owned" => o.owned = number(&value)?,
                 "owned-namespace" => o.owned_namespace = value,
+                "seconds" => o.seconds = number(&value)? as u64,
+                "sample" => o.sample = number(&value)? as u64,
+                "fault-every" => o.fault_every = number(&value)? as u64,
                 other => return Err(format!("unknown option --{other}").into()),
             }
         }

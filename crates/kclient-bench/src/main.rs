@@ -12,6 +12,7 @@
 //! kclient-bench controller --kubeconfig K --namespace NS --count N --controllers 1|3 [--owns metadata|whole] [--concurrency W] [--requeue --settle S]
 //! kclient-bench decode-local --count N [--repeat R]   (the two decoders alone, in memory)
 //! kclient-bench reads-local --count N --managed-fields keep|strip --cache decoded|compact [--gets G] [--lookups L]   (a cache's reads alone, in memory)
+//! kclient-bench soak --objects N --seconds S [--sample X] [--fault-every F]   (an informer factory and a controller on an embedded kclient-fake under churn and faults, sampled)
 //! kclient-bench write-bodies --kubeconfig K --namespace NS --count N [--repeat R] [--concurrency C]   (JSON against protobuf request bodies)
 //!
 //! kclient-bench manifest  --path FILE --count N --namespace NS --objects M [--owned O --owned-namespace NS2]   (N Pods, M ConfigMaps in NS, O ConfigMaps owning a Secret each in NS2)
@@ -30,6 +31,7 @@ mod objects;
 mod pod_view;
 mod proc_stats;
 mod reads_local;
+mod soak;
 mod sync;
 mod watch;
 mod workqueue;
@@ -75,6 +77,7 @@ async fn run(scenario: &str, rest: &[String]) -> Result<Option<serde_json::Value
         "write-bodies" => Some(write_bodies::run(&options).await?),
         "decode-local" => Some(decode_local::run(&options)?),
         "reads-local" => Some(reads_local::run(&options)?),
+        "soak" => Some(soak::run(&options).await?),
         "manifest" => {
             objects::write_manifest(&options)?;
             None

@@ -1,0 +1,336 @@
+//! `soak`: an informer factory and a controller over `--objects` parents (ConfigMaps, each
+//! owning a Secret) on an embedded kclient-fake, for `--seconds`, with constant churn (parents
+//! changed, deleted and made again) and a fault every `--fault-every` seconds (dropped
+//! watches, a compaction, a 503 storm, a 429 storm, in turn), sampling the process's resident
+//! set, threads, open descriptors and tokio tasks every `--sample` seconds. The first fifth of
+//! the run is the warm-up; the result says how each figure grew after it, and whether every
+//! parent converged once the churn stopped. `cargo xtask soak --minutes N` runs it (issue 46).
+//!
+//! The process holds kclient-fake too: its store is the same size throughout, and its event
+//! history is compacted by the compaction fault (as etcd compacts every five minutes).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kclient_cache::{Lister, SharedInformerFactory};
+use kclient_controller::owner::{controller_of, set_controller_reference};
+use kclient_controller::{Action, Controller, ControllerConfig, ReconcileContext, Reconciler};
+use kclient_core::{
+    ApiStatus, CancellationToken, CreateOptions, DeleteOptions, Patch, PatchOptions, ResourceExt,
+};
+use kclient_fake::{Failure, FakeApiServer};
+use kclient_rest::{Config, RestClient};
+use kclient_typed::Clientset;
+use serde_json::{json, Value};
+
+use crate::args::Options;
+use crate::proc_stats::status_bytes;
+use crate::Error;
+
+const NAMESPACE: &str = "soak";
+
+/// Keeps a Secret named as each parent, its annotation `v` equal to the parent's `data.v`,
+/// owned by it; then writes `v` into the parent's annotation `observed`.
+struct Mirror {
+    clientset: Clientset,
+    secrets: Lister<Secret>,
+    reconciles: Arc<AtomicU64>,
+}
+
+fn v_of(cm: &ConfigMap) -> String {
+    cm.data
+        .as_ref()
+        .and_then(|d| d.get("v"))
+        .cloned()
+        .unwrap_or_default()
+}
+
+impl Reconciler<ConfigMap> for Mirror {
+    type Error = Error;
+
+    async fn reconcile(
+        &self,
+        parent: Arc<ConfigMap>,
+        _ctx: &ReconcileContext,
+    ) -> Result<Action, Error> {
+        self.reconciles.fetch_add(1, Ordering::Relaxed);
+        let name = parent.name_any().to_owned();
+        let v = v_of(&parent);
+        let secrets = self.clientset.core_v1().secrets(NAMESPACE);
+        match self.secrets.namespaced(NAMESPACE).get(&name) {
+            Ok(child) if child.annotations().get("v") == Some(&v) => {}
+            Ok(_) => {
+                let patch = Patch::Merge(json!({"metadata": {"annotations": {"v": v}}}));
+                secrets
+                    .patch(&name, &patch, &PatchOptions::default())
+                    .await?;
+            }
+            Err(e) if e.is_not_found() => {
+                let mut child = Secret::default();
+                child.metadata.namespace = Some(NAMESPACE.into());
+                child.metadata.name = Some(name.clone());
+                child.metadata.annotations = Some([("v".to_string(), v.clone())].into());
+                set_controller_reference(parent.as_ref(), &mut child)?;
+                match secrets.create(&child, &CreateOptions::default()).await {
+                    Err(e) if e.is_already_exists() => {}
+                    other => drop(other?),
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if parent.annotations().get("observed") != Some(&v) {
+            let patch = Patch::Merge(json!({"metadata": {"annotations": {"observed": v}}}));
+            self.clientset
+                .core_v1()
+                .config_maps(NAMESPACE)
+                .patch(&name, &patch, &PatchOptions::default())
+                .await?;
+        }
+        Ok(Action::await_change())
+    }
+}
+
+/// One sample of the process.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    at_s: f64,
+    rss: u64,
+    threads: u64,
+    fds: u64,
+    tasks: u64,
+}
+
+impl Sample {
+    fn now(started: Instant) -> Self {
+        let threads = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Threads:"))
+                    .and_then(|n| n.trim().parse().ok())
+            })
+            .unwrap_or(0);
+        let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
+        Sample {
+            at_s: started.elapsed().as_secs_f64(),
+            rss: status_bytes("VmRSS:"),
+            threads,
+            fds,
+            tasks: tokio::runtime::Handle::current()
+                .metrics()
+                .num_alive_tasks() as u64,
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({"at_s": (self.at_s * 10.0).round() / 10.0, "rss_mib": mib(self.rss),
+               "threads": self.threads, "fds": self.fds, "tasks": self.tasks})
+    }
+}
+
+fn mib(bytes: u64) -> f64 {
+    (bytes as f64 / 1048576.0 * 10.0).round() / 10.0
+}
+
+/// xorshift64*: the churn's choices.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+}
+
+/// The parents whose child or status is not `data.v`, on the server.
+fn unconverged(server: &FakeApiServer) -> usize {
+    let children: std::collections::HashMap<String, Secret> = server
+        .list::<Secret>(Some(NAMESPACE))
+        .into_iter()
+        .map(|s| (s.name_any().to_owned(), s))
+        .collect();
+    server
+        .list::<ConfigMap>(Some(NAMESPACE))
+        .iter()
+        .filter(|p| p.name_any().starts_with("p-"))
+        .filter(|p| {
+            let v = v_of(p);
+            let child_ok = children.get(p.name_any()).is_some_and(|c| {
+                c.annotations().get("v") == Some(&v)
+                    && controller_of(c).is_some_and(|o| Some(o.uid.as_str()) == p.uid())
+            });
+            p.annotations().get("observed") != Some(&v) || !child_ok
+        })
+        .count()
+}
+
+fn parent(i: usize, v: u64) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.namespace = Some(NAMESPACE.into());
+    cm.metadata.name = Some(format!("p-{i}"));
+    cm.data = Some([("v".to_string(), v.to_string())].into());
+    cm
+}
+
+/// Runs the soak (see the module documentation).
+pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
+    let objects = if o.objects == 0 { 10_000 } else { o.objects };
+    let duration = Duration::from_secs(o.seconds.max(10));
+    let sample_every = Duration::from_secs(o.sample.max(1));
+    let fault_every = Duration::from_secs(o.fault_every.max(1));
+    let server = FakeApiServer::builder().start().await?;
+    let mut namespace = k8s_openapi::api::core::v1::Namespace::default();
+    namespace.metadata.name = Some(NAMESPACE.into());
+    server.seed_typed(&namespace)?;
+    for i in 0..objects {
+        server.seed_typed(&parent(i, 0))?;
+    }
+    let mut config = Config::new(server.url());
+    config.qps = None;
+    let clientset = Clientset::from_client(RestClient::new(config)?);
+    let factory = SharedInformerFactory::builder(clientset.clone())
+        .namespace(NAMESPACE)
+        .build();
+    let reconciles = Arc::new(AtomicU64::new(0));
+    let controller = Controller::<ConfigMap, _>::new("soak", &factory)
+        .owns::<Secret>()
+        .with_config(ControllerConfig {
+            workers: 4,
+            ..ControllerConfig::default()
+        });
+    let mirror = Mirror {
+        clientset: clientset.clone(),
+        secrets: factory.lister::<Secret>(),
+        reconciles: Arc::clone(&reconciles),
+    };
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(controller.run(mirror, shutdown.clone()));
+
+    let started = Instant::now();
+    let mut samples = vec![Sample::now(started)];
+    let (mut next_sample, mut next_fault) = (sample_every, fault_every);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let (mut writes, mut faults_injected, mut version) = (0u64, 0u64, 0u64);
+    let churn = clientset.core_v1().config_maps(NAMESPACE);
+    // About 50 writes a second: a change, now and then a deletion and a new parent.
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    while started.elapsed() < duration {
+        tick.tick().await;
+        version += 1;
+        let i = rng.below(objects as u64) as usize;
+        let name = format!("p-{i}");
+        let written = if rng.below(20) == 0 {
+            match churn.delete(&name, &DeleteOptions::background()).await {
+                Ok(_) => churn
+                    .create(&parent(i, version), &CreateOptions::default())
+                    .await
+                    .map(drop),
+                Err(e) => Err(e),
+            }
+        } else {
+            let patch = Patch::Merge(json!({"data": {"v": version.to_string()}}));
+            churn
+                .patch(&name, &patch, &PatchOptions::default())
+                .await
+                .map(drop)
+        };
+        // Faults fail some of the churn's writes too: the churn goes on.
+        writes += u64::from(written.is_ok());
+        let elapsed = started.elapsed();
+        if elapsed >= next_fault {
+            next_fault += fault_every;
+            let faults = server.faults();
+            match faults_injected % 4 {
+                0 => faults.drop_watches(),
+                1 => faults.compact_history(),
+                2 => faults.fail_next(20, Failure::status(503).message("soak")),
+                _ => faults.fail_next(20, Failure::status(429).retry_after(1).message("soak")),
+            }
+            faults_injected += 1;
+        }
+        if elapsed >= next_sample {
+            next_sample += sample_every;
+            samples.push(Sample::now(started));
+        }
+    }
+    // The churn stops: everything converges.
+    server.faults().clear_failures();
+    let settle_started = Instant::now();
+    let mut left = unconverged(&server);
+    while left > 0 && settle_started.elapsed() < Duration::from_secs(120) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        left = unconverged(&server);
+    }
+    samples.push(Sample::now(started));
+    shutdown.cancel();
+    running.await??;
+    factory.shutdown().await;
+
+    Ok(summary(
+        &samples,
+        json!({
+            "objects": objects, "seconds": duration.as_secs(), "writes": writes,
+            "faults": faults_injected, "reconciles": reconciles.load(Ordering::Relaxed),
+            "unconverged_at_end": left,
+            "settle_s": (settle_started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        }),
+    ))
+}
+
+/// The figures after the warm-up (the first fifth of the samples): each figure's value at the
+/// end of the warm-up, its highest after it, and the resident set's growth from the median of
+/// the first after-warm-up window to that of the last one (a tenth of the samples each).
+fn summary(samples: &[Sample], mut out: Value) -> Value {
+    let warm = (samples.len() / 5).max(1).min(samples.len() - 1);
+    let after = &samples[warm..];
+    let window = (after.len() / 10).max(1);
+    let median_rss = |s: &[Sample]| {
+        let mut v: Vec<u64> = s.iter().map(|s| s.rss).collect();
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let first = median_rss(&after[..window]);
+    let last = median_rss(&after[after.len() - window..]);
+    let growth = |f: fn(&Sample) -> u64| {
+        let base = f(&samples[warm]);
+        let most = after.iter().map(f).max().unwrap_or(base);
+        json!({"after_warm_up": base, "highest_after": most, "growth": most.saturating_sub(base)})
+    };
+    out["rss_mib_after_warm_up"] = json!(mib(first));
+    out["rss_mib_at_end"] = json!(mib(last));
+    out["rss_growth_pct"] =
+        json!(((last as f64 / first.max(1) as f64 - 1.0) * 1000.0).round() / 10.0);
+    out["threads"] = growth(|s| s.threads);
+    out["fds"] = growth(|s| s.fds);
+    out["tasks"] = growth(|s| s.tasks);
+    out["samples"] = samples.iter().map(Sample::json).collect();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The test command's short soak: 300 parents for 12 s, a fault every 2 s; everything
+    /// converges once the churn stops, and no descriptors are left open by the faults.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_short_soak_converges_and_leaks_no_descriptors() {
+        let options = Options {
+            objects: 300,
+            seconds: 12,
+            sample: 1,
+            fault_every: 2,
+            ..Options::parse(&[]).unwrap()
+        };
+        let result = run(&options).await.unwrap();
+        assert_eq!(result["unconverged_at_end"], 0, "{result}");
+        assert!(result["faults"].as_u64().unwrap() >= 4, "{result}");
+        assert!(result["reconciles"].as_u64().unwrap() > 300, "{result}");
+        // Reconnections after dropped watches and storms must not pile up descriptors.
+        assert!(result["fds"]["growth"].as_u64().unwrap() <= 16, "{result}");
+    }
+}
