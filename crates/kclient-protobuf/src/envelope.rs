@@ -29,6 +29,12 @@ pub struct Unknown<'a> {
 }
 
 /// Reads the magic and the envelope of a protobuf body.
+///
+/// The envelope must hold its object (`raw`, which kube-apiserver always writes, even for an
+/// empty message): a body cut right after its `typeMeta` would otherwise read as an empty
+/// object. The object must be protobuf: a `contentType` other than empty or
+/// `application/vnd.kubernetes.protobuf` (a hostile or broken server's JSON in the envelope) or any
+/// `contentEncoding` is an error naming what was found, not bytes decoded as what they are not.
 pub fn decode_envelope(body: &[u8]) -> Result<Unknown<'_>, DecodeError> {
     let Some(mut buf) = body.strip_prefix(&MAGIC[..]) else {
         return Err(DecodeError::new(
@@ -36,6 +42,7 @@ pub fn decode_envelope(body: &[u8]) -> Result<Unknown<'_>, DecodeError> {
         ));
     };
     let mut unk = Unknown::default();
+    let mut has_raw = false;
     while !buf.is_empty() {
         let (tag, wt) = wire::key(&mut buf)?;
         match tag {
@@ -43,13 +50,53 @@ pub fn decode_envelope(body: &[u8]) -> Result<Unknown<'_>, DecodeError> {
                 let type_meta = wire::delimited(wt, &mut buf).at("typeMeta")?;
                 (unk.api_version, unk.kind) = decode_type_meta(type_meta)?;
             }
-            2 => unk.raw = wire::delimited(wt, &mut buf).at("raw")?,
+            2 => {
+                unk.raw = wire::delimited(wt, &mut buf).at("raw")?;
+                has_raw = true;
+            }
             3 => unk.content_encoding = wire::string(wt, &mut buf).at("contentEncoding")?,
             4 => unk.content_type = wire::string(wt, &mut buf).at("contentType")?,
             _ => wire::skip(tag, wt, &mut buf)?,
         }
     }
+    check_content_encoding(&unk.content_encoding)?;
+    check_content_type(&unk.content_type)?;
+    if !has_raw {
+        return Err(DecodeError::new(format!(
+            "the envelope of {:?} has no object (raw): a body cut short",
+            unk.kind
+        )));
+    }
     Ok(unk)
+}
+
+/// The media type of Kubernetes protobuf: what an envelope's `contentType` may say (besides
+/// nothing, which is what kube-apiserver writes).
+const PROTOBUF_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+
+/// An envelope's `contentType`: empty or `application/vnd.kubernetes.protobuf` (parameters and case aside),
+/// else an error naming it.
+pub(crate) fn check_content_type(content_type: &str) -> Result<(), DecodeError> {
+    let media_type = content_type.split(';').next().unwrap_or_default().trim();
+    if media_type.is_empty() || media_type.eq_ignore_ascii_case(PROTOBUF_MEDIA_TYPE) {
+        return Ok(());
+    }
+    Err(DecodeError::new(format!(
+        "the envelope's object is {content_type:?}, not {PROTOBUF_MEDIA_TYPE}"
+    ))
+    .at("contentType"))
+}
+
+/// An envelope's `contentEncoding`: empty (kclient decodes no encoded object), else an error
+/// naming it.
+pub(crate) fn check_content_encoding(content_encoding: &str) -> Result<(), DecodeError> {
+    if content_encoding.is_empty() {
+        return Ok(());
+    }
+    Err(DecodeError::new(format!(
+        "the envelope's object is encoded as {content_encoding:?}, which kclient does not decode"
+    ))
+    .at("contentEncoding"))
 }
 
 /// Reads the envelope's `typeMeta` message: its `apiVersion` and `kind`.

@@ -80,6 +80,8 @@ pub struct ListReader {
     max_item_len: usize,
     api_version: String,
     kind: String,
+    /// The kind the envelope must say ([`expecting`](ListReader::expecting)).
+    expected_kind: Option<String>,
 }
 
 /// A field's key and length, read from its first bytes.
@@ -93,8 +95,10 @@ struct FieldHeader {
 }
 
 impl FieldHeader {
+    /// The bytes of the whole field; saturating, as a hostile length may be near `usize::MAX`
+    /// (it is then over every bound and refused).
     fn len(&self) -> usize {
-        self.header_len + self.value_len
+        self.header_len.saturating_add(self.value_len)
     }
 }
 
@@ -158,7 +162,16 @@ impl ListReader {
             max_item_len,
             api_version: String::new(),
             kind: String::new(),
+            expected_kind: None,
         }
+    }
+
+    /// Refuses a list whose envelope is of another kind than `kind` (`PodList`), before any
+    /// of its pieces: a list's items carry no type of their own, so the items of a
+    /// `ConfigMapList` would otherwise be read as Pods.
+    pub fn expecting(mut self, kind: impl Into<String>) -> Self {
+        self.expected_kind = Some(kind.into());
+        self
     }
 
     /// Adds the next bytes of the body. The pieces handed out before are released.
@@ -264,6 +277,14 @@ impl ListReader {
         };
         if header.tag == 2 {
             expect_delimited(&header, "raw")?;
+            if let Some(expected) = self.expected_kind.as_deref() {
+                if self.kind != expected {
+                    return Err(DecodeError::new(format!(
+                        "expected a {expected}, got a {:?}",
+                        self.kind
+                    )));
+                }
+            }
             self.pos += header.header_len;
             self.position = Position::List {
                 remaining: header.value_len,
@@ -274,10 +295,23 @@ impl ListReader {
         if rest.len() < header.len() {
             return Ok(false);
         }
-        if header.tag == 1 {
-            expect_delimited(&header, "typeMeta")?;
-            let value = &rest[header.header_len..header.len()];
-            (self.api_version, self.kind) = envelope::decode_type_meta(value)?;
+        let value = &rest[header.header_len..header.len()];
+        match header.tag {
+            1 => {
+                expect_delimited(&header, "typeMeta")?;
+                (self.api_version, self.kind) = envelope::decode_type_meta(value)?;
+            }
+            // Written after the list by kube-apiserver (and empty): a list whose envelope says
+            // its object is not protobuf ends with that error, whatever came before.
+            3 => {
+                expect_delimited(&header, "contentEncoding")?;
+                envelope::check_content_encoding(&String::from_utf8_lossy(value))?;
+            }
+            4 => {
+                expect_delimited(&header, "contentType")?;
+                envelope::check_content_type(&String::from_utf8_lossy(value))?;
+            }
+            _ => {}
         }
         self.pos += header.len();
         Ok(true)

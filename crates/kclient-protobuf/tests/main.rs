@@ -4,4 +4,5 @@
 
 mod fit;
 mod golden;
+mod hostile;
 mod roundtrip;

@@ -97,6 +97,18 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// A gzip-compressed answer inflated past the request's bound
+    /// ([`Request::max_inflated_len`](crate::Request::max_inflated_len), by default
+    /// [`DEFAULT_MAX_INFLATED_LEN`](crate::DEFAULT_MAX_INFLATED_LEN)): a decompression bomb,
+    /// or an answer larger than the bound allows. Inflating stopped there.
+    #[error("the gzip-compressed answer of {url} inflates past the limit of {limit} bytes")]
+    InflatedTooLarge {
+        /// The URL of the request, without a password in it.
+        url: String,
+        /// The bound, in inflated bytes.
+        limit: u64,
+    },
+
     /// TLS failed: a bad CA or client certificate in the configuration, or a handshake that
     /// failed (unknown CA, wrong server name, expired certificate ...).
     #[error(transparent)]

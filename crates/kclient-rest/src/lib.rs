@@ -103,6 +103,7 @@ pub use auth::impersonation::{
 };
 pub use auth::token_file::{TOKEN_FILE_LEEWAY, TOKEN_FILE_REFRESH};
 pub use client::RestClient;
+pub use compression::DEFAULT_MAX_INFLATED_LEN;
 pub use config::{
     default_user_agent, BasicAuth, Config, ConfigError, ImpersonationConfig, Proxy, TlsConfig,
     DEFAULT_BURST, DEFAULT_EXEC_TIMEOUT, DEFAULT_NAMESPACE, DEFAULT_QPS,

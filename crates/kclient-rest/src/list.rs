@@ -33,6 +33,9 @@ pub(crate) struct ListBody {
     headers: http::HeaderMap,
     body: Incoming,
     inflater: Option<compression::Inflater>,
+    /// Compressed bytes received and not inflated yet (a chunk is inflated a step at a time,
+    /// so that a bomb is met by the list's reader, and refused, before it takes the memory).
+    compressed: Bytes,
     /// A chunk read ahead and handed back ([`unread`](Self::unread)).
     unread: Option<Bytes>,
     deadline: Option<(Instant, std::time::Duration)>,
@@ -45,14 +48,16 @@ impl ListBody {
         response: http::Response<Incoming>,
         url: String,
         deadline: Option<(Instant, std::time::Duration)>,
+        max_inflated_len: u64,
     ) -> Self {
         let (mut parts, body) = response.into_parts();
         let inflater = compression::is_gzip(&parts.headers)
-            .then(|| compression::Inflater::incremental(&mut parts.headers));
+            .then(|| compression::Inflater::incremental(&mut parts.headers, max_inflated_len));
         Self {
             headers: parts.headers,
             body,
             inflater,
+            compressed: Bytes::new(),
             unread: None,
             deadline,
             url,
@@ -65,12 +70,27 @@ impl ListBody {
         &self.headers
     }
 
-    /// The next bytes of the (inflated) body; `None` at its end.
+    /// The next bytes of the (inflated) body; `None` at its end. A compressed body comes
+    /// [`INFLATE_STEP`](compression::INFLATE_STEP) at a time, and fails with
+    /// [`Error::InflatedTooLarge`] past the request's bound.
     pub(crate) async fn next(&mut self) -> Result<Option<Bytes>, Error> {
         if let Some(chunk) = self.unread.take() {
             return Ok(Some(chunk));
         }
         while !self.ended {
+            if let Some(inflater) = &mut self.inflater {
+                if !self.compressed.is_empty() {
+                    let used = inflater
+                        .inflate(&self.compressed, compression::INFLATE_STEP)
+                        .map_err(|e| e.into_error(&self.url))?;
+                    bytes::Buf::advance(&mut self.compressed, used);
+                    let inflated = inflater.take();
+                    if !inflated.is_empty() {
+                        return Ok(Some(Bytes::from(inflated)));
+                    }
+                    continue;
+                }
+            }
             let frame = match self.deadline {
                 Some((at, timeout)) => tokio::time::timeout_at(at, self.body.frame())
                     .await
@@ -90,24 +110,17 @@ impl ListBody {
                     self.ended = true;
                     return match self.inflater.take() {
                         Some(inflater) => {
-                            let rest =
-                                inflater.finish().map_err(|e| self.transport(Box::new(e)))?;
+                            let rest = inflater.finish().map_err(|e| e.into_error(&self.url))?;
                             Ok(Some(rest).filter(|rest| !rest.is_empty()))
                         }
                         None => Ok(None),
                     };
                 }
             };
-            let Some(inflater) = &mut self.inflater else {
+            if self.inflater.is_none() {
                 return Ok(Some(data));
-            };
-            if let Err(e) = inflater.push(&data) {
-                return Err(self.transport(Box::new(e)));
             }
-            let inflated = inflater.take();
-            if !inflated.is_empty() {
-                return Ok(Some(Bytes::from(inflated)));
-            }
+            self.compressed = data;
         }
         Ok(None)
     }

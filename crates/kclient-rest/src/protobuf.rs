@@ -76,9 +76,12 @@ pub(crate) struct ProtobufItems<K: 'static> {
 impl<K: 'static> ProtobufItems<K> {
     /// The items of a list of `K`; an error if `K` has no codec.
     pub(crate) fn new(max_item_len: usize, omit_managed_fields: bool) -> Result<Self, Error> {
+        let codec = codec_of::<K>(b"")?;
         Ok(Self {
-            reader: ListReader::new(max_item_len),
-            codec: codec_of::<K>(b"")?,
+            // The items carry no type of their own: a list of another kind would be decoded
+            // as `K`s (its items' bytes read as a `K`'s fields), so its kind is checked.
+            reader: ListReader::new(max_item_len).expecting(format!("{}List", codec.kind())),
+            codec,
             ctx: Ctx {
                 skip_managed_fields: omit_managed_fields,
                 ..Ctx::default()

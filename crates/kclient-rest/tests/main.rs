@@ -6,6 +6,7 @@ mod support;
 
 mod auth;
 mod client;
+mod hostile_wire;
 mod incluster;
 mod kubeconfig;
 mod list;

@@ -30,7 +30,11 @@ pub(super) async fn read_body(mut body: Incoming) -> Result<Bytes, hyper::Error>
         match first.take() {
             None if joined.is_empty() => first = Some(data),
             Some(head) => {
-                let hint = usize::try_from(body.size_hint().lower()).unwrap_or(0);
+                // What the `Content-Length` says is still to come, as far as it is believable
+                // before the bytes arrive (a lying header claimed exabytes: an abort).
+                let hint = usize::try_from(body.size_hint().lower())
+                    .unwrap_or(0)
+                    .min(compression::MAX_PREALLOCATION);
                 joined.reserve(head.len() + data.len() + hint);
                 joined.extend_from_slice(&head);
                 joined.extend_from_slice(&data);
@@ -41,10 +45,13 @@ pub(super) async fn read_body(mut body: Incoming) -> Result<Bytes, hyper::Error>
     Ok(first.unwrap_or_else(|| Bytes::from(joined)))
 }
 
+/// Reads a whole body; a gzip-compressed one is inflated as it arrives, up to
+/// `max_inflated_len` bytes ([`Error::InflatedTooLarge`] past them).
 pub(super) async fn read_full(
     response: http::Response<Incoming>,
     url: &str,
     warnings: Vec<Warning>,
+    max_inflated_len: u64,
 ) -> Result<Response, Error> {
     let (mut parts, body) = response.into_parts();
     let transport = |e: Box<dyn std::error::Error + Send + Sync>| Error::Transport {
@@ -53,11 +60,20 @@ pub(super) async fn read_full(
     };
     let body = if compression::is_gzip(&parts.headers) {
         // Inflated frame by frame as it arrives, overlapping the transfer.
-        let mut inflater = compression::Inflater::new(&mut parts.headers);
-        read_frames(body, |data| inflater.push(&data))
-            .await
-            .map_err(transport)?;
-        inflater.finish().map_err(|e| transport(Box::new(e)))?
+        let mut inflater = compression::Inflater::new(&mut parts.headers, max_inflated_len);
+        let mut failed = None;
+        read_frames(body, |data| {
+            inflater.push(&data).map_err(|e| {
+                failed = Some(e);
+                std::io::Error::other("inflating failed")
+            })
+        })
+        .await
+        .map_err(|e| match failed.take() {
+            Some(failed) => failed.into_error(url),
+            None => transport(e),
+        })?;
+        inflater.finish().map_err(|e| e.into_error(url))?
     } else {
         read_body(body).await.map_err(|e| transport(Box::new(e)))?
     };

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use crate::compression;
+use crate::compression::{self, DEFAULT_MAX_INFLATED_LEN};
 use crate::error::Error;
 use crate::protobuf::{self};
 use crate::response::{decode_json, Response};
@@ -430,7 +430,8 @@ impl Request {
             return Attempt::Done(match mode {
                 Mode::Full => {
                     let url = redacted_uri(&outgoing.uri);
-                    let read = read_full(response, &url, warnings);
+                    let limit = self.max_inflated_len.unwrap_or(DEFAULT_MAX_INFLATED_LEN);
+                    let read = read_full(response, &url, warnings, limit);
                     match deadline.at {
                         Some(at) => tokio::time::timeout_at(at, read)
                             .await
@@ -439,9 +440,13 @@ impl Request {
                     }
                     .map(Outcome::Full)
                 }
-                Mode::List | Mode::Stream | Mode::Watch | Mode::Upgrade => {
-                    Ok(unread(mode, response, outgoing, deadline))
-                }
+                Mode::List | Mode::Stream | Mode::Watch | Mode::Upgrade => Ok(unread(
+                    mode,
+                    response,
+                    outgoing,
+                    deadline,
+                    self.max_inflated_len.unwrap_or(u64::MAX),
+                )),
             });
         }
         let next = retry.decide(Failure::Response {
@@ -506,6 +511,7 @@ fn unread(
     response: http::Response<hyper::body::Incoming>,
     outgoing: &OutgoingRequest,
     deadline: &Deadline,
+    max_inflated_len: u64,
 ) -> Outcome {
     let url = redacted_uri(&outgoing.uri);
     match mode {
@@ -513,6 +519,7 @@ fn unread(
             response,
             url,
             deadline.at.map(|at| (at, deadline.timeout)),
+            max_inflated_len,
         ))),
         _ => Outcome::Streaming(Streaming { response, url }),
     }

@@ -21,6 +21,7 @@ use kclient_core::{ApiResource, GroupVersion};
 use serde::Serialize;
 
 use crate::client::RestClient;
+
 use crate::error::Error;
 use crate::protobuf::PROTOBUF_ACCEPT;
 use crate::retry::DEFAULT_MAX_RETRIES;
@@ -70,6 +71,8 @@ pub struct Request {
     timeout: Option<Duration>,
     max_retries: u32,
     max_frame_len: usize,
+    /// Set by [`max_inflated_len`](Self::max_inflated_len); else the default of the read.
+    max_inflated_len: Option<u64>,
     omit_managed_fields: bool,
     negotiation: Option<Negotiation>,
     error: Option<Error>,
@@ -151,6 +154,7 @@ impl Request {
             timeout,
             max_retries: DEFAULT_MAX_RETRIES,
             max_frame_len: DEFAULT_MAX_WATCH_FRAME_LEN,
+            max_inflated_len: None,
             omit_managed_fields: false,
             negotiation: None,
             error: None,
@@ -343,6 +347,19 @@ impl Request {
     /// item of a protobuf list read as it arrives ([`fetch_list`](Self::fetch_list)).
     pub fn max_watch_frame_len(mut self, bytes: usize) -> Self {
         self.max_frame_len = bytes;
+        self
+    }
+
+    /// The most bytes a gzip-compressed answer may inflate to: past them the request fails
+    /// with [`Error::InflatedTooLarge`], having held no more than that (a decompression
+    /// bomb's few megabytes claim gigabytes). By default an answer read whole is bounded by
+    /// [`DEFAULT_MAX_INFLATED_LEN`](crate::DEFAULT_MAX_INFLATED_LEN), and a list read as it arrives is not: its memory is
+    /// bounded item by item (each item at most the frame bound), garbage is refused by the
+    /// list's reader a step of inflating at a time, and a list of a large cluster can
+    /// inflate past any fixed bound (a million ConfigMaps, unpaged from the watch cache).
+    /// Answers that are not compressed are not bounded here.
+    pub fn max_inflated_len(mut self, bytes: u64) -> Self {
+        self.max_inflated_len = Some(bytes);
         self
     }
 
