@@ -5,5 +5,6 @@
 
 mod support;
 
+mod hostile;
 mod portforward;
 mod remotecommand;

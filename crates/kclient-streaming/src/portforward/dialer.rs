@@ -283,8 +283,10 @@ impl ErrorStream {
 /// One forwarded TCP connection: the pod's port as an [`AsyncRead`] + [`AsyncWrite`].
 /// What the pod side reports on the error stream (the kubelet's "error forwarding port …",
 /// written before it closes the connection's streams) surfaces as the read or write error
-/// at the end of the data, and from [`remote_error`](Self::remote_error). Shutting the
-/// writer down half-closes the connection; dropping it resets the data stream.
+/// at the end of the data, and from [`remote_error`](Self::remote_error): at most
+/// [`MAX_ERROR_STREAM_LEN`] bytes of it, read as it arrives while the stream is read or
+/// written, and taken as UTF-8 lossily. Shutting the writer down half-closes the
+/// connection; dropping it resets the data stream.
 pub struct PortForwardStream {
     data: spdy::Stream,
     port: u16,
@@ -360,6 +362,12 @@ impl AsyncRead for PortForwardStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
+        // The error stream is read as it arrives, not only at the end of the data (client-go
+        // reads it in a goroutine of its own): a pod side that writes more on it than a
+        // stream buffers ([`STREAM_BUFFER_FRAMES`](spdy::STREAM_BUFFER_FRAMES)) before
+        // finishing the data would otherwise hold the connection, and the data behind it,
+        // back for good. What is kept of it is bounded ([`MAX_ERROR_STREAM_LEN`]).
+        let _ = this.error.poll_end(cx);
         if this.data_end.is_none() {
             let before = buf.filled().len();
             match ready!(Pin::new(&mut this.data).poll_read(cx, buf)) {
@@ -391,6 +399,8 @@ impl AsyncWrite for PortForwardStream {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
+        // As in `poll_read`: the error stream never holds the connection back.
+        let _ = this.error.poll_end(cx);
         match ready!(Pin::new(&mut this.data).poll_write(cx, buf)) {
             Ok(n) => Poll::Ready(Ok(n)),
             Err(e) => match ready!(this.poll_remote_error(cx, true)) {

@@ -12,13 +12,14 @@ use kclient_rest::{Request, RestClient};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::options::{AttachOptions, ExecOptions, StreamOptions, TerminalSizeQueue};
 use super::{
     channel_message, status, Error, DEFAULT_MAX_MESSAGE_LEN, MAX_ERROR_STREAM_LEN, PING_PERIOD,
-    PING_READ_DEADLINE, STREAM_CLOSE, STREAM_ERR, STREAM_PROTOCOL_V4_NAME, STREAM_PROTOCOL_V5_NAME,
-    STREAM_RESIZE, STREAM_STDERR, STREAM_STDIN, STREAM_STDOUT,
+    PING_READ_DEADLINE, STATUS_CLOSE_GRACE, STREAM_CLOSE, STREAM_ERR, STREAM_PROTOCOL_V4_NAME,
+    STREAM_PROTOCOL_V5_NAME, STREAM_RESIZE, STREAM_STDERR, STREAM_STDIN, STREAM_STDOUT,
 };
 use crate::upgrade::{self, UpgradeError, DEFAULT_UPGRADE_TIMEOUT};
 
@@ -180,7 +181,10 @@ impl Executor {
     /// Runs the command with `stdin` (if any) as its input and collects its output
     /// (`std::process::Command::output`'s shape): a non-zero exit is an
     /// [`Output::exit_code`], not an error. Which streams the server sends is the request's
-    /// business (`stdout`, `stderr` in [`ExecOptions`]).
+    /// business (`stdout`, `stderr` in [`ExecOptions`]). All of the output is kept in
+    /// memory, as much as the server sends: for output of unknown size (or a server not
+    /// trusted with the client's memory), [`stream`](Self::stream) it to writers of your own,
+    /// which hold the server back when they are slow.
     pub async fn output(&self, stdin: Option<&[u8]>) -> Result<Output, Error> {
         let mut output = Output::default();
         let mut options = StreamOptions::new()
@@ -216,6 +220,8 @@ struct Received {
     error_stream: Vec<u8>,
     /// Whether the server closed the WebSocket (rather than the connection just ending).
     closed: bool,
+    /// The code and reason of a close other than a normal closure (or one without a code).
+    abnormal_close: Option<(u16, String)>,
 }
 
 impl Session {
@@ -266,16 +272,29 @@ impl Session {
             // is answered, and the session is over.
             let _ = tokio::time::timeout(CLOSE_REPLY_TIMEOUT, sink.close()).await;
         }
-        match write_error {
-            Some(e) if received.error_stream.is_empty() => Err(e),
-            _ => status::decode(&received.error_stream),
+        // The status, when the server sent one, says how the command ended, whatever became
+        // of the connection after it.
+        if received.error_stream.is_empty() {
+            if let Some((code, reason)) = received.abnormal_close {
+                return Err(Error::AbnormalClose { code, reason });
+            }
+            if let Some(e) = write_error {
+                return Err(e);
+            }
         }
+        status::decode(&received.error_stream)
     }
 
     /// Reads the server's messages to the end of the session: output to the local writers,
     /// the error channel kept. The server is judged silent only while this waits for it:
     /// [`PING_READ_DEADLINE`] without a message or a pong, counted afresh each time a read
-    /// begins, so time spent writing to a slow local stdout is not the server's.
+    /// begins, so time spent writing to a slow local stdout is not the server's. Once the
+    /// error channel has carried something, the server has [`STATUS_CLOSE_GRACE`] from then
+    /// to close the connection; after that the session ends with what it said.
+    ///
+    /// One message is read at a time, and written out before the next is read: what the
+    /// session holds is the WebSocket's read buffer and one message, however fast the server
+    /// sends (a slow local writer holds the server back through TCP).
     async fn read_server<R>(
         &self,
         mut source: R,
@@ -286,8 +305,20 @@ impl Session {
         R: futures::Stream<Item = Result<Message, WsError>> + Unpin,
     {
         let mut error_stream = Vec::new();
+        // When the server must have closed the connection, once its status came.
+        let mut status_deadline: Option<Instant> = None;
+        let mut abnormal_close = None;
         let closed = loop {
-            let message = match tokio::time::timeout(self.ping_read_deadline, source.next()).await {
+            let silence_deadline = Instant::now() + self.ping_read_deadline;
+            let deadline = status_deadline.map_or(silence_deadline, |d| d.min(silence_deadline));
+            let message = match tokio::time::timeout_at(deadline, source.next()).await {
+                Err(_) if deadline < silence_deadline => {
+                    tracing::debug!(
+                        grace = ?STATUS_CLOSE_GRACE,
+                        "the server kept the connection open after its status; ending the session"
+                    );
+                    break false;
+                }
                 Err(_) => return Err(Error::HeartbeatTimeout(self.ping_read_deadline)),
                 Ok(None) => break false,
                 Ok(Some(Ok(m))) => m,
@@ -311,6 +342,9 @@ impl Session {
                                 )));
                             }
                             error_stream.extend_from_slice(payload);
+                            if !payload.is_empty() && status_deadline.is_none() {
+                                status_deadline = Some(Instant::now() + STATUS_CLOSE_GRACE);
+                            }
                         }
                         // Nothing is read from the stdin and resize channels.
                         STREAM_STDIN | STREAM_RESIZE => {}
@@ -323,7 +357,15 @@ impl Session {
                 Message::Text(_) => {
                     return Err(Error::Protocol("unexpected message type: text".into()))
                 }
-                Message::Close(_) => break true,
+                Message::Close(frame) => {
+                    // As client-go: only a normal closure ends the session cleanly (a close
+                    // without a code too, which kube-apiserver never sends but simple
+                    // servers do).
+                    if let Some(frame) = frame.filter(|f| f.code != CloseCode::Normal) {
+                        abnormal_close = Some((u16::from(frame.code), frame.reason.to_string()));
+                    }
+                    break true;
+                }
                 // Pongs only prove the server is alive; pings are answered by the WebSocket
                 // layer.
                 Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
@@ -335,6 +377,7 @@ impl Session {
         Ok(Received {
             error_stream,
             closed,
+            abnormal_close,
         })
     }
 

@@ -20,6 +20,26 @@
 //! dropping the future (or wrapping it in `tokio::time::timeout`): the connection closes
 //! with it.
 //!
+//! Against a hostile or broken server:
+//!
+//! - Memory is bounded by the configured buffers, however fast the server sends: one message
+//!   is read at a time and written to the local stdout or stderr before the next is read,
+//!   so a slow local writer holds the server back through TCP (what is in flight is at most
+//!   the WebSocket's read buffer and one message of at most
+//!   [`max_message_len`](Executor::max_message_len), besides the kernel's socket buffers).
+//! - Messages on a channel the session does not read (an unknown channel number, stdin,
+//!   resize, a CLOSE signal from the server) are discarded, as client-go's
+//!   `readDemuxLoop` discards them ("Unknown stream id, discarding message").
+//! - The error channel keeps at most [`MAX_ERROR_STREAM_LEN`] bytes ([`Error::Protocol`]
+//!   past it); what it carried must be a `Status` ([`Error::ErrorStream`] otherwise).
+//! - A server that sends its status but never closes the connection ends the session with
+//!   that status [`STATUS_CLOSE_GRACE`] after the status came (client-go would wait for the
+//!   close as long as the server answers pings).
+//! - A connection that ends without a close frame (mid-frame or between frames) is
+//!   [`Error::ConnectionLost`], as is a frame that breaks the WebSocket protocol; a close
+//!   other than a normal closure, without a status before it, is [`Error::AbnormalClose`]
+//!   (never a success).
+//!
 //! A server that refuses the WebSocket upgrade (an API server older than 1.29 answers
 //! exec over WebSocket only through the kubelet, which speaks v4 at most; a proxy that does
 //! not pass upgrades) ends in [`Error::Upgrade`]: client-go then falls back to SPDY;
@@ -80,6 +100,12 @@ pub const PING_READ_DEADLINE: Duration = Duration::from_secs(61);
 pub const DEFAULT_MAX_MESSAGE_LEN: usize = 16 * 1024 * 1024;
 /// The most the error channel may carry (a `Status` is a few hundred bytes).
 pub const MAX_ERROR_STREAM_LEN: usize = 64 * 1024;
+/// How long a session waits for the server to close the connection once the error channel
+/// has carried its status (kube-apiserver closes right after writing it): a server that
+/// keeps the connection open after the status (answering pings, or still sending output)
+/// ends the session with that status this long after it came, rather than holding it
+/// forever.
+pub const STATUS_CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// A binary message on `channel` of the channel protocol: the channel's byte, then `data`
 /// (what a client writes on stdin and resize, and a server on stdout, stderr and the error
@@ -121,6 +147,16 @@ pub enum Error {
         size: usize,
         /// The limit.
         max: usize,
+    },
+    /// The server closed the WebSocket with a code other than a normal closure (`1000`), and
+    /// without a status on the error channel (client-go's `next reader: websocket: close
+    /// CODE`): the session did not end as the protocol ends it.
+    #[error("the server closed the remote command session with code {code}: {reason:?}")]
+    AbnormalClose {
+        /// The close code (`1011` an internal error, `1001` going away, …).
+        code: u16,
+        /// The reason the server gave (at most 123 bytes).
+        reason: String,
     },
     /// The connection broke before the session ended (reset, closed without a close frame).
     #[error("the remote command connection was lost: {0}")]

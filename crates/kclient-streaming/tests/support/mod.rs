@@ -117,13 +117,20 @@ async fn read_head(tcp: &mut TcpStream) -> RequestHead {
     }
 }
 
-/// Answers `101` with `protocol` (and the right accept key unless `accept` overrides it),
-/// and speaks WebSocket as the server.
+/// Answers `101` with `protocol` and the right accept key, and speaks WebSocket as the
+/// server.
 pub async fn accept_websocket(
     head: &RequestHead,
     mut tcp: TcpStream,
     protocol: Option<&str>,
 ) -> WebSocketStream<TcpStream> {
+    switch_to_websocket(head, &mut tcp, protocol).await;
+    WebSocketStream::from_raw_socket(tcp, Role::Server, None).await
+}
+
+/// Answers `101` with `protocol` and the right accept key, and leaves the socket raw: the
+/// test writes its frames byte by byte (to break them on purpose).
+pub async fn switch_to_websocket(head: &RequestHead, tcp: &mut TcpStream, protocol: Option<&str>) {
     let accept = derive_accept_key(head.header("Sec-WebSocket-Key").unwrap().as_bytes());
     let mut response = format!(
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n"
@@ -133,7 +140,6 @@ pub async fn accept_websocket(
     }
     response.push_str("\r\n");
     tcp.write_all(response.as_bytes()).await.unwrap();
-    WebSocketStream::from_raw_socket(tcp, Role::Server, None).await
 }
 
 /// Answers with a plain HTTP response.
