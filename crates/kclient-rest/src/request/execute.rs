@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use crate::compression::{self, DEFAULT_MAX_INFLATED_LEN};
+use crate::compression;
 use crate::error::Error;
 use crate::protobuf::{self};
 use crate::response::{decode_json, Response};
@@ -430,8 +430,7 @@ impl Request {
             return Attempt::Done(match mode {
                 Mode::Full => {
                     let url = redacted_uri(&outgoing.uri);
-                    let limit = self.max_inflated_len.unwrap_or(DEFAULT_MAX_INFLATED_LEN);
-                    let read = read_full(response, &url, warnings, limit);
+                    let read = read_full(response, &url, warnings, self.whole_inflated_limit());
                     match deadline.at {
                         Some(at) => tokio::time::timeout_at(at, read)
                             .await

@@ -363,6 +363,12 @@ impl Request {
         self
     }
 
+    /// The bound on an answer read whole, once inflated.
+    fn whole_inflated_limit(&self) -> u64 {
+        self.max_inflated_len
+            .unwrap_or(crate::compression::DEFAULT_MAX_INFLATED_LEN)
+    }
+
     /// Decodes the objects of [`fetch_list`](Self::fetch_list) and [`watch`](Self::watch)
     /// without `metadata.managedFields`, skipping that part of the response (kclient-core's
     /// `kclient_core::managed_fields`; `ListOptions::omit_managed_fields` asks for it). Off by default.

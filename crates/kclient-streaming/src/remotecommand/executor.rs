@@ -336,12 +336,7 @@ impl Session {
                         STREAM_STDOUT => write_to(&mut stdout, payload).await?,
                         STREAM_STDERR => write_to(&mut stderr, payload).await?,
                         STREAM_ERR => {
-                            if error_stream.len() + payload.len() > MAX_ERROR_STREAM_LEN {
-                                return Err(Error::Protocol(format!(
-                                    "the error channel carries more than {MAX_ERROR_STREAM_LEN} bytes"
-                                )));
-                            }
-                            error_stream.extend_from_slice(payload);
+                            keep_error_message(&mut error_stream, payload)?;
                             if !payload.is_empty() && status_deadline.is_none() {
                                 status_deadline = Some(Instant::now() + STATUS_CLOSE_GRACE);
                             }
@@ -431,6 +426,18 @@ impl Session {
             }
         }
     }
+}
+
+/// Adds a message of the error channel to what it carried, at most [`MAX_ERROR_STREAM_LEN`]
+/// bytes in all.
+fn keep_error_message(error_stream: &mut Vec<u8>, payload: &[u8]) -> Result<(), Error> {
+    if error_stream.len() + payload.len() > MAX_ERROR_STREAM_LEN {
+        return Err(Error::Protocol(format!(
+            "the error channel carries more than {MAX_ERROR_STREAM_LEN} bytes"
+        )));
+    }
+    error_stream.extend_from_slice(payload);
+    Ok(())
 }
 
 /// What a read failure means: `None` for the end of an orderly closed connection.
