@@ -1232,11 +1232,29 @@ async fn a_pod_side_that_never_closes_is_bounded_by_close_and_stop() {
 /// takes every byte to the end.
 #[tokio::test]
 async fn a_forwarded_flood_is_held_back_by_a_slow_reader() {
-    const CHUNK: usize = 32 * 1024;
-    /// The stream's frames, the decoder's buffer (a frame and the reads around it), and
-    /// what the HTTP client read past the 101.
-    const CLIENT_BUFFERS: usize = (spdy::STREAM_BUFFER_FRAMES + 4) * (CHUNK + 8) + 512 * 1024;
-    let bound = kernel_buffers() + CLIENT_BUFFERS;
+    // The stream's pieces, the decoder's buffer (a frame and the reads around it), and what
+    // the HTTP client read past the 101.
+    const KUBELET_FRAME: usize = 32 * 1024;
+    flood_held_back(
+        KUBELET_FRAME,
+        (spdy::STREAM_BUFFER_FRAMES + 4) * (KUBELET_FRAME + 8) + 512 * 1024,
+    )
+    .await;
+}
+
+/// As [`a_forwarded_flood_is_held_back_by_a_slow_reader`], with frames of 4 MiB: a frame is
+/// handed to the stream in pieces, so what the stream holds is at most two frames' bytes,
+/// not `STREAM_BUFFER_FRAMES` frames (64 MiB here, 256 MiB at the protocol's largest).
+#[tokio::test]
+async fn a_flood_of_large_frames_is_held_back_by_two_frames() {
+    const LARGE_FRAME: usize = 4 * 1024 * 1024;
+    flood_held_back(LARGE_FRAME, 3 * (LARGE_FRAME + 8) + 512 * 1024).await;
+}
+
+/// A flood of `DATA` frames of `frame_len` bytes on a forwarded connection whose reader takes
+/// 1 MiB and stops: held back within the kernel's buffers and `client_buffers`.
+async fn flood_held_back(frame_len: usize, client_buffers: usize) {
+    let bound = kernel_buffers() + client_buffers;
     let reader_blocked = Arc::new(AtomicBool::new(false));
     // DATA frames of the first data stream (id 3: the error stream is 1), written raw.
     let mut frame = BytesMut::new();
@@ -1245,7 +1263,7 @@ async fn a_forwarded_flood_is_held_back_by_a_slow_reader() {
             Frame::Data {
                 stream_id: 3,
                 fin: false,
-                data: Bytes::from(vec![b'x'; CHUNK]),
+                data: Bytes::from(vec![b'x'; frame_len]),
             },
             &mut frame,
         )
@@ -1328,5 +1346,5 @@ async fn a_forwarded_flood_is_held_back_by_a_slow_reader() {
     })
     .await
     .expect("the forwarded connection ended after the release");
-    assert_eq!(consumed.into_inner() + rest, flood.frames * CHUNK);
+    assert_eq!(consumed.into_inner() + rest, flood.frames * frame_len);
 }

@@ -9,7 +9,8 @@
 //! pings are echoed, `GOAWAY` ends the connection, and there is no flow control
 //! (`WINDOW_UPDATE` and `SETTINGS` are read and ignored, none is sent). A stream whose reader
 //! falls behind holds the whole connection back, as in spdystream: each stream buffers
-//! [`STREAM_BUFFER_FRAMES`] frames.
+//! [`STREAM_BUFFER_FRAMES`] pieces of at most [`MAX_WRITE_FRAME`] bytes (a larger frame is
+//! handed over in pieces, so a stream holds at most two frames' bytes).
 //!
 //! The connection ends when the peer sends `GOAWAY` or closes, when a frame breaks the
 //! protocol, or when every handle ([`Connection`] and its [`Stream`]s) is dropped or
@@ -40,7 +41,8 @@ use super::headers::{Headers, DEFAULT_MAX_HEADER_BLOCK_LEN};
 /// How long an opener waits for the peer's `SYN_REPLY` (client-go's
 /// `createStreamResponseTimeout`).
 pub const CREATE_STREAM_RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
-/// How many `DATA` frames a stream holds for its reader before the connection waits.
+/// How many pieces of `DATA` (each at most [`MAX_WRITE_FRAME`] bytes) a stream holds for its
+/// reader before the connection waits.
 pub const STREAM_BUFFER_FRAMES: usize = 16;
 /// The largest `DATA` frame this side writes (what Go's `io.Copy` hands a stream at once).
 pub const MAX_WRITE_FRAME: usize = 32 * 1024;
@@ -472,10 +474,23 @@ impl Shared {
             .get(&stream_id)
             .and_then(|e| e.data.clone());
         if let (Some(sender), false) = (sender, data.is_empty()) {
-            tokio::select! {
-                // A reader that is gone drops what it would have read.
-                _ = sender.send(Ok(data)) => {}
-                _ = self.local_close.cancelled() => return Some(CloseReason::Local),
+            // Handed over in pieces of at most `MAX_WRITE_FRAME`: a stream's buffer of
+            // `STREAM_BUFFER_FRAMES` pieces then keeps at most two frames' bytes alive, the
+            // one being handed over and the tail of the one before, whatever size a peer
+            // makes its frames (16 buffered frames of the protocol's largest size would be
+            // 256 MiB; the kubelet writes 32 KiB).
+            let mut data = data;
+            while !data.is_empty() {
+                let piece = data.split_to(data.len().min(MAX_WRITE_FRAME));
+                tokio::select! {
+                    sent = sender.send(Ok(piece)) => {
+                        // A reader that is gone drops what it would have read.
+                        if sent.is_err() {
+                            break;
+                        }
+                    }
+                    _ = self.local_close.cancelled() => return Some(CloseReason::Local),
+                }
             }
         }
         if fin {
