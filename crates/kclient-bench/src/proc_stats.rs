@@ -4,19 +4,28 @@ use std::time::Duration;
 
 /// A line of `/proc/self/status` (`VmRSS:`, `VmHWM:`), in bytes (0 if unreadable).
 pub(crate) fn status_bytes(field: &str) -> u64 {
+    status_number(field, "kB") * 1024
+}
+
+/// The process's threads now (`Threads:` of `/proc/self/status`; 0 if unreadable).
+pub(crate) fn threads() -> u64 {
+    status_number("Threads:", "")
+}
+
+/// The number on the line `field` of `/proc/self/status`, before its `unit` (0 if unreadable).
+fn status_number(field: &str, unit: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
         .find_map(|l| {
             l.strip_prefix(field)?
                 .trim()
-                .strip_suffix("kB")?
+                .strip_suffix(unit)?
                 .trim()
                 .parse::<u64>()
                 .ok()
         })
         .unwrap_or(0)
-        * 1024
 }
 
 /// Resets the resident-set high-water mark (`VmHWM`); best effort.

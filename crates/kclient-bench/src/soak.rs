@@ -26,7 +26,7 @@ use kclient_typed::Clientset;
 use serde_json::{json, Value};
 
 use crate::args::Options;
-use crate::proc_stats::status_bytes;
+use crate::proc_stats::{status_bytes, threads};
 use crate::Error;
 
 const NAMESPACE: &str = "soak";
@@ -104,19 +104,11 @@ struct Sample {
 
 impl Sample {
     fn now(started: Instant) -> Self {
-        let threads = std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("Threads:"))
-                    .and_then(|n| n.trim().parse().ok())
-            })
-            .unwrap_or(0);
         let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
         Sample {
             at_s: started.elapsed().as_secs_f64(),
             rss: status_bytes("VmRSS:"),
-            threads,
+            threads: threads(),
             fds,
             tasks: tokio::runtime::Handle::current()
                 .metrics()
