@@ -125,6 +125,7 @@ trait AnyInformer: Send + Sync {
     fn as_any(&self) -> &dyn Any;
     fn name(&self) -> String;
     fn synced(&self) -> crate::wait::InformerSynced;
+    fn cached(&self) -> usize;
     fn run(&self, cancel: CancellationToken) -> futures::future::BoxFuture<'static, ()>;
 }
 
@@ -139,6 +140,10 @@ impl<K: Resource + Clone + Send + Sync + 'static> AnyInformer for SharedIndexInf
 
     fn synced(&self) -> crate::wait::InformerSynced {
         SharedIndexInformer::synced(self)
+    }
+
+    fn cached(&self) -> usize {
+        self.get_store().len()
     }
 
     fn run(&self, cancel: CancellationToken) -> futures::future::BoxFuture<'static, ()> {
@@ -582,6 +587,18 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
             result.synced.insert(informer.name(), synced);
         }
         result
+    }
+
+    /// How many objects each informer made so far holds in its cache now, by informer name.
+    /// (A sharded replica reports their total as `kclient_shard_objects_cached`.)
+    pub fn cached_objects(&self) -> BTreeMap<String, usize> {
+        let informers: Vec<_> = self
+            .informers
+            .lock()
+            .values()
+            .filter_map(|s| s.informer.get().cloned())
+            .collect();
+        informers.iter().map(|i| (i.name(), i.cached())).collect()
     }
 
     /// Stops every informer and waits until all have stopped (client-go's `Shutdown`); a

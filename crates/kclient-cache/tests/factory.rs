@@ -118,6 +118,15 @@ async fn start_starts_new_informers_only_and_shutdown_ends_everything() {
     let result = factory.wait_for_cache_sync(&cancel).await;
     assert_eq!(result.synced.len(), 2);
     assert!(result.all_synced());
+    let cached = factory.cached_objects();
+    assert_eq!(
+        cached.into_iter().collect::<Vec<_>>(),
+        [
+            ("v1/ConfigMap".to_string(), 1),
+            ("v1/Secret".to_string(), 0)
+        ],
+        "what each informer caches, by name"
+    );
 
     factory.shutdown().await;
     assert!(config_maps.is_stopped() && secrets.is_stopped());

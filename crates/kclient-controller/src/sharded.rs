@@ -51,15 +51,20 @@
 //! # Ok(()) }
 //! ```
 
+use std::fmt;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kclient_core::CancellationToken;
 use kclient_tools::events::{EventRecorder, EventType};
 use kclient_tools::sharding::{Held, ShardRing};
+use parking_lot::Mutex;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use tokio::time::Instant;
 
@@ -74,8 +79,7 @@ use crate::manager::{Manager, ManagerError};
 /// | `kclient_shard_ring_members` | gauge | live members of the ring as this replica last saw them |
 /// | `kclient_shard_handovers_total` | counter | changes of this replica's holding |
 /// | `kclient_shard_handover_seconds` | histogram | from a holding's end to the next holding's manager starting (the work paused on this replica) |
-///
-/// What a replica caches is its managers' informers' (their own metrics count objects).
+/// | `kclient_shard_objects_cached` | gauge | objects the running manager's informers cache, counted at each scrape (0 between holdings) |
 #[derive(Debug, Clone, Default)]
 pub struct ShardedMetrics {
     slots_held: Gauge,
@@ -83,6 +87,38 @@ pub struct ShardedMetrics {
     members: Gauge,
     handovers: Counter,
     handover_seconds: Option<Histogram>,
+    objects_cached: ObjectsCached,
+}
+
+/// What counts the running manager's cached objects, if a manager runs.
+type Counting = Arc<dyn Fn() -> usize + Send + Sync>;
+
+/// `kclient_shard_objects_cached`: read from the running manager's informers when scraped.
+#[derive(Clone, Default)]
+struct ObjectsCached(Arc<Mutex<Option<Counting>>>);
+
+impl ObjectsCached {
+    fn count(&self) -> usize {
+        self.0.lock().as_ref().map_or(0, |count| count())
+    }
+}
+
+impl fmt::Debug for ObjectsCached {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ObjectsCached").field(&self.count()).finish()
+    }
+}
+
+impl Collector for ObjectsCached {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
+        let metric = encoder.encode_descriptor(
+            "kclient_shard_objects_cached",
+            "Objects the running manager's informers cache",
+            None,
+            MetricType::Gauge,
+        )?;
+        ConstGauge::new(self.count() as i64).encode(metric)
+    }
 }
 
 impl ShardedMetrics {
@@ -119,7 +155,13 @@ impl ShardedMetrics {
                 histogram.clone(),
             );
         }
+        registry.register_collector(Box::new(metrics.objects_cached.clone()));
         metrics
+    }
+
+    /// The objects cached, as `kclient_shard_objects_cached` reports them now.
+    pub fn objects_cached(&self) -> usize {
+        self.objects_cached.count()
     }
 
     fn note_holding(&self, ring: &ShardRing, held: &Held, ended: Option<Instant>) {
@@ -232,7 +274,13 @@ where
                 }
             });
             let result = match make(&holding) {
-                Ok(manager) => manager.run(stop).await,
+                Ok(manager) => {
+                    let counting: Counting = Arc::new(manager.cached_objects_counter());
+                    *options.metrics.objects_cached.0.lock() = Some(counting);
+                    let result = manager.run(stop).await;
+                    *options.metrics.objects_cached.0.lock() = None;
+                    result
+                }
                 Err(e) => Err(e),
             };
             link.abort();

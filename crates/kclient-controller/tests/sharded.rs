@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::SharedInformerFactory;
-use kclient_controller::sharded::{run_sharded, ShardedOptions};
+use kclient_controller::sharded::{run_sharded, ShardedMetrics, ShardedOptions};
 use kclient_controller::{Action, Controller, Manager, ManagerError, ReconcileContext, Reconciler};
 use kclient_core::{CancellationToken, CreateOptions};
 use kclient_fake::FakeApiServer;
@@ -17,6 +17,7 @@ use kclient_tools::events::{new_broadcaster, EventBroadcaster, MemorySink};
 use kclient_tools::sharding::{ShardRing, ShardRingConfig};
 use kclient_typed::Clientset;
 use parking_lot::Mutex;
+use prometheus_client::registry::Registry;
 use tokio::task::JoinHandle;
 
 use crate::support::{clientset, config_map, eventually};
@@ -69,6 +70,8 @@ impl Reconciler<ConfigMap> for Recorder {
 struct Replica {
     shutdown: CancellationToken,
     task: JoinHandle<Result<(), ManagerError>>,
+    metrics: ShardedMetrics,
+    registry: Registry,
 }
 
 fn replica(
@@ -84,11 +87,15 @@ fn replica(
     config.retry_period = Duration::from_millis(500);
     let ring = Arc::new(ShardRing::new(&clientset, config).unwrap());
     let shutdown = CancellationToken::new();
+    let mut registry = Registry::default();
+    let metrics = ShardedMetrics::registered(&mut registry);
     let (witness, name) = (witness.clone(), name.to_owned());
     let task = tokio::spawn(run_sharded(
         ring,
         shutdown.clone(),
-        ShardedOptions::default().events(events.new_recorder("sharded-test", &name)),
+        ShardedOptions::default()
+            .metrics(metrics.clone())
+            .events(events.new_recorder("sharded-test", &name)),
         move |held| {
             let mut factory = SharedInformerFactory::builder(clientset.clone()).namespace("work");
             if let Some(selector) = held.selector() {
@@ -107,7 +114,19 @@ fn replica(
             Ok(manager)
         },
     ));
-    Replica { shutdown, task }
+    Replica {
+        shutdown,
+        task,
+        metrics,
+        registry,
+    }
+}
+
+/// A replica's metrics as Prometheus would scrape them.
+fn scrape(replica: &Replica) -> String {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &replica.registry).unwrap();
+    text
 }
 
 async fn create(clientset: &Clientset, names: impl Iterator<Item = String>) {
@@ -182,6 +201,29 @@ async fn replicas_divide_the_reconciles_and_never_overlap() {
         eventually(Duration::from_secs(60), without_b).await,
         "after b left: {:?}",
         reconciled(&witness, &third)
+    );
+
+    // The two left cache the namespace between them, each object once, and say so.
+    let cached = || a.metrics.objects_cached() + c.metrics.objects_cached();
+    assert!(
+        eventually(Duration::from_secs(30), || cached() == 160).await,
+        "a and c cache {} of 160",
+        cached()
+    );
+    let text = scrape(&a);
+    for line in [
+        format!(
+            "kclient_shard_objects_cached {}",
+            a.metrics.objects_cached()
+        ),
+        "kclient_shard_slots 16".to_string(),
+    ] {
+        assert!(text.contains(&line), "{line} not in:\n{text}");
+    }
+    assert!(text.contains("kclient_shard_handovers_total "), "{text}");
+    assert!(
+        text.contains("kclient_shard_handover_seconds_count "),
+        "{text}"
     );
 
     for replica in [a, c] {

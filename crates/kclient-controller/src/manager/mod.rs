@@ -122,6 +122,7 @@ where
 trait Informers: Send + Sync {
     fn start(&self, cancel: &CancellationToken);
     fn shutdown(&self) -> BoxFuture<'_, ()>;
+    fn cached_objects(&self) -> usize;
 }
 
 impl<C: Send + Sync + 'static> Informers for SharedInformerFactory<C> {
@@ -131,6 +132,10 @@ impl<C: Send + Sync + 'static> Informers for SharedInformerFactory<C> {
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(SharedInformerFactory::shutdown(self))
+    }
+
+    fn cached_objects(&self) -> usize {
+        SharedInformerFactory::cached_objects(self).values().sum()
     }
 }
 
@@ -614,6 +619,13 @@ impl Manager {
         check: impl Fn() -> Result<(), E> + Send + Sync + 'static,
     ) -> Result<(), CheckError> {
         self.readyz.add("readyz", name, checker(check))
+    }
+
+    /// Counts the objects the manager's informers cache, whenever it is called (also after
+    /// the manager was moved into [`run`](Self::run)).
+    pub(crate) fn cached_objects_counter(&self) -> impl Fn() -> usize + Send + Sync + 'static {
+        let informers = Arc::clone(&self.informers);
+        move || informers.cached_objects()
     }
 
     /// Where `/healthz` and `/readyz` are served, if they are.
