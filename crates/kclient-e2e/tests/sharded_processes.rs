@@ -10,104 +10,31 @@
 //! The default is 300 parents, to keep the suite short; `KCLIENT_SHARDING_OBJECTS=10000`
 //! runs the 10k (opt-in: a few minutes).
 
-use std::collections::BTreeMap;
-use std::fs::OpenOptions;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+mod replicas;
 
-use anyhow::{bail, ensure, Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kclient_cache::SharedInformerFactory;
 use kclient_controller::sharded::{run_sharded, ShardedOptions};
-use kclient_controller::{
-    shutdown_on_signal, Action, Controller, Manager, ManagerError, ReconcileContext, Reconciler,
-};
-use kclient_core::{ApiStatus as _, CreateOptions, ListOptions};
+use kclient_controller::{shutdown_on_signal, Controller, Manager, ManagerError};
 use kclient_e2e::scenarios::Namespace;
 use kclient_e2e::Target;
 use kclient_fake::FakeApiServer;
-use kclient_rest::{Config, KubeconfigOptions};
 use kclient_tools::sharding::{ShardRing, ShardRingConfig};
 use kclient_typed::Clientset;
-use parking_lot::Mutex;
-use serde_json::json;
 
-/// Set in a replica process: `<kubeconfig>|<namespace>|<identity>|<probe file>`.
-const REPLICA_ENV: &str = "KCLIENT_E2E_SHARD_REPLICA";
+use replicas::{
+    clientset_of, create_parents, intervals, micros, overlaps, reconciles_by_replica,
+    serve_if_replica, start, terminate, until_children, ReplicaSpec,
+};
+
 const LEASE: Duration = Duration::from_secs(4);
-
-fn micros() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros())
-        .unwrap_or_default()
-}
-
-/// Appends reconciles' starts and ends to the probe file, one `write` per line.
-struct Probe {
-    file: Mutex<std::fs::File>,
-    replica: String,
-}
-
-impl Probe {
-    fn note(&self, what: &str, key: &str) {
-        let line = format!("{what} {key} {} {}\n", self.replica, micros());
-        let _ = self.file.lock().write_all(line.as_bytes());
-    }
-}
-
-/// Gives each parent its child Secret, noting the reconcile in the probe.
-struct Parent {
-    clientset: Clientset,
-    namespace: String,
-    probe: Arc<Probe>,
-}
-
-impl Reconciler<ConfigMap> for Parent {
-    type Error = kclient_typed::Error;
-
-    async fn reconcile(
-        &self,
-        parent: Arc<ConfigMap>,
-        ctx: &ReconcileContext,
-    ) -> Result<Action, Self::Error> {
-        let name = ctx.key().name.clone();
-        self.probe.note("S", &name);
-        let secrets = self.clientset.core_v1().secrets(&self.namespace);
-        let mut child = Secret::default();
-        child.metadata.name = Some(format!("child-{name}"));
-        child.metadata.owner_references = Some(vec![OwnerReference {
-            api_version: "v1".into(),
-            kind: "ConfigMap".into(),
-            name: name.clone(),
-            uid: parent.metadata.uid.clone().unwrap_or_default(),
-            controller: Some(true),
-            ..OwnerReference::default()
-        }]);
-        child.string_data = Some([("parent".to_owned(), name.clone())].into());
-        let created = secrets.create(&child, &CreateOptions::default()).await;
-        self.probe.note("E", &name);
-        match created {
-            Ok(_) => Ok(Action::await_change()),
-            Err(e) if e.is_already_exists() => Ok(Action::await_change()),
-            Err(e) => Err(e),
-        }
-    }
-}
-
-/// A client of the server `kubeconfig` names, without client-side rate limiting.
-fn clientset_of(kubeconfig: &Path) -> Result<Clientset> {
-    let mut config = Config::from_kubeconfig(&KubeconfigOptions {
-        path: Some(kubeconfig.into()),
-        ..Default::default()
-    })?;
-    config.qps = None;
-    Ok(Clientset::new(config)?)
-}
 
 /// `KCLIENT_SHARDING_OBJECTS`, or `default`.
 fn objects_or(default: usize) -> usize {
@@ -130,23 +57,16 @@ async fn fake(dir: &Path) -> Result<(FakeApiServer, PathBuf, Clientset)> {
 }
 
 /// A replica process's work: the ring and a manager per holding, until SIGTERM.
-async fn replica(spec: &str) -> Result<()> {
-    let parts: Vec<&str> = spec.split('|').collect();
-    let [kubeconfig, namespace, identity, probe] = parts[..] else {
-        bail!("bad {REPLICA_ENV}: {spec}");
-    };
-    let clientset = clientset_of(Path::new(kubeconfig))?;
-    let file = OpenOptions::new().append(true).create(true).open(probe)?;
-    let probe = Arc::new(Probe {
-        file: Mutex::new(file),
-        replica: identity.to_owned(),
-    });
-    let mut ring_config = ShardRingConfig::new(namespace, "proof", identity);
+async fn replica(spec: ReplicaSpec) -> Result<()> {
+    let clientset = clientset_of(&spec.kubeconfig)?;
+    let namespace = spec.namespace.as_str();
+    let mut ring_config = ShardRingConfig::new(namespace, "proof", &spec.identity);
     ring_config.lease_duration = LEASE;
     ring_config.renew_deadline = Duration::from_secs(3);
     ring_config.retry_period = Duration::from_millis(500);
     let ring = Arc::new(ShardRing::new(&clientset, ring_config)?);
     let shutdown = shutdown_on_signal()?;
+    let parent = spec.parent_reconciler()?;
     run_sharded(ring, shutdown, ShardedOptions::default(), |held| {
         let mut factory = SharedInformerFactory::builder(clientset.clone())
             .namespace(namespace)
@@ -158,147 +78,18 @@ async fn replica(spec: &str) -> Result<()> {
         let mut manager = Manager::builder(&factory)
             .graceful_shutdown_timeout(Duration::from_millis(500))
             .build()?;
-        let parent = Parent {
-            clientset: clientset.clone(),
-            namespace: namespace.to_owned(),
-            probe: probe.clone(),
-        };
         let controller = Controller::<ConfigMap, _>::new("proof", &factory).owns::<Secret>();
-        manager.add(controller, parent);
+        manager.add(controller, parent.clone());
         Ok::<_, ManagerError>(manager)
     })
     .await?;
     Ok(())
 }
 
-/// The replica, when this process is one (see [`REPLICA_ENV`]); nothing otherwise.
+/// The replica, when this process is one; nothing otherwise.
 #[test]
 fn replica_process() {
-    let Ok(spec) = std::env::var(REPLICA_ENV) else {
-        return;
-    };
-    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    if let Err(e) = runtime.block_on(replica(&spec)) {
-        eprintln!("replica failed: {e:#}");
-        std::process::exit(1);
-    }
-}
-
-fn start(kubeconfig: &Path, namespace: &str, identity: &str, probe: &Path) -> Result<Child> {
-    let spec = [
-        &kubeconfig.display().to_string(),
-        namespace,
-        identity,
-        &probe.display().to_string(),
-    ]
-    .join("|");
-    Command::new(std::env::current_exe()?)
-        .args([
-            "--exact",
-            "replica_process",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(REPLICA_ENV, spec)
-        .stdout(Stdio::null())
-        .spawn()
-        .context("starting a replica")
-}
-
-fn terminate(child: &mut Child) -> Result<()> {
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()?;
-    ensure!(status.success(), "kill -TERM failed");
-    Ok(())
-}
-
-/// Reconciles by key: (replica, start, end) in microseconds.
-type Reconciles = BTreeMap<String, Vec<(String, u128, u128)>>;
-
-/// Reconciles by key: (replica, start, end) — an end missing for the killed replica's
-/// reconcile in flight when it died is its death.
-fn intervals(probe: &Path, killed: &str, death: u128) -> Result<Reconciles> {
-    let text = std::fs::read_to_string(probe)?;
-    let mut open: BTreeMap<(String, String), u128> = BTreeMap::new();
-    let mut done: Reconciles = BTreeMap::new();
-    for line in text.lines() {
-        let fields: Vec<&str> = line.split(' ').collect();
-        let [what, key, replica, at] = fields[..] else {
-            bail!("a torn probe line: {line:?}");
-        };
-        let at: u128 = at.parse()?;
-        let id = (key.to_owned(), replica.to_owned());
-        match what {
-            "S" => {
-                open.insert(id, at);
-            }
-            "E" => {
-                let start = open
-                    .remove(&id)
-                    .with_context(|| format!("an end without a start: {line}"))?;
-                done.entry(id.0).or_default().push((id.1, start, at));
-            }
-            _ => bail!("a bad probe line: {line:?}"),
-        }
-    }
-    for ((key, replica), start) in open {
-        ensure!(
-            replica == killed,
-            "{replica} left a reconcile of {key} unfinished"
-        );
-        done.entry(key).or_default().push((replica, start, death));
-    }
-    Ok(done)
-}
-
-async fn create_parents(clientset: &Clientset, namespace: &str, names: &[String]) -> Result<()> {
-    let config_maps = clientset.core_v1().config_maps(namespace);
-    for name in names {
-        let parent: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}}))?;
-        config_maps
-            .create(&parent, &CreateOptions::default())
-            .await?;
-    }
-    Ok(())
-}
-
-/// How many of `names` have their child.
-async fn children_of(clientset: &Clientset, namespace: &str, names: &[String]) -> Result<usize> {
-    let secrets = clientset
-        .core_v1()
-        .secrets(namespace)
-        .list(&ListOptions::default())
-        .await?;
-    let have: std::collections::BTreeSet<String> = secrets
-        .items
-        .into_iter()
-        .filter_map(|s| s.metadata.name)
-        .collect();
-    Ok(names
-        .iter()
-        .filter(|n| have.contains(&format!("child-{n}")))
-        .count())
-}
-
-async fn until_children(
-    clientset: &Clientset,
-    namespace: &str,
-    names: &[String],
-    limit: Duration,
-) -> Result<Duration> {
-    let started = tokio::time::Instant::now();
-    while started.elapsed() < limit {
-        if children_of(clientset, namespace, names).await? == names.len() {
-            return Ok(started.elapsed());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    bail!(
-        "{} of {} parents have their child after {limit:?}",
-        children_of(clientset, namespace, names).await?,
-        names.len()
-    )
+    serve_if_replica(replica);
 }
 
 /// The scenario against the server `kubeconfig` names, in `namespace` (see the module).
@@ -354,29 +145,13 @@ async fn proof(
         terminate(&mut child)?;
         ensure!(child.wait()?.success(), "a replica did not leave cleanly");
     }
-    let reconciles = intervals(probe, "b", death)?;
-    let mut overlaps = Vec::new();
-    for (key, runs) in &reconciles {
-        for (i, (r1, s1, e1)) in runs.iter().enumerate() {
-            for (r2, s2, e2) in &runs[i + 1..] {
-                if r1 != r2 && s1 < e2 && s2 < e1 {
-                    overlaps.push(format!("{key}: {r1} [{s1}, {e1}] and {r2} [{s2}, {e2}]"));
-                }
-            }
-        }
-    }
+    let reconciles = intervals(probe, &BTreeMap::from([("b".to_owned(), death)]))?;
+    let overlaps = overlaps(&reconciles);
     ensure!(
         overlaps.is_empty(),
         "reconciled by two processes at once: {overlaps:#?}"
     );
-    let by: BTreeMap<&str, usize> =
-        reconciles
-            .values()
-            .flatten()
-            .fold(BTreeMap::new(), |mut m, (r, _, _)| {
-                *m.entry(r.as_str()).or_default() += 1;
-                m
-            });
+    let by = reconciles_by_replica(&reconciles);
     ensure!(by.len() == 4, "every replica reconciled: {by:?}");
     Ok(())
 }
