@@ -156,6 +156,8 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-controller",
             "kclient-fake",
             "kclient-protobuf",
+            // The soak's seeded choices (`SeededRng`, without proptest).
+            "kclient-testkit",
         ],
     ),
     // A user's crate (docs/envtest.md): its operator on the facade, as users depend on it.

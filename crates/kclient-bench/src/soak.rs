@@ -22,6 +22,7 @@ use kclient_core::{
 };
 use kclient_fake::{Failure, FakeApiServer};
 use kclient_rest::{Config, RestClient};
+use kclient_testkit::SeededRng;
 use kclient_typed::Clientset;
 use serde_json::{json, Value};
 
@@ -126,18 +127,6 @@ fn mib(bytes: u64) -> f64 {
     (bytes as f64 / 1048576.0 * 10.0).round() / 10.0
 }
 
-/// xorshift64*: the churn's choices.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
-    }
-}
-
 /// The parents whose child or status is not `data.v`, on the server.
 fn unconverged(server: &FakeApiServer) -> usize {
     let children: std::collections::HashMap<String, Secret> = server
@@ -205,7 +194,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
     let started = Instant::now();
     let mut samples = vec![Sample::now(started)];
     let (mut next_sample, mut next_fault) = (sample_every, fault_every);
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = SeededRng::new(0x9e37_79b9_7f4a_7c15);
     let (mut writes, mut faults_injected, mut version) = (0u64, 0u64, 0u64);
     let churn = clientset.core_v1().config_maps(NAMESPACE);
     // About 50 writes a second: a change, now and then a deletion and a new parent.

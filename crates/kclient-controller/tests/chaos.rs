@@ -28,6 +28,7 @@ use kclient_core::{
     ApiStatus, CancellationToken, CreateOptions, GroupResource, Patch, PatchOptions, ResourceExt,
 };
 use kclient_fake::{Failure, FakeApiServer};
+use kclient_testkit::SeededRng;
 use kclient_tools::leaderelection::{LeaderCallbacks, LeaderElectionConfig, LeaseLock};
 use kclient_typed::Clientset;
 use serde_json::json;
@@ -47,22 +48,6 @@ fn env_or(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// xorshift64*: the test's only source of choices.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// What the reconcilers of every replica count.
@@ -280,9 +265,9 @@ async fn chaos(seed: u64, parents: usize, rounds: usize) -> Result<(), BoxError>
     }
     let probe = Arc::new(Probe::default());
     let tally = Arc::new(Tally::default());
-    let mut rng = Rng(seed.max(1));
+    let mut rng = SeededRng::new(seed);
     let mut started = 0;
-    let mut start = |rng: &mut Rng| {
+    let mut start = |rng: &mut SeededRng| {
         started += 1;
         let identity = format!("replica-{started}-{}", rng.below(1000));
         Replica::start(&server, identity, &probe, &tally, seed)
@@ -301,9 +286,7 @@ async fn chaos(seed: u64, parents: usize, rounds: usize) -> Result<(), BoxError>
     for round in 1..=rounds {
         if kinds.is_empty() {
             kinds = (0..FAULT_KINDS).collect();
-            for i in (1..kinds.len()).rev() {
-                kinds.swap(i, rng.below(i as u64 + 1) as usize);
-            }
+            rng.shuffle(&mut kinds);
         }
         let fault = match kinds.pop().unwrap_or_default() {
             0 => {
