@@ -250,6 +250,11 @@ impl<K> Indexer<K> {
         self.store.get_indexers()
     }
 
+    /// The index functions as shared now (see [`ThreadSafeStore::current_indexers`]).
+    pub(crate) fn current_indexers(&self) -> Arc<Indexers<K>> {
+        self.store.current_indexers()
+    }
+
     /// Adds indices, building them over the objects already stored.
     pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), IndexError> {
         self.store.add_indexers(indexers)

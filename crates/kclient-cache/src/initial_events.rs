@@ -14,18 +14,23 @@ use foldhash::fast::RandomState;
 use kclient_core::Resource;
 use parking_lot::Mutex;
 
+use crate::index::Indexers;
 use crate::key_func::KeyFunc;
 use crate::representation::{EncodedList, Listed, ObjectCodec};
 use crate::store::{Store, StoreError};
 use crate::stored::Encoded;
+use crate::thread_safe_store::{index_values, IndexValues};
 use kclient_core::DeletedObject;
 
 /// The objects of a streaming list's initial events, by key (the deletion-handling
 /// namespace/name key), in order of arrival.
-/// With a codec (a compact informer's), each object is kept encoded from its event on.
+/// With a codec (a compact informer's), each object is kept encoded from its event on, with
+/// its index values when the informer's index functions are known (see
+/// [`EncodedList::indexed_by`]).
 pub(crate) struct InitialEvents<K> {
     key_func: KeyFunc<K>,
     codec: Option<ObjectCodec<K>>,
+    indexers: Option<Arc<Indexers<K>>>,
     gathered: Mutex<Gathered<K>>,
 }
 
@@ -36,10 +41,11 @@ struct Gathered<K> {
     objects: Vec<Option<Held<K>>>,
 }
 
-/// One gathered object: decoded, or encoded under its key.
+/// One gathered object: decoded, or encoded under its key (with its index values, if
+/// computed).
 enum Held<K> {
     Object(Arc<K>),
-    Encoded(String, Encoded),
+    Encoded(String, Encoded, Option<IndexValues>),
 }
 
 impl<K> Default for Gathered<K> {
@@ -52,11 +58,13 @@ impl<K> Default for Gathered<K> {
 }
 
 impl<K: Resource + 'static> InitialEvents<K> {
-    /// Gathers decoded objects, or, given a codec, encoded ones.
-    pub(crate) fn new(codec: Option<ObjectCodec<K>>) -> Self {
+    /// Gathers decoded objects, or, given a codec, encoded ones (their index values computed
+    /// with `indexers`, if given).
+    pub(crate) fn new(codec: Option<ObjectCodec<K>>, indexers: Option<Arc<Indexers<K>>>) -> Self {
         Self {
             key_func: KeyFunc::deletion_handling_meta_namespace(),
             codec,
+            indexers,
             gathered: Mutex::new(Gathered::default()),
         }
     }
@@ -73,14 +81,19 @@ impl<K: Resource + 'static> InitialEvents<K> {
                 })
                 .collect(),
             ),
-            Some(codec) => Listed::Encoded(EncodedList::from_entries(
-                codec,
-                held.filter_map(|h| match h {
-                    Held::Encoded(key, bytes) => Some((key, bytes)),
-                    Held::Object(_) => None,
+            Some(codec) => {
+                let (items, values): (Vec<_>, Vec<_>) = held
+                    .filter_map(|h| match h {
+                        Held::Encoded(key, bytes, values) => Some(((key, bytes), values)),
+                        Held::Object(_) => None,
+                    })
+                    .unzip();
+                let list = EncodedList::from_entries(codec, items);
+                Listed::Encoded(match self.indexers {
+                    Some(indexers) => list.with_index_values(indexers, values),
+                    None => list,
                 })
-                .collect(),
-            )),
+            }
         }
     }
 
@@ -91,6 +104,9 @@ impl<K: Resource + 'static> InitialEvents<K> {
             Some(codec) => Held::Encoded(
                 key.clone(),
                 EncodedList::encode_one(codec, &obj).map_err(StoreError::Codec)?,
+                self.indexers
+                    .as_ref()
+                    .and_then(|indexers| index_values(indexers, key.as_bytes(), &obj).ok()),
             ),
         };
         let mut gathered = self.gathered.lock();
@@ -179,7 +195,7 @@ mod tests {
     /// object or a tombstone) removes it; a key seen again after its deletion comes last.
     #[test]
     fn keeps_the_last_state_of_each_key_in_order_of_arrival() {
-        let events = InitialEvents::<ConfigMap>::new(None);
+        let events = InitialEvents::<ConfigMap>::new(None, None);
         events.add(cm("a", "x", "1")).unwrap();
         events.add(cm("a", "y", "2")).unwrap();
         events.add(cm("b", "x", "3")).unwrap();
@@ -200,24 +216,34 @@ mod tests {
         assert_eq!(described(&objects(events)), ["a/x@4", "a/y@6"]);
     }
 
-    /// With a codec, the same objects in the same order come out of an encoded list.
+    /// With a codec, the same objects in the same order come out of an encoded list, with
+    /// the index values of each as it was last put, given the index functions.
     #[test]
     fn keeps_them_encoded_given_a_codec() {
-        let events = InitialEvents::<ConfigMap>::new(Some(ObjectCodec::for_type()));
+        let indexers = Arc::new(Indexers::namespace());
+        let events = InitialEvents::<ConfigMap>::new(
+            Some(ObjectCodec::for_type()),
+            Some(Arc::clone(&indexers)),
+        );
         events.add(cm("a", "x", "1")).unwrap();
-        events.add(cm("a", "y", "2")).unwrap();
+        events.add(cm("b", "y", "2")).unwrap();
         events.update(cm("a", "x", "3")).unwrap();
         let Listed::Encoded(list) = events.into_listed() else {
             panic!("decoded objects gathered")
         };
-        assert_eq!(list.keys().collect::<Vec<_>>(), ["a/x", "a/y"]);
-        assert_eq!(described(&list.decode_all().unwrap()), ["a/x@3", "a/y@2"]);
+        assert_eq!(list.keys().collect::<Vec<_>>(), ["a/x", "b/y"]);
+        assert_eq!(described(&list.decode_all().unwrap()), ["a/x@3", "b/y@2"]);
+        assert_eq!(
+            list.index_values(1, &indexers),
+            Some(&vec![vec!["b".to_string()]])
+        );
+        assert_eq!(list.index_values(1, &Arc::new(Indexers::namespace())), None);
     }
 
     /// The objects are handed over, not copied: the `Arc`s are the ones that came in.
     #[test]
     fn hands_the_objects_over_without_cloning() {
-        let events = InitialEvents::<ConfigMap>::new(None);
+        let events = InitialEvents::<ConfigMap>::new(None, None);
         let obj = cm("a", "x", "1");
         events.add(Arc::clone(&obj)).unwrap();
         let objects = objects(events);

@@ -36,7 +36,9 @@ use kclient_core::BoxError;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::index::Indexers;
 use crate::stored::Encoded;
+use crate::thread_safe_store::{index_values, IndexValues};
 
 /// How many recently decoded objects a compact store keeps by default (see
 /// [`CacheRepresentation::Compact`]).
@@ -233,6 +235,25 @@ impl<K> ObjectCodec<K> {
 pub struct EncodedList<K> {
     codec: ObjectCodec<K>,
     items: Vec<(String, Encoded)>,
+    indexed: Option<Indexed<K>>,
+}
+
+/// Each item's index values, computed with `indexers` from the object as it was encoded, so
+/// that storing the list needs no decode when the store's index functions are still those.
+struct Indexed<K> {
+    indexers: Arc<Indexers<K>>,
+    /// Parallel to the items; `None` where an index function failed (the store then decodes
+    /// the item and reports the failure as it would have).
+    values: Vec<Option<IndexValues>>,
+}
+
+impl<K> Clone for Indexed<K> {
+    fn clone(&self) -> Self {
+        Self {
+            indexers: Arc::clone(&self.indexers),
+            values: self.values.clone(),
+        }
+    }
 }
 
 impl<K> Clone for EncodedList<K> {
@@ -240,6 +261,7 @@ impl<K> Clone for EncodedList<K> {
         Self {
             codec: self.codec.clone(),
             items: self.items.clone(),
+            indexed: self.indexed.clone(),
         }
     }
 }
@@ -259,12 +281,24 @@ impl<K> EncodedList<K> {
         Self {
             codec,
             items: Vec::new(),
+            indexed: None,
         }
+    }
+
+    /// The same list, computing each object's index values with `indexers` as it is pushed
+    /// (a store with those index functions then stores the list without decoding it).
+    pub(crate) fn indexed_by(self, indexers: Arc<Indexers<K>>) -> Self {
+        let values = vec![None; self.items.len()];
+        self.with_index_values(indexers, values)
     }
 
     /// Encodes `obj` and appends it under `key`.
     pub fn push(&mut self, key: String, obj: &K) -> Result<(), BoxError> {
         let bytes = Self::encode_one(&self.codec, obj)?;
+        if let Some(indexed) = &mut self.indexed {
+            let values = index_values(&indexed.indexers, key.as_bytes(), obj).ok();
+            indexed.values.push(values);
+        }
         self.items.push((key, bytes));
         Ok(())
     }
@@ -276,12 +310,48 @@ impl<K> EncodedList<K> {
 
     /// A list of objects already encoded by `codec`.
     pub(crate) fn from_entries(codec: ObjectCodec<K>, items: Vec<(String, Encoded)>) -> Self {
-        Self { codec, items }
+        Self {
+            codec,
+            items,
+            indexed: None,
+        }
+    }
+
+    /// The same list with each item's index values, computed with `indexers` (one per item,
+    /// `None` where not computed).
+    pub(crate) fn with_index_values(
+        mut self,
+        indexers: Arc<Indexers<K>>,
+        values: Vec<Option<IndexValues>>,
+    ) -> Self {
+        debug_assert_eq!(values.len(), self.items.len());
+        self.indexed = Some(Indexed { indexers, values });
+        self
     }
 
     /// Appends the objects of `other` (encoded by the same kind of codec).
     pub fn append(&mut self, other: EncodedList<K>) {
+        self.indexed = match (self.indexed.take(), other.indexed) {
+            (Some(mut mine), Some(theirs)) if Arc::ptr_eq(&mine.indexers, &theirs.indexers) => {
+                mine.values.extend(theirs.values);
+                Some(mine)
+            }
+            _ => None,
+        };
         self.items.extend(other.items);
+    }
+
+    /// The index values of the item at `index` computed with `indexers`, if they were.
+    pub(crate) fn index_values(
+        &self,
+        index: usize,
+        indexers: &Arc<Indexers<K>>,
+    ) -> Option<&IndexValues> {
+        let indexed = self.indexed.as_ref()?;
+        if !Arc::ptr_eq(&indexed.indexers, indexers) {
+            return None;
+        }
+        indexed.values.get(index)?.as_ref()
     }
 
     /// How many objects.
@@ -330,4 +400,133 @@ impl<K> EncodedList<K> {
 pub(crate) enum Listed<K> {
     Decoded(Vec<Arc<K>>),
     Encoded(EncodedList<K>),
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::*;
+    use crate::index::IndexFuncError;
+    use crate::ThreadSafeStore;
+
+    /// JSON, counting its decodes.
+    fn counting_json(decodes: &Arc<AtomicUsize>) -> ObjectCodec<ConfigMap> {
+        let json = ObjectCodec::<ConfigMap>::json();
+        let (encode, decodes) = (json.clone(), Arc::clone(decodes));
+        ObjectCodec::new(
+            "counting-json",
+            move |cm: &ConfigMap| encode.encode(cm),
+            move |bytes: &[u8]| {
+                decodes.fetch_add(1, Ordering::Relaxed);
+                json.decode(bytes)
+            },
+        )
+    }
+
+    fn config_map(name: &str, team: &str) -> ConfigMap {
+        let mut cm = ConfigMap::default();
+        cm.metadata.namespace = Some("ns".into());
+        cm.metadata.name = Some(name.into());
+        cm.metadata.labels = Some([("team".to_string(), team.to_string())].into());
+        cm
+    }
+
+    fn by_team(cm: &ConfigMap) -> Result<Vec<String>, IndexFuncError> {
+        match cm.metadata.labels.as_ref().and_then(|l| l.get("team")) {
+            Some(team) if team == "broken" => Err(IndexFuncError::new("no team")),
+            Some(team) => Ok(vec![team.clone()]),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn names(objects: Vec<Arc<ConfigMap>>) -> Vec<String> {
+        let mut names: Vec<String> = objects
+            .iter()
+            .filter_map(|o| o.metadata.name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A list indexed with the store's own index functions is stored without decoding its
+    /// items (but the one round-trip check); one indexed with functions the store no longer
+    /// has is decoded item by item; either way the indices are right, and an index function
+    /// that failed when the item was pushed fails the replace as it would have.
+    #[test]
+    fn a_list_indexed_as_it_was_encoded_is_stored_without_decoding() {
+        let decodes = Arc::new(AtomicUsize::new(0));
+        let codec = counting_json(&decodes);
+        let store = ThreadSafeStore::with_representation(
+            Indexers::new().with("team", by_team),
+            CacheRepresentation::Compact {
+                codec: codec.clone(),
+                recently_decoded: 0,
+            },
+        );
+        let fill = |list: &mut EncodedList<ConfigMap>, teams: &[&str]| {
+            for (i, team) in teams.iter().enumerate() {
+                list.push(format!("ns/cm-{i}"), &config_map(&format!("cm-{i}"), team))
+                    .unwrap();
+            }
+        };
+        let mut list = EncodedList::new(codec.clone()).indexed_by(store.current_indexers());
+        fill(&mut list, &["a", "b", "a"]);
+        let before = decodes.load(Ordering::Relaxed);
+        store.replace_encoded(&list).unwrap();
+        assert_eq!(
+            decodes.load(Ordering::Relaxed) - before,
+            1,
+            "the round-trip check only"
+        );
+        assert_eq!(
+            names(store.by_index("team", "a").unwrap()),
+            ["cm-0", "cm-2"]
+        );
+
+        // Index functions added since: the list's values are not theirs, so items are decoded.
+        let stale = store.current_indexers();
+        store
+            .add_indexers(Indexers::new().with("name", |cm: &ConfigMap| {
+                Ok(cm.metadata.name.clone().into_iter().collect())
+            }))
+            .unwrap();
+        let mut list = EncodedList::new(codec.clone()).indexed_by(stale);
+        fill(&mut list, &["c", "c"]);
+        let before = decodes.load(Ordering::Relaxed);
+        store.replace_encoded(&list).unwrap();
+        assert_eq!(decodes.load(Ordering::Relaxed) - before, 2);
+        assert_eq!(
+            names(store.by_index("team", "c").unwrap()),
+            ["cm-0", "cm-1"]
+        );
+        assert_eq!(names(store.by_index("name", "cm-1").unwrap()), ["cm-1"]);
+
+        // An index function that failed on an item: the replace fails, the store unchanged.
+        let mut list = EncodedList::new(codec).indexed_by(store.current_indexers());
+        fill(&mut list, &["d", "broken"]);
+        assert!(matches!(
+            store.replace_encoded(&list),
+            Err(crate::StoreError::Index(_))
+        ));
+        assert_eq!(store.list_keys().len(), 2);
+        assert_eq!(
+            names(store.by_index("team", "c").unwrap()),
+            ["cm-0", "cm-1"]
+        );
+
+        // Appending keeps the values only where both lists were indexed alike.
+        let indexers = store.current_indexers();
+        let mut a = EncodedList::new(ObjectCodec::json()).indexed_by(Arc::clone(&indexers));
+        let mut b = EncodedList::new(ObjectCodec::json()).indexed_by(indexers);
+        fill(&mut a, &["x"]);
+        fill(&mut b, &["y"]);
+        let current = store.current_indexers();
+        a.append(b);
+        assert!(a.index_values(1, &current).is_some());
+        a.append(EncodedList::new(ObjectCodec::json()));
+        assert!(a.index_values(0, &current).is_none());
+    }
 }

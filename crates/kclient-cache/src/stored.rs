@@ -117,17 +117,26 @@ impl<K> Representation<K> {
         bytes: &Encoded,
         obj: &Arc<K>,
     ) -> Stored<K> {
-        let Some(compact) = &self.compact else {
+        if self.compact.is_none() {
             return Stored::Object(Arc::clone(obj));
-        };
-        let round_trip = compact.round_trip.load(Ordering::Relaxed);
-        if !compact.codec.same_as(codec)
-            || round_trip == DOES_NOT_ROUND_TRIP
-            || (round_trip == UNCHECKED && !compact.check(&bytes.slice))
-        {
-            return self.store(key, obj);
         }
-        Stored::Encoded(bytes.clone())
+        self.adopt_encoded(codec, bytes)
+            .unwrap_or_else(|| self.store(key, obj))
+    }
+
+    /// `bytes` (listed by `codec`) kept as they are, when they are in this store's encoding
+    /// and it round-trips; `None` when the store needs the object itself.
+    pub(crate) fn adopt_encoded(
+        &self,
+        codec: &ObjectCodec<K>,
+        bytes: &Encoded,
+    ) -> Option<Stored<K>> {
+        let compact = self.compact.as_ref()?;
+        let round_trip = compact.round_trip.load(Ordering::Relaxed);
+        let kept = compact.codec.same_as(codec)
+            && round_trip != DOES_NOT_ROUND_TRIP
+            && (round_trip == ROUND_TRIPS || compact.check(&bytes.slice));
+        kept.then(|| Stored::Encoded(bytes.clone()))
     }
 
     /// The object `stored` holds; `None` only if encoded bytes fail to decode (logged as an
@@ -229,6 +238,13 @@ pub(crate) trait Slot<K>: Clone {
         bytes: &Encoded,
         obj: &Arc<K>,
     ) -> Self;
+    /// The slot for an object listed as `bytes` by `codec`, without the object: `None` when
+    /// the slot needs the object (see [`Representation::adopt_encoded`]).
+    fn adopt_encoded(
+        representation: &Representation<K>,
+        codec: &ObjectCodec<K>,
+        bytes: &Encoded,
+    ) -> Option<Self>;
     /// The object, if the slot holds it decoded (no work to read it).
     fn decoded(&self) -> Option<&Arc<K>>;
     /// The object (decoding it if need be); `None` only if it does not decode.
@@ -248,6 +264,10 @@ impl<K> Slot<K> for Arc<K> {
         obj: &Arc<K>,
     ) -> Self {
         Arc::clone(obj)
+    }
+
+    fn adopt_encoded(_: &Representation<K>, _: &ObjectCodec<K>, _: &Encoded) -> Option<Self> {
+        None
     }
 
     fn decoded(&self) -> Option<&Arc<K>> {
@@ -272,6 +292,14 @@ impl<K> Slot<K> for Stored<K> {
         obj: &Arc<K>,
     ) -> Self {
         representation.adopt(codec, key, bytes, obj)
+    }
+
+    fn adopt_encoded(
+        representation: &Representation<K>,
+        codec: &ObjectCodec<K>,
+        bytes: &Encoded,
+    ) -> Option<Self> {
+        representation.adopt_encoded(codec, bytes)
     }
 
     fn decoded(&self) -> Option<&Arc<K>> {

@@ -407,6 +407,63 @@ async fn a_compact_informer_hands_decoded_objects_to_handlers_and_listers() {
     factory.shutdown().await;
 }
 
+/// A compact informer's sync decodes a listed object only to tell handlers: the index
+/// values are computed when the object is encoded, as its page arrives, so storing the list
+/// decodes nothing but the store's one round-trip check.
+#[tokio::test(start_paused = true)]
+async fn a_compact_sync_decodes_only_for_handlers() {
+    let source = Source::default();
+    for i in 0..20 {
+        source
+            .0
+            .add((*named(&format!("p{i}"), &format!("n{}", i % 4))).clone());
+    }
+    let decodes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counting = {
+        let json = ObjectCodec::<Pod>::json();
+        let encode = json.clone();
+        let decodes = Arc::clone(&decodes);
+        ObjectCodec::new(
+            "counting-json",
+            move |pod: &Pod| encode.encode(pod),
+            move |bytes: &[u8]| {
+                decodes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                json.decode(bytes)
+            },
+        )
+    };
+    for handlers in [0, 1] {
+        decodes.store(0, std::sync::atomic::Ordering::Relaxed);
+        let factory = SharedInformerFactory::builder(source.clone())
+            .representation::<Pod>(CacheRepresentation::Compact {
+                codec: counting.clone(),
+                recently_decoded: 0,
+            })
+            .build();
+        let informer = factory.informer::<Pod>();
+        informer
+            .add_indexers(Indexers::new().with(BY_NODE, by_node))
+            .unwrap();
+        if handlers == 1 {
+            informer
+                .add_event_handler(ResourceEventHandlerFuncs::new())
+                .unwrap();
+        }
+        let cancel = CancellationToken::new();
+        factory.start(&cancel);
+        assert!(factory.wait_for_cache_sync(&cancel).await.all_synced());
+        assert_eq!(
+            decodes.load(std::sync::atomic::Ordering::Relaxed),
+            1 + 20 * handlers,
+            "{handlers} handler(s)"
+        );
+        let store = informer.get_indexer();
+        assert_eq!(store.by_index(BY_NODE, "n1").unwrap().len(), 5);
+        assert_eq!(store.by_index("namespace", "ns").unwrap().len(), 20);
+        factory.shutdown().await;
+    }
+}
+
 fn node(pod: &Pod) -> String {
     pod.spec
         .as_ref()

@@ -152,7 +152,11 @@ where
                     .map(Listed::Decoded)
             }));
         };
-        let encoded = Mutex::new(EncodedList::new(codec.clone()));
+        let mut encoded = EncodedList::new(codec.clone());
+        if let Some(store) = &self.admission.known_objects {
+            encoded = encoded.indexed_by(store.current_indexers());
+        }
+        let encoded = Mutex::new(encoded);
         let paged = pager
             .list_map(&options, |obj| self.admission.admit_encoded(obj, &encoded))
             .await?;

@@ -38,7 +38,10 @@ where
             .allow_watch_bookmarks(true)
             .timeout_seconds(self.watch_timeout_seconds())
             .omit_managed_fields(self.admission.omits_managed_fields());
-        let initial = InitialEvents::<K>::new(self.admission.codec.clone());
+        let indexers = (self.admission.known_objects.as_ref())
+            .filter(|_| self.admission.codec.is_some())
+            .map(|store| store.current_indexers());
+        let initial = InitialEvents::<K>::new(self.admission.codec.clone(), indexers);
         let started = Instant::now();
         let Some(opened) = self
             .with_resync(None, cancel, self.start_watch(&options))

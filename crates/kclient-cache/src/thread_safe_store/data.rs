@@ -128,7 +128,7 @@ impl<K, S: Clone> Data<K, S> {
 }
 
 /// The indexed values of one object under every index, in the indexers' order.
-pub(super) type IndexValues = Vec<Vec<String>>;
+pub(crate) type IndexValues = Vec<Vec<String>>;
 
 /// What a key held before a write, as far as the indices are concerned.
 pub(super) enum OldValues {
@@ -209,7 +209,7 @@ impl<K, S: Clone> Data<K, S> {
     }
 }
 
-pub(super) fn index_values<K>(
+pub(crate) fn index_values<K>(
     indexers: &Indexers<K>,
     key: &[u8],
     obj: &K,

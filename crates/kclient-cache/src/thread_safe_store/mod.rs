@@ -49,7 +49,8 @@ use kclient_core::{Resource, ResourceExt};
 
 mod data;
 
-use self::data::{index_values, index_values_of, Bucket, Data, Index, Map, OldValues, Planned};
+pub(crate) use self::data::{index_values, IndexValues};
+use self::data::{index_values_of, Bucket, Data, Index, Map, OldValues, Planned};
 use crate::index::{IndexError, Indexers};
 use crate::metrics::CacheMetrics;
 use crate::representation::{CacheRepresentation, EncodedList};
@@ -396,21 +397,32 @@ impl<K, S: Slot<K>> Table<K, S> {
             if last.get(key.as_str()) != Some(&i) {
                 continue;
             }
-            // Decoded one at a time, for the index functions only.
-            let obj = Arc::new(
-                list.codec()
-                    .decode(&bytes.slice)
-                    .map_err(StoreError::Codec)?,
-            );
             let key = StoreKey::new(key);
-            let new_values = index_values(&indexers, key.as_bytes(), &obj)?;
-            let stored = S::adopt(
-                &self.representation,
-                list.codec(),
-                key.as_bytes(),
-                bytes,
-                &obj,
-            );
+            // The values computed when the item was encoded, if the index functions are
+            // still those; else the item is decoded (one at a time) to compute them.
+            let precomputed = list.index_values(i, &indexers).and_then(|values| {
+                let stored = S::adopt_encoded(&self.representation, list.codec(), bytes)?;
+                Some((stored, values.clone()))
+            });
+            let (stored, new_values) = match precomputed {
+                Some(found) => found,
+                None => {
+                    let obj = Arc::new(
+                        list.codec()
+                            .decode(&bytes.slice)
+                            .map_err(StoreError::Codec)?,
+                    );
+                    let values = index_values(&indexers, key.as_bytes(), &obj)?;
+                    let stored = S::adopt(
+                        &self.representation,
+                        list.codec(),
+                        key.as_bytes(),
+                        bytes,
+                        &obj,
+                    );
+                    (stored, values)
+                }
+            };
             next.apply(
                 &indexers,
                 Planned::Put {
@@ -503,6 +515,11 @@ impl<K, S: Slot<K>> Table<K, S> {
     /// See [`ThreadSafeStore::get_indexers`].
     fn get_indexers(&self) -> Indexers<K> {
         Indexers::clone(&self.data.read().indexers)
+    }
+
+    /// See [`ThreadSafeStore::current_indexers`].
+    fn current_indexers(&self) -> Arc<Indexers<K>> {
+        Arc::clone(&self.data.read().indexers)
     }
 
     /// See [`ThreadSafeStore::add_indexers`].
@@ -767,6 +784,12 @@ impl<K> ThreadSafeStore<K> {
     /// The index functions (client-go's `GetIndexers`).
     pub fn get_indexers(&self) -> Indexers<K> {
         on_core!(&self.core, store => store.get_indexers())
+    }
+
+    /// The index functions as shared now (the same `Arc` until indexers are added): what an
+    /// [`EncodedList`] computes its items' values with.
+    pub(crate) fn current_indexers(&self) -> Arc<Indexers<K>> {
+        on_core!(&self.core, store => store.current_indexers())
     }
 
     /// Adds indices (client-go's `AddIndexers`). A name that exists already is a conflict
