@@ -25,6 +25,9 @@ pub(crate) struct Options {
     pub(crate) cache: String,
     /// Lister `get`s timed one by one after the sync (kclient only).
     pub(crate) gets: usize,
+    /// Event handlers (each counting the objects it is told of) added before the sync
+    /// (kclient only): a compact cache decodes its objects for them.
+    pub(crate) handlers: usize,
     /// Seconds to wait after the sync before reading the resident set again (0: not read).
     pub(crate) settle: u64,
     /// Objects (sync, decode, seed) or updates (watch, write).
@@ -68,6 +71,7 @@ impl Options {
             kind: "pods".into(),
             cache: "decoded".into(),
             gets: 0,
+            handlers: 0,
             settle: 0,
             count: 0,
             objects: 1000,
@@ -121,6 +125,7 @@ impl Options {
                 "objects" => o.objects = number(&value)?,
                 "lookups" => o.lookups = number(&value)?,
                 "gets" => o.gets = number(&value)?,
+                "handlers" => o.handlers = number(&value)?,
                 "settle" => o.settle = number(&value)? as u64,
                 "repeat" => o.repeat = number(&value)?.max(1),
                 "iterations" => o.iterations = number(&value)?,

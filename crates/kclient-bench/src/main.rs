@@ -5,7 +5,7 @@
 //! the watch scenario).
 //!
 //! ```text
-//! kclient-bench sync      --kubeconfig K [--namespace NS] [--kind pods|configmaps|pod-view] --count N --mode list|stream --managed-fields keep|strip [--cache decoded|compact] [--lookups L] [--gets G] [--settle S] [--http1]
+//! kclient-bench sync      --kubeconfig K [--namespace NS] [--kind pods|configmaps|pod-view] --count N --mode list|stream --managed-fields keep|strip [--cache decoded|compact] [--lookups L] [--gets G] [--handlers H] [--settle S] [--http1]
 //! kclient-bench watch     --kubeconfig K --namespace NS --count N
 //! kclient-bench workqueue --shape queue|contended --iterations I [--repeat R]
 //! kclient-bench decode    --kubeconfig K [--namespace NS] --count N [--repeat R] [--http1]

@@ -3,12 +3,15 @@
 //! managedFields kept or stripped, `--cache decoded` or `compact`): wall and CPU time, resident
 //! set before and after, peak; then, with `--lookups`, `by_index` lookups over a custom index of
 //! the synced Pods, with `--gets`, lister `get`s timed one by one (p50, p99), and with
-//! `--settle S`, the resident set again S seconds after the sync.
+//! `--settle S`, the resident set again S seconds after the sync. `--handlers N` adds N event
+//! handlers (counting the adds they are told of) before the sync.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kclient_cache::{IndexFuncError, SharedIndexInformer};
+use kclient_cache::{IndexFuncError, ResourceEventHandlerFuncs, SharedIndexInformer};
 use kclient_core::{CancellationToken, ListerWatcherFor, ResourceExt};
 use serde_json::{json, Value};
 
@@ -67,6 +70,13 @@ where
             options,
         )
     });
+    let told = Arc::new(AtomicUsize::new(0));
+    for _ in 0..o.handlers {
+        let told = Arc::clone(&told);
+        informer.add_event_handler(ResourceEventHandlerFuncs::new().add_func(move |_, _| {
+            told.fetch_add(1, Ordering::Relaxed);
+        }))?;
+    }
     let before = status_bytes("VmRSS:");
     reset_peak();
     let (start, cpu0) = (Instant::now(), cpu_time());
@@ -82,6 +92,7 @@ where
         "objects": objects, "mode": o.mode, "managed_fields": o.managed_fields, "kind": o.kind,
         "wall_s": wall.as_secs_f64(), "cpu_s": cpu.as_secs_f64(),
         "rss_before": before, "rss_after": after, "rss_peak": peak,
+        "handlers": o.handlers,
     });
     if with_index {
         let indexer = informer.get_indexer();
