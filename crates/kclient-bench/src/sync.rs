@@ -77,6 +77,9 @@ where
             told.fetch_add(1, Ordering::Relaxed);
         }))?;
     }
+    if (o.cache == "compact") != informer.get_indexer().thread_safe_store().is_compact() {
+        return Err(format!("--cache {}: the informer's cache is not that", o.cache).into());
+    }
     let before = status_bytes("VmRSS:");
     reset_peak();
     let (start, cpu0) = (Instant::now(), cpu_time());

@@ -344,7 +344,10 @@ impl<C: Send + Sync + 'static> SharedInformerFactoryBuilder<C> {
     /// representation: each object kept as its protobuf message and decoded when read (see
     /// [`CacheRepresentation`] for the trade-off). Other types — custom resources,
     /// `DynamicObject` — stay decoded unless [`representation`](Self::representation) says
-    /// otherwise for their type.
+    /// otherwise for their type (`ObjectCodec::json()` keeps any serde type compact). The
+    /// protobuf codecs need this crate's `compact-protobuf` feature (the facade's, in its
+    /// default features) and the kind's API group compiled in: without them built-in kinds
+    /// stay decoded too, with a warning logged when the informer is made.
     pub fn compact_cache(mut self) -> Self {
         self.options.compact_built_in = true;
         self
@@ -504,14 +507,21 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
                 .downcast_ref::<CacheRepresentation<K>>()
                 .cloned()
                 .unwrap_or_default(),
-            None if options.compact_built_in => {
-                ObjectCodec::protobuf().map_or(CacheRepresentation::Decoded, |codec| {
-                    CacheRepresentation::Compact {
-                        codec,
-                        recently_decoded: DEFAULT_RECENTLY_DECODED,
-                    }
-                })
-            }
+            None if options.compact_built_in => match ObjectCodec::protobuf() {
+                Some(codec) => CacheRepresentation::Compact {
+                    codec,
+                    recently_decoded: DEFAULT_RECENTLY_DECODED,
+                },
+                None => {
+                    tracing::warn!(
+                        kind = %resource.kind,
+                        "compact_cache: no protobuf codec for this kind (not built in, its API \
+                         group not compiled, or kclient-cache without `compact-protobuf`): \
+                         cached decoded"
+                    );
+                    CacheRepresentation::Decoded
+                }
+            },
             None => CacheRepresentation::Decoded,
         };
         let kind = format!(

@@ -50,9 +50,9 @@
 //! `common-groups`: core, apps, batch, networking, rbac, policy, autoscaling, coordination
 //! (Leases), events and apiextensions (CRDs); `all-groups` has every group. A program that
 //! knows its kinds builds faster and smaller with just their groups. The protobuf *encoders*
-//! are compiled only for `compact-protobuf` (in the default features), which makes the
-//! compact cache representation keep built-in kinds as protobuf (as JSON without it): a client
-//! decodes responses and sends JSON, so it needs none. An operator of Deployments and Pods:
+//! are compiled only for `compact-protobuf` (in the default features), which lets the
+//! compact cache representation keep built-in kinds as protobuf (without it `compact_cache()`
+//! leaves them decoded): a client decodes responses and sends JSON, so it needs none. An operator of Deployments and Pods:
 //!
 //! ```toml
 //! kclient = { version = "0.1", default-features = false, features = ["controller", "derive", "v1_37", "group-core", "group-apps"] }
