@@ -107,6 +107,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod announced;
 pub mod backoff;
 pub mod controller;
 pub mod delta;

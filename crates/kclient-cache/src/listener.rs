@@ -23,6 +23,7 @@ use parking_lot::{Condvar, Mutex};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::announced::Announced;
 use crate::handler::{dispatch, ResourceEventHandler};
 use crate::lane_pool::LanePool;
 use crate::metrics::InformerMetrics;
@@ -34,7 +35,7 @@ pub(crate) const LANE_LINGER: Duration = Duration::from_millis(1);
 
 /// What is queued, and whether a lane is handling the queue.
 struct Queued<K> {
-    notifications: VecDeque<Notification<K>>,
+    notifications: VecDeque<Announced<K>>,
     lane_active: bool,
 }
 
@@ -116,17 +117,11 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
     }
 
     /// Queues a notification; never waits.
-    pub(crate) fn add(&self, notification: Notification<K>) {
+    pub(crate) fn add(&self, notification: Announced<K>) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
-        if matches!(
-            notification,
-            Notification::Add {
-                is_in_initial_list: true,
-                ..
-            }
-        ) {
+        if notification.is_initial_add() {
             self.initial_pending.fetch_add(1, Ordering::AcqRel);
         }
         let depth = self.pending.fetch_add(1, Ordering::AcqRel) + 1;
@@ -267,7 +262,7 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
 
     /// Takes what is queued; when there is something, the lane is active from now on (new
     /// notifications wake it rather than the task).
-    fn start_lane(&self) -> VecDeque<Notification<K>> {
+    fn start_lane(&self) -> VecDeque<Announced<K>> {
         let mut queued = self.queue.lock();
         let batch = std::mem::take(&mut queued.notifications);
         queued.lane_active = !batch.is_empty();
@@ -275,7 +270,7 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
     }
 
     /// Handles a batch in order, stopping early once the listener is closed.
-    fn handle_batch(&self, batch: VecDeque<Notification<K>>) {
+    fn handle_batch(&self, batch: VecDeque<Announced<K>>) {
         for notification in batch {
             if self.is_closed() {
                 return;
@@ -285,7 +280,7 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
     }
 
     /// Handles `batch` and whatever arrives while it runs or lingers, then ends the lane.
-    fn run_lane(&self, mut batch: VecDeque<Notification<K>>) {
+    fn run_lane(&self, mut batch: VecDeque<Announced<K>>) {
         loop {
             self.handle_batch(batch);
             let mut queued = self.queue.lock();
@@ -303,17 +298,38 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
         }
     }
 
-    fn handle(&self, notification: Notification<K>) {
-        let (kind, initial) = match &notification {
-            Notification::Add {
-                is_in_initial_list, ..
-            } => ("add", *is_in_initial_list),
-            Notification::Update { .. } => ("update", false),
-            Notification::Delete(_) => ("delete", false),
+    /// Calls the handler with one notification (an encoded add decoded first, here on the
+    /// lane), then does the bookkeeping.
+    fn handle(&self, announced: Announced<K>) {
+        let initial = announced.is_initial_add();
+        let started = Instant::now();
+        if let Some(notification) = announced.notification() {
+            self.call(notification);
+        }
+        self.handled.fetch_add(1, Ordering::AcqRel);
+        let depth = self.pending.fetch_sub(1, Ordering::AcqRel) - 1;
+        if self.max_pending.is_some_and(|bound| depth < bound) {
+            self.room.notify_one();
+        }
+        if initial && self.initial_pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.initial_done.notify_waiters();
+        }
+        if let Some(m) = &self.metrics {
+            m.handler_latency(&self.informer, &self.name, started.elapsed());
+            m.handler_queue_depth(&self.informer, &self.name, depth);
+        }
+    }
+
+    /// The handler's call, a panic caught and counted; the notification is dropped before
+    /// this returns.
+    fn call(&self, notification: Notification<K>) {
+        let kind = match &notification {
+            Notification::Add { .. } => "add",
+            Notification::Update { .. } => "update",
+            Notification::Delete(_) => "delete",
         };
         let span = tracing::trace_span!("handler", informer = %self.informer, handler = %self.name, event = kind);
         let _entered = span.enter();
-        let started = Instant::now();
         if let Err(message) = dispatch(self.handler.as_ref(), &notification) {
             self.panics.fetch_add(1, Ordering::AcqRel);
             let key = notification_key(&notification);
@@ -328,19 +344,6 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
             if let Some(m) = &self.metrics {
                 m.handler_panicked(&self.informer, &self.name);
             }
-        }
-        drop(notification);
-        self.handled.fetch_add(1, Ordering::AcqRel);
-        let depth = self.pending.fetch_sub(1, Ordering::AcqRel) - 1;
-        if self.max_pending.is_some_and(|bound| depth < bound) {
-            self.room.notify_one();
-        }
-        if initial && self.initial_pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.initial_done.notify_waiters();
-        }
-        if let Some(m) = &self.metrics {
-            m.handler_latency(&self.informer, &self.name, started.elapsed());
-            m.handler_queue_depth(&self.informer, &self.name, depth);
         }
     }
 

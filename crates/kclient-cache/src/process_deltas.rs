@@ -52,6 +52,7 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 use kclient_core::{DeletedFinalStateUnknown, DeletedObject, Resource};
 
+use crate::announced::Announced;
 use crate::delta::{Delta, ReplacedAllInfo};
 use crate::indexer::Indexer;
 use crate::representation::EncodedList;
@@ -120,19 +121,24 @@ pub fn process_deltas<K: Resource>(
     indexer: &Indexer<K>,
     deltas: &[Delta<K>],
     is_in_initial_list: bool,
-    notify: impl FnMut(Notification<K>),
+    mut notify: impl FnMut(Notification<K>),
 ) -> Result<(), StoreError> {
-    process_deltas_for(indexer, deltas, is_in_initial_list, true, notify)
+    process_deltas_for(indexer, deltas, is_in_initial_list, true, |announced| {
+        if let Some(notification) = announced.notification() {
+            notify(notification);
+        }
+    })
 }
 
-/// [`process_deltas`], told whether anyone listens: without listeners, the objects of an
-/// encoded list are not decoded a second time just to be announced to no one.
+/// [`process_deltas`] for an informer, told whether anyone listens: without listeners, an
+/// encoded list's objects are not announced; with listeners, each listed object new to the
+/// cache is announced still encoded ([`Announced::EncodedAdd`]), decoded on a handler's lane.
 pub(crate) fn process_deltas_for<K: Resource>(
     indexer: &Indexer<K>,
     deltas: &[Delta<K>],
     is_in_initial_list: bool,
     listened: bool,
-    mut notify: impl FnMut(Notification<K>),
+    mut notify: impl FnMut(Announced<K>),
 ) -> Result<(), StoreError> {
     for delta in deltas {
         match delta {
@@ -140,23 +146,23 @@ pub(crate) fn process_deltas_for<K: Resource>(
                 match indexer.get(obj)? {
                     Some(old) => {
                         indexer.update(Arc::clone(obj))?;
-                        notify(Notification::Update {
+                        notify(Announced::Ready(Notification::Update {
                             old,
                             new: Arc::clone(obj),
-                        });
+                        }));
                     }
                     None => {
                         indexer.add(Arc::clone(obj))?;
-                        notify(Notification::Add {
+                        notify(Announced::Ready(Notification::Add {
                             obj: Arc::clone(obj),
                             is_in_initial_list,
-                        });
+                        }));
                     }
                 }
             }
             Delta::Deleted(obj) => {
                 indexer.delete(obj.clone())?;
-                notify(Notification::Delete(obj.clone()));
+                notify(Announced::Ready(Notification::Delete(obj.clone())));
             }
             Delta::ReplacedAll(ReplacedAllInfo {
                 encoded: Some(list),
@@ -173,10 +179,10 @@ pub(crate) fn process_deltas_for<K: Resource>(
             Delta::Bookmark(info) => indexer.bookmark(&info.resource_version),
             Delta::SyncAll => {
                 for obj in indexer.list() {
-                    notify(Notification::Update {
+                    notify(Announced::Ready(Notification::Update {
                         old: Arc::clone(&obj),
                         new: obj,
-                    });
+                    }));
                 }
             }
         }
@@ -184,15 +190,16 @@ pub(crate) fn process_deltas_for<K: Resource>(
     Ok(())
 }
 
-/// [`process_replaced_all`] for a list of encoded objects: the same rules, with each listed
-/// object decoded only while it is stored and (if `listened`) while it is announced. A relist
-/// holds the objects it replaces, decoded, until they are announced.
+/// [`process_replaced_all`] for a list of encoded objects: the same rules, with no object
+/// decoded to be stored (the list carries its index values) and, if `listened`, each object
+/// new to the cache announced encoded; an object that replaces a cached one is decoded for
+/// its update. A relist holds the objects it replaces, decoded, until they are announced.
 fn process_replaced_encoded<K>(
     indexer: &Indexer<K>,
     list: &EncodedList<K>,
     is_in_initial_list: bool,
     listened: bool,
-    notify: &mut impl FnMut(Notification<K>),
+    notify: &mut impl FnMut(Announced<K>),
 ) -> Result<(), StoreError> {
     let listed: HashSet<&str, RandomState> = list.keys().collect();
     let replaced: Vec<Option<Arc<K>>> = if indexer.is_empty() || !listened {
@@ -206,11 +213,20 @@ fn process_replaced_encoded<K>(
     if !listened {
         return Ok(());
     }
-    for i in 0..list.len() {
-        let Some(decoded) = list.decode(i) else { break };
-        let new = Arc::new(decoded.map_err(StoreError::Codec)?);
-        let old = replaced.get(i).cloned().flatten();
-        notify(replacement(old, new, is_in_initial_list));
+    for (i, (key, bytes)) in list.entries().iter().enumerate() {
+        match replaced.get(i).cloned().flatten() {
+            Some(old) => {
+                let new = list.codec().decode(&bytes.slice);
+                let new = Arc::new(new.map_err(StoreError::Codec)?);
+                notify(Announced::Ready(Notification::Update { old, new }));
+            }
+            None => notify(Announced::encoded_add(
+                key,
+                bytes,
+                list.codec(),
+                is_in_initial_list,
+            )),
+        }
     }
     Ok(())
 }
@@ -234,10 +250,12 @@ fn unlisted<K>(
 
 fn announce_deletions<K>(
     deletions: Vec<DeletedFinalStateUnknown<K>>,
-    notify: &mut impl FnMut(Notification<K>),
+    notify: &mut impl FnMut(Announced<K>),
 ) {
     for tombstone in deletions {
-        notify(Notification::Delete(DeletedObject::Tombstone(tombstone)));
+        notify(Announced::Ready(Notification::Delete(
+            DeletedObject::Tombstone(tombstone),
+        )));
     }
 }
 
@@ -257,7 +275,7 @@ fn process_replaced_all<K>(
     indexer: &Indexer<K>,
     info: &ReplacedAllInfo<K>,
     is_in_initial_list: bool,
-    notify: &mut impl FnMut(Notification<K>),
+    notify: &mut impl FnMut(Announced<K>),
 ) -> Result<(), StoreError> {
     let key_func = indexer.key_func();
     let mut listed = HashSet::<String, RandomState>::with_capacity_and_hasher(
@@ -274,7 +292,7 @@ fn process_replaced_all<K>(
     indexer.replace(info.objects.clone(), &info.resource_version)?;
     announce_deletions(deletions, notify);
     for (old, new) in replacements {
-        notify(replacement(old, new, is_in_initial_list));
+        notify(Announced::Ready(replacement(old, new, is_in_initial_list)));
     }
     Ok(())
 }

@@ -15,8 +15,8 @@ use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::announced::Announced;
 use crate::listener::Listener;
-use crate::process_deltas::Notification;
 
 struct State<K> {
     listeners: Vec<Arc<Listener<K>>>,
@@ -82,7 +82,7 @@ impl<K: Resource + Send + Sync + 'static> Processor<K> {
 
     /// Hands a notification to every listener, or for a resync only to the due ones.
     /// Never waits for a handler.
-    pub(crate) fn distribute(&self, notification: Notification<K>, is_sync: bool) {
+    pub(crate) fn distribute(&self, notification: Announced<K>, is_sync: bool) {
         let state = self.state.read();
         let targets = if is_sync {
             &state.syncing

@@ -67,6 +67,7 @@ use kclient_core::{CancellationToken, ListerWatcher, Resource, ResourceExt};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use crate::announced::Announced;
 use crate::controller::{InformerController, InformerControllerConfig, ProcessFunc, WaitBeforePop};
 use crate::delta::Delta;
 use crate::delta_fifo::{DeltaFifo, DeltaFifoOptions};
@@ -512,10 +513,10 @@ where
             let _paused = inner.block_deltas.lock();
             inner.processor.add_listener(Arc::clone(&listener));
             for obj in inner.indexer.list() {
-                listener.add(Notification::Add {
+                listener.add(Announced::Ready(Notification::Add {
                     obj,
                     is_in_initial_list: true,
-                });
+                }));
             }
         } else {
             inner.processor.add_listener(Arc::clone(&listener));
@@ -725,8 +726,7 @@ where
                 |notification| {
                     // An update that did not change the resourceVersion comes from a resync
                     // (or a relist that found the object unchanged): only due handlers get it.
-                    let is_sync = matches!(&notification, Notification::Update { old, new }
-                    if old.resource_version() == new.resource_version());
+                    let is_sync = notification.is_sync();
                     processor.distribute(notification, is_sync);
                 },
             )
