@@ -4,13 +4,15 @@
 //! set before and after, peak; then, with `--lookups`, `by_index` lookups over a custom index of
 //! the synced Pods, with `--gets`, lister `get`s timed one by one (p50, p99), and with
 //! `--settle S`, the resident set again S seconds after the sync. `--handlers N` adds N event
-//! handlers (counting the adds they are told of) before the sync.
+//! handlers (counting the adds they are told of) before the sync, and the result says when
+//! they had all been told of every listed object (`handlers_wall_s`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kclient_cache::wait::wait_for_cache_sync;
 use kclient_cache::{IndexFuncError, ResourceEventHandlerFuncs, SharedIndexInformer};
 use kclient_core::{CancellationToken, ListerWatcherFor, ResourceExt};
 use serde_json::{json, Value};
@@ -71,11 +73,15 @@ where
         )
     });
     let told = Arc::new(AtomicUsize::new(0));
+    let mut handlers_synced = Vec::new();
     for _ in 0..o.handlers {
         let told = Arc::clone(&told);
-        informer.add_event_handler(ResourceEventHandlerFuncs::new().add_func(move |_, _| {
-            told.fetch_add(1, Ordering::Relaxed);
-        }))?;
+        let registration = informer.add_event_handler(
+            ResourceEventHandlerFuncs::new().add_func(move |_, _| {
+                told.fetch_add(1, Ordering::Relaxed);
+            }),
+        )?;
+        handlers_synced.push(registration.synced());
     }
     if (o.cache == "compact") != informer.get_indexer().thread_safe_store().is_compact() {
         return Err(format!("--cache {}: the informer's cache is not that", o.cache).into());
@@ -89,13 +95,20 @@ where
         return Err("the informer did not sync".into());
     }
     let (wall, cpu) = (start.elapsed(), cpu_time() - cpu0);
+    // The handlers are told of the listed objects on their own threads, after the sync.
+    if !wait_for_cache_sync(&cancel, &handlers_synced).await {
+        return Err("the handlers did not sync".into());
+    }
+    let (handlers_wall, handlers_cpu) = (start.elapsed(), cpu_time() - cpu0);
     let (peak, after) = (status_bytes("VmHWM:"), status_bytes("VmRSS:"));
     let objects = informer.get_store().len();
     let mut result = json!({
         "objects": objects, "mode": o.mode, "managed_fields": o.managed_fields, "kind": o.kind,
         "wall_s": wall.as_secs_f64(), "cpu_s": cpu.as_secs_f64(),
         "rss_before": before, "rss_after": after, "rss_peak": peak,
-        "handlers": o.handlers,
+        "handlers": o.handlers, "handlers_wall_s": handlers_wall.as_secs_f64(),
+        "handlers_cpu_s": handlers_cpu.as_secs_f64(),
+        "handlers_told": told.load(Ordering::Relaxed),
     });
     if with_index {
         let indexer = informer.get_indexer();
