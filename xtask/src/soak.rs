@@ -1,10 +1,12 @@
-//! `cargo xtask soak [--minutes N] [--objects N]`: kclient-bench's `soak` scenario in a
+//! `cargo xtask soak [--minutes N] [--objects N] [--heap]`: kclient-bench's `soak` scenario in a
 //! release build — an informer factory and a controller over `--objects` parents (10,000 by
 //! default) on an embedded kclient-fake, under constant churn and a fault every 30 s, for
 //! `--minutes` (60 by default), sampled every 10 s — printing the result (JSON) and a summary
 //! of how the resident set, threads, descriptors and tasks grew after the warm-up (issue 46;
 //! docs/testing.md records a run). The test command runs a short soak as a unit test of
-//! kclient-bench (`soak::tests`).
+//! kclient-bench (`soak::tests`). `--heap` builds it with a counting allocator, so that each
+//! sample has the heap's live bytes beside the resident set (a leak grows both; memory the
+//! allocator keeps grows only the resident set).
 
 use std::process::Command;
 
@@ -13,9 +15,13 @@ use anyhow::{bail, Context, Result};
 use crate::{cargo, step, target_dir};
 
 pub(crate) fn run(args: &[String]) -> Result<()> {
-    let (mut minutes, mut objects) = (60u64, 10_000u64);
+    let (mut minutes, mut objects, mut heap) = (60u64, 10_000u64, false);
     let mut it = args.iter();
     while let Some(flag) = it.next() {
+        if flag == "--heap" {
+            heap = true;
+            continue;
+        }
         let value = it
             .next()
             .with_context(|| format!("{flag} needs a value"))?
@@ -24,11 +30,17 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         match flag.as_str() {
             "--minutes" => minutes = value.max(1),
             "--objects" => objects = value.max(1),
-            other => bail!("unknown option {other} (soak takes --minutes N and --objects N)"),
+            other => {
+                bail!("unknown option {other} (soak takes --minutes N, --objects N and --heap)")
+            }
         }
     }
     let mut build = cargo();
     build.args(["build", "--release", "-p", "kclient-bench"]);
+    if heap {
+        // The heap's live bytes in every sample (a counting allocator: a little slower).
+        build.args(["--features", "kclient-bench/heap-count"]);
+    }
     step("build kclient-bench (release)", build)?;
     let bench = target_dir()?.join("release").join("kclient-bench");
     eprintln!("==> soak: {objects} objects for {minutes} min");
@@ -69,6 +81,12 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         figure("tasks"),
         result["unconverged_at_end"],
     );
+    if heap {
+        eprintln!(
+            "<== soak: heap {} MiB after the warm-up, {} MiB at the end ({}%)",
+            result["heap_mib_after_warm_up"], result["heap_mib_at_end"], result["heap_growth_pct"]
+        );
+    }
     if result["unconverged_at_end"] != 0 {
         bail!("the soak ended with parents not converged");
     }

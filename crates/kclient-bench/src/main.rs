@@ -39,6 +39,11 @@ mod write_bodies;
 
 use std::process::ExitCode;
 
+/// The heap's live bytes, counted (`heap-count` feature: the soak's samples).
+#[cfg(feature = "heap-count")]
+#[global_allocator]
+static ALLOCATOR: cap::Cap<std::alloc::System> = cap::Cap::new(std::alloc::System, usize::MAX);
+
 use serde_json::json;
 
 /// What every scenario returns.

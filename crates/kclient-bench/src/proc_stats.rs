@@ -28,6 +28,19 @@ fn status_number(field: &str, unit: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The heap's live bytes, counted by the global allocator (with the `heap-count` feature;
+/// `None` without it).
+#[cfg(feature = "heap-count")]
+pub(crate) fn heap_bytes() -> Option<u64> {
+    Some(crate::ALLOCATOR.allocated() as u64)
+}
+
+/// The heap's live bytes (`None`: built without the `heap-count` feature).
+#[cfg(not(feature = "heap-count"))]
+pub(crate) fn heap_bytes() -> Option<u64> {
+    None
+}
+
 /// Resets the resident-set high-water mark (`VmHWM`); best effort.
 pub(crate) fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");

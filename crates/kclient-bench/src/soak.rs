@@ -27,7 +27,7 @@ use kclient_typed::Clientset;
 use serde_json::{json, Value};
 
 use crate::args::Options;
-use crate::proc_stats::{status_bytes, threads};
+use crate::proc_stats::{heap_bytes, status_bytes, threads};
 use crate::Error;
 
 const NAMESPACE: &str = "soak";
@@ -98,6 +98,8 @@ impl Reconciler<ConfigMap> for Mirror {
 struct Sample {
     at_s: f64,
     rss: u64,
+    /// The heap's live bytes, with the `heap-count` feature.
+    heap: Option<u64>,
     threads: u64,
     fds: u64,
     tasks: u64,
@@ -109,6 +111,7 @@ impl Sample {
         Sample {
             at_s: started.elapsed().as_secs_f64(),
             rss: status_bytes("VmRSS:"),
+            heap: heap_bytes(),
             threads: threads(),
             fds,
             tasks: tokio::runtime::Handle::current()
@@ -119,6 +122,7 @@ impl Sample {
 
     fn json(&self) -> Value {
         json!({"at_s": (self.at_s * 10.0).round() / 10.0, "rss_mib": mib(self.rss),
+               "heap_mib": self.heap.map(mib),
                "threads": self.threads, "fds": self.fds, "tasks": self.tasks})
     }
 }
@@ -269,22 +273,36 @@ fn summary(samples: &[Sample], mut out: Value) -> Value {
     let warm = (samples.len() / 5).max(1).min(samples.len() - 1);
     let after = &samples[warm..];
     let window = (after.len() / 10).max(1);
-    let median_rss = |s: &[Sample]| {
-        let mut v: Vec<u64> = s.iter().map(|s| s.rss).collect();
-        v.sort_unstable();
-        v[v.len() / 2]
+    // A figure's median over the first and the last after-warm-up windows.
+    let windows = |f: fn(&Sample) -> Option<u64>| {
+        let median = |s: &[Sample]| {
+            let mut v: Vec<u64> = s.iter().filter_map(f).collect();
+            v.sort_unstable();
+            v.get(v.len() / 2).copied()
+        };
+        Some((
+            median(&after[..window])?,
+            median(&after[after.len() - window..])?,
+        ))
     };
-    let first = median_rss(&after[..window]);
-    let last = median_rss(&after[after.len() - window..]);
+    let pct = |(first, last): (u64, u64)| {
+        ((last as f64 / first.max(1) as f64 - 1.0) * 1000.0).round() / 10.0
+    };
     let growth = |f: fn(&Sample) -> u64| {
         let base = f(&samples[warm]);
         let most = after.iter().map(f).max().unwrap_or(base);
         json!({"after_warm_up": base, "highest_after": most, "growth": most.saturating_sub(base)})
     };
-    out["rss_mib_after_warm_up"] = json!(mib(first));
-    out["rss_mib_at_end"] = json!(mib(last));
-    out["rss_growth_pct"] =
-        json!(((last as f64 / first.max(1) as f64 - 1.0) * 1000.0).round() / 10.0);
+    if let Some((first, last)) = windows(|s| Some(s.rss)) {
+        out["rss_mib_after_warm_up"] = json!(mib(first));
+        out["rss_mib_at_end"] = json!(mib(last));
+        out["rss_growth_pct"] = json!(pct((first, last)));
+    }
+    if let Some((first, last)) = windows(|s| s.heap) {
+        out["heap_mib_after_warm_up"] = json!(mib(first));
+        out["heap_mib_at_end"] = json!(mib(last));
+        out["heap_growth_pct"] = json!(pct((first, last)));
+    }
     out["threads"] = growth(|s| s.threads);
     out["fds"] = growth(|s| s.fds);
     out["tasks"] = growth(|s| s.tasks);
