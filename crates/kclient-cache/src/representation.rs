@@ -5,7 +5,8 @@
 //! message (~2.5 KB without managedFields) instead of a tree of `String`s, `Option`s and
 //! B-tree maps (~20 KB). Indices are still computed when an object is stored, so `by_index`
 //! finds its matches without decoding anything but the matches; event handlers still get
-//! decoded objects; every read (`get`, `list`, `by_index`) decodes what it returns, helped by
+//! decoded objects (a listed object is decoded for them on their lane, when they are called,
+//! once for all of them); every read (`get`, `list`, `by_index`) decodes what it returns, helped by
 //! a small cache of recently decoded objects. The figures, and when to choose which, are in
 //! `docs/benchmarks.md` ("Choosing a cache representation").
 //!
