@@ -6,9 +6,9 @@
 //! B-tree maps (~20 KB). Indices are still computed when an object is stored, so `by_index`
 //! finds its matches without decoding anything but the matches; event handlers still get
 //! decoded objects (a listed object is decoded for them on their lane, when they are called,
-//! once for all of them); every read (`get`, `list`, `by_index`) decodes what it returns, helped by
-//! a small cache of recently decoded objects. The figures, and when to choose which, are in
-//! `docs/benchmarks.md` ("Choosing a cache representation").
+//! once for all of them); every read (`get`, `list`, `by_index`) decodes what it returns,
+//! helped by a small cache of recently decoded objects. The figures, and when to choose
+//! which, are in `docs/benchmarks.md` ("Choosing a cache representation").
 //!
 //! What a read gives back is what was stored, as the codec sees it. For protobuf that is
 //! exactly the object for everything an API server sends; the one thing protobuf cannot tell
