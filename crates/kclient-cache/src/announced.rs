@@ -124,18 +124,7 @@ mod tests {
     #[test]
     fn an_encoded_add_is_decoded_once_for_all_its_listeners() {
         let decodes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let codec = {
-            let json = ObjectCodec::<ConfigMap>::json();
-            let (encode, decodes) = (json.clone(), Arc::clone(&decodes));
-            ObjectCodec::new(
-                "counting-json",
-                move |cm: &ConfigMap| encode.encode(cm),
-                move |bytes: &[u8]| {
-                    decodes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    json.decode(bytes)
-                },
-            )
-        };
+        let codec = crate::representation::tests::counting_json(&decodes);
         let mut cm = ConfigMap::default();
         cm.metadata.name = Some("a".into());
         let add = Announced::encoded_add("ns/a", &encoded(&cm), &codec, true);

@@ -404,7 +404,7 @@ pub(crate) enum Listed<K> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use k8s_openapi::api::core::v1::ConfigMap;
@@ -413,8 +413,8 @@ mod tests {
     use crate::index::IndexFuncError;
     use crate::ThreadSafeStore;
 
-    /// JSON, counting its decodes.
-    fn counting_json(decodes: &Arc<AtomicUsize>) -> ObjectCodec<ConfigMap> {
+    /// JSON for ConfigMaps, counting its decodes (shared by the crate's unit tests).
+    pub(crate) fn counting_json(decodes: &Arc<AtomicUsize>) -> ObjectCodec<ConfigMap> {
         let json = ObjectCodec::<ConfigMap>::json();
         let (encode, decodes) = (json.clone(), Arc::clone(decodes));
         ObjectCodec::new(

@@ -407,6 +407,27 @@ async fn a_compact_informer_hands_decoded_objects_to_handlers_and_listers() {
     factory.shutdown().await;
 }
 
+/// JSON for Pods, counting its encodes and its decodes.
+fn counting_json(
+    encodes: &Arc<std::sync::atomic::AtomicUsize>,
+    decodes: &Arc<std::sync::atomic::AtomicUsize>,
+) -> ObjectCodec<Pod> {
+    let json = ObjectCodec::<Pod>::json();
+    let decode = json.clone();
+    let (encodes, decodes) = (Arc::clone(encodes), Arc::clone(decodes));
+    ObjectCodec::new(
+        "counting-json",
+        move |pod: &Pod| {
+            encodes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            json.encode(pod)
+        },
+        move |bytes: &[u8]| {
+            decodes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            decode.decode(bytes)
+        },
+    )
+}
+
 /// A compact informer's sync decodes a listed object only to tell handlers, once for all of
 /// them: the index values are computed when the object is encoded, as its page arrives, so
 /// storing the list decodes nothing but the store's one round-trip check.
@@ -419,19 +440,7 @@ async fn a_compact_sync_decodes_only_for_handlers() {
             .add((*named(&format!("p{i}"), &format!("n{}", i % 4))).clone());
     }
     let decodes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counting = {
-        let json = ObjectCodec::<Pod>::json();
-        let encode = json.clone();
-        let decodes = Arc::clone(&decodes);
-        ObjectCodec::new(
-            "counting-json",
-            move |pod: &Pod| encode.encode(pod),
-            move |bytes: &[u8]| {
-                decodes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                json.decode(bytes)
-            },
-        )
-    };
+    let counting = counting_json(&Arc::default(), &decodes);
     for handlers in [0, 1, 3] {
         decodes.store(0, std::sync::atomic::Ordering::Relaxed);
         let factory = SharedInformerFactory::builder(source.clone())
@@ -573,19 +582,7 @@ fn an_encoded_list_is_processed_as_a_decoded_one() {
 #[test]
 fn replace_encoded_adopts_the_listed_bytes_and_fails_whole() {
     let encodes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counting = {
-        let json = ObjectCodec::<Pod>::json();
-        let decode = json.clone();
-        let encodes = Arc::clone(&encodes);
-        ObjectCodec::new(
-            "counting-json",
-            move |pod: &Pod| {
-                encodes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                json.encode(pod)
-            },
-            move |bytes: &[u8]| decode.decode(bytes),
-        )
-    };
+    let counting = counting_json(&encodes, &Arc::default());
     let store = ThreadSafeStore::with_representation(
         indexers(),
         CacheRepresentation::Compact {
