@@ -69,6 +69,7 @@
 pub mod core_types;
 pub mod envelope;
 pub mod field;
+mod fresh_stack;
 mod generated;
 pub mod list_reader;
 pub mod registry;

@@ -14,6 +14,8 @@ use std::fmt;
 use bytes::BufMut;
 use prost::encoding::{self as pe, WireType};
 
+use crate::fresh_stack;
+
 /// A decoding error, with the path of fields it happened under (outermost first).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeError {
@@ -106,8 +108,9 @@ impl Ctx {
     }
 }
 
-/// A message type that decodes from the bytes of one message.
-pub trait Decode: Sized {
+/// A message type that decodes from the bytes of one message (`Send`: a deeply nested one is
+/// decoded on a thread of its own in debug builds, see `fresh_stack`).
+pub trait Decode: Sized + Send {
     /// Decodes a whole message (`buf` holds exactly its bytes).
     fn decode(buf: &[u8], ctx: Ctx) -> Result<Self, DecodeError>;
 }
@@ -241,7 +244,11 @@ pub fn message<T: Decode>(
     ctx: Ctx,
 ) -> Result<T, DecodeError> {
     let bytes = delimited(wire_type, buf)?;
-    T::decode(bytes, ctx.enter()?)
+    let ctx = ctx.enter()?;
+    if fresh_stack::hops_at(ctx) {
+        return fresh_stack::on_fresh_stack(|| T::decode(bytes, ctx));
+    }
+    T::decode(bytes, ctx)
 }
 
 // ---------------------------------------------------------------------------------------------
