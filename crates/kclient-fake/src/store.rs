@@ -41,8 +41,7 @@ pub struct StoredObject {
 
 impl StoredObject {
     fn new(mut value: Value, rv: u64) -> Self {
-        let encode =
-            |v: &Value| Bytes::from(serde_json::to_vec(v).unwrap_or_else(|_| b"{}".to_vec()));
+        let encode = |v: &Value| exact(serde_json::to_vec(v).unwrap_or_else(|_| b"{}".to_vec()));
         // Serialise once without the type (taken out and put back: no copy of the object),
         // once with it.
         let types = value
@@ -77,9 +76,17 @@ impl StoredObject {
         if let Some(message) = self.protobuf.get() {
             return Ok(message.clone());
         }
-        let message = Bytes::from(encode(&self.value)?);
+        let message = exact(encode(&self.value)?);
         Ok(self.protobuf.get_or_init(|| message).clone())
     }
+}
+
+/// `bytes` without the spare capacity an encoder's doubling left (`Bytes::from` a `Vec`
+/// keeps the whole allocation): a stored object's bytes live as long as the object and
+/// every event of the history that holds it, and an object growing by a byte could
+/// otherwise double what it holds.
+fn exact(bytes: Vec<u8>) -> Bytes {
+    Bytes::from(bytes.into_boxed_slice())
 }
 
 /// What happened to an object.
