@@ -103,10 +103,13 @@ struct Sample {
     threads: u64,
     fds: u64,
     tasks: u64,
+    /// The server's resourceVersion: how far the churn has gone (to place a change of the
+    /// curves against the server's history).
+    resource_version: u64,
 }
 
 impl Sample {
-    fn now(started: Instant) -> Self {
+    fn now(started: Instant, server: &FakeApiServer) -> Self {
         let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
         Sample {
             at_s: started.elapsed().as_secs_f64(),
@@ -117,13 +120,15 @@ impl Sample {
             tasks: tokio::runtime::Handle::current()
                 .metrics()
                 .num_alive_tasks() as u64,
+            resource_version: server.resource_version(),
         }
     }
 
     fn json(&self) -> Value {
         json!({"at_s": (self.at_s * 10.0).round() / 10.0, "rss_mib": mib(self.rss),
                "heap_mib": self.heap.map(mib),
-               "threads": self.threads, "fds": self.fds, "tasks": self.tasks})
+               "threads": self.threads, "fds": self.fds, "tasks": self.tasks,
+               "resource_version": self.resource_version})
     }
 }
 
@@ -196,7 +201,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
     let running = tokio::spawn(controller.run(mirror, shutdown.clone()));
 
     let started = Instant::now();
-    let mut samples = vec![Sample::now(started)];
+    let mut samples = vec![Sample::now(started, &server)];
     let (mut next_sample, mut next_fault) = (sample_every, fault_every);
     let mut rng = SeededRng::new(0x9e37_79b9_7f4a_7c15);
     let (mut writes, mut faults_injected, mut version) = (0u64, 0u64, 0u64);
@@ -239,7 +244,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
         }
         if elapsed >= next_sample {
             next_sample += sample_every;
-            samples.push(Sample::now(started));
+            samples.push(Sample::now(started, &server));
         }
     }
     // The churn stops: everything converges.
@@ -250,7 +255,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
         tokio::time::sleep(Duration::from_millis(200)).await;
         left = unconverged(&server);
     }
-    samples.push(Sample::now(started));
+    samples.push(Sample::now(started, &server));
     shutdown.cancel();
     running.await??;
     factory.shutdown().await;
