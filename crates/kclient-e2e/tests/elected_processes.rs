@@ -47,9 +47,13 @@ async fn replica(spec: ReplicaSpec) -> Result<()> {
         LEASE_NAME,
         spec.identity.clone(),
     );
+    // A leader gives up `renew_deadline` after its last renewal started; another may take
+    // over `lease_duration` after it saw that renewal: the 3 s between them are what a paused
+    // or starved process may lose without two leaders at once — the assumption of every
+    // lease-based election (1 s was too little on a 2-core machine under a CI build and a soak).
     let mut manager = Manager::builder(&factory)
         .leader_election(LeaderElectionConfig {
-            lease_duration: Duration::from_secs(4),
+            lease_duration: Duration::from_secs(6),
             renew_deadline: Duration::from_secs(3),
             retry_period: Duration::from_millis(500),
             release_on_cancel: true,
