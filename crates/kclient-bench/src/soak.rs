@@ -37,7 +37,30 @@ const NAMESPACE: &str = "soak";
 struct Mirror {
     clientset: Clientset,
     secrets: Lister<Secret>,
-    reconciles: Arc<AtomicU64>,
+    tally: Arc<Tally>,
+}
+
+/// What the reconciler did so far: its calls, and its writes by kind (to tell its writes from
+/// the churn's in the samples).
+#[derive(Default)]
+struct Tally {
+    reconciles: AtomicU64,
+    child_creates: AtomicU64,
+    child_patches: AtomicU64,
+    parent_patches: AtomicU64,
+}
+
+impl Tally {
+    fn count(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn json(&self) -> Value {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        json!({"reconciles": get(&self.reconciles), "child_creates": get(&self.child_creates),
+               "child_patches": get(&self.child_patches),
+               "parent_patches": get(&self.parent_patches)})
+    }
 }
 
 fn v_of(cm: &ConfigMap) -> String {
@@ -56,7 +79,7 @@ impl Reconciler<ConfigMap> for Mirror {
         parent: Arc<ConfigMap>,
         _ctx: &ReconcileContext,
     ) -> Result<Action, Error> {
-        self.reconciles.fetch_add(1, Ordering::Relaxed);
+        Tally::count(&self.tally.reconciles);
         let name = parent.name_any().to_owned();
         let v = v_of(&parent);
         let secrets = self.clientset.core_v1().secrets(NAMESPACE);
@@ -64,6 +87,7 @@ impl Reconciler<ConfigMap> for Mirror {
             Ok(child) if child.annotations().get("v") == Some(&v) => {}
             Ok(_) => {
                 let patch = Patch::Merge(json!({"metadata": {"annotations": {"v": v}}}));
+                Tally::count(&self.tally.child_patches);
                 secrets
                     .patch(&name, &patch, &PatchOptions::default())
                     .await?;
@@ -74,6 +98,7 @@ impl Reconciler<ConfigMap> for Mirror {
                 child.metadata.name = Some(name.clone());
                 child.metadata.annotations = Some([("v".to_string(), v.clone())].into());
                 set_controller_reference(parent.as_ref(), &mut child)?;
+                Tally::count(&self.tally.child_creates);
                 match secrets.create(&child, &CreateOptions::default()).await {
                     Err(e) if e.is_already_exists() => {}
                     other => drop(other?),
@@ -83,6 +108,7 @@ impl Reconciler<ConfigMap> for Mirror {
         }
         if parent.annotations().get("observed") != Some(&v) {
             let patch = Patch::Merge(json!({"metadata": {"annotations": {"observed": v}}}));
+            Tally::count(&self.tally.parent_patches);
             self.clientset
                 .core_v1()
                 .config_maps(NAMESPACE)
@@ -94,7 +120,7 @@ impl Reconciler<ConfigMap> for Mirror {
 }
 
 /// One sample of the process.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Sample {
     at_s: f64,
     rss: u64,
@@ -106,10 +132,14 @@ struct Sample {
     /// The server's resourceVersion: how far the churn has gone (to place a change of the
     /// curves against the server's history).
     resource_version: u64,
+    /// The churn's writes and the reconciler's [`Tally`] so far.
+    work: Value,
 }
 
 impl Sample {
-    fn now(started: Instant, server: &FakeApiServer) -> Self {
+    fn now(started: Instant, server: &FakeApiServer, tally: &Tally, churn_writes: u64) -> Self {
+        let mut work = tally.json();
+        work["churn_writes"] = json!(churn_writes);
         let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
         Sample {
             at_s: started.elapsed().as_secs_f64(),
@@ -121,6 +151,7 @@ impl Sample {
                 .metrics()
                 .num_alive_tasks() as u64,
             resource_version: server.resource_version(),
+            work,
         }
     }
 
@@ -128,7 +159,7 @@ impl Sample {
         json!({"at_s": (self.at_s * 10.0).round() / 10.0, "rss_mib": mib(self.rss),
                "heap_mib": self.heap.map(mib),
                "threads": self.threads, "fds": self.fds, "tasks": self.tasks,
-               "resource_version": self.resource_version})
+               "resource_version": self.resource_version, "work": self.work})
     }
 }
 
@@ -185,7 +216,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
     let factory = SharedInformerFactory::builder(clientset.clone())
         .namespace(NAMESPACE)
         .build();
-    let reconciles = Arc::new(AtomicU64::new(0));
+    let tally = Arc::new(Tally::default());
     let controller = Controller::<ConfigMap, _>::new("soak", &factory)
         .owns::<Secret>()
         .with_config(ControllerConfig {
@@ -195,13 +226,13 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
     let mirror = Mirror {
         clientset: clientset.clone(),
         secrets: factory.lister::<Secret>(),
-        reconciles: Arc::clone(&reconciles),
+        tally: Arc::clone(&tally),
     };
     let shutdown = CancellationToken::new();
     let running = tokio::spawn(controller.run(mirror, shutdown.clone()));
 
     let started = Instant::now();
-    let mut samples = vec![Sample::now(started, &server)];
+    let mut samples = vec![Sample::now(started, &server, &tally, 0)];
     let (mut next_sample, mut next_fault) = (sample_every, fault_every);
     let mut rng = SeededRng::new(0x9e37_79b9_7f4a_7c15);
     let (mut writes, mut faults_injected, mut version) = (0u64, 0u64, 0u64);
@@ -244,7 +275,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
         }
         if elapsed >= next_sample {
             next_sample += sample_every;
-            samples.push(Sample::now(started, &server));
+            samples.push(Sample::now(started, &server, &tally, writes));
         }
     }
     // The churn stops: everything converges.
@@ -255,7 +286,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
         tokio::time::sleep(Duration::from_millis(200)).await;
         left = unconverged(&server);
     }
-    samples.push(Sample::now(started, &server));
+    samples.push(Sample::now(started, &server, &tally, writes));
     shutdown.cancel();
     running.await??;
     factory.shutdown().await;
@@ -264,7 +295,8 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
         &samples,
         json!({
             "objects": objects, "seconds": duration.as_secs(), "writes": writes,
-            "faults": faults_injected, "reconciles": reconciles.load(Ordering::Relaxed),
+            "faults": faults_injected,
+            "reconciles": tally.reconciles.load(Ordering::Relaxed),
             "unconverged_at_end": left,
             "settle_s": (settle_started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         }),
