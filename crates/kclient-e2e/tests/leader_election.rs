@@ -20,6 +20,7 @@ use kclient_e2e::Target;
 use kclient_tools::leaderelection::{
     LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock,
 };
+use kclient_tools::retry::{retry_on_conflict, DEFAULT_RETRY};
 use kclient_typed::Clientset;
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -329,13 +330,18 @@ async fn transition(target: &Target, namespace: &str) -> Result<()> {
 
     // The Lease is written over to name "b" (as after a partition): "a" loses it and follows,
     // "b" leads and reconciles what it queued while following.
+    // "a" renews every 500 ms: a renewal between the read and the write is a conflict, read
+    // again (as every read-modify-write of a Lease its holder renews must).
     let leases = clientset.coordination_v1().leases(namespace);
-    let mut lease = leases.get(LEASE).await?;
-    lease
-        .spec
-        .get_or_insert_with(Default::default)
-        .holder_identity = Some("b".into());
-    leases.update(&lease, &UpdateOptions::default()).await?;
+    retry_on_conflict(DEFAULT_RETRY, || async {
+        let mut lease = leases.get(LEASE).await?;
+        lease
+            .spec
+            .get_or_insert_with(Default::default)
+            .holder_identity = Some("b".into());
+        leases.update(&lease, &UpdateOptions::default()).await
+    })
+    .await?;
     until_reconciled(&reconciled, "cm-one", "b").await?;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     ensure!(
