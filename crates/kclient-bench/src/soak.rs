@@ -20,7 +20,7 @@ use kclient_controller::{Action, Controller, ControllerConfig, ReconcileContext,
 use kclient_core::{
     ApiStatus, CancellationToken, CreateOptions, DeleteOptions, Patch, PatchOptions, ResourceExt,
 };
-use kclient_fake::{Failure, FakeApiServer};
+use kclient_fake::{ActionFilter, Failure, FakeApiServer, Reaction, Reactor};
 use kclient_rest::{Config, RestClient};
 use kclient_testkit::SeededRng;
 use kclient_typed::Clientset;
@@ -38,6 +38,8 @@ struct Mirror {
     clientset: Clientset,
     secrets: Lister<Secret>,
     tally: Arc<Tally>,
+    /// The server, to tell a child its garbage collector deleted as it was made.
+    server: Arc<FakeApiServer>,
 }
 
 /// What the reconciler did so far: its calls, and its writes by kind (to tell its writes from
@@ -46,8 +48,14 @@ struct Mirror {
 struct Tally {
     reconciles: AtomicU64,
     child_creates: AtomicU64,
+    /// Children made for a parent the server no longer held (the cache was behind: a parent
+    /// deleted and made again), which its garbage collector deleted at once.
+    children_collected: AtomicU64,
     child_patches: AtomicU64,
     parent_patches: AtomicU64,
+    /// The informers' lists and watches, by resource (reactors on the server count them).
+    lists: [AtomicU64; 2],
+    watches: [AtomicU64; 2],
 }
 
 impl Tally {
@@ -58,8 +66,11 @@ impl Tally {
     fn json(&self) -> Value {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         json!({"reconciles": get(&self.reconciles), "child_creates": get(&self.child_creates),
+               "children_collected": get(&self.children_collected),
                "child_patches": get(&self.child_patches),
-               "parent_patches": get(&self.parent_patches)})
+               "parent_patches": get(&self.parent_patches),
+               "lists": [get(&self.lists[0]), get(&self.lists[1])],
+               "watches": [get(&self.watches[0]), get(&self.watches[1])]})
     }
 }
 
@@ -101,7 +112,13 @@ impl Reconciler<ConfigMap> for Mirror {
                 Tally::count(&self.tally.child_creates);
                 match secrets.create(&child, &CreateOptions::default()).await {
                     Err(e) if e.is_already_exists() => {}
-                    other => drop(other?),
+                    Err(e) => return Err(e.into()),
+                    Ok(made) => {
+                        let now = self.server.get::<Secret>(NAMESPACE, &name);
+                        if now.as_ref().and_then(|s| s.uid()) != made.uid() {
+                            Tally::count(&self.tally.children_collected);
+                        }
+                    }
                 }
             }
             Err(e) => return Err(e.into()),
@@ -167,6 +184,26 @@ fn mib(bytes: u64) -> f64 {
     (bytes as f64 / 1048576.0 * 10.0).round() / 10.0
 }
 
+/// Counts the lists and watches of parents and children in `tally` (reactors that let every
+/// request by).
+fn count_lists_and_watches(server: &FakeApiServer, tally: &Arc<Tally>) {
+    for (i, resource) in ["configmaps", "secrets"].into_iter().enumerate() {
+        for verb in ["list", "watch"] {
+            let tally = Arc::clone(tally);
+            let reactor = Reactor::from_fn(ActionFilter::new(verb, resource), move |_| {
+                let counters = if verb == "list" {
+                    &tally.lists
+                } else {
+                    &tally.watches
+                };
+                Tally::count(&counters[i]);
+                Reaction::PassThrough
+            });
+            server.reactors().add(reactor);
+        }
+    }
+}
+
 /// The parents whose child or status is not `data.v`, on the server.
 fn unconverged(server: &FakeApiServer) -> usize {
     let children: std::collections::HashMap<String, Secret> = server
@@ -203,7 +240,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
     let duration = Duration::from_secs(o.seconds.max(10));
     let sample_every = Duration::from_secs(o.sample.max(1));
     let fault_every = Duration::from_secs(o.fault_every.max(1));
-    let server = FakeApiServer::builder().start().await?;
+    let server = Arc::new(FakeApiServer::builder().start().await?);
     let mut namespace = k8s_openapi::api::core::v1::Namespace::default();
     namespace.metadata.name = Some(NAMESPACE.into());
     server.seed_typed(&namespace)?;
@@ -217,6 +254,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
         .namespace(NAMESPACE)
         .build();
     let tally = Arc::new(Tally::default());
+    count_lists_and_watches(&server, &tally);
     let controller = Controller::<ConfigMap, _>::new("soak", &factory)
         .owns::<Secret>()
         .with_config(ControllerConfig {
@@ -227,6 +265,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
         clientset: clientset.clone(),
         secrets: factory.lister::<Secret>(),
         tally: Arc::clone(&tally),
+        server: Arc::clone(&server),
     };
     let shutdown = CancellationToken::new();
     let running = tokio::spawn(controller.run(mirror, shutdown.clone()));
