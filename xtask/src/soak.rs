@@ -1,10 +1,10 @@
 //! `cargo xtask soak [--minutes N] [--objects N] [--heap]`: kclient-bench's `soak` scenario in a
 //! release build — an informer factory and a controller over `--objects` parents (10,000 by
-//! default) on an embedded kclient-fake, under constant churn and a fault every 30 s, for
-//! `--minutes` (60 by default), sampled every 10 s — printing the result (JSON) and a summary
-//! of how the resident set, threads, descriptors and tasks grew after the warm-up (issue 46;
-//! docs/testing.md records a run). The test command runs a short soak as a unit test of
-//! kclient-bench (`soak::tests`). `--heap` builds it with a counting allocator, so that each
+//! default) against kclient-fake (in a process of its own, with the churn and a fault every
+//! 30 s), for `--minutes` (60 by default), sampled every 10 s — printing the result (JSON) and
+//! a summary of how the client's resident set, threads, descriptors and tasks grew after the
+//! warm-up (issue 46; docs/testing.md records a run). The test command runs a short soak as
+//! an integration test of kclient-bench (`tests/soak.rs`). `--heap` builds it with a counting allocator, so that each
 //! sample has the heap's live bytes beside the resident set (a leak grows both; memory the
 //! allocator keeps grows only the resident set).
 
@@ -80,6 +80,13 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         figure("fds"),
         figure("tasks"),
         result["unconverged_at_end"],
+    );
+    eprintln!(
+        "<== soak: the server's process (not judged): resident set {} MiB after the warm-up, {} \
+         MiB at the end ({}%)",
+        result["server_rss_mib_after_warm_up"],
+        result["server_rss_mib_at_end"],
+        result["server_rss_growth_pct"]
     );
     if heap {
         eprintln!(

@@ -12,7 +12,8 @@
 //! kclient-bench controller --kubeconfig K --namespace NS --count N --controllers 1|3 [--owns metadata|whole] [--concurrency W] [--requeue --settle S]
 //! kclient-bench decode-local --count N [--repeat R]   (the two decoders alone, in memory)
 //! kclient-bench reads-local --count N --managed-fields keep|strip --cache decoded|compact [--gets G] [--lookups L]   (a cache's reads alone, in memory)
-//! kclient-bench soak --objects N --seconds S [--sample X] [--fault-every F]   (an informer factory and a controller on an embedded kclient-fake under churn and faults, sampled)
+//! kclient-bench soak --objects N --seconds S [--sample X] [--fault-every F]   (an informer factory and a controller against kclient-fake under churn and faults, sampled)
+//! kclient-bench soak-server --objects N --seconds S [--sample X] [--fault-every F]   (the soak's server, churn and faults: the process `soak` starts)
 //! kclient-bench write-bodies --kubeconfig K --namespace NS --count N [--repeat R] [--concurrency C]   (JSON against protobuf request bodies)
 //!
 //! kclient-bench manifest  --path FILE --count N --namespace NS --objects M [--owned O --owned-namespace NS2]   (N Pods, M ConfigMaps in NS, O ConfigMaps owning a Secret each in NS2)
@@ -83,6 +84,10 @@ async fn run(scenario: &str, rest: &[String]) -> Result<Option<serde_json::Value
         "decode-local" => Some(decode_local::run(&options)?),
         "reads-local" => Some(reads_local::run(&options)?),
         "soak" => Some(soak::run(&options).await?),
+        "soak-server" => {
+            soak::server::serve(&options).await?;
+            None
+        }
         "manifest" => {
             objects::write_manifest(&options)?;
             None
