@@ -1609,32 +1609,11 @@ async fn metrics_count_lists_relists_watches_and_the_resource_version() {
     handle.await.unwrap();
 }
 
-/// Counts the tracing events at WARN and ERROR.
-#[derive(Clone, Default)]
-struct LevelCounter {
-    warnings: Arc<Mutex<Vec<String>>>,
-    errors: Arc<Mutex<Vec<String>>>,
-}
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for LevelCounter {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        let what = format!("{}: {}", event.metadata().target(), event.metadata().name());
-        match *event.metadata().level() {
-            tracing::Level::WARN => self.warnings.lock().push(what),
-            tracing::Level::ERROR => self.errors.lock().push(what),
-            _ => {}
-        }
-    }
-}
-
 /// A relist after a 410 logs one warning, not one per retry: the watch's 410 warns once, the
 /// list's own 410 and its retry at "" add nothing, and nothing is logged as an error.
 #[tokio::test(start_paused = true)]
 async fn relist_after_gone_logs_one_warning_not_one_per_retry() {
-    use tracing_subscriber::layer::SubscriberExt;
-    let counter = LevelCounter::default();
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(counter.clone()));
+    let trace = kclient_testkit::trace::capture();
 
     let fake = Fake::default();
     fake.list(list_of(vec![], "10"));
@@ -1650,16 +1629,20 @@ async fn relist_after_gone_logs_one_warning_not_one_per_retry() {
     settle().await;
     assert_eq!(store.calls(), ["replace [] rv=10", "replace [] rv=20"]);
     assert_eq!(fake.list_calls().len(), 3);
+    let at = |level| -> Vec<_> {
+        let events = trace.events().into_iter();
+        events.filter(|event| event.level == level).collect()
+    };
     assert_eq!(
-        counter.warnings.lock().len(),
+        at(tracing::Level::WARN).len(),
         1,
         "{:?}",
-        counter.warnings.lock()
+        at(tracing::Level::WARN)
     );
     assert!(
-        counter.errors.lock().is_empty(),
+        at(tracing::Level::ERROR).is_empty(),
         "{:?}",
-        counter.errors.lock()
+        at(tracing::Level::ERROR)
     );
     stop.cancel();
     handle.await.unwrap();

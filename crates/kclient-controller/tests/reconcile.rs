@@ -901,74 +901,44 @@ async fn metrics_count_results_with_controller_runtimes_names() {
     running.stop().await.unwrap();
 }
 
-/// The fields of the `reconcile` spans, as a subscriber saw them.
-#[derive(Default, Clone)]
-struct Spans(Arc<Mutex<Vec<SpanFields>>>);
-
-/// One span's fields, by name, as text.
-type SpanFields = Vec<(String, String)>;
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Spans {
-    fn on_new_span(
-        &self,
-        attrs: &tracing::span::Attributes<'_>,
-        _id: &tracing::span::Id,
-        _ctx: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        struct Fields(Vec<(String, String)>);
-        impl tracing::field::Visit for Fields {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                self.0.push((field.name().to_owned(), format!("{value:?}")));
-            }
-            fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
-                self.0.push((field.name().to_owned(), value.to_string()));
-            }
-        }
-        if attrs.metadata().name() == "reconcile" {
-            let mut fields = Fields(Vec::new());
-            attrs.record(&mut fields);
-            self.0.lock().push(fields.0);
-        }
-    }
-}
-
 #[test]
 fn each_reconcile_runs_in_a_span_with_its_key_and_attempt() {
-    use tracing_subscriber::layer::SubscriberExt;
-    let spans = Spans::default();
-    let subscriber = tracing_subscriber::registry().with(spans.clone());
+    let trace = kclient_testkit::trace::capture();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
         .build()
         .unwrap();
-    tracing::subscriber::with_default(subscriber, || {
-        runtime.block_on(async {
-            let sources = Sources::default();
-            sources.config_maps.add(config_map("prod", "web", &[]));
-            let probe = Arc::new(Probe::default());
-            let failures = Arc::new(AtomicUsize::new(0));
-            let reconciler = Scripted::new(&probe, move |_, _| {
-                let fail = failures.fetch_add(1, Ordering::SeqCst) == 0;
-                Box::pin(async move {
-                    if fail {
-                        Err(Failed("once".into()))
-                    } else {
-                        Ok(Action::await_change())
-                    }
-                })
-            });
-            let running = start(&sources, ControllerConfig::default(), reconciler);
-            settle().await;
-            running.stop().await.unwrap();
+    runtime.block_on(async {
+        let sources = Sources::default();
+        sources.config_maps.add(config_map("prod", "web", &[]));
+        let probe = Arc::new(Probe::default());
+        let failures = Arc::new(AtomicUsize::new(0));
+        let reconciler = Scripted::new(&probe, move |_, _| {
+            let fail = failures.fetch_add(1, Ordering::SeqCst) == 0;
+            Box::pin(async move {
+                if fail {
+                    Err(Failed("once".into()))
+                } else {
+                    Ok(Action::await_change())
+                }
+            })
         });
+        let running = start(&sources, ControllerConfig::default(), reconciler);
+        settle().await;
+        running.stop().await.unwrap();
     });
-    let spans = spans.0.lock().clone();
+    let spans: Vec<_> = trace
+        .spans()
+        .into_iter()
+        .filter(|span| span.name == "reconcile")
+        .map(|span| span.fields)
+        .collect();
     let expect = |attempt: &str| {
         vec![
-            ("controller".to_string(), "config-maps".to_string()),
-            ("key".to_string(), "prod/web".to_string()),
-            ("attempt".to_string(), attempt.to_string()),
+            ("controller", "config-maps".to_string()),
+            ("key", "prod/web".to_string()),
+            ("attempt", attempt.to_string()),
         ]
     };
     assert_eq!(spans, [expect("0"), expect("1")]);

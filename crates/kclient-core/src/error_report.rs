@@ -106,10 +106,6 @@ pub fn handle_error(error: &(dyn Error + 'static)) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use tracing_subscriber::layer::SubscriberExt as _;
-
     use super::*;
 
     #[derive(Debug, thiserror::Error)]
@@ -139,50 +135,17 @@ mod tests {
         assert_eq!(plain.into_inner().to_string(), "no such namespace");
     }
 
-    /// The fields of the events a subscriber saw.
-    #[derive(Clone, Default)]
-    struct Events(Arc<std::sync::Mutex<Vec<(tracing::Level, String, String)>>>);
-
-    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Events {
-        fn on_event(
-            &self,
-            event: &tracing::Event<'_>,
-            _ctx: tracing_subscriber::layer::Context<'_, S>,
-        ) {
-            #[derive(Default)]
-            struct Fields(String, String);
-            impl tracing::field::Visit for Fields {
-                fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
-                    match field.name() {
-                        "message" => self.0 = format!("{value:?}"),
-                        "error" => self.1 = format!("{value:?}"),
-                        _ => {}
-                    }
-                }
-            }
-            let mut fields = Fields::default();
-            event.record(&mut fields);
-            let level = *event.metadata().level();
-            if let Ok(mut events) = self.0.lock() {
-                events.push((level, fields.0, fields.1));
-            }
-        }
-    }
-
     #[test]
     fn handle_error_logs_the_chain_at_error_level() {
-        let events = Events::default();
-        let subscriber = tracing_subscriber::registry().with(events.clone());
-        tracing::subscriber::with_default(subscriber, || handle_error(&refused()));
-        let seen = events.0.lock().unwrap().clone();
+        let trace = kclient_testkit::trace::capture();
+        handle_error(&refused());
+        let events = trace.events();
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].level, tracing::Level::ERROR);
+        assert_eq!(events[0].field("message"), Some("Unhandled Error"));
         assert_eq!(
-            seen,
-            [(
-                tracing::Level::ERROR,
-                "Unhandled Error".to_string(),
-                "syncing default/web\n  caused by: connecting to 127.0.0.1:1: connection refused"
-                    .to_string()
-            )]
+            events[0].field("error"),
+            Some("syncing default/web\n  caused by: connecting to 127.0.0.1:1: connection refused")
         );
     }
 }

@@ -11,6 +11,9 @@
 //! Chaos tests and soaks take their random choices from a [`SeededRng`], so that a seed names
 //! a run and the same seed runs the same faults in the same order.
 //!
+//! Tests of what is logged open a [`trace::capture`]: the spans and events made on their own
+//! thread, whatever the other tests of the binary do at the same time.
+//!
 //! ```
 //! use kclient_testkit::SeededRng;
 //!
@@ -24,6 +27,7 @@
 #[cfg(feature = "proptest")]
 mod property_tests;
 mod seeded_rng;
+pub mod trace;
 
 #[cfg(feature = "proptest")]
 pub use property_tests::{proptest_config, CASES_ENV, FIXED_SEED, SEED_ENV};
