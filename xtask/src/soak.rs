@@ -68,8 +68,8 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     };
     eprintln!(
         "<== soak: {} writes, {} faults, {} reconciles; resident set {} MiB after the warm-up, \
-         {} MiB at the end ({}%); threads {}; descriptors {}; tasks {}; {} parents not \
-         converged at the end",
+         {} MiB at the end ({}%); threads {}; descriptors {}; tasks {}; {} parents at the end, \
+         {} of them not converged",
         result["writes"],
         result["faults"],
         result["reconciles"],
@@ -79,6 +79,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         figure("threads"),
         figure("fds"),
         figure("tasks"),
+        result["parents_at_end"],
         result["unconverged_at_end"],
     );
     eprintln!(

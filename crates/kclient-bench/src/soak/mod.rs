@@ -350,6 +350,7 @@ pub(crate) async fn run(o: &Options) -> Result<Value, Error> {
             "writes": done["churn_writes"], "faults": done["faults"],
             "reconciles": tally.reconciles.load(Ordering::Relaxed),
             "unconverged_at_end": done["unconverged_at_end"],
+            "parents_at_end": done["parents_at_end"],
             "settle_s": done["settle_s"],
         }),
     ))

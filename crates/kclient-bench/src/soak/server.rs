@@ -73,6 +73,12 @@ fn parent(i: usize, v: u64) -> ConfigMap {
     cm
 }
 
+/// The parents on the server (the churn makes each one it deletes again at once).
+fn parents(server: &FakeApiServer) -> usize {
+    let parents = server.list::<ConfigMap>(Some(NAMESPACE)).into_iter();
+    parents.filter(|p| p.name_any().starts_with("p-")).count()
+}
+
 /// The parents whose child or status is not `data.v`, on the server.
 fn unconverged(server: &FakeApiServer) -> usize {
     let children: std::collections::HashMap<String, Secret> = server
@@ -184,6 +190,7 @@ pub(crate) async fn serve(o: &Options) -> Result<(), Error> {
     let mut done = progress(writes, faults_injected);
     done["done"] = json!(true);
     done["unconverged_at_end"] = json!(left);
+    done["parents_at_end"] = json!(parents(&server));
     done["settle_s"] = json!((settle_started.elapsed().as_secs_f64() * 10.0).round() / 10.0);
     report(&done);
     // Serve until the client is done with the server (it closes our stdin).
