@@ -143,6 +143,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-protobuf",
             "kclient-webhook",
             "kclient-derive",
+            "kclient-tools",
         ],
     ),
     (

@@ -23,6 +23,7 @@ use kclient_core::{
     Resource, ResourceExt, UpdateOptions, WatchEvent,
 };
 use kclient_rest::{ResourceRequests, Response, RestClient};
+use kclient_tools::retry::{on_error, DEFAULT_RETRY};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -194,21 +195,27 @@ where
         json!({"items": pages.iter().sum::<usize>(), "at most one per page": pages.iter().all(|n| *n <= 1)}),
     );
 
-    // Update (PUT) and patch answers.
-    let current: K = pb()
-        .get("get", &names[0], &GetOptions::default(), None)?
-        .decode()
-        .await?;
-    let mut changed = current.clone();
-    changed
-        .meta_mut()
-        .labels
-        .get_or_insert_with(Default::default)
-        .insert("e2e.kclient.dev/updated".into(), "yes".into());
-    let updated = pb()
-        .update_object("update", &changed, &UpdateOptions::default(), None)?
-        .send()
-        .await?;
+    // Update (PUT) and patch answers. The update reads afresh on a conflict, as client-go's
+    // `retry.RetryOnConflict` does: kube-controller-manager writes to new objects of some kinds
+    // at any moment (its node lifecycle controller taints a Node that has no kubelet).
+    let conflict = |e: &anyhow::Error| {
+        let e = e.downcast_ref::<kclient_rest::Error>();
+        e.is_some_and(kclient_rest::Error::is_conflict)
+    };
+    let updated = on_error(DEFAULT_RETRY, conflict, || async {
+        let mut changed: K = pb()
+            .get("get", &names[0], &GetOptions::default(), None)?
+            .decode()
+            .await?;
+        changed
+            .meta_mut()
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert("e2e.kclient.dev/updated".into(), "yes".into());
+        let update = pb().update_object("update", &changed, &UpdateOptions::default(), None)?;
+        Ok::<_, anyhow::Error>(update.send().await?)
+    })
+    .await?;
     encodings.insert("update".into(), json!(encoding(&updated)));
     let updated: K = updated.decode()?;
     t.record(
