@@ -4,60 +4,29 @@
 
 use std::time::Duration;
 
-use kclient_core::{
-    CancellationToken, ListOptions, ListPager, ListerWatcher, PagedList, PagedListError, Resource,
-};
-use parking_lot::Mutex;
+use kclient_core::{CancellationToken, ListOptions, PagedListError};
 use tokio::time::Instant;
 
 use super::errors::ReflectorError;
+use super::io::{KindIo, ListedObjects, Listing};
 use super::phase::{Failure, Outcome};
-use super::Reflector;
-use crate::representation::{EncodedList, Listed};
-use crate::store::{Store, StoreError};
+use super::{Core, RunError};
 
 /// A list slower than this is logged as a warning (client-go's trace threshold).
 pub(super) const SLOW_LIST: Duration = Duration::from_secs(10);
 
-/// One list: its resourceVersion, whether it came in pages, its objects (or the first
-/// error admitting one).
-struct Listing<K> {
-    resource_version: String,
-    paginated: bool,
-    items: Result<Listed<K>, StoreError>,
-}
-
-impl<K> Listing<K> {
-    /// A paged list whose items (each the outcome of admitting one object) `gather` makes
-    /// into the listed objects.
-    fn of<T>(
-        paged: PagedList<T>,
-        gather: impl FnOnce(Vec<T>) -> Result<Listed<K>, StoreError>,
-    ) -> Self {
-        Self {
-            resource_version: paged.list.resource_version().unwrap_or_default().to_owned(),
-            paginated: paged.paginated,
-            items: gather(paged.list.items),
-        }
-    }
-}
-
-impl<K, L, S> Reflector<K, L, S>
-where
-    K: Resource + Clone + Send + Sync + 'static,
-    L: ListerWatcher<K> + Clone + 'static,
-    S: Store<K>,
-{
+impl Core {
     /// The list phase's step: lists at the relist resourceVersion (again at `""` after an
     /// expired or too-large error), then replaces the store's content.
-    pub(super) async fn list(
+    pub(super) async fn list<E: RunError>(
         &self,
+        io: &dyn KindIo<E>,
         cancel: &CancellationToken,
-    ) -> Result<Outcome, ReflectorError<L::Error>> {
+    ) -> Result<Outcome, ReflectorError<E>> {
         let started = Instant::now();
         let requested = self.state.lock().versions.relist_at().to_owned();
         let listing = async {
-            match self.list_at(&requested).await {
+            match self.list_at(io, &requested).await {
                 Err(e) if Failure::of(&e).version_unavailable() => {
                     let retry_at = {
                         let mut state = self.state.lock();
@@ -65,7 +34,7 @@ where
                         state.versions.relist_at().to_owned()
                     };
                     tracing::debug!(reflector = %self.name, error = %e, "list at resourceVersion {requested:?} refused; listing at {retry_at:?}");
-                    self.list_at(&retry_at).await.map(|l| (l, retry_at))
+                    self.list_at(io, &retry_at).await.map(|l| (l, retry_at))
                 }
                 other => other.map(|l| (l, requested.clone())),
             }
@@ -94,23 +63,16 @@ where
 
     /// Replaces the store's content with a list's (or a streaming list's) objects and
     /// records its resourceVersion (client-go's `syncWith`), reporting the list.
-    pub(super) fn sync_with(
+    pub(super) fn sync_with<E>(
         &self,
-        listed: Listed<K>,
+        listed: Box<dyn ListedObjects + '_>,
         resource_version: &str,
         elapsed: Duration,
-    ) -> Result<(), ReflectorError<L::Error>> {
-        match listed {
-            Listed::Decoded(items) => {
-                self.report_list(items.len(), elapsed);
-                self.store.replace(items, resource_version)
-            }
-            Listed::Encoded(list) => {
-                self.report_list(list.len(), elapsed);
-                self.store.replace_encoded(list, resource_version)
-            }
-        }
-        .map_err(ReflectorError::Store)?;
+    ) -> Result<(), ReflectorError<E>> {
+        self.report_list(listed.len(), elapsed);
+        listed
+            .replace(resource_version)
+            .map_err(ReflectorError::Store)?;
         self.record_resource_version(resource_version);
         Ok(())
     }
@@ -126,12 +88,12 @@ where
         }
     }
 
-    /// One list at `resource_version`, paged by client-go's rules, each item admitted (or
-    /// encoded, for a compact informer) as its page arrives.
-    async fn list_at(
+    /// One list at `resource_version`, paged by client-go's rules.
+    async fn list_at<'a, E: RunError>(
         &self,
+        io: &'a dyn KindIo<E>,
         resource_version: &str,
-    ) -> Result<Listing<K>, PagedListError<L::Error>> {
+    ) -> Result<Listing<'a>, PagedListError<E>> {
         let page_size = self
             .state
             .lock()
@@ -139,32 +101,7 @@ where
             .page_size(self.watch_list_page_size, resource_version);
         let options = ListOptions::default()
             .resource_version(resource_version)
-            .omit_managed_fields(self.admission.omits_managed_fields());
-        let pager = ListPager::new(self.lister_watcher.clone()).page_size(page_size);
-        let Some(codec) = &self.admission.codec else {
-            let paged = pager
-                .list_map(&options, |obj| self.admission.admit(obj))
-                .await?;
-            return Ok(Listing::of(paged, |items| {
-                items
-                    .into_iter()
-                    .collect::<Result<_, _>>()
-                    .map(Listed::Decoded)
-            }));
-        };
-        let mut encoded = EncodedList::new(codec.clone());
-        if let Some(store) = &self.admission.known_objects {
-            encoded = encoded.indexed_by(store.current_indexers());
-        }
-        let encoded = Mutex::new(encoded);
-        let paged = pager
-            .list_map(&options, |obj| self.admission.admit_encoded(obj, &encoded))
-            .await?;
-        Ok(Listing::of(paged, |items| {
-            items
-                .into_iter()
-                .collect::<Result<(), StoreError>>()
-                .map(|()| Listed::Encoded(encoded.into_inner()))
-        }))
+            .omit_managed_fields(io.omits_managed_fields());
+        io.list(options, page_size).await
     }
 }

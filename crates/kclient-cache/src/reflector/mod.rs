@@ -85,6 +85,12 @@
 //! state a reflector keeps between runs — the resourceVersions, the backoff, what it has
 //! logged — is one struct behind one lock, never held across an await.
 //!
+//! The run knows nothing of the kind it reflects: it reaches the lister-watcher, the
+//! admission of objects and the store through one trait object (the `io` module), which
+//! lists, opens watches and writes each event's object as it is polled. So the run's async
+//! state machines are compiled once per lister-watcher error type, not once per kind: a
+//! program caching three kinds compiles them once (issue 48; `docs/benchmarks.md`).
+//!
 //! [`ListPager`]: kclient_core::ListPager
 //! [`ExponentialBackoffManager`]: kclient_core::backoff::ExponentialBackoffManager
 
@@ -93,9 +99,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kclient_core::backoff::ExponentialBackoffManager;
-use kclient_core::{
-    CancellationToken, GroupVersionKind, ListOptions, ListerWatcher, Resource, WatchStream,
-};
+use kclient_core::{ApiStatus, CancellationToken, GroupVersionKind, ListerWatcher, Resource};
 use parking_lot::Mutex;
 use tokio::time::{sleep, Instant};
 use tracing::Instrument;
@@ -105,13 +109,14 @@ use crate::metrics::ReflectorMetrics;
 use crate::representation::ObjectCodec;
 use crate::store::Store;
 use crate::transform::TransformFunc;
+use crate::watch_deadline::watch_timeout_seconds;
 #[cfg(doc)]
-use crate::watch_deadline::WATCH_DEADLINE_GRACE;
-use crate::watch_deadline::{watch_timeout_seconds, watch_with_deadline};
+use crate::watch_deadline::{watch_with_deadline, WATCH_DEADLINE_GRACE};
 
 mod admit;
 mod consistency;
 mod errors;
+mod io;
 mod list;
 mod options;
 mod phase;
@@ -127,6 +132,7 @@ pub use options::{
 };
 
 use admit::Admission;
+use io::{EventSource, KindIo, Typed};
 use phase::{Failure, Next, Outcome, Phase, Run, RunEnd};
 use resync::Resync;
 use versions::Versions;
@@ -143,13 +149,26 @@ struct State {
     refusal_logged: bool,
 }
 
+/// The errors a lister-watcher fails with (`ListerWatcher::Error`'s bounds): what the run is
+/// generic over.
+trait RunError: std::error::Error + ApiStatus + Send + Sync + 'static {}
+
+impl<E: std::error::Error + ApiStatus + Send + Sync + 'static> RunError for E {}
+
 /// Keeps a [`Store`] equal to the server's state of one resource; see the [module
 /// docs](self).
 pub struct Reflector<K, L: ListerWatcher<K>, S> {
+    core: Core,
+    io: Typed<K, L, S>,
+}
+
+/// The part of a reflector that knows nothing of its kind: its settings and state, and the
+/// run (in this module and its siblings), which reaches the kind's code through
+/// [`KindIo`] only — so that it is compiled once per lister-watcher error type rather than
+/// once per kind.
+struct Core {
     name: String,
     type_description: String,
-    lister_watcher: L,
-    store: S,
     resync_period: Duration,
     should_resync: Option<ShouldResyncFunc>,
     min_watch_timeout: Duration,
@@ -158,21 +177,19 @@ pub struct Reflector<K, L: ListerWatcher<K>, S> {
     watch_idle_timeout: Option<Duration>,
     use_watch_list: bool,
     watch_error_handler: Option<WatchErrorHandler>,
-    expected_gvk: Option<GroupVersionKind>,
     metrics: Option<Arc<dyn ReflectorMetrics>>,
     check_watch_list_consistency: bool,
-    admission: Admission<K>,
     state: Mutex<State>,
 }
 
 impl<K, L: ListerWatcher<K>, S> fmt::Debug for Reflector<K, L, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Reflector")
-            .field("name", &self.name)
-            .field("type_description", &self.type_description)
+            .field("name", &self.core.name)
+            .field("type_description", &self.core.type_description)
             .field(
                 "last_sync_resource_version",
-                &self.state.lock().versions.last_synced(),
+                &self.core.state.lock().versions.last_synced(),
             )
             .finish_non_exhaustive()
     }
@@ -212,77 +229,83 @@ where
         let type_description = options
             .type_description
             .unwrap_or_else(|| default_type_description::<K>(gvk.as_ref()));
+        let name = options.name.unwrap_or_else(|| type_description.clone());
         Self {
-            name: options.name.unwrap_or_else(|| type_description.clone()),
-            type_description,
-            lister_watcher,
-            store,
-            resync_period: options.resync_period,
-            should_resync: options.should_resync,
-            min_watch_timeout: options.min_watch_timeout.max(DEFAULT_MIN_WATCH_TIMEOUT),
-            watch_list_page_size: options.watch_list_page_size,
-            max_internal_error_retry_duration: options.max_internal_error_retry_duration,
-            watch_idle_timeout: options.watch_idle_timeout,
-            use_watch_list: options.use_watch_list,
-            watch_error_handler: options.watch_error_handler,
-            expected_gvk: options.expected_gvk.or(gvk),
-            metrics: options.metrics,
-            check_watch_list_consistency: options.check_watch_list_consistency,
-            admission: Admission::new(
-                options.transform,
-                options.known_objects,
-                options.encoded_lists,
-                options.compact_objects,
-            ),
-            state: Mutex::new(State {
-                versions: Versions::default(),
-                backoff: options.backoff,
-                listed_before: false,
-                refusal_logged: false,
-            }),
+            io: Typed {
+                name: name.clone(),
+                lister_watcher,
+                store,
+                admission: Admission::new(
+                    options.transform,
+                    options.known_objects,
+                    options.encoded_lists,
+                    options.compact_objects,
+                ),
+                expected_gvk: options.expected_gvk.or(gvk),
+            },
+            core: Core {
+                name,
+                type_description,
+                resync_period: options.resync_period,
+                should_resync: options.should_resync,
+                min_watch_timeout: options.min_watch_timeout.max(DEFAULT_MIN_WATCH_TIMEOUT),
+                watch_list_page_size: options.watch_list_page_size,
+                max_internal_error_retry_duration: options.max_internal_error_retry_duration,
+                watch_idle_timeout: options.watch_idle_timeout,
+                use_watch_list: options.use_watch_list,
+                watch_error_handler: options.watch_error_handler,
+                metrics: options.metrics,
+                check_watch_list_consistency: options.check_watch_list_consistency,
+                state: Mutex::new(State {
+                    versions: Versions::default(),
+                    backoff: options.backoff,
+                    listed_before: false,
+                    refusal_logged: false,
+                }),
+            },
         }
     }
 
     /// The reflector's name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.core.name
     }
 
     /// What it reflects, for logs.
     pub fn type_description(&self) -> &str {
-        &self.type_description
+        &self.core.type_description
     }
 
     /// Sets [`ReflectorOptions::transform`] after the fact.
     #[deprecated(note = "give it to the reflector's options: `ReflectorOptions::transform`")]
     pub fn with_transformer(mut self, transformer: TransformFunc<K>) -> Self {
-        self.admission.transform = Some(transformer);
+        self.io.admission.transform = Some(transformer);
         self
     }
 
     /// Sets [`ReflectorOptions::known_objects`] after the fact.
     #[deprecated(note = "give it to the reflector's options: `ReflectorOptions::known_objects`")]
     pub fn with_known_objects(mut self, known: Indexer<K>) -> Self {
-        self.admission.known_objects = Some(known);
+        self.io.admission.known_objects = Some(known);
         self
     }
 
     /// Sets [`ReflectorOptions::encoded_lists`] after the fact.
     #[deprecated(note = "give it to the reflector's options: `ReflectorOptions::encoded_lists`")]
     pub fn with_encoded_lists(mut self, codec: ObjectCodec<K>) -> Self {
-        self.admission.codec = Some(codec);
+        self.io.admission.codec = Some(codec);
         self
     }
 
     /// The store it writes into.
     pub fn store(&self) -> &S {
-        &self.store
+        &self.io.store
     }
 
     /// The resourceVersion of the last list or watch event seen (client-go's
     /// `LastSyncResourceVersion`); empty before the first list.
     pub fn last_sync_resource_version(&self) -> String {
-        self.state.lock().versions.last_synced().to_owned()
+        self.core.last_sync_resource_version()
     }
 
     /// Whether the last list or watch with [`last_sync_resource_version`] was refused as
@@ -290,7 +313,29 @@ where
     ///
     /// [`last_sync_resource_version`]: Self::last_sync_resource_version
     pub fn is_last_sync_resource_version_unavailable(&self) -> bool {
-        self.state.lock().versions.is_unavailable()
+        self.core.state.lock().versions.is_unavailable()
+    }
+
+    /// Lists and watches until `cancel` fires, running the watch-error handler after each
+    /// run that failed and backing off between runs (client-go's `Run`).
+    pub async fn run(&self, cancel: CancellationToken) {
+        self.core.run(&self.io, cancel).await
+    }
+
+    /// One run: a streaming list or a list, then watches until one ends in a way that
+    /// needs a relist (client-go's `ListAndWatch`). `Ok` when cancelled, and when a watch
+    /// ended the run (logged here, as client-go's `watch` does).
+    pub async fn list_and_watch(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<(), ReflectorError<L::Error>> {
+        self.core.list_and_watch(&self.io, cancel).await
+    }
+}
+
+impl Core {
+    fn last_sync_resource_version(&self) -> String {
+        self.state.lock().versions.last_synced().to_owned()
     }
 
     /// Records the resourceVersion of a list or a watch event, and tells the metrics.
@@ -305,30 +350,20 @@ where
         watch_timeout_seconds(self.min_watch_timeout)
     }
 
-    /// Starts a watch bounded by its client-side deadline and the idle timeout
-    /// ([`watch_with_deadline`]).
-    async fn start_watch(
-        &self,
-        options: &ListOptions,
-    ) -> Result<WatchStream<K, L::Error>, L::Error> {
-        watch_with_deadline(&self.lister_watcher, options, self.watch_idle_timeout).await
-    }
-
-    /// Lists and watches until `cancel` fires, running the watch-error handler after each
-    /// run that failed and backing off between runs (client-go's `Run`).
-    pub async fn run(&self, cancel: CancellationToken) {
+    /// [`Reflector::run`].
+    async fn run<E: RunError>(&self, io: &dyn KindIo<E>, cancel: CancellationToken) {
         let span =
             tracing::info_span!("reflector", name = %self.name, resource = %self.type_description);
-        self.run_loop(cancel).instrument(span).await
+        self.run_loop(io, cancel).instrument(span).await
     }
 
-    async fn run_loop(&self, cancel: CancellationToken) {
+    async fn run_loop<E: RunError>(&self, io: &dyn KindIo<E>, cancel: CancellationToken) {
         tracing::debug!(reflector = %self.name, "starting reflector");
         loop {
             if cancel.is_cancelled() {
                 break;
             }
-            if let Err(err) = self.list_and_watch(&cancel).await {
+            if let Err(err) = self.list_and_watch(io, &cancel).await {
                 match &self.watch_error_handler {
                     Some(handler) => handler(&self.name, &err),
                     None => default_watch_error_handler(&self.name, &err),
@@ -343,21 +378,20 @@ where
         tracing::debug!(reflector = %self.name, "stopping reflector");
     }
 
-    /// One run: a streaming list or a list, then watches until one ends in a way that
-    /// needs a relist (client-go's `ListAndWatch`). `Ok` when cancelled, and when a watch
-    /// ended the run (logged here, as client-go's `watch` does).
+    /// [`Reflector::list_and_watch`].
     ///
     /// The driver of the run's state machine: it performs the step of the phase the run is
     /// in and hands what it came to to the transition function, which decides the next move.
-    pub async fn list_and_watch(
+    async fn list_and_watch<'a, E: RunError>(
         &self,
+        io: &'a dyn KindIo<E>,
         cancel: &CancellationToken,
-    ) -> Result<(), ReflectorError<L::Error>> {
+    ) -> Result<(), ReflectorError<E>> {
         let since = Instant::now();
         let mut run = Run::new(self.use_watch_list, self.max_internal_error_retry_duration);
         // Served from the end of the list on; the watch the streaming list leaves open.
         let mut resync = None::<Resync>;
-        let mut carried = None;
+        let mut carried: Option<Box<dyn EventSource<'a, E> + 'a>> = None;
         // What a wait within the phase came to (a cancellation, a failed resync).
         let mut interrupted = None;
         loop {
@@ -365,11 +399,13 @@ where
                 Some(outcome) => outcome,
                 None if cancel.is_cancelled() => return Ok(()),
                 None => match run.phase() {
-                    Phase::StreamingList => self.streaming_list(since, &mut carried, cancel).await,
-                    Phase::List => self.list(cancel).await,
+                    Phase::StreamingList => {
+                        self.streaming_list(io, since, &mut carried, cancel).await
+                    }
+                    Phase::List => self.list(io, cancel).await,
                     Phase::Watch => {
                         let resync = resync.get_or_insert_with(|| Resync::new(self.resync_period));
-                        self.watch(carried.take(), resync, cancel).await
+                        self.watch(io, carried.take(), resync, cancel).await
                     }
                 },
             };
@@ -394,7 +430,10 @@ where
                         tracing::debug!(reflector = %self.name, ?phase, error = %err, "backing off");
                     }
                     let wait = self.state.lock().backoff.next_backoff();
-                    match self.with_resync(resync.as_mut(), cancel, sleep(wait)).await {
+                    match self
+                        .with_resync(io, resync.as_mut(), cancel, sleep(wait))
+                        .await
+                    {
                         Ok(Some(())) => {}
                         Ok(None) => interrupted = Some(Ok(Outcome::Cancelled)),
                         Err(err) => interrupted = Some(Err(err)),
@@ -408,7 +447,7 @@ where
 
     /// Logs a streaming list the server refused: at info level the first time, at debug
     /// level after.
-    fn log_refusal(&self, error: Option<&ReflectorError<L::Error>>) {
+    fn log_refusal(&self, error: Option<&impl fmt::Display>) {
         let Some(err) = error else { return };
         if !std::mem::replace(&mut self.state.lock().refusal_logged, true) {
             tracing::info!(reflector = %self.name, error = %err, "streaming list refused; falling back to list and watch");
@@ -419,11 +458,11 @@ where
 
     /// How a run ends: with the error for the watch-error handler, or `Ok` after logging
     /// what ended a watch (client-go's `watch` logs and returns nil).
-    fn end_run(
+    fn end_run<E: RunError>(
         &self,
         end: RunEnd,
-        error: Option<ReflectorError<L::Error>>,
-    ) -> Result<(), ReflectorError<L::Error>> {
+        error: Option<ReflectorError<E>>,
+    ) -> Result<(), ReflectorError<E>> {
         let Some(err) = error else { return Ok(()) };
         match end {
             RunEnd::Failed => return Err(err),

@@ -5,12 +5,12 @@ use std::future::Future;
 use std::pin::pin;
 use std::time::Duration;
 
-use kclient_core::{CancellationToken, ListerWatcher, Resource};
+use kclient_core::CancellationToken;
 use tokio::time::{sleep_until, Instant};
 
 use super::errors::ReflectorError;
-use super::Reflector;
-use crate::store::Store;
+use super::io::KindIo;
+use super::{Core, RunError};
 
 /// The resync timer: from the end of a run's list to the end of the run.
 pub(super) struct Resync {
@@ -43,22 +43,18 @@ impl Resync {
     }
 }
 
-impl<K, L, S> Reflector<K, L, S>
-where
-    K: Resource + Clone + Send + Sync + 'static,
-    L: ListerWatcher<K> + Clone + 'static,
-    S: Store<K>,
-{
+impl Core {
     /// Runs `work` until it completes (`Some`) or `cancel` fires (`None`), serving the resync
     /// ticks meanwhile when a timer runs: each calls the store's `resync` if
     /// [`should_resync`](crate::ReflectorOptions::should_resync) agrees, and a failure ends
     /// the wait with [`ReflectorError::Resync`].
-    pub(super) async fn with_resync<T>(
+    pub(super) async fn with_resync<E: RunError, T>(
         &self,
+        io: &dyn KindIo<E>,
         resync: Option<&mut Resync>,
         cancel: &CancellationToken,
         work: impl Future<Output = T>,
-    ) -> Result<Option<T>, ReflectorError<L::Error>> {
+    ) -> Result<Option<T>, ReflectorError<E>> {
         let mut work = pin!(work);
         let Some(resync) = resync else {
             return Ok(tokio::select! {
@@ -73,7 +69,7 @@ where
                 _ = resync.due() => {
                     if self.should_resync.as_ref().is_none_or(|f| f()) {
                         tracing::debug!(reflector = %self.name, "forcing resync");
-                        self.store.resync().map_err(ReflectorError::Resync)?;
+                        io.resync().map_err(ReflectorError::Resync)?;
                     }
                     resync.rearm();
                 }

@@ -4,52 +4,41 @@
 //! store's content in one go; the same watch then goes on as the watch phase's.
 
 use kclient_core::options::ResourceVersionMatch;
-use kclient_core::{CancellationToken, ListOptions, ListerWatcher, Resource, WatchStream};
+use kclient_core::{CancellationToken, ListOptions};
 use tokio::time::Instant;
 
 use super::errors::ReflectorError;
+use super::io::{EventSource, KindIo};
 use super::list::SLOW_LIST;
 use super::phase::Outcome;
 use super::watch::WatchEnd;
-use super::Reflector;
-use crate::initial_events::InitialEvents;
-use crate::store::Store;
+use super::{Core, RunError};
 
-impl<K, L, S> Reflector<K, L, S>
-where
-    K: Resource + Clone + Send + Sync + 'static,
-    L: ListerWatcher<K> + Clone + 'static,
-    S: Store<K>,
-{
+impl Core {
     /// The streaming list phase's step, one attempt: [`Outcome::Listed`] once the initial
     /// events are in the store, with the watch to go on with in `carried`;
     /// [`Outcome::Closed`] when the server ended the watch before its closing bookmark.
     /// `since` is when the run's first attempt started (what a slow list is measured by).
-    pub(super) async fn streaming_list(
+    pub(super) async fn streaming_list<'a, E: RunError>(
         &self,
+        io: &'a dyn KindIo<E>,
         since: Instant,
-        carried: &mut Option<WatchStream<K, L::Error>>,
+        carried: &mut Option<Box<dyn EventSource<'a, E> + 'a>>,
         cancel: &CancellationToken,
-    ) -> Result<Outcome, ReflectorError<L::Error>> {
+    ) -> Result<Outcome, ReflectorError<E>> {
         let options = ListOptions::default()
             .resource_version(self.state.lock().versions.rewatch_at())
             .resource_version_match(ResourceVersionMatch::NotOlderThan)
             .send_initial_events(true)
             .allow_watch_bookmarks(true)
             .timeout_seconds(self.watch_timeout_seconds())
-            .omit_managed_fields(self.admission.omits_managed_fields());
-        let indexers = (self.admission.known_objects.as_ref())
-            .filter(|_| self.admission.codec.is_some())
-            .map(|store| store.current_indexers());
-        let initial = InitialEvents::<K>::new(self.admission.codec.clone(), indexers);
+            .omit_managed_fields(io.omits_managed_fields());
         let started = Instant::now();
-        let Some(opened) = self
-            .with_resync(None, cancel, self.start_watch(&options))
-            .await?
-        else {
+        let opened = io.watch(options, self.watch_idle_timeout, true);
+        let Some(opened) = self.with_resync(io, None, cancel, opened).await? else {
             return Ok(Outcome::Cancelled);
         };
-        let mut stream = opened.map_err(|source| ReflectorError::Watch {
+        let mut source = opened.map_err(|source| ReflectorError::Watch {
             what: self.type_description.clone(),
             source,
         })?;
@@ -59,26 +48,26 @@ where
             resource_version.push_str(rv);
         };
         let ended = self
-            .consume(&mut stream, &initial, started, cancel, true, &mut record)
+            .consume(&mut *source, started, cancel, true, &mut record)
             .await?;
-        let stream = match ended {
+        match ended {
             None => return Ok(Outcome::Cancelled),
             // Closed before the bookmark: the next attempt starts with a clean store.
             Some(WatchEnd::Closed) => return Ok(Outcome::Closed),
-            Some(WatchEnd::InitialEventsEnd(stream)) => stream,
-        };
+            Some(WatchEnd::InitialEventsEnd) => {}
+        }
         let elapsed = since.elapsed();
         if elapsed > SLOW_LIST {
             tracing::warn!(reflector = %self.name, ?elapsed, "slow streaming list");
         }
         self.state.lock().versions.streamed();
-        let listed = initial.into_listed();
+        let listed = source.finish_initial_events();
         if self.check_watch_list_consistency {
-            self.check_consistency(&listed, &resource_version, cancel)
+            self.check_consistency(io, &*listed, &resource_version, cancel)
                 .await;
         }
         self.sync_with(listed, &resource_version, elapsed)?;
-        *carried = Some(stream);
+        *carried = Some(source);
         Ok(Outcome::Listed)
     }
 }
