@@ -1629,21 +1629,11 @@ async fn relist_after_gone_logs_one_warning_not_one_per_retry() {
     settle().await;
     assert_eq!(store.calls(), ["replace [] rv=10", "replace [] rv=20"]);
     assert_eq!(fake.list_calls().len(), 3);
-    let at = |level| -> Vec<_> {
-        let events = trace.events().into_iter();
-        events.filter(|event| event.level == level).collect()
-    };
-    assert_eq!(
-        at(tracing::Level::WARN).len(),
-        1,
-        "{:?}",
-        at(tracing::Level::WARN)
-    );
-    assert!(
-        at(tracing::Level::ERROR).is_empty(),
-        "{:?}",
-        at(tracing::Level::ERROR)
-    );
+    let events = trace.events();
+    let at = |level| -> Vec<_> { events.iter().filter(|e| e.level == level).collect() };
+    let (warnings, errors) = (at(tracing::Level::WARN), at(tracing::Level::ERROR));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(errors.is_empty(), "{errors:?}");
     stop.cancel();
     handle.await.unwrap();
 }

@@ -73,32 +73,27 @@ fn parent(i: usize, v: u64) -> ConfigMap {
     cm
 }
 
-/// The parents on the server (the churn makes each one it deletes again at once).
-fn parents(server: &FakeApiServer) -> usize {
-    let parents = server.list::<ConfigMap>(Some(NAMESPACE)).into_iter();
-    parents.filter(|p| p.name_any().starts_with("p-")).count()
-}
-
-/// The parents whose child or status is not `data.v`, on the server.
-fn unconverged(server: &FakeApiServer) -> usize {
+/// The parents on the server (the churn makes each one it deletes again at once), and how
+/// many of them have a child or status that is not their `data.v`.
+fn parents_and_unconverged(server: &FakeApiServer) -> (usize, usize) {
     let children: std::collections::HashMap<String, Secret> = server
         .list::<Secret>(Some(NAMESPACE))
         .into_iter()
         .map(|s| (s.name_any().to_owned(), s))
         .collect();
-    server
-        .list::<ConfigMap>(Some(NAMESPACE))
-        .iter()
+    let configmaps = server.list::<ConfigMap>(Some(NAMESPACE));
+    let parents: Vec<_> = (configmaps.iter())
         .filter(|p| p.name_any().starts_with("p-"))
-        .filter(|p| {
-            let v = v_of(p);
-            let child_ok = children.get(p.name_any()).is_some_and(|c| {
-                c.annotations().get("v") == Some(&v)
-                    && controller_of(c).is_some_and(|o| Some(o.uid.as_str()) == p.uid())
-            });
-            p.annotations().get("observed") != Some(&v) || !child_ok
-        })
-        .count()
+        .collect();
+    let unconverged = parents.iter().filter(|p| {
+        let v = v_of(p);
+        let child_ok = children.get(p.name_any()).is_some_and(|c| {
+            c.annotations().get("v") == Some(&v)
+                && controller_of(c).is_some_and(|o| Some(o.uid.as_str()) == p.uid())
+        });
+        p.annotations().get("observed") != Some(&v) || !child_ok
+    });
+    (parents.len(), unconverged.count())
 }
 
 /// Prints one line of the protocol.
@@ -182,15 +177,15 @@ pub(crate) async fn serve(o: &Options) -> Result<(), Error> {
     // The churn stops: everything converges.
     server.faults().clear_failures();
     let settle_started = Instant::now();
-    let mut left = unconverged(&server);
+    let (mut parents, mut left) = parents_and_unconverged(&server);
     while left > 0 && settle_started.elapsed() < Duration::from_secs(120) {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        left = unconverged(&server);
+        (parents, left) = parents_and_unconverged(&server);
     }
     let mut done = progress(writes, faults_injected);
     done["done"] = json!(true);
     done["unconverged_at_end"] = json!(left);
-    done["parents_at_end"] = json!(parents(&server));
+    done["parents_at_end"] = json!(parents);
     done["settle_s"] = json!((settle_started.elapsed().as_secs_f64() * 10.0).round() / 10.0);
     report(&done);
     // Serve until the client is done with the server (it closes our stdin).
