@@ -235,10 +235,10 @@ where
 
     /// A paged list whose items (each the outcome of admitting one object) `gather` makes
     /// into the listed objects, bound for the store.
-    fn listing<T>(
+    fn listing(
         &self,
-        paged: PagedList<T>,
-        gather: impl FnOnce(Vec<T>) -> Result<Listed<K>, StoreError>,
+        paged: PagedList<Admitted<K>>,
+        gather: impl FnOnce(Vec<Admitted<K>>) -> Result<Listed<K>, StoreError>,
     ) -> Listing<'_> {
         Listing {
             resource_version: paged.list.resource_version().unwrap_or_default().to_owned(),
@@ -256,7 +256,7 @@ where
 
     /// Writes one watched object into `store` (admitted as a listed one is); a failure is
     /// logged, not fatal, as in client-go. Returns the object's resourceVersion.
-    fn write<T: Store<K>>(&self, store: &T, obj: K, write: Write) -> String {
+    fn write(&self, store: &dyn Store<K>, obj: K, write: Write) -> String {
         let rv = obj.resource_version().unwrap_or_default().to_owned();
         let written = self.admission.admit(obj).and_then(|obj| match write {
             Write::Add => store.add(obj),
@@ -380,11 +380,16 @@ where
     L: ListerWatcher<K> + Clone + 'static,
     S: Store<K>,
 {
-    fn write(&self, obj: K, write: Write) -> String {
+    /// Where the events go: the initial events until they are handed over, the store after.
+    fn target(&self) -> &dyn Store<K> {
         match &self.initial {
-            Some(initial) => self.io.write(initial, obj, write),
-            None => self.io.write(&self.io.store, obj, write),
+            Some(initial) => initial,
+            None => &self.io.store,
         }
+    }
+
+    fn write(&self, obj: K, write: Write) -> String {
+        self.io.write(self.target(), obj, write)
     }
 }
 
@@ -417,10 +422,7 @@ where
             WatchEvent::Bookmark(bookmark) => {
                 // client-go's reflector hands a bookmark to a store that takes them
                 // (`ReflectorBookmarkStore`): a RealFIFO queues it for the informer's store.
-                match &self.initial {
-                    Some(initial) => initial.bookmark(&bookmark.resource_version),
-                    None => self.io.store.bookmark(&bookmark.resource_version),
-                }
+                self.target().bookmark(&bookmark.resource_version);
                 Step::Bookmark {
                     initial_events_end: bookmark.is_initial_events_end(),
                     resource_version: bookmark.resource_version,
@@ -430,10 +432,7 @@ where
     }
 
     fn update_resource_version(&self, resource_version: &str) {
-        match &self.initial {
-            Some(initial) => initial.update_resource_version(resource_version),
-            None => self.io.store.update_resource_version(resource_version),
-        }
+        self.target().update_resource_version(resource_version);
     }
 
     fn finish_initial_events(&mut self) -> Box<dyn ListedObjects + 'a> {
