@@ -16,7 +16,6 @@
 //! assert_eq!(indexers.names().collect::<Vec<_>>(), ["by-node", NAMESPACE_INDEX]);
 //! ```
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -124,7 +123,10 @@ pub fn index_func_to_key_func_adapter<K: Resource + 'static>(index: IndexFunc<K>
 }
 
 /// Named index functions (client-go's `Indexers`), in name order.
-pub struct Indexers<K>(BTreeMap<String, IndexFunc<K>>);
+///
+/// Kept as a `Vec` sorted by name rather than a `BTreeMap`: a store has a handful of
+/// indices, and a map's code would be compiled again for every kind a program caches.
+pub struct Indexers<K>(Vec<(String, IndexFunc<K>)>);
 
 impl<K> Clone for Indexers<K> {
     fn clone(&self) -> Self {
@@ -134,13 +136,13 @@ impl<K> Clone for Indexers<K> {
 
 impl<K> Default for Indexers<K> {
     fn default() -> Self {
-        Self(BTreeMap::new())
+        Self(Vec::new())
     }
 }
 
 impl<K> fmt::Debug for Indexers<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.0.keys()).finish()
+        f.debug_set().entries(self.names()).finish()
     }
 }
 
@@ -161,22 +163,26 @@ impl<K> Indexers<K> {
 
     /// Adds (or replaces) the index `name`.
     pub fn insert(&mut self, name: impl Into<String>, f: IndexFunc<K>) {
-        self.0.insert(name.into(), f);
+        let name = name.into();
+        match self.position(&name) {
+            Ok(i) => self.0[i].1 = f,
+            Err(i) => self.0.insert(i, (name, f)),
+        }
     }
 
     /// The index function called `name`.
     pub fn get(&self, name: &str) -> Option<&IndexFunc<K>> {
-        self.0.get(name)
+        self.position(name).ok().map(|i| &self.0[i].1)
     }
 
     /// Whether an index is called `name`.
     pub fn contains(&self, name: &str) -> bool {
-        self.0.contains_key(name)
+        self.position(name).is_ok()
     }
 
     /// The index names, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.0.keys().map(String::as_str)
+        self.0.iter().map(|(n, _)| n.as_str())
     }
 
     /// The indices, in name order.
@@ -192,6 +198,11 @@ impl<K> Indexers<K> {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Where `name` is (`Ok`) or would go (`Err`) in the sorted list.
+    fn position(&self, name: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(n, _)| n.as_str().cmp(name))
     }
 }
 
