@@ -136,6 +136,9 @@ pub mod representation;
 pub mod shared_informer;
 pub mod store;
 mod store_key;
+// Without the `compact` feature only the decoded representation is compiled in: the compact
+// one's slot and its state are then unused.
+#[cfg_attr(not(feature = "compact"), allow(dead_code))]
 mod stored;
 #[cfg(test)]
 mod test_objects;

@@ -405,6 +405,10 @@ pub(crate) enum Listed<K> {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    // Without the `compact` feature the compact store's tests are left out, and their helpers
+    // unused.
+    #![cfg_attr(not(feature = "compact"), allow(unused_imports, dead_code))]
+
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use k8s_openapi::api::core::v1::ConfigMap;
@@ -452,11 +456,28 @@ pub(crate) mod tests {
         names
     }
 
+    /// Without the `compact` feature a store asked to be compact holds its objects decoded,
+    /// and says so.
+    #[test]
+    #[cfg(not(feature = "compact"))]
+    fn compact_without_the_feature_is_decoded() {
+        let compact = CacheRepresentation::Compact {
+            codec: ObjectCodec::<ConfigMap>::json(),
+            recently_decoded: 0,
+        };
+        let store = ThreadSafeStore::with_representation(Indexers::new(), compact);
+        assert!(!store.is_compact());
+        let cm = Arc::new(config_map("a", "x"));
+        store.add("ns/a", Arc::clone(&cm)).unwrap();
+        assert!(Arc::ptr_eq(&store.get("ns/a").unwrap(), &cm));
+    }
+
     /// A list indexed with the store's own index functions is stored without decoding its
     /// items (but the one round-trip check); one indexed with functions the store no longer
     /// has is decoded item by item; either way the indices are right, and an index function
     /// that failed when the item was pushed fails the replace as it would have.
     #[test]
+    #[cfg(feature = "compact")]
     fn a_list_indexed_as_it_was_encoded_is_stored_without_decoding() {
         let decodes = Arc::new(AtomicUsize::new(0));
         let codec = counting_json(&decodes);

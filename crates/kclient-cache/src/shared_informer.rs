@@ -393,10 +393,13 @@ where
         if reflector_options.name.is_none() {
             reflector_options.name = Some(name.to_string());
         }
-        // A compact cache's lists stay encoded, in the cache's own codec, until stored.
+        // A compact cache's lists stay encoded, in the cache's own codec, until stored
+        // (without the `compact` feature the store keeps objects decoded: so do the lists).
         reflector_options.encoded_lists = match &options.representation {
-            CacheRepresentation::Compact { codec, .. } => Some(codec.clone()),
-            CacheRepresentation::Decoded => None,
+            CacheRepresentation::Compact { codec, .. } if cfg!(feature = "compact") => {
+                Some(codec.clone())
+            }
+            _ => None,
         };
         if let Some(transform) = options.transform {
             reflector_options.transform = Some(transform);

@@ -56,7 +56,9 @@ use crate::metrics::CacheMetrics;
 use crate::representation::{CacheRepresentation, EncodedList};
 use crate::store::StoreError;
 use crate::store_key::StoreKey;
-use crate::stored::{Representation, Slot, Stored};
+#[cfg(feature = "compact")]
+use crate::stored::Stored;
+use crate::stored::{Representation, Slot};
 
 /// A map from storage keys to `Arc<K>` with named indices, safe to share between threads
 /// (client-go's `ThreadSafeStore`). Most code uses it through an
@@ -75,9 +77,12 @@ pub struct ThreadSafeStore<K> {
 }
 
 /// The store in one of its representations: the same code over the slot type, so that the
-/// decoded representation's map and index entries stay one pointer each.
+/// decoded representation's map and index entries stay one pointer each. The compact one is
+/// compiled only with the `compact` feature: it is a second copy of the store's code for
+/// every kind a program caches.
 enum Core<K> {
     Decoded(Table<K, Arc<K>>),
+    #[cfg(feature = "compact")]
     Compact(Table<K, Stored<K>>),
 }
 
@@ -86,6 +91,7 @@ macro_rules! on_core {
     ($core:expr, $store:ident => $call:expr) => {
         match $core {
             Core::Decoded($store) => $call,
+            #[cfg(feature = "compact")]
             Core::Compact($store) => $call,
         }
     };
@@ -573,6 +579,30 @@ impl<K, S: Slot<K>> Table<K, S> {
     }
 }
 
+impl<K> Core<K> {
+    /// The table for `representation`.
+    #[cfg(feature = "compact")]
+    fn new(indexers: Arc<Indexers<K>>, representation: Representation<K>) -> Self {
+        if representation.is_compact() {
+            Self::Compact(Table::new(indexers, representation))
+        } else {
+            Self::Decoded(Table::new(indexers, representation))
+        }
+    }
+
+    /// The decoded table: the compact one is not compiled in.
+    #[cfg(not(feature = "compact"))]
+    fn new(indexers: Arc<Indexers<K>>, representation: Representation<K>) -> Self {
+        if representation.is_compact() {
+            tracing::warn!(
+                "compact cache representation asked for, but kclient-cache was built without \
+                 its `compact` feature: objects are kept decoded"
+            );
+        }
+        Self::Decoded(Table::new(indexers, Representation::decoded()))
+    }
+}
+
 impl<K> ThreadSafeStore<K> {
     /// An empty store with these indices, holding objects decoded.
     pub fn new(indexers: Indexers<K>) -> Self {
@@ -581,19 +611,19 @@ impl<K> ThreadSafeStore<K> {
 
     /// An empty store with these indices, holding objects in `representation` (see
     /// [`CacheRepresentation`]).
+    ///
+    /// The compact representation needs this crate's `compact` feature (in its default
+    /// features, and in the facade's through `compact-protobuf`). Without it a store asked
+    /// for it logs a warning and holds its objects decoded: [`is_compact`](Self::is_compact)
+    /// tells which it got.
     pub fn with_representation(
         indexers: Indexers<K>,
         representation: CacheRepresentation<K>,
     ) -> Self {
         let indexers = Arc::new(indexers);
         let representation = Representation::new(representation);
-        let core = if representation.is_compact() {
-            Core::Compact(Table::new(indexers, representation))
-        } else {
-            Core::Decoded(Table::new(indexers, representation))
-        };
         Self {
-            core,
+            core: Core::new(indexers, representation),
             rv: RwLock::new(String::new()),
         }
     }
@@ -642,7 +672,11 @@ impl<K> ThreadSafeStore<K> {
 
     /// Whether objects are kept in the compact representation.
     pub fn is_compact(&self) -> bool {
-        matches!(self.core, Core::Compact(_))
+        match self.core {
+            Core::Decoded(_) => false,
+            #[cfg(feature = "compact")]
+            Core::Compact(_) => true,
+        }
     }
 
     /// Stores `obj` under `key`, replacing what was there (client-go's `Add`; `Add` and
