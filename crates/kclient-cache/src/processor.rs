@@ -6,6 +6,8 @@
 //! resync check; everything else goes to every listener. Before the first check every
 //! listener counts as due (client-go starts `syncingListeners` with all of them).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,7 +51,7 @@ impl<K: Resource + Send + Sync + 'static> Processor<K> {
         state.listeners.push(Arc::clone(&listener));
         state.syncing.push(Arc::clone(&listener));
         if let Some(runtime) = &state.runtime {
-            self.tasks.lock().push(runtime.spawn(listener.run()));
+            self.tasks.lock().push(spawn_listener(runtime, listener));
         }
     }
 
@@ -100,7 +102,7 @@ impl<K: Resource + Send + Sync + 'static> Processor<K> {
         let runtime = Handle::current();
         let mut tasks = self.tasks.lock();
         for listener in &state.listeners {
-            tasks.push(runtime.spawn(Arc::clone(listener).run()));
+            tasks.push(spawn_listener(&runtime, Arc::clone(listener)));
         }
         state.runtime = Some(runtime);
     }
@@ -150,6 +152,16 @@ impl<K: Resource + Send + Sync + 'static> Processor<K> {
             ));
         }
     }
+}
+
+/// Starts `listener`'s task on `runtime`. The task is boxed, so that the runtime's task code
+/// is compiled once, not once per kind a program caches.
+fn spawn_listener<K: Resource + Send + Sync + 'static>(
+    runtime: &Handle,
+    listener: Arc<Listener<K>>,
+) -> JoinHandle<()> {
+    let run: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(listener.run());
+    runtime.spawn(run)
 }
 
 /// The period a listener actually resyncs with, given what it asked for and the informer's

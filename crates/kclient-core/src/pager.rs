@@ -25,9 +25,12 @@
 //! pages a typed client, a dynamic resource, a filtered lister over either, or an in-memory
 //! lister in a test alike. The clients offer it as `pager()`, `list_all()` and `list_pages()`.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 use std::marker::PhantomData;
+use std::pin::Pin;
 
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 
@@ -422,7 +425,8 @@ where
 /// The page after the one being decoded: already being fetched on a task of its own, or to
 /// be fetched when it is needed.
 enum NextPage<K, E> {
-    Fetching(AbortOnDrop<Result<FetchedList<K, E>, E>>),
+    /// The task's output is the page (a `Result<FetchedList<K, E>, E>`), boxed.
+    Fetching(AbortOnDrop, PhantomData<fn() -> (K, E)>),
     Later,
 }
 
@@ -436,9 +440,10 @@ impl<K: Send + 'static, E: Send + 'static> NextPage<K, E> {
         match runtime {
             Ok(runtime) if prefetch => {
                 let (lister, options) = (lister.clone(), options.clone());
-                NextPage::Fetching(AbortOnDrop(
-                    runtime.spawn(async move { lister.fetch_list(&options).await }),
-                ))
+                let fetch: PrefetchTask = Box::pin(async move {
+                    Box::new(lister.fetch_list(&options).await) as Box<dyn Any + Send>
+                });
+                NextPage::Fetching(AbortOnDrop(runtime.spawn(fetch)), PhantomData)
             }
             _ => NextPage::Later,
         }
@@ -451,8 +456,12 @@ impl<K: Send + 'static, E: Send + 'static> NextPage<K, E> {
     {
         match self {
             NextPage::Later => lister.fetch_list(options).await,
-            NextPage::Fetching(mut task) => match (&mut task.0).await {
-                Ok(page) => page,
+            NextPage::Fetching(mut task, _) => match (&mut task.0).await {
+                Ok(page) => match page.downcast::<Result<FetchedList<K, E>, E>>() {
+                    Ok(page) => *page,
+                    // Not reached: the task was made by `start` for this very type.
+                    Err(_) => lister.fetch_list(options).await,
+                },
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 // Cancelled by the runtime shutting down: fetch here, as without a runtime.
                 Err(_) => lister.fetch_list(options).await,
@@ -461,11 +470,15 @@ impl<K: Send + 'static, E: Send + 'static> NextPage<K, E> {
     }
 }
 
-/// A task aborted when its handle is dropped: a list abandoned (an error, a cancelled
-/// reflector) does not leave its next page downloading.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+/// A page's prefetch as spawned: its future and its output are boxed, so that the runtime's
+/// task code is compiled once, not once per kind a program lists.
+type PrefetchTask = Pin<Box<dyn Future<Output = Box<dyn Any + Send>> + Send>>;
 
-impl<T> Drop for AbortOnDrop<T> {
+/// A prefetch task aborted when its handle is dropped: a list abandoned (an error, a
+/// cancelled reflector) does not leave its next page downloading.
+struct AbortOnDrop(tokio::task::JoinHandle<Box<dyn Any + Send>>);
+
+impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
