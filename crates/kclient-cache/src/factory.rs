@@ -347,7 +347,8 @@ impl<C: Send + Sync + 'static> SharedInformerFactoryBuilder<C> {
     /// otherwise for their type (`ObjectCodec::json()` keeps any serde type compact). The
     /// protobuf codecs need this crate's `compact-protobuf` feature (the facade's, in its
     /// default features) and the kind's API group compiled in: without them built-in kinds
-    /// stay decoded too, with a warning logged when the informer is made.
+    /// stay decoded too, with a warning logged when the informer is made. (Without the
+    /// `compact` feature, which `compact-protobuf` turns on, every kind stays decoded.)
     pub fn compact_cache(mut self) -> Self {
         self.options.compact_built_in = true;
         self

@@ -16,6 +16,12 @@
 //! Pod's `status`, a Deployment's `spec`): Go, and so every server, always sends it, and it
 //! comes back as `Some` of an empty struct if it was stored as `None`.
 //!
+//! The compact store is compiled only with this crate's `compact` feature (in its default
+//! features; the facade's `compact`, which its default `compact-protobuf` turns on). It is a
+//! second copy of the store's code for every cached kind, which a program that never asks for
+//! it need not build. Without the feature a store asked to be compact keeps its objects
+//! decoded, logs a warning, and says so through `is_compact()`.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use k8s_openapi::api::core::v1::Pod;

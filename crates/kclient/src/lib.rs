@@ -52,7 +52,11 @@
 //! knows its kinds builds faster and smaller with just their groups. The protobuf *encoders*
 //! are compiled only for `compact-protobuf` (in the default features), which lets the
 //! compact cache representation keep built-in kinds as protobuf (without it `compact_cache()`
-//! leaves them decoded): a client decodes responses and sends JSON, so it needs none. An operator of Deployments and Pods:
+//! leaves them decoded): a client decodes responses and sends JSON, so it needs none. The
+//! compact cache itself is the `compact` feature (which `compact-protobuf` turns on): it
+//! compiles a second copy of the store for every kind a program caches, and without it a
+//! cache asked to be compact keeps its objects decoded, with a warning. An operator of
+//! Deployments and Pods, which needs neither:
 //!
 //! ```toml
 //! kclient = { version = "0.1", default-features = false, features = ["controller", "derive", "v1_37", "group-core", "group-apps"] }
