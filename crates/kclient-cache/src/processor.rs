@@ -6,11 +6,10 @@
 //! resync check; everything else goes to every listener. Before the first check every
 //! listener counts as due (client-go starts `syncingListeners` with all of them).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use kclient_core::Resource;
 use parking_lot::{Mutex, RwLock};
 use tokio::runtime::Handle;
@@ -160,7 +159,7 @@ fn spawn_listener<K: Resource + Send + Sync + 'static>(
     runtime: &Handle,
     listener: Arc<Listener<K>>,
 ) -> JoinHandle<()> {
-    let run: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(listener.run());
+    let run: BoxFuture<'static, ()> = Box::pin(listener.run());
     runtime.spawn(run)
 }
 

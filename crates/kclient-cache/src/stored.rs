@@ -76,12 +76,6 @@ impl<K> Representation<K> {
         Self { compact }
     }
 
-    /// The decoded representation.
-    #[cfg_attr(feature = "compact", allow(dead_code))]
-    pub(crate) fn decoded() -> Self {
-        Self { compact: None }
-    }
-
     pub(crate) fn is_compact(&self) -> bool {
         self.compact.is_some()
     }

@@ -28,10 +28,9 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
 use std::marker::PhantomData;
-use std::pin::Pin;
 
+use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 
 use crate::api_error::{ApiError, ApiStatus};
@@ -472,7 +471,7 @@ impl<K: Send + 'static, E: Send + 'static> NextPage<K, E> {
 
 /// A page's prefetch as spawned: its future and its output are boxed, so that the runtime's
 /// task code is compiled once, not once per kind a program lists.
-type PrefetchTask = Pin<Box<dyn Future<Output = Box<dyn Any + Send>> + Send>>;
+type PrefetchTask = BoxFuture<'static, Box<dyn Any + Send>>;
 
 /// A prefetch task aborted when its handle is dropped: a list abandoned (an error, a
 /// cancelled reflector) does not leave its next page downloading.

@@ -582,7 +582,8 @@ impl<K, S: Slot<K>> Table<K, S> {
 impl<K> Core<K> {
     /// The table for `representation`.
     #[cfg(feature = "compact")]
-    fn new(indexers: Arc<Indexers<K>>, representation: Representation<K>) -> Self {
+    fn new(indexers: Arc<Indexers<K>>, representation: CacheRepresentation<K>) -> Self {
+        let representation = Representation::new(representation);
         if representation.is_compact() {
             Self::Compact(Table::new(indexers, representation))
         } else {
@@ -592,14 +593,15 @@ impl<K> Core<K> {
 
     /// The decoded table: the compact one is not compiled in.
     #[cfg(not(feature = "compact"))]
-    fn new(indexers: Arc<Indexers<K>>, representation: Representation<K>) -> Self {
+    fn new(indexers: Arc<Indexers<K>>, representation: CacheRepresentation<K>) -> Self {
         if representation.is_compact() {
             tracing::warn!(
                 "compact cache representation asked for, but kclient-cache was built without \
                  its `compact` feature: objects are kept decoded"
             );
         }
-        Self::Decoded(Table::new(indexers, Representation::decoded()))
+        let decoded = Representation::new(CacheRepresentation::Decoded);
+        Self::Decoded(Table::new(indexers, decoded))
     }
 }
 
@@ -620,10 +622,8 @@ impl<K> ThreadSafeStore<K> {
         indexers: Indexers<K>,
         representation: CacheRepresentation<K>,
     ) -> Self {
-        let indexers = Arc::new(indexers);
-        let representation = Representation::new(representation);
         Self {
-            core: Core::new(indexers, representation),
+            core: Core::new(Arc::new(indexers), representation),
             rv: RwLock::new(String::new()),
         }
     }
