@@ -18,6 +18,7 @@
 
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kclient_core::ApiStatus;
 use kclient_typed::{ApplyOptions, Clientset};
@@ -96,31 +97,45 @@ pub async fn install_crds(
     crds: &[CustomResourceDefinition],
     timeout: Duration,
 ) -> Result<Vec<CustomResourceDefinition>, InstallCrdError> {
-    let client = clientset.cluster_scoped::<CustomResourceDefinition>();
-    let options = ApplyOptions::new(FIELD_MANAGER).force();
-    let mut names = Vec::with_capacity(crds.len());
-    for crd in crds {
-        let name = crd.metadata.name.clone().ok_or(InstallCrdError::NoName)?;
-        let mut configuration = crd.clone();
-        configuration.metadata.managed_fields = None;
-        configuration.metadata.resource_version = None;
-        configuration.status = None;
-        client
-            .apply(&name, &configuration, &options)
-            .await
-            .map_err(|source| InstallCrdError::Request {
-                name: name.clone(),
-                source: Box::new(source),
-            })?;
-        names.push(name);
-    }
-    let deadline = Instant::now() + timeout;
-    let mut installed = Vec::with_capacity(names.len());
-    for name in names {
-        let left = deadline.saturating_duration_since(Instant::now());
-        installed.push(wait_until_served(clientset, &name, left, timeout).await?);
-    }
-    Ok(installed)
+    apply_and_wait(clientset, crds, timeout).await
+}
+
+/// [`install_crds`]' body, boxed in this crate so that it is compiled here once: an `async
+/// fn`'s body is compiled in each crate that awaits it ("Compiled once" in
+/// docs/architecture.md).
+#[inline(never)]
+fn apply_and_wait<'a>(
+    clientset: &'a Clientset,
+    crds: &'a [CustomResourceDefinition],
+    timeout: Duration,
+) -> BoxFuture<'a, Result<Vec<CustomResourceDefinition>, InstallCrdError>> {
+    Box::pin(async move {
+        let client = clientset.cluster_scoped::<CustomResourceDefinition>();
+        let options = ApplyOptions::new(FIELD_MANAGER).force();
+        let mut names = Vec::with_capacity(crds.len());
+        for crd in crds {
+            let name = crd.metadata.name.clone().ok_or(InstallCrdError::NoName)?;
+            let mut configuration = crd.clone();
+            configuration.metadata.managed_fields = None;
+            configuration.metadata.resource_version = None;
+            configuration.status = None;
+            client
+                .apply(&name, &configuration, &options)
+                .await
+                .map_err(|source| InstallCrdError::Request {
+                    name: name.clone(),
+                    source: Box::new(source),
+                })?;
+            names.push(name);
+        }
+        let deadline = Instant::now() + timeout;
+        let mut installed = Vec::with_capacity(names.len());
+        for name in names {
+            let left = deadline.saturating_duration_since(Instant::now());
+            installed.push(wait_until_served(clientset, &name, left, timeout).await?);
+        }
+        Ok(installed)
+    })
 }
 
 /// What one look at a CRD found.
