@@ -57,6 +57,16 @@ pub enum PagedListError<E> {
     Pager(PagerError),
 }
 
+impl<E> PagedListError<E> {
+    /// The same failure with the lister's error mapped by `f` (the pager's own kept).
+    pub fn map_lister<F>(self, f: impl FnOnce(E) -> F) -> PagedListError<F> {
+        match self {
+            PagedListError::Lister(e) => PagedListError::Lister(f(e)),
+            PagedListError::Pager(e) => PagedListError::Pager(e),
+        }
+    }
+}
+
 impl<E: From<PagerError>> PagedListError<E> {
     /// The failure as the lister's error type, for an error that can carry the pager's (the
     /// typed and dynamic clients' `Error::Pager`).

@@ -10,15 +10,15 @@ use kclient_core::{CancellationToken, ListOptions};
 use tokio::time::sleep;
 
 use super::io::{KindIo, ListedObjects};
-use super::{Core, RunError};
+use super::Core;
 
 impl Core {
     /// Lists at `resource_version` (`Exact`, retried every second until it works or `cancel`
     /// fires) and panics if what the server lists differs from what the streaming list
     /// gathered, as client-go's detector does.
-    pub(super) async fn check_consistency<E: RunError>(
+    pub(super) async fn check_consistency(
         &self,
-        io: &dyn KindIo<E>,
+        io: &dyn KindIo,
         listed: &dyn ListedObjects,
         resource_version: &str,
         cancel: &CancellationToken,

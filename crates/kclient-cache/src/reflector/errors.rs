@@ -92,6 +92,88 @@ impl<E: ApiStatus> ApiStatus for ReflectorError<E> {
     }
 }
 
+impl ReflectorError<SourceError> {
+    /// The error with its lister-watcher's error given back its type `E` (which the run's
+    /// lister-watcher fails with).
+    pub(super) fn into_source_type<E: 'static>(self) -> ReflectorError<E> {
+        match self {
+            Self::List { what, source } => ReflectorError::List {
+                what,
+                source: source.into_inner(),
+            },
+            Self::Watch { what, source } => ReflectorError::Watch {
+                what,
+                source: source.into_inner(),
+            },
+            Self::WatchStream { what, source } => ReflectorError::WatchStream {
+                what,
+                source: source.into_inner(),
+            },
+            Self::WatchEvent { what, status } => ReflectorError::WatchEvent { what, status },
+            Self::Pager { what, source } => ReflectorError::Pager { what, source },
+            Self::VeryShortWatch { name } => ReflectorError::VeryShortWatch { name },
+            Self::Store(e) => ReflectorError::Store(e),
+            Self::Resync(e) => ReflectorError::Resync(e),
+        }
+    }
+}
+
+/// A lister-watcher's error inside a reflector's run, its type erased: the run is then not
+/// generic, and compiled once, in this crate, instead of in each program for the error
+/// types of its lister-watchers. The kind's side erases it ([`SourceError::new`]) and gives
+/// it its type back ([`ReflectorError::into_source_type`]) before anyone outside the run
+/// sees it.
+#[derive(Debug)]
+pub(super) struct SourceError(Box<dyn ErasedSource>);
+
+/// What a lister-watcher's error is (`ListerWatcher::Error`'s bounds), as an object.
+trait ErasedSource: std::error::Error + ApiStatus + Send + Sync + 'static {
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+impl<E: std::error::Error + ApiStatus + Send + Sync + 'static> ErasedSource for E {
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+impl SourceError {
+    pub(super) fn new<E: std::error::Error + ApiStatus + Send + Sync + 'static>(e: E) -> Self {
+        Self(Box::new(e))
+    }
+
+    /// The error as the `E` it was made from.
+    fn into_inner<E: 'static>(self) -> E {
+        match self.0.into_any().downcast::<E>() {
+            Ok(e) => *e,
+            // A run's errors all come from its one lister-watcher (`Typed`).
+            Err(_) => unreachable!("a reflector's run failed with another lister-watcher's error"),
+        }
+    }
+}
+
+impl std::fmt::Display for SourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SourceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl ApiStatus for SourceError {
+    fn api_status(&self) -> Option<&Status> {
+        self.0.api_status()
+    }
+
+    fn is_connection_refused(&self) -> bool {
+        self.0.is_connection_refused()
+    }
+}
+
 /// client-go's `isExpiredError`: `410 Expired` or `410 Gone`.
 pub(super) fn is_expired(e: &(impl ApiStatus + ?Sized)) -> bool {
     e.is_resource_expired() || e.is_gone()

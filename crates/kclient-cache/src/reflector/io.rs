@@ -3,19 +3,18 @@
 //! implementation.
 //!
 //! The run — the state machine's driver, the list, the streaming list, the consumption of a
-//! watch, the resync timer — knows objects only through these traits, so it is compiled once
-//! per lister-watcher error type, not once per kind: a program caching many kinds carries one
-//! copy of the reflector's async state machines. What is compiled per kind is what has to
-//! be: listing (decoding and admitting items), opening a watch, and writing an event's
-//! object into the store, all in this module.
+//! watch, the resync timer — knows objects only through these traits, and the
+//! lister-watcher's errors only as [`SourceError`]s, so it is not generic: it is compiled
+//! once, in this crate, whatever kinds a program caches. What is compiled per kind is what
+//! has to be: listing (decoding and admitting items), opening a watch, writing an event's
+//! object into the store, and giving an error back its type, all in this module.
 
 use std::any::Any;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::StreamExt;
 use kclient_core::{
     DynamicObject, GroupVersionKind, ListOptions, ListPager, ListerWatcher, PagedList,
@@ -24,26 +23,25 @@ use kclient_core::{
 use parking_lot::Mutex;
 
 use super::admit::Admission;
+use super::errors::{ReflectorError, SourceError, WatchError};
 use crate::initial_events::InitialEvents;
 use crate::representation::{EncodedList, Listed};
 use crate::store::{Store, StoreError};
 use crate::watch_deadline::watch_with_deadline;
 
-/// A future the kind's side hands to the run.
-pub(super) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
 /// What the consistency check compares of an object: key, uid, resourceVersion.
 pub(super) type Identity = (String, String, String);
 
-/// What the kind's side does for a reflector's run.
-pub(super) trait KindIo<E>: Send + Sync {
+/// What the kind's side does for a reflector's run. Its errors are the lister-watcher's,
+/// erased.
+pub(super) trait KindIo: Send + Sync {
     /// One paged list with `options` (`page_size` 0 for none), each item admitted (or
     /// encoded, for a compact informer) as its page arrives.
     fn list<'a>(
         &'a self,
         options: ListOptions,
         page_size: i64,
-    ) -> BoxFuture<'a, Result<Listing<'a>, PagedListError<E>>>;
+    ) -> BoxFuture<'a, Result<Listing<'a>, PagedListError<SourceError>>>;
 
     /// A watch with `options`, bounded by its client-side deadline and `idle_timeout`; with
     /// `initial_events`, its objects are gathered apart until the streaming list's closing
@@ -53,19 +51,23 @@ pub(super) trait KindIo<E>: Send + Sync {
         options: ListOptions,
         idle_timeout: Option<Duration>,
         initial_events: bool,
-    ) -> BoxFuture<'a, Result<Box<dyn EventSource<'a, E> + 'a>, E>>;
+    ) -> BoxFuture<'a, Result<Box<dyn EventSource<'a> + 'a>, SourceError>>;
 
     /// The identities of what the server lists with `options` (the consistency check).
     fn list_identities(
         &self,
         options: ListOptions,
-    ) -> BoxFuture<'_, Result<Vec<Identity>, PagedListError<E>>>;
+    ) -> BoxFuture<'_, Result<Vec<Identity>, PagedListError<SourceError>>>;
 
     /// The store's periodic resync.
     fn resync(&self) -> Result<(), StoreError>;
 
     /// Whether lists and watches may leave managedFields out (the transform drops them).
     fn omits_managed_fields(&self) -> bool;
+
+    /// Calls `f` with `err` as the lister-watcher's own [`ReflectorError`], which a
+    /// [`WatchErrorHandler`](super::WatchErrorHandler) can downcast to.
+    fn with_source_type(&self, err: ReflectorError<SourceError>, f: &dyn Fn(&dyn WatchError));
 }
 
 /// One list's outcome: its resourceVersion, whether it came in pages, its objects (or the
@@ -87,7 +89,7 @@ pub(super) trait ListedObjects: Send + Sync {
 }
 
 /// What a watch event came to, once the kind's side has handled it.
-pub(super) enum Step<E> {
+pub(super) enum Step {
     /// An object was written (a failed write is logged, not fatal); its resourceVersion.
     Written(String),
     /// A bookmark (handed to the store); its resourceVersion, and whether it ends a
@@ -101,13 +103,13 @@ pub(super) enum Step<E> {
     /// An `ERROR` event.
     Error(Status),
     /// The stream failed.
-    Failed(E),
+    Failed(SourceError),
 }
 
 /// An open watch, writing each event's object where it belongs as it is polled.
-pub(super) trait EventSource<'a, E>: Send {
+pub(super) trait EventSource<'a>: Send {
     /// The next event, handled; `None` when the stream ended.
-    fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<Option<Step<E>>>;
+    fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<Option<Step>>;
     /// Tells where the events go that the reflector has seen `resource_version`.
     fn update_resource_version(&self, resource_version: &str);
     /// The initial events gathered so far, handed over; the events after go to the store.
@@ -125,7 +127,7 @@ pub(super) struct Typed<K, L, S> {
     pub(super) expected_gvk: Option<GroupVersionKind>,
 }
 
-impl<K, L, S> KindIo<L::Error> for Typed<K, L, S>
+impl<K, L, S> KindIo for Typed<K, L, S>
 where
     K: Resource + Clone + Send + Sync + 'static,
     L: ListerWatcher<K> + Clone + 'static,
@@ -135,8 +137,10 @@ where
         &'a self,
         options: ListOptions,
         page_size: i64,
-    ) -> BoxFuture<'a, Result<Listing<'a>, PagedListError<L::Error>>> {
-        Box::pin(self.list_at(options, page_size))
+    ) -> BoxFuture<'a, Result<Listing<'a>, PagedListError<SourceError>>> {
+        Box::pin(async move {
+            (self.list_at(options, page_size).await).map_err(|e| e.map_lister(SourceError::new))
+        })
     }
 
     fn watch<'a>(
@@ -144,7 +148,7 @@ where
         options: ListOptions,
         idle_timeout: Option<Duration>,
         initial_events: bool,
-    ) -> BoxFuture<'a, Result<Box<dyn EventSource<'a, L::Error> + 'a>, L::Error>> {
+    ) -> BoxFuture<'a, Result<Box<dyn EventSource<'a> + 'a>, SourceError>> {
         Box::pin(async move {
             let initial = initial_events.then(|| {
                 let indexers = (self.admission.known_objects.as_ref())
@@ -152,8 +156,10 @@ where
                     .map(|store| store.current_indexers());
                 InitialEvents::<K>::new(self.admission.codec.clone(), indexers)
             });
-            let stream = watch_with_deadline(&self.lister_watcher, &options, idle_timeout).await?;
-            let source: Box<dyn EventSource<'a, L::Error> + 'a> = Box::new(TypedSource {
+            let stream = watch_with_deadline(&self.lister_watcher, &options, idle_timeout)
+                .await
+                .map_err(SourceError::new)?;
+            let source: Box<dyn EventSource<'a> + 'a> = Box::new(TypedSource {
                 io: self,
                 stream,
                 initial,
@@ -165,11 +171,12 @@ where
     fn list_identities(
         &self,
         options: ListOptions,
-    ) -> BoxFuture<'_, Result<Vec<Identity>, PagedListError<L::Error>>> {
+    ) -> BoxFuture<'_, Result<Vec<Identity>, PagedListError<SourceError>>> {
         Box::pin(async move {
             let paged = self
                 .list_admitted(&options, DEFAULT_PAGE_SIZE, &|obj| Ok(Some(Arc::new(obj))))
-                .await?;
+                .await
+                .map_err(|e| e.map_lister(SourceError::new))?;
             let objects = paged
                 .list
                 .items
@@ -185,6 +192,10 @@ where
 
     fn omits_managed_fields(&self) -> bool {
         self.admission.omits_managed_fields()
+    }
+
+    fn with_source_type(&self, err: ReflectorError<SourceError>, f: &dyn Fn(&dyn WatchError)) {
+        f(&err.into_source_type::<L::Error>());
     }
 }
 
@@ -393,17 +404,19 @@ where
     }
 }
 
-impl<'a, K, L, S> EventSource<'a, L::Error> for TypedSource<'a, K, L, S>
+impl<'a, K, L, S> EventSource<'a> for TypedSource<'a, K, L, S>
 where
     K: Resource + Clone + Send + Sync + 'static,
     L: ListerWatcher<K> + Clone + 'static,
     S: Store<K>,
 {
-    fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<Option<Step<L::Error>>> {
+    fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<Option<Step>> {
         let event = match self.stream.poll_next_unpin(cx) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(None) => return Poll::Ready(None),
-            Poll::Ready(Some(Err(source))) => return Poll::Ready(Some(Step::Failed(source))),
+            Poll::Ready(Some(Err(source))) => {
+                return Poll::Ready(Some(Step::Failed(SourceError::new(source))))
+            }
             Poll::Ready(Some(Ok(event))) => event,
         };
         // Matched here rather than in a function of its own: a `WatchEvent` holds its object

@@ -8,9 +8,10 @@ use kclient_core::{CancellationToken, ListOptions, PagedListError};
 use tokio::time::Instant;
 
 use super::errors::ReflectorError;
+use super::errors::SourceError;
 use super::io::{KindIo, ListedObjects, Listing};
 use super::phase::{Failure, Outcome};
-use super::{Core, RunError};
+use super::Core;
 
 /// A list slower than this is logged as a warning (client-go's trace threshold).
 pub(super) const SLOW_LIST: Duration = Duration::from_secs(10);
@@ -18,11 +19,11 @@ pub(super) const SLOW_LIST: Duration = Duration::from_secs(10);
 impl Core {
     /// The list phase's step: lists at the relist resourceVersion (again at `""` after an
     /// expired or too-large error), then replaces the store's content.
-    pub(super) async fn list<E: RunError>(
+    pub(super) async fn list(
         &self,
-        io: &dyn KindIo<E>,
+        io: &dyn KindIo,
         cancel: &CancellationToken,
-    ) -> Result<Outcome, ReflectorError<E>> {
+    ) -> Result<Outcome, ReflectorError<SourceError>> {
         let started = Instant::now();
         let requested = self.state.lock().versions.relist_at().to_owned();
         let listing = async {
@@ -63,12 +64,12 @@ impl Core {
 
     /// Replaces the store's content with a list's (or a streaming list's) objects and
     /// records its resourceVersion (client-go's `syncWith`), reporting the list.
-    pub(super) fn sync_with<E>(
+    pub(super) fn sync_with(
         &self,
         listed: Box<dyn ListedObjects + '_>,
         resource_version: &str,
         elapsed: Duration,
-    ) -> Result<(), ReflectorError<E>> {
+    ) -> Result<(), ReflectorError<SourceError>> {
         self.report_list(listed.len(), elapsed);
         listed
             .replace(resource_version)
@@ -89,11 +90,11 @@ impl Core {
     }
 
     /// One list at `resource_version`, paged by client-go's rules.
-    async fn list_at<'a, E: RunError>(
+    async fn list_at<'a>(
         &self,
-        io: &'a dyn KindIo<E>,
+        io: &'a dyn KindIo,
         resource_version: &str,
-    ) -> Result<Listing<'a>, PagedListError<E>> {
+    ) -> Result<Listing<'a>, PagedListError<SourceError>> {
         let page_size = self
             .state
             .lock()

@@ -87,9 +87,10 @@
 //!
 //! The run knows nothing of the kind it reflects: it reaches the lister-watcher, the
 //! admission of objects and the store through one trait object (the `io` module), which
-//! lists, opens watches and writes each event's object as it is polled. So the run's async
-//! state machines are compiled once per lister-watcher error type, not once per kind: a
-//! program caching three kinds compiles them once (issue 48; `docs/benchmarks.md`).
+//! lists, opens watches and writes each event's object as it is polled, and it sees the
+//! lister-watcher's errors type-erased. So the run is not generic: its async state machines
+//! are compiled once, in this crate, and a program caching three kinds compiles none of them
+//! (issue 48; `docs/benchmarks.md`).
 //!
 //! [`ListPager`]: kclient_core::ListPager
 //! [`ExponentialBackoffManager`]: kclient_core::backoff::ExponentialBackoffManager
@@ -98,8 +99,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use kclient_core::backoff::ExponentialBackoffManager;
-use kclient_core::{ApiStatus, CancellationToken, GroupVersionKind, ListerWatcher, Resource};
+use kclient_core::{CancellationToken, GroupVersionKind, ListerWatcher, Resource};
 use parking_lot::Mutex;
 use tokio::time::{sleep, Instant};
 use tracing::Instrument;
@@ -125,6 +127,7 @@ mod versions;
 mod watch;
 mod watch_list;
 
+use errors::SourceError;
 pub use errors::{default_watch_error_handler, ReflectorError, WatchError, WatchErrorHandler};
 pub use options::{
     ReflectorOptions, ShouldResyncFunc, DEFAULT_MIN_WATCH_TIMEOUT,
@@ -149,12 +152,6 @@ struct State {
     refusal_logged: bool,
 }
 
-/// The errors a lister-watcher fails with (`ListerWatcher::Error`'s bounds): what the run is
-/// generic over.
-trait RunError: std::error::Error + ApiStatus + Send + Sync + 'static {}
-
-impl<E: std::error::Error + ApiStatus + Send + Sync + 'static> RunError for E {}
-
 /// Keeps a [`Store`] equal to the server's state of one resource; see the [module
 /// docs](self).
 pub struct Reflector<K, L: ListerWatcher<K>, S> {
@@ -164,8 +161,7 @@ pub struct Reflector<K, L: ListerWatcher<K>, S> {
 
 /// The part of a reflector that knows nothing of its kind: its settings and state, and the
 /// run (in this module and its siblings), which reaches the kind's code through
-/// [`KindIo`] only — so that it is compiled once per lister-watcher error type rather than
-/// once per kind.
+/// [`KindIo`] only — so that it is not generic, and compiled once, in this crate.
 struct Core {
     name: String,
     type_description: String,
@@ -329,7 +325,8 @@ where
         &self,
         cancel: &CancellationToken,
     ) -> Result<(), ReflectorError<L::Error>> {
-        self.core.list_and_watch(&self.io, cancel).await
+        let ran = self.core.list_and_watch_boxed(&self.io, cancel).await;
+        ran.map_err(ReflectorError::into_source_type)
     }
 }
 
@@ -350,24 +347,27 @@ impl Core {
         watch_timeout_seconds(self.min_watch_timeout)
     }
 
-    /// [`Reflector::run`].
-    async fn run<E: RunError>(&self, io: &dyn KindIo<E>, cancel: CancellationToken) {
+    /// [`Reflector::run`]. Boxed here, as [`list_and_watch_boxed`](Self::list_and_watch_boxed)
+    /// is: the run is not generic, and so is compiled once, in this crate ("Compiled once" in
+    /// docs/architecture.md).
+    fn run<'a>(&'a self, io: &'a dyn KindIo, cancel: CancellationToken) -> BoxFuture<'a, ()> {
         let span =
             tracing::info_span!("reflector", name = %self.name, resource = %self.type_description);
-        self.run_loop(io, cancel).instrument(span).await
+        Box::pin(self.run_loop(io, cancel).instrument(span))
     }
 
-    async fn run_loop<E: RunError>(&self, io: &dyn KindIo<E>, cancel: CancellationToken) {
+    async fn run_loop(&self, io: &dyn KindIo, cancel: CancellationToken) {
         tracing::debug!(reflector = %self.name, "starting reflector");
         loop {
             if cancel.is_cancelled() {
                 break;
             }
             if let Err(err) = self.list_and_watch(io, &cancel).await {
-                match &self.watch_error_handler {
-                    Some(handler) => handler(&self.name, &err),
-                    None => default_watch_error_handler(&self.name, &err),
-                }
+                // The handler sees the lister-watcher's own error type.
+                io.with_source_type(err, &|err| match &self.watch_error_handler {
+                    Some(handler) => handler(&self.name, err),
+                    None => default_watch_error_handler(&self.name, err),
+                });
             }
             let wait = self.state.lock().backoff.next_backoff();
             tokio::select! {
@@ -378,20 +378,29 @@ impl Core {
         tracing::debug!(reflector = %self.name, "stopping reflector");
     }
 
+    /// [`Reflector::list_and_watch`], boxed (see [`run`](Self::run)).
+    fn list_and_watch_boxed<'a>(
+        &'a self,
+        io: &'a dyn KindIo,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<(), ReflectorError<SourceError>>> {
+        Box::pin(self.list_and_watch(io, cancel))
+    }
+
     /// [`Reflector::list_and_watch`].
     ///
     /// The driver of the run's state machine: it performs the step of the phase the run is
     /// in and hands what it came to to the transition function, which decides the next move.
-    async fn list_and_watch<'a, E: RunError>(
+    async fn list_and_watch<'a>(
         &self,
-        io: &'a dyn KindIo<E>,
+        io: &'a dyn KindIo,
         cancel: &CancellationToken,
-    ) -> Result<(), ReflectorError<E>> {
+    ) -> Result<(), ReflectorError<SourceError>> {
         let since = Instant::now();
         let mut run = Run::new(self.use_watch_list, self.max_internal_error_retry_duration);
         // Served from the end of the list on; the watch the streaming list leaves open.
         let mut resync = None::<Resync>;
-        let mut carried: Option<Box<dyn EventSource<'a, E> + 'a>> = None;
+        let mut carried: Option<Box<dyn EventSource<'a> + 'a>> = None;
         // What a wait within the phase came to (a cancellation, a failed resync).
         let mut interrupted = None;
         loop {
@@ -458,11 +467,11 @@ impl Core {
 
     /// How a run ends: with the error for the watch-error handler, or `Ok` after logging
     /// what ended a watch (client-go's `watch` logs and returns nil).
-    fn end_run<E: RunError>(
+    fn end_run(
         &self,
         end: RunEnd,
-        error: Option<ReflectorError<E>>,
-    ) -> Result<(), ReflectorError<E>> {
+        error: Option<ReflectorError<SourceError>>,
+    ) -> Result<(), ReflectorError<SourceError>> {
         let Some(err) = error else { return Ok(()) };
         match end {
             RunEnd::Failed => return Err(err),
@@ -486,7 +495,7 @@ impl Core {
 }
 
 /// What an error that ended a step says to the state machine.
-fn outcome_of<E: kclient_core::ApiStatus>(err: &ReflectorError<E>) -> Outcome {
+fn outcome_of(err: &ReflectorError<SourceError>) -> Outcome {
     match err {
         ReflectorError::Resync(_) => Outcome::ResyncFailed,
         ReflectorError::Watch { .. } => Outcome::NotOpened(Failure::of(err)),

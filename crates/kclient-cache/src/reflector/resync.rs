@@ -9,8 +9,9 @@ use kclient_core::CancellationToken;
 use tokio::time::{sleep_until, Instant};
 
 use super::errors::ReflectorError;
+use super::errors::SourceError;
 use super::io::KindIo;
-use super::{Core, RunError};
+use super::Core;
 
 /// The resync timer: from the end of a run's list to the end of the run.
 pub(super) struct Resync {
@@ -48,13 +49,13 @@ impl Core {
     /// ticks meanwhile when a timer runs: each calls the store's `resync` if
     /// [`should_resync`](crate::ReflectorOptions::should_resync) agrees, and a failure ends
     /// the wait with [`ReflectorError::Resync`].
-    pub(super) async fn with_resync<E: RunError, T>(
+    pub(super) async fn with_resync<T>(
         &self,
-        io: &dyn KindIo<E>,
+        io: &dyn KindIo,
         resync: Option<&mut Resync>,
         cancel: &CancellationToken,
         work: impl Future<Output = T>,
-    ) -> Result<Option<T>, ReflectorError<E>> {
+    ) -> Result<Option<T>, ReflectorError<SourceError>> {
         let mut work = pin!(work);
         let Some(resync) = resync else {
             return Ok(tokio::select! {

@@ -9,10 +9,11 @@ use kclient_core::{ApiError, CancellationToken, ListOptions};
 use tokio::time::{sleep_until, Instant};
 
 use super::errors::ReflectorError;
+use super::errors::SourceError;
 use super::io::{EventSource, KindIo, Step};
 use super::phase::Outcome;
 use super::resync::Resync;
-use super::{Core, RunError};
+use super::Core;
 
 /// How often a streaming list without its closing bookmark is reported.
 const INITIAL_EVENTS_END_WARNING: Duration = Duration::from_secs(10);
@@ -29,13 +30,13 @@ impl Core {
     /// The watch phase's step: a watch from the last resourceVersion (or the one a streaming
     /// list left open, `carried`), consumed into the store until it ends, the resync timer
     /// served throughout. [`Outcome::Closed`] when it ends normally.
-    pub(super) async fn watch<'a, E: RunError>(
+    pub(super) async fn watch<'a>(
         &self,
-        io: &'a dyn KindIo<E>,
-        carried: Option<Box<dyn EventSource<'a, E> + 'a>>,
+        io: &'a dyn KindIo,
+        carried: Option<Box<dyn EventSource<'a> + 'a>>,
         resync: &mut Resync,
         cancel: &CancellationToken,
-    ) -> Result<Outcome, ReflectorError<E>> {
+    ) -> Result<Outcome, ReflectorError<SourceError>> {
         let started = Instant::now();
         let mut source = match carried {
             Some(source) => source,
@@ -73,14 +74,14 @@ impl Core {
     /// `Ok(None)` when cancelled, how the watch ended otherwise; `record` gets every event's
     /// resourceVersion. With `until_initial_events_end`, returns as soon as the streaming
     /// list's closing bookmark arrives, leaving the stream open.
-    pub(super) async fn consume<'a, E: RunError>(
+    pub(super) async fn consume<'a>(
         &self,
-        source: &mut (dyn EventSource<'a, E> + 'a),
+        source: &mut (dyn EventSource<'a> + 'a),
         started: Instant,
         cancel: &CancellationToken,
         until_initial_events_end: bool,
         record: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<Option<WatchEnd>, ReflectorError<E>> {
+    ) -> Result<Option<WatchEnd>, ReflectorError<SourceError>> {
         let mut events = 0usize;
         let mut last_event = None::<Instant>;
         let mut warn_at = until_initial_events_end.then(|| started + INITIAL_EVENTS_END_WARNING);

@@ -8,24 +8,25 @@ use kclient_core::{CancellationToken, ListOptions};
 use tokio::time::Instant;
 
 use super::errors::ReflectorError;
+use super::errors::SourceError;
 use super::io::{EventSource, KindIo};
 use super::list::SLOW_LIST;
 use super::phase::Outcome;
 use super::watch::WatchEnd;
-use super::{Core, RunError};
+use super::Core;
 
 impl Core {
     /// The streaming list phase's step, one attempt: [`Outcome::Listed`] once the initial
     /// events are in the store, with the watch to go on with in `carried`;
     /// [`Outcome::Closed`] when the server ended the watch before its closing bookmark.
     /// `since` is when the run's first attempt started (what a slow list is measured by).
-    pub(super) async fn streaming_list<'a, E: RunError>(
+    pub(super) async fn streaming_list<'a>(
         &self,
-        io: &'a dyn KindIo<E>,
+        io: &'a dyn KindIo,
         since: Instant,
-        carried: &mut Option<Box<dyn EventSource<'a, E> + 'a>>,
+        carried: &mut Option<Box<dyn EventSource<'a> + 'a>>,
         cancel: &CancellationToken,
-    ) -> Result<Outcome, ReflectorError<E>> {
+    ) -> Result<Outcome, ReflectorError<SourceError>> {
         let options = ListOptions::default()
             .resource_version(self.state.lock().versions.rewatch_at())
             .resource_version_match(ResourceVersionMatch::NotOlderThan)
