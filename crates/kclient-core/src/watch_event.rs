@@ -160,8 +160,8 @@ impl<K> WatchEvent<K> {
     /// Decodes one JSON watch frame: `{"type": "...", "object": {...}}`.
     ///
     /// In one pass when `type` comes before `object`, as the API server writes them: the
-    /// object is decoded straight from the frame as what the type says (`K`, a bookmark, a
-    /// `Status`). Otherwise the object is first delimited, then decoded.
+    /// object is decoded straight from the frame as a `K`. Otherwise (and for a bookmark or
+    /// an error, whose objects are not `K`s) the object is first delimited, then decoded.
     pub fn from_json(frame: &[u8]) -> Result<Self, WatchDecodeError>
     where
         K: serde::de::DeserializeOwned,
@@ -223,6 +223,9 @@ impl<K> WatchEvent<K> {
             true => strip_managed_fields(object),
             false => Cow::Borrowed(object),
         };
+        if let Some(event) = decode_kind_free(&event_type, &object) {
+            return event.map(Into::into).map_err(json_err);
+        }
         let mut deserializer = serde_json::Deserializer::from_slice(&object);
         let event = Self::object_of(&event_type, &mut deserializer)
             .and_then(|event| deserializer.end().map(|()| event))
@@ -230,8 +233,9 @@ impl<K> WatchEvent<K> {
         event.ok_or_else(|| WatchDecodeError::UnknownType(event_type.into_owned()))
     }
 
-    /// The event of type `event_type` with its object decoded from `deserializer`; `None`
-    /// for an unknown type (its object skipped).
+    /// The event of type `event_type` with its object, a `K`, decoded from `deserializer`;
+    /// `None` for an unknown type (its object skipped). Bookmarks and errors are decoded
+    /// apart ([`decode_kind_free`]).
     fn object_of<'de, D: serde::Deserializer<'de>>(
         event_type: &str,
         deserializer: D,
@@ -243,8 +247,6 @@ impl<K> WatchEvent<K> {
             "ADDED" => Self::Added(K::deserialize(deserializer)?),
             "MODIFIED" => Self::Modified(K::deserialize(deserializer)?),
             "DELETED" => Self::Deleted(K::deserialize(deserializer)?),
-            "BOOKMARK" => Self::Bookmark(BookmarkObject::deserialize(deserializer)?.into()),
-            "ERROR" => Self::Error(Status::deserialize(deserializer)?),
             _ => {
                 IgnoredAny::deserialize(deserializer)?;
                 return Ok(None);
@@ -298,12 +300,50 @@ fn delimit_object(frame: &[u8]) -> &[u8] {
         .unwrap_or_default()
 }
 
+/// Whether events of `event_type` carry an object that is not the watched kind's.
+fn is_kind_free(event_type: &str) -> bool {
+    matches!(event_type, "BOOKMARK" | "ERROR")
+}
+
+/// A bookmark's or an error's object decoded from its text; `None` for another type. Not
+/// generic, so that its decoding is compiled once, here, rather than once per kind in each
+/// program that watches (`docs/architecture.md`, "Compiled once").
+fn decode_kind_free(
+    event_type: &str,
+    object: &[u8],
+) -> Option<Result<KindFreeEvent, serde_json::Error>> {
+    match event_type {
+        "BOOKMARK" => Some(
+            serde_json::from_slice::<BookmarkObject>(object)
+                .map(|bookmark| KindFreeEvent::Bookmark(bookmark.into())),
+        ),
+        "ERROR" => Some(serde_json::from_slice(object).map(KindFreeEvent::Error)),
+        _ => None,
+    }
+}
+
+/// An event whose object is not the watched kind's.
+enum KindFreeEvent {
+    Bookmark(Bookmark),
+    Error(Status),
+}
+
+impl<K> From<KindFreeEvent> for WatchEvent<K> {
+    fn from(event: KindFreeEvent) -> Self {
+        match event {
+            KindFreeEvent::Bookmark(bookmark) => Self::Bookmark(bookmark),
+            KindFreeEvent::Error(status) => Self::Error(status),
+        }
+    }
+}
+
 /// What one pass over a frame found.
 enum Decoded<K> {
     Event(WatchEvent<K>),
     UnknownType(String),
-    /// `object` came before `type`, or its managedFields are to be cut out of its text:
-    /// checked to be JSON, not yet decoded (its text is found again in the frame).
+    /// `object` came before `type`, its managedFields are to be cut out of its text, or it is
+    /// a bookmark's or an error's: checked to be JSON, not yet decoded (its text is found
+    /// again in the frame).
     Deferred {
         event_type: String,
     },
@@ -342,7 +382,7 @@ impl<'de, K: serde::de::DeserializeOwned> Visitor<'de> for EventVisitor<'_, K> {
                         return Err(A::Error::duplicate_field("object"));
                     }
                     match event_type.as_deref() {
-                        Some(t) if !self.omit_managed_fields => {
+                        Some(t) if !self.omit_managed_fields && !is_kind_free(t) => {
                             self.part.set(part_of(t));
                             event = Some(map.next_value_seed(ObjectOf::<K> {
                                 event_type: t,
