@@ -129,9 +129,12 @@ impl<'a> ResourceRequests<'a> {
         self
     }
 
-    /// `request`, preferring protobuf if [`prefer_protobuf_for`](Self::prefer_protobuf_for)
-    /// said so.
-    fn negotiated(&self, request: Request) -> Request {
+    /// `request` with the query `query`, preferring protobuf if
+    /// [`prefer_protobuf_for`](Self::prefer_protobuf_for) said so. Not generic, so that the
+    /// verbs generic over their bodies share one copy (`docs/architecture.md`, "Compiled
+    /// once").
+    fn negotiated(&self, request: Request, query: Vec<(&'static str, String)>) -> Request {
+        let request = request.params(query);
         if self.protobuf {
             request.accept_protobuf()
         } else {
@@ -193,15 +196,14 @@ impl<'a> ResourceRequests<'a> {
         subresource: Option<&str>,
     ) -> Result<Request, RefusedRequest> {
         let request = self.object(verb, Method::GET, name, subresource)?;
-        Ok(self.negotiated(request).params(options.query_pairs()))
+        Ok(self.negotiated(request, options.query_pairs()))
     }
 
     /// `GET` of the collection: a list (a page of one with `options.limit`).
     pub fn list(&self, options: &ListOptions) -> Result<Request, RefusedRequest> {
         options.validate(false)?;
         Ok(self
-            .negotiated(self.collection(Method::GET))
-            .params(options.query_pairs())
+            .negotiated(self.collection(Method::GET), options.query_pairs())
             .omit_managed_fields(options.omit_managed_fields))
     }
 
@@ -209,8 +211,7 @@ impl<'a> ResourceRequests<'a> {
     pub fn watch(&self, options: &ListOptions) -> Result<Request, RefusedRequest> {
         options.validate(true)?;
         Ok(self
-            .negotiated(self.collection(Method::GET))
-            .params(options.watch_query_pairs())
+            .negotiated(self.collection(Method::GET), options.watch_query_pairs())
             .omit_managed_fields(options.omit_managed_fields))
     }
 
@@ -223,8 +224,7 @@ impl<'a> ResourceRequests<'a> {
         options.validate()?;
         self.check_scope("create")?;
         Ok(self
-            .negotiated(self.collection(Method::POST))
-            .params(options.query_pairs())
+            .negotiated(self.collection(Method::POST), options.query_pairs())
             .json_body(object))
     }
 
@@ -240,8 +240,7 @@ impl<'a> ResourceRequests<'a> {
         options.validate()?;
         let request = self.object(verb, Method::PUT, name, subresource)?;
         Ok(self
-            .negotiated(request)
-            .params(options.query_pairs())
+            .negotiated(request, options.query_pairs())
             .json_body(object))
     }
 
@@ -270,17 +269,30 @@ impl<'a> ResourceRequests<'a> {
         subresource: Option<&str>,
     ) -> Result<Request, RefusedRequest> {
         options.validate_for(patch)?;
-        patch.validate()?;
+        let request = self.client.patch(patch);
+        self.patch_request(verb, name, request, options, subresource)
+    }
+
+    /// [`patch`](Self::patch) once the patch is in `request`: not generic over the patch
+    /// ("Compiled once" in `docs/architecture.md`).
+    fn patch_request(
+        &self,
+        verb: &'static str,
+        name: &str,
+        request: Request,
+        options: &PatchOptions,
+        subresource: Option<&str>,
+    ) -> Result<Request, RefusedRequest> {
         if name.is_empty() {
             return Err(RefusedRequest::MissingName { verb });
         }
         self.check_scope(verb)?;
-        let request = self.address(self.client.patch(patch)).name(name);
+        let request = self.address(request).name(name);
         let request = match subresource {
             Some(sub) => request.subresource(sub),
             None => request,
         };
-        Ok(self.negotiated(request).params(options.query_pairs()))
+        Ok(self.negotiated(request, options.query_pairs()))
     }
 
     /// Server-side apply of `configuration` to one object (or a subresource): an apply
