@@ -71,6 +71,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use kclient_core::sharding::{Placement, ShardSelector, ShardedListWatch};
 use kclient_core::{
     ApiResource, CancellationToken, DynamicListerWatcherFor, ListerWatcherFor, Resource,
@@ -557,47 +558,13 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
     /// shuts down (client-go's `Start` / `StartWithContext`). Idempotent; does nothing after
     /// [`shutdown`](Self::shutdown). Needs a tokio runtime.
     pub fn start(&self, cancel: &CancellationToken) {
-        if self.shutdown.is_cancelled() {
-            return;
-        }
-        let mut informers = self.informers.lock();
-        for slot in informers.values_mut().filter(|s| s.task.is_none()) {
-            // An informer still being made (by `informer_for` on another thread) is not
-            // started: it did not exist when `start` was called.
-            let Some(informer) = slot.informer.get() else {
-                continue;
-            };
-            let token = self.shutdown.child_token();
-            let user = cancel.clone();
-            let run = informer.run(token.clone());
-            slot.task = Some(tokio::spawn(async move {
-                let stop = async {
-                    tokio::select! {
-                        _ = user.cancelled() => token.cancel(),
-                        _ = token.cancelled() => {}
-                    }
-                };
-                tokio::join!(run, stop);
-            }));
-        }
+        start_informers(&self.informers, &self.shutdown, cancel);
     }
 
     /// Waits until every started informer has synced, or `cancel` fires (client-go's
     /// `WaitForCacheSyncWithContext`): which synced, by name. Does not poll.
     pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> SyncResult {
-        let started: Vec<_> = self
-            .informers
-            .lock()
-            .values()
-            .filter(|s| s.task.is_some())
-            .filter_map(|s| s.informer.get().cloned())
-            .collect();
-        let mut result = SyncResult::default();
-        for informer in started {
-            let synced = wait_for_cache_sync(cancel, &[informer.synced()]).await;
-            result.synced.insert(informer.name(), synced);
-        }
-        result
+        wait_for_started(&self.informers, cancel).await
     }
 
     /// How many objects each informer made so far holds in its cache now, by informer name.
@@ -615,17 +582,77 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
     /// Stops every informer and waits until all have stopped (client-go's `Shutdown`); a
     /// later [`start`](Self::start) does nothing.
     pub async fn shutdown(&self) {
-        self.shutdown.cancel();
-        let tasks: Vec<_> = self
-            .informers
-            .lock()
-            .values_mut()
+        shut_down(&self.informers, &self.shutdown).await;
+    }
+}
+
+// What the factory does with the informers it made does not depend on its client: these are
+// not generic, so they are compiled once, here ("Compiled once" in docs/architecture.md).
+
+/// [`SharedInformerFactory::start`].
+fn start_informers(
+    informers: &Mutex<HashMap<InformerKey, Slot>>,
+    shutdown: &CancellationToken,
+    cancel: &CancellationToken,
+) {
+    if shutdown.is_cancelled() {
+        return;
+    }
+    let mut informers = informers.lock();
+    for slot in informers.values_mut().filter(|s| s.task.is_none()) {
+        // An informer still being made (by `informer_for` on another thread) is not
+        // started: it did not exist when `start` was called.
+        let Some(informer) = slot.informer.get() else {
+            continue;
+        };
+        let token = shutdown.child_token();
+        let user = cancel.clone();
+        let run = informer.run(token.clone());
+        slot.task = Some(tokio::spawn(async move {
+            let stop = async {
+                tokio::select! {
+                    _ = user.cancelled() => token.cancel(),
+                    _ = token.cancelled() => {}
+                }
+            };
+            tokio::join!(run, stop);
+        }));
+    }
+}
+
+/// [`SharedInformerFactory::wait_for_cache_sync`].
+fn wait_for_started<'a>(
+    informers: &'a Mutex<HashMap<InformerKey, Slot>>,
+    cancel: &'a CancellationToken,
+) -> BoxFuture<'a, SyncResult> {
+    Box::pin(async move {
+        let started: Vec<_> = (informers.lock().values())
+            .filter(|s| s.task.is_some())
+            .filter_map(|s| s.informer.get().cloned())
+            .collect();
+        let mut result = SyncResult::default();
+        for informer in started {
+            let synced = wait_for_cache_sync(cancel, &[informer.synced()]).await;
+            result.synced.insert(informer.name(), synced);
+        }
+        result
+    })
+}
+
+/// [`SharedInformerFactory::shutdown`].
+fn shut_down<'a>(
+    informers: &'a Mutex<HashMap<InformerKey, Slot>>,
+    shutdown: &'a CancellationToken,
+) -> BoxFuture<'a, ()> {
+    Box::pin(async move {
+        shutdown.cancel();
+        let tasks: Vec<_> = (informers.lock().values_mut())
             .filter_map(|s| s.task.take())
             .collect();
         for task in tasks {
             let _ = task.await;
         }
-    }
+    })
 }
 
 fn downcast<K: Resource + Clone + Send + Sync + 'static>(
