@@ -66,7 +66,10 @@ async fn replica(spec: ReplicaSpec) -> Result<()> {
     manager.add(controller, spec.parent_reconciler()?);
     match manager.run(shutdown_on_signal()?).await {
         Ok(()) => Ok(()),
-        Err(ManagerError::LeaderElectionLost) => std::process::exit(3),
+        Err(ManagerError::LeaderElectionLost) => {
+            spec.probe.note_exit();
+            std::process::exit(3)
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -84,7 +87,8 @@ struct Replicas<'a> {
     running: BTreeMap<String, Child>,
     started: usize,
     /// Replica → when its process was killed or seen ended (a reconcile of it left in flight
-    /// counts as running until then).
+    /// counts as running until then, or until the exit a replica that lost its lease noted
+    /// itself).
     gone: BTreeMap<String, u128>,
     /// Replicas that ended on their own (a lost lease), and how.
     ended: Vec<String>,
@@ -250,7 +254,10 @@ async fn elected_processes_under_faults_never_reconcile_one_key_at_once() -> Res
     let overlaps = overlaps(&reconciles);
     ensure!(
         overlaps.is_empty(),
-        "reconciled by two processes at once: {overlaps:#?}\nfaults: {log:#?}"
+        "reconciled by two processes at once: {overlaps:#?}\nfaults: {log:#?}\n\
+         killed or seen ended: {:?}; ended on their own: {:?}",
+        replicas.gone,
+        replicas.ended
     );
     let by = reconciles_by_replica(&reconciles);
     ensure!(

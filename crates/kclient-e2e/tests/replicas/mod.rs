@@ -107,6 +107,14 @@ impl Probe {
         let line = format!("{what} {key} {} {}\n", self.replica, micros());
         let _ = self.file.lock().write_all(line.as_bytes());
     }
+
+    /// Notes that this process ends now, on its own (its reconciles left in flight end with
+    /// it): call right before `std::process::exit`. The test sees the exit only when it next
+    /// looks, which may be seconds later, so without this mark a reconcile cut short by the
+    /// exit would seem to run on until then.
+    pub fn note_exit(&self) {
+        self.note("X", "-");
+    }
 }
 
 /// Gives each parent its child Secret, noting the reconcile in the probe.
@@ -194,12 +202,15 @@ pub fn terminate(child: &mut Child) -> Result<()> {
 pub type Reconciles = BTreeMap<String, Vec<(String, u128, u128)>>;
 
 /// Reconciles by key: (replica, start, end). A reconcile that never ended is allowed only
-/// of a replica killed with SIGKILL: its end is that replica's death (`killed`: replica →
-/// when it was killed).
+/// of a replica that is gone: its end is the exit the replica noted itself
+/// ([`Probe::note_exit`]) when there is one after the reconcile's start, otherwise the
+/// replica's death as the test saw it (`killed`: replica → when it was killed with SIGKILL,
+/// or seen ended).
 pub fn intervals(probe: &Path, killed: &BTreeMap<String, u128>) -> Result<Reconciles> {
     let text = std::fs::read_to_string(probe)?;
     let mut open: BTreeMap<(String, String), u128> = BTreeMap::new();
     let mut done: Reconciles = BTreeMap::new();
+    let mut exits: BTreeMap<String, u128> = BTreeMap::new();
     for line in text.lines() {
         let fields: Vec<&str> = line.split(' ').collect();
         let [what, key, replica, at] = fields[..] else {
@@ -211,6 +222,9 @@ pub fn intervals(probe: &Path, killed: &BTreeMap<String, u128>) -> Result<Reconc
             "S" => {
                 open.insert(id, at);
             }
+            "X" => {
+                exits.insert(id.1, at);
+            }
             "E" => {
                 let start = open
                     .remove(&id)
@@ -221,8 +235,9 @@ pub fn intervals(probe: &Path, killed: &BTreeMap<String, u128>) -> Result<Reconc
         }
     }
     for ((key, replica), start) in open {
-        let death = killed
-            .get(&replica)
+        let exit = exits.get(&replica).filter(|exit| **exit >= start);
+        let death = exit
+            .or_else(|| killed.get(&replica))
             .with_context(|| format!("{replica} left a reconcile of {key} unfinished"))?;
         done.entry(key).or_default().push((replica, start, *death));
     }
