@@ -138,6 +138,7 @@ mod error;
 pub mod finalizer;
 pub mod health;
 mod http;
+mod key_queue;
 mod manager;
 mod metrics;
 pub mod owner;

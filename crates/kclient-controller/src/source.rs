@@ -11,14 +11,12 @@ use kclient_cache::{
     SharedIndexInformer,
 };
 use kclient_core::{ObjectKey, Resource, ResourceExt};
-use kclient_workqueue::{AddOpts, PriorityQueue};
+use kclient_workqueue::AddOpts;
 use parking_lot::Mutex;
 
+use crate::key_queue::KeyQueue;
 use crate::owner::{controller_of, reference_group};
 use crate::predicate::{Object, Predicate};
-
-/// The controller's queue of keys.
-pub(crate) type KeyQueue = PriorityQueue<ObjectKey>;
 
 /// The priority of the keys queued by an object of the informer's initial list or by a
 /// resync that changed nothing (controller-runtime's `handler.LowPriority`): real changes
@@ -164,14 +162,14 @@ where
         .add_func(move |obj: &Arc<K>, initial| {
             if add_filters.add(obj) {
                 let key = ObjectKey::from_object(obj.as_ref());
-                on_add.add_with_opts(on_add_opts(initial), [key]);
+                on_add.add_with_opts(on_add_opts(initial), key);
             }
         })
         .update_func(move |old: &Arc<K>, new: &Arc<K>| {
             if update_filters.update(old, new) {
                 on_update.add_with_opts(
                     on_update_opts(old.as_ref(), new.as_ref()),
-                    [ObjectKey::from_object(new.as_ref())],
+                    ObjectKey::from_object(new.as_ref()),
                 );
             }
         })
@@ -219,14 +217,14 @@ where
     let handler = ResourceEventHandlerFuncs::new()
         .add_func(move |obj: &Arc<O>, initial| {
             if add_filters.add(obj) {
-                on_add.add_with_opts(on_add_opts(initial), map_add(obj));
+                on_add.add_all_with_opts(on_add_opts(initial), map_add(obj).into_iter().collect());
             }
         })
         .update_func(move |old: &Arc<O>, new: &Arc<O>| {
             if update_filters.update(old, new) {
                 let opts = on_update_opts(old.as_ref(), new.as_ref());
-                on_update.add_with_opts(opts, map_update(old));
-                on_update.add_with_opts(opts, map_update(new));
+                on_update.add_all_with_opts(opts, map_update(old).into_iter().collect());
+                on_update.add_all_with_opts(opts, map_update(new).into_iter().collect());
             }
         })
         .delete_func(move |deleted| {
@@ -256,7 +254,7 @@ where
     let task = tokio::spawn(async move {
         let mut trigger = std::pin::pin!(trigger);
         while let Some(item) = trigger.next().await {
-            queue.add_with_opts(AddOpts::new(), keys(item));
+            queue.add_all_with_opts(AddOpts::new(), keys(item));
         }
     });
     Registration {

@@ -15,9 +15,10 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::action::{Action, Next};
+use crate::key_queue::KeyQueue;
 use crate::metrics::ReconcileMetrics;
 use crate::reconciler::{ControllerScope, ReconcileContext, Reconciler};
-use crate::source::{KeyQueue, LastKnown};
+use crate::source::LastKnown;
 
 /// What every worker of one controller run shares.
 pub(crate) struct Workers<K, R> {
@@ -137,7 +138,7 @@ where
             }
             self.queue.add_with_opts(
                 AddOpts::new().priority(priority).rate_limited(),
-                [key.clone()],
+                key.clone(),
             );
             return true;
         }
@@ -228,9 +229,9 @@ where
                 if !failed {
                     queue.forget(key);
                 }
-                queue.add_with_opts(requeue.after(after), [key.clone()]);
+                queue.add_with_opts(requeue.after(after), key.clone());
             }
-            Next::RateLimited => queue.add_with_opts(requeue.rate_limited(), [key.clone()]),
+            Next::RateLimited => queue.add_with_opts(requeue.rate_limited(), key.clone()),
         }
         if let Some(metrics) = &self.metrics {
             if failed {
@@ -270,7 +271,7 @@ impl HandedOut<'_> {
 impl Drop for HandedOut<'_> {
     fn drop(&mut self) {
         self.queue
-            .add_with_opts(AddOpts::new().priority(self.priority), [self.key.clone()]);
+            .add_with_opts(AddOpts::new().priority(self.priority), self.key.clone());
         self.queue.done(self.key);
     }
 }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use kclient_cache::{InformerSynced, SharedIndexInformer, SharedInformerFactory};
 use kclient_core::{CancellationToken, ObjectKey, Resource};
 use kclient_tools::leaderelection::LeaderToken;
@@ -20,12 +21,11 @@ use super::{Controller, WatchSource};
 use crate::config::ControllerConfig;
 use crate::consistency::ConsistencyStore;
 use crate::error::ControllerError;
+use crate::key_queue::KeyQueue;
 use crate::metrics::ControllerMetrics;
 use crate::predicate::Predicate;
 use crate::reconciler::{ControllerScope, Reconciler};
-use crate::source::{
-    register_primary, EventFilter, Filters, KeyQueue, LastKnown, Registration, Source,
-};
+use crate::source::{register_primary, EventFilter, Filters, LastKnown, Registration, Source};
 use crate::worker::Workers;
 
 /// This replica's leadership, while it leads.
@@ -79,15 +79,17 @@ impl RunEnv {
     /// Waits until this replica leads: `Some(None)` without an election, `Some(leadership)`
     /// once it leads (a leadership not lost yet: after a loss, the next one), `None` when
     /// stopped first (or the election ended).
-    async fn lead(&mut self) -> Option<Option<Leadership>> {
-        let Some(leadership) = self.leadership.as_mut() else {
-            return Some(None);
-        };
-        let live = |l: &Option<Leadership>| l.as_ref().is_some_and(|l| !l.abort.is_cancelled());
-        tokio::select! {
-            led = leadership.wait_for(live) => led.ok().and_then(|l| l.clone()).map(Some),
-            () = self.stop.cancelled() => None,
-        }
+    fn lead(&mut self) -> BoxFuture<'_, Option<Option<Leadership>>> {
+        Box::pin(async move {
+            let Some(leadership) = self.leadership.as_mut() else {
+                return Some(None);
+            };
+            let live = |l: &Option<Leadership>| l.as_ref().is_some_and(|l| !l.abort.is_cancelled());
+            tokio::select! {
+                led = leadership.wait_for(live) => led.ok().and_then(|l| l.clone()).map(Some),
+                () = self.stop.cancelled() => None,
+            }
+        })
     }
 }
 
@@ -124,7 +126,7 @@ fn new_queue(
     if let Some(metrics) = metrics {
         config = config.metrics_provider(metrics.workqueue_provider());
     }
-    PriorityQueue::with_config(config)
+    KeyQueue::new(PriorityQueue::with_config(config))
 }
 
 impl<K, C> Controller<K, C>
@@ -285,36 +287,38 @@ impl Run {
 
     /// Waits for every informer and every handler's initial list; whether they synced
     /// (false: stopped, or leadership lost, first).
-    async fn wait_for_caches(
-        &self,
-        informers: &[(String, InformerSynced)],
-        env: &RunEnv,
-    ) -> Result<bool, ControllerError> {
-        let synced: Vec<InformerSynced> = (informers.iter().map(|(_, s)| s.clone()))
-            .chain(self.registrations.iter().map(|r| r.synced.clone()))
-            .collect();
-        let abort = env.current_leadership().map(|l| l.abort);
-        let waited = tokio::time::timeout(self.config.cache_sync_timeout, async {
-            tokio::select! {
-                synced = kclient_cache::wait_for_named_cache_sync(&self.name, &env.stop, &synced) => synced,
-                () = async { match &abort { Some(abort) => abort.cancelled().await, None => std::future::pending().await } } => false,
+    fn wait_for_caches<'a>(
+        &'a self,
+        informers: &'a [(String, InformerSynced)],
+        env: &'a RunEnv,
+    ) -> BoxFuture<'a, Result<bool, ControllerError>> {
+        Box::pin(async move {
+            let synced: Vec<InformerSynced> = (informers.iter().map(|(_, s)| s.clone()))
+                .chain(self.registrations.iter().map(|r| r.synced.clone()))
+                .collect();
+            let abort = env.current_leadership().map(|l| l.abort);
+            let waited = tokio::time::timeout(self.config.cache_sync_timeout, async {
+                tokio::select! {
+                    synced = kclient_cache::wait_for_named_cache_sync(&self.name, &env.stop, &synced) => synced,
+                    () = async { match &abort { Some(abort) => abort.cancelled().await, None => std::future::pending().await } } => false,
+                }
+            })
+            .await;
+            let Err(_) = waited else {
+                return Ok(waited.unwrap_or(false));
+            };
+            let mut unsynced: Vec<String> = (informers.iter())
+                .filter(|(_, s)| !s.has_synced())
+                .map(|(n, _)| n.clone())
+                .collect();
+            if unsynced.is_empty() {
+                unsynced.push(format!("the handlers of {}", self.name));
             }
-        })
-        .await;
-        let Err(_) = waited else {
-            return Ok(waited.unwrap_or(false));
-        };
-        let mut unsynced: Vec<String> = (informers.iter())
-            .filter(|(_, s)| !s.has_synced())
-            .map(|(n, _)| n.clone())
-            .collect();
-        if unsynced.is_empty() {
-            unsynced.push(format!("the handlers of {}", self.name));
-        }
-        Err(ControllerError::CacheSyncTimeout {
-            controller: self.name.to_string(),
-            unsynced,
-            timeout: self.config.cache_sync_timeout,
+            Err(ControllerError::CacheSyncTimeout {
+                controller: self.name.to_string(),
+                unsynced,
+                timeout: self.config.cache_sync_timeout,
+            })
         })
     }
 
@@ -376,57 +380,61 @@ impl Run {
     }
 
     /// Waits for the reconciles in flight as the shutdown allows.
-    async fn ending(
-        &self,
+    fn ending<'a>(
+        &'a self,
         graceful: bool,
-        abort: &CancellationToken,
-        tasks: &mut JoinSet<()>,
-    ) -> Ending {
-        if !graceful {
-            return Ending::Aborted;
-        }
-        let timeout = self.config.graceful_shutdown_timeout;
-        if timeout.is_zero() {
-            return Ending::NotWaited;
-        }
-        tracing::info!(controller = %self.name, "Shutdown signal received, waiting for all workers to finish");
-        tokio::select! {
-            drained = tokio::time::timeout(timeout, drain(tasks)) => {
-                if drained.is_ok() { Ending::Drained } else { Ending::TimedOut }
+        abort: &'a CancellationToken,
+        tasks: &'a mut JoinSet<()>,
+    ) -> BoxFuture<'a, Ending> {
+        Box::pin(async move {
+            if !graceful {
+                return Ending::Aborted;
             }
-            () = abort.cancelled() => Ending::Aborted,
-        }
+            let timeout = self.config.graceful_shutdown_timeout;
+            if timeout.is_zero() {
+                return Ending::NotWaited;
+            }
+            tracing::info!(controller = %self.name, "Shutdown signal received, waiting for all workers to finish");
+            tokio::select! {
+                drained = tokio::time::timeout(timeout, drain(tasks)) => {
+                    if drained.is_ok() { Ending::Drained } else { Ending::TimedOut }
+                }
+                () = abort.cancelled() => Ending::Aborted,
+            }
+        })
     }
 
     /// Drops what still runs, logs how the workers ended, and what the run returns.
-    async fn report(
-        &self,
+    fn report<'a>(
+        &'a self,
         ending: Ending,
-        in_flight: &AtomicUsize,
-        tasks: &mut JoinSet<()>,
-    ) -> Result<(), ControllerError> {
-        let name = &self.name;
-        let in_flight = in_flight.load(Ordering::Acquire);
-        tasks.abort_all();
-        drain(tasks).await;
-        match ending {
-            Ending::Drained => tracing::info!(controller = %name, "All workers finished"),
-            Ending::TimedOut => {
-                tracing::error!(controller = %name, in_flight, "reconciles still running after the graceful shutdown timeout: dropped");
-                return Err(ControllerError::ShutdownTimedOut {
-                    controller: name.to_string(),
-                    in_flight,
-                    timeout: self.config.graceful_shutdown_timeout,
-                });
+        in_flight: &'a AtomicUsize,
+        tasks: &'a mut JoinSet<()>,
+    ) -> BoxFuture<'a, Result<(), ControllerError>> {
+        Box::pin(async move {
+            let name = &self.name;
+            let in_flight = in_flight.load(Ordering::Acquire);
+            tasks.abort_all();
+            drain(tasks).await;
+            match ending {
+                Ending::Drained => tracing::info!(controller = %name, "All workers finished"),
+                Ending::TimedOut => {
+                    tracing::error!(controller = %name, in_flight, "reconciles still running after the graceful shutdown timeout: dropped");
+                    return Err(ControllerError::ShutdownTimedOut {
+                        controller: name.to_string(),
+                        in_flight,
+                        timeout: self.config.graceful_shutdown_timeout,
+                    });
+                }
+                Ending::Aborted => {
+                    tracing::warn!(controller = %name, "leadership lost: the reconciles in flight are dropped");
+                }
+                Ending::NotWaited => {
+                    tracing::info!(controller = %name, "a zero graceful shutdown timeout: the reconciles in flight are dropped");
+                }
             }
-            Ending::Aborted => {
-                tracing::warn!(controller = %name, "leadership lost: the reconciles in flight are dropped");
-            }
-            Ending::NotWaited => {
-                tracing::info!(controller = %name, "a zero graceful shutdown timeout: the reconciles in flight are dropped");
-            }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Removes the handlers and shuts the queue down.
