@@ -11,7 +11,7 @@ use crate::{cargo, e2e, step};
 /// and tested too. (`--all-features` cannot be used: the facade's Kubernetes-version features
 /// are mutually exclusive.)
 const TEST_FEATURES: &str =
-    "kclient-workqueue/prometheus,kclient-cache/compact-protobuf,kclient/fake,kclient/tools,kclient/streaming,kclient/controller,kclient/derive,kclient/webhook";
+    "kclient-workqueue/prometheus,kclient-cache/compact-protobuf,kclient-cache/informer-delta-fifo,kclient/fake,kclient/tools,kclient/streaming,kclient/controller,kclient/derive,kclient/webhook";
 
 /// The golden CRDs of kclient-derive's tests that codegen's types are made from.
 const DERIVE_GOLDEN_CRDS: [&str; 5] = ["memcached", "fields", "enums", "cel", "versions"];

@@ -43,7 +43,6 @@ use futures::FutureExt;
 use kclient_core::{CancellationToken, ListerWatcher, Resource};
 
 use crate::delta::Delta;
-use crate::delta_fifo::{DeltaFifo, DeltaFifoOptions};
 use crate::handler::{dispatch, ResourceEventHandler};
 use crate::index::Indexers;
 use crate::indexer::Indexer;
@@ -51,6 +50,7 @@ use crate::informer_queue::InformerQueue;
 use crate::key_func::KeyFunc;
 use crate::process_deltas::process_deltas;
 use crate::queue::{PopError, ProcessError, Queue};
+use crate::real_fifo::{RealFifo, RealFifoOptions};
 use crate::reflector::{Reflector, ReflectorOptions};
 use crate::wait::{InformerSynced, Synced};
 
@@ -311,9 +311,11 @@ where
 }
 
 /// An informer with one handler, called synchronously as deltas are popped, over a store of
-/// its own (client-go's `NewInformer`). Use the store only to read: changing it would make
-/// the notifications wrong. `resync_period` (non-zero) redelivers every cached object as an
-/// update with old and new the same, that often; it does not list again.
+/// its own (client-go's `NewInformer`), on a [`RealFifo`] (client-go's with
+/// `InOrderInformers`, its default since 1.33: every delta in order). Use the store only to
+/// read: changing it would make the notifications wrong. `resync_period` (non-zero)
+/// redelivers every cached object as an update with old and new the same, that often; it does
+/// not list again.
 pub fn new_informer<K, L, H>(
     lister_watcher: L,
     resync_period: Duration,
@@ -342,11 +344,7 @@ where
     H: ResourceEventHandler<K> + 'static,
 {
     let indexer = Indexer::new(KeyFunc::deletion_handling_meta_namespace(), indexers);
-    let queue = DeltaFifo::new(DeltaFifoOptions {
-        known_objects: Some(Arc::new(indexer.clone())),
-        emit_delta_type_replaced: true,
-        ..DeltaFifoOptions::default()
-    });
+    let queue = RealFifo::new(RealFifoOptions::default());
     let store = indexer.clone();
     let process: ProcessFunc<K> = Arc::new(move |deltas, initial| {
         process_deltas(&store, deltas, initial, |n| {

@@ -1,11 +1,13 @@
 //! The FIFO between an informer's reflector and its processing: a [`RealFifo`] (client-go's
-//! default since `InOrderInformers`) or a [`DeltaFifo`], chosen at run time.
+//! default since `InOrderInformers`) or, with the `informer-delta-fifo` feature, a
+//! `DeltaFifo`, chosen at run time.
 
 use std::sync::Arc;
 
 use kclient_core::{DeletedObject, Resource};
 
 use crate::delta::{Delta, Deltas};
+#[cfg(feature = "informer-delta-fifo")]
 use crate::delta_fifo::DeltaFifo;
 use crate::queue::{PopError, ProcessError, Queue};
 use crate::real_fifo::RealFifo;
@@ -13,22 +15,32 @@ use crate::representation::EncodedList;
 use crate::store::{Store, StoreError};
 
 /// Which FIFO an informer uses.
+///
+/// `Delta` needs kclient-cache's `informer-delta-fifo` feature (in its default features and
+/// the facade's): a program built without it compiles no DeltaFIFO for the kinds it caches.
+/// Hence `#[non_exhaustive]`: a match needs a wildcard arm, so turning the feature on
+/// anywhere in a build breaks no one's match.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FifoKind {
     /// [`RealFifo`]: every delta in order, batch pops (client-go's default since 1.33).
     #[default]
     Real,
-    /// [`DeltaFifo`] with the informer's indexer as its known objects: deltas grouped per
+    /// `DeltaFifo` with the informer's indexer as its known objects: deltas grouped per
     /// key (client-go's behaviour before `InOrderInformers`).
+    #[cfg(feature = "informer-delta-fifo")]
     Delta,
 }
 
-/// A [`RealFifo`] or a [`DeltaFifo`] behind one type, implementing [`Store`] and
-/// [`Queue`] by delegation. Cheap to clone (the FIFO is shared).
+/// A [`RealFifo`] or (with the `informer-delta-fifo` feature, see [`FifoKind`]) a
+/// `DeltaFifo` behind one type, implementing [`Store`] and [`Queue`] by delegation. Cheap to
+/// clone (the FIFO is shared).
+#[non_exhaustive]
 pub enum InformerQueue<K> {
     /// A RealFIFO.
     Real(Arc<RealFifo<K>>),
     /// A DeltaFIFO.
+    #[cfg(feature = "informer-delta-fifo")]
     Delta(Arc<DeltaFifo<K>>),
 }
 
@@ -36,6 +48,7 @@ impl<K> Clone for InformerQueue<K> {
     fn clone(&self) -> Self {
         match self {
             Self::Real(q) => Self::Real(Arc::clone(q)),
+            #[cfg(feature = "informer-delta-fifo")]
             Self::Delta(q) => Self::Delta(Arc::clone(q)),
         }
     }
@@ -45,6 +58,7 @@ impl<K> std::fmt::Debug for InformerQueue<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Real(q) => q.fmt(f),
+            #[cfg(feature = "informer-delta-fifo")]
             Self::Delta(q) => q.fmt(f),
         }
     }
@@ -56,6 +70,7 @@ impl<K> From<RealFifo<K>> for InformerQueue<K> {
     }
 }
 
+#[cfg(feature = "informer-delta-fifo")]
 impl<K> From<DeltaFifo<K>> for InformerQueue<K> {
     fn from(q: DeltaFifo<K>) -> Self {
         Self::Delta(Arc::new(q))
@@ -67,6 +82,7 @@ impl<K> InformerQueue<K> {
     pub fn kind(&self) -> FifoKind {
         match self {
             Self::Real(_) => FifoKind::Real,
+            #[cfg(feature = "informer-delta-fifo")]
             Self::Delta(_) => FifoKind::Delta,
         }
     }
@@ -77,6 +93,7 @@ macro_rules! forward {
     ($self:ident, $q:ident => $call:expr) => {
         match $self {
             InformerQueue::Real($q) => $call,
+            #[cfg(feature = "informer-delta-fifo")]
             InformerQueue::Delta($q) => $call,
         }
     };

@@ -35,7 +35,9 @@
 //!   atomic `replace`, reads that never wait for a replace; [`KeyFunc`]s (`meta_namespace`,
 //!   `deletion_handling_meta_namespace`, or your own).
 //! * [`DeltaFifo`] and [`RealFifo`]: client-go's two queues between the reflector and the
-//!   cache (RealFIFO, every delta in order with batch pops, is the informers' default).
+//!   cache (RealFIFO, every delta in order with batch pops, is the informers' default; an
+//!   informer on a DeltaFIFO, [`FifoKind::Delta`](FifoKind), needs the `informer-delta-fifo`
+//!   feature, in the default features).
 //! * [`process_deltas()`]: what an informer does with popped deltas (indexer first, then
 //!   add/update/delete [`Notification`]s).
 //! * [`Lister`]: `list(selector)`, `namespaced(ns).get(name)`, `by_index`.

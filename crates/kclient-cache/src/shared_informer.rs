@@ -70,6 +70,7 @@ use tokio::sync::Notify;
 use crate::announced::Announced;
 use crate::controller::{InformerController, InformerControllerConfig, ProcessFunc, WaitBeforePop};
 use crate::delta::Delta;
+#[cfg(feature = "informer-delta-fifo")]
 use crate::delta_fifo::{DeltaFifo, DeltaFifoOptions};
 use crate::handler::ResourceEventHandler;
 use crate::index::{IndexError, Indexers};
@@ -681,6 +682,7 @@ where
                     ..RealFifoOptions::default()
                 })
                 .into(),
+                #[cfg(feature = "informer-delta-fifo")]
                 FifoKind::Delta => DeltaFifo::new(DeltaFifoOptions {
                     known_objects: Some(Arc::new(inner.indexer.clone())),
                     emit_delta_type_replaced: true,

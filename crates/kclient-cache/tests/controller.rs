@@ -14,10 +14,14 @@ use common::until;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kclient_cache::testing::FakeControllerSource;
 use kclient_cache::{
-    new_indexer_informer, new_informer, wait_for_cache_sync, DeltaFifo, DeltaFifoOptions,
-    FilteringResourceEventHandler, Indexers, InformerController, InformerControllerConfig,
-    ProcessError, ProcessFunc, ResourceEventHandler, ResourceEventHandlerFuncs,
-    SharedIndexInformer, SharedIndexInformerOptions,
+    new_indexer_informer, new_informer, wait_for_cache_sync, FilteringResourceEventHandler,
+    Indexers, ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
+    SharedIndexInformerOptions,
+};
+#[cfg(feature = "informer-delta-fifo")]
+use kclient_cache::{
+    DeltaFifo, DeltaFifoOptions, InformerController, InformerControllerConfig, ProcessError,
+    ProcessFunc,
 };
 use kclient_core::{DeletedFinalStateUnknown, DeletedObject, ResourceExt};
 use parking_lot::Mutex;
@@ -37,7 +41,9 @@ fn value(o: &ConfigMap) -> String {
 
 /// client-go's ExampleNew: a DeltaFIFO with the store as its known objects, a process
 /// function applying deltas to the store; objects added, some deleted; the process sees
-/// each once, and the store ends with the survivors.
+/// each once, and the store ends with the survivors (an informer's controller on a
+/// DeltaFIFO, hence the `informer-delta-fifo` feature).
+#[cfg(feature = "informer-delta-fifo")]
 #[tokio::test(start_paused = true)]
 async fn example_new_controller_processes_deltas_into_a_store() {
     let source = FakeControllerSource::new();

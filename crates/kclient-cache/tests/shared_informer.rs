@@ -438,12 +438,21 @@ async fn the_transform_applies_before_the_cache_and_the_handlers() {
     task.await.unwrap();
 }
 
+/// Every FIFO an informer can run on in this build.
+fn fifo_kinds() -> Vec<FifoKind> {
+    #[allow(unused_mut)] // without the feature, there is only one
+    let mut kinds = vec![FifoKind::Real];
+    #[cfg(feature = "informer-delta-fifo")]
+    kinds.push(FifoKind::Delta);
+    kinds
+}
+
 /// client-go's TestSharedInformerWatchDisruption: while the watch is down objects change;
 /// the informer resumes from its last resourceVersion, every handler sees the changes, and
 /// the cache equals the source.
 #[tokio::test(start_paused = true)]
 async fn watch_disruption_loses_nothing() {
-    for fifo in [FifoKind::Real, FifoKind::Delta] {
+    for fifo in fifo_kinds() {
         let source = two_objects();
         let informer = SharedIndexInformer::new(
             source.clone(),
@@ -806,7 +815,7 @@ async fn a_relisted_change_is_an_update_from_the_cached_object() {
 /// updates it rejects, never adds or deletes.
 #[tokio::test(start_paused = true)]
 async fn enqueue_object_key_feeds_every_event_tombstones_included() {
-    for fifo in [FifoKind::Real, FifoKind::Delta] {
+    for fifo in fifo_kinds() {
         let source = two_objects();
         let informer = SharedIndexInformer::new(
             source.clone(),

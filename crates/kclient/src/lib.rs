@@ -55,8 +55,11 @@
 //! leaves them decoded): a client decodes responses and sends JSON, so it needs none. The
 //! compact cache itself is the `compact` feature (which `compact-protobuf` turns on): it
 //! compiles a second copy of the store for every kind a program caches, and without it a
-//! cache asked to be compact keeps its objects decoded, with a warning. An operator of
-//! Deployments and Pods, which needs neither:
+//! cache asked to be compact keeps its objects decoded, with a warning. Informers on a
+//! DeltaFIFO (`FifoKind::Delta`, client-go's informers before `InOrderInformers`) are the
+//! `informer-delta-fifo` feature (in the default features); without it every informer runs on
+//! a RealFIFO, the default either way, and no DeltaFIFO is compiled for each kind a program
+//! caches. An operator of Deployments and Pods, which needs none of these:
 //!
 //! ```toml
 //! kclient = { version = "0.1", default-features = false, features = ["controller", "derive", "v1_37", "group-core", "group-apps"] }
