@@ -154,6 +154,27 @@ pub(crate) trait ListItems<K>: Send + 'static {
     fn finish(&mut self) -> Result<ObjectList<()>, Error>;
 }
 
+/// The list's reader, whichever its encoding: a program compiles [`streaming_list`] once per
+/// kind, not once per encoding (`docs/architecture.md`, "Compiled once"). It is called per
+/// chunk of the body, never per item.
+impl<K, L: ListItems<K> + ?Sized> ListItems<K> for Box<L> {
+    fn push(&mut self, chunk: &[u8]) {
+        (**self).push(chunk);
+    }
+
+    fn decode_arrived(&mut self, items: &mut Vec<K>) -> Result<(), Error> {
+        (**self).decode_arrived(items)
+    }
+
+    fn metadata(&self) -> Option<&ListMeta> {
+        (**self).metadata()
+    }
+
+    fn finish(&mut self) -> Result<ObjectList<()>, Error> {
+        (**self).finish()
+    }
+}
+
 /// Reads `body` with `items` up to the list's metadata, and hands the list over with the
 /// rest to decode as it arrives. Items that came before the metadata (no API server writes
 /// them there) are the first ones handed out; a body that ends before any metadata is a list

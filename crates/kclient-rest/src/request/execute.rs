@@ -136,7 +136,7 @@ impl Request {
     where
         K: DeserializeOwned + Send + 'static,
     {
-        use crate::list::{streaming_list, JsonItems};
+        use crate::list::{streaming_list, JsonItems, ListItems};
         let (omit, max_item_len) = (self.omit_managed_fields, self.max_frame_len);
         let mut body = match self.run(Mode::List).await? {
             Outcome::List(body) => *body,
@@ -156,12 +156,12 @@ impl Request {
                 None => false,
             },
         };
-        if protobuf {
-            let items = protobuf::ProtobufItems::<K>::new(max_item_len, omit)?;
-            streaming_list(body, items).await
+        let items: Box<dyn ListItems<K>> = if protobuf {
+            Box::new(protobuf::ProtobufItems::<K>::new(max_item_len, omit)?)
         } else {
-            streaming_list(body, JsonItems::<K>::new(max_item_len, omit)).await
-        }
+            Box::new(JsonItems::<K>::new(max_item_len, omit))
+        };
+        streaming_list(body, items).await
     }
 
     /// Sends the request and returns the body as a stream of chunks (logs, proxied data). The
