@@ -154,39 +154,18 @@ pub(crate) trait ListItems<K>: Send + 'static {
     fn finish(&mut self) -> Result<ObjectList<()>, Error>;
 }
 
-/// The list's reader, whichever its encoding: a program compiles [`streaming_list`] once per
-/// kind, not once per encoding (`docs/architecture.md`, "Compiled once"). It is called per
-/// chunk of the body, never per item.
-impl<K, L: ListItems<K> + ?Sized> ListItems<K> for Box<L> {
-    fn push(&mut self, chunk: &[u8]) {
-        (**self).push(chunk);
-    }
-
-    fn decode_arrived(&mut self, items: &mut Vec<K>) -> Result<(), Error> {
-        (**self).decode_arrived(items)
-    }
-
-    fn metadata(&self) -> Option<&ListMeta> {
-        (**self).metadata()
-    }
-
-    fn finish(&mut self) -> Result<ObjectList<()>, Error> {
-        (**self).finish()
-    }
-}
-
 /// Reads `body` with `items` up to the list's metadata, and hands the list over with the
 /// rest to decode as it arrives. Items that came before the metadata (no API server writes
 /// them there) are the first ones handed out; a body that ends before any metadata is a list
 /// decoded whole.
-pub(crate) async fn streaming_list<K, L>(
+///
+/// The reader is boxed, whichever its encoding, so that a program compiles this once per
+/// kind, not once per encoding (`docs/architecture.md`, "Compiled once"): a virtual call per
+/// chunk of the body, never per item.
+pub(crate) async fn streaming_list<K: Send + 'static>(
     body: ListBody,
-    items: L,
-) -> Result<FetchedList<K, Error>, Error>
-where
-    K: Send + 'static,
-    L: ListItems<K>,
-{
+    items: Box<dyn ListItems<K>>,
+) -> Result<FetchedList<K, Error>, Error> {
     let mut list = StreamingList {
         body,
         items,
@@ -219,20 +198,17 @@ where
 }
 
 /// The state of a [`streaming_list`] after its metadata.
-struct StreamingList<L> {
+struct StreamingList<K> {
     body: ListBody,
-    items: L,
+    items: Box<dyn ListItems<K>>,
     /// Whether the end (or an error) was handed out.
     ended: bool,
 }
 
-impl<L> StreamingList<L> {
+impl<K: 'static> StreamingList<K> {
     /// Reads the next bytes of the body into the reader; at the end of the body, the list
     /// without items (an error if the body was cut short).
-    async fn read<K>(&mut self) -> Result<Option<ObjectList<()>>, Error>
-    where
-        L: ListItems<K>,
-    {
+    async fn read(&mut self) -> Result<Option<ObjectList<()>>, Error> {
         match self.body.next().await? {
             Some(chunk) => {
                 self.items.push(&chunk);
@@ -244,10 +220,7 @@ impl<L> StreamingList<L> {
 
     /// The items decoded from the next bytes, the end, or an error; `None` after the end or
     /// an error.
-    async fn next_part<K>(&mut self) -> Option<Result<ListPart<K>, Error>>
-    where
-        L: ListItems<K>,
-    {
+    async fn next_part(&mut self) -> Option<Result<ListPart<K>, Error>> {
         if self.ended {
             return None;
         }
@@ -256,10 +229,7 @@ impl<L> StreamingList<L> {
         Some(part)
     }
 
-    async fn decode_more<K>(&mut self) -> Result<ListPart<K>, Error>
-    where
-        L: ListItems<K>,
-    {
+    async fn decode_more(&mut self) -> Result<ListPart<K>, Error> {
         let mut items = Vec::new();
         loop {
             self.items.decode_arrived(&mut items)?;

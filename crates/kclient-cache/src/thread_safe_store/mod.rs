@@ -645,8 +645,7 @@ impl<K> ThreadSafeStore<K> {
     /// is the resourceVersion up to which the handlers have been told everything: what
     /// KEP-5647's consistency checks compare a controller's writes with. client-go answers
     /// `""` when its `AtomicFIFO` gate is off; kclient's informer has no such mode off (with
-    /// `FifoKind::Delta` no bookmark reaches the store, so the value
-    /// moves only with objects).
+    /// `FifoKind::Delta` no bookmark reaches the store, so the value moves only with objects).
     pub fn last_store_sync_resource_version(&self) -> String {
         self.rv.read().clone()
     }
