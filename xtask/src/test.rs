@@ -13,7 +13,7 @@ use crate::{cargo, e2e, step};
 const TEST_FEATURES: &str =
     "kclient-workqueue/prometheus,kclient-cache/compact-protobuf,kclient-cache/informer-delta-fifo,kclient/fake,kclient/tools,kclient/streaming,kclient/controller,kclient/derive,kclient/webhook";
 
-/// The golden CRDs of kclient-derive's tests that codegen's types are made from.
+/// The golden CRDs of kclient-derive-tests that codegen's types are made from.
 const DERIVE_GOLDEN_CRDS: [&str; 5] = ["memcached", "fields", "enums", "cel", "versions"];
 
 /// Set (to anything but `0`) to leave the e2e suite out of `cargo xtask test`, e.g. on a
@@ -60,10 +60,12 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         "--check".to_owned(),
     ])?;
 
-    // The types codegen makes from the derive's golden CRDs match them (kclient-derive's
+    // The types codegen makes from the derive's golden CRDs match them (kclient-derive-tests'
     // tests/codegen.rs checks that they read and write what the derived types do).
-    let derive_tests = crate::workspace_root().join("crates/kclient-derive/tests");
-    eprintln!("==> cargo xtask codegen crd crates/kclient-derive/tests/golden/*.yaml --check");
+    let derive_tests = crate::workspace_root().join("crates/kclient-derive-tests/tests");
+    eprintln!(
+        "==> cargo xtask codegen crd crates/kclient-derive-tests/tests/golden/*.yaml --check"
+    );
     let mut args = vec!["crd".to_owned()];
     for name in DERIVE_GOLDEN_CRDS {
         let yaml = derive_tests.join("golden").join(format!("{name}.yaml"));

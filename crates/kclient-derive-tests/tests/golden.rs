@@ -1,5 +1,5 @@
 //! The CRD of each test type against its golden copy in `tests/golden/<name>.yaml`
-//! (`KCLIENT_BLESS=1 cargo test -p kclient-derive --test integration golden` rewrites them
+//! (`KCLIENT_BLESS=1 cargo test -p kclient-derive-tests --test integration golden` rewrites them
 //! after a deliberate change; review the diff).
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! kclient-derive's integration tests, one module per file, linked into one binary.
+//! The tests of what kclient-derive generates, one module per file, linked into one binary.
 
 #[allow(dead_code)] // the generated accessors the agreement test does not call
 mod generated;
@@ -8,4 +8,3 @@ mod basics;
 mod codegen;
 mod fake;
 mod golden;
-mod ui;

@@ -1,5 +1,5 @@
-//! The CRDs `#[derive(CustomResource)]` generates (kclient-derive's golden CRDs, which its
-//! tests pin to what the derive makes) installed on the server, and objects valid and invalid
+//! The CRDs `#[derive(CustomResource)]` generates (kclient-derive-tests' golden CRDs, which
+//! they pin to what the derive makes) installed on the server, and objects valid and invalid
 //! by their schemas written to them: accepted and refused alike on both servers, with the
 //! same messages. [`derived_crd_rules`] checks, on kube-apiserver only, that the CEL rules the
 //! derive writes are enforced (kclient-fake does not evaluate CEL: docs/testing-with-kclient-fake.md).
@@ -20,23 +20,23 @@ use crate::transcript::Transcript;
 const GOLDEN: [(&str, &str); 5] = [
     (
         "memcached",
-        include_str!("../../../kclient-derive/tests/golden/memcached.yaml"),
+        include_str!("../../../kclient-derive-tests/tests/golden/memcached.yaml"),
     ),
     (
         "fields",
-        include_str!("../../../kclient-derive/tests/golden/fields.yaml"),
+        include_str!("../../../kclient-derive-tests/tests/golden/fields.yaml"),
     ),
     (
         "enums",
-        include_str!("../../../kclient-derive/tests/golden/enums.yaml"),
+        include_str!("../../../kclient-derive-tests/tests/golden/enums.yaml"),
     ),
     (
         "cel",
-        include_str!("../../../kclient-derive/tests/golden/cel.yaml"),
+        include_str!("../../../kclient-derive-tests/tests/golden/cel.yaml"),
     ),
     (
         "versions",
-        include_str!("../../../kclient-derive/tests/golden/versions.yaml"),
+        include_str!("../../../kclient-derive-tests/tests/golden/versions.yaml"),
     ),
 ];
 
