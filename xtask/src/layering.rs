@@ -161,9 +161,11 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "kclient-testkit",
         ],
     ),
-    // The tests of what kclient-derive generates (only dev-dependencies: a proc macro's own
-    // tests would build their dependencies a second time, for the host).
+    // kclient-derive's tests: what it generates, and its compile errors (only
+    // dev-dependencies; a proc macro's own tests would build theirs a second time, for the
+    // host).
     ("kclient-derive-tests", &[]),
+    ("kclient-derive-ui", &[]),
     // A user's crate (docs/envtest.md): its operator on the facade, as users depend on it.
     ("envtest-greeter", &["kclient"]),
     (

@@ -4,8 +4,8 @@
 //! They are not kclient-derive's own tests because it is a proc macro: cargo builds a proc
 //! macro's tests, and every dev-dependency they use, for the host, a second copy of the
 //! clients, kclient-fake and the protobuf codecs beside the one every other test of the
-//! workspace links. Here they share that copy. kclient-derive keeps its compile-error cases
-//! (`tests/ui.rs`), which need only kclient-core.
+//! workspace links. Here they share that copy. The derive's compile errors are
+//! kclient-derive-ui's.
 //!
 //! * `tests/golden.rs`: each test type's CRD against its golden copy in `tests/golden/`
 //!   (`KCLIENT_BLESS=1 cargo test -p kclient-derive-tests --test integration golden`

@@ -1,5 +1,5 @@
 //! The derive's compile errors, as a newcomer meets them: each case in `tests/ui/` must fail
-//! with the message in its `.stderr` (`TRYBUILD=overwrite cargo test -p kclient-derive
+//! with the message in its `.stderr` (`TRYBUILD=overwrite cargo test -p kclient-derive-ui
 //! --test ui` rewrites them after a deliberate change; review the diff).
 
 #[test]
