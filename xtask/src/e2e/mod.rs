@@ -121,7 +121,7 @@ const ENVTEST_USER_TEST: &str = "a_greeting_gets_its_config_map_and_nobody_is_re
 
 /// `cargo test` of `packages` against the running cluster, with the real binaries for
 /// kclient-envtest's tests.
-fn suite(cluster: &cluster::Cluster, packages: &[&str]) -> Command {
+fn suite(cluster: &cluster::Cluster, packages: &[impl AsRef<std::ffi::OsStr>]) -> Command {
     let mut tests = cargo();
     tests.arg("test").args(packages);
     tests.env(KUBECONFIG_ENV, &cluster.kubeconfig);
@@ -131,27 +131,29 @@ fn suite(cluster: &cluster::Cluster, packages: &[&str]) -> Command {
     tests
 }
 
+/// The packages whose integration tests need the cluster or its binaries.
+const CLUSTER_PACKAGES: [&str; 3] = ["kclient-e2e", "kclient-envtest", ENVTEST_USER_CRATE];
+
 /// The suite, kclient-envtest's tests and the user's crate (kclient's build cache), then the
 /// user's test alone with `KUBEBUILDER_ASSETS` (and kclient's build cache moved out of reach).
+///
+/// Cargo is given the whole workspace with `cargo xtask test`'s features and the integration
+/// tests of [`CLUSTER_PACKAGES`] by name (their library unit tests need no cluster and ran in
+/// `cargo xtask test` already): cargo resolves the dependencies' features from the packages
+/// it is given, so `-p kclient-e2e -p …` built the whole tree a second time, with other
+/// features (2 minutes of CI).
 fn with_envtest(cluster: &cluster::Cluster) -> Result<()> {
-    let packages = [
-        "-p",
-        "kclient-e2e",
-        "-p",
-        "kclient-envtest",
-        "-p",
-        ENVTEST_USER_CRATE,
-    ];
-    let mut tests = suite(cluster, &packages);
+    let selection = cluster_tests_selection()?;
+    let mut tests = suite(cluster, &selection);
     tests.env_remove(kclient_envtest::binaries::KUBEBUILDER_ASSETS);
     step(
-        "cargo test -p kclient-e2e -p kclient-envtest -p envtest-greeter (against \
+        "cargo test of kclient-e2e, kclient-envtest and envtest-greeter (against \
          kube-apiserver; the envtest binaries from kclient's build cache)",
         tests,
     )?;
     let assets = setup_envtest_layout(cluster)?;
-    let mut tests = suite(cluster, &packages);
-    tests.args(["--tests", "--", ENVTEST_USER_TEST, "--exact"]);
+    let mut tests = suite(cluster, &selection);
+    tests.args(["--", ENVTEST_USER_TEST, "--exact"]);
     tests.env(kclient_envtest::binaries::KUBEBUILDER_ASSETS, &assets);
     tests.env(
         kclient_envtest::binaries::KCLIENT_CACHE_ENV,
@@ -168,6 +170,71 @@ fn with_envtest(cluster: &cluster::Cluster) -> Result<()> {
     let root = assets.ancestors().nth(2).unwrap_or(&assets);
     let _ = std::fs::remove_dir_all(root);
     result
+}
+
+/// `cargo test` arguments for the integration tests of [`CLUSTER_PACKAGES`], in the build of
+/// `cargo xtask test` (see [`with_envtest`]). A test target is named without its package, so
+/// a name another package's test has too is refused: it would run that one as well.
+fn cluster_tests_selection() -> Result<Vec<String>> {
+    let metadata: Metadata = crate::workspace_metadata()?;
+    let mut selection = vec![
+        "--workspace".to_owned(),
+        "--features".to_owned(),
+        crate::test::TEST_FEATURES.to_owned(),
+    ];
+    let ours = metadata
+        .packages
+        .iter()
+        .filter(|p| CLUSTER_PACKAGES.contains(&p.name.as_str()));
+    for package in ours {
+        for target in package.targets.iter().filter(|t| t.is_test()) {
+            let owners: Vec<&str> = metadata
+                .packages
+                .iter()
+                .filter(|p| {
+                    p.targets
+                        .iter()
+                        .any(|t| t.is_test() && t.name == target.name)
+                })
+                .map(|p| p.name.as_str())
+                .collect();
+            if owners.len() > 1 {
+                bail!(
+                    "the test `{}` of {} has the name of another package's test ({}): \
+                     `cargo xtask e2e test` selects tests by name, rename one",
+                    target.name,
+                    package.name,
+                    owners.join(", ")
+                );
+            }
+            selection.extend(["--test".to_owned(), target.name.clone()]);
+        }
+    }
+    Ok(selection)
+}
+
+/// The part of `cargo metadata` [`cluster_tests_selection`] reads.
+#[derive(serde::Deserialize)]
+struct Metadata {
+    packages: Vec<Package>,
+}
+
+#[derive(serde::Deserialize)]
+struct Package {
+    name: String,
+    targets: Vec<Target>,
+}
+
+#[derive(serde::Deserialize)]
+struct Target {
+    name: String,
+    kind: Vec<String>,
+}
+
+impl Target {
+    fn is_test(&self) -> bool {
+        self.kind.iter().any(|k| k == "test")
+    }
 }
 
 /// The cluster's binaries (symbolic links) in a directory laid out as setup-envtest lays them
