@@ -14,3 +14,9 @@
 //! * `tests/codegen.rs`: the types `cargo xtask codegen crd` makes from the golden CRDs
 //!   (`tests/generated/`) read and write what the derived types do.
 //! * `tests/basics.rs`: a derived resource's CRD, and an object of it written and read back.
+//! * This crate's doc test: kclient-derive's crate example (its `src/crate_example.md`),
+//!   below.
+//!
+//! # kclient-derive's crate example
+//!
+#![doc = include_str!("../../kclient-derive/src/crate_example.md")]

@@ -14,42 +14,9 @@
 //! The examples use the paths a program depending on the `kclient` facade writes
 //! (`kclient::derive::…`); one depending on kclient-derive alone writes `kclient_derive::…`.
 //!
-//! ```
-//! # mod kclient { pub mod core { pub use ::kclient_core::*; } pub mod derive { pub use ::kclient_derive::*; } } // the facade's paths
-//! use kclient::core::crd::CustomResourceExt;
-//! use kclient::derive::CustomResource;
-//! use schemars::JsonSchema;
-//! use serde::{Deserialize, Serialize};
-//!
-//! /// The desired state of a memcached deployment.
-//! #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
-//! #[kube(group = "cache.example.com", version = "v1alpha1", kind = "Memcached", namespaced)]
-//! #[kube(status = "MemcachedStatus", shortname = "mc")]
-//! #[kube(printcolumn(name = "Size", type = "integer", json_path = ".spec.size"))]
-//! #[kube(scale(spec_replicas_path = ".spec.size", status_replicas_path = ".status.replicas"))]
-//! pub struct MemcachedSpec {
-//!     /// How many memcached Pods to run.
-//!     #[schemars(range(min = 1, max = 5))]
-//!     pub size: i32,
-//! }
-//!
-//! /// The observed state.
-//! #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-//! pub struct MemcachedStatus {
-//!     /// How many Pods run.
-//!     pub replicas: i32,
-//! }
-//!
-//! let mc = Memcached::new("cache", MemcachedSpec { size: 3 });
-//! assert_eq!(serde_json::to_value(&mc).unwrap()["apiVersion"], "cache.example.com/v1alpha1");
-//!
-//! let crd = Memcached::crd();
-//! assert_eq!(Memcached::crd_name(), "memcacheds.cache.example.com");
-//! assert_eq!(crd.spec.names.short_names, Some(vec!["mc".to_owned()]));
-//! let schema = crd.spec.versions[0].schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap();
-//! let size = &schema.properties.as_ref().unwrap()["spec"].properties.as_ref().unwrap()["size"];
-//! assert_eq!((size.minimum, size.maximum), (Some(1.0), Some(5.0)));
-//! ```
+// The example is a file of its own, run as a doc test of kclient-derive-tests: a proc macro's
+// doc tests would build their dependencies a second time, for the host (Cargo.toml).
+#![doc = include_str!("crate_example.md")]
 //!
 //! # Attributes
 //!
