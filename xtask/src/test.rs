@@ -11,7 +11,20 @@ use crate::{cargo, e2e, step};
 /// and tested too. (`--all-features` cannot be used: the facade's Kubernetes-version features
 /// are mutually exclusive.)
 pub(crate) const TEST_FEATURES: &str =
-    "kclient-workqueue/prometheus,kclient-cache/compact-protobuf,kclient-cache/informer-delta-fifo,kclient/fake,kclient/tools,kclient/streaming,kclient/controller,kclient/derive,kclient/webhook";
+    "kclient-fake/apiserver,kclient-workqueue/prometheus,kclient-cache/compact-protobuf,kclient-cache/informer-delta-fifo,kclient/fake,kclient/tools,kclient/streaming,kclient/controller,kclient/derive,kclient/webhook";
+
+/// The packages and features the tests are built with: the workspace but the user's crate of
+/// docs/envtest.md (whose test needs the real binaries: it runs in the e2e step). The doc tests
+/// and the benchmark harness's smoke run are built with the same ones, so that they reuse the
+/// tests' build: cargo resolves the dependencies' features from the packages it is given, and
+/// other packages would mean building every crate again (1.5 minutes of CI each).
+pub(crate) const TESTED_PACKAGES: [&str; 5] = [
+    "--workspace",
+    "--exclude",
+    "envtest-greeter",
+    "--features",
+    TEST_FEATURES,
+];
 
 /// The golden CRDs of kclient-derive-tests that codegen's types are made from.
 const DERIVE_GOLDEN_CRDS: [&str; 5] = ["memcached", "fields", "enums", "cel", "versions"];
@@ -100,18 +113,9 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     eprintln!("==> cargo xtask check-features");
     crate::check_features::run(&[])?;
 
-    // Unit, integration and example/bench targets compile and run; then the doc tests. The
-    // user's crate of docs/envtest.md needs the real binaries: its test runs in the e2e step.
+    // Unit, integration and example/bench targets compile and run; then the doc tests.
     let mut tests = cargo();
-    tests.args([
-        "test",
-        "--workspace",
-        "--exclude",
-        "envtest-greeter",
-        "--all-targets",
-        "--features",
-        TEST_FEATURES,
-    ]);
+    tests.arg("test").args(TESTED_PACKAGES).arg("--all-targets");
     step("cargo test (all targets)", tests)?;
 
     // The peer benchmark harness in its smoke mode (tiny sizes, kclient only, no timing
@@ -119,19 +123,9 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     eprintln!("==> cargo xtask bench --smoke");
     crate::bench::run(&["--smoke".to_owned()])?;
 
-    // The same packages as the tests above (envtest-greeter has no doc test): cargo resolves
-    // the dependencies' features from the packages it is given, and other packages would mean
-    // building every crate again (1.5 minutes of CI).
+    // envtest-greeter has no doc test.
     let mut doc_tests = cargo();
-    doc_tests.args([
-        "test",
-        "--workspace",
-        "--exclude",
-        "envtest-greeter",
-        "--doc",
-        "--features",
-        TEST_FEATURES,
-    ]);
+    doc_tests.arg("test").args(TESTED_PACKAGES).arg("--doc");
     step("cargo test --doc", doc_tests)?;
 
     let mut docs = cargo();

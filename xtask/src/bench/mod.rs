@@ -15,8 +15,9 @@
 //!   own, deleted at the end. client-go then runs twice: as it comes (protobuf) and asking
 //!   for JSON.
 //! * `--quick`: fewer sizes and rounds (a few minutes). `--smoke`: tiny sizes, kclient only,
-//!   debug build, no waiting for a quiet machine and nothing written: `cargo xtask test`
-//!   runs it so the harness stays buildable and runnable.
+//!   the debug build of `cargo xtask test`'s tests (their packages and features, so that it
+//!   reuses it), no waiting for a quiet machine and nothing written: `cargo xtask test` runs
+//!   it so the harness stays buildable and runnable.
 //! * `--only <id prefix>` (repeatable): only the scenarios whose id starts so (`--only
 //!   representations`); their results replace theirs in the server's result file, marked
 //!   with this run's date and commit, and the other scenarios' stay as they were.
@@ -136,17 +137,24 @@ fn build(mode: Mode) -> Result<Programs> {
     let root = workspace_root();
     let profile = if mode.smoke { "debug" } else { "release" };
     let mut build = cargo();
-    build.args([
-        "build",
-        "-p",
-        "kclient-bench",
-        "-p",
-        "kclient-fake",
-        "--features",
-        "kclient-fake/apiserver",
-    ]);
-    if !mode.smoke {
-        build.arg("--release");
+    if mode.smoke {
+        // As `cargo xtask test` builds its tests (the integration tests of kclient-fake and
+        // kclient-bench have cargo build both programs): after it, nothing is built again.
+        build
+            .arg("build")
+            .args(crate::test::TESTED_PACKAGES)
+            .arg("--all-targets");
+    } else {
+        build.args([
+            "build",
+            "--release",
+            "-p",
+            "kclient-bench",
+            "-p",
+            "kclient-fake",
+            "--features",
+            "kclient-fake/apiserver",
+        ]);
     }
     step("build kclient-bench and kclient-fake-apiserver", build)?;
     let target_dir = target_dir()?;
