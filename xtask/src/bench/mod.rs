@@ -140,10 +140,15 @@ fn build(mode: Mode) -> Result<Programs> {
     if mode.smoke {
         // As `cargo xtask test` builds its tests (the integration tests of kclient-fake and
         // kclient-bench have cargo build both programs): after it, nothing is built again.
-        build
-            .arg("build")
-            .args(crate::test::TESTED_PACKAGES)
-            .arg("--all-targets");
+        // `--tests` for the tests' dependencies and features; not `--all-targets`, which
+        // would build the examples as programs, where the tests build them as tests.
+        build.arg("build").args(crate::test::TESTED_PACKAGES).args([
+            "--tests",
+            "--bin",
+            "kclient-bench",
+            "--bin",
+            "kclient-fake-apiserver",
+        ]);
     } else {
         build.args([
             "build",
