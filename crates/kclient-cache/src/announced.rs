@@ -4,7 +4,11 @@
 //! compact informer's sync decodes nothing on the informer's own thread for its handlers,
 //! and holds no decoded copy of the list while they catch up (each object is decoded, handed
 //! to the handlers and dropped, one at a time).
+//!
+//! The listeners queue an announcement with its kind erased ([`Queued`]), so that the
+//! listeners and the fan-out are compiled once, not once per kind a program caches.
 
+use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
 use kclient_core::{Resource, ResourceExt};
@@ -96,6 +100,34 @@ impl<K> Announced<K> {
                 })
             }
         }
+    }
+}
+
+/// An announcement as the listeners queue it: its kind erased, shared by every listener it
+/// goes to. The listener's handler, made for the informer's kind, takes it back
+/// ([`Queued::announced`]).
+#[derive(Clone)]
+pub(crate) struct Queued {
+    is_initial_add: bool,
+    announced: Arc<dyn Any + Send + Sync>,
+}
+
+impl Queued {
+    pub(crate) fn new<K: Send + Sync + 'static>(announced: Announced<K>) -> Self {
+        Self {
+            is_initial_add: announced.is_initial_add(),
+            announced: Arc::new(announced),
+        }
+    }
+
+    /// Whether this is an add of the initial list (client-go's `isInInitialList`).
+    pub(crate) fn is_initial_add(&self) -> bool {
+        self.is_initial_add
+    }
+
+    /// The announcement, if it is of kind `K` (always, for the informer of `K`'s listeners).
+    pub(crate) fn announced<K: 'static>(&self) -> Option<&Announced<K>> {
+        self.announced.downcast_ref()
     }
 }
 

@@ -8,13 +8,17 @@
 //! growing ring buffer; with a bound, the informer waits for room before it pops more from
 //! its FIFO (see [`HandlerOptions::max_pending`](crate::HandlerOptions::max_pending)).
 //!
-//! A compact informer's listed objects arrive still encoded ([`Announced::EncodedAdd`]) and
+//! A compact informer's listed objects arrive still encoded ([`Announced::EncodedAdd`](crate::announced::Announced::EncodedAdd)) and
 //! are decoded on the lane, right before the handler's call, once for all the listeners.
 //!
 //! A handler that panics is caught: the panic is logged and counted, that notification is
 //! skipped, and the listener goes on with the next one. (client-go sleeps one second after a
 //! crash before it resumes; there is no hot loop to slow down here, since the notification
 //! that panicked is not retried.)
+//!
+//! A listener does not know its informer's kind: it queues [`Queued`] announcements and calls
+//! its handler through [`KindHandler`], the one part made for the kind. So the queue, the lane
+//! and the bookkeeping are compiled once, not once per kind a program caches.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -26,7 +30,7 @@ use parking_lot::{Condvar, Mutex};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::announced::Announced;
+use crate::announced::Queued;
 use crate::handler::{dispatch, ResourceEventHandler};
 use crate::lane_pool::LanePool;
 use crate::metrics::InformerMetrics;
@@ -37,8 +41,8 @@ use crate::process_deltas::Notification;
 pub(crate) const LANE_LINGER: Duration = Duration::from_millis(1);
 
 /// What is queued, and whether a lane is handling the queue.
-struct Queued<K> {
-    notifications: VecDeque<Announced<K>>,
+struct Queue {
+    notifications: VecDeque<Queued>,
     lane_active: bool,
 }
 
@@ -52,12 +56,12 @@ struct Resync {
 }
 
 /// A handler, its queue and its resync schedule.
-pub(crate) struct Listener<K> {
+pub(crate) struct Listener {
     pub(crate) id: u64,
     pub(crate) name: String,
     informer: Arc<str>,
-    handler: Arc<dyn ResourceEventHandler<K>>,
-    queue: Mutex<Queued<K>>,
+    handler: Box<dyn KindHandler>,
+    queue: Mutex<Queue>,
     /// Wakes a lane that lingers for more notifications.
     more: Condvar,
     /// Queued plus being handled.
@@ -77,13 +81,13 @@ pub(crate) struct Listener<K> {
     metrics: Option<Arc<dyn InformerMetrics>>,
 }
 
-impl<K: Resource + Send + Sync + 'static> Listener<K> {
+impl Listener {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         id: u64,
         name: String,
         informer: Arc<str>,
-        handler: Arc<dyn ResourceEventHandler<K>>,
+        handler: Box<dyn KindHandler>,
         requested_resync_period: Duration,
         resync_period: Duration,
         max_pending: Option<usize>,
@@ -94,7 +98,7 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
             name,
             informer,
             handler,
-            queue: Mutex::new(Queued {
+            queue: Mutex::new(Queue {
                 notifications: VecDeque::new(),
                 lane_active: false,
             }),
@@ -120,7 +124,7 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
     }
 
     /// Queues a notification; never waits.
-    pub(crate) fn add(&self, notification: Announced<K>) {
+    pub(crate) fn add(&self, notification: Queued) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
@@ -265,7 +269,7 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
 
     /// Takes what is queued; when there is something, the lane is active from now on (new
     /// notifications wake it rather than the task).
-    fn start_lane(&self) -> VecDeque<Announced<K>> {
+    fn start_lane(&self) -> VecDeque<Queued> {
         let mut queued = self.queue.lock();
         let batch = std::mem::take(&mut queued.notifications);
         queued.lane_active = !batch.is_empty();
@@ -273,7 +277,7 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
     }
 
     /// Handles a batch in order, stopping early once the listener is closed.
-    fn handle_batch(&self, batch: VecDeque<Announced<K>>) {
+    fn handle_batch(&self, batch: VecDeque<Queued>) {
         for notification in batch {
             if self.is_closed() {
                 return;
@@ -283,7 +287,7 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
     }
 
     /// Handles `batch` and whatever arrives while it runs or lingers, then ends the lane.
-    fn run_lane(&self, mut batch: VecDeque<Announced<K>>) {
+    fn run_lane(&self, mut batch: VecDeque<Queued>) {
         loop {
             self.handle_batch(batch);
             let mut queued = self.queue.lock();
@@ -303,12 +307,11 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
 
     /// Calls the handler with one notification (an encoded add decoded first, here on the
     /// lane), then does the bookkeeping.
-    fn handle(&self, announced: Announced<K>) {
-        let initial = announced.is_initial_add();
+    fn handle(&self, queued: Queued) {
+        let initial = queued.is_initial_add();
         let started = Instant::now();
-        if let Some(notification) = announced.notification() {
-            self.call(notification);
-        }
+        self.call(&queued);
+        drop(queued);
         self.handled.fetch_add(1, Ordering::AcqRel);
         let depth = self.pending.fetch_sub(1, Ordering::AcqRel) - 1;
         if self.max_pending.is_some_and(|bound| depth < bound) {
@@ -323,30 +326,22 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
         }
     }
 
-    /// The handler's call, a panic caught and counted; the notification is dropped before
-    /// this returns.
-    fn call(&self, notification: Notification<K>) {
-        let kind = match &notification {
-            Notification::Add { .. } => "add",
-            Notification::Update { .. } => "update",
-            Notification::Delete(_) => "delete",
+    /// The handler's call, a panic caught, logged and counted.
+    fn call(&self, queued: &Queued) {
+        let Err(panic) = self.handler.call(queued, &self.informer, &self.name) else {
+            return;
         };
-        let span = tracing::trace_span!("handler", informer = %self.informer, handler = %self.name, event = kind);
-        let _entered = span.enter();
-        if let Err(message) = dispatch(self.handler.as_ref(), &notification) {
-            self.panics.fetch_add(1, Ordering::AcqRel);
-            let key = notification_key(&notification);
-            tracing::error!(
-                informer = %self.informer,
-                handler = %self.name,
-                event = kind,
-                key,
-                panic = %message,
-                "event handler panicked; the notification is skipped and the handler goes on"
-            );
-            if let Some(m) = &self.metrics {
-                m.handler_panicked(&self.informer, &self.name);
-            }
+        self.panics.fetch_add(1, Ordering::AcqRel);
+        tracing::error!(
+            informer = %self.informer,
+            handler = %self.name,
+            event = panic.event,
+            key = panic.key,
+            panic = %panic.message,
+            "event handler panicked; the notification is skipped and the handler goes on"
+        );
+        if let Some(m) = &self.metrics {
+            m.handler_panicked(&self.informer, &self.name);
         }
     }
 
@@ -371,6 +366,75 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
 
     pub(crate) fn set_resync_period(&self, period: Duration) {
         self.resync.lock().period = period;
+    }
+}
+
+/// A listener's handler, seen from the listener: the one part of a listener made for its
+/// informer's kind.
+pub(crate) trait KindHandler: Send + Sync {
+    /// Whether a call may block ([`ResourceEventHandler::may_block`]).
+    fn may_block(&self) -> bool;
+
+    /// Calls the handler with `queued` (an encoded add decoded first), in a span naming the
+    /// informer, the handler and the event. `Err` when the call panicked.
+    fn call(&self, queued: &Queued, informer: &str, handler: &str) -> Result<(), HandlerPanic>;
+}
+
+/// A handler call that panicked.
+pub(crate) struct HandlerPanic {
+    event: &'static str,
+    key: String,
+    message: String,
+}
+
+/// `handler` as a listener's [`KindHandler`] for an informer of `K`.
+pub(crate) fn kind_handler<K: Resource + Send + Sync + 'static>(
+    handler: Arc<dyn ResourceEventHandler<K>>,
+) -> Box<dyn KindHandler> {
+    Box::new(Typed(handler))
+}
+
+struct Typed<K>(Arc<dyn ResourceEventHandler<K>>);
+
+impl<K: Resource + Send + Sync + 'static> KindHandler for Typed<K> {
+    fn may_block(&self) -> bool {
+        self.0.may_block()
+    }
+
+    fn call(&self, queued: &Queued, informer: &str, handler: &str) -> Result<(), HandlerPanic> {
+        let Some(announced) = queued.announced::<K>() else {
+            // Only the informer of `K` queues for this listener.
+            tracing::error!(
+                informer,
+                handler,
+                "a notification of another kind is skipped"
+            );
+            return Ok(());
+        };
+        let Some(notification) = announced.clone().notification() else {
+            return Ok(());
+        };
+        let event = event_name(&notification);
+        let _entered = handler_span(informer, handler, event).entered();
+        dispatch(self.0.as_ref(), &notification).map_err(|message| HandlerPanic {
+            event,
+            key: notification_key(&notification),
+            message,
+        })
+    }
+}
+
+/// The span a handler is called in.
+fn handler_span(informer: &str, handler: &str, event: &'static str) -> tracing::Span {
+    tracing::trace_span!("handler", informer, handler, event)
+}
+
+/// The event's name, for the span and logs.
+fn event_name<K>(notification: &Notification<K>) -> &'static str {
+    match notification {
+        Notification::Add { .. } => "add",
+        Notification::Update { .. } => "update",
+        Notification::Delete(_) => "delete",
     }
 }
 

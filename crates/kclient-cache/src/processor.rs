@@ -5,34 +5,36 @@
 //! resourceVersion) goes only to the listeners whose own resync period is due at the last
 //! resync check; everything else goes to every listener. Before the first check every
 //! listener counts as due (client-go starts `syncingListeners` with all of them).
+//!
+//! Like the listeners, the processor does not know its informer's kind (see
+//! [`Queued`]): it is compiled once for every kind.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use kclient_core::Resource;
 use parking_lot::{Mutex, RwLock};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::announced::Announced;
+use crate::announced::Queued;
 use crate::listener::Listener;
 
-struct State<K> {
-    listeners: Vec<Arc<Listener<K>>>,
+struct State {
+    listeners: Vec<Arc<Listener>>,
     /// The listeners due at the last resync check.
-    syncing: Vec<Arc<Listener<K>>>,
+    syncing: Vec<Arc<Listener>>,
     /// Where listener tasks run once started.
     runtime: Option<Handle>,
 }
 
-pub(crate) struct Processor<K> {
-    state: RwLock<State<K>>,
+pub(crate) struct Processor {
+    state: RwLock<State>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
-impl<K: Resource + Send + Sync + 'static> Processor<K> {
+impl Processor {
     pub(crate) fn new() -> Self {
         Self {
             state: RwLock::new(State {
@@ -45,7 +47,7 @@ impl<K: Resource + Send + Sync + 'static> Processor<K> {
     }
 
     /// Adds a listener (started at once if the processor runs).
-    pub(crate) fn add_listener(&self, listener: Arc<Listener<K>>) {
+    pub(crate) fn add_listener(&self, listener: Arc<Listener>) {
         let mut state = self.state.write();
         state.listeners.push(Arc::clone(&listener));
         state.syncing.push(Arc::clone(&listener));
@@ -66,12 +68,12 @@ impl<K: Resource + Send + Sync + 'static> Processor<K> {
         state.syncing.retain(|l| l.id != id);
     }
 
-    pub(crate) fn listeners(&self) -> Vec<Arc<Listener<K>>> {
+    pub(crate) fn listeners(&self) -> Vec<Arc<Listener>> {
         self.state.read().listeners.clone()
     }
 
     /// The bounded listeners whose queue is at its bound (usually none).
-    pub(crate) fn full_listeners(&self) -> Vec<Arc<Listener<K>>> {
+    pub(crate) fn full_listeners(&self) -> Vec<Arc<Listener>> {
         self.state
             .read()
             .listeners
@@ -83,7 +85,7 @@ impl<K: Resource + Send + Sync + 'static> Processor<K> {
 
     /// Hands a notification to every listener, or for a resync only to the due ones.
     /// Never waits for a handler.
-    pub(crate) fn distribute(&self, notification: Announced<K>, is_sync: bool) {
+    pub(crate) fn distribute(&self, notification: Queued, is_sync: bool) {
         let state = self.state.read();
         let targets = if is_sync {
             &state.syncing
@@ -155,10 +157,7 @@ impl<K: Resource + Send + Sync + 'static> Processor<K> {
 
 /// Starts `listener`'s task on `runtime`. The task is boxed, so that the runtime's task code
 /// is compiled once, not once per kind a program caches.
-fn spawn_listener<K: Resource + Send + Sync + 'static>(
-    runtime: &Handle,
-    listener: Arc<Listener<K>>,
-) -> JoinHandle<()> {
+fn spawn_listener(runtime: &Handle, listener: Arc<Listener>) -> JoinHandle<()> {
     let run: BoxFuture<'static, ()> = Box::pin(listener.run());
     runtime.spawn(run)
 }

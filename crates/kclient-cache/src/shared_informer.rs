@@ -67,7 +67,7 @@ use kclient_core::{CancellationToken, ListerWatcher, Resource, ResourceExt};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::announced::Announced;
+use crate::announced::{Announced, Queued};
 use crate::controller::{InformerController, InformerControllerConfig, ProcessFunc, WaitBeforePop};
 use crate::delta::Delta;
 #[cfg(feature = "informer-delta-fifo")]
@@ -77,7 +77,7 @@ use crate::index::{IndexError, Indexers};
 use crate::indexer::Indexer;
 use crate::informer_queue::{FifoKind, InformerQueue};
 use crate::key_func::KeyFunc;
-use crate::listener::Listener;
+use crate::listener::{kind_handler, Listener};
 use crate::lister::Lister;
 use crate::metrics::{CacheMetrics, InformerMetrics};
 use crate::process_deltas::{process_deltas_for, Notification};
@@ -312,7 +312,7 @@ type MakeController<K> =
 struct Inner<K> {
     name: Arc<str>,
     indexer: Indexer<K>,
-    processor: Arc<Processor<K>>,
+    processor: Arc<Processor>,
     make_controller: MakeController<K>,
     state: Mutex<State<K>>,
     /// Held while deltas are applied and distributed, and while a late handler joins.
@@ -507,7 +507,7 @@ where
             inner.next_listener_id.fetch_add(1, Ordering::Relaxed),
             name,
             Arc::clone(&inner.name),
-            Arc::new(handler),
+            kind_handler::<K>(Arc::new(handler)),
             resync,
             determine_resync_period("", resync, state.resync_check_period),
             options.max_pending,
@@ -517,10 +517,10 @@ where
             let _paused = inner.block_deltas.lock();
             inner.processor.add_listener(Arc::clone(&listener));
             for obj in inner.indexer.list() {
-                listener.add(Announced::Ready(Notification::Add {
+                listener.add(Queued::new(Announced::Ready(Notification::Add {
                     obj,
                     is_in_initial_list: true,
-                }));
+                })));
             }
         } else {
             inner.processor.add_listener(Arc::clone(&listener));
@@ -732,7 +732,7 @@ where
                     // An update that did not change the resourceVersion comes from a resync
                     // (or a relist that found the object unchanged): only due handlers get it.
                     let is_sync = notification.is_sync();
-                    processor.distribute(notification, is_sync);
+                    processor.distribute(Queued::new(notification), is_sync);
                 },
             )
             .map_err(|e| ProcessError::Failed(e.into()))?;
@@ -798,7 +798,7 @@ where
 /// remove it with. Cheap to clone.
 pub struct ResourceEventHandlerRegistration<K> {
     informer: SharedIndexInformer<K>,
-    listener: Arc<Listener<K>>,
+    listener: Arc<Listener>,
 }
 
 impl<K> Clone for ResourceEventHandlerRegistration<K> {
