@@ -232,41 +232,8 @@ where
     /// the loop drain it, and returns once both have stopped. A second run logs a warning and
     /// returns at once.
     pub async fn run(&self, cancel: CancellationToken) {
-        if self.inner.started.swap(true, Ordering::AcqRel) {
-            tracing::warn!("the controller was already run; running it again is not allowed");
-            return;
-        }
-        let close_on_cancel = async {
-            cancel.cancelled().await;
-            self.inner.queue.close();
-        };
-        tokio::join!(
-            self.inner.reflector.run(cancel.clone()),
-            close_on_cancel,
-            self.process_loop(),
-        );
-    }
-
-    /// Pops until the queue is closed and empty (client-go's `processLoop`).
-    async fn process_loop(&self) {
-        let inner = &self.inner;
-        loop {
-            if let Some(wait) = &inner.wait_before_pop {
-                wait().await;
-            }
-            let process =
-                |deltas: &[Delta<K>], initial: bool| match (inner.process)(deltas, initial) {
-                    Err(ProcessError::Failed(e)) if inner.retry_on_error => {
-                        Err(ProcessError::Requeue(e))
-                    }
-                    other => other,
-                };
-            match inner.queue.pop(process).await {
-                Ok(_) => {}
-                Err(PopError::Closed) => return,
-                Err(err) => tracing::error!(error = %err, "processing popped deltas failed"),
-            }
-        }
+        let inner = &*self.inner;
+        run_until_cancelled(inner, inner.reflector.as_ref(), cancel).await
     }
 
     /// Whether the queue has delivered the first list (client-go's `HasSynced`).
@@ -307,6 +274,83 @@ where
 
     fn wait_synced(&self) -> BoxFuture<'_, ()> {
         self.inner.queue.wait_synced().boxed()
+    }
+}
+
+/// The pop loop's side that knows the kind: the queue and the process function. The run
+/// itself ([`run_until_cancelled`]) is compiled once, not once per kind a program caches.
+trait PopLoop: Send + Sync {
+    /// Marks the run started; false if it already was.
+    fn start(&self) -> bool;
+    /// Waits for room before a pop, when asked to.
+    fn wait_before_pop(&self) -> Option<BoxFuture<'static, ()>>;
+    /// Pops one batch into the process function.
+    fn pop_once(&self) -> BoxFuture<'_, Result<(), PopError>>;
+    /// Closes the queue (the loop drains it, then stops).
+    fn close(&self);
+}
+
+impl<K: Resource + Clone + Send + Sync + 'static> PopLoop for Inner<K> {
+    fn start(&self) -> bool {
+        !self.started.swap(true, Ordering::AcqRel)
+    }
+
+    fn wait_before_pop(&self) -> Option<BoxFuture<'static, ()>> {
+        self.wait_before_pop.as_ref().map(|wait| wait())
+    }
+
+    fn pop_once(&self) -> BoxFuture<'_, Result<(), PopError>> {
+        let process = |deltas: &[Delta<K>], initial: bool| match (self.process)(deltas, initial) {
+            Err(ProcessError::Failed(e)) if self.retry_on_error => Err(ProcessError::Requeue(e)),
+            other => other,
+        };
+        self.queue
+            .pop(process)
+            .map(|popped| popped.map(drop))
+            .boxed()
+    }
+
+    fn close(&self) {
+        self.queue.close();
+    }
+}
+
+/// [`InformerController::run`]: the reflector and the pop loop until `cancel` fires, then the
+/// queue closed and drained.
+fn run_until_cancelled<'a>(
+    pops: &'a dyn PopLoop,
+    reflector: &'a dyn ErasedReflector,
+    cancel: CancellationToken,
+) -> BoxFuture<'a, ()> {
+    async move {
+        if !pops.start() {
+            tracing::warn!("the controller was already run; running it again is not allowed");
+            return;
+        }
+        let close_on_cancel = async {
+            cancel.cancelled().await;
+            pops.close();
+        };
+        tokio::join!(
+            reflector.run(cancel.clone()),
+            close_on_cancel,
+            process_loop(pops),
+        );
+    }
+    .boxed()
+}
+
+/// Pops until the queue is closed and empty (client-go's `processLoop`).
+async fn process_loop(pops: &dyn PopLoop) {
+    loop {
+        if let Some(wait) = pops.wait_before_pop() {
+            wait.await;
+        }
+        match pops.pop_once().await {
+            Ok(()) => {}
+            Err(PopError::Closed) => return,
+            Err(err) => tracing::error!(error = %err, "processing popped deltas failed"),
+        }
     }
 }
 
