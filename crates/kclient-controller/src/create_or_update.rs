@@ -2,10 +2,11 @@
 //! exists or not (controller-runtime's `controllerutil.CreateOrUpdate` and `CreateOrPatch`).
 //!
 //! Both read the object; if it is not there, `mutate` fills in the new object and it is
-//! created. If it is, `mutate` changes a copy of what was read, and only a real change is
-//! written — an update (`create_or_update`, which conflicts if the object changed meanwhile)
-//! or merge patches of the object and of its status (`create_or_patch`, which does not).
-//! `mutate` may not change the name or the namespace.
+//! created. If it is, `mutate` changes what was read, and only a real change is written — an
+//! update (`create_or_update`, which conflicts if the object changed meanwhile) or merge
+//! patches of the object and of its status (`create_or_patch`, which does not). A change is
+//! found by comparing the object's JSON before and after `mutate`, so the object is never
+//! cloned. `mutate` may not change the name or the namespace.
 
 use std::fmt;
 
@@ -115,19 +116,22 @@ fn mutated<K: Resource, E: std::error::Error + 'static>(
 }
 
 /// Where both helpers start: `obj` created after `mutate` when nothing of its name is stored
-/// (read through `client`), else the stored object and the one `mutate` makes of it.
-enum Start<K> {
+/// (read through `client`), else what `snapshot` took of the stored object before `mutate`
+/// changed it, and the object `mutate` made of it.
+enum Start<K, S> {
     Created(K),
-    Stored { existing: K, desired: K },
+    Stored { before: S, desired: K },
 }
 
-/// Reads `obj` by its name; creates it after `mutate` if it is not there, else runs `mutate`
-/// on a copy of what is stored.
-async fn start<K, E>(
+/// Reads `obj` by its name; creates it after `mutate` if it is not there, else takes
+/// `snapshot` of what is stored and runs `mutate` on it. (The snapshot, not a copy of the
+/// object, is what the change is found by: no object is cloned.)
+async fn start<K, E, S>(
     client: &ResourceClient<K>,
     mut obj: K,
     mutate: impl FnOnce(&mut K) -> Result<(), E>,
-) -> Result<Start<K>, CreateOrUpdateError<E>>
+    snapshot: impl Fn(&K) -> Result<S, CreateOrUpdateError<E>>,
+) -> Result<Start<K, S>, CreateOrUpdateError<E>>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Send + Sync + 'static,
     E: std::error::Error + 'static,
@@ -136,14 +140,14 @@ where
         .name()
         .filter(|n| !n.is_empty())
         .ok_or(CreateOrUpdateError::Unnamed)?;
-    let Some(existing) = client.get_opt(name).await? else {
+    let Some(mut desired) = client.get_opt(name).await? else {
         mutated(&mut obj, mutate)?;
         let created = client.create(&obj, &CreateOptions::default()).await?;
         return Ok(Start::Created(created));
     };
-    let mut desired = existing.clone();
+    let before = snapshot(&desired)?;
     mutated(&mut desired, mutate)?;
-    Ok(Start::Stored { existing, desired })
+    Ok(Start::Stored { before, desired })
 }
 
 /// Creates `obj` after `mutate`, or updates what is stored with `mutate`'s changes; the
@@ -159,13 +163,13 @@ where
     K: Resource + Clone + DeserializeOwned + Serialize + Send + Sync + 'static,
     E: std::error::Error + 'static,
 {
-    let (existing, desired) = match start(client, obj, mutate).await? {
-        Start::Created(created) => return Ok((created, OperationResult::Created)),
-        Start::Stored { existing, desired } => (existing, desired),
-    };
     let json = |o: &K| kclient_core::json_value::to_value(o).map_err(CreateOrUpdateError::Encode);
-    if json(&desired)? == json(&existing)? {
-        return Ok((existing, OperationResult::Unchanged));
+    let (before, desired) = match start(client, obj, mutate, json).await? {
+        Start::Created(created) => return Ok((created, OperationResult::Created)),
+        Start::Stored { before, desired } => (before, desired),
+    };
+    if json(&desired)? == before {
+        return Ok((desired, OperationResult::Unchanged));
     }
     let updated = client.update(&desired, &UpdateOptions::default()).await?;
     Ok((updated, OperationResult::Updated))
@@ -183,10 +187,6 @@ where
     K: Resource + Clone + DeserializeOwned + Serialize + Send + Sync + 'static,
     E: std::error::Error + 'static,
 {
-    let (existing, desired) = match start(client, obj, mutate).await? {
-        Start::Created(created) => return Ok((created, OperationResult::Created)),
-        Start::Stored { existing, desired } => (existing, desired),
-    };
     let split = |o: &K| -> Result<(Value, Value), CreateOrUpdateError<E>> {
         let mut json =
             kclient_core::json_value::to_value(o).map_err(CreateOrUpdateError::Encode)?;
@@ -196,10 +196,14 @@ where
             .unwrap_or(Value::Null);
         Ok((json, status))
     };
-    let ((before, before_status), (after, after_status)) = (split(&existing)?, split(&desired)?);
-    let name = existing.name().unwrap_or_default().to_owned();
+    let ((before, before_status), desired) = match start(client, obj, mutate, split).await? {
+        Start::Created(created) => return Ok((created, OperationResult::Created)),
+        Start::Stored { before, desired } => (before, desired),
+    };
+    let (after, after_status) = split(&desired)?;
+    let name = desired.name().unwrap_or_default().to_owned();
     let mut result = OperationResult::Unchanged;
-    let mut current = existing;
+    let mut current = desired;
     if before != after {
         let patch = Patch::Merge(create_merge_patch(&before, &after));
         current = client
