@@ -499,12 +499,13 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
         resource: &ApiResource,
     ) -> InformerSettings<K> {
         let options = &self.options;
-        let transform = match options.transforms.get(&TypeId::of::<K>()) {
+        let kind = TypeId::of::<K>();
+        let transform = match options.transforms.get(&kind) {
             Some(t) => t.downcast_ref::<TransformFunc<K>>().cloned(),
             None if options.keep_managed_fields => None,
             None => Some(TransformFunc::strip_managed_fields()),
         };
-        let representation = match options.representations.get(&TypeId::of::<K>()) {
+        let representation = match options.representations.get(&kind) {
             Some(r) => r
                 .downcast_ref::<CacheRepresentation<K>>()
                 .cloned()
@@ -515,41 +516,51 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
                     recently_decoded: DEFAULT_RECENTLY_DECODED,
                 },
                 None => {
-                    tracing::warn!(
-                        kind = %resource.kind,
-                        "compact_cache: no protobuf codec for this kind (not built in, its API \
-                         group not compiled, or kclient-cache without `compact-protobuf`): \
-                         cached decoded"
-                    );
+                    warn_no_protobuf_codec(resource);
                     CacheRepresentation::Decoded
                 }
             },
             None => CacheRepresentation::Decoded,
         };
-        let kind = format!(
+        let common = self.common_settings(kind, resource);
+        InformerSettings {
+            representation,
+            namespace: common.namespace,
+            tweak: common.tweak,
+            shards: common.shards,
+            placement: common.placement,
+            resync: common.resync,
+            transform,
+            name: common.name,
+        }
+    }
+
+    /// The settings of the informer of the type `kind` that do not depend on the type itself
+    /// (compiled once, not once per kind).
+    fn common_settings(&self, kind: TypeId, resource: &ApiResource) -> CommonSettings {
+        let options = &self.options;
+        let name = format!(
             "{}/{}",
             resource.group_version().api_version(),
             resource.kind
         );
-        InformerSettings {
-            representation,
+        CommonSettings {
             namespace: options.namespace.clone(),
             tweak: options.tweak.clone(),
             shards: options.shards.clone(),
-            placement: if options.owned.contains(&TypeId::of::<K>()) {
+            placement: if options.owned.contains(&kind) {
                 Placement::ControllerOwner
             } else {
                 Placement::Object
             },
             resync: options
                 .custom_resync
-                .get(&TypeId::of::<K>())
+                .get(&kind)
                 .copied()
                 .unwrap_or(options.default_resync),
-            transform,
             name: match &options.informer_name {
-                Some(prefix) => format!("{prefix}/{kind}"),
-                None => kind,
+                Some(prefix) => format!("{prefix}/{name}"),
+                None => name,
             },
         }
     }
@@ -687,6 +698,27 @@ pub struct InformerSettings<K> {
     pub name: String,
     /// How `K`'s cache holds its objects.
     pub representation: CacheRepresentation<K>,
+}
+
+/// The part of [`InformerSettings`] that does not depend on the kind.
+struct CommonSettings {
+    namespace: Option<String>,
+    tweak: Option<TweakListOptions>,
+    shards: Option<ShardSelector>,
+    placement: Placement,
+    resync: Duration,
+    name: String,
+}
+
+/// Logs that `resource`'s kind is cached decoded, the compact cache asked for having no
+/// codec for it.
+fn warn_no_protobuf_codec(resource: &ApiResource) {
+    tracing::warn!(
+        kind = %resource.kind,
+        "compact_cache: no protobuf codec for this kind (not built in, its API \
+         group not compiled, or kclient-cache without `compact-protobuf`): \
+         cached decoded"
+    );
 }
 
 impl<K> fmt::Debug for InformerSettings<K> {

@@ -94,31 +94,21 @@ where
     K: Send + 'static,
     L: ListerWatcher<K>,
 {
-    let deadline = watch_deadline(options.timeout_seconds).and_then(later);
-    let answer_by = [deadline, idle_timeout.and_then(later)]
-        .into_iter()
-        .flatten()
-        .min();
+    let timers = Timers::new(options.timeout_seconds, idle_timeout);
     let watch = lister_watcher.watch(options);
-    let stream = match answer_by {
+    let stream = match timers.answer_by() {
         None => watch.await?,
         Some(at) => match tokio::time::timeout_at(at, watch).await {
             Ok(opened) => opened?,
             Err(_) => {
-                tracing::warn!(
-                    timeout_seconds = ?options.timeout_seconds,
-                    ?idle_timeout,
-                    "the server did not answer the watch request in time; watching again"
-                );
+                timers.log_unanswered();
                 return Ok(stream::empty().boxed());
             }
         },
     };
     Ok(Bounded {
         inner: stream,
-        timeout_seconds: options.timeout_seconds,
-        deadline: deadline.map(|at| Box::pin(sleep_until(at))),
-        idle: idle_timeout.and_then(|idle| Some((idle, Box::pin(sleep_until(later(idle)?))))),
+        timers,
     }
     .boxed())
 }
@@ -128,15 +118,48 @@ fn later(d: Duration) -> Option<Instant> {
     Instant::now().checked_add(d)
 }
 
-/// A watch stream that ends at its deadline or after an idle period.
-struct Bounded<K, E> {
-    inner: WatchStream<K, E>,
+/// A watch's deadline and idle timeout, counted from when it was requested. Apart from the
+/// stream they bound, so that they are compiled once, not once per kind.
+struct Timers {
     timeout_seconds: Option<i64>,
     deadline: Option<Pin<Box<Sleep>>>,
     idle: Option<(Duration, Pin<Box<Sleep>>)>,
 }
 
-impl<K: Send + 'static, E: Send + 'static> Bounded<K, E> {
+impl Timers {
+    fn new(timeout_seconds: Option<i64>, idle_timeout: Option<Duration>) -> Self {
+        let deadline = watch_deadline(timeout_seconds).and_then(later);
+        Self {
+            timeout_seconds,
+            deadline: deadline.map(|at| Box::pin(sleep_until(at))),
+            idle: idle_timeout.and_then(|idle| Some((idle, Box::pin(sleep_until(later(idle)?))))),
+        }
+    }
+
+    /// When the response must have come: the earlier of the deadline and the idle timeout.
+    fn answer_by(&self) -> Option<Instant> {
+        let deadline = self.deadline.as_ref().map(|at| at.deadline());
+        let idle = self.idle.as_ref().map(|(_, at)| at.deadline());
+        deadline.into_iter().chain(idle).min()
+    }
+
+    fn log_unanswered(&self) {
+        tracing::warn!(
+            timeout_seconds = ?self.timeout_seconds,
+            idle_timeout = ?self.idle.as_ref().map(|(idle, _)| idle),
+            "the server did not answer the watch request in time; watching again"
+        );
+    }
+
+    /// Something arrived: the idle timeout starts again.
+    fn arrived(&mut self) {
+        if let Some((idle, at)) = &mut self.idle {
+            if let Some(next) = later(*idle) {
+                at.as_mut().reset(next);
+            }
+        }
+    }
+
     /// Whether the deadline or the idle timeout has passed (logged once, when it has).
     fn expired(&mut self, cx: &mut Context<'_>) -> bool {
         if self
@@ -160,12 +183,24 @@ impl<K: Send + 'static, E: Send + 'static> Bounded<K, E> {
         false
     }
 
+    fn clear(&mut self) {
+        self.deadline = None;
+        self.idle = None;
+    }
+}
+
+/// A watch stream that ends at its deadline or after an idle period.
+struct Bounded<K, E> {
+    inner: WatchStream<K, E>,
+    timers: Timers,
+}
+
+impl<K: Send + 'static, E: Send + 'static> Bounded<K, E> {
     /// Ends the watch: the connection (or HTTP/2 stream) is released at once, and the
     /// stream answers `None` from now on.
     fn end(&mut self) {
         self.inner = stream::empty().boxed();
-        self.deadline = None;
-        self.idle = None;
+        self.timers.clear();
     }
 }
 
@@ -176,18 +211,14 @@ impl<K: Send + 'static, E: Send + 'static> Stream for Bounded<K, E> {
         let this = self.get_mut();
         match this.inner.poll_next_unpin(cx) {
             Poll::Ready(Some(item)) => {
-                if let Some((idle, at)) = &mut this.idle {
-                    if let Some(next) = later(*idle) {
-                        at.as_mut().reset(next);
-                    }
-                }
+                this.timers.arrived();
                 Poll::Ready(Some(item))
             }
             Poll::Ready(None) => {
                 this.end();
                 Poll::Ready(None)
             }
-            Poll::Pending if this.expired(cx) => {
+            Poll::Pending if this.timers.expired(cx) => {
                 this.end();
                 Poll::Ready(None)
             }
