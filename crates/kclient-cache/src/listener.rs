@@ -20,6 +20,7 @@
 //! its handler through [`KindHandler`], the one part made for the kind. So the queue, the lane
 //! and the bookkeeping are compiled once, not once per kind a program caches.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -30,7 +31,7 @@ use parking_lot::{Condvar, Mutex};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::announced::Queued;
+use crate::announced::{Announced, Queued};
 use crate::handler::{dispatch, ResourceEventHandler};
 use crate::lane_pool::LanePool;
 use crate::metrics::InformerMetrics;
@@ -411,8 +412,13 @@ impl<K: Resource + Send + Sync + 'static> KindHandler for Typed<K> {
             );
             return Ok(());
         };
-        let Some(notification) = announced.clone().notification() else {
-            return Ok(());
+        // A ready notification is handed over as it is queued, without a copy of its `Arc`s.
+        let notification = match announced {
+            Announced::Ready(notification) => Cow::Borrowed(notification),
+            Announced::EncodedAdd(_) => match announced.clone().notification() {
+                Some(notification) => Cow::Owned(notification),
+                None => return Ok(()),
+            },
         };
         let event = event_name(&notification);
         let _entered = handler_span(informer, handler, event).entered();
