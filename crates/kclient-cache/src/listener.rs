@@ -8,8 +8,9 @@
 //! growing ring buffer; with a bound, the informer waits for room before it pops more from
 //! its FIFO (see [`HandlerOptions::max_pending`](crate::HandlerOptions::max_pending)).
 //!
-//! A compact informer's listed objects arrive still encoded ([`Announced::EncodedAdd`](crate::announced::Announced::EncodedAdd)) and
-//! are decoded on the lane, right before the handler's call, once for all the listeners.
+//! A compact informer's listed objects arrive still encoded
+//! ([`Announced::EncodedAdd`](crate::announced::Announced::EncodedAdd)) and are decoded on the
+//! lane, right before the handler's call, once for all the listeners.
 //!
 //! A handler that panics is caught: the panic is logged and counted, that notification is
 //! skipped, and the listener goes on with the next one. (client-go sleeps one second after a

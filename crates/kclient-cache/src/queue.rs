@@ -133,10 +133,16 @@ pub(crate) trait SyncedState {
     fn population(&self) -> &Population;
 }
 
-/// What the FIFOs share: their state behind one lock, the wake-up for waiting pops, the
-/// closed flag and the metrics around a pop.
+/// What the FIFOs share: their state behind one lock, and the [`Signals`] around it.
 pub(crate) struct Guarded<S> {
     pub(crate) state: Mutex<S>,
+    signals: Signals,
+}
+
+/// The part of [`Guarded`] that does not depend on the FIFO's state, so that it is compiled
+/// once, not once per kind a program caches: the wake-up for waiting pops, the synced and
+/// closed flags and the metrics around a pop.
+struct Signals {
     ready: Notify,
     /// Set once the queue has synced (it never unsyncs); `synced_flag` is its fast path.
     synced: tokio::sync::watch::Sender<bool>,
@@ -145,15 +151,51 @@ pub(crate) struct Guarded<S> {
     metrics: Option<Arc<dyn CacheMetrics>>,
 }
 
+impl Signals {
+    /// Wakes every waiting pop and reports the depth.
+    fn queued(&self, depth: usize) {
+        self.ready.notify_waiters();
+        if let Some(m) = &self.metrics {
+            m.fifo_depth(depth);
+        }
+    }
+
+    fn is_synced(&self) -> bool {
+        self.synced_flag.load(Ordering::Acquire)
+    }
+
+    fn mark_synced(&self) {
+        self.synced_flag.store(true, Ordering::Release);
+        self.synced.send_replace(true);
+    }
+
+    async fn wait_synced(&self) {
+        let mut synced = self.synced.subscribe();
+        // The sender lives as long as `self`, so waiting cannot fail.
+        let _ = synced.wait_for(|s| *s).await;
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.ready.notify_waiters();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+}
+
 impl<S> Guarded<S> {
     pub(crate) fn new(state: S, metrics: Option<Arc<dyn CacheMetrics>>) -> Self {
         Self {
             state: Mutex::new(state),
-            ready: Notify::new(),
-            synced: tokio::sync::watch::Sender::new(false),
-            synced_flag: AtomicBool::new(false),
-            closed: AtomicBool::new(false),
-            metrics,
+            signals: Signals {
+                ready: Notify::new(),
+                synced: tokio::sync::watch::Sender::new(false),
+                synced_flag: AtomicBool::new(false),
+                closed: AtomicBool::new(false),
+                metrics,
+            },
         }
     }
 
@@ -162,10 +204,7 @@ impl<S> Guarded<S> {
     where
         S: SyncedState,
     {
-        self.ready.notify_waiters();
-        if let Some(m) = &self.metrics {
-            m.fifo_depth(depth);
-        }
+        self.signals.queued(depth);
         self.check_synced();
     }
 
@@ -175,28 +214,23 @@ impl<S> Guarded<S> {
     where
         S: SyncedState,
     {
-        if !self.synced_flag.load(Ordering::Acquire) && self.state.lock().population().has_synced()
-        {
-            self.synced_flag.store(true, Ordering::Release);
-            self.synced.send_replace(true);
+        if !self.signals.is_synced() && self.state.lock().population().has_synced() {
+            self.signals.mark_synced();
         }
     }
 
     /// Resolves once the queue has synced.
-    pub(crate) async fn wait_synced(&self) {
-        let mut synced = self.synced.subscribe();
-        // The sender lives as long as `self`, so waiting cannot fail.
-        let _ = synced.wait_for(|s| *s).await;
+    pub(crate) fn wait_synced(&self) -> impl Future<Output = ()> + Send + '_ {
+        self.signals.wait_synced()
     }
 
     /// Closes the queue and wakes the waiting pops.
     pub(crate) fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        self.ready.notify_waiters();
+        self.signals.close();
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
+        self.signals.is_closed()
     }
 
     /// A FIFO's `Debug`, named `name`: how many entries are queued (`queued` of the state,
@@ -232,7 +266,7 @@ impl<S> Guarded<S> {
         mut take: impl FnMut(&mut S) -> Option<T>,
     ) -> Result<T, PopError> {
         loop {
-            let mut notified = pin!(self.ready.notified());
+            let mut notified = pin!(self.signals.ready.notified());
             notified.as_mut().enable();
             {
                 let mut state = self.state.lock();
@@ -256,7 +290,7 @@ impl<S> Guarded<S> {
         is_in_initial_list: bool,
         process: impl FnOnce(&[Delta<K>], bool) -> Result<(), ProcessError>,
     ) -> Result<(), ProcessError> {
-        let Some(m) = &self.metrics else {
+        let Some(m) = &self.signals.metrics else {
             return process(deltas, is_in_initial_list);
         };
         m.fifo_depth(depth);
