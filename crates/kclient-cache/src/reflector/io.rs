@@ -282,42 +282,47 @@ where
 
     /// Whether a watched object is of the expected kind (only dynamic objects can differ).
     fn expected(&self, obj: &K) -> bool {
-        let any = obj as &dyn Any;
-        let types = any
-            .downcast_ref::<DynamicObject>()
-            .and_then(|o| o.types.as_ref())
-            .or_else(|| {
-                any.downcast_ref::<kclient_core::PartialObjectMetadata>()
-                    .and_then(|o| o.types.as_ref())
-            });
-        // A server asked for tables answers with Table objects: they are no objects of the
-        // resource and never reach the store (client-go skips them too).
-        if types.is_some_and(|t| {
-            t.kind == "Table"
-                && matches!(
-                    t.api_version.as_str(),
-                    "meta.k8s.io/v1" | "meta.k8s.io/v1beta1"
-                )
-        }) {
-            tracing::debug!(reflector = %self.name, "a Table object in the watch; skipped");
-            return false;
-        }
-        let Some(expected) = &self.expected_gvk else {
-            return true;
-        };
-        let Some(dynamic) = any.downcast_ref::<DynamicObject>() else {
-            return true;
-        };
-        let actual = dynamic
-            .types
-            .as_ref()
-            .and_then(|t| GroupVersionKind::from_api_version_kind(&t.api_version, &t.kind).ok());
-        if actual.as_ref() == Some(expected) {
-            return true;
-        }
-        tracing::error!(reflector = %self.name, expected = ?expected, actual = ?actual, "unexpected watch event object kind; skipped");
-        false
+        is_expected(obj, &self.name, self.expected_gvk.as_ref())
     }
+}
+
+/// [`Typed::expected`], not generic: whether `obj` is of the expected kind — no `Table`
+/// object, and a dynamic object of `expected` if given.
+fn is_expected(obj: &dyn Any, reflector: &str, expected: Option<&GroupVersionKind>) -> bool {
+    let types = obj
+        .downcast_ref::<DynamicObject>()
+        .and_then(|o| o.types.as_ref())
+        .or_else(|| {
+            obj.downcast_ref::<kclient_core::PartialObjectMetadata>()
+                .and_then(|o| o.types.as_ref())
+        });
+    // A server asked for tables answers with Table objects: they are no objects of the
+    // resource and never reach the store (client-go skips them too).
+    if types.is_some_and(|t| {
+        t.kind == "Table"
+            && matches!(
+                t.api_version.as_str(),
+                "meta.k8s.io/v1" | "meta.k8s.io/v1beta1"
+            )
+    }) {
+        tracing::debug!(reflector, "a Table object in the watch; skipped");
+        return false;
+    }
+    let Some(expected) = expected else {
+        return true;
+    };
+    let Some(dynamic) = obj.downcast_ref::<DynamicObject>() else {
+        return true;
+    };
+    let actual = dynamic
+        .types
+        .as_ref()
+        .and_then(|t| GroupVersionKind::from_api_version_kind(&t.api_version, &t.kind).ok());
+    if actual.as_ref() == Some(expected) {
+        return true;
+    }
+    tracing::error!(reflector, expected = ?expected, actual = ?actual, "unexpected watch event object kind; skipped");
+    false
 }
 
 /// What a watch event does to the store.
