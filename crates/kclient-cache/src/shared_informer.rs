@@ -481,28 +481,13 @@ where
         if state.stopped {
             return Err(InformerError::Stopped { handler: name });
         }
-        let mut resync = options.resync_period.unwrap_or(state.default_resync_period);
-        if !resync.is_zero() {
-            if resync < MINIMUM_RESYNC_PERIOD {
-                tracing::warn!(handler = %name, ?resync, "resync period is too small; changing it to the minimum of 1s");
-                resync = MINIMUM_RESYNC_PERIOD;
-            }
-            if resync < state.resync_check_period {
-                if state.started {
-                    tracing::warn!(
-                        handler = %name,
-                        ?resync,
-                        check = ?state.resync_check_period,
-                        "resync period is smaller than the informer's resync check period and the informer has already started; changing it to the check period"
-                    );
-                    resync = state.resync_check_period;
-                } else {
-                    // The informer resyncs as often as its most frequent handler asks.
-                    state.resync_check_period = resync;
-                    inner.processor.resync_check_period_changed(resync);
-                }
-            }
-        }
+        let resync = handler_resync_period(
+            &name,
+            options.resync_period.unwrap_or(state.default_resync_period),
+            state.started,
+            &mut state.resync_check_period,
+            &inner.processor,
+        );
         let listener = Arc::new(Listener::new(
             inner.next_listener_id.fetch_add(1, Ordering::Relaxed),
             name,
@@ -758,6 +743,43 @@ where
             .boxed()
         })
     }
+}
+
+/// The resync period a handler that asked for `asked` runs with (client-go's adjustments in
+/// `AddEventHandlerWithOptions`): at least a second, and at least the informer's check period
+/// once it has started; before the start, a shorter period shortens the check period
+/// (`check`) instead.
+fn handler_resync_period(
+    name: &str,
+    asked: Duration,
+    started: bool,
+    check: &mut Duration,
+    processor: &Processor,
+) -> Duration {
+    let mut resync = asked;
+    if resync.is_zero() {
+        return resync;
+    }
+    if resync < MINIMUM_RESYNC_PERIOD {
+        tracing::warn!(handler = %name, ?resync, "resync period is too small; changing it to the minimum of 1s");
+        resync = MINIMUM_RESYNC_PERIOD;
+    }
+    if resync < *check {
+        if started {
+            tracing::warn!(
+                handler = %name,
+                ?resync,
+                check = ?*check,
+                "resync period is smaller than the informer's resync check period and the informer has already started; changing it to the check period"
+            );
+            resync = *check;
+        } else {
+            // The informer resyncs as often as its most frequent handler asks.
+            *check = resync;
+            processor.resync_check_period_changed(resync);
+        }
+    }
+    resync
 }
 
 fn newest_resource_version<K: Resource>(delta: &Delta<K>) -> Option<&str> {
