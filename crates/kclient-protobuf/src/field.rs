@@ -290,7 +290,7 @@ impl<T: Message> Value for T {
 }
 
 fn read_required<V: Value>(wt: WireType, buf: &mut &[u8], ctx: Ctx) -> Result<V, DecodeError> {
-    V::read(wt, buf, ctx)?.ok_or_else(|| DecodeError::new("zero value where one is required"))
+    V::read(wt, buf, ctx)?.ok_or_else(|| wire::failure("zero value where one is required"))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -33,7 +33,10 @@ impl DecodeError {
     }
 
     /// Records that the error happened inside `field` (called while unwinding, so the path is
-    /// built innermost first and reversed on display).
+    /// built innermost first and reversed on display). Kept out of line: every field of every
+    /// generated decoder has this error path, taken at most once per decode.
+    #[cold]
+    #[inline(never)]
     pub fn at(mut self, field: &'static str) -> Self {
         self.path.push(field);
         self
@@ -58,6 +61,8 @@ impl fmt::Display for DecodeError {
 impl std::error::Error for DecodeError {}
 
 impl From<prost::DecodeError> for DecodeError {
+    #[cold]
+    #[inline(never)]
     fn from(e: prost::DecodeError) -> Self {
         DecodeError::new(e.to_string())
     }
@@ -103,7 +108,7 @@ impl Ctx {
     pub fn enter(self) -> Result<Ctx, DecodeError> {
         match self.depth.checked_sub(1) {
             Some(depth) => Ok(Ctx { depth, ..self }),
-            None => Err(DecodeError::new("nesting too deep")),
+            None => Err(failure("nesting too deep")),
         }
     }
 }
@@ -156,10 +161,22 @@ fn expect(wire_type: WireType, expected: WireType) -> Result<(), DecodeError> {
     if wire_type == expected {
         Ok(())
     } else {
-        Err(DecodeError::new(format!(
-            "wire type {wire_type:?}, expected {expected:?}"
-        )))
+        Err(wrong_wire_type(wire_type, expected))
     }
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_wire_type(wire_type: WireType, expected: WireType) -> DecodeError {
+    DecodeError::new(format!("wire type {wire_type:?}, expected {expected:?}"))
+}
+
+/// A decoding error with a fixed message, made out of line: the decoders' primitives are
+/// inlined into every field, their error paths are not.
+#[cold]
+#[inline(never)]
+pub(crate) fn failure(message: &'static str) -> DecodeError {
+    DecodeError::new(message)
 }
 
 /// A varint field (`int32`, `int64`, `bool`, enums): the raw 64 bits.
@@ -193,7 +210,7 @@ pub fn boolean(wire_type: WireType, buf: &mut &[u8]) -> Result<bool, DecodeError
 pub fn double(wire_type: WireType, buf: &mut &[u8]) -> Result<f64, DecodeError> {
     expect(wire_type, WireType::SixtyFourBit)?;
     if buf.len() < 8 {
-        return Err(DecodeError::new("truncated double"));
+        return Err(failure("truncated double"));
     }
     let (head, tail) = buf.split_at(8);
     *buf = tail;
@@ -208,14 +225,19 @@ pub fn delimited<'a>(wire_type: WireType, buf: &mut &'a [u8]) -> Result<&'a [u8]
     expect(wire_type, WireType::LengthDelimited)?;
     let len = pe::decode_varint(buf)?;
     if len > buf.len() as u64 {
-        return Err(DecodeError::new(format!(
-            "length {len} exceeds the {} bytes that remain",
-            buf.len()
-        )));
+        return Err(overlong(len, buf.len()));
     }
     let (head, tail) = buf.split_at(len as usize);
     *buf = tail;
     Ok(head)
+}
+
+#[cold]
+#[inline(never)]
+fn overlong(len: u64, remaining: usize) -> DecodeError {
+    DecodeError::new(format!(
+        "length {len} exceeds the {remaining} bytes that remain"
+    ))
 }
 
 /// A `string`. Go's generated code does not check UTF-8 and Go's JSON encoder replaces invalid
@@ -226,8 +248,14 @@ pub fn string(wire_type: WireType, buf: &mut &[u8]) -> Result<String, DecodeErro
     let bytes = delimited(wire_type, buf)?;
     Ok(match std::str::from_utf8(bytes) {
         Ok(s) => s.to_owned(),
-        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+        Err(_) => lossy(bytes),
     })
+}
+
+#[cold]
+#[inline(never)]
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// A `bytes` field.
