@@ -19,7 +19,10 @@
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceDefinitionSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kclient_core::ApiStatus;
 use kclient_typed::{ApplyOptions, Clientset};
 use tokio::time::Instant;
@@ -115,12 +118,8 @@ fn apply_and_wait<'a>(
         let mut names = Vec::with_capacity(crds.len());
         for crd in crds {
             let name = crd.metadata.name.clone().ok_or(InstallCrdError::NoName)?;
-            let mut configuration = crd.clone();
-            configuration.metadata.managed_fields = None;
-            configuration.metadata.resource_version = None;
-            configuration.status = None;
             client
-                .apply(&name, &configuration, &options)
+                .apply(&name, &ApplyConfiguration::of(crd), &options)
                 .await
                 .map_err(|source| InstallCrdError::Request {
                     name: name.clone(),
@@ -136,6 +135,31 @@ fn apply_and_wait<'a>(
         }
         Ok(installed)
     })
+}
+
+/// What is applied of a CRD: its type, its metadata without the server's fields
+/// (`managedFields`, `resourceVersion`) and its spec, borrowed; never its status.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ApplyConfiguration<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: ObjectMeta,
+    spec: &'a CustomResourceDefinitionSpec,
+}
+
+impl<'a> ApplyConfiguration<'a> {
+    fn of(crd: &'a CustomResourceDefinition) -> Self {
+        let mut metadata = crd.metadata.clone();
+        metadata.managed_fields = None;
+        metadata.resource_version = None;
+        Self {
+            api_version: <CustomResourceDefinition as k8s_openapi::Resource>::API_VERSION,
+            kind: <CustomResourceDefinition as k8s_openapi::Resource>::KIND,
+            metadata,
+            spec: &crd.spec,
+        }
+    }
 }
 
 /// What one look at a CRD found.
@@ -238,4 +262,37 @@ async fn look(clientset: &Clientset, name: &str) -> Result<Served, InstallCrdErr
         }
     }
     Ok(Served::Yes(Box::new(crd)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The configuration is the CRD as it serializes, less status, managedFields and
+    /// resourceVersion.
+    #[test]
+    fn apply_configuration_is_the_crd_without_the_server_s_fields() {
+        let crd: CustomResourceDefinition = serde_json::from_value(json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com", "labels": {"app": "w"},
+                         "resourceVersion": "7", "managedFields": [{"manager": "kubectl"}]},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": "widgets", "kind": "Widget"},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+            "status": {"conditions": [{"type": "Established", "status": "True"}],
+                       "acceptedNames": {"plural": "widgets", "kind": "Widget"}}
+        }))
+        .unwrap();
+        let mut expected = serde_json::to_value(&crd).unwrap();
+        let object = expected.as_object_mut().unwrap();
+        object.remove("status");
+        let metadata = object["metadata"].as_object_mut().unwrap();
+        metadata.remove("managedFields");
+        metadata.remove("resourceVersion");
+        let configuration = serde_json::to_value(ApplyConfiguration::of(&crd)).unwrap();
+        assert_eq!(configuration, expected);
+        assert_eq!(configuration["metadata"]["labels"]["app"], "w");
+    }
 }
