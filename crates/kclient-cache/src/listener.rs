@@ -393,12 +393,13 @@ pub(crate) struct HandlerPanic {
 pub(crate) fn kind_handler<K: Resource + Send + Sync + 'static>(
     handler: Arc<dyn ResourceEventHandler<K>>,
 ) -> Box<dyn KindHandler> {
-    Box::new(Typed(handler))
+    Box::new(TypedHandler(handler))
 }
 
-struct Typed<K>(Arc<dyn ResourceEventHandler<K>>);
+/// A handler of `K`'s notifications, called through the kind-free [`KindHandler`].
+struct TypedHandler<K>(Arc<dyn ResourceEventHandler<K>>);
 
-impl<K: Resource + Send + Sync + 'static> KindHandler for Typed<K> {
+impl<K: Resource + Send + Sync + 'static> KindHandler for TypedHandler<K> {
     fn may_block(&self) -> bool {
         self.0.may_block()
     }

@@ -83,15 +83,20 @@ impl Processor {
             .collect()
     }
 
-    /// Hands a notification to every listener, or for a resync only to the due ones.
-    /// Never waits for a handler.
-    pub(crate) fn distribute(&self, notification: Queued, is_sync: bool) {
+    /// Hands a notification to every listener, or for a resync only to the due ones; it is
+    /// made (one allocation, shared by the listeners) only when one is to get it. Never waits
+    /// for a handler.
+    pub(crate) fn distribute(&self, notification: impl FnOnce() -> Queued, is_sync: bool) {
         let state = self.state.read();
         let targets = if is_sync {
             &state.syncing
         } else {
             &state.listeners
         };
+        if targets.is_empty() {
+            return;
+        }
+        let notification = notification();
         for listener in targets {
             listener.add(notification.clone());
         }

@@ -717,7 +717,7 @@ where
                     // An update that did not change the resourceVersion comes from a resync
                     // (or a relist that found the object unchanged): only due handlers get it.
                     let is_sync = notification.is_sync();
-                    processor.distribute(Queued::new(notification), is_sync);
+                    processor.distribute(|| Queued::new(notification), is_sync);
                 },
             )
             .map_err(|e| ProcessError::Failed(e.into()))?;
