@@ -271,12 +271,23 @@ pub fn message<T: Decode>(
     buf: &mut &[u8],
     ctx: Ctx,
 ) -> Result<T, DecodeError> {
-    let bytes = delimited(wire_type, buf)?;
-    let ctx = ctx.enter()?;
+    let (bytes, ctx) = nested(wire_type, buf, ctx)?;
     if fresh_stack::hops_at(ctx) {
         return fresh_stack::on_fresh_stack(|| T::decode(bytes, ctx));
     }
     T::decode(bytes, ctx)
+}
+
+/// The bytes of a nested message and the context one level down: the part of [`message`]
+/// that is the same for every message type, compiled once.
+#[inline(never)]
+fn nested<'a>(
+    wire_type: WireType,
+    buf: &mut &'a [u8],
+    ctx: Ctx,
+) -> Result<(&'a [u8], Ctx), DecodeError> {
+    let bytes = delimited(wire_type, buf)?;
+    Ok((bytes, ctx.enter()?))
 }
 
 // ---------------------------------------------------------------------------------------------
