@@ -216,8 +216,7 @@ impl Value for f64 {
 impl Value for Vec<String> {
     const WIRE: WireType = WireType::LengthDelimited;
     fn read(wt: WireType, buf: &mut &[u8], ctx: Ctx) -> Result<Option<Self>, DecodeError> {
-        let mut msg = wire::delimited(wt, buf)?;
-        ctx.enter()?;
+        let (mut msg, _) = wire::nested(wt, buf, ctx)?;
         let mut items = Vec::new();
         while !msg.is_empty() {
             let (tag, wt) = wire::key(&mut msg)?;
@@ -471,8 +470,7 @@ pub fn map<V: Value>(
     buf: &mut &[u8],
     ctx: Ctx,
 ) -> Result<(), DecodeError> {
-    let mut entry = wire::delimited(wt, buf)?;
-    let ctx = ctx.enter()?;
+    let (mut entry, ctx) = wire::nested(wt, buf, ctx)?;
     let (mut key, mut value) = (String::new(), None);
     while !entry.is_empty() {
         let (tag, wt) = wire::key(&mut entry)?;
@@ -519,8 +517,8 @@ pub fn inline<P>(
     ctx: Ctx,
     merge: fn(&mut P, &[u8], Ctx) -> Result<(), DecodeError>,
 ) -> Result<(), DecodeError> {
-    let bytes = wire::delimited(wt, buf)?;
-    merge(parent, bytes, ctx.enter()?)
+    let (bytes, ctx) = wire::nested(wt, buf, ctx)?;
+    merge(parent, bytes, ctx)
 }
 
 // ---------------------------------------------------------------------------------------------

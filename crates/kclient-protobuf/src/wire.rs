@@ -278,10 +278,11 @@ pub fn message<T: Decode>(
     T::decode(bytes, ctx)
 }
 
-/// The bytes of a nested message and the context one level down: the part of [`message`]
-/// that is the same for every message type, compiled once.
+/// The bytes of a nested message and the context one level down: the framing every nested
+/// message shares ([`message`], map entries, inlined structs, the special messages), compiled
+/// once.
 #[inline(never)]
-fn nested<'a>(
+pub(crate) fn nested<'a>(
     wire_type: WireType,
     buf: &mut &'a [u8],
     ctx: Ctx,

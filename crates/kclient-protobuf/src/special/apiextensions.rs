@@ -61,8 +61,7 @@ fn nested_len(len: usize) -> usize {
 impl Value for JSONSchemaPropsOrArray {
     const WIRE: WireType = WireType::LengthDelimited;
     fn read(wt: WireType, buf: &mut &[u8], ctx: Ctx) -> Result<Option<Self>, DecodeError> {
-        let mut msg = wire::delimited(wt, buf)?;
-        let ctx = ctx.enter()?;
+        let (mut msg, ctx) = wire::nested(wt, buf, ctx)?;
         let (mut schema, mut schemas): (Option<JSONSchemaProps>, Vec<JSONSchemaProps>) =
             (None, Vec::new());
         while !msg.is_empty() {
@@ -114,8 +113,7 @@ impl Value for JSONSchemaPropsOrArray {
 impl Value for JSONSchemaPropsOrBool {
     const WIRE: WireType = WireType::LengthDelimited;
     fn read(wt: WireType, buf: &mut &[u8], ctx: Ctx) -> Result<Option<Self>, DecodeError> {
-        let mut msg = wire::delimited(wt, buf)?;
-        let ctx = ctx.enter()?;
+        let (mut msg, ctx) = wire::nested(wt, buf, ctx)?;
         let (mut allows, mut schema) = (false, None::<JSONSchemaProps>);
         while !msg.is_empty() {
             let (tag, wt) = wire::key(&mut msg)?;
@@ -166,8 +164,7 @@ impl Value for JSONSchemaPropsOrBool {
 impl Value for JSONSchemaPropsOrStringArray {
     const WIRE: WireType = WireType::LengthDelimited;
     fn read(wt: WireType, buf: &mut &[u8], ctx: Ctx) -> Result<Option<Self>, DecodeError> {
-        let mut msg = wire::delimited(wt, buf)?;
-        let ctx = ctx.enter()?;
+        let (mut msg, ctx) = wire::nested(wt, buf, ctx)?;
         let (mut schema, mut strings) = (None::<JSONSchemaProps>, Vec::<String>::new());
         while !msg.is_empty() {
             let (tag, wt) = wire::key(&mut msg)?;
